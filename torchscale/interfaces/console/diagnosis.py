@@ -44,38 +44,23 @@ def diagnosis_lines(
 def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
     """What -v adds: what decided, the per-rank waits, each part's interval, the verdict in
     full and every cross-check."""
-    lines = [Line("skip", f"> [DETAIL] decided by the {diagnosis.source}: {diagnosis.basis}")]
-    lines.append(
-        Line(
-            "skip",
-            "> [DETAIL] parts: "
-            + ", ".join(f"{PART_WORDS[p.name]} {share_text(p.share)}" for p in diagnosis.parts),
-        )
-    )
+    parts = ", ".join(f"{PART_WORDS[p.name]} {share_text(p.share)}" for p in diagnosis.parts)
+    details = [f"decided by the {diagnosis.source}: {diagnosis.basis}", f"parts: {parts}"]
     if diagnosis.rank_waits:
-        lines.append(
-            Line(
-                "skip",
-                "> [DETAIL] waiting by rank (share of its own step): "
-                + ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits),
-            )
-        )
-    if diagnosis.straggler is not None:
-        lines.append(Line("skip", f"> [DETAIL] straggler: {diagnosis.straggler.summary}"))
-        lines.append(
-            Line("skip", f"> [DETAIL] straggler test: {straggler_test_text(diagnosis.straggler)}")
-        )
+        waits = ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits)
+        details.append(f"waiting by rank (share of its own step): {waits}")
+    if (straggler := diagnosis.straggler) is not None:
+        details.append(f"straggler: {straggler.summary}")
+        details.append(f"straggler test: {straggler_test_text(straggler)}")
     w = diagnosis.whatif
     if w is not None:
         who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")
         extra = f"; its extra work {ms(w.extra_work_s)}" if w.extra_work_s is not None else ""
-        lines.append(
-            Line(
-                "skip",
-                f"> [DETAIL] what-if, {who}: saves {seconds_text(w.saved_s)} per step, "
-                f"{share_text(w.share)} of the step{extra} ({w.method})",
-            )
+        details.append(
+            f"what-if, {who}: saves {seconds_text(w.saved_s)} per step, "
+            f"{share_text(w.share)} of the step{extra} ({w.method})"
         )
+    lines = [Line("skip", f"> [DETAIL] {text}") for text in details]
     for check in diagnosis.cross_checks:
         figure = f"{shown}, " if (shown := check_figure(check)) is not None else ""
         lines.append(
