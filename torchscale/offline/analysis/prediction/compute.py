@@ -112,32 +112,6 @@ def reference_cell(
     )
 
 
-@dataclass(frozen=True)
-class Slowdown:
-    """Own work at the target = the reference's x thread factor x sharing / sharing_ref."""
-
-    thread: float  # the thread factor's high end, u / d (its low end is 1)
-    sharing: float  # time-sharing at the target, the middle of its range
-    sharing_half: float  # half that range: fair time-sharing to the busiest core
-    sharing_ref: float  # time-sharing at the reference (the middle of its range)
-    sharing_ref_half: float  # half the reference's range
-    demand: float | None  # cores a rank wants at the target
-
-
-def slowdown(
-    reference: MeasuredCell, ranks_per_host: float, threads: int | None, cores: int | None
-) -> Slowdown:
-    busy = reference.busy_cores_per_rank
-    if busy is None or not cores:
-        return Slowdown(1.0, 1.0, 0.0, 1.0, 0.0, None)
-    fewer = threads is not None and reference.threads is not None and threads < reference.threads
-    demand = min(busy, threads) if fewer and threads is not None else busy
-    thread = busy / demand if demand > 0 else 1.0
-    sharing, half = time_sharing_middle(ranks_per_host, demand, cores)
-    sharing_ref, half_ref = time_sharing_middle(reference.ranks_per_node, busy, cores)
-    return Slowdown(thread, sharing, half, sharing_ref, half_ref, demand)
-
-
 def forecast_compute(
     cells: Sequence[MeasuredCell], ranks_per_host: float, device: str
 ) -> ComputeForecast:
@@ -179,17 +153,27 @@ def forecast_compute(
             f"ranks sharing caches and memory bandwidth below the cores: as measured at "
             f"{reference.ranks_per_node:g} rank(s) per host, not extrapolated"
         )
-    slow = slowdown(reference, ranks_per_host, threads, cores)
-    thread, shared, shared_ref, demand = slow.thread, slow.sharing, slow.sharing_ref, slow.demand
+    # own work at the target = the reference's x thread factor x shared / shared_ref: the thread
+    # factor's high end u / d (its low end 1), each time-sharing the middle of its range +- half
+    thread, shared, half, shared_ref, half_ref = 1.0, 1.0, 0.0, 1.0, 0.0
+    demand: float | None = None  # cores a rank wants at the target
+    busy = reference.busy_cores_per_rank
+    if busy is not None and cores:
+        demand = busy
+        if threads is not None and reference.threads is not None and threads < reference.threads:
+            demand = min(busy, threads)
+        thread = busy / demand if demand > 0 else 1.0
+        shared, half = time_sharing_middle(ranks_per_host, demand, cores)
+        shared_ref, half_ref = time_sharing_middle(reference.ranks_per_node, busy, cores)
     measured_past = any(
         c.threads is not None and c.ranks_per_node * c.threads > (cores or 0) for c in cells
     )
     if shared > 1 and not measured_past and demand is not None:
-        fair, busiest = shared - slow.sharing_half, shared + slow.sharing_half
+        fair, busiest = shared - half, shared + half
         turns = (
             f"the slowest between {fair:.3g}x (shared out perfectly) and {busiest:.3g}x (the "
             "busiest core's ranks); taken as the middle, both ends in the interval"
-            if slow.sharing_half > 0
+            if half > 0
             else f"{shared:.3g}x slower (they share the cores evenly)"
         )
         assumptions.append(
@@ -215,12 +199,11 @@ def forecast_compute(
     # the ranges' half-widths, independent, in the interval: the thread factor's, and the
     # time-sharing ratio's from both its ends (the target's and a reference past the cores)
     thread_spread = own.value * (thread - 1.0) / 2 * sharing
-    relative = math.hypot(slow.sharing_half / shared, slow.sharing_ref_half / shared_ref)
+    relative = math.hypot(half / shared, half_ref / shared_ref)
     sharing_relative = relative if sharing > 1 else 0.0
     spread = math.hypot(thread_spread, own.value * middle * sharing * sharing_relative)
     base = own.scaled(factor - 1.0)
     contention = Figure(base.value, math.hypot(base.below, spread), math.hypot(base.above, spread))
-    busy = reference.busy_cores_per_rank
     how = (
         f"{own.value * 1e3:.4g} ms x (factor - 1), factor = thread {middle:.3g} (between 1 "
         f"and u / d = {busy if busy is not None else 0:.3g} busy cores at "
