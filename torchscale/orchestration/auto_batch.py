@@ -1,17 +1,9 @@
 """`batch_sizes: auto` (a config's default): the batch per device each model and precision
-runs, chosen when the sweep is planned.
+runs, chosen when the sweep is planned (the rule: docs/configuration.md, "batch_sizes: auto").
 
-On CUDA it is the batch that fills the GPU by the memory estimate of
-torchscale/orchestration/memory_estimate.py (weights, gradients and optimizer state plus the
-activations one sample saves for backward, x1.5, in 80 % of the smallest GPU's memory, read
-through NVML). A sweep with a small batch measures launch overhead and the optimizer pass, not
-the hardware: on one H100, GPT-2 at batch 8 kept the GPU 81.5 % busy. On CPU it is
-8: host memory does not limit a CPU benchmark, and a larger batch only makes its steps slower.
-
-The activations come from the model's stored figures (its spec, torchscale/contracts/model_specs/)
-where the cell builds the model at its default options, else they are counted on the meta
-device (a plug-in, other options, another sequence length or image size). A model that cannot
-be counted is a config error naming it, so the sweep never starts on a guess.
+Why fill the GPU: a small batch measures launch overhead and the optimizer pass, not the
+hardware (on one H100, GPT-2 at batch 8 kept the GPU 81.5 % busy). A model whose activations
+cannot be counted is a config error naming it, so the sweep never starts on a guess.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """The batch per device that fills a GPU, estimated before anything runs.
 
-Used by `batch_sizes: auto` (a benchmark's default: torchscale/orchestration/plan.py) and by
-`torchscale config init` (torchscale/orchestration/config/starter.py), so both size batches by one
-rule:
-
-    peak(batch) = CUDA context + static + batch x activations per sample x margin
-    static      = bytes per parameter x parameters   (AdamW: fp32 weights, gradients and two
-                  moments, 16 bytes; SGD with momentum: 12; under bf16 or fp16 autocast 2
-                  more, the 16-bit copies of the weights autocast keeps for backward)
-    fits        = peak(batch) <= 80 % of the smallest GPU's memory
-
-and the batch is the largest power of two that fits (at least 1, at most the config's
-`memory.max_batch_limit`). Activations per sample are what one sample's training step saves
-for backward, counted on the meta device (rank/models/activation_count.py), in bf16 for bf16
-cells and in fp32 otherwise. The margin (x1.5) covers what is alive beside them at the peak:
-the logits and their gradient, the gradient of the activation being back-propagated, allocator
-slack. The estimate is the DDP one at one rank, the largest per-device footprint of the
-strategies (FSDP shards the static part, a pipeline stage holds part of the model), so one batch
-serves every strategy and world size of a sweep and its scaling curves compare like with like.
-
-It is an estimate: `memory.max_batch_search` measures the real limit on the GPU, and a cell
-that runs out of memory anyway is recorded as `oom` with the sweep going on.
-
-Imports nothing heavy: `config init` answers without importing torch.
+Used by `batch_sizes: auto` (plan.py) and by `torchscale config init` (config/starter.py), so
+both size batches by one rule: the rule, its margin and why it is DDP's at one rank are in
+docs/configuration.md, "batch_sizes: auto"; activations are counted on the meta device
+(rank/models/activation_count.py). Imports nothing heavy: `config init` answers without torch.
 """
 
 from __future__ import annotations

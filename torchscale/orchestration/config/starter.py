@@ -1,14 +1,7 @@
 """`torchscale config init`: a commented starter config sized for one node.
 
-What it sizes and from what (docs/configuration.md, "Starter configs"):
-- GPU counts: powers of two up to the node's GPUs (CPU: up to its cores, at most 4 ranks).
-- Precision: bf16 where the GPUs compute in it, amp (fp16 autocast) on older GPUs, fp32 on CPU.
-- Batch sizes: the batch `batch_sizes: auto` would run (torchscale/orchestration/memory_estimate.py:
-  the largest power of two whose estimated peak, weights, gradients and AdamW state plus the
-  activations one sample saves for backward x1.5, fits in 80 % of one GPU's memory) and the
-  two below it.
-- Strategies: ddp and fsdp; with 2 GPUs or more also tp, pp and hybrid. Cells a strategy cannot
-  run at some GPU count (tp on one GPU, say) are skipped with the reason, never launched.
+What it sizes and from what: docs/configuration.md, "Starter configs"; its batches are those
+`batch_sizes: auto` would run (memory_estimate.py) and the two below.
 """
 
 from __future__ import annotations

@@ -7,16 +7,12 @@ Everything is data until the caller runs it: `nsys_profile_argv` turns the inner
 subprocess gets an argv list (no shell) and a timeout; failures are one-line `LaunchError`s
 (nsys missing, did not run, timed out, left no report) or `TraceError`s (no report to export).
 
-Where nsys comes from (`find_nsys`, first hit wins):
-1. `TORCHSCALE_NSYS`: the nsys executable, or a directory holding `bin/nsys` or `nsys`; when set
-   and broken that is an error, never a silent fallback.
-2. `nsys` on PATH (CUDA toolkit, NVIDIA's packages).
-3. The private install `.ci/install_nsys.sh` makes from Debian's non-free section:
-   `$TORCHSCALE_NSYS_ROOT/bin/nsys`, default `~/.cache/torchscale-ci/nsys/bin/nsys`.
+Where nsys comes from (`find_nsys`, first hit wins): `TORCHSCALE_NSYS` (the executable, or a
+directory holding `bin/nsys` or `nsys`; set and broken is an error, never a silent fallback),
+then `nsys` on PATH, then `.ci/install_nsys.sh`'s private install (`default_ci_root`).
 
-Privacy: the report (`.nsys-rep`) and the SQLite exported from it store the profiled command's
-*whole environment* (tokens, credentials included): never publish either. `export_sqlite` blanks
-it in the SQLite by default (`redact_environment=True`); the `.nsys-rep` keeps it.
+Privacy: the report and its SQLite store the profiled command's *whole environment* (tokens,
+credentials included); `export_sqlite` blanks it in the SQLite, the `.nsys-rep` keeps it.
 
 What is traced on CPU vs GPU and why (`osrt` on CPU only: gloo's waits), and how only the
 profiled steps are captured (the ranks trigger the capture range between barriers, since nsys
