@@ -29,10 +29,6 @@ RAISE_REPEATS = (
 QUIETER = "rerun on a quiet node or with longer windows (`measurement.steps`)"
 
 
-def _flag(value: Any) -> bool:
-    return value is True or value == 1.0
-
-
 @dataclass(frozen=True)
 class _Contention:
     """The measured cells whose machine was shared during their windows, in words."""
@@ -75,7 +71,7 @@ def contention(ctx: Context, measured: pd.DataFrame) -> _Contention | None:
     looked = [r for r in rows if any(finite(r.get(c)) is not None for c in columns)]
     if not looked:
         return None
-    on_cpu = [_flag(r.get("busy_machine")) for r in looked]
+    on_cpu = [r.get("busy_machine") in (True, 1.0) for r in looked]
     on_gpu = [(finite(r.get("other_gpu_processes")) or 0) > 0 for r in looked]
     cpu = [r for r, flag in zip(looked, on_cpu, strict=True) if flag]
     gpu = [r for r, flag in zip(looked, on_gpu, strict=True) if flag]
@@ -99,14 +95,6 @@ def _where(ctx: Context, busy: list[dict[str, Any]], total: int) -> str:
     if len(busy) == total:
         return "in every cell" if total > 1 else "in its one cell"
     return f"in {len(busy)} of {total} cells ({names(ctx.label(r) for r in busy)})"
-
-
-def _noise(measured: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(noisy rows, rows of unknown spread)."""
-    rows = records(measured)
-    noisy = [r for r in rows if r.get("reliability") == "noisy"]
-    unknown = [r for r in rows if r.get("reliability") == "spread unknown"]
-    return noisy, unknown
 
 
 def _repeats(rows: list[dict[str, Any]]) -> int:
@@ -164,7 +152,9 @@ def judge(ctx: Context) -> Usability:
     busy_keys = frozenset(
         (str(r["experiment"]), str(r["cell_id"])) for r in (shared.cells if shared else [])
     )
-    noisy, unknown = _noise(measured)
+    rows = records(measured)
+    noisy = [r for r in rows if r.get("reliability") == "noisy"]
+    unknown = [r for r in rows if r.get("reliability") == "spread unknown"]
     if shared is not None and shared.cells and len(shared.cells) >= BUSY_SHARE * total:
         reason = f"{shared.what} {_where(ctx, shared.cells, total)}"
         host = (
@@ -180,7 +170,6 @@ def judge(ctx: Context) -> Usability:
             RAISE_REPEATS.format(now=_repeats(noisy), n=SMALL) if "repeats" in remedy else remedy
         )
         return Usability("no", reason, remedy, False, busy_keys, (first, *(f[1] for f in failures)))
-    rows = records(measured)
     if not any(is_quiet(r) and r.get("reliability") != "noisy" for r in rows):
         return _none_quiet_and_reliable(ctx, rows, shared, busy_keys, failures)
     clauses = [f[0] for f in failures]
