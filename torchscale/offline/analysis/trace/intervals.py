@@ -42,15 +42,6 @@ class Intervals:
         hi_a = np.maximum(np.asarray(hi, dtype=np.float64), lo_a)
         return _covered_before(self, hi_a) - _covered_before(self, lo_a)
 
-    def clip(self, lo: float, hi: float) -> Intervals:
-        """The part inside [lo, hi)."""
-        if hi <= lo or not self.count:
-            return EMPTY
-        s = np.maximum(self.starts, lo)
-        e = np.minimum(self.ends, hi)
-        keep = e > s
-        return Intervals(s[keep], e[keep])
-
 
 EMPTY = Intervals(np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64))
 
