@@ -77,10 +77,7 @@ def predict(
         lines.append(prose(f"{len(run.written)} forecast(s) written to {folder}", width))
     for item in lines:
         # prose is cut to the width already; rich folds only what cannot break (a long path)
-        if isinstance(item, Text):
-            stdout.print(item, soft_wrap=False)
-        else:
-            stdout.print(item)
+        stdout.print(item, soft_wrap=False if isinstance(item, Text) else None)
     if run.exit_code:
         why = (
             f"the {len(run.refused)} refusal(s) above say why"
