@@ -177,14 +177,9 @@ class Seq2SeqPlan(ParallelPlan):
             parallelize_module(
                 layer, mesh, {"linear1": ColwiseParallel(), "linear2": RowwiseParallel()}
             )
-        parallelize_module(
-            self.model,
-            mesh,
-            {
-                "embedding": RowwiseParallel(input_layouts=Replicate()),
-                "output": ColwiseParallel(output_layouts=Replicate()),
-            },
-        )
+        embedding = RowwiseParallel(input_layouts=Replicate())
+        output = ColwiseParallel(output_layouts=Replicate())
+        parallelize_module(self.model, mesh, {"embedding": embedding, "output": output})
         return TP_PLAN
 
     def _layers(self) -> list[seq2seq_units.Layer]:
