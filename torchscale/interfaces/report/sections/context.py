@@ -325,11 +325,9 @@ class Context:
 
     @functools.cached_property
     def pooled(self) -> pd.DataFrame:
-        """The ok cells with the runs of each cell pooled (`regressions.pool_runs`: the same
-        definition in several experiments, the same config run again): one row per cell,
-        its figures the median over its runs with the runs' interval (`runs` counts them).
-        What the headline and the summary pick their best figures from, so that four runs
-        read as their median, never as the best of them."""
+        """The ok cells, one row per cell with its runs pooled (`regressions.pool_runs`: median
+        and interval over the runs, `runs` counts them): the headline and the summary pick from
+        these, so that four runs read as their median, never as the best of them."""
         return pool_runs(self.ok)
 
     @functools.cached_property

@@ -65,11 +65,9 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
 
 
 def diagnoses_table(ctx: Context) -> Block | None:
-    """The summary's one row per run with a diagnosis (multi-rank sweep cells and profiled
-    runs): its sync stall, step split, straggler verdict, what-if and caveat in the terminal's
-    words, named stragglers first, then by sync stall; so the first screen of every format (the
-    Markdown and the default term report included, which show no Bottlenecks section) gives
-    each run's verdict, and what naming a straggler is worth, as the terminal does."""
+    """The summary's row per run with a diagnosis (multi-rank sweep cells, profiled runs) in the
+    terminal's words, named stragglers first, then by sync stall: the first screen of every
+    format (Markdown and term show no Bottlenecks section) gives each run's verdict."""
     rows: list[dict[str, Any]] = []
 
     def add(run: str, diagnosis: Diagnosis) -> None:

@@ -307,10 +307,8 @@ def short_advice(recommendation: str | None) -> str:
 
 
 def collect_findings(ctx: Context) -> list[ReportFinding]:
-    """Every run's findings, ranked by cost: each profile's (its diagnosis', one verdict per
-    run: the profile's result.json is not read for a second one), each ok sweep cell's
-    diagnosis', and per cell what the diagnosis does not cover (throttling, a slowdown
-    against the smallest world size)."""
+    """Every run's findings, ranked by cost (see the module's docstring): a profile's result.json
+    is not read for a second verdict; per cell also what the diagnosis does not cover."""
     findings: list[ReportFinding] = []
     for ref in ctx.profiles:
         findings += profile_findings(ref)
