@@ -49,21 +49,14 @@ def check_cuda(ctx: ValidateContext) -> CheckResult:
         hint = "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"
         return failed("cuda", "CUDA", f"torch.cuda raised {type(exc).__name__}: {exc}", hint)
     if not available or count == 0:
-        return failed(
-            "cuda",
-            "CUDA",
-            f"{build} build, but no CUDA device is usable",
+        hint = (
             "check that the NVIDIA driver is loaded (nvidia-smi), that CUDA_VISIBLE_DEVICES "
-            "does not hide the GPUs, and that the container was started with GPU access",
-            device_count=0,
+            "does not hide the GPUs, and that the container was started with GPU access"
         )
-    return passed(
-        "cuda",
-        "CUDA",
-        f"{count} device(s) usable by torch ({build})",
-        device_count=count,
-        cuda_runtime=torch.version.cuda,
-    )
+        detail = f"{build} build, but no CUDA device is usable"
+        return failed("cuda", "CUDA", detail, hint, device_count=0)
+    detail = f"{count} device(s) usable by torch ({build})"
+    return passed("cuda", "CUDA", detail, device_count=count, cuda_runtime=torch.version.cuda)
 
 
 def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
@@ -185,22 +178,15 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     detail = f"torch built with CUDA {runtime_text}; driver supports up to {driver[0]}.{driver[1]}"
     data = {"runtime": runtime_text, "driver": f"{driver[0]}.{driver[1]}", "verdict": verdict}
     if verdict == "too_old":
-        return failed(
-            "cuda_compat",
-            title,
-            detail,
+        hint = (
             f"upgrade the driver to one supporting CUDA {runtime_text}, or install a "
-            f"PyTorch build for CUDA {driver[0]}.x",
-            **data,
+            f"PyTorch build for CUDA {driver[0]}.x"
         )
+        return failed("cuda_compat", title, detail, hint, **data)
     if verdict == "minor":
-        return warned(
-            "cuda_compat",
-            title,
-            detail + " (minor-version compatibility mode)",
-            "works for most kernels; upgrade the driver for PTX JIT and newest features",
-            **data,
-        )
+        hint = "works for most kernels; upgrade the driver for PTX JIT and newest features"
+        mode = detail + " (minor-version compatibility mode)"
+        return warned("cuda_compat", title, mode, hint, **data)
     return passed("cuda_compat", title, detail, **data)
 
 
@@ -235,13 +221,12 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
     detail = f"peer access {len(pairs) - len(missing)}/{len(pairs)} pairs; NVLink {links}"
     data = {"peer_access": pairs, "active_nvlinks": nvlinks, "nvml_index": nvml_index}
     if missing:
-        return warned(
-            "p2p",
-            title,
-            detail + f"; no peer access: {', '.join(missing)}",
+        hint = (
             "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`,"
-            " IOMMU/ACS settings, or NCCL_P2P_DISABLE",
-            **data,
+            " IOMMU/ACS settings, or NCCL_P2P_DISABLE"
+        )
+        return warned(
+            "p2p", title, detail + f"; no peer access: {', '.join(missing)}", hint, **data
         )
     return passed("p2p", title, detail, **data)
 
@@ -411,14 +396,11 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
             **data,
         )
     if unreadable:  # not a PASS: a GPU we could not read may be the one throttling
-        return skipped(
-            "throttle",
-            title,
-            f"clock reasons unreadable: {unknown}",
+        hint = (
             "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "
-            "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too",
-            **data,
+            "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too"
         )
+        return skipped("throttle", title, f"clock reasons unreadable: {unknown}", hint, **data)
     return passed(
         "throttle",
         title,
