@@ -111,9 +111,8 @@ def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
     """Version 3 -> 4. Nothing is recomputed: telemetry and the allocator figures were never
     recorded, so they are null with the reason (for measured cells; a cell that did not
     finish has no figures to explain)."""
-    out = dict(data)
+    out = {**data, "telemetry": None}
     unavailable = dict(out.get("unavailable") or {})
-    out["telemetry"] = None
     if out.get("status") == "ok":
         unavailable.setdefault("telemetry", V3_TELEMETRY)
     memory = out.get("memory")
@@ -136,10 +135,8 @@ def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
     """Version 4 -> 5. Versions up to 4 trained on synthetic on-device data only, so the source
     is known; its wait was inside the phases (ranks[].phases.data) and is not recomputed here.
     Cost was never stored: null with the reason."""
-    out = dict(data)
+    out = {**data, "data": None, "cost": None}
     unavailable = dict(out.get("unavailable") or {})
-    out["data"] = None
-    out["cost"] = None
     if out.get("status") == "ok":
         unavailable.setdefault("data", V4_DATA)
         unavailable.setdefault("cost", V4_COST)
@@ -151,11 +148,7 @@ def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
 def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
     """Version 5 -> 6. Up to 5 every cell was ddp or fsdp (no mesh, no pipeline), and warm-up
     times were not kept."""
-    out = dict(data)
-    out["parallel"] = None
-    out["warmup"] = None
-    out["schema_version"] = 6
-    return out
+    return {**data, "parallel": None, "warmup": None, "schema_version": 6}
 
 
 def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
@@ -243,8 +236,7 @@ V10_COMPILE = (
 def upgrade_v10(data: dict[str, Any]) -> dict[str, Any]:
     """Version 10 -> 11. What torch.compile did inside the windows was never counted: a
     compiled cell (one with a warm-up compile time) gets `compile` null, with the reason."""
-    out = dict(data)
-    out["compile"] = None
+    out = {**data, "compile": None}
     warmup = out.get("warmup")
     unavailable = dict(out.get("unavailable") or {})
     compiled = isinstance(warmup, dict) and warmup.get("compile_s") is not None
@@ -258,9 +250,7 @@ def upgrade_v10(data: dict[str, Any]) -> dict[str, Any]:
 def upgrade_v11(data: dict[str, Any]) -> dict[str, Any]:
     """Version 11 -> 12. The straggler verdict gained the candidate's wait for a CPU
     (`host_wait_s`, `host_bound`): never measured before, so null (the fields' default)."""
-    out = dict(data)
-    out["schema_version"] = 12
-    return out
+    return {**data, "schema_version": 12}
 
 
 def upgrade_v12(data: dict[str, Any]) -> dict[str, Any]:
@@ -268,9 +258,7 @@ def upgrade_v12(data: dict[str, Any]) -> dict[str, Any]:
     and the plain words of why a candidate is not named: neither was judged before, so null
     (the fields' default). A schema-12 verdict the host withdrew stays withdrawn (named
     false, host_bound true): it is read as it was written, not judged again."""
-    out = dict(data)
-    out["schema_version"] = 13
-    return out
+    return {**data, "schema_version": 13}
 
 
 def upgrade_v13(data: dict[str, Any]) -> dict[str, Any]:
@@ -278,8 +266,7 @@ def upgrade_v13(data: dict[str, Any]) -> dict[str, Any]:
     purpose (`injected`): read off the result's own `injected_delays` (recorded since version
     3) for a named rank, as a version-14 run marks it (`marked_injected`); null where nobody is
     named."""
-    out = dict(data)
-    out["schema_version"] = 14
+    out = {**data, "schema_version": 14}
     diagnosis = out.get("diagnosis")
     verdict = diagnosis.get("straggler") if isinstance(diagnosis, dict) else None
     if isinstance(diagnosis, dict) and isinstance(verdict, dict) and verdict.get("named"):
@@ -299,9 +286,7 @@ def upgrade_v14(data: dict[str, Any]) -> dict[str, Any]:
     """Version 14 -> 15. The diagnosis' `rule` (the rule findings were judged by where no
     interval can judge them) is set only when a result is read from point figures; a version 14
     diagnosis was judged by its own rule: null."""
-    out = dict(data)
-    out["schema_version"] = 15
-    return out
+    return {**data, "schema_version": 15}
 
 
 V15_EDGE_STEPS = "version <=15 timed the first step after each window's edge work"
@@ -312,10 +297,7 @@ V15_FIXED_COSTS = "result of schema 15 or older: the fixed costs were not itemis
 def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:
     """Version 15 -> 16. The untimed edge step, the GPU busy probe and the itemised fixed
     costs did not exist: each null, with the reason for a measured cell."""
-    out = dict(data)
-    out["window_edge_steps"] = None
-    out["host_bound"] = None
-    out["fixed_costs"] = None
+    out = {**data, "window_edge_steps": None, "host_bound": None, "fixed_costs": None}
     if out.get("status") == "ok":
         unavailable = dict(out.get("unavailable") or {})
         cell = out.get("cell")
@@ -342,9 +324,7 @@ def upgrade_v16(data: dict[str, Any]) -> dict[str, Any]:
 def upgrade_v17(data: dict[str, Any]) -> dict[str, Any]:
     """Version 17 -> 18. A straggler verdict of 17 was judged by the paired test (its gap:
     own work over the others' median) and has no pattern: kept as judged, pattern null."""
-    out = dict(data)
-    out["schema_version"] = 18
-    return out
+    return {**data, "schema_version": 18}
 
 
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
