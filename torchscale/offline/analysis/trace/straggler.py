@@ -47,8 +47,6 @@ class Straggler:
     phase: str | None = None
     phase_gap_us: float | None = None  # median over steps of (its effective time - others')
     phase_gap_pct: float | None = None  # of its median step time
-    phase_gaps: dict[str, float] = field(default_factory=dict)  # every compared phase
-    peer_rank: int | None = None  # the fastest other rank in that phase (median effective time)
     phase_reason: str = ""
 
 
@@ -184,7 +182,6 @@ def _attribute_phase(
         return
     joined["gap"] = joined["effective_us"] - joined["ref"]
     gaps = joined.groupby(level="phase")["gap"].median()
-    s.phase_gaps = {str(p): float(g) for p, g in gaps.items()}
     best = str(gaps.idxmax())
     gap = float(gaps.max())
     if gap <= 0 or gap < PHASE_MIN_SHARE * s.mean_lateness_us:
@@ -195,8 +192,6 @@ def _attribute_phase(
         return
     s.phase = best
     s.phase_gap_us = gap
-    peers = other[other["phase"] == best].groupby("rank")["effective_us"].median()
-    s.peer_rank = int(peers.idxmin()) if len(peers) else None
     if steps_by_rank is not None:
         st = stack_steps({s.rank: steps_by_rank[s.rank]}) if s.rank in steps_by_rank else None
         if st is not None and len(st):
