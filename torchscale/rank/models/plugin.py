@@ -18,6 +18,7 @@ import torch
 from torchscale.contracts.catalog import is_plugin_model
 from torchscale.contracts.errors import ModelError
 from torchscale.rank.models.bundle import ModelBundle
+from torchscale.rank.models.training_tasks import sampled_bundle
 
 
 def load_plugin(spec: str, options: Mapping[str, Any] | None = None) -> ModelBundle:
@@ -87,16 +88,8 @@ def _as_bundle(spec: str, result: Any) -> ModelBundle:
     checked += [("batches", fn) for fn in rest]
     for label, fn in checked:
         _check_callable(spec, label, fn)
-    return ModelBundle(
-        model=model,
-        make_batch=make_batch,
-        loss_fn=loss_fn,
-        kind="other",
-        tokens_per_sample=None,
-        input_shape=(),
-        conv_net=False,
-        batches=rest[0] if rest else None,
-    )
+    task = (make_batch, loss_fn)
+    return sampled_bundle(model, task, "other", (), batches=rest[0] if rest else None)
 
 
 def _check_callable(spec: str, label: str, fn: Any) -> None:

@@ -30,16 +30,8 @@ TINY_BERT = BertConfig(
 def tiny_mlp(*, hidden: int, layers: int) -> ModelBundle:
     """Classify random 32-feature vectors into 10 classes (22,026 parameters by default)."""
     model = MLP(MLP_IN_FEATURES, hidden, layers, MLP_CLASSES)
-    make_batch, loss_fn = training_tasks.classification((MLP_IN_FEATURES,), MLP_CLASSES)
-    return ModelBundle(
-        model=model,
-        make_batch=make_batch,
-        loss_fn=loss_fn,
-        kind="other",
-        tokens_per_sample=None,
-        input_shape=(MLP_IN_FEATURES,),
-        conv_net=False,
-    )
+    task = training_tasks.classification((MLP_IN_FEATURES,), MLP_CLASSES)
+    return training_tasks.sampled_bundle(model, task, "other", (MLP_IN_FEATURES,))
 
 
 def tiny_cnn(*, image_size: int, num_classes: int) -> ModelBundle:

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.rank.models.bundle import LossFn, MakeBatch, ModelBundle
+from torchscale.rank.models.bundle import Batches, LossFn, MakeBatch, ModelBundle, ModelKind
 from torchscale.rank.models.token_loss import IGNORE_INDEX, TokenLoss
 
 
@@ -72,15 +72,28 @@ def vision_bundle(
 ) -> ModelBundle:
     """Wrap an image classifier with random square RGB images and labels."""
     shape = (3, image_size, image_size)
-    make_batch, loss_fn = classification(shape, num_classes)
+    return sampled_bundle(model, classification(shape, num_classes), "vision", shape, conv_net)
+
+
+def sampled_bundle(
+    model: nn.Module,
+    task: tuple[MakeBatch, LossFn],
+    kind: ModelKind,
+    input_shape: tuple[int, ...],
+    conv_net: bool = False,
+    batches: Batches | None = None,
+) -> ModelBundle:
+    """Wrap a model whose throughput is counted in samples only (no tokens per sample)."""
+    make_batch, loss_fn = task
     return ModelBundle(
         model=model,
         make_batch=make_batch,
         loss_fn=loss_fn,
-        kind="vision",
+        kind=kind,
         tokens_per_sample=None,
-        input_shape=shape,
+        input_shape=input_shape,
         conv_net=conv_net,
+        batches=batches,
     )
 
 
