@@ -126,10 +126,8 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
 
 def _latest(made: Sequence[_Made]) -> dict[tuple[str, ForecastKey], Forecast]:
     """The newest forecast of each cell (the one a later predict made with more measured)."""
-    latest: dict[tuple[str, ForecastKey], Forecast] = {}
-    for entry in sorted(made, key=lambda m: m.forecast.created_at):
-        latest[(entry.experiment, entry.forecast.key)] = entry.forecast
-    return latest
+    ordered = sorted(made, key=lambda m: m.forecast.created_at)  # a later one replaces its key's
+    return {(entry.experiment, entry.forecast.key): entry.forecast for entry in ordered}
 
 
 def _group(key: ForecastKey) -> tuple[Any, ...]:

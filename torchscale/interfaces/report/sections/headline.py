@@ -188,8 +188,7 @@ def _group_names(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
     """What tells a model's configurations apart, plainly: 'batch 16' where only the batch
     differs, else the group's name ('b16 fp32 ddp')."""
     keys = ("precision", "strategy", "device", "experiment")
-    alike = all(len({str(r.get(k)) for r in rows}) == 1 for k in keys)
-    if alike:
+    if all(len({str(r.get(k)) for r in rows}) == 1 for k in keys):
         return [f"batch {integer(r['batch_size'])}" for r in rows]
     return [ctx.group_name(r) for r in rows]
 
