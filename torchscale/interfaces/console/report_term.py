@@ -11,9 +11,8 @@ __all__ = ["WIDTH", "render"]
 
 
 def render(report: Report, width: int = WIDTH, full: bool = False) -> bytes:
-    """The report as plain text, `width` columns wide at most (`WIDTH` for a file; the
-    terminal's width when printed: no figure and no word is cut to fit it): its summary
-    (`report_summary`: at most 60 lines), or with `full` the whole report."""
+    """Plain text `width` columns wide at most (`WIDTH` for a file; the terminal's width when
+    printed: no figure and no word is cut to fit it)."""
     if not full:
         return report_summary.render(report, width)
     return report_full.render(report, width)
