@@ -41,15 +41,8 @@ class Hardware:
 
 
 def _gpu_profile(name: str, gpu: str, count: int, memory_gib: int, bf16: bool) -> Hardware:
-    return Hardware(
-        name=name,
-        gpus=count,
-        gpu_name=gpu,
-        gpu_memory_bytes=memory_gib * GIB,
-        bf16=bf16,
-        cpu_cores=8 * count,
-        source=f"named profile '{name}' ({count} x {gpu}, {memory_gib} GiB each)",
-    )
+    source = f"named profile '{name}' ({count} x {gpu}, {memory_gib} GiB each)"
+    return Hardware(name, count, gpu, memory_gib * GIB, bf16, cpu_cores=8 * count, source=source)
 
 
 PROFILES: dict[str, Hardware] = {

@@ -43,16 +43,9 @@ def plan_starter(hw: Hardware) -> Starter:
     """Every choice of the starter config for `hw` (the GPU model's facts are stored)."""
     if hw.gpus == 0:
         ranks = powers_of_two(min(max(hw.cpu_cores, 1), 4))
-        return Starter(
-            hw,
-            CPU_MODEL,
-            ranks,
-            "fp32",
-            [8, 16],
-            ["ddp", "fsdp", "tp", "pp"] if len(ranks) > 1 else ["ddp", "fsdp"],
-            "tiny-gpt2 trains in a few MB per sample: host memory is not the limit",
-            4,
-        )
+        strategies = ["ddp", "fsdp", "tp", "pp"] if len(ranks) > 1 else ["ddp", "fsdp"]
+        basis = "tiny-gpt2 trains in a few MB per sample: host memory is not the limit"
+        return Starter(hw, CPU_MODEL, ranks, "fp32", [8, 16], strategies, basis, 4)
     precision = "bf16" if hw.bf16 else "amp"
     facts = BUILTIN[GPU_MODEL].measured
     activation = activation_bytes(
