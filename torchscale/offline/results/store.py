@@ -139,11 +139,14 @@ class ResultStore(ResultLayout[Path]):
         return path
 
     def _move_steps(self, cell_id: str) -> None:
+        self._move_in(cell_id, self.attempt_steps_path(cell_id), self.steps_path(cell_id), True)
+
+    def _move_in(self, cell_id: str, source: Path, target: Path, if_there: bool = False) -> None:
+        """Rename `source` to `target` (its directory made); an OSError is a ResultsError."""
         try:
-            steps = self.attempt_steps_path(cell_id)
-            if steps.exists():
-                self.steps_path(cell_id).parent.mkdir(parents=True, exist_ok=True)
-                steps.replace(self.steps_path(cell_id))
+            if not if_there or source.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source.replace(target)
         except OSError as exc:
             raise ResultsError(
                 f"cannot move the result of {cell_id} into {self.root}: {describe_os_error(exc)}"
@@ -154,13 +157,7 @@ class ResultStore(ResultLayout[Path]):
         wrote them. Renames need no free space, so a full disk cannot lose a result rank 0
         managed to write."""
         self._move_steps(cell_id)
-        try:
-            self.cell_path(cell_id).parent.mkdir(parents=True, exist_ok=True)
-            self.attempt_result_path(cell_id).replace(self.cell_path(cell_id))
-        except OSError as exc:
-            raise ResultsError(
-                f"cannot move the result of {cell_id} into {self.root}: {describe_os_error(exc)}"
-            ) from None
+        self._move_in(cell_id, self.attempt_result_path(cell_id), self.cell_path(cell_id))
 
     def read_cell(self, cell_id: str) -> CellResult | None:
         """The stored result of a cell (any known schema version), or None when absent or
