@@ -60,12 +60,8 @@ def _intervals(frame: pd.DataFrame, bases: dict[Any, Any]) -> tuple[list[float],
     for label, base in bases.items():
         low = high = None
         if label != base:
-            low, high = efficiency_interval(
-                tuple(parse_repeats(repeats[label])),
-                tuple(parse_repeats(repeats[base])),
-                int(worlds[label]),
-                int(worlds[base]),
-            )
+            now, then = tuple(parse_repeats(repeats[label])), tuple(parse_repeats(repeats[base]))
+            low, high = efficiency_interval(now, then, int(worlds[label]), int(worlds[base]))
         lows.append(nan if low is None else low)
         highs.append(nan if high is None else high)
     return lows, highs
@@ -95,15 +91,11 @@ def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
     is no figure or it is the base's 1 by definition. A group measured at one world size only
     gets NaN with NO_BASE, never a 100 % that reads as perfect scaling."""
     out = with_layout_family(table).copy()
-    out["scaling_efficiency"] = float("nan")
-    out["scaling_efficiency_low"] = float("nan")
-    out["scaling_efficiency_high"] = float("nan")
+    for column in ("scaling_efficiency", "scaling_efficiency_low", "scaling_efficiency_high"):
+        out[column] = float("nan")
     errors = out["error"] if "error" in out else pd.Series(None, index=out.index, dtype=object)
-    out[REASON_COLUMN] = pd.Series(
-        [_not_measured(s, e) for s, e in zip(out["status"], errors, strict=True)],
-        index=out.index,
-        dtype=object,
-    )
+    reasons = [_not_measured(s, e) for s, e in zip(out["status"], errors, strict=True)]
+    out[REASON_COLUMN] = pd.Series(reasons, index=out.index, dtype=object)
     ok = out[(out["status"] == "ok") & out["samples_per_s"].notna()]
     bases: dict[Any, Any] = {}
     for _, group in ok.groupby(GROUP_COLUMNS, dropna=False):
@@ -115,9 +107,8 @@ def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
         out.loc[base_label, REASON_COLUMN] = BASE
         base = group.loc[base_label]
         per_device_base = base["samples_per_s"] / base["world_size"]
-        out.loc[group.index, "scaling_efficiency"] = group["samples_per_s"] / (
-            group["world_size"] * per_device_base
-        )
+        ideal = group["world_size"] * per_device_base
+        out.loc[group.index, "scaling_efficiency"] = group["samples_per_s"] / ideal
         bases.update(dict.fromkeys(group.index, base_label))
     if bases:
         lows, highs = _intervals(ok, bases)
