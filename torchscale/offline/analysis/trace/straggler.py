@@ -47,7 +47,6 @@ class Straggler:
     phase: str | None = None
     phase_gap_us: float | None = None  # median over steps of (its effective time - others')
     phase_gap_pct: float | None = None  # of its median step time
-    phase_reason: str = ""
 
 
 @dataclass
@@ -172,23 +171,17 @@ def _attribute_phase(
     mine = phases_by_rank.get(s.rank)
     others = {r: t for r, t in phases_by_rank.items() if r != s.rank and not t.empty}
     if mine is None or mine.empty or not others:
-        s.phase_reason = "no phase ranges on this rank or its peers: phase not known"
         return
-    other = pd.concat([t.assign(rank=int(r)) for r, t in others.items()], ignore_index=True)
+    other = pd.concat(list(others.values()), ignore_index=True)
     ref = other.groupby(["step", "phase"])["effective_us"].median().rename("ref")
     joined = mine.set_index(["step", "phase"])[["effective_us"]].join(ref, how="inner")
-    if joined.empty:
-        s.phase_reason = "no step in common with the other ranks: phase not known"
+    if joined.empty:  # no step in common with the other ranks
         return
     joined["gap"] = joined["effective_us"] - joined["ref"]
     gaps = joined.groupby(level="phase")["gap"].median()
     best = str(gaps.idxmax())
     gap = float(gaps.max())
-    if gap <= 0 or gap < PHASE_MIN_SHARE * s.mean_lateness_us:
-        s.phase_reason = (
-            f"no phase explains the lateness (largest gap {gap:.0f} us in {best}): the delay "
-            "lies outside the marked phases or is spread over them"
-        )
+    if gap <= 0 or gap < PHASE_MIN_SHARE * s.mean_lateness_us:  # see the module doc
         return
     s.phase = best
     s.phase_gap_us = gap
@@ -197,4 +190,3 @@ def _attribute_phase(
         if st is not None and len(st):
             med = float(st["step_us"].median())
             s.phase_gap_pct = 100.0 * gap / med if med > 0 else None
-    s.phase_reason = f"{best} takes {gap:.0f} us longer than the median of the other ranks"
