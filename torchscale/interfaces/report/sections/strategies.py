@@ -49,11 +49,6 @@ def _groups(ok: pd.DataFrame) -> list[pd.DataFrame]:
     return [group for _, group in groups if group["layout"].nunique() >= 2]
 
 
-def _mesh(row: dict[str, Any]) -> str:
-    dp, tp, pp = integer(row.get("dp")), integer(row.get("tp")), integer(row.get("pp"))
-    return f"{dp or 1} x {tp or 1} x {pp or 1}"
-
-
 Share = float | str | None  # a share, or text saying it is not measurable
 
 
@@ -104,7 +99,7 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "group": ctx.label(row, strategy=False),
                 "model": str(row.get("model_label")),
                 "layout": text(row.get("layout")),
-                "mesh": _mesh(row),
+                "mesh": " x ".join(str(integer(row.get(k)) or 1) for k in ("dp", "tp", "pp")),
                 "global_batch": integer(row.get("global_batch")),
                 "samples": rate_text_value(row, "samples_per_s"),
                 "mfu": finite(row.get("mfu")),
