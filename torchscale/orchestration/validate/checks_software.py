@@ -71,14 +71,11 @@ def check_torch(ctx: ValidateContext) -> CheckResult:
     data = {"version": version, "build": build}
     if _version_tuple(version) < MIN_TORCH:
         need = version_text(MIN_TORCH)
-        return failed(
-            "torch",
-            "PyTorch",
-            detail + f"; torchscale needs >= {need}",
+        hint = (
             f"upgrade to torch >= {need} (FSDP2's fully_shard and torch.amp.GradScaler "
-            "are missing before it)",
-            **data,
+            "are missing before it)"
         )
+        return failed("torch", "PyTorch", detail + f"; torchscale needs >= {need}", hint, **data)
     return passed("torch", "PyTorch", detail, **data)
 
 
