@@ -94,23 +94,16 @@ def add_reliability(table: pd.DataFrame, threshold: float = CV_WARN_THRESHOLD) -
     """`table` with `reliability` and `reliability_reason` for every ok cell with a throughput
     (None elsewhere: nothing was measured to judge)."""
     out = table.copy()
-    levels: list[str | None] = []
-    reasons: list[str | None] = []
+    verdicts: list[Reliability | None] = []
     for row in out.to_dict("records"):
         if row.get("status") != "ok" or finite(row.get("samples_per_s")) is None:
-            levels.append(None)
-            reasons.append(None)
+            verdicts.append(None)
             continue
-        verdict = judge(
-            row.get("samples_per_s"),
-            row.get("samples_per_s_low"),
-            row.get("samples_per_s_high"),
-            repeat_count(row.get("samples_per_s_repeats")),
-            row.get("step_cv"),
-            threshold,
-        )
-        levels.append(verdict.level)
-        reasons.append(verdict.reason)
+        value, low, high = (row.get(f"samples_per_s{end}") for end in ("", "_low", "_high"))
+        repeats = repeat_count(row.get("samples_per_s_repeats"))
+        verdicts.append(judge(value, low, high, repeats, row.get("step_cv"), threshold))
+    levels = [None if v is None else v.level for v in verdicts]
+    reasons = [None if v is None else v.reason for v in verdicts]
     out["reliability"] = pd.Series(levels, index=out.index, dtype=object)
     out["reliability_reason"] = pd.Series(reasons, index=out.index, dtype=object)
     return out
