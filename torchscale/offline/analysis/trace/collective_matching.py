@@ -1,10 +1,8 @@
 """Collective instances per rank, matched across ranks: transfer time, wait time, sync stall.
 
-The clock-free method: a blocking collective cannot finish before its last participant
-arrives, so the instance of the rank that arrived last is the shortest one, and
-`transfer = min over ranks of dur`, `wait(r) = dur(r) - transfer`. Durations are differences on
-one rank's own clock, so no cross-host clock alignment is needed (unlike TraceLens, which
-subtracts raw start times, and HTA, which subtracts one global t_min across ranks).
+The clock-free method (docs/profiling.md, "Wait and transfer"): the last arriver runs shortest,
+`transfer = min over ranks of dur`, `wait(r) = dur(r) - transfer`, each on its rank's own clock
+(unlike TraceLens, which subtracts raw start times, and HTA, one global t_min across ranks).
 
 Split: `collective_table` is the per-rank reducer (one rank's events in, a small table out);
 `match_collectives` and `sync_stall` work on those small tables only.
@@ -274,7 +272,7 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
                 "or stall figures for it"
             )
             continue
-        m = _match_group(str(group), g, ranks, mismatches, notes)
+        m = _match_group(str(group), g, mismatches, notes)
         if not m.empty:
             out.append(m)
     if not out:
@@ -284,7 +282,7 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
 
 
 def _match_group(
-    group: str, g: pd.DataFrame, ranks: list[int], mismatches: list[str], notes: list[str]
+    group: str, g: pd.DataFrame, mismatches: list[str], notes: list[str]
 ) -> pd.DataFrame:
     by_seq = bool(g["by_seq"].all())
     if not by_seq:
