@@ -1,14 +1,10 @@
-"""What else ran on this machine while a comm launch ran: the busy-machine caveat of a comm run.
+"""What else ran on this machine while a comm launch ran: the busy-machine caveat of a comm run
+(docs/comm.md, 'A busy machine is said'), by the rule the benchmark's cells use
+(contracts/busy_machine.py).
 
-A collective's time on a busy host is the scheduler's as much as the link's (seen: 512 B took
-18,272 us against 524 us at 1 KiB at load 9), so a comm run says when other work competed, by
-the rule the benchmark's cells use (contracts/busy_machine.py).
-
-Read at the launch's two edges from this process: the host's busy CPU seconds (psutil, as the
-ranks' telemetry reads them: busy_cpu_seconds), this process's own CPU, and the CPU
-of its waited-for children (getrusage RUSAGE_CHILDREN: torchrun, and every rank torchrun reaped,
-since a child's figures include its own waited-for children). Other cores = (host busy - the
-launch's - this process's) / wall. One machine only: a multi-node run's other hosts are not read.
+Other cores = (host busy - the launch's - this process's CPU seconds) / wall, read at the
+launch's two edges; RUSAGE_CHILDREN counts torchrun and every rank it reaped, since a child's
+figures include its own waited-for children.
 """
 
 from __future__ import annotations
