@@ -103,15 +103,11 @@ def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
         Text(text=f"Profile {u.name}: no analysis ({u.reason})", severity="warn")
         for _, u in ctx.unanalysed
     ]
-    actions = []
     if caveats:
-        actions.append(
-            Text(text=f"{RERUN_PROFILE[:1].upper()}{RERUN_PROFILE[1:]}.", severity="warn")
-        )
+        actions = [Text(text=f"{RERUN_PROFILE[:1].upper()}{RERUN_PROFILE[1:]}.", severity="warn")]
     else:  # the lead run's costliest finding, as the report holds it (its advice applies)
         top = next((f for f in ctx.findings if f.source == lead.label), None)
-        if top is not None:
-            actions.append(Text(text=action_text(top) + "."))
+        actions = [Text(text=action_text(top) + ".")] if top is not None else []
     return headline, Decision(usable=usable, models=lines, actions=actions)
 
 
