@@ -61,14 +61,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def reduce_across(times: Sequence[float], how: AcrossRanks) -> float:
-    if how == "min":
-        return min(times)
-    if how == "max":
-        return max(times)
-    return statistics.fmean(times)
-
-
 def measured_row(
     op: str,
     size_bytes: int,
@@ -82,7 +74,7 @@ def measured_row(
     """The row of a finished measurement, all ranks' timings given."""
     per_rank = sorted(timings, key=lambda t: t.rank)
     times_us = [t.window_s / iters * 1e6 for t in per_rank]
-    time_us = reduce_across(times_us, across)
+    time_us = {"min": min, "max": max}.get(across, statistics.fmean)(times_us)  # else "avg"
     algbw = algbw_gbps(size_bytes, time_us / 1e6)
     pooled = [s * 1e6 for t in per_rank for s in t.iteration_s]
     mean = statistics.fmean(pooled) if pooled else math.nan
