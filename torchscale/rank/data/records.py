@@ -63,12 +63,10 @@ def decode(records: np.ndarray, layout: Layout) -> tuple[Any, torch.Tensor]:
     batch = records.shape[0]
     if layout.task == "classification":
         size = math.prod(layout.input_shape)
-        inputs = torch.from_numpy(
-            np.ascontiguousarray(records[:, :size]).reshape(batch, *layout.input_shape)
-        )
+        inputs = np.ascontiguousarray(records[:, :size]).reshape(batch, *layout.input_shape)
         labels = np.ascontiguousarray(records[:, size : size + LABEL_BYTES]).view("<u2")
         targets = torch.from_numpy(labels.reshape(batch).astype(np.int64) % layout.classes)
-        return inputs, targets
+        return torch.from_numpy(inputs), targets
     seq = layout.seq_len
     width = layout.token_bytes
     if layout.task == "next-token":
