@@ -39,13 +39,6 @@ class Offsets:
     notes: list[str] = field(default_factory=list)
 
 
-def _robust(d: np.ndarray) -> tuple[float, float]:
-    med = float(np.median(d))
-    if d.size < 2:
-        return med, float("nan")
-    return med, MAD_TO_SIGMA * float(np.median(np.abs(d - med)))
-
-
 def estimate_offsets(matched: Matched) -> Offsets:
     """Offsets of every matched rank against the lowest rank (see the module doc).
 
@@ -84,7 +77,9 @@ def estimate_offsets(matched: Matched) -> Offsets:
             j = known[int(np.argmax(co))]
             via = ranks[j]
             both = present[:, i] & present[:, j]
-            med, spread = _robust(values[both, i] - values[both, j])
+            d = values[both, i] - values[both, j]
+            med = float(np.median(d))
+            spread = MAD_TO_SIGMA * float(np.median(np.abs(d - med))) if d.size > 1 else np.nan
             off_via, unc_via, _ = solved[via]
             unc = float(np.hypot(unc_via, spread)) if not np.isnan(spread) else float("nan")
             solved[r] = (off_via + med, unc, int(both.sum()))
