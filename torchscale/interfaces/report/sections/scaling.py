@@ -80,16 +80,12 @@ def _group_name(ctx: Context, row: Mapping[str, Any] | pd.Series, strong: bool) 
     return ctx.group_name(row, batch=batch)
 
 
-def _reliable_bases(table: pd.DataFrame) -> dict[int, bool]:
-    """group -> whether every cell at the group's base GPU count measured reliably."""
-    bases = table[table["world_size"] == table["base_world_size"]]
-    reliable = bases["reliability"].eq("reliable").groupby(bases["group"]).all()
-    return {int(group): bool(value) for group, value in reliable.items()}
-
-
 def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
-    reliable_base = _reliable_bases(table)
+    # group -> whether every cell at the group's base GPU count measured reliably
+    bases = table[table["world_size"] == table["base_world_size"]]
+    base_ok = bases["reliability"].eq("reliable").groupby(bases["group"]).all()
+    reliable_base = {int(group): bool(value) for group, value in base_ok.items()}
     for row in records(table):
         efficiency, eff_low, eff_high = interval(row, "efficiency")
         world = integer(row["world_size"])
