@@ -81,16 +81,9 @@ class BertModel(nn.Module):
     def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True) -> None:
         super().__init__()
         self.embeddings = BertEmbeddings(cfg)
+        sizes, drop = (cfg.layers, cfg.hidden, cfg.heads, cfg.intermediate), cfg.dropout
         self.encoder = repeat_block(
-            cfg.layers,
-            cfg.hidden,
-            cfg.heads,
-            cfg.intermediate,
-            norm_first=False,
-            causal=False,
-            dropout=cfg.dropout,
-            attn_dropout=cfg.dropout,
-            eps=cfg.eps,
+            *sizes, norm_first=False, causal=False, dropout=drop, attn_dropout=drop, eps=cfg.eps
         )
         self.pooler = nn.Linear(cfg.hidden, cfg.hidden) if add_pooling_layer else None
         self.apply(init_normal)

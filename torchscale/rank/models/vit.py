@@ -42,16 +42,9 @@ class VisionTransformer(nn.Module):
         self.pos_embedding = nn.Parameter(torch.empty(1, patches + 1, hidden))
         self.dropout = nn.Dropout(dropout)
         self.residual = ResidualStart()
+        sizes = (layers, hidden, heads, mlp_hidden)
         self.blocks = repeat_block(
-            layers,
-            hidden,
-            heads,
-            mlp_hidden,
-            norm_first=True,
-            causal=False,
-            dropout=dropout,
-            attn_dropout=0.0,
-            eps=1e-6,
+            *sizes, norm_first=True, causal=False, dropout=dropout, attn_dropout=0.0, eps=1e-6
         )
         self.ln = Norm(hidden, eps=1e-6)
         self.head = nn.Linear(hidden, num_classes)
