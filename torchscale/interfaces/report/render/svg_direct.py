@@ -385,10 +385,8 @@ def box_stats(samples: Sequence[float]) -> BoxStats:
     q1, median, q3 = (quantile(ordered, q) for q in (0.25, 0.5, 0.75))
     reach = 1.5 * (q3 - q1)
     inside = [v for v in ordered if q1 - reach <= v <= q3 + reach]
-    low = min(inside) if inside else q1
-    high = max(inside) if inside else q3
     outliers = tuple(v for v in ordered if v < q1 - reach or v > q3 + reach)
-    return BoxStats(q1, median, q3, min(low, q1), max(high, q3), outliers)
+    return BoxStats(q1, median, q3, min([*inside, q1]), max([*inside, q3]), outliers)
 
 
 def _box_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
@@ -519,13 +517,6 @@ def _axis_titles(p: Plot, f: Frame) -> list[str]:
         x, y = 12.0, (f.top + f.bottom) / 2
         out.append(_text(x, y, p.y.title, extra=f' transform="rotate(-90 {_n(x)} {_n(y)})"'))
     return out
-
-
-def _frame_lines(f: Frame) -> str:
-    return (
-        f'<path d="M{_n(f.left)},{_n(f.top)}V{_n(f.bottom)}H{_n(f.right)}" fill="none" '
-        f'stroke="{palette.AXIS_COLOUR}" stroke-width="0.8"/>'
-    )
 
 
 def _legend_handle(entry: LegendEntry, x: float, y: float, hatches: dict[str, str]) -> str:
@@ -667,14 +658,14 @@ def plot_svg(p: Plot) -> str:
         return head + "".join([*body, *_heatmap(p, f), *_axis_titles(p, f)]) + "</svg>"
     sx = _scale(p.x, f.left, f.right)
     sy = _scale(p.y, f.bottom, f.top)
-    body.append(_frame_lines(f))
+    body.append(
+        f'<path d="M{_n(f.left)},{_n(f.top)}V{_n(f.bottom)}H{_n(f.right)}" fill="none" '
+        f'stroke="{palette.AXIS_COLOUR}" stroke-width="0.8"/>'
+    )
     if p.empty or sx is None or sy is None:
         no_data = _text((f.left + f.right) / 2, (f.top + f.bottom) / 2, "no data")
         return head + "".join([*body, no_data, *_axis_titles(p, f)]) + "</svg>"
-    body += _bands(p, f, sy)
-    body += _y_axis(p, f, sy)
-    body += _x_axis(p, f, sx)
-    body += _axis_titles(p, f)
+    body += [*_bands(p, f, sy), *_y_axis(p, f, sy), *_x_axis(p, f, sx), *_axis_titles(p, f)]
     # every value is inside the axes' range and every interval was cut to it (`plot`)
     if p.kind in ("line", "dot"):
         body += _line_series(p, sx, sy, chart_id)
