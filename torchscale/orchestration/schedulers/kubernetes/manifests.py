@@ -148,10 +148,7 @@ def _metadata(name: str, namespace: str, experiment: str, cell_id: str) -> dict[
             f"{LABEL_PREFIX}experiment": label_value(experiment),
             f"{LABEL_PREFIX}cell": label_value(cell_id),
         },
-        "annotations": {
-            f"{LABEL_PREFIX}experiment": experiment,
-            f"{LABEL_PREFIX}cell-id": cell_id,
-        },
+        "annotations": {f"{LABEL_PREFIX}experiment": experiment, f"{LABEL_PREFIX}cell-id": cell_id},
     }
 
 
@@ -187,8 +184,7 @@ def _limits(config: K8sConfig, planned: PlannedCell) -> dict[str, str]:
     ranks per node) on CUDA, plus the RDMA device (rdma_resource) when asked for."""
     limits = dict(config.resources)
     if planned.cell.device == "cuda":
-        gpus = config.gpus_per_node or planned.launch.nproc_per_node
-        limits[GPU_RESOURCE] = str(gpus)
+        limits[GPU_RESOURCE] = str(config.gpus_per_node or planned.launch.nproc_per_node)
     if config.rdma_resource:
         limits[config.rdma_resource] = str(config.rdma_per_node)
     return limits
@@ -299,11 +295,8 @@ def _replica(replicas: int, pod: dict[str, Any], env: list[dict[str, Any]]) -> d
     container's `env`."""
     template = copy.deepcopy(pod)
     template["spec"]["containers"][0]["env"] = env
-    return {
-        "replicas": replicas,
-        "restartPolicy": "Never",  # a restarted pod would rerun the cell and mix two runs
-        "template": template,
-    }
+    # restartPolicy Never: a restarted pod would rerun the cell and mix two runs
+    return {"replicas": replicas, "restartPolicy": "Never", "template": template}
 
 
 def _pytorchjob_pod(
