@@ -134,22 +134,15 @@ def _row(
     higher_is_better: bool = True,
     **data: object,
 ) -> Measurement:
-    """One figure beside its SKU's expected value, ratio and verdict."""
-    if value is None:
-        return Measurement(
-            check=check,
-            title=title,
-            gpu=gpu,
-            value=None,
-            unit=unit,
-            higher_is_better=higher_is_better,
-            status=CheckStatus.SKIP,
-            detail=unavailable or "not measured",
-            unavailable=unavailable or "not measured",
-            data=dict(data),
-        )
-    expected = expected_for(device_name, check)
-    status, ratio, sentence = judge(check, value, expected, higher_is_better=higher_is_better)
+    """One figure beside its SKU's expected value, ratio and verdict (SKIP, saying why, where
+    there is no figure)."""
+    why: str | None = None
+    if value is not None:
+        expected = expected_for(device_name, check)
+        status, ratio, sentence = judge(check, value, expected, higher_is_better=higher_is_better)
+    else:
+        expected, ratio, why = None, None, unavailable or "not measured"
+        status, sentence = CheckStatus.SKIP, why
     return Measurement(
         check=check,
         title=title,
@@ -162,6 +155,7 @@ def _row(
         ratio=ratio,
         status=status,
         detail=sentence,
+        unavailable=why,
         data=dict(data),
     )
 
