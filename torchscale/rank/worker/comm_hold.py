@@ -1,19 +1,10 @@
 """How long a DDP communication hook holds a rank's gradient collectives before launching them.
 
-A rank whose hook sleeps, compresses or waits before it hands DDP the future of its all-reduce
-is late at every collective, yet no phase timer sees it: the others wait for it exactly as long
-as it waits in its own hook, so every rank's backward and grad-sync wait come out equal. The
-only per-rank trace of it is the time spent inside the hook itself, which this module adds up.
-
-The plug-in registers its hook on the DDP wrapper (`ModelBundle.ddp_comm_hook`); `timed_hooks`
-hands it the wrapper with `register_comm_hook` replaced, on that instance only, by one that
-registers the same hook inside a wrapper that adds the hook's own wall time (the call to its
-return, host clock) to a running tally. The phase recorder reads the tally at its step edges
-and at the last gradient, the way it reads the CPU clock (worker/phases.py). The tally is a
-running sum, so windows, warm-up and no_sync steps need no resetting: only differences are read.
-
-On CUDA the hook's host time is what delays the launch of its collective on the host; a hook
-that enqueues slow device work instead is not counted here (the traces see it as kernels).
+No phase timer sees a late launch (every rank's grad-sync wait ends together), so the hook's own
+wall time is added up here; docs/methodology.md, "The kind of a straggler", says how it is read.
+`timed_hooks` replaces `register_comm_hook` on that DDP instance only. The tally is a running
+sum, so windows, warm-up and no_sync steps need no resetting: only differences are read. On CUDA
+only the hook's host time is counted; device work it enqueues is seen by the traces as kernels.
 """
 
 from __future__ import annotations
