@@ -565,7 +565,10 @@ def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:
     and its spread, as a table row carries them."""
     repeats = result.throughput.repeats if result.throughput is not None else []
     low, high = (min(repeats), max(repeats)) if repeats else (None, None)
-    return {"low": low, "high": high, "spread": spread_value(row)}
+    spread: float | str | None = None  # 'spread unknown' with one repeat, never a 0.0 %
+    if finite(row.get("samples_per_s")) is not None:
+        spread = finite(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
+    return {"low": low, "high": high, "spread": spread}
 
 
 # ---------------------------------------------------------------- figures with their intervals
@@ -610,13 +613,6 @@ def step_text(row: Mapping[str, Any] | pd.Series, percentile: str) -> str | None
 def mfu_text(row: Mapping[str, Any] | pd.Series) -> str | None:
     """MFU with its interval (it scales with throughput; the value alone where none was stored)."""
     return compact(*interval(row, "mfu"), "ratio_pct")
-
-
-def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:
-    """The repeats' spread, or 'spread unknown' with one repeat (never a 0.0 % it cannot have)."""
-    if finite(row.get("samples_per_s")) is None:
-        return None
-    return finite(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
 
 
 def reliability_counts(cells: pd.DataFrame) -> dict[str, list[int]]:
