@@ -65,19 +65,11 @@ def activity(events: pd.DataFrame) -> Activity:
     return Activity(compute=compute, comm=comm, memory=memory, device=device)
 
 
-def data_wait(events: pd.DataFrame, steps: pd.DataFrame, act: Activity | None = None) -> np.ndarray:
-    """Per step window (steps as given, in order): the data-phase ranges where the rank neither
-    computes nor communicates. The ops inside a data phase (collate, the copy to the device)
-    are compute; only the blocked remainder is waiting for data, so this never overlaps
-    compute_us or comm_us (the same `data_us` as `idle.idle_reducer`)."""
-    lo = steps["start"].to_numpy(np.float64)
-    hi = steps["end"].to_numpy(np.float64)
+def data_ranges(events: pd.DataFrame) -> Intervals:
+    """Union of the data-phase ranges of a rank (its own clock)."""
     if events.empty:
-        return np.zeros(lo.size)
-    rows = events[(events["kind"] == "phase") & (events["phase"] == "data")]
-    act = act if act is not None else activity(events)
-    busy = union(act.compute, act.comm, act.memory)
-    return subtract(from_frame(rows), busy).within(lo, hi)
+        return EMPTY
+    return from_frame(events[(events["kind"] == "phase") & (events["phase"] == "data")])
 
 
 def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -87,7 +79,9 @@ def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     collectives); exposed_comm_us (comm time with no compute running); overlap_pct (HTA's
     definition: time computing while communicating / total communication time x 100, NaN
     without communication); idle_us (step time not covered by compute, comm or memory);
-    data_wait_us (data-phase time covered by none of them: part of idle_us, see `data_wait`).
+    data_wait_us (data-phase time covered by none of them: part of idle_us; the ops inside a
+    data phase, collate and the copy to the device, are compute: the same `data_us` as
+    `idle.idle_reducer`).
 
     Every interval is clipped to the step window. Kernels queued in one step may run in the
     next step's host window; the totals over steps are exact, the split between neighbouring
@@ -102,7 +96,7 @@ def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     compute = act.compute.within(lo, hi)
     comm = act.comm.within(lo, hi)
     overlap = intersect(act.compute, act.comm).within(lo, hi)
-    busy = union(act.compute, act.comm, act.memory).within(lo, hi)
+    busy = union(act.compute, act.comm, act.memory)
     with np.errstate(invalid="ignore", divide="ignore"):
         overlap_pct = np.where(comm > 0, 100.0 * overlap / comm, np.nan)
     return pd.DataFrame(
@@ -113,8 +107,8 @@ def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
             "comm_us": comm,
             "exposed_comm_us": comm - overlap,
             "overlap_pct": overlap_pct,
-            "idle_us": np.maximum(step_us - busy, 0.0),
-            "data_wait_us": data_wait(events, steps, act),
+            "idle_us": np.maximum(step_us - busy.within(lo, hi), 0.0),
+            "data_wait_us": subtract(data_ranges(events), busy).within(lo, hi),
         }
     )[BREAKDOWN_COLUMNS]
 

@@ -33,12 +33,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from torchscale.offline.analysis.trace.breakdown import Activity, activity
+from torchscale.offline.analysis.trace.breakdown import Activity, activity, data_ranges
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.intervals import (
     EMPTY,
     Intervals,
-    from_frame,
     intersect,
     merge,
     subtract,
@@ -107,13 +106,6 @@ def idle_reducer(
         }
     )
     return IdleBase(per_step[BASE_COLUMNS], intersect(exposed, window), act.device, notes)
-
-
-def data_ranges(events: pd.DataFrame) -> Intervals:
-    """Union of the data-phase ranges of a rank (its own clock)."""
-    if events.empty:
-        return EMPTY
-    return from_frame(events[(events["kind"] == "phase") & (events["phase"] == "data")])
 
 
 def _host_wait(events: pd.DataFrame, busy: Intervals) -> Intervals:
