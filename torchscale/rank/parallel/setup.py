@@ -115,15 +115,8 @@ def parallelize(
         )
         params = list(model.parameters())
         return Parallelized(model, None, params, replica, layout.dp, settings, mesh)
+    context, options = autocast or contextlib.nullcontext, ddp_options or {}
     runner, params, more = pipeline_parallel(
-        model,
-        loss_fn,
-        layout,
-        mesh,
-        device,
-        example_inputs,
-        autocast or contextlib.nullcontext,
-        ddp_options or {},
-        plugin_pp_split,
+        model, loss_fn, layout, mesh, device, example_inputs, context, options, plugin_pp_split
     )
     return Parallelized(None, runner, params, replica, layout.dp, settings | more, mesh)
