@@ -401,10 +401,8 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
             "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too"
         )
         return skipped("throttle", title, f"clock reasons unreadable: {unknown}", hint, **data)
-    return passed(
-        "throttle",
-        title,
+    idle = (
         "read once with the GPUs idle: no hardware or thermal slowdown set (throttling under "
-        "load is judged from each cell's telemetry)",
-        **data,
+        "load is judged from each cell's telemetry)"
     )
+    return passed("throttle", title, idle, **data)
