@@ -1,22 +1,12 @@
 """How long the rank's main thread waited for a CPU, and how long it ran on one, read at
 step edges: Linux's run_delay and the thread's CPU clock.
 
-A rank whose core is taken by other work runs its step later, exactly like a rank with more
-work: the phase timers and the traces cannot tell the two apart; the scheduler can. Over a step,
-the CPU wait is the difference of `run_delay` (second field of `/proc/thread-self/schedstat`,
-kept under CONFIG_SCHED_INFO, as in every distribution kernel) and the CPU time that of
-`time.thread_time_ns`; how the straggler rule weighs them: docs/methodology.md, "Host against
-compute".
-
-Why not schedstat's first field (`sum_exec_runtime`): the kernel updates a running thread's
-figure only at a tick, a context switch or a read of its CPU clock, so read by the thread itself
-it lags by a tick or more (a short step reads 0). run_delay grows only off the CPU: no lag.
-
-The wait is not a sleep or blocking wait (delay, peer, GPU, disk), nor time lost to interrupts
-or a slower core (that is CPU time). Both are the main thread's only: with several intra-op
-threads the wait under-states the host's share (the straggler rule then keeps a name).
-
-Cost per read: one pread of a file descriptor opened once and one clock_gettime.
+A rank whose core is taken by other work is late exactly like a rank with more work; only the
+scheduler tells them apart (docs/methodology.md, "Host against compute"). The wait is the
+difference of `run_delay` (second field of `/proc/thread-self/schedstat`, CONFIG_SCHED_INFO);
+not schedstat's first field, which lags a running thread by a tick (a short step reads 0).
+The wait is the main thread's only: with several intra-op threads it under-states the host's
+share (the straggler rule then keeps a name). Cost per read: one pread and one clock_gettime.
 """
 
 from __future__ import annotations
