@@ -69,13 +69,8 @@ def split_at_blocks(model: nn.Module, stages: int) -> Split:
     holds: list[str] = []
     for i, run in enumerate(block_ranges(len(parts.blocks), stages)):
         first, last = i == 0, i == stages - 1
-        modules.append(
-            StageModule(
-                parts.prologue if first else None,
-                [parts.blocks[j] for j in run],
-                parts.epilogue if last else None,
-            )
-        )
+        prologue, epilogue = (parts.prologue if first else None), (parts.epilogue if last else None)
+        modules.append(StageModule(prologue, [parts.blocks[j] for j in run], epilogue))
         names = ["input part"] if first else []
         names += plan.run_names(run)
         if last:
