@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from torchscale.offline.analysis.trace.breakdown import Activity, activity, data_ranges
+from torchscale.offline.analysis.trace.breakdown import activity, data_ranges
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.intervals import (
     EMPTY,
@@ -68,13 +68,11 @@ class IdleBase:
     notes: list[str] = field(default_factory=list)
 
 
-def idle_reducer(
-    events: pd.DataFrame, steps: pd.DataFrame, act: Activity | None = None
-) -> IdleBase:
-    """Reduce one rank's events to an `IdleBase` (pass `act` to reuse `breakdown.activity`)."""
+def idle_reducer(events: pd.DataFrame, steps: pd.DataFrame) -> IdleBase:
+    """Reduce one rank's events to an `IdleBase`."""
     steps = full_steps(steps)
     notes: list[str] = []
-    act = act if act is not None else activity(events)
+    act = activity(events)
     lo = steps["start"].to_numpy(np.float64)
     hi = steps["end"].to_numpy(np.float64)
     cm = union(act.compute, act.memory)
