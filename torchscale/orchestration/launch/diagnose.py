@@ -336,7 +336,7 @@ def diagnose_hang(directory: Path, stacks: Mapping[int, Path]) -> HangDiagnosis:
     places = []
     for rank in ranks:
         path = stacks.get(rank)
-        text = _read(path) if path is not None else ""
+        text = read_text(path) if path is not None else ""
         places.append(locate(rank, text) if text else RankPlace(rank, "unknown"))
     artifacts = [stacks[r] for r in sorted(stacks)]
     with contextlib.suppress(OSError):
@@ -344,7 +344,8 @@ def diagnose_hang(directory: Path, stacks: Mapping[int, Path]) -> HangDiagnosis:
     return HangDiagnosis(tuple(places), tuple(artifacts))
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """The file's text ("" when it cannot be read)."""
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:

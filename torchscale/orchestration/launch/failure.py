@@ -35,6 +35,7 @@ from torchscale.orchestration.launch.diagnose import (
     locate,
     read_identities,
     read_pids,
+    read_text,
 )
 from torchscale.orchestration.launch.error_files import (
     node_errors,
@@ -217,10 +218,7 @@ def _first_cause(errors: list[str]) -> str | None:
     """The exception that started it: when one node's rank fails, srun stops the others'
     torchrun with SIGTERM, whose error file then says SignalException, not why; a node's
     torchrun may also lose the rendezvous store as the others stop (see SECONDARY_MARKERS)."""
-    for error in errors:
-        if not is_secondary(error):
-            return error
-    return errors[0] if errors else None
+    return next((e for e in errors if not is_secondary(e)), errors[0] if errors else None)
 
 
 def rank_error_files(ranks_dir: Path) -> list[Path]:
@@ -303,9 +301,7 @@ def classify_failure(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
 ) -> CellFailure:
     """Turn a cell run that left no result into its status and a one-line reason."""
-    log = ""
-    with contextlib.suppress(OSError):
-        log = outcome.log_path.read_text(encoding="utf-8", errors="replace")
+    log = read_text(outcome.log_path)
     tail = "\n".join(log.splitlines()[-30:])
     if outcome.timed_out:
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
@@ -371,9 +367,7 @@ def _killed(signum: int, rank: int | None, diagnostics: Path, tail: str) -> Cell
     artifacts: tuple[str, ...] = ()
     if rank is not None:
         dump = stack_file(diagnostics, rank)
-        text = ""
-        with contextlib.suppress(OSError):
-            text = dump.read_text(encoding="utf-8", errors="replace")
+        text = read_text(dump)
         place = locate(rank, text) if text.strip() else None
         if place is not None and place.kind != "unknown":
             diagnosis, artifacts = (place.line(),), (str(dump),)

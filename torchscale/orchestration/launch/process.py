@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.signals import die_with_parent, parent_death_signal_supported
-from torchscale.orchestration.launch.diagnose import request_stacks
+from torchscale.orchestration.launch.diagnose import read_text, request_stacks
 
 if TYPE_CHECKING:
     from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -66,11 +66,7 @@ class ProcessOutcome:
 
 def file_tail(path: Path, lines: int = 20) -> str:
     """The last `lines` lines of a text file ("" when it cannot be read)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join(read_text(path).splitlines()[-lines:])
 
 
 def _group_alive(pgid: int) -> bool:
