@@ -87,11 +87,11 @@ def load_train(directory: str | Path) -> Cifar100:
     import numpy as np
 
     root = Path(directory).expanduser()
-    path = root / TRAIN_FILE
+    path, fix = root / TRAIN_FILE, where_to_put(root)
     if not root.is_dir():
-        raise DataError(f"data.dir {root} does not exist: {where_to_put(root)}")
+        raise DataError(f"data.dir {root} does not exist: {fix}")
     if not path.is_file():
-        raise DataError(f"{path} is missing: {where_to_put(root)}")
+        raise DataError(f"{path} is missing: {fix}")
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -99,16 +99,12 @@ def load_train(directory: str | Path) -> Cifar100:
     try:
         content = safe_load(raw)
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
-        raise DataError(
-            f"{path} is not a CIFAR-100 python file ({exc}): {where_to_put(root)}"
-        ) from None
+        raise DataError(f"{path} is not a CIFAR-100 python file ({exc}): {fix}") from None
     if not isinstance(content, dict):
-        raise DataError(f"{path} is not a CIFAR-100 python file (not a dict): {where_to_put(root)}")
+        raise DataError(f"{path} is not a CIFAR-100 python file (not a dict): {fix}")
     data, labels = _field(content, "data"), _field(content, "fine_labels")
     if data is None or labels is None:
-        raise DataError(
-            f"{path} has no 'data' and 'fine_labels' (a CIFAR-10 file?): {where_to_put(root)}"
-        )
+        raise DataError(f"{path} has no 'data' and 'fine_labels' (a CIFAR-10 file?): {fix}")
     images = np.asarray(data)
     label_array = np.asarray(labels, dtype=np.int64)
     if images.ndim != 2 or images.shape[1] != IMAGE_BYTES or images.dtype != np.uint8:
