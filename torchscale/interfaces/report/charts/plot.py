@@ -331,8 +331,7 @@ def group_offset(index: int, count: int, bar_mode: BarMode | None) -> float:
     (GROUP_WIDTH shared, as plotly's grouped bars), or centred when bars overlay or stack."""
     if bar_mode != "group" or count <= 1:
         return 0.0
-    width = GROUP_WIDTH / count
-    return (index - (count - 1) / 2) * width
+    return (index - (count - 1) / 2) * (GROUP_WIDTH / count)
 
 
 def _dots_apart(series: list[PlotSeries], bar_mode: BarMode | None) -> list[PlotSeries]:
@@ -517,14 +516,12 @@ def plot(chart: Chart) -> Plot:
     chart = cap_chart(chart)
     if chart.kind == "heatmap":
         heat = _heatmap(chart)
-        x_labels = heat.x_labels if heat is not None else ()
-        y_labels = heat.y_labels if heat is not None else ()
         return Plot(
             id=chart.id,
             title=chart.title,
             kind="heatmap",
-            x=category_axis(chart.x_label, x_labels, slant=False),
-            y=category_axis(chart.y_label, y_labels, slant=False),
+            x=category_axis(chart.x_label, heat.x_labels if heat else (), slant=False),
+            y=category_axis(chart.y_label, heat.y_labels if heat else (), slant=False),
             series=(),
             legend=(),
             legend_columns=1,
@@ -536,10 +533,8 @@ def plot(chart: Chart) -> Plot:
     keys = {category_key(x): i for i, x in enumerate(every)} if categorical else None
     labels = [short(x if isinstance(x, str) else format_value(x, chart.x_format)) for x in every]
     series = _plot_series(chart, kind, keys, labels)
-    bar_mode: BarMode | None = None
-    if chart.kind == "stacked_bar":
-        bar_mode = "stack"
-    elif chart.kind == "bar":
+    bar_mode: BarMode | None = "stack" if chart.kind == "stacked_bar" else None
+    if chart.kind == "bar":
         bar_mode = "overlay" if disjoint(chart.series) else "group"
     if kind == "dot":
         series = _dots_apart(series, bar_mode)
@@ -549,10 +544,6 @@ def plot(chart: Chart) -> Plot:
         for i, s in enumerate(series)
     ]
     legend = _legend(chart, kind, series)
-    subtitle = ["; ".join(chart.absent)] if chart.absent else []
-    clipped = _clip_line(series)
-    if clipped is not None:
-        subtitle.append(clipped)
     return Plot(
         id=chart.id,
         title=chart.title,
@@ -564,5 +555,5 @@ def plot(chart: Chart) -> Plot:
         legend_columns=legend_columns(legend),
         bar_mode=bar_mode,
         bands=tuple(PlotBand(low=b.low, high=b.high, label=short(b.label)) for b in chart.bands),
-        subtitle=tuple(subtitle),
+        subtitle=tuple(line for line in ("; ".join(chart.absent), _clip_line(series)) if line),
     )
