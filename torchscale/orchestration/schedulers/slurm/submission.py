@@ -80,10 +80,7 @@ def check_nodes(plan: Plan, env: Mapping[str, str]) -> None:
     slurm = plan.launcher.slurm
     answer = partition_answer(plan)
     try:
-        if answer is not None:
-            limits = answer.limits_or_raise()
-        else:
-            limits = partition_limits(slurm.partition, env)
+        limits = answer.limits_or_raise() if answer else partition_limits(slurm.partition, env)
     except SlurmError as exc:
         if slurm.partition and "not found" in str(exc).lower():
             raise UsageError(
@@ -193,9 +190,8 @@ def submit_sweep(sweep: SlurmSweep, store: ResultStore, env: Mapping[str, str]) 
     answers, so a failure half way leaves the submitted ones followable."""
     records = []
     for allocation, script in zip(sweep.allocations, sweep.scripts, strict=True):
-        job_id = submit(str(script), env)
         record = JobRecord(
-            job_id=job_id,
+            job_id=submit(str(script), env),
             allocation=allocation.name,
             nodes=allocation.nodes,
             cells=allocation.cell_ids,
