@@ -150,10 +150,8 @@ def bert_mlm(
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
     dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
     cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
-    model = BertForMaskedLM(cfg)
-    return training_tasks.language_bundle(
-        model, training_tasks.masked_tokens(cfg.vocab_size, seq_len), seq_len
-    )
+    task = training_tasks.masked_tokens(cfg.vocab_size, seq_len)
+    return training_tasks.language_bundle(BertForMaskedLM(cfg), task, seq_len)
 
 
 def bert_base(**options: Any) -> ModelBundle:

@@ -142,9 +142,8 @@ def gpt2_lm(
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
     dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
     cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
-    return training_tasks.language_bundle(
-        GPT2(cfg), training_tasks.next_token(cfg.vocab_size, seq_len), seq_len
-    )
+    task = training_tasks.next_token(cfg.vocab_size, seq_len)
+    return training_tasks.language_bundle(GPT2(cfg), task, seq_len)
 
 
 def gpt2(**options: Any) -> ModelBundle:
