@@ -191,8 +191,7 @@ class BenchmarkPrinter:
 
             self._print_live(self.live.row(result, cells_table(self.results), reused=reused))
             return
-        verbose = Verbosity.level > 0
-        lines = [reused_line(result)] if reused else cell_lines(result, verbose=verbose)
+        lines = [reused_line(result)] if reused else cell_lines(result, verbose=Verbosity.level > 0)
         print_lines(self.progress.console, lines)
 
     def sweep_done(self, run: BenchmarkRun) -> None:
