@@ -95,9 +95,8 @@ class ViTEmbed(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.conv_proj(x).flatten(2).transpose(1, 2)
         cls = self.class_token.expand(x.shape[0], -1, -1)
-        y: torch.Tensor = self.residual(
-            self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
-        )
+        x = self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
+        y: torch.Tensor = self.residual(x)
         return y
 
 
