@@ -230,9 +230,7 @@ def gpus_asked(slurm: SlurmConfig, cells: list[PlannedCell], ranks_per_node: int
     rank of the widest cell (a job that asks none sees no GPU where Slurm constrains devices);
     none where extra_sbatch asks for GPUs its own way (asked twice, Slurm may refuse the job
     or grant the larger count)."""
-    if slurm.gpus_per_node is not None:
-        return slurm.gpus_per_node
-    if any(asks_gpus(option) for option in slurm.extra_sbatch):
+    if slurm.gpus_per_node is None and any(asks_gpus(option) for option in slurm.extra_sbatch):
         return None
     return gpus_used(slurm, cells, ranks_per_node)
 
@@ -264,9 +262,7 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
     lines.extend(f"#SBATCH {option}" for option in slurm.extra_sbatch)
     lines.append("")
     if slurm.setup:
-        lines.append("# launcher.slurm.setup")
-        lines.extend(slurm.setup)
-        lines.append("")
+        lines += ["# launcher.slurm.setup", *slurm.setup, ""]
     driver = [allocation.python, "-m", DRIVER_MODULE, "--allocation"]
     driver += [str(directory / ALLOCATION_FILE), f"--grace-s={slurm.signal_grace_s}"]
     lines.append("exec " + shlex.join(driver))
