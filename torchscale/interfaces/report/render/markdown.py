@@ -36,21 +36,10 @@ _NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
 # a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
 # snake_case and tiny-mlp__b8__w2 ids (inert inside a word) readable
 _EMPHASIS_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_])")
+# Markdown's punctuation backslash-escaped, HTML's as entities, a line break as a space
 _ESCAPES = str.maketrans(
-    {
-        "\\": "\\\\",
-        "|": "\\|",
-        "`": "\\`",
-        "*": "\\*",
-        "[": "\\[",
-        "]": "\\]",
-        "~": "\\~",
-        "<": "&lt;",
-        ">": "&gt;",
-        "&": "&amp;",
-        "\r": " ",
-        "\n": " ",
-    }
+    {c: "\\" + c for c in "\\|`*[]~"}
+    | {"<": "&lt;", ">": "&gt;", "&": "&amp;", "\r": " ", "\n": " "}
 )
 
 
