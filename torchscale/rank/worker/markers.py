@@ -1,17 +1,12 @@
 """Named ranges around the training phases, for whichever profiler is listening.
 
 One API for the worker: `current().range(name)` around a phase, `current().step(n)` around a
-profiled step, `current().mark(text)` for a point in time. What it emits depends on the
-`Markers` made current with `use(...)`:
-
-- torch.profiler (`torch_profiler=True`): `record_function` ranges named `torchscale:<phase>`
-  (`user_annotation` events in the Kineto trace); torch.profiler adds `ProfilerStep#<n>`.
-- NVTX (`nvtx=...`, for Nsight Systems): push/pop ranges of the same names, a `ProfilerStep#<n>`
-  range per profiled step and one mark `torchscale:rank=<r>`. Backend: `torch.cuda.nvtx` on a
-  CUDA build (default domain), else the `nvtx` package (domain "torchscale"; below 0.2.12,
-  docs/profiling.md), else nothing, with a note. Readers match by name, not by domain.
-- Neither (every plain benchmark window): `range()` returns one shared null context, so the
-  measured windows pay nothing for the markers.
+profiled step, `current().mark(text)` for a point in time; what it emits depends on the
+`Markers` made current with `use(...)`: torch.profiler `record_function` ranges
+`torchscale:<phase>`, or NVTX ranges of the same names and one mark `torchscale:rank=<r>` for
+Nsight Systems (`torch.cuda.nvtx` on CUDA, default domain; else the `nvtx` package, domain
+"torchscale", docs/profiling.md, "Nsight Systems"; else nothing, with a note; readers match by
+name, not domain), or, in every plain benchmark window, one shared null context: free.
 
 Names are the contract with the trace readers (torchscale/offline/traces), spelled once in
 torchscale/contracts/step_phases.py.
