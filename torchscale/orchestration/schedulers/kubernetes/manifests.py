@@ -1,17 +1,11 @@
-"""Kubernetes: the launch of every cell as data, one job manifest per cell (docs/multinode.md,
-"Kubernetes": the TrainJob and PyTorchJob layouts, the results claim, the error files, the
-network settings).
+"""Kubernetes: every cell's launch as data, one job manifest per cell (docs/multinode.md,
+"Kubernetes": the two job kinds, the results claim, the per-pod error files and why their
+index comes from a variable listed before them, the network settings).
 
-Both kinds run the torchrun command of a local launch (torchrun.py; Trainer runs
-`spec.trainer.command` as given, wrapping nothing in torchrun) with `--nnodes=N` in place of
-its `--standalone` rendezvous: the operators set PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK
-and PET_MASTER_ADDR/PORT, which torchrun reads as its flags' defaults (Trainer's webhook
-rejects a TrainJob that sets them itself). A PyTorchJob needs training operator v1.7 or later
-(`nprocPerNode`). Every pod's torchrun writes its own TORCHELASTIC_ERROR_FILE on the results
-claim (one shared file would keep only the last writer's), named as the failure reader finds a
-Slurm node's (torchscale/orchestration/launch/failure.py), from the pod's index in a variable
-listed before the error file's: Kubernetes expands `$(VAR)` only from variables listed
-earlier, and the operators append theirs after ours.
+Both kinds run a local launch's torchrun command (Trainer runs `spec.trainer.command` as given,
+wrapping nothing in torchrun) with `--nnodes=N` in place of `--standalone`: the operators set
+the PET_* variables torchrun reads as its flags' defaults (Trainer's webhook rejects a TrainJob
+that sets them itself). A PyTorchJob needs training operator v1.7 or later (`nprocPerNode`).
 """
 
 from __future__ import annotations
