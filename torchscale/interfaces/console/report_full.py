@@ -295,8 +295,7 @@ def renderables(report: Report, width: int = WIDTH) -> list[RenderableType]:
     """The report as rich renderables `width` columns wide, for printing with styles."""
     items: list[RenderableType] = list(_header(report))
     for section in report.sections:
-        items.append(_text(""))
-        items.append(Rule(_text(section.title, "bold"), align="left"))
+        items += [_text(""), Rule(_text(section.title, "bold"), align="left")]
         for block in section.blocks:
             items.extend(_block(block, width))
             items.append(_text(""))
