@@ -1,19 +1,12 @@
 """Why a cell did not produce a result: timeout, out of memory, a rank that raised, or a rank
-(or torchrun) killed by a signal.
+(or torchrun) killed by a signal (docs/troubleshooting.md: "torchrun itself failed", "Which rank
+failed").
 
-torchrun names the first failing rank in its "Root Cause" block, with its exit code (negative:
-the signal that killed it), and the worker's `record_errors` writes that rank's exception to the
-error file; both are read here, neither is required. When torchrun failed itself (its node file
-holds its own exception: launch/error_files.py), the root cause is taken from the ranks' own
-files and the reason says what torchrun raised. A hang is explained by the stacks the ranks
-dumped before the kill (torchscale/orchestration/launch/diagnose.py).
-
-Global ranks are never derived from where a log lies: torch's rendezvous numbers nodes by host
-name and pid (`gpu10` before `gpu9`), not by Slurm's node id, so `ranks/node0/.../1/` need not be
-rank 1. Each rank recorded who it was (rank<N>.identity.json,
-torchscale/contracts/rank_diagnostics.py); its per-rank error file, and the pid torchrun reports,
-lead back to it (RankMap). Without those records (older results) only a one-node launch's local rank
-is its global rank.
+torchrun's "Root Cause" block (a negative exit code: the killing signal) and the ranks' error
+files are both read, neither is required; a hang is explained by the ranks' stack dumps
+(diagnose.py). Global ranks are never derived from where a log lies (torch's rendezvous orders
+nodes by host name and pid, not by Slurm's node id): the ranks' identity records and pid files
+lead back to them (RankMap).
 """
 
 from __future__ import annotations
