@@ -50,16 +50,17 @@ SUMMARY = "summary"
 # ('lead', how far the best leads the next, is the headline's best line already; a run's
 # step split and what-if give way to its straggler verdict)
 DROP_FIRST = (
-    "lead",
     "split",
     "whatif",
     "batch_per_gpu",
     "gpus",
-    "best_by",
-    "reliability",
     "step_p50_text",
     "tokens_per_s",
 )
+# what a kept figure means (the criterion it is best by, whether its lead is real, whether it
+# can be used): never left out while the figure stays; one value in every row is said once
+# in the table's title after these words ('best by throughput', 'reliable')
+QUALIFIERS = {"best_by": "best by", "lead": "", "reliability": ""}
 # the order in which blocks get lines when everything does not fit (lower first)
 PRIORITY = {"alert": 0, "table": 1, "figures": 2, "findings": 3, "text": 4, "note": 5}
 
@@ -134,6 +135,7 @@ def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.FitColumn
                 justify=column.align,
                 drop=ranked.index(column.key) if column.key in ranked else None,
                 wrap=column.align == "left" and not figures,
+                fact=QUALIFIERS.get(column.key),
             )
         )
     return columns
