@@ -158,8 +158,7 @@ def step_text(row: pd.Series) -> str:
 
 def scaling_text(row: pd.Series) -> str:
     value = _number(row, "scaling_efficiency")
-    low = _number(row, "scaling_efficiency_low")
-    high = _number(row, "scaling_efficiency_high")
+    low, high = _number(row, "scaling_efficiency_low"), _number(row, "scaling_efficiency_high")
     reason = str(row.get("scaling_efficiency_reason") or "")
     if reason.startswith("base"):
         return "base"
