@@ -1,15 +1,13 @@
 """Trace capture inside the worker: extra steps after the measured windows, never inside them.
 
 With a `ProfileSpec` in the worker spec, every rank runs wait + warmup + active more steps once
-its windows are done (same model, same batch, same injected delays):
-
-- tool "torch": under `torch.profiler.profile(schedule=...)`, with the phases marked by
-  `record_function` ranges (markers.py); the trace goes to `<trace_dir>/rank<k>.trace.json.gz`
-  (torch gzips a path ending in .gz) atomically: a temporary name, fsynced, renamed.
-- tool "nsys": NVTX ranges only (Nsight Systems wraps the launch), with the same step numbers
-  as under torch. The trigger the launcher chose (`CAPTURE_ENV`) starts the collection; nsys
-  starts and stops every process's at the first trigger of any, so each trigger sits between
-  barriers: docs/profiling.md, "What is captured".
+its windows are done (same model, batch and injected delays; docs/profiling.md, "What a profile
+run does"). Tool "torch": under `torch.profiler` with `record_function` phase ranges
+(markers.py), the trace written atomically (a temporary name, fsynced, renamed) to
+`<trace_dir>/rank<k>.trace.json.gz` (torch gzips a path ending in .gz). Tool "nsys": NVTX ranges
+only, with torch's step numbers, the collection started by the launcher's trigger (`CAPTURE_ENV`),
+each trigger between barriers as nsys starts and stops every process's at the first trigger of
+any (docs/profiling.md, "What is captured").
 
 Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings of the active
 steps and their step times (`step_s`), to cross-check the trace and derive the capture overhead.
