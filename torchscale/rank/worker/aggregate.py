@@ -465,8 +465,7 @@ def diagnosis_record(
             "world size 1: no other rank to be slower than" if world == 1 else why_not
         )
         reason = "world size 1: no gradient communication to expose" if world == 1 else why_not
-        for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
-            unavailable[key] = reason
+        unavailable |= dict.fromkeys(("comm_overhead", "sync_overhead", "load_imbalance"), reason)
     if diagnosis is None:
         unavailable["diagnosis"] = why_not
     return diagnosis, unavailable
