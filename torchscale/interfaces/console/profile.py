@@ -250,12 +250,7 @@ def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
     ]
 
 
-DETAILS = {
-    "waits": _wait_lines,
-    "comm": _comm_lines,
-    "compute": _compute_lines,
-    "memory": _memory_lines,
-}
+DETAILS = dict(waits=_wait_lines, comm=_comm_lines, compute=_compute_lines, memory=_memory_lines)
 
 
 def _finding_cost(finding: FindingFigures) -> str:
