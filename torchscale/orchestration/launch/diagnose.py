@@ -289,12 +289,8 @@ class HangDiagnosis:
     @property
     def root_cause_rank(self) -> int | None:
         """The one rank not waiting while every other rank waits for it; else None."""
-        if len(self.places) < 2:
-            return None
         stuck = [p for p in self.places if not p.waiting]
-        if len(stuck) == 1 and any(p.kind != "unknown" for p in self.places if p.waiting):
-            return stuck[0].rank
-        return None
+        return stuck[0].rank if len(stuck) == 1 and len(self.places) > 1 else None
 
     def lines(self) -> list[str]:
         return [place.line() for place in self._ordered()]
