@@ -86,11 +86,8 @@ def _package_nvtx(module: Any, version: str) -> _Nvtx:
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+    digits = ("".join(ch for ch in piece if ch.isdigit()) for piece in text.split(".")[:3])
+    return tuple(int(d) if d else 0 for d in digits)
 
 
 def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, str | None]:
