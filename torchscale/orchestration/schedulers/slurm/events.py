@@ -61,7 +61,7 @@ def sweep_lines(
     """The cells kept and followed, the skipped ones and why, the allocations and their
     scripts, a line each; with `review` (the store of a dry run), each job's srun steps (the
     nodes' environment, the preflight, each cell) as they will run."""
-    submitted = bool(jobs)
+    verb = "submitted" if jobs else "written"
     lines = []
     if sweep.reused:
         lines.append(f"--resume: {len(sweep.reused)} cell(s) already ok, kept")
@@ -76,14 +76,13 @@ def sweep_lines(
     ids = {j.allocation: j.job_id for j in jobs}
     for allocation, script in zip(sweep.allocations, sweep.scripts, strict=True):
         label = f"job {ids[allocation.name]}: " if allocation.name in ids else ""
-        verb = "submitted" if submitted else "written"
         lines.append(
             f"{label}{allocation.nodes} node(s), {len(allocation.cells)} cell(s), sbatch script "
             f"{verb}: {script}"
         )
         if review is not None:
             lines.extend(step_lines(allocation, review, env or {}))
-        elif not submitted:
+        elif not jobs:
             lines.extend(f"  {cell_id}" for cell_id in allocation.cell_ids)
     if review is not None and sweep.allocations:
         lines.extend(placeholders(sweep.allocations))
