@@ -375,16 +375,15 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
         traces = [_trace(p, s) for s in p.series]
         bands = []
         for index, series in enumerate(p.series):
+            if not (series.clips or series.band):
+                continue
+            # clip marks and a band hide with their line: in its group (a reference, such as
+            # a forecast, keeps the group its legend entry hides), or one of their own
+            group = traces[index].setdefault("legendgroup", f"series-{index}")
             if series.clips:
-                # a reference (forecast) keeps the group its legend entry hides
-                group = traces[index].setdefault("legendgroup", f"series-{index}")
                 traces.append(_clip_marks(series, group))
-            if series.band:
-                # the band hides with its line: in the line's group, or one of their own
-                group = traces[index].setdefault("legendgroup", f"series-{index}")
-                band = _band(series, group)
-                if band is not None:
-                    bands.append(band)
+            if series.band and (band := _band(series, group)) is not None:
+                bands.append(band)
         # the bands first: plotly draws traces in order, so each lies under every line
         traces = bands + traces
         reference = next((e for e in p.legend if e.series is None and e.kind == "line"), None)
