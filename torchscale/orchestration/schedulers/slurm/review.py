@@ -1,14 +1,10 @@
-"""What a Slurm job will run, as command lines to review before submitting (`--dry-run`).
+"""What a Slurm job will run, as command lines to review before submitting (`--dry-run`;
+docs/multinode.md, "What a dry run prints").
 
-The job script execs a Python driver, which builds each step's `srun ...` command as the job
-runs: every node's environment recorded, the preflight steps `launcher.slurm.preflight` asks
-for (validate on each node, the comm sweep across them), then each cell's `srun ... torchrun
-...`. The commands are shown here by the same functions (`step.hosts_command`,
-`preflight.validate_command`, `preflight.comm_step`, `step.srun_command`) on the same allocation
-the driver reads, with what only the running job knows as placeholders: Slurm's job id, the
-first node's address and a port free there (the rendezvous), the time the comm step starts
-(its run id), and the values the driver takes from the job's nodes (the GPUs and CPUs a step
-sees).
+The driver builds each step's `srun ...` as the job runs; the review builds them with the same
+functions (`step.hosts_command`, `preflight.validate_command`, `preflight.comm_step`,
+`step.srun_command`) on the same allocation the driver reads, so what is shown is what runs,
+with what only the running job knows as placeholders.
 """
 
 from __future__ import annotations
