@@ -55,8 +55,7 @@ def environment() -> Environment:
         cell_class=CELL_CLASS,
         tall_table_rows=TALL_TABLE_ROWS,
     )
-    env.filters["figure_json"] = figure_json
-    env.filters["glossed"] = glossed
+    env.filters |= {"figure_json": figure_json, "glossed": glossed}
     return env
 
 
