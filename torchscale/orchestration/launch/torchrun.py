@@ -1,11 +1,9 @@
-"""The one torchrun command builder (argv and environment as data), for every launch we make.
+"""The one torchrun command builder (argv and environment as data), for every launch we make
+(docs/methodology.md, "One cell, one process tree": no restarts, a clean environment, threads).
 
-torchrun is started through the current interpreter (`python -m torch.distributed.run`), so a
-launch runs with the same torch as torchscale even when `torchrun` on PATH belongs to another
-environment. `--standalone` rendezvous on a free local port (back-to-back and concurrent launches
-never collide), `--max-restarts=0` (a restart would silently mix two runs' timings), per-rank
-logs, a torchelastic error file for the root cause, and a diagnostics directory where ranks dump
-their Python stacks (and, on CUDA, NCCL's flight recorder) when the parent asks.
+torchrun runs under the current interpreter (`python -m torch.distributed.run`): a `torchrun` on
+PATH may belong to another environment's torch. `--standalone` rendezvous takes a free local
+port, so back-to-back and concurrent launches never collide.
 """
 
 from __future__ import annotations

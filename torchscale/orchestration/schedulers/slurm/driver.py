@@ -1,10 +1,7 @@
 """Runs inside a Slurm allocation (the sbatch script execs it): its cells one after another,
 each an srun step of torchrun on all the allocation's nodes, each result written as a local
-sweep writes it.
-
-Slurm's warning before the time limit (SIGUSR1, --signal=B:USR1@grace), scancel and preemption
-(SIGTERM) stop the running step; the cell is recorded as failed with why, every finished cell is
-already safe, and `torchscale benchmark --resume` runs the rest.
+sweep writes it. A stop signal fails the running cell with why; finished cells are already safe
+(docs/multinode.md, "Jobs that end early").
 
     python -m torchscale.orchestration.schedulers.slurm.driver \
         --allocation <experiment>/slurm/<name>/allocation.json
