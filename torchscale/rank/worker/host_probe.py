@@ -1,11 +1,6 @@
 """The GPU busy probe: how much of a measured step the GPU itself is busy (docs/methodology.md,
-"GPU busy probe": the sleep, the K steps queued behind it, when it is not measurable). After
-the measured windows, outside every window and timer:
-
-    synchronize; barrier
-    record e0; torch.cuda._sleep(cycles); record e1   # GPU busy sleeping
-    K x (training step; record an event)              # queued while the GPU sleeps
-    synchronize
+"GPU busy probe": the sleep, the K steps queued behind it, when it is not measurable), run
+after the measured windows, outside every window and timer.
 
 A rank's first probe step can absorb the skew between the ranks' sleeps, so its busy time is
 the median over its K steps; the cell's is the busiest rank's (the GPU that idles least bounds
