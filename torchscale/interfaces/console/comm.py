@@ -87,21 +87,17 @@ def header_lines(result: CommResult) -> list[str]:
 FULL_WIDTH = max(len(line) for line in HEADER)
 
 
-def _figure(value: float | None) -> str:
-    return _number(value, 0)
-
-
 # the narrow table: (name, unit, cell); nccl-tests' own columns, less what another column gives
 NARROW_COLUMNS: tuple[tuple[str, str, Callable[[CommRow], str]], ...] = (
     ("size", "(B)", lambda r: str(r.size_bytes)),
     ("type", "", lambda r: r.dtype),
     ("redop", "", lambda r: r.redop or "none"),
     ("root", "", lambda r: str(r.root if r.root is not None else -1)),
-    ("time", "(us)", lambda r: _figure(r.time_us)),
-    ("algbw", "(GB/s)", lambda r: _figure(r.algbw_gbps)),
-    ("busbw", "(GB/s)", lambda r: _figure(r.busbw_gbps)),
+    ("time", "(us)", lambda r: _number(r.time_us, 0)),
+    ("algbw", "(GB/s)", lambda r: _number(r.algbw_gbps, 0)),
+    ("busbw", "(GB/s)", lambda r: _number(r.busbw_gbps, 0)),
     ("#wrong", "", lambda r: "N/A" if r.wrong is None else str(r.wrong)),
-    ("p99", "(us)", lambda r: _figure(r.iter_p99_us)),
+    ("p99", "(us)", lambda r: _number(r.iter_p99_us, 0)),
     ("slowest", "rank/fast", _slowest),
 )
 FIGURES_FROM = 4  # columns from "time" on are figures, absent from a row that did not run
@@ -249,12 +245,8 @@ def _wrapped(line: str, width: int) -> list[str]:
 def comm_lines(result: CommResult, width: int | None = None) -> list[str]:
     """The whole printout: header, one table per op, pairs, footer. `width` None: nccl-tests'
     full layout, lines as long as they are; else the narrow layout, no line over `width`."""
-    lines = (
-        header_lines(result)
-        + op_lines(result, width)
-        + pair_lines(result, width)
-        + footer_lines(result)
-    )
+    lines = header_lines(result) + op_lines(result, width) + pair_lines(result, width)
+    lines += footer_lines(result)
     if width is None:
         return lines
     return [piece for line in lines for piece in _wrapped(line, width)]
