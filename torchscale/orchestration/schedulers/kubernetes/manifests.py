@@ -362,11 +362,6 @@ def k8s_manifests(
     return manifests
 
 
-def asks_for_a_fabric(config: K8sConfig) -> bool:
-    """Whether the pods ask for anything faster than TCP on the pod network."""
-    return bool(config.rdma_resource or config.host_network or config.network_annotations)
-
-
 def network_warnings(plan: Plan) -> list[str]:
     """What the user should know about the network of the plan's multi-node NCCL cells: that
     they will use TCP on the pod network when no fabric is asked for; that RDMA without
@@ -376,7 +371,8 @@ def network_warnings(plan: Plan) -> list[str]:
     if not spread:
         return []
     cells = f"{len(spread)} multi-node NCCL cell(s) (e.g. {spread[0]})"
-    if not asks_for_a_fabric(config):
+    # nothing faster than TCP on the pod network asked for
+    if not (config.rdma_resource or config.host_network or config.network_annotations):
         return [
             f"{cells}: the pods ask for no RDMA device, host network or secondary network, so "
             "NCCL will use TCP sockets on the pod network; set launcher.k8s.rdma_resource (with "
