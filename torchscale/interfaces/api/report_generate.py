@@ -98,13 +98,10 @@ def known_html(request: ReportRequest, report: Report, output: Path | None) -> s
     it)."""
     if request.html_link:
         return request.html_link
-    candidates = [default_output(request.source, report, "html")]
-    if output is not None:
-        candidates.insert(0, output.with_suffix(SUFFIX["html"]))
-    for candidate in candidates:
-        if candidate.is_file():
-            return str(candidate.resolve())
-    return None
+    beside = [output.with_suffix(SUFFIX["html"])] if output is not None else []
+    candidates = [*beside, default_output(request.source, report, "html")]
+    found = next((c for c in candidates if c.is_file()), None)
+    return str(found.resolve()) if found is not None else None
 
 
 def parse_prices(values: Sequence[str]) -> tuple[float | None, dict[str, float]]:
