@@ -103,17 +103,12 @@ def measure_memory(
     a = torch.ones(elements, dtype=torch.float32, device=dev)
     b = torch.full_like(a, 2.0)
     c = torch.full_like(a, 0.5)
-
-    def copy() -> object:
-        return b.copy_(a)
-
-    def triad() -> object:
-        return torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
-
+    work: dict[str, Callable[[], object]] = {
+        "copy": lambda: b.copy_(a),
+        "triad": lambda: torch.add(b, c, alpha=TRIAD_SCALAR, out=a),
+    }
     with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
-        seconds, calls = time_per_call(
-            copy if kind == "copy" else triad, timer or default_timer(dev), min_time_s, repeats
-        )
+        seconds, calls = time_per_call(work[kind], timer or default_timer(dev), min_time_s, repeats)
     moved = BYTES_MOVED[kind] * elements * 4
     return BandwidthResult(
         check=f"memory.{kind}",
