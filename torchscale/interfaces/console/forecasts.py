@@ -19,14 +19,8 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import Estimate
     from torchscale.contracts.schema.forecast import Forecast
 
-DOMINANT_WORDS = {
-    "compute": "compute",
-    "contention": "shared cores",
-    "stragglers": "stragglers",
-    "exposed_communication": "exposed comm",
-    "data": "data",
-    "rest": "rest",
-}
+# the dominant terms whose column word differs from their name (compute, data, ... print as named)
+DOMINANT_WORDS = {"contention": "shared cores", "exposed_communication": "exposed comm"}
 INTERVAL_NOTE = "± half the 95 % interval (measurement and model), [low, high] where lopsided"
 _NUMBER = ValueFormatter("rate")
 
