@@ -29,6 +29,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import K8sConfig
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.schedulers.slurm.node import node_error_file
 
 TRAINJOB_API = "trainer.kubeflow.org/v1alpha1"
 PYTORCHJOB_API = "kubeflow.org/v1"
@@ -62,6 +63,8 @@ HASH_CHARS = 8
 # the Trainer API that mounts volumes into a TrainJob's pods: runtimePatches since Trainer
 # v2.2, podTemplateOverrides in v2.1 (a breaking rename; v2.0 had podSpecOverrides)
 PodPatchApi = Literal["runtimePatches", "podTemplateOverrides"]
+# one pod's torchrun error file, named as a Slurm node's: where the failure reader looks
+pod_error_file = node_error_file
 
 
 @dataclass(frozen=True)
@@ -194,14 +197,6 @@ def _volumes(config: K8sConfig) -> tuple[list[dict[str, Any]], list[dict[str, An
         )
         mounts.append({"name": RESULTS_VOLUME, "mountPath": config.results_mount})
     return volumes, mounts
-
-
-def pod_error_file(path: str, tag: str) -> str:
-    """One pod's torchrun error file: `error-node<tag>.json` beside the launch's `error.json`,
-    where the failure reader looks for other nodes' (as for Slurm's,
-    torchscale/orchestration/schedulers/slurm/node.py)."""
-    error = PurePosixPath(path)
-    return str(error.with_name(f"{error.stem}-node{tag}{error.suffix}"))
 
 
 def _pod_env(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cpus
 
@@ -35,10 +35,12 @@ def node_argv(argv: list[str], node: int) -> list[str]:
     return out
 
 
-def node_error_file(path: str, node: int) -> str:
+def node_error_file(path: str, node: int | str) -> str:
+    """`error-node<node>.json` beside `path` (node 0 keeps `path`); a Kubernetes pod's tag
+    ('-master', '$(TORCHSCALE_POD_INDEX)') stands in for the node (kubernetes/manifests.py)."""
     if node == 0:
         return path
-    error = Path(path)
+    error = PurePosixPath(path)
     return str(error.with_name(f"{error.stem}-node{node}{error.suffix}"))
 
 
