@@ -109,22 +109,20 @@ def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
 
 def _step_records(measurements: list[RankMeasurement]) -> str:
     """One JSON line per measured step per rank: its time and its phase times."""
-    lines = []
-    for m in sorted(measurements, key=lambda r: r.rank):
-        windows = [("sync", repeat, w) for repeat, w in enumerate(m.windows)]
-        windows += [("no_sync", repeat, w) for repeat, w in enumerate(m.no_sync_windows)]
-        for kind, repeat, window in windows:
-            for step, seconds in enumerate(window.step_s):
-                lines.append(
-                    {
-                        "rank": m.rank,
-                        "window": kind,
-                        "repeat": repeat,
-                        "step": step,
-                        "time_s": seconds,
-                        **_phase_columns(window, step),
-                    }
-                )
+    lines = [
+        {
+            "rank": m.rank,
+            "window": kind,
+            "repeat": repeat,
+            "step": step,
+            "time_s": seconds,
+            **_phase_columns(window, step),
+        }
+        for m in sorted(measurements, key=lambda r: r.rank)
+        for kind, windows in (("sync", m.windows), ("no_sync", m.no_sync_windows))
+        for repeat, window in enumerate(windows)
+        for step, seconds in enumerate(window.step_s)
+    ]
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
