@@ -210,9 +210,7 @@ def _refuse_strategies(
     """A strategy neither measured nor derivable (the other one measured and a comm run to
     carry it over) is a usage error, before anything is computed."""
     for strategy in wanted:
-        if strategy in measured:
-            continue
-        if not any(r.status == "ok" for r in runs):
+        if strategy not in measured and not any(r.status == "ok" for r in runs):
             raise UsageError(
                 f"--strategy {strategy}: not measured in {root} and not derivable without a "
                 f"comm run (benchmark {strategy}, or run `torchscale comm` into {root})"
