@@ -62,8 +62,7 @@ def judged_gpus(config: BenchConfig, ask: AskPartition) -> JudgedGpus:
             "GPU(s) per node (Slurm's Gres): Slurm would refuse every job"
         )
     count = gpus.most if stated is None else stated
-    spread = f"{gpus.fewest} to " if gpus.fewest != gpus.most else ""
-    has = f"{spread}{gpus.most}"
+    has = f"{gpus.fewest} to {gpus.most}" if gpus.fewest != gpus.most else str(gpus.most)
     note = f"{named} has {has} GPU(s) per node (Slurm's Gres): cells judged against {count}"
     return JudgedGpus(count, f"{named}, Slurm's Gres", note, answer)
 
@@ -85,12 +84,10 @@ def _from_config(config: BenchConfig, why: str, answer: PartitionAnswer) -> Judg
     elif config.device == "cuda":
         count, key = max(shape.nproc_per_node for shape in cell_shapes(config)), "gpu_counts"
     else:
-        return JudgedGpus(
-            0,
-            None,
+        note = (
             f"{why}: device auto runs the cells on CPU (set device: cuda or "
-            "launcher.slurm.gpus_per_node for GPU nodes)",
-            answer,
+            "launcher.slurm.gpus_per_node for GPU nodes)"
         )
+        return JudgedGpus(0, None, note, answer)
     note = f"{why}: cells judged against the config's {count} GPUs per node ({key})"
     return JudgedGpus(count, f"per the config: {why}", note, answer)
