@@ -81,6 +81,5 @@ def run_attempt(
     failure = None
     if written is None or not outcome.ended_cleanly:
         failure = classify_failure(outcome, command, timeout_s)
-    if written is None:
-        return Attempt(outcome, None, failure)
-    return Attempt(outcome, written, failure, shutdown_warnings(outcome, command, timeout_s))
+    warnings = [] if written is None else shutdown_warnings(outcome, command, timeout_s)
+    return Attempt(outcome, written, failure, warnings)

@@ -50,9 +50,7 @@ def read_recorded_error(path: Path) -> RecordedError | None:
         if isinstance(extra, dict):
             callstack = str(extra.get("py_callstack") or "")
         message = message.get("message")
-    if not message:
-        return None
-    lines = str(message).strip().splitlines()
+    lines = str(message).strip().splitlines() if message else []
     if not lines:
         return None
     return RecordedError(lines[-1], bool(_TORCHRUN_FRAME.search(callstack)))
