@@ -58,8 +58,7 @@ def node_local_cache_dir() -> Path:
 
 def node_local_cache_env() -> dict[str, str]:
     """The variables that send inductor and Triton to `node_local_cache_dir()`."""
-    local = node_local_cache_dir()
-    return {INDUCTOR_CACHE_ENV: str(local), TRITON_CACHE_ENV: str(local / TRITON_SUBDIR)}
+    return compile_cache_env(node_local_cache_dir(), {})
 
 
 def cache_folders(env: Mapping[str, str]) -> list[Path]:
