@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# exact names set by torchrun / torch.distributed for a worker
+# exact names set by torchrun / torch.distributed for a worker: RANK, WORLD_SIZE, LOCAL_RANK,
+# LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE (made from
+# _SCOPES), ROLE_NAME, MASTER_ADDR, MASTER_PORT
+_SCOPES = ("", "LOCAL_", "GROUP_", "ROLE_")
 INHERITED_DISTRIBUTED_VARS = frozenset(
-    {
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE",
-        "GROUP_RANK",
-        "GROUP_WORLD_SIZE",
-        "ROLE_RANK",
-        "ROLE_WORLD_SIZE",
-        "ROLE_NAME",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-    }
+    {f"{scope}{name}" for scope in _SCOPES for name in ("RANK", "WORLD_SIZE")}
+    | {"ROLE_NAME", "MASTER_ADDR", "MASTER_PORT"}
 )
 INHERITED_DISTRIBUTED_PREFIXES = ("TORCHELASTIC_", "PET_")
 
