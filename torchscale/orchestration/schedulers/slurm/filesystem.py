@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchscale.orchestration.launch.diagnose import read_text
+
 MOUNTS = Path("/proc/mounts")
 LOCAL_TYPES = frozenset(
     {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "f2fs", "vfat", "ramfs"}
@@ -38,11 +40,7 @@ def mount_of(path: Path, mounts_text: str) -> Mount | None:
 
 def local_filesystem_warning(path: Path) -> str | None:
     """A warning when `path` looks node-local; None when shared or unknown."""
-    try:
-        text = MOUNTS.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    found = mount_of(path.resolve(), text)
+    found = mount_of(path.resolve(), read_text(MOUNTS))  # unreadable: "", no mount
     if found is None or found.fstype not in LOCAL_TYPES:
         return None
     return (
