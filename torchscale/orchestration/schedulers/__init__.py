@@ -1,13 +1,8 @@
-"""Schedulers: where a benchmark's cells run, each behind the one contract of `api.py`.
-
-A launcher takes a plan and runs its cells somewhere: on this node, cell by cell (`local/`), as
-srun steps of Slurm allocations it submits and follows (`slurm/`), or as Kubernetes job
-manifests it writes and may apply (`kubernetes/`). Each scheduler is a package of its own, its
-`Launcher` in `launcher.py` beside its mechanics; `launcher_for` picks one by the config's
-`launcher.kind` from the one registry, `torchscale.contracts.launcher_registry.LAUNCHERS`
-(docs/architecture.md, "Adding a launcher"). The process
-mechanics every scheduler shares (the torchrun command, running it) are
-`torchscale.orchestration.launch`.
+"""Schedulers: where a benchmark's cells run, each behind the one contract of `api.py`: this
+node (`local/`), Slurm allocations (`slurm/`), Kubernetes job manifests (`kubernetes/`), a
+package each with its `Launcher` in `launcher.py` (docs/architecture.md: the layer table, and
+"A launcher" for adding one). The process mechanics they share (the torchrun command, running
+it) are `torchscale.orchestration.launch`.
 """
 
 from __future__ import annotations
