@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
@@ -119,7 +120,7 @@ def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Resu
     assert "capture overhead" not in result.output  # a note: shown with -v
     for rank in range(ranks):
         own = json.loads((directory / f"rank{rank}.phases.json").read_text())
-        assert len(own["step_s"]) == len(own["steps"]) == 10
+        assert len(own["step_s"]) == len(own["steps"]) == TRACED_STEPS  # the default
 
 
 @pytest.mark.slow  # a real torchrun profile
