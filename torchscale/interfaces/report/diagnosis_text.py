@@ -50,6 +50,11 @@ def pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
+def pct_bound(high: float) -> str:
+    """A share's upper bound: '0.1 %' for microseconds of a step, never '0.0 %'."""
+    return f"{share_bound(high)} %"
+
+
 def ms(seconds: float) -> str:
     """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
     if abs(seconds) >= 10:
@@ -66,7 +71,7 @@ def share_text(estimate: Estimate | None) -> str:
     if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
         return pct(0.0)
     if estimate.value is None or not estimate.measurable:
-        return _not_measurable(estimate, pct)
+        return _not_measurable(estimate, pct_bound)
     if estimate.low is None or estimate.high is None:
         return f"{pct(estimate.value)} ({_no_interval(estimate)})"
     shown = _rounded(estimate.value, estimate.low, estimate.high, 100.0)
@@ -77,8 +82,7 @@ def _not_measurable(estimate: Estimate, unit: Callable[[float], str]) -> str:
     """A figure with no value: its upper bound where it has one ('not measurable (< 0.4 %)'),
     else its reason ('not measurable (not recorded)'), else 'unknown'."""
     if estimate.high is not None:
-        bound = f"{share_bound(estimate.high)} %" if unit is pct else unit(estimate.high)
-        return f"not measurable (< {bound})"
+        return f"not measurable (< {unit(estimate.high)})"
     return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
 
 
@@ -185,7 +189,7 @@ def _point(estimate: Estimate) -> str:
         return pct(estimate.value)
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)
-    return f"< {share_bound(estimate.high)} %" if estimate.high is not None else "unknown"
+    return f"< {pct_bound(estimate.high)}" if estimate.high is not None else "unknown"
 
 
 def _step(estimate: Estimate) -> str:

@@ -94,10 +94,9 @@ def pattern_words(
     average: 'every 4th step +60 ms' (one step of each period carries it), 'every step' or
     'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
     the steps at least half its largest cost, carrying SPORADIC_CARRY of it), else 'uneven
-    over the steps' (a steady extra the others' noise scatters). The
-    figure: the typical cost of the steps that carry it. `windows`: each step's window,
-    where the step count restarts (a period is looked for inside each window: the steps
-    between windows shift its phase);
+    over the steps' (a steady extra the others' noise scatters). The figure: the typical cost
+    of the steps that carry it. `windows`: each step's window, where the step count restarts
+    (a period is looked for inside each window: the steps between windows shift its phase);
     `steps`: each step's number, so that a step left out (cut by a capture, missing on a
     rank) shifts no phase (default: consecutive)."""
     data = np.nan_to_num(np.asarray(costs, dtype=np.float64))
