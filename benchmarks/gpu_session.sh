@@ -9,7 +9,8 @@
 #   REF_ROUNDS: the reference's rounds, 2 by default; STEPS: which steps, in this order, from
 #   "perf workload bench ref" (the default: what a new user runs) and "gputests zoo zoo_compiled
 #   profile" (the gpu-marked tests, examples/gpu_zoo.yaml eager and compiled, a torch.profiler
-#   profile of GPT-2), each run once)
+#   profile of GPT-2), each run once; ZOO_MODELS: a YAML list that replaces the zoo's models, to
+#   reach the ones an earlier session's time cut, e.g. "[vit-b16, bert-large]")
 #
 # What comes back (8 files at most, each under 16 MiB, nothing deeper than $OUT/):
 #   gpu_state.txt   nvidia-smi -q -d CLOCK,POWER,PERFORMANCE and uptime, at the start and end
@@ -89,6 +90,9 @@ pack() {
     rm -f "$list"
 }
 
+zoo_set=()
+if [[ -n ${ZOO_MODELS:-} ]]; then zoo_set=(--set "models=$ZOO_MODELS"); fi
+
 gpu_state start
 rm -rf /tmp/wl /tmp/res /tmp/perf /tmp/zoo /tmp/prof
 
@@ -109,9 +113,9 @@ for name in ${STEPS:-perf workload bench ref}; do
         step gputests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider "${files[@]}"
         ;;
     zoo) step zoo 150 "$PY" -m torchscale benchmark -c examples/gpu_zoo.yaml \
-        --set training.compile=false -o /tmp/zoo ;;
+        --set training.compile=false "${zoo_set[@]}" -o /tmp/zoo ;;
     zoo_compiled) step zoo_compiled 200 "$PY" -m torchscale benchmark -c examples/gpu_zoo.yaml \
-        --set training.compile=true --set experiment_name=gpu_zoo_compiled -o /tmp/zoo ;;
+        --set training.compile=true --set experiment_name=gpu_zoo_compiled "${zoo_set[@]}" -o /tmp/zoo ;;
     profile) step profile 110 "$PY" -m torchscale profile --gpus 1 --model gpt2 --batch-size 16 \
         --precision bf16 --device cuda --steps 30 -o /tmp/prof ;;
     *) echo "unknown step $name" >>"$OUT/times.txt" ;;
