@@ -110,7 +110,7 @@ for name in ${STEPS:-perf workload bench ref}; do
     gputests) # only the files that hold gpu-marked tests: the image lacks test-only packages
         # (jsonschema), and a collection error in any other file stops the whole run
         mapfile -t files < <(grep -rlE "pytest\.mark\.gpu|pytestmark = pytest\.mark\.gpu" tests)
-        step gputests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider "${files[@]}"
+        step gputests 90 "$PY" -m pytest -q -m gpu --runslow -p no:cacheprovider "${files[@]}"
         ;;
     zoo) step zoo 150 "$PY" -m torchscale benchmark -c examples/gpu_zoo.yaml \
         --set training.compile=false "${zoo_set[@]}" -o /tmp/zoo ;;
