@@ -35,10 +35,11 @@ not (see `analysis.trace.clock`).
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,18 +97,9 @@ RANK_MARK = re.compile(rf"^{re.escape(RANGE_PREFIX)}rank=(\d+)\b(.*)$")
 MARK_FIELD = re.compile(r"\b(world_size|backend)=([A-Za-z0-9_]+)")
 STEP_NAME = re.compile(r"^ProfilerStep#\d+$")
 # CUpti_ActivityMemcpyKind (the ENUM_CUDA_MEMCPY_OPER table can be empty in an export)
-MEMCPY_KINDS = {
-    1: "HtoD",
-    2: "DtoH",
-    3: "HtoA",
-    4: "AtoH",
-    5: "AtoA",
-    6: "AtoD",
-    7: "DtoA",
-    8: "DtoD",
-    9: "HtoH",
-    10: "PtoP",
-}
+MEMCPY_KINDS = dict(
+    enumerate(("HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"), 1)
+)
 # OS runtime calls that block the calling thread until something else happens
 OSRT_WAITS = frozenset(
     {
@@ -145,17 +137,8 @@ KERNEL_CAT = "kernel"
 MEMORY_CATS = {True: "gpu_memcpy", False: "gpu_memset"}
 
 
-class _Classifier:
-    """classify_event once per distinct (name, category): names repeat millions of times."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, str], EventClass | None] = {}
-
-    def __call__(self, name: str, cat: str) -> EventClass | None:
-        key = (name, cat)
-        if key not in self._seen:
-            self._seen[key] = classify_event(name, cat)
-        return self._seen[key]
+# classify_event once per (name, category), cached per read: names repeat millions of times
+_Classifier = Callable[[str, str], EventClass | None]
 
 
 @dataclass
@@ -545,7 +528,7 @@ def read_nsys_sqlite(path: Path | str, *, osrt_waits: bool = True) -> list[RankT
     try:
         layout = _layout(con, path)
         found = _find_workers(con, layout)
-        classifier = _Classifier()
+        classifier: _Classifier = functools.cache(classify_event)
         if not found:
             raise TraceError(
                 f"{path}: no profiled worker process in this nsys export (no 'torchscale:' or "
