@@ -378,11 +378,7 @@ def scale_colour(stops: Sequence[tuple[float, str]], position: float) -> tuple[f
         if position <= p1:
             t = 0.0 if p1 == p0 else (position - p0) / (p1 - p0)
             a, b = _rgb(c0), _rgb(c1)
-            return (
-                a[0] + (b[0] - a[0]) * t,
-                a[1] + (b[1] - a[1]) * t,
-                a[2] + (b[2] - a[2]) * t,
-            )
+            return (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t)
     return _rgb(stops[-1][1])
 
 

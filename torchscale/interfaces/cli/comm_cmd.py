@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.interfaces.cli.common import handle_errors
-from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.cli.shared_options import ExperimentName, VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, stderr, stdout, table_width
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 from torchscale.orchestration.comm.planning import (
@@ -104,9 +104,7 @@ def comm(
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/comm/.")
     ] = Path("./results"),
-    name: Annotated[
-        str, typer.Option(help="Experiment name (results sub-directory).")
-    ] = STANDALONE_EXPERIMENT,
+    name: ExperimentName = STANDALONE_EXPERIMENT,
     output: Annotated[
         Path | None,
         typer.Option("--output", help="Also write the result JSON to this file.", metavar="FILE"),

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.interfaces.cli.common import handle_errors
-from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.cli.shared_options import ExperimentName, VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 from torchscale.orchestration.profiling.standalone import (
@@ -102,9 +102,7 @@ def profile(
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/profile/.")
     ] = Path("./results"),
-    name: Annotated[
-        str, typer.Option(help="Experiment name (results sub-directory).")
-    ] = STANDALONE_EXPERIMENT,
+    name: ExperimentName = STANDALONE_EXPERIMENT,
     json_output: JsonFlag = False,
     verbose: VerbosityFlag = None,
 ) -> None:

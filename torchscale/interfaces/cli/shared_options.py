@@ -27,6 +27,7 @@ SetOverrides = Annotated[
 VerbosityFlag = Annotated[
     bool | None, typer.Option("--verbose/--quiet", "-v/-q", help="More detail, or only problems.")
 ]
+ExperimentName = Annotated[str, typer.Option(help="Experiment name (results sub-directory).")]
 
 _NUMBER = re.compile(r"^-\.?\d")  # a negative number is a value, not an option
 

@@ -42,11 +42,8 @@ def render_measurements(report: ValidateReport) -> None:
     for name in ("Status", "Check", "Where", "Measured", "Expected", "Ratio"):
         table.add_column(name, no_wrap=True)
     for row in report.measurements:
-        where = (
-            "node"
-            if row.gpu is None
-            else f"{'GPU' if report.device == 'cuda' else 'rank'} {row.gpu}"
-        )
+        unit = "GPU" if report.device == "cuda" else "rank"
+        where = "node" if row.gpu is None else f"{unit} {row.gpu}"
         value = "-" if row.value is None else f"{row.value:.3g} {row.unit}"
         expected = "-" if row.expected is None else f"{row.expected:.3g} {row.unit}"
         ratio = "-" if row.ratio is None else f"{row.ratio:.0%}"
@@ -88,12 +85,11 @@ def _summed_up(report: ValidateReport) -> list[Line]:
     """'passed (9): Python, PyTorch, ...' and 'skipped (12): CUDA, GPUs, ...': what needs no
     look, in a line each (-v gives each its row and reason)."""
     lines = []
-    passed = [c.title for c in report.checks if c.status.value == "PASS"]
-    if passed:
-        lines.append(Line("info", f"passed ({len(passed)}): " + ", ".join(passed)))
-    skipped = [c.title for c in report.checks if c.status.value == "SKIP"]
-    if skipped:
-        lines.append(Line("skip", f"skipped ({len(skipped)}): " + ", ".join(skipped)))
+    for status, word in (("PASS", "passed"), ("SKIP", "skipped")):
+        titles = [c.title for c in report.checks if c.status.value == status]
+        if titles:
+            text = f"{word} ({len(titles)}): " + ", ".join(titles)
+            lines.append(Line("info" if status == "PASS" else "skip", text))
     lines.append(
         Line("skip", "-v: every check with its detail or reason; --json: the whole report")
     )

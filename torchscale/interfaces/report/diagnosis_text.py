@@ -5,9 +5,8 @@ its figures, so the terminal (profile and sweep lines), the reports and their fo
 thing with the same digits: a figure with its interval as [low, high] (a lopsided interval is
 never a '±'), cut by the one rounding rule (`estimates.round_figure`: two significant digits of
 the half-width), a point value as a share with one decimal or milliseconds with three
-significant figures. The
-terminal's lines around these sentences (levels, what -v adds) are console/diagnosis.py's.
-"""
+significant figures. The terminal's lines around these sentences (levels, what -v adds) are
+console/diagnosis.py's."""
 
 from __future__ import annotations
 

@@ -163,7 +163,9 @@ ONE_REPEAT = "one repeat: spread unknown"
 
 @dataclass(frozen=True)
 class ValueFormatter:
-    """A report value format as a `Format` that can also round to an interval (`rounded`)."""
+    """A report value format as a `Format` (so an interval reads like the tables), whose
+    figures `plus_minus` and `with_interval` cut to the digits their interval supports
+    (`rounded`)."""
 
     kind: ValueFormat
 
@@ -174,10 +176,7 @@ class ValueFormatter:
         return format_rounded(value, self.kind, quantum, like)
 
 
-def value_format(kind: ValueFormat) -> Format:
-    """A report value format as a `Format` (so an interval reads like the tables), whose
-    figures `plus_minus` and `with_interval` cut to the digits their interval supports."""
-    return ValueFormatter(kind)
+value_format = ValueFormatter
 
 
 def from_columns(

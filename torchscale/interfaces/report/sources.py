@@ -250,8 +250,7 @@ def read_sources(path: Path) -> Sources:
     else:
         for entry in entries:
             if _is_dir(entry) and is_experiment_dir(entry):
-                found = _read_experiment(entry, skipped)
-                if found:
+                if found := _read_experiment(entry, skipped):
                     experiments.append(found)
             elif _is_dir(entry):
                 _skip(skipped, entry, NOT_AN_EXPERIMENT)

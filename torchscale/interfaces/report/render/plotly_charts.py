@@ -263,8 +263,7 @@ def _legend_only(entry: LegendEntry, group: str | None) -> dict[str, Any]:
         )
     else:
         trace.update(
-            mode="lines",
-            line={"color": entry.colour, "width": 1.5, "dash": _DASH[entry.dash]},
+            mode="lines", line={"color": entry.colour, "width": 1.5, "dash": _DASH[entry.dash]}
         )
     if group is not None:
         trace["legendgroup"] = group
