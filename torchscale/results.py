@@ -5,19 +5,12 @@ this module does not import pandas."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from torchscale.offline.results import __getattr__ as __getattr__  # Experiment, load: lazily
 from torchscale.offline.results.forecast_store import load_forecasts
 
 if TYPE_CHECKING:
     from torchscale.offline.results.experiment import Experiment, load
 
 __all__ = ["Experiment", "load", "load_forecasts"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from torchscale.offline.results import experiment
-
-        return getattr(experiment, name)
-    raise AttributeError(name)
