@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from torchscale.rank.data.prepare import DataReady
 
 
+# the environment a launcher's cells start from (os.environ, or what a caller passes)
+Env = Mapping[str, str]
+
+
 def _ignore(*args: object) -> None:
     return None
 
@@ -164,22 +168,12 @@ class Launcher(Protocol):
         ...
 
     def dry_run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         """What a real run with these options would do, without running a cell: the output
         directory probed, the tools checked, the cells --resume would reuse counted."""
         ...
 
     def run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun: ...

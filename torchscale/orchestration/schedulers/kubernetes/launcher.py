@@ -7,7 +7,6 @@ and multi-node NCCL cells left on TCP over the pod network (`network_warnings`).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ from torchscale.contracts.errors import UsageError
 from torchscale.orchestration.schedulers.api import (
     BenchmarkEvents,
     BenchmarkRun,
+    Env,
     LauncherEvent,
     LauncherSubmission,
     RunOptions,
@@ -49,23 +49,13 @@ class KubernetesJobs:
         return ResultStore.for_experiment(output_dir, config.experiment_name)
 
     def dry_run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         """The manifests written for review; nothing applied."""
         return self._submit(plan, store, events, apply=False, dry_run=True)
 
     def run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         return self._submit(plan, store, events, apply=plan.launcher.k8s.apply, dry_run=False)
 

@@ -5,11 +5,10 @@ trigger selects)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, Env, RunOptions
 
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
@@ -55,12 +54,7 @@ class ThisNode:
         return ResultStore.for_experiment(output_dir, config.experiment_name)
 
     def dry_run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         """The plan (argv, env, skips) is the answer, checked as the run would check it: the
         output directory probed (and left as it was), the cells --resume would reuse found."""
@@ -72,12 +66,7 @@ class ThisNode:
         return BenchmarkRun(plan, store, dry_run=True, reused=reused)
 
     def run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         from torchscale.offline.results.store import check_output_dir
         from torchscale.orchestration.sweep import SweepHooks, nothing_measured, run_sweep
@@ -113,8 +102,8 @@ def compile_devices(plan: Plan) -> set[str]:
 
 
 def _require_compile_toolchain(
-    plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
-) -> Mapping[str, str]:
+    plan: Plan, store: ResultStore, env: Env, events: BenchmarkEvents
+) -> Env:
     """Without a toolchain every compiled cell (and max-batch probe, and profile) fails at its
     first step: refuse the run in one line instead (ToolNotFoundError), probed once per
     process, in the experiment's compile cache folder. The environment the launches inherit:
@@ -127,7 +116,7 @@ def _require_compile_toolchain(
     return require_toolchain(devices, env, events.on_check, store.compile_cache_dir).env
 
 
-def _comm_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:
+def _comm_after(run: BenchmarkRun, env: Env, events: BenchmarkEvents) -> None:
     """The config's `comm:` section: one collective sweep per world size, stored in
     <experiment>/comm/; the cells' results are never touched."""
     from torchscale.orchestration.comm.from_config import comm_failed, comm_requests
@@ -142,7 +131,7 @@ def _comm_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEven
         run.comm_ok = run.comm_ok and not comm_failed(result)
 
 
-def _max_batch_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:
+def _max_batch_after(run: BenchmarkRun, env: Env, events: BenchmarkEvents) -> None:
     """The config's `memory.max_batch_search`: the largest batch per device of each cell
     group, one fresh torchrun per probe, stored in <experiment>/max_batch/."""
     if not run.plan.memory.max_batch_search:

@@ -5,13 +5,12 @@ the results collected as a local sweep's are (torchscale/orchestration/scheduler
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.errors import SlurmError
 from torchscale.contracts.signals import Terminated
-from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, Env, RunOptions
 from torchscale.orchestration.schedulers.slurm import events as said
 from torchscale.orchestration.schedulers.slurm.client import (
     ask_partition,
@@ -77,12 +76,7 @@ class SlurmAllocations:
         )
 
     def dry_run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         """The sbatch scripts written for review; nothing submitted. Where Slurm cannot be
         asked (no client here, or a client whose controller does not answer: a laptop, a
@@ -106,12 +100,7 @@ class SlurmAllocations:
         )
 
     def run(
-        self,
-        plan: Plan,
-        store: ResultStore,
-        env: Mapping[str, str],
-        options: RunOptions,
-        events: BenchmarkEvents,
+        self, plan: Plan, store: ResultStore, env: Env, options: RunOptions, events: BenchmarkEvents
     ) -> BenchmarkRun:
         """Submit, follow, collect. Ctrl-C (or a signal) stops following, not the jobs: a
         'detached' event, then the interrupt goes on up."""
@@ -150,7 +139,7 @@ class SlurmAllocations:
         return run
 
 
-def _why_slurm_was_not_asked(plan: Plan, env: Mapping[str, str]) -> str | None:
+def _why_slurm_was_not_asked(plan: Plan, env: Env) -> str | None:
     """None when Slurm answered the dry run's checks (the partition's node limits, as a real
     run checks them first); else why it could not be asked. A partition Slurm says it lacks is
     an answer, and stays an error. Where the plan asked Slurm already (CUDA cells), its answer
