@@ -338,25 +338,18 @@ def strip_code(text: str) -> str:
 SEVERITY_COLOUR = {"bad": "#D55E00", "good": "#009E73", "warn": "#E69F00", "info": "#8C8C8C"}
 BAND_COLOUR = "#8C8C8C"  # a chart's band (the noise interval), drawn light behind the data
 
-# Heatmap colour scales, shared by plotly (HTML) and matplotlib (PDF) so that a colour means
-# the same in both. Lightness falls monotonically (greyscale print keeps the order) and the
+
+# Heatmap colour scales, shared by plotly and the SVG writer (HTML, PDF) so that a colour means
+# the same in every format. Lightness falls monotonically (greyscale print keeps the order) and the
 # dark end is where the eye goes: dark red for the high end of a metric where high is worse
-# (sync stall), dark blue for one where high is better (bandwidth). (position, colour) stops.
-HEATMAP_SCALES: dict[str, tuple[tuple[float, str], ...]] = {
-    "worse": (
-        (0.0, "#ffffcc"),
-        (0.25, "#fed976"),
-        (0.5, "#fd8d3c"),
-        (0.75, "#e31a1c"),
-        (1.0, "#800026"),
-    ),
-    "better": (
-        (0.0, "#f7fbff"),
-        (0.25, "#c6dbef"),
-        (0.5, "#6baed6"),
-        (0.75, "#2171b5"),
-        (1.0, "#08306b"),
-    ),
+# (sync stall), dark blue for one where high is better (bandwidth). Stops evenly spaced 0-1.
+def _evenly(*colours: str) -> tuple[tuple[float, str], ...]:
+    return tuple((i / (len(colours) - 1), colour) for i, colour in enumerate(colours))
+
+
+HEATMAP_SCALES = {
+    "worse": _evenly("#ffffcc", "#fed976", "#fd8d3c", "#e31a1c", "#800026"),
+    "better": _evenly("#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"),
 }
 
 

@@ -41,11 +41,9 @@ def validate_config(
     batches = 1 if auto else len(config.batch_sizes)
     cells = len(config.models) * batches * len(config.training.precision) * per_model_batch
     if not Verbosity.quiet():
-        layouts = (
-            " (tp/pp/hybrid: one cell per parallel layout)"
-            if any(s in ("tp", "pp", "hybrid") for s in config.training.strategy)
-            else ""
-        )
+        layouts = ""
+        if any(s in ("tp", "pp", "hybrid") for s in config.training.strategy):
+            layouts = " (tp/pp/hybrid: one cell per parallel layout)"
         batch_text = (
             "1 batch size (auto, sized when planned)" if auto else f"{batches} batch size(s)"
         )

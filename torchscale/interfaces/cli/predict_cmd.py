@@ -79,10 +79,8 @@ def predict(
         # prose is cut to the width already; rich folds only what cannot break (a long path)
         stdout.print(item, soft_wrap=False if isinstance(item, Text) else None)
     if run.exit_code:
-        why = (
-            f"the {len(run.refused)} refusal(s) above say why"
-            if run.refused
-            else "no measured cell is usable"
-        )
+        why = "no measured cell is usable"
+        if run.refused:
+            why = f"the {len(run.refused)} refusal(s) above say why"
         print_error_lines([f"no forecast made: {why}"])
         raise typer.Exit(run.exit_code)

@@ -264,11 +264,9 @@ class Source(_Model):
         if files:
             by_status = ((self.ok, "ok"), (self.failed, "failed"), (self.skipped, "not run"))
             counts = [f"{n} {what}" for n, what in by_status if n]
-            head = (
-                f"{self.cells} of {files} cells readable"
-                if self.unreadable
-                else f"{self.cells} cell{_s(self.cells)}"
-            )
+            head = f"{self.cells} cell{_s(self.cells)}"
+            if self.unreadable:
+                head = f"{self.cells} of {files} cells readable"
             parts.append(head + (f" ({', '.join(counts)})" if counts else ""))
         if self.profiles:
             parts.append(f"{self.profiles} profiled run{_s(self.profiles)}")

@@ -209,11 +209,9 @@ def _tail(hidden: int, what: str, note: str | None) -> list[str]:
 
 
 def _finding(finding: ReportFinding) -> list[str]:
-    cost = (
-        ""
-        if finding.cost_pct is None
-        else f" ({_value(finding.cost_pct, 'pct')} of cycle/step time)"
-    )
+    cost = ""
+    if finding.cost_pct is not None:
+        cost = f" ({_value(finding.cost_pct, 'pct')} of cycle/step time)"
     lines = [
         f"- {severity_prefix(finding.severity)}{inline(finding.title)}{cost}, "
         f"source: {escape(finding.source)}"
