@@ -1,19 +1,8 @@
 """Which parallel layouts a strategy gives at a world size: the matrix's strategy axis, expanded,
-and the arithmetic that skips a layout before anything is launched.
-
-`ddp` and `fsdp` have one layout (none to describe). The model-parallel strategies take their
-degrees from `training.parallel`, each list joining the matrix only for the strategies it
-shapes (docs/strategies.md):
-
-- `tp`: one tensor-parallel group over the whole world (tp = world; a set `parallel.tp` only
-  keeps the cells of that world size);
-- `pp`: one pipeline over the whole world, one stage per rank, for every schedule and
-  micro-batch count;
-- `hybrid`: `fsdp_tp` (FSDP across TP groups of `tp` ranks) and/or `ddp_pp` (DDP across
-  pipelines of `pp` stages); the data-parallel degree is what the world size leaves.
-
-Pure arithmetic: whether a layout can train a model is judged on the model itself, on the rank
-side.
+and the arithmetic that skips a layout before anything is launched. `ddp` and `fsdp` have one
+layout; `tp`, `pp` and `hybrid` take their degrees from `training.parallel` (docs/strategies.md,
+"What each strategy is"; a set `parallel.tp` keeps only the `tp` cells of that world size).
+Pure arithmetic: whether a layout can train a model is judged on the model, on the rank side.
 """
 
 from __future__ import annotations

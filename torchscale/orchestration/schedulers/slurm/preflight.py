@@ -1,15 +1,10 @@
-"""The optional first steps of an allocation (`launcher.slurm.preflight`), before its cells
-(docs/multinode.md, "Preflight: validate every node, measure the fabric first"):
-
-- `validate: true`: `torchscale validate --json` on every node at once, each node writing
-  `preflight/validate-node<k>.json`; at `validate_level: perf` each node also measures its
-  capability (saved in the experiment's acceptance/) and the fleet view compares the nodes'
-  figures with the allocation's median (validate/fleet_table.py): the preflight's `fleet` line.
-- `comm: true`: the collective sweep of the config's `comm:` section across all the nodes, as
-  one srun step of torchrun like a cell, stored in `<experiment>/comm/`.
-
-Neither stops the cells: their verdicts go into progress.json (`torchscale benchmark --status`
-prints them) and the driver's output; a cell on a broken node fails with its own root cause.
+"""The optional first steps of an allocation (`launcher.slurm.preflight`), before its cells:
+`torchscale validate` on every node, and the `comm:` sweep across the nodes as one srun step
+(docs/multinode.md, "Preflight: validate every node, measure the fabric first"). At
+`validate_level: perf` each node's capability is saved in acceptance/ and compared with the
+allocation's median (validate/fleet_table.py: the `fleet` line). Neither stops the cells: their
+verdicts go into progress.json and the driver's output; a cell on a broken node fails with its
+own root cause.
 """
 
 from __future__ import annotations
