@@ -162,7 +162,7 @@ def _run_steps(
     MEMORY (a failure on purpose is not one to fix)."""
     runs, memory = folder / RUNS, folder / MEMORY
     say("node checks")
-    steps.checks.extend(_guarded("checks", "node checks", lambda: _node_checks(device, folder)))
+    _guarded(steps, "checks", "node checks", lambda: _node_checks(device, folder))
     eager = {name: _sweep(data, runs, env, steps) for name, data in _announced(plan.eager, say)}
     say("max-batch search")
     fit = _sweep(plan.fit, memory, env, steps)
@@ -171,26 +171,18 @@ def _run_steps(
     compiled = {
         name: _sweep(data, runs, env, steps) for name, data in _announced(plan.compiled, say)
     }
-    steps.checks.extend(
-        _guarded(
-            "judge", "verdicts", lambda: _judge_runs(plan, eager, compiled, fit, oom, folder, steps)
-        )
-    )
+    judge = functools.partial(_judge_runs, plan, eager, compiled, fit, oom, folder, steps)
+    _guarded(steps, "judge", "verdicts", judge)
     for tool in plan.profile_tools:
         say(f"profile ({tool})")
-        steps.checks.extend(
-            _guarded(
-                f"profile.{tool}",
-                f"profile ({tool})",
-                functools.partial(_profiled, plan, tool, runs, env),
-            )
-        )
+        profiled = functools.partial(_profiled, plan, tool, runs, env)
+        _guarded(steps, f"profile.{tool}", f"profile ({tool})", profiled)
     if plan.nsys_skipped is not None:
         from torchscale.orchestration.validate.workload_judge import judge_nsys_absent
 
         steps.checks.append(judge_nsys_absent(plan.nsys_skipped))
     say("report")
-    steps.checks.extend(_guarded("report", "report", lambda: [_report(runs, folder)]))
+    _guarded(steps, "report", "report", lambda: [_report(runs, folder)])
     _drop_compile_caches(folder)
 
 
@@ -210,17 +202,18 @@ def _drop_compile_caches(folder: Path) -> None:
 
 
 def _guarded(
-    id: str, title: str, step: Callable[[], list[CheckResult] | None]
-) -> list[CheckResult]:
-    """A step's verdicts, or its FAIL: one line for a refusal (a TorchScaleError names what
-    to fix), the exception and where for a crash (a torchscale bug), never a traceback."""
+    steps: _Steps, id: str, title: str, step: Callable[[], list[CheckResult] | None]
+) -> None:
+    """A step's verdicts into `steps`, or its FAIL: one line for a refusal (a TorchScaleError
+    names what to fix), the exception and where for a crash (a bug), never a traceback."""
     try:
-        return step() or []
+        steps.checks.extend(step() or [])
     except TorchScaleError as exc:
-        return [failed(id, title, str(exc), "fix what it names, then run the level again")]
+        hint = "fix what it names, then run the level again"
+        steps.checks.append(failed(id, title, str(exc), hint))
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return [
+        steps.checks.append(
             failed(
                 id,
                 title,
@@ -229,7 +222,7 @@ def _guarded(
                 "please report this as a torchscale bug, with the folder",
                 traceback=traceback.format_exc(),  # in validate.json, for the report
             )
-        ]
+        )
 
 
 def _node_checks(device: Literal["cuda", "cpu"], folder: Path) -> list[CheckResult]:
@@ -261,7 +254,7 @@ def _sweep(
         config = validate_data(dict(data), f"workload {experiment}")
         ran.append(run_benchmark(config, folder, env=env))
 
-    steps.checks.extend(_guarded(f"{experiment}.run", f"{experiment} cells", sweep))
+    _guarded(steps, f"{experiment}.run", f"{experiment} cells", sweep)
     if not ran:
         return None
     steps.cells.extend(ran[0].sweep.results)

@@ -235,13 +235,8 @@ def _cut(text: str, limit: int) -> str:
 def spans_decades(series: list[Series], span: float = LOG_SPAN) -> bool:
     """Whether the positive values of `series` (figures and intervals) span more than `span`
     times: on a linear axis the small ones would flatten into the bottom of the chart."""
-    values = [
-        v
-        for s in series
-        for group in (s.y, s.low or [], s.high or [])
-        for v in group
-        if v is not None and v > 0
-    ]
+    every = [v for s in series for group in (s.y, s.low or [], s.high or []) for v in group]
+    values = [v for v in every if v is not None and v > 0]
     return bool(values) and max(values) > span * min(values)
 
 

@@ -104,14 +104,9 @@ def _error_y(series: PlotSeries) -> dict[str, Any] | None:
     """The interval as asymmetric error bars (plotly wants distances from y)."""
     if series.low is None or series.high is None:
         return None
-    above = [
-        h - y if h is not None and y is not None else None
-        for y, h in zip(series.y, series.high, strict=True)
-    ]
-    below = [
-        y - lo if lo is not None and y is not None else None
-        for y, lo in zip(series.y, series.low, strict=True)
-    ]
+    points = list(zip(series.y, series.low, series.high, strict=True))
+    above = [h - y if h is not None and y is not None else None for y, _, h in points]
+    below = [y - lo if lo is not None and y is not None else None for y, lo, _ in points]
     if all(v is None for v in above + below):
         return None
     return {
