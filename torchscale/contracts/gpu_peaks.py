@@ -38,8 +38,10 @@ def _dense(tensor16: float, fp32: float, tf32: float = 0, fp8: float = 0) -> dic
     return {dtype: value for dtype, value in peaks.items() if value}
 
 
-H100_SHEET = "https://www.nvidia.com/en-us/data-center/h100/"
-H200_SHEET = "https://www.nvidia.com/en-us/data-center/h200/"
+_NVIDIA = "https://www.nvidia.com/en-us/data-center/"
+_AMD = "https://www.amd.com/en/products/accelerators/instinct/"
+H100_SHEET = _NVIDIA + "h100/"
+H200_SHEET = _NVIDIA + "h200/"
 # H100 SXM5 and H200 SXM: the sheets list FP32 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958*
 # (* with sparsity; the Hopper whitepaper's dense SXM5 figures are BF16 989.4, TF32 494.7,
 # FP32 66.9, https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper). The
@@ -71,10 +73,7 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
     _row("H200 NVL", r"\bH200\b.*\bNVL\b", H200_SHEET, **_HOPPER_NVL),
     _row("H200 SXM", r"\bH200\b", H200_SHEET, **_HOPPER_SXM),
     _row(
-        "GH200 (its Hopper GPU)",
-        r"\bGH200\b",
-        "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/",
-        **_HOPPER_SXM,
+        "GH200 (its Hopper GPU)", r"\bGH200\b", _NVIDIA + "grace-hopper-superchip/", **_HOPPER_SXM
     ),
     # GB200 NVL72 sheet, "HGX B200" per-GPU column: FP32 75, TF32 2.2 PF*, BF16/FP16 4.5 PF*,
     # FP8 9 PF*; the HGX sheet's 8-GPU totals (FP32 600 TF, TF32 18 PF*) give TF32 2.25 PF*
@@ -82,7 +81,7 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
     _row(
         "B200 (HGX)",
         r"\bB200\b",
-        "https://www.nvidia.com/en-us/data-center/hgx/",
+        _NVIDIA + "hgx/",
         **_dense(tensor16=2250.0, tf32=1125.0, fp32=75.0, fp8=4500.0),
     ),
     # GB200 NVL72 sheet, per Blackwell GPU of a GB200 (a superchip holds two): FP32 80,
@@ -90,73 +89,43 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
     _row(
         "GB200 (per GPU)",
         r"\bGB200\b",
-        "https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
+        _NVIDIA + "gb200-nvl72/",
         **_dense(tensor16=2500.0, tf32=1250.0, fp32=80.0, fp8=5000.0),
     ),
     # A100 sheet (SXM and PCIe, 40 and 80 GB alike): FP32 19.5, TF32 156, BF16/FP16 312 dense
-    _row(
-        "A100",
-        r"\bA100\b",
-        "https://www.nvidia.com/en-us/data-center/a100/",
-        **_dense(tensor16=312.0, tf32=156.0, fp32=19.5),
-    ),
+    _row("A100", r"\bA100\b", _NVIDIA + "a100/", **_dense(tensor16=312.0, tf32=156.0, fp32=19.5)),
     # L40S sheet: FP32 91.6, TF32 183, BF16/FP16 362.05, FP8 733 dense (362.05 kept as 362)
     _row(
         "L40S",
         r"\bL40S\b",
-        "https://www.nvidia.com/en-us/data-center/l40s/",
+        _NVIDIA + "l40s/",
         **_dense(tensor16=362.0, tf32=183.0, fp32=91.6, fp8=733.0),
     ),
     # L4 sheet: FP32 30.3, TF32 120*, BF16/FP16 242*, FP8 485*
     _row(
-        "L4",
-        r"\bL4\b",
-        "https://www.nvidia.com/en-us/data-center/l4/",
-        **_dense(tensor16=121.0, tf32=60.0, fp32=30.3, fp8=242.5),
+        "L4", r"\bL4\b", _NVIDIA + "l4/", **_dense(tensor16=121.0, tf32=60.0, fp32=30.3, fp8=242.5)
     ),
     # A10 sheet: FP32 31.2, TF32 62.5, BF16/FP16 125 dense
     _row(
         "A10",
         r"\bA10\b",
-        "https://www.nvidia.com/en-us/data-center/products/a10-gpu/",
+        _NVIDIA + "products/a10-gpu/",
         **_dense(tensor16=125.0, tf32=62.5, fp32=31.2),
     ),
     # V100 sheet: SXM2 FP32 15.7, tensor 125; PCIe FP32 14, tensor 112 (no TF32 or bf16 units)
-    _row(
-        "V100 PCIe",
-        r"\bV100\b.*\b(?i:pcie)\b",
-        "https://www.nvidia.com/en-us/data-center/v100/",
-        fp16=112.0,
-        fp32=14.0,
-    ),
-    _row(
-        "V100 SXM2",
-        r"\bV100\b",
-        "https://www.nvidia.com/en-us/data-center/v100/",
-        fp16=125.0,
-        fp32=15.7,
-    ),
+    _row("V100 PCIe", r"\bV100\b.*\b(?i:pcie)\b", _NVIDIA + "v100/", fp16=112.0, fp32=14.0),
+    _row("V100 SXM2", r"\bV100\b", _NVIDIA + "v100/", fp16=125.0, fp32=15.7),
     # ROCm shows each of an MI250X's two GCDs as its own device, named "AMD Instinct
     # MI250X/MI250" (an MI250 has the same name and ~5% lower peaks: its MFU reads low). The
     # sheet's per-OAM FP32 matrix 95.7, FP16/BF16 383 are halved per GCD; no TF32 or FP8 units
     _row(
         "MI250X (per GCD)",
         r"\bMI250X\b",
-        "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
+        _AMD + "mi200/mi250x.html",
         **_dense(tensor16=191.5, fp32=47.85),
     ),
-    _row(
-        "MI300X",
-        r"\bMI300X\b",
-        "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
-        **_CDNA3_OAM,
-    ),
-    _row(
-        "MI325X",
-        r"\bMI325X\b",
-        "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html",
-        **_CDNA3_OAM,
-    ),
+    _row("MI300X", r"\bMI300X\b", _AMD + "mi300/mi300x.html", **_CDNA3_OAM),
+    _row("MI325X", r"\bMI325X\b", _AMD + "mi300/mi325x.html", **_CDNA3_OAM),
 )
 # A MIG instance has a fraction of the GPU's SMs; its name still carries the full GPU's model
 # ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"), so the table would give the whole GPU's peak.
