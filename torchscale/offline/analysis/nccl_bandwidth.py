@@ -1,19 +1,8 @@
-"""Collective sizes and bandwidths exactly as NVIDIA's nccl-tests defines them (pure functions).
-
-nccl-tests reports two bandwidths per operation (doc/PERFORMANCE.md):
-- algbw = S / t: the bytes S the operation is defined over, divided by the time of one
-  operation (GB/s, 1 GB = 1e9 bytes);
-- busbw = algbw x factor(op, n): scaled to what each rank's link must carry in the optimal
-  (ring) algorithm, so it is comparable across rank counts and with the hardware's peak.
-
-S is not always the size of the buffer a rank passes in: for all_gather, reduce_scatter and
-all_to_all it is the whole gathered/scattered buffer, `count x n x sizeof(type)` where `count`
-is the per-rank element count. Keeping the nccl-tests definitions (and its names) lets a user
-put our table beside an nccl-tests table and compare row for row. Other tools differ (DeepSpeed
-reports 2x algbw for all_reduce, in Gbit/s): never mix them without converting.
-
-busbw can exceed a link's speed with in-network or NVLink SHARP reduction, since the factor
-assumes a ring; that is what nccl-tests prints too.
+"""Collective sizes and bandwidths exactly as NVIDIA's nccl-tests defines them (pure functions):
+algbw = S / t in GB/s (1e9 bytes), busbw = algbw x factor(op, n), with S and the factors as
+docs/comm.md, "What each number is", gives them. The nccl-tests definitions and names are kept
+so that our table can be put beside an nccl-tests table and compared row for row; other tools
+differ (DeepSpeed: 2x algbw for all_reduce, in Gbit/s), so never mix them without converting.
 """
 
 from __future__ import annotations

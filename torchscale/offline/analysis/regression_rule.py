@@ -24,11 +24,7 @@ POWER = 0.95  # `detectable`: the change the rule finds this often at the spread
 STEP_REPEATS = "step_p50_s_repeats"  # added by `with_step_repeats` from the steps table
 # a metric's outcome; regressions.PairVerdict is the same but "not compared" for "n/a"
 Judgement = Literal[
-    "regression",
-    "improvement",
-    "no significant change",
-    "busy machine",
-    "not enough repeats",
+    "regression", "improvement", "no significant change", "busy machine", "not enough repeats"
 ]
 Outcome = Literal[Judgement, "n/a"]
 

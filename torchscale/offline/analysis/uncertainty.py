@@ -1,11 +1,7 @@
 """Intervals and significance: every headline figure with its 95 % interval, and the rule that
 turns a figure inside its own noise into "not measurable". Pure functions over numbers, no
-torch, no I/O. The methods and why each: docs/methodology.md, "Uncertainty". In short: steps
-share machine state, so they are resampled in blocks (an i.i.d. bootstrap over autocorrelated
-steps is too narrow); repeats take Student t on the log of the figures (a rate is positive,
-its noise multiplicative), widened by the between-run drift one run cannot see; fewer than
-SMALL units get no bootstrap (it would only be their range); every resampling is seeded so a
-report re-rendered tomorrow says what it said today.
+torch, no I/O. The methods and why each: docs/methodology.md, "Uncertainty"; every resampling
+is seeded so that a report re-rendered tomorrow says what it said today.
 
 scipy.stats is imported where a test or a quantile needs it, not with this module: every rank
 that imports this module for its types would otherwise load it at start-up.

@@ -1,12 +1,9 @@
-"""Clock offsets between ranks, estimated from the collectives themselves, and arrival order.
-
-Each rank's profiler timestamps are its own host's clock; hosts may disagree by seconds. A
-blocking collective ends on every rank at (nearly) the same instant, since none can finish
-before the last participant's data is in, so the end times of matched instances are common
-reference points: offset(r) = median over instances of (end(r) - end(ref)), ref = the lowest
-rank. Only ops that end together are used (all_reduce, all_gather, reduce_scatter, all_to_all,
-barrier); a broadcast root or a reduce non-root may leave early.
-
+"""Clock offsets between ranks, estimated from the collectives themselves, and arrival order
+(docs/profiling.md, "How each figure is computed"). Hosts' clocks may disagree by seconds, but a
+blocking collective ends on every rank at nearly the same instant (none can finish before the
+last participant's data is in): offset(r) = median over matched instances of end(r) - end(ref),
+ref the lowest rank. Only ops that end together are used (all_reduce, all_gather,
+reduce_scatter, all_to_all, barrier): a broadcast root or a reduce non-root may leave early.
 Aligned time on rank r: t - offset(r), i.e. the reference rank's clock.
 """
 

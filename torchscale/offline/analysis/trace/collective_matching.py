@@ -396,15 +396,8 @@ def stack_steps(steps_by_rank: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
             continue
         s = st[~st["partial"].astype(bool)] if "partial" in st.columns else st
         dur = s["step_us"] if "step_us" in s.columns else s["dur"]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "rank": int(rank),
-                    "step": s["step"].to_numpy(dtype=np.int64),
-                    "step_us": dur.to_numpy(dtype=np.float64),
-                }
-            )
-        )
+        step, step_us = s["step"].to_numpy(dtype=np.int64), dur.to_numpy(dtype=np.float64)
+        parts.append(pd.DataFrame({"rank": int(rank), "step": step, "step_us": step_us}))
     if not parts:
         return empty_table(["rank", "step", "step_us"], rank=np.int64, step=np.int64)
     return pd.concat(parts, ignore_index=True)

@@ -1,25 +1,17 @@
-"""Where each rank's step time went, with "waiting for peers" as its own category.
-
-HTA counts the time a rank sits inside an NCCL kernel waiting for a late peer as busy
-communication; here it is split out. Categories (us per rank and step) add up to the step time;
-each instant of the step window is attributed once, by priority:
+"""Where each rank's step time went, with "waiting for peers" as its own category (HTA counts
+the time a rank sits in an NCCL kernel for a late peer as busy communication). Each instant of
+the step window is attributed once, by priority
 
     compute > memory > waiting_for_peers > transfer > data > host_wait > other_idle
 
-This is the partition the step model (`diagnosis/traces.py`) is built from: compute + memory is the
-rank's own work, data the wait for its batch with nothing else running, host_wait + other_idle
-the rest. Because every category is the length of a set disjoint from the others inside the
-window, none is negative and they add up to the step by construction.
-
-Compute first (like HTA: communication hidden behind compute costs nothing). Among exposed
-communication, time inside any collective's [ts, ts + wait_us) window is waiting for peers,
-even while another, concurrent collective transfers (gloo runs two at once): the rank cannot
-finish the step before the late peer arrives, so the wait is what holds it; the rest is
-transfer. Data is the data-phase range (`torchscale:data`, DataLoader `__next__`) where the rank
-neither computes nor communicates: the ops inside a data phase (collate, the copy to the device)
-are compute, only the blocked remainder is the wait for data. Idle time is host wait when the
-device work that ended the gap was launched after the gap began (HTA's rule, GPU only: a CPU
-rank has no launch queue, its host_wait_us is 0), else other idle.
+so the categories (us per rank and step) are never negative and add up to the step time by
+construction: the partition the step model (`diagnosis/traces.py`) is built from, as
+docs/profiling.md, "How each figure is computed", gives it. Compute first (like HTA:
+communication hidden behind compute costs nothing). Exposed time inside any collective's
+[ts, ts + wait_us) is waiting for peers even while a concurrent collective transfers (gloo runs
+two at once): the rank cannot finish the step before the late peer arrives, so the wait is what
+holds it. Idle time is host wait when the device work that ended the gap was launched after the
+gap began (HTA's rule, GPU only: a CPU rank has no launch queue), else other idle.
 
 Per-rank reducer `idle_reducer` keeps only per-step totals and the exposed communication
 intervals (about one per collective); `idle_taxonomy` adds the cross-rank waits.

@@ -41,12 +41,9 @@ def top_kernels(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     )
     if len(table) > TOP_KERNELS:
         rest = table.iloc[TOP_KERNELS:]
+        calls, total_us = int(rest["calls"].sum()), float(rest["total_us"].sum())
         other = pd.DataFrame(
-            {
-                "name": [f"(other {len(rest)} kernels)"],
-                "calls": [int(rest["calls"].sum())],
-                "total_us": [float(rest["total_us"].sum())],
-            }
+            [[f"(other {len(rest)} kernels)", calls, total_us]], columns=KERNEL_COLUMNS
         )
         table = pd.concat([table.iloc[:TOP_KERNELS], other], ignore_index=True)
     return table[KERNEL_COLUMNS]
