@@ -162,20 +162,14 @@ _TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bflo
 def _tf32(enabled: bool) -> Iterator[None]:
     """fp32 matmuls on TF32 tensor cores or not, restored afterwards (torch >= 2.9 API first)."""
     matmul = torch.backends.cuda.matmul
-    if hasattr(matmul, "fp32_precision"):
-        before_precision = matmul.fp32_precision
-        matmul.fp32_precision = "tf32" if enabled else "ieee"
-        try:
-            yield
-        finally:
-            matmul.fp32_precision = before_precision
-        return
-    before = matmul.allow_tf32
-    matmul.allow_tf32 = enabled
+    new_api = hasattr(matmul, "fp32_precision")
+    name = "fp32_precision" if new_api else "allow_tf32"
+    before = getattr(matmul, name)
+    setattr(matmul, name, ("tf32" if enabled else "ieee") if new_api else enabled)
     try:
         yield
     finally:
-        matmul.allow_tf32 = before
+        setattr(matmul, name, before)
 
 
 def _matmul_fn(dtype: str, shape: Shape, device: torch.device) -> Callable[[], object]:
@@ -436,11 +430,9 @@ def find_peak(
             if found.tflops is not None and found.tflops > (current.tflops or 0.0):
                 current, moved = found, True
                 break
-        if stopped:
+        if stopped or (not moved and step // 2 < min_step):
             break
         if not moved:
-            if step // 2 < min_step:
-                break
             step //= 2
     if stopped:
         result.notes.append(why[0])
