@@ -28,9 +28,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
     WhatIf,
 )
-from torchscale.contracts.schema.cell_result import (
-    WhatIf as WhatIfRecord,
-)
+from torchscale.contracts.schema.cell_result import WhatIf as WhatIfRecord
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,

@@ -99,9 +99,7 @@ def held_launch_check(
         )
     mine = own.loc[keys]
     work = paired_gap_test(
-        mine[rank] - mine.drop(columns=[rank]).median(axis=1),
-        min_effect_s=min_effect,
-        alpha=alpha,
+        mine[rank] - mine.drop(columns=[rank]).median(axis=1), min_effect_s=min_effect, alpha=alpha
     )
     held_text = f"rank {rank}'s hook holds its launches {ms(hold.mean_s)} per step longer"
     if work.high_s is not None and work.high_s < -min_effect:

@@ -11,10 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import (
-    CrossCheck,
-    StragglerVerdict,
-)
+from torchscale.contracts.schema.cell_result import CrossCheck, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
@@ -28,10 +25,7 @@ from torchscale.offline.analysis.diagnosis.step_model import (
     gap_estimate,
     ms,
 )
-from torchscale.offline.analysis.uncertainty import (
-    GapTest,
-    paired_gap_test,
-)
+from torchscale.offline.analysis.uncertainty import GapTest, paired_gap_test
 
 CPU_WAIT_CHECK = "CPU wait (host)"
 CPU_WAIT_METHOD = (
@@ -163,11 +157,7 @@ def cpu_wait_check(
                 updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
             detail = f"{waited}; {left_text}: the work itself is slow"
     check = CrossCheck(
-        name=CPU_WAIT_CHECK,
-        method=CPU_WAIT_METHOD,
-        estimate=host_est,
-        agrees=agrees,
-        detail=detail,
+        name=CPU_WAIT_CHECK, method=CPU_WAIT_METHOD, estimate=host_est, agrees=agrees, detail=detail
     )
     return updated, check
 

@@ -17,11 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import (
-    CrossCheck,
-    StepPart,
-    StepSplit,
-)
+from torchscale.contracts.schema.cell_result import CrossCheck, StepPart, StepSplit
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,
@@ -39,11 +35,7 @@ from torchscale.offline.analysis.diagnosis.step_model import (
     wide,
 )
 from torchscale.offline.analysis.diagnosis.verdict import StragglerEvidence, judge
-from torchscale.offline.analysis.uncertainty import (
-    block_indices,
-    judged,
-    percentile_interval,
-)
+from torchscale.offline.analysis.uncertainty import block_indices, judged, percentile_interval
 
 PHASE_BASIS = "phase timers of the synchronised steps (every rank, every measured step)"
 CELL_WAIT = "phase timers"  # where the cell model's others' wait for the candidate comes from
@@ -123,10 +115,7 @@ def cpu_wait_table(steps: pd.DataFrame, column: str = CPU_WAIT) -> pd.DataFrame 
 
 
 def no_sync_cross_check(
-    sync_step_s: Sequence[float],
-    no_sync: NoSyncSteps,
-    transfer: StepPart,
-    rest: StepPart,
+    sync_step_s: Sequence[float], no_sync: NoSyncSteps, transfer: StepPart, rest: StepPart
 ) -> CrossCheck:
     """Communication's cost measured by removing it: mean synchronised step minus the slowest
     rank's mean no_sync step, from the interleaved windows, against exposed transfer + rest

@@ -278,9 +278,7 @@ def build_step_model(
     return model
 
 
-def _cpu_tables(
-    cpu_wait: pd.DataFrame | None,
-) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+def _cpu_tables(cpu_wait: pd.DataFrame | None) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """(wait for a CPU, time on a CPU): (window, step) x rank seconds of the traced steps
     from the (rank, step, cpu_wait[, cpu_time]) frame; None where not measured."""
     if cpu_wait is None or cpu_wait.empty:

@@ -16,11 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.schema.cell_result import (
-    CrossCheck,
-    Estimate,
-    StragglerVerdict,
-)
+from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, pattern_words
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
@@ -144,10 +140,7 @@ def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[Cr
 
 
 def straggler_verdict(
-    steps: pd.DataFrame,
-    parts: pd.DataFrame,
-    step_mean_s: float,
-    no_sync: NoSyncSteps | None,
+    steps: pd.DataFrame, parts: pd.DataFrame, step_mean_s: float, no_sync: NoSyncSteps | None
 ) -> tuple[StragglerVerdict, GapTest | None]:
     """Name the rank whose own work (data + forward + backward + optimizer) per step costs
     the others significantly, its slow phase and the kind of its extra time
