@@ -61,6 +61,17 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _explained(out: dict[str, Any], reasons: dict[str, str]) -> dict[str, Any]:
+    """`out` whose measured cell says why in `unavailable` for each of `reasons` it does not
+    explain already (a cell that did not finish has no figures to explain)."""
+    if out.get("status") == "ok":
+        unavailable = dict(out.get("unavailable") or {})
+        for key, reason in reasons.items():
+            unavailable.setdefault(key, reason)
+        out["unavailable"] = unavailable
+    return out
+
+
 V2_COMM_OVERHEAD = (
     "version 2 result: its comm_overhead (1 - pooled no_sync median / step) did not split load "
     "imbalance from communication; it is kept as sync_overhead"
@@ -135,14 +146,8 @@ def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
     """Version 4 -> 5. Versions up to 4 trained on synthetic on-device data only, so the source
     is known; its wait was inside the phases (ranks[].phases.data) and is not recomputed here.
     Cost was never stored: null with the reason."""
-    out = {**data, "data": None, "cost": None}
-    unavailable = dict(out.get("unavailable") or {})
-    if out.get("status") == "ok":
-        unavailable.setdefault("data", V4_DATA)
-        unavailable.setdefault("cost", V4_COST)
-    out["unavailable"] = unavailable
-    out["schema_version"] = 5
-    return out
+    out = {**data, "data": None, "cost": None, "schema_version": 5}
+    return _explained(out, {"data": V4_DATA, "cost": V4_COST})
 
 
 def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
@@ -175,15 +180,8 @@ def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
     """Version 7 -> 8. The one model of the step with intervals (`attribution`) and the
     headline intervals (`intervals`) did not exist; the older point figures are kept as
     measured and marked as such in `unavailable`."""
-    out = dict(data)
-    if out.get("status") == "ok":
-        unavailable = dict(out.get("unavailable") or {})
-        unavailable.setdefault("attribution", V7_ATTRIBUTION)
-        if isinstance(out.get("telemetry"), dict):
-            unavailable.setdefault("telemetry.hosts", V7_HOSTS)
-        out["unavailable"] = unavailable
-    out["schema_version"] = 8
-    return out
+    hosts = {"telemetry.hosts": V7_HOSTS} if isinstance(data.get("telemetry"), dict) else {}
+    return _explained({**data, "schema_version": 8}, {"attribution": V7_ATTRIBUTION, **hosts})
 
 
 V8_MEASURED_PEAK = (
@@ -194,13 +192,7 @@ V8_MEASURED_PEAK = (
 
 def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
     """Version 8 -> 9. MFU against a measured peak did not exist: null, with the reason."""
-    out = dict(data)
-    if out.get("status") == "ok":
-        unavailable = dict(out.get("unavailable") or {})
-        unavailable.setdefault("mfu_measured", V8_MEASURED_PEAK)
-        out["unavailable"] = unavailable
-    out["schema_version"] = 9
-    return out
+    return _explained({**data, "schema_version": 9}, {"mfu_measured": V8_MEASURED_PEAK})
 
 
 V9_DIAGNOSIS = (
@@ -298,16 +290,14 @@ def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:
     """Version 15 -> 16. The untimed edge step, the GPU busy probe and the itemised fixed
     costs did not exist: each null, with the reason for a measured cell."""
     out = {**data, "window_edge_steps": None, "host_bound": None, "fixed_costs": None}
-    if out.get("status") == "ok":
-        unavailable = dict(out.get("unavailable") or {})
-        cell = out.get("cell")
-        cpu = isinstance(cell, dict) and cell.get("device") == "cpu"
-        unavailable.setdefault("window_edge_steps", V15_EDGE_STEPS)
-        unavailable.setdefault("host_bound", HOST_BOUND_CPU if cpu else V15_HOST_BOUND)
-        unavailable.setdefault("fixed_costs", V15_FIXED_COSTS)
-        out["unavailable"] = unavailable
-    out["schema_version"] = 16
-    return out
+    cell = out.get("cell")
+    cpu = isinstance(cell, dict) and cell.get("device") == "cpu"
+    reasons = {
+        "window_edge_steps": V15_EDGE_STEPS,
+        "host_bound": HOST_BOUND_CPU if cpu else V15_HOST_BOUND,
+        "fixed_costs": V15_FIXED_COSTS,
+    }
+    return _explained({**out, "schema_version": 16}, reasons)
 
 
 def upgrade_v16(data: dict[str, Any]) -> dict[str, Any]:
