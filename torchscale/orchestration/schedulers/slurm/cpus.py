@@ -1,12 +1,8 @@
-"""How many CPUs a Slurm step's ranks get, asked for and checked (docs/multinode.md, "CPUs":
-what the job asks and what its steps then use). No heavy imports: node.py, which runs once per
-node per cell, reads it too.
-
-Without a CPU request Slurm gives a job one CPU per task (sbatch --cpus-per-task: "the
-controller will just try to allocate one processor per task"), and there is one task per node:
-torchrun, all its ranks and NCCL's proxy threads would share one CPU, so the job always asks a
-share. AUTO_CPUS_PER_GPU fits nearly every GPU server (10 or more CPUs per GPU); CPU cells get
-one per rank, as a small CPU node must still take the job.
+"""How many CPUs a Slurm step's ranks get, asked for and checked (docs/multinode.md, "CPUs": why
+the job always asks a share, what it asks and what its steps then use). AUTO_CPUS_PER_GPU fits
+nearly every GPU server (10 or more CPUs per GPU); CPU cells get one per rank, as a small CPU
+node must still take the job. No heavy imports: node.py, which runs once per node per cell,
+reads it too.
 """
 
 from __future__ import annotations
