@@ -91,11 +91,9 @@ def default_output(source: Path, report: Report, fmt: str) -> Path:
 
 
 def known_html(request: ReportRequest, report: Report, output: Path | None) -> str | None:
-    """Where the HTML report is, for the Markdown: the URL or path given (`--html-link`), else
-    an HTML report already written beside the Markdown (same name, .html) or at the default
-    place, as an absolute path (the Markdown names a path and links only a URL: a relative
-    link breaks in a PR comment); None when there is none (the Markdown then says how to make
-    it)."""
+    """Where the HTML report is, for the Markdown (docs/reporting.md, `--html-link`): the URL or
+    path given, else an HTML report beside the Markdown or at the default place, as an absolute
+    path; None when there is none (the Markdown then says how to make it)."""
     if request.html_link:
         return request.html_link
     beside = [output.with_suffix(SUFFIX["html"])] if output is not None else []
@@ -147,10 +145,8 @@ def check_request(request: ReportRequest) -> None:
 
 
 def names_directory(output: Path) -> bool:
-    """-o DIR or -o FILE: a directory when it is one, or is new and has no file suffix
-    (`-o ./reports` is created and takes <experiment>_report.<ext>, as every command's -o
-    takes a directory); a file when it has a suffix (`-o scaling.pdf`, the published form)
-    or is a file already (written over, as before)."""
+    """-o DIR or -o FILE (docs/cli.md, the one grammar): a directory when it is one or is new
+    without a suffix (created); a file when it has a suffix (`-o scaling.pdf`) or is one."""
     return output.is_dir() or (not output.suffix and not output.exists())
 
 
@@ -168,11 +164,9 @@ def _read_input(path: Path) -> Sources:
 
 
 def scope(request: ReportRequest) -> Scope:
-    """What the request's format builds: with --full every section; without, the decision
-    and what carries it (`report.short`): the Markdown's summary, the PDF's and JSON's short
-    report. The HTML holds every section either way (the short formats send their reader
-    there; a page's length costs nothing), and the terminal's summary counts what it leaves
-    out of the whole."""
+    """What the request's format builds (docs/reporting.md, "Formats and sizes"): every section
+    with --full, for the HTML (the short formats send their reader there) and the terminal (its
+    summary counts what it leaves out); else the Markdown's summary or the short report."""
     if request.full or request.fmt in ("html", "term"):
         return "full"
     return "summary" if request.fmt == "md" else "short"

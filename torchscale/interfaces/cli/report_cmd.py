@@ -178,10 +178,9 @@ def _term_width(output: Path | None) -> int | None:
 
 
 class _Progress:
-    """Where a report's long work stands, on stderr (never in the report, never on stdout):
-    on a terminal a bar that leaves nothing behind; with `lines` (a PDF, the slow format) a
-    line as each step begins and, where no bar is drawn (a log, CI), as each quarter of the
-    charts is done. Nothing with --quiet."""
+    """Where a report's long work stands, on stderr (docs/reporting.md, after the options): a
+    bar on a terminal; with `lines` (a PDF, the slow format) a line per step and, where no bar
+    is drawn, per quarter of the charts. Nothing with --quiet."""
 
     def __init__(self, lines: bool) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

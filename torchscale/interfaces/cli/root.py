@@ -147,16 +147,13 @@ class LazyCommands(TyperGroup):
         --output-dir?)", exit 2) instead of Typer's usage block and boxed error."""
         try:
             value = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click_errors.ClickException as exc:
+        except (click_errors.ClickException, typer.Abort) as exc:
             if not standalone_mode:
                 raise
-            print_error_lines([usage_error_line(exc)])
-            raise SystemExit(exc.exit_code) from None
-        except typer.Abort:  # end of input at a prompt (Ctrl-C arrives as exit code 130)
-            if not standalone_mode:
-                raise
-            print_error_lines(["aborted: no input"])
-            raise SystemExit(1) from None
+            # an Abort is the end of input at a prompt (Ctrl-C arrives as exit code 130)
+            usage = exc if isinstance(exc, click_errors.ClickException) else None
+            print_error_lines([usage_error_line(usage) if usage else "aborted: no input"])
+            raise SystemExit(usage.exit_code if usage else 1) from None
         if standalone_mode:
             raise SystemExit(value if isinstance(value, int) else 0)
         return value
