@@ -114,13 +114,8 @@ def _optimizer(
 
 
 def fsdp_units(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The repeated blocks to shard on their own, innermost first (FSDP2 wants bottom-up).
-
-    Children of any nn.ModuleList or nn.Sequential made of two or more modules of one class
-    (transformer layers, ResNet bottlenecks): the usual FSDP unit. Everything else, tied
-    embeddings and heads included, stays with the root unit, so a weight shared by two modules
-    is never split between two units.
-    """
+    """The repeated blocks to shard on their own, innermost first (FSDP2 wants bottom-up); the
+    rest stays in the root, so a tied weight is never split (docs/strategies.md)."""
     depth = {module: len(name.split(".")) for name, module in model.named_modules() if name}
     units: dict[int, torch.nn.Module] = {}
     for holder in model.modules():
@@ -190,14 +185,12 @@ def _compile_units(model: torch.nn.Module, units: list[torch.nn.Module]) -> list
 def _shard(
     spec: WorkerSpec, model: torch.nn.Module, device: torch.device
 ) -> tuple[dict[str, Any], bool]:
-    """FSDP2 bottom-up on an explicit mesh of this cell's device; returns what was set up and
-    whether the units were compiled (then the model is not compiled whole).
+    """FSDP2 bottom-up (docs/strategies.md, "How FSDP2 is wrapped"); returns what was set up
+    and whether the units were compiled (then the model is not compiled whole).
 
-    The mesh is explicit because fully_shard's default mesh takes the accelerator when there
-    is one: a `device: cpu` cell on a GPU node would otherwise shard onto CUDA and fail.
-    Under bf16, BatchNorm layers become units of their own with fp32 parameters (see
-    `norm_policy`), as FSDP1 did by default. The units, the root never resharded after forward
-    and compiling per unit as torchtitan does: docs/strategies.md, "How FSDP2 is wrapped".
+    The mesh is explicit: fully_shard's default takes the accelerator, so a `device: cpu` cell
+    on a GPU node would shard onto CUDA and fail. Under bf16, BatchNorm layers are units of
+    their own with fp32 parameters (`norm_policy`), as FSDP1 did by default.
     """
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -361,8 +354,7 @@ class Trainer:
         # FSDP's bf16 policy casts parameters and inputs itself: no autocast on top of it
         fsdp_cast = fsdp_policy(spec.cell.precision) if spec.cell.strategy == "fsdp" else None
         autocast = autocast_factory(spec.cell.precision, device, fsdp_cast)
-        runner = None
-        comm_hold = None
+        runner = comm_hold = None
         data_rank, data_ranks = dist.get_rank(), dist.get_world_size()
         settings: dict[str, Any]
         params: Any = None
