@@ -1,12 +1,8 @@
-"""Fleet view: which node or GPU of an allocation is worse than its peers, and which inter-node
-link is slow. Pure functions over measurements (docs/validate.md, "Fleet view").
-
-- `fleet_outliers` compares every node's and GPU's figure of a check with the fleet's median,
-  on a robust scale (median and MAD), because one bad node must not move the yardstick it is
-  judged by, as it would move a mean and a standard deviation.
-- `find_slow_link` finds one slow inter-node link, or one slow node NIC, by group testing: it
-  measures the bus bandwidth of groups of nodes, never every pair, so an allocation of N nodes
-  costs O(log N) collective runs instead of N(N-1)/2.
+"""Fleet view: which node or GPU of an allocation is worse than its peers (`fleet_outliers`, on
+a robust scale, median and MAD, because one bad node must not move the yardstick it is judged
+by, as it would move a mean and a standard deviation), and which inter-node link or node NIC is
+slow (`find_slow_link`, by group testing: O(log N) collective runs over groups of nodes instead
+of N(N-1)/2 pairs). Pure functions over measurements (docs/validate.md, "Fleet view").
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Results against a baseline: which cells match, how each key metric changed, and which changes
-are regressions by a stated rule. Pure functions over cells tables (`Experiment.cells`
-columns) and steps tables (`Experiment.steps`); no I/O.
-
-Matching (docs/reporting.md, "Baseline comparison"): by `definition_sha256` first; the hash
-also covers settings that do not change what is compared (step counts, repeats, telemetry,
-threads), so a cell left unmatched is then matched on MATCH_KEY when exactly one unmatched cell
-on each side has it (`matched_by` says which rule); an ambiguous key is never guessed.
-
-Regressions (docs/regressions.md): `judge_change` over the per-run figures of both sides when
-each holds several runs of the cell (`pool_runs`), else over one run's per-repeat figures.
+are regressions by a stated rule (docs/reporting.md, "Baseline comparison"; docs/regressions.md).
+Pure functions over cells tables (`Experiment.cells` columns) and steps tables
+(`Experiment.steps`); no I/O. Cells match by `definition_sha256` first; as the hash also covers
+settings that do not change what is compared (step counts, repeats, telemetry, threads), a cell
+left unmatched is then matched on MATCH_KEY when exactly one unmatched cell on each side has it
+(`matched_by` says which rule); an ambiguous key is never guessed.
 """
 
 from __future__ import annotations

@@ -129,11 +129,9 @@ def log_interval(
 ) -> tuple[float, float]:
     """Student t interval on the log of positive figures (n - 1 degrees of freedom), centred
     on the log of their median (the figure shown, so the interval always holds it),
-    exponentiated: positive, wider above than below. `drift_sd`: a between-run drift that the
-    figures cannot see, added in quadrature as a normal half-width (it is a measured constant,
-    not estimated from these figures): half = sqrt((t x sd / sqrt(n))^2 + (z x drift_sd)^2).
-    Never narrower than the t interval alone nor than the drift alone (Welch-Satterthwaite
-    degrees of freedom would: a small known term raises them). Needs 2+ values."""
+    exponentiated, with `drift_sd`, a measured between-run drift the figures cannot see, added
+    in quadrature as a normal half-width (the formula, and why not Welch-Satterthwaite:
+    docs/methodology.md, "Across runs"). Needs 2+ values."""
     data = np.asarray(values, dtype=float)
     if data.size < 2 or not np.all(data > 0):
         raise ValueError("a log interval needs 2 positive values or more")

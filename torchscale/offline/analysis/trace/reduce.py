@@ -1,11 +1,8 @@
 """One rank's trace reduced to small per-step tables (`reduce_rank`, which runs every reducer
 of registry.py), and the reductions of every rank combined into the versioned profile analysis
-(`combine`: running the cross-rank analyses, `cross_rank.analyse`, then building the stored
-object, `profile_record.profile_analysis`). Runs offline, and inside a rank for
-tensor-parallel cells. Pure functions: reading the traces and writing analysis.json are
-torchscale/orchestration/profiling/analyze.py's.
-
-Only the cross-rank analyses see every rank, and they see the small tables only.
+(`combine`: `cross_rank.analyse`, then `profile_record.profile_analysis`). Pure: reading the
+traces and writing analysis.json are torchscale/orchestration/profiling/analyze.py's. Only the
+cross-rank analyses see every rank, and they see the small tables only.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The per-rank trace reducers, listed once. `reduce.reduce_rank` runs every
-one of them over each rank's trace and keeps what it returns as `RankReduction.tables[name]`,
-so a new per-rank analysis is its module and one line in `REDUCERS` (docs/architecture.md, "A
-trace analysis").
-
-A reducer is a pure function of one rank: its trace (events and facts: device type, backend),
-its step table (`steps.step_table`: step, start, end, dur, partial) and the rank's notes, to
-which it may append what was odd. It returns a small table (a DataFrame, or a dataclass of
-them): whatever the cross-rank analyses need once the events are dropped, never the events.
-
-They run in the order listed, so a reducer's notes follow those of the reducers above it.
+"""The per-rank trace reducers, listed once: `reduce.reduce_rank` runs every one of them, in the
+order listed (so a reducer's notes follow those of the reducers above it), over each rank's
+trace and keeps what it returns as `RankReduction.tables[name]`. What a reducer is given and may
+return, and how to add one (its module and one line in `REDUCERS`): docs/architecture.md, "A
+trace analysis".
 """
 
 from __future__ import annotations

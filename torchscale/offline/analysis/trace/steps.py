@@ -1,9 +1,7 @@
-"""Step boundaries and per-step phase times of one rank (per-rank reducers).
-
-Why phase *busy* time and not phase duration: under DDP the backward range of a fast rank
-includes its wait for the slow rank's gradients (the main thread is blocked, nothing is
-recorded), so raw phase durations come out equal on every rank and hide the straggler. The time
-spent working inside the phase does not.
+"""Step boundaries and per-step phase times of one rank (per-rank reducers). Why phase *busy*
+time and not phase duration: under DDP the backward range of a fast rank includes its wait for
+the slow rank's gradients (the main thread is blocked, nothing is recorded), so raw phase
+durations come out equal on every rank and hide the straggler; the time spent working does not.
 """
 
 from __future__ import annotations
