@@ -213,9 +213,9 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     }
 
 
-def _same(source: Any, *names: str) -> dict[str, Any]:
+def _same(source: Any, *names: str, prefix: str = "") -> dict[str, Any]:
     """Columns named as `source`'s attributes (each None where there is no `source`)."""
-    return {name: getattr(source, name) if source else None for name in names}
+    return {prefix + name: getattr(source, name) if source else None for name in names}
 
 
 def _ends(estimate: Estimate | None, name: str, suffix: str = "") -> dict[str, float | None]:
@@ -256,14 +256,10 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
         return row
     verdict = diagnosis.straggler
     named = verdict if verdict is not None and verdict.named else None
-    row["straggler_rank"] = named.rank if named else None
-    row["straggler_phase"] = named.phase if named else None
-    row["straggler_kind"] = named.kind if named else None
+    row.update(_same(named, "rank", "phase", "kind", prefix="straggler_"))
     row["straggler_gap_s"] = _value(named.headline_gap()) if named else None
     row["straggler_phase_gap_s"] = _value(named.phase_gap_s) if named and named.phase else None
-    row["straggler_named"] = verdict.named if verdict else None
-    row["straggler_p_value"] = verdict.p_value if verdict else None
-    row["straggler_summary"] = verdict.summary if verdict else None
+    row.update(_same(verdict, "named", "p_value", "summary", prefix="straggler_"))
     row["diagnosis_source"] = diagnosis.source
     row["caveat"] = diagnosis.caveat
     row["step_mean_s"] = diagnosis.step_s.value
@@ -334,9 +330,7 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
             **{f"step_{stat}_s": getattr(rank.step_time, stat) for stat in RANK_STEP_STATS},
             "step_cv": rank.step_time.cv,
             "step_count": rank.step_time.count,
-            "peak_rss_bytes": rank.peak_rss_bytes,
-            "peak_allocated_bytes": rank.peak_allocated_bytes,
-            "alloc_retries": rank.alloc_retries,
+            **_same(rank, "peak_rss_bytes", "peak_allocated_bytes", "alloc_retries"),
             "compute_p50_s": rank.compute_time.p50 if rank.compute_time else None,
             **{
                 seconds_column(phase): getattr(rank.phases, phase) if rank.phases else None
