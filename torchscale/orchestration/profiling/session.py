@@ -135,11 +135,6 @@ def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, 
     return wrapped, note
 
 
-def _written_result(path: Path) -> CellResult | None:
-    """The result rank 0 wrote, or None when it wrote none (or none that reads)."""
-    return read_cell(path).doc if path.exists() else None
-
-
 def launch_profiled(
     planned: PlannedCell, store: ResultStore, base_env: Mapping[str, str], request: ProfileRequest
 ) -> ProfiledCell:
@@ -172,9 +167,11 @@ def launch_profiled(
         notes += [capture_note] if capture_note else []
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the directory was emptied before the launch: a result.json here is this launch's, and
-    # is kept even when the ranks then hung in their shutdown (as a sweep keeps it)
+    # is kept even when the ranks then hung in their shutdown (as a sweep keeps it); None when
+    # rank 0 wrote none (or none that reads)
+    path = files.result_path
     attempt = run_attempt(
-        command, planned.launch.timeout_s, lambda: _written_result(files.result_path)
+        command, planned.launch.timeout_s, lambda: read_cell(path).doc if path.exists() else None
     )
     outcome = attempt.outcome
     if attempt.written is None:
@@ -299,14 +296,13 @@ def request_from_config(
 ) -> tuple[ProfileRequest, str | None]:
     """The request a sweep's `profiling:` section makes for a cell on `device`."""
     tool, note = resolve_tool(settings.tool, device, asked_by=CONFIG_TOOL_KEY)
-    request = ProfileRequest(
+    return ProfileRequest(
         tool=tool,
         warmup_steps=settings.warmup_steps,
         active_steps=settings.steps,
         record_shapes=settings.record_shapes,
         with_stack=settings.with_stack,
-    )
-    return request, note
+    ), note
 
 
 def profile_after_sweep(

@@ -113,18 +113,14 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
         return failed("gpus", "GPUs", f"no GPU found ({why})", hint)
     unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
     if unreadable:
-        return failed(
-            "gpus",
-            "GPUs",
-            "NVML cannot read GPU "
-            + "; ".join(
-                f"{g.index} ({g.name.removeprefix('<unreadable: ').rstrip('>')})"
-                for g in unreadable
-            ),
-            "the GPU may have fallen off the bus: check `nvidia-smi` and dmesg (Xid errors), "
-            "reset or reboot",
-            gpus=gpus,
+        which = "; ".join(
+            f"{g.index} ({g.name.removeprefix('<unreadable: ').rstrip('>')})" for g in unreadable
         )
+        hint = (
+            "the GPU may have fallen off the bus: check `nvidia-smi` and dmesg (Xid errors), "
+            "reset or reboot"
+        )
+        return failed("gpus", "GPUs", f"NVML cannot read GPU {which}", hint, gpus=gpus)
     names = {g["name"] for g in gpus}
     detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
     if len(names) > 1:
@@ -141,14 +137,10 @@ def check_driver(ctx: ValidateContext) -> CheckResult:
         hint = "install/load the NVIDIA driver; `nvidia-smi` must work on the node"
         return failed("driver", "NVIDIA driver", _no_nvml(state), hint)
     cuda = state.cuda_driver_version
-    cuda_text = f", supports CUDA up to {cuda[0]}.{cuda[1]}" if cuda else ""
-    return passed(
-        "driver",
-        "NVIDIA driver",
-        f"driver {state.driver_version}{cuda_text}",
-        driver_version=state.driver_version,
-        cuda_driver_version=f"{cuda[0]}.{cuda[1]}" if cuda else None,
-    )
+    version = f"{cuda[0]}.{cuda[1]}" if cuda else None
+    detail = f"driver {state.driver_version}" + (f", supports CUDA up to {version}" if cuda else "")
+    data = {"driver_version": state.driver_version, "cuda_driver_version": version}
+    return passed("driver", "NVIDIA driver", detail, **data)
 
 
 def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str:
@@ -225,9 +217,7 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
             "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`,"
             " IOMMU/ACS settings, or NCCL_P2P_DISABLE"
         )
-        return warned(
-            "p2p", title, detail + f"; no peer access: {', '.join(missing)}", hint, **data
-        )
+        return warned("p2p", title, f"{detail}; no peer access: {', '.join(missing)}", hint, **data)
     return passed("p2p", title, detail, **data)
 
 
@@ -386,15 +376,13 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
     data: dict[str, Any] = {"gpus": reasons, "errors": unreadable, "read": "once, idle"}
     if slowing:
         text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
-        return warned(
-            "throttle",
-            title,
-            f"hardware or thermal slowdown set on an idle GPU: {text}"
-            + (f"; unreadable: {unknown}" if unknown else ""),
+        text += f"; unreadable: {unknown}" if unknown else ""
+        hint = (
             "check cooling and the hardware (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`); a "
-            "throttling GPU becomes the straggler every rank waits for",
-            **data,
+            "throttling GPU becomes the straggler every rank waits for"
         )
+        detail = f"hardware or thermal slowdown set on an idle GPU: {text}"
+        return warned("throttle", title, detail, hint, **data)
     if unreadable:  # not a PASS: a GPU we could not read may be the one throttling
         hint = (
             "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "

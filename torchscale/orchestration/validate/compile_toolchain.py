@@ -48,21 +48,9 @@ WORKER_MODULE = "torchscale.rank.programs.compile_probe"
 PROBE_TIMEOUT_S = 300.0
 # what decides whether the toolchain works: a verdict is reused only while these are the same
 TOOLCHAIN_ENV_NAMES = frozenset(
-    {
-        "CC",
-        "CXX",
-        "PATH",
-        "CPATH",
-        "C_INCLUDE_PATH",
-        "CPLUS_INCLUDE_PATH",
-        "LIBRARY_PATH",
-        "LD_LIBRARY_PATH",
-        "CUDA_HOME",
-        "CUDA_PATH",
-        "CUDA_VISIBLE_DEVICES",
-        "PYTHONPATH",
-        "PYTHONHOME",
-    }
+    {"CC", "CXX", "PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH"}
+    | {"LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES"}
+    | {"PYTHONPATH", "PYTHONHOME"}
 )
 TOOLCHAIN_ENV_PREFIXES = ("TORCHINDUCTOR_", "TORCH_INDUCTOR_", "TRITON_")
 # the probe sets it itself

@@ -70,11 +70,8 @@ def compiler_facts(device: str, env: Mapping[str, str]) -> dict[str, Any] | None
     given = env.get(variable)
     if given:
         return _file_facts(shutil.which(given, path=env.get("PATH")) or given)
-    for name in names:
-        found = shutil.which(name, path=env.get("PATH"))
-        if found:
-            return _file_facts(found)
-    return None
+    found = (shutil.which(name, path=env.get("PATH")) for name in names)
+    return _file_facts(next(filter(None, found), None))
 
 
 def filesystem(folder: Path) -> list[str | int]:

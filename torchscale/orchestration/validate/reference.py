@@ -187,13 +187,9 @@ def judge(
             "a measurement bug, not a fast GPU",
         )
     limits = thresholds_for(check, expected)
-    status = (
-        CheckStatus.PASS
-        if ratio >= limits.pass_at
-        else CheckStatus.WARN
-        if ratio >= limits.warn_at
-        else CheckStatus.FAIL
-    )
+    status = CheckStatus.FAIL
+    if ratio >= limits.warn_at:
+        status = CheckStatus.PASS if ratio >= limits.pass_at else CheckStatus.WARN
     sentence = f"{ratio:.0%} of the {what} {expected.value:g}"
     if status is not CheckStatus.PASS:
         sentence += f" (PASS from {limits.pass_at:.0%}, FAIL below {limits.warn_at:.0%})"
