@@ -1,16 +1,9 @@
 """What torch.compile did in this rank, read from dynamo's own tallies.
 
-torch.compile compiles a frame on its first call and again whenever one of its guards fails (a
-recompile), inside the step that called it: a compiling step is timed as a slow step. So the
-warm-up tells its compiling steps from its steady ones (only steady ones size the windows and
-the collective timeout: steady_state.py), and every measured window is bracketed by two
-readings, so a compile inside one is counted, not timed as training.
-
-The tallies are dynamo's process-wide ones (torch/_dynamo/utils.py and convert_frame.py, torch
-2.13; docs/methodology.md, "Inside every rank", steps 3 and 5): frames handed to dynamo (once per
-cache miss: each first compile and each recompile), graph breaks by reason, and seconds spent
-compiling. They are private: where they cannot be read the reading is None with the reason,
-never a guess.
+A compiling step is timed as a slow step, so the warm-up tells compiling steps from steady
+ones and every measured window is bracketed by two readings (docs/methodology.md, "Inside every
+rank", steps 3 and 5). The tallies (torch/_dynamo/utils.py and convert_frame.py, torch 2.13) are
+private: where they cannot be read the reading is None with the reason, never a guess.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
 
-Only window edges synchronise (device sync + barrier), so the steps inside run exactly as in
-training; step and phase times (phases.py) come from timers that do not sync the host per
-step. Around each window: the telemetry sampler (its own thread), one garbage collection at the
-opening edge, then one untimed step (`WINDOW_EDGE_STEPS`: the edge work leaves an empty launch
-queue and cold caches, 1.35-1.6x the median first step on an H100), a collective timeout cut to
-what the warm-up justifies (steady_state.py), and under `training.compile` dynamo's tallies
-(compile_watch.py). GPU cells run the busy probe (host_probe.py) after all windows.
-docs/methodology.md, "Inside every rank", has the why of each.
+Only window edges synchronise, so the steps inside run exactly as in training; the edge work
+(GC, telemetry, one untimed step), the timeout and the busy probe, each with its why:
+docs/methodology.md, "Inside every rank".
 """
 
 from __future__ import annotations
@@ -253,13 +248,9 @@ def pooled_window(windows: list[Window]) -> Window:
 
 
 def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
-    """FLOPs of one training step on this rank, counted on the meta device (outside every
-    window, and never a step on the device, so the count cannot run out of memory where
-    training fits): the eager model's ops under the MATH attention backend, as the FLOP
-    convention says (docs/methodology.md, step 4). tp, pp and hybrid cells: the replica's FLOPs
-    shared equally by its ranks, so that MFU counts each replica once. A model that cannot run
-    on the meta device (a plug-in reading tensor values) gets no count, with the reason.
-    """
+    """FLOPs of one training step on this rank, counted on the meta device (docs/methodology.md,
+    step 4), or None with the reason. tp, pp and hybrid cells: the replica's FLOPs shared
+    equally by its ranks, so that MFU counts each replica once."""
     parallel = spec.cell.parallel
     share = parallel.tp * parallel.pp if parallel is not None else 1
     try:
