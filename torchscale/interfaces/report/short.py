@@ -65,9 +65,7 @@ def left_out_line(charts: int) -> Text:
     """The one line that says what a short report leaves out and where it is."""
     drawn = f" ({charts} more chart{'s' if charts != 1 else ''} among them)" if charts else ""
     return Text(
-        text=(
-            "This is the short report: the decision and what carries it. Every other "
-            f"section, table and chart{drawn} is in `torchscale report --full` and in the "
-            "HTML report."
-        )
+        text="This is the short report: the decision and what carries it. Every other "
+        f"section, table and chart{drawn} is in `torchscale report --full` and in the "
+        "HTML report."
     )

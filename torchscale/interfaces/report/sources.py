@@ -133,11 +133,8 @@ def _json_files(folder: Path) -> list[Path]:
 def is_experiment_dir(path: Path) -> bool:
     """A sweep (`cells/`), a directory of profiled runs (`profile/<run>/`) or of comm runs."""
     layout = ResultLayout(path)
-    if (
-        _is_dir(layout.cells_dir)
-        or _json_files(layout.comm_dir)
-        or _json_files(layout.acceptance_dir)
-    ):
+    measured = _is_dir(layout.cells_dir) or _json_files(layout.comm_dir)
+    if measured or _json_files(layout.acceptance_dir):
         return True
     profile = layout.profiles_dir
     try:

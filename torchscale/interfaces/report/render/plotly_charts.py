@@ -326,6 +326,11 @@ def _heatmap_axis(axis: Axis, ticks: list[str], top_down: bool = False) -> dict[
     return {**props, "title": title, "tickmode": "array", "tickvals": ticks, "automargin": True}
 
 
+def _top_left(y: float) -> dict[str, Any]:
+    """Anchored at its top left: at the plot's left edge, `y` of the whole figure's height."""
+    return dict(x=0, xanchor="left", xref="paper", y=y, yanchor="top", yref="container")
+
+
 def figure(chart: Chart | Plot) -> dict[str, Any]:
     """The plotly figure (`{"data": [...], "layout": {...}}`) of one chart, JSON-ready: only
     dicts, lists, str, finite numbers and None; every user string through `plotly_text`."""
@@ -342,17 +347,7 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
     bottom = MARGIN_BOTTOM_PX
     plot_px = PLOT_PX
     layout: dict[str, Any] = {
-        "title": {
-            "text": title,
-            "x": 0,
-            "xanchor": "left",
-            "xref": "paper",
-            "y": 1,
-            "yanchor": "top",
-            "yref": "container",
-            "pad": {"t": 12},
-            "font": {"size": 15},
-        },
+        "title": {"text": title, **_top_left(1), "pad": {"t": 12}, "font": {"size": 15}},
         "font": {"family": FONT_STACK, "size": 12, "color": palette.TEXT_COLOUR},
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
@@ -400,12 +395,7 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
     layout["height"] = plot_px + top + bottom
     layout["legend"] = {
         "orientation": "h",
-        "x": 0,
-        "xanchor": "left",
-        "xref": "paper",
-        "y": 1 - title_px / layout["height"],
-        "yanchor": "top",
-        "yref": "container",
+        **_top_left(1 - title_px / layout["height"]),
         "font": {"size": 12},
         "traceorder": "normal",
         "entrywidth": 1 / p.legend_columns,
