@@ -111,12 +111,8 @@ class FindingInputs:
 
 
 def _part(model: StepModel, name: str) -> Estimate | None:
-    if model.attribution is None:
-        return None
-    for part in model.attribution.parts:
-        if part.name == name:
-            return part.share
-    return None
+    parts = model.attribution.parts if model.attribution is not None else []
+    return next((part.share for part in parts if part.name == name), None)
 
 
 def finding_inputs(
@@ -204,18 +200,13 @@ def _op_of(matched: Matched | None, rank: int) -> str | None:
 
 
 def _fastest_peer(phases_by_rank: Mapping[int, pd.DataFrame], rank: int, phase: str) -> int | None:
-    """The other rank with the least median effective time in `phase`."""
-    best: tuple[float, int] | None = None
-    for other, table in phases_by_rank.items():
-        if other == rank or table.empty:
-            continue
-        rows = table[table["phase"] == phase]
-        if rows.empty:
-            continue
-        value = float(rows["effective_us"].median())
-        if best is None or value < best[0]:
-            best = (value, int(other))
-    return best[1] if best is not None else None
+    """The other rank with the least median effective time in `phase` (the first on a tie)."""
+    medians = {
+        int(other): float(table.loc[table["phase"] == phase, "effective_us"].median())
+        for other, table in phases_by_rank.items()
+        if other != rank and not table.empty and (table["phase"] == phase).any()
+    }
+    return min(medians, key=medians.__getitem__) if medians else None
 
 
 def _device_word(device_type: str) -> str:
@@ -255,10 +246,7 @@ def _share(estimate: Estimate) -> str:
 def _costs(estimate: Estimate | None) -> bool:
     """A cost worth a finding: measurable above noise and at least MIN_COST_FRACTION."""
     return (
-        estimate is not None
-        and estimate.measurable
-        and estimate.value is not None
-        and estimate.value >= MIN_COST_FRACTION
+        estimate is not None and estimate.measurable and (estimate.value or 0) >= MIN_COST_FRACTION
     )
 
 
@@ -627,6 +615,9 @@ def host_bound_finding(
             else f"GPU busy {_pct(share)} of the step ({method})"
         ]
         how = "1 - the GPU's busy share of the median step"
+        cost = Estimate(
+            value=1.0 - share, low=None, high=None, n=1, method=how, measurable=True, reason=None
+        )
     else:
         share = min(max(mfu or 0.0, 0.0), 1.0)
         title = (
@@ -648,10 +639,6 @@ def host_bound_finding(
             measurable=False,
             reason="the GPU's busy time was not measured (no busy probe)",
         )
-        return RankedFinding(title, cost, evidence, fix, "host_bound")
-    cost = Estimate(
-        value=1.0 - share, low=None, high=None, n=1, method=how, measurable=True, reason=None
-    )
     return RankedFinding(title, cost, evidence, fix, "host_bound")
 
 

@@ -270,16 +270,8 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
     trace analysis: arrival order, who waits at matched collectives)."""
     gap = verdict.gap_s
     not_named = f"withdrawn: {why}"
-    summary = unnamed_summary(
-        verdict.candidate_rank,
-        (
-            gap.value if gap is not None else None,
-            gap.low if gap is not None else None,
-            gap.high if gap is not None else None,
-        ),
-        not_named,
-        verdict.pattern,
-    )
+    figures = (gap.value, gap.low, gap.high) if gap is not None else (None, None, None)
+    summary = unnamed_summary(verdict.candidate_rank, figures, not_named, verdict.pattern)
     return verdict.model_copy(
         update={
             "named": False,
@@ -352,9 +344,7 @@ def _no_sync_contradicts(no_sync: NoSyncSteps | None, candidate: int) -> str | N
         gaps.append(series[rows].mean(axis=1))
     distribution = gaps[0] - np.median(np.vstack(gaps[1:]), axis=0)
     _, high = percentile_interval(distribution)
-    if high < 0:
-        return "the no_sync windows show it faster than the others"
-    return None
+    return "the no_sync windows show it faster than the others" if high < 0 else None
 
 
 def others_wait_check(
