@@ -189,10 +189,8 @@ def detectable_regression(
     spread the interval (low, high) of the ratio of medians shows, over `units` figures of
     both sides together: a fraction of the baseline (0.14: throughput 14 % lower, or step
     time 14 % higher). Why: a "no significant change" over runs that spread 8 % cannot see a
-    15 % slowdown, and must not read as a pass. The method (the standard error from the
-    interval's width; Student quantiles at units - 2 degrees of freedom, as normal ones
-    understate it in small samples): docs/regressions.md, "The drop the rule would find". None
-    when the interval is not positive or there are too few units."""
+    15 % slowdown, and must not read as a pass. The method: docs/regressions.md, "The drop the
+    rule would find". None when the interval is not positive or there are too few units."""
     if not 0 < low <= high or units < 3:
         return None
     z = float(scipy_stats.norm.ppf(0.5 + LEVEL / 2))

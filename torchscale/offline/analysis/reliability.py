@@ -1,10 +1,8 @@
 """Is a cell's measurement steady enough to act on? One verdict per cell, with a one-line reason:
-
-- "noisy": the throughput's 95 % interval is wider than the threshold either side of the median
-  (the repeats disagree), or the step-time CV passes it (the steps inside a window disagree);
-- "spread unknown": one repeat, so there is no run-to-run spread to judge by, and the steps
-  give no sign of noise either;
-- "reliable": neither.
+"noisy" when the throughput's 95 % interval is wider than the threshold either side of the
+median (the repeats disagree) or the step-time CV passes it (the steps inside a window
+disagree); "spread unknown" with one repeat (no run-to-run spread to judge by) and no sign of
+noise in the steps either; "reliable" otherwise.
 
 The threshold is `torchscale.contracts.thresholds.CV_WARN_THRESHOLD`, which is also the config's
 `measurement.cv_warn_threshold` default (the one the worker warns at): one constant, so the two

@@ -73,15 +73,11 @@ def data_ranges(events: pd.DataFrame) -> Intervals:
 
 
 def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """Per full step of one rank (partial steps dropped). Columns, all in us unless named:
-
-    step; step_us (window length); compute_us (union of compute); comm_us (union of
-    collectives); exposed_comm_us (comm time with no compute running); overlap_pct (HTA's
-    definition: time computing while communicating / total communication time x 100, NaN
-    without communication); idle_us (step time not covered by compute, comm or memory);
-    data_wait_us (data-phase time covered by none of them: part of idle_us; the ops inside a
-    data phase, collate and the copy to the device, are compute: the same `data_us` as
-    `idle.idle_reducer`).
+    """Per full step of one rank (partial steps dropped), in us unless named: step, step_us,
+    compute_us, comm_us, exposed_comm_us (no compute running), overlap_pct (HTA's, NaN without
+    communication), idle_us (covered by none of compute, comm, memory) and data_wait_us (the
+    part of idle_us in data phases: `idle.idle_reducer`'s `data_us`); docs/profiling.md,
+    "Breakdown per rank and step".
 
     Every interval is clipped to the step window. Kernels queued in one step may run in the
     next step's host window; the totals over steps are exact, the split between neighbouring
