@@ -188,17 +188,14 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_host_load(tel.hosts if tel else None),
         **_same(parallel, "bubble_measured", "bubble_theoretical"),
         # a tensor-parallel cell's profiled communication shares (None elsewhere)
-        "tp_comm": tp.comm if tp else None,
+        **_same(tp, "comm", "waiting_for_peers", "exposed_transfer", prefix="tp_"),
         "tp_exposed_comm": tp.exposed if tp else None,
-        "tp_waiting_for_peers": tp.waiting_for_peers if tp else None,
-        "tp_exposed_transfer": tp.exposed_transfer if tp else None,
         "parameter_bytes": mem.parameter_bytes if mem else None,
         "static_bytes": (
             mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_state_bytes if mem else None
         ),
         "compile_s": warmup.compile_s if warmup else None,
-        "data_source": data.source if data else None,
-        "data_wait_s": data.wait_s if data else None,
+        **_same(data, "source", "wait_s", prefix="data_"),
         "data_wait_share": data.share if data else None,
         "data_read_mb_per_s": read / 1e6 if read is not None else None,
         "cost_per_gpu_hour": cost.per_gpu_hour if cost else None,

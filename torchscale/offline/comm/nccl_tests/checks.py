@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, size_bytes
-from torchscale.offline.comm.nccl_infer import (
-    RELATIVE_SLACK,  # beyond the printed rounding (%g, floats)
-)
+from torchscale.offline.comm.nccl_infer import RELATIVE_SLACK  # beyond the printed rounding
 from torchscale.offline.comm.nccl_tests.names import (
     NON_REDUCING_OPS,
     REDUCING_OPS,

@@ -101,7 +101,7 @@ def _listed_world(run: Run, where: str) -> tuple[int | None, list[str]]:
     """Ranks in one communicator as the output lists them: text lists every rank, JSON each
     process's first (nThread x nGpus ranks each); NCCL_TESTS_SPLIT makes several equal
     communicators. None when nothing lists them."""
-    per_process = run.settings.get("nthreads", 0) * run.settings.get("ngpus", 0) or None
+    per_process = _per_process(run) or None
     notes: list[str] = []
     processes = len({(r.host, r.pid) for r in run.ranks})
     if not run.ranks:
