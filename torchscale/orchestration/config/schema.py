@@ -63,6 +63,7 @@ BatchList = Annotated[
     AfterValidator(_unique),
     Field(min_length=1),
 ]
+WorldSize = Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]
 # `batch_sizes` is a list or the word auto: which one a value means is decided by its type
 # (a discriminator), so a mistake is reported once, against the form it was written in; the
 # tags name the two forms in pydantic's error paths and the loader drops them there
@@ -97,10 +98,16 @@ def _env_values_to_text(value: Any) -> Any:
     return value
 
 
-def _name_to_model_spec(value: Any) -> Any:
+EnvText = Annotated[
+    dict[str, str],
+    BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
+]
+
+
+def _names_to_model_specs(value: Any) -> Any:
     """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`."""
-    if isinstance(value, str):
-        return {"name": value}
+    if isinstance(value, list):
+        return [{"name": item} if isinstance(item, str) else item for item in value]
     return value
 
 
@@ -187,7 +194,7 @@ class SlurmConfig(StrictModel):
         pattern=SLURM_TIME,
         description="of each allocation (all its cells); null: the partition's default",
     )
-    gpus_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] | None = Field(
+    gpus_per_node: WorldSize | None = Field(
         default=None,
         description="GPUs per node the cells are judged against and the job asks "
         "(--gpus-per-node; not asked where the partition counts no GPU Gres); null: on CUDA, "
@@ -269,15 +276,12 @@ class K8sConfig(StrictModel):
         default="trainjob",
         description="trainjob: Kubeflow Trainer v2 TrainJob; pytorchjob: kubeflow.org/v1",
     )
-    resources: Annotated[
-        dict[str, str],
-        BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
-    ] = Field(
+    resources: EnvText = Field(
         default_factory=dict,
         description="per node (pod) limits, e.g. {'cpu': 16, 'memory': '64Gi'}; GPUs come "
         "from gpus_per_node",
     )
-    gpus_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] | None = Field(
+    gpus_per_node: WorldSize | None = Field(
         default=None, description="nvidia.com/gpu per pod; null on CPU"
     )
     results_claim: str | None = Field(
@@ -307,7 +311,7 @@ class K8sConfig(StrictModel):
         description="the RDMA device's extended resource asked per pod, e.g. 'rdma/ib' "
         "(RDMA shared device plugin) or 'nvidia.com/hostdev' (SR-IOV)",
     )
-    rdma_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] = Field(
+    rdma_per_node: WorldSize = Field(
         default=1, description="how many of rdma_resource each pod asks for"
     )
     ipc_lock: bool = Field(
@@ -373,10 +377,9 @@ class LauncherConfig(StrictModel):
     omp_num_threads: Annotated[int, Field(gt=0), AtMost(MAX_OMP_THREADS)] | None = Field(
         default=None, description="OMP_NUM_THREADS per rank; null = cores / ranks, at least 1"
     )
-    env: Annotated[
-        dict[str, str],
-        BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
-    ] = Field(default_factory=dict, description="extra environment variables for every cell")
+    env: EnvText = Field(
+        default_factory=dict, description="extra environment variables for every cell"
+    )
     cpu_malloc: Literal["reuse", "default"] = Field(
         default="reuse",
         description="CPU ranks: 'reuse' keeps memory glibc's malloc freed for the next step "
@@ -483,18 +486,14 @@ class OnCudaConfig(StrictModel):
 
     models: Annotated[
         list[ModelSpec] | None,
-        BeforeValidator(
-            lambda v: [_name_to_model_spec(x) for x in v] if isinstance(v, list) else v,
-            json_schema_input_type=list[str | ModelSpec] | None,
-        ),
+        BeforeValidator(_names_to_model_specs, json_schema_input_type=list[str | ModelSpec] | None),
     ] = Field(default=None, description="the models on CUDA")
     batch_sizes: BatchList | Literal["auto"] | None = Field(
         default=None, description="the per-device batch sizes on CUDA"
     )
-    gpu_counts: (
-        Annotated[list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]], Field(min_length=1)]
-        | None
-    ) = Field(default=None, description="the world sizes on CUDA")
+    gpu_counts: Annotated[list[WorldSize], Field(min_length=1)] | None = Field(
+        default=None, description="the world sizes on CUDA"
+    )
     training: TrainingConfig | None = Field(
         default=None, description="training keys set here replace the config's on CUDA"
     )
@@ -532,10 +531,7 @@ class BenchConfig(StrictModel):
     description: str = ""
     models: Annotated[
         list[ModelSpec],
-        BeforeValidator(
-            lambda v: [_name_to_model_spec(x) for x in v] if isinstance(v, list) else v,
-            json_schema_input_type=list[str | ModelSpec],
-        ),
+        BeforeValidator(_names_to_model_specs, json_schema_input_type=list[str | ModelSpec]),
         Field(min_length=1),
     ]
     batch_sizes: Annotated[
@@ -548,7 +544,7 @@ class BenchConfig(StrictModel):
         "(docs/configuration.md), on CPU 8",
     )
     gpu_counts: Annotated[
-        list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]],
+        list[WorldSize],
         AfterValidator(_unique),
         Field(min_length=1, description="world sizes; on CPU, the number of gloo processes"),
     ]
