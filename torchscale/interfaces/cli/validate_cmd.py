@@ -199,15 +199,9 @@ def validate(
             saved = _save(partial, experiment) if partial is not None else None
         stopped.append(perf_kept(kept.phases, kept.folder, saved))
 
-    try:
-        with _progress("checking...", level != "basic") as (progress, log):
-            checking = None if progress is None else _prefixed("checking ", progress)
-            report = run_validation(ctx, progress=checking, log=log, on_stop=on_stop)
-    except BaseException as exc:
-        stop = as_stop(exc)
-        if stop is None:
-            raise
-        raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
+    with _progress("checking...", level != "basic", stopped) as (progress, log):
+        checking = None if progress is None else _prefixed("checking ", progress)
+        report = run_validation(ctx, progress=checking, log=log, on_stop=on_stop)
     saved = _save(report, experiment) if level != "basic" else None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
@@ -231,21 +225,15 @@ def _workload(
     def on_stop(folder: Path, finished: list[str]) -> None:
         stopped.append(workload_kept(finished, folder))
 
-    try:
-        with _progress("workload: starting...", True) as (progress, log):
-            run = run_workload(
-                device,
-                output_dir,
-                name=name,
-                fail_on=fail_on,
-                on_step=_prefixed("workload: ", progress, log),
-                on_stop=on_stop,
-            )
-    except BaseException as exc:
-        stop = as_stop(exc)
-        if stop is None:
-            raise
-        raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
+    with _progress("workload: starting...", True, stopped) as (progress, log):
+        run = run_workload(
+            device,
+            output_dir,
+            name=name,
+            fail_on=fail_on,
+            on_step=_prefixed("workload: ", progress, log),
+            on_stop=on_stop,
+        )
     if as_json:
         typer.echo(run.report.model_dump_json(indent=2))
     else:
@@ -259,20 +247,27 @@ NOTHING_KEPT = "nothing had finished: nothing was kept"
 
 @contextlib.contextmanager
 def _progress(
-    first: str, lines: bool
+    first: str, lines: bool, stopped: list[str]
 ) -> Iterator[tuple[Callable[[str], None] | None, Callable[[str], None] | None]]:
     """(what runs now, a phase's line): on a terminal a spinner showing what runs now; off
     one (a log file, a pipe) a plain line on stderr per phase when `lines`, as the
-    benchmark's live table does; nothing with --quiet."""
-    if Verbosity.quiet():
-        yield None, None
-    elif stderr.is_terminal:
-        with stderr.status(first) as status:
-            yield (lambda text: status.update(escape(text))), None
-    elif lines:
-        yield None, lambda text: print_lines(stderr, [Line("skip", f"> {text}")])
-    else:
-        yield None, None
+    benchmark's live table does; nothing with --quiet. A stop (Ctrl-C, a signal) ends the
+    spinner, then exits saying what was kept (`stopped`, once the stop's handler said it)."""
+    try:
+        if Verbosity.quiet():
+            yield None, None
+        elif stderr.is_terminal:
+            with stderr.status(first) as status:
+                yield (lambda text: status.update(escape(text))), None
+        elif lines:
+            yield None, lambda text: print_lines(stderr, [Line("skip", f"> {text}")])
+        else:
+            yield None, None
+    except BaseException as exc:
+        stop = as_stop(exc)
+        if stop is None:
+            raise
+        raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
 
 
 def _prefixed(prefix: str, *hearers: Callable[[str], None] | None) -> Callable[[str], None]:
