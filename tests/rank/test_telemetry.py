@@ -595,7 +595,13 @@ def test_v3_directory_loads_with_the_new_columns() -> None:
 # ================================================================ a real 2-rank CPU cell
 
 
-def cell_spec(tmp: Path, world: int, device: str = "cpu", model: str = "tiny-mlp") -> WorkerSpec:
+def cell_spec(
+    tmp: Path,
+    world: int,
+    device: str = "cpu",
+    model: str = "tiny-mlp",
+    duration_s: float | None = None,
+) -> WorkerSpec:
     return WorkerSpec(
         cell=CellIdentity(
             id="telemetry",
@@ -612,7 +618,8 @@ def cell_spec(tmp: Path, world: int, device: str = "cpu", model: str = "tiny-mlp
         model=ModelSpec(name=model),
         training=TrainingConfig(),
         measurement=MeasurementConfig(
-            steps=30,
+            steps=None if duration_s else 30,
+            duration_s=duration_s,
             repeats=2,
             warmup_steps=2,
             flops=False,
@@ -737,7 +744,10 @@ def test_real_gpu_sampled_under_a_matmul_loop() -> None:
 
 @pytest.mark.gpu
 def test_real_cuda_cell_carries_telemetry_and_allocator_stats(tmp_path: Path) -> None:
-    result = run_cell(cell_spec(tmp_path, world=1, device="cuda", model="tiny-gpt2"), tmp_path)
+    # windows past NVML's 1 s averaging: 30 tiny-gpt2 steps took 0.1 s on an H200, and so short
+    # a window has no power figure, rightly (the H200 run of 2026-11-27)
+    spec = cell_spec(tmp_path, world=1, device="cuda", model="tiny-gpt2", duration_s=1.5)
+    result = run_cell(spec, tmp_path)
     telemetry = result.telemetry
     assert telemetry is not None and telemetry.source == "nvml+psutil"
     (rank,) = telemetry.ranks
