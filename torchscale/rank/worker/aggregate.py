@@ -123,15 +123,9 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     for r in ranks:
         for window, w in enumerate(r.windows):
             for step, seconds in enumerate(w.step_s):
-                row: dict[str, Any] = {
-                    "window": window,
-                    "step": step,
-                    "rank": r.rank,
-                    "step_s": seconds,
-                }
-                for phase in STEP_PHASES:
-                    row[phase] = w.phases[phase][step] if w.phases is not None else None
-                rows.append(row | dict.fromkeys(extras) | w.step_extras(step))
+                row: dict[str, Any] = {"window": window, "step": step, "rank": r.rank}
+                row |= {p: w.phases[p][step] if w.phases is not None else None for p in STEP_PHASES}
+                rows.append(row | {"step_s": seconds} | dict.fromkeys(extras) | w.step_extras(step))
     columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *extras]
     return pd.DataFrame(rows, columns=columns)
 

@@ -313,8 +313,5 @@ def medians(phases: Sequence[PhaseSeconds]) -> dict[str, float | None]:
     """Median of each phase over every step of `phases` (None when no step has it)."""
     import statistics
 
-    out: dict[str, float | None] = {}
-    for phase in STEP_PHASES:
-        values = [v for window in phases for v in window.get(phase, []) if v is not None]
-        out[phase] = statistics.median(values) if values else None
-    return out
+    values = {p: [v for w in phases for v in w.get(p, []) if v is not None] for p in STEP_PHASES}
+    return {p: statistics.median(v) if v else None for p, v in values.items()}
