@@ -25,6 +25,7 @@ from torchscale.contracts.schema.cell_result import (
     Diagnosis,
     Estimate,
     Finding,
+    StepPart,
     StepSplit,
     StragglerVerdict,
 )
@@ -92,16 +93,15 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
         same = _overlap(part.share, mine.share)
         if same is None:
             continue
-        text = f"{part.name.replace('_', ' ')} {_figure(part.share)} against {_figure(mine.share)}"
+        text = f"{_split_words([part])} against {_figure(mine.share)}"
         if part.name in SYNC_PARTS:
             judged_on.append(part.name)
             if not same:
                 differ.append(text)
         elif not same:
             other.append(text)
-    parts_text = ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in cell.parts)
     step_ms = (cell.step_s.value or 0.0) * 1e3
-    detail = f"measured windows: step {step_ms:.3g} ms: {parts_text}"
+    detail = f"measured windows: step {step_ms:.3g} ms: {_split_words(cell.parts)}"
     if differ:
         detail += "; the waits differ: " + "; ".join(differ)
     elif judged_on:
@@ -112,27 +112,16 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
             "whole phases, Python included, the traces only ops; the traced steps run under "
             "the profiler): " + "; ".join(other)
         )
-    checks = [
-        CrossCheck(
-            name="phase timers: step model",
-            method=method,
-            estimate=None,
-            agrees=not differ if judged_on else None,
-            detail=detail,
-        )
-    ]
+    checks = [_check("phase timers: step model", method, not differ if judged_on else None, detail)]
     if cell.straggler is not None and trace.straggler is not None:
-        agrees, detail = straggler_agreement(cell, trace)
-        checks.append(
-            CrossCheck(
-                name="phase timers: straggler",
-                method=method,
-                estimate=None,
-                agrees=agrees,
-                detail=detail,
-            )
-        )
+        checks.append(_check("phase timers: straggler", method, *straggler_agreement(cell, trace)))
     return checks
+
+
+def _check(
+    name: str, method: str, agrees: bool | None, detail: str, estimate: Estimate | None = None
+) -> CrossCheck:
+    return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
 
 
 def _named_as(verdict: StragglerVerdict) -> str:
@@ -290,19 +279,13 @@ def _cost_s(finding: Finding, step_s: float) -> tuple[float, float]:
     return value * step_s, low * step_s
 
 
-def _split_words(diagnosis: Diagnosis) -> str:
-    return ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in diagnosis.parts)
+def _split_words(parts: Sequence[StepPart]) -> str:
+    return ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in parts)
 
 
 def _inflation_check(inflation: TracedInflation, agrees: bool, detail: str) -> CrossCheck:
     """The cross-check that compares the traced steps with the measured windows."""
-    return CrossCheck(
-        name=INFLATION_CHECK,
-        method=INFLATION_METHOD,
-        estimate=inflation.estimate(),
-        agrees=agrees,
-        detail=detail,
-    )
+    return _check(INFLATION_CHECK, INFLATION_METHOD, agrees, detail, inflation.estimate())
 
 
 def with_inflation(
@@ -352,22 +335,15 @@ def with_inflation(
         return _with_checks(traced, [*base_checks, check], kept)
     detail = (
         f"{summary}: the step split is the measured windows'; the traced steps' under the "
-        f"profiler: step {_ms(step_s)}: {_split_words(traced)}{overhead}"
+        f"profiler: step {_ms(step_s)}: {_split_words(traced.parts)}{overhead}"
     )
     check = _inflation_check(inflation, False, detail)
     own = {INFLATION_CHECK, TRACES_STRAGGLER}
     trace_checks = [c for c in base_checks if not c.name.startswith("phase timers:")]
     if traced.straggler is not None and timers.straggler is not None:
         a, b = timers.straggler, traced.straggler
-        trace_checks.append(
-            CrossCheck(
-                name=TRACES_STRAGGLER,
-                method=traced.basis,
-                estimate=None,
-                agrees=a.named == b.named and (not a.named or a.rank == b.rank),
-                detail=b.summary,
-            )
-        )
+        agrees = a.named == b.named and (not a.named or a.rank == b.rank)
+        trace_checks.append(_check(TRACES_STRAGGLER, traced.basis, agrees, b.summary))
     note = f"in the traced steps, {inflation.words()} slower under the profiler"
     traced_findings = [f.model_copy(update={"evidence": [*f.evidence, note]}) for f in kept]
     findings = sorted([*timers.findings, *traced_findings], key=lambda f: -f.cost_pct)
