@@ -63,15 +63,8 @@ CHOICES = ("auto", "cpu", *PROFILES)
 
 def cpu_node(cores: int | None = None) -> Hardware:
     usable = cores if cores is not None else usable_cores()
-    return Hardware(
-        name="cpu",
-        gpus=0,
-        gpu_name=None,
-        gpu_memory_bytes=None,
-        bf16=False,
-        cpu_cores=max(1, usable),
-        source=f"CPU ranks over gloo ({usable} usable core(s) on this node)",
-    )
+    source = f"CPU ranks over gloo ({usable} usable core(s) on this node)"
+    return Hardware("cpu", 0, None, None, False, max(1, usable), source)
 
 
 def torch_build() -> dict[str, str | None] | None:
@@ -154,16 +147,12 @@ def this_node() -> Hardware:
         return cpu_node()
     count = torch.cuda.device_count()
     props = torch.cuda.get_device_properties(0)
-    return Hardware(
-        name="auto",
-        gpus=count,
-        gpu_name=props.name,
-        gpu_memory_bytes=int(props.total_memory),
-        bf16=props.major >= 8,
-        cpu_cores=usable_cores(),
-        source=f"probed on this node: {count} x {props.name}, "
-        f"{props.total_memory / GIB:.0f} GiB each, compute capability {props.major}.{props.minor}",
+    source = (
+        f"probed on this node: {count} x {props.name}, "
+        f"{props.total_memory / GIB:.0f} GiB each, compute capability {props.major}.{props.minor}"
     )
+    memory = int(props.total_memory)
+    return Hardware("auto", count, props.name, memory, props.major >= 8, usable_cores(), source)
 
 
 def hardware(choice: str) -> Hardware:

@@ -4,6 +4,7 @@ contracts/schema/max_batch.py, read back by offline/results/documents.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any, Literal
 
 from torchscale.contracts.schema.max_batch import MaxBatchProbe, MaxBatchResult, warmup_words
@@ -104,14 +105,9 @@ def build_result(
             batch=r.batch,
             phase=r.phase,
             outcome=r.outcome.kind,
-            reason=r.outcome.reason,
             seconds=round(r.seconds, 3),
-            peak_allocated_bytes=r.outcome.peak_allocated_bytes,
-            peak_reserved_bytes=r.outcome.peak_reserved_bytes,
-            peak_rss_bytes=r.outcome.peak_rss_bytes,
-            alloc_retries=r.outcome.alloc_retries,
-            probe_id=r.outcome.probe_id,
-            warmup_steps=r.outcome.warmup_steps,
+            # the rest of a probe's outcome, by the same names: reason, peaks, retries, id, warm-up
+            **{k: v for k, v in asdict(r.outcome).items() if k != "kind"},
         )
         for r in outcome.probes
     ]

@@ -368,12 +368,8 @@ def judge_comm(results: Sequence[CommResult], skipped_why: str | None) -> CheckR
     one = results[0]
     ops = sorted({row.op for row in one.rows})
     best = max((row.busbw_gbps or 0.0 for row in one.rows), default=0.0)
-    return passed(
-        "comm",
-        title,
-        f"{', '.join(ops)}: {len(one.rows)} sizes checked, busbw up to "
-        f"{best:.3g} GB/s ({one.backend})",
-    )
+    sizes = f"{len(one.rows)} sizes checked, busbw up to {best:.3g} GB/s ({one.backend})"
+    return passed("comm", title, f"{', '.join(ops)}: {sizes}")
 
 
 def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
