@@ -189,14 +189,11 @@ def measure_host_device(
     if pinned:
         host = host.pin_memory()
     on_gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    target, source = (on_gpu, host) if direction == "h2d" else (host, on_gpu)
 
-    def h2d() -> object:
-        return on_gpu.copy_(host, non_blocking=True)
+    def copy() -> object:
+        return target.copy_(source, non_blocking=True)
 
-    def d2h() -> object:
-        return host.copy_(on_gpu, non_blocking=True)
-
-    copy = h2d if direction == "h2d" else d2h
     link = None
     with torch.cuda.device(dev):
         seconds, calls = time_per_call(copy, CudaLoopTimer(), min_time_s, repeats)
