@@ -19,7 +19,7 @@
 #   wl.tar.gz       /tmp/wl without compile caches and without files over 5 MB (traces)
 #   res-perf.tar.gz /tmp/res, /tmp/perf, /tmp/zoo and /tmp/prof, the same rule
 #
-# Each step's timeout is its own (perf 110, workload 280, bench 170, ref 150, gputests 90, zoo 150,
+# Each step's timeout is its own (perf 110, workload 280, bench 170, ref 200, gputests 90, zoo 150,
 # zoo_compiled 200, profile 110 s) or what is left of SESSION_S (default
 # 540 s) less a reserve for the tars, whichever is shorter.
 set -u
@@ -105,7 +105,7 @@ for name in ${STEPS:-perf workload bench ref}; do
         pack wl.tar.gz /tmp/wl
         ;;
     bench) step bench 170 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res ;;
-    ref) step ref 150 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
+    ref) step ref 200 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
         --device cuda --compile --rounds "${REF_ROUNDS:-2}" --steps 30 ;;
     gputests) # only the files that hold gpu-marked tests: the image lacks test-only packages
         # (jsonschema), and a collection error in any other file stops the whole run
