@@ -51,10 +51,6 @@ def _gpu(gpu: object) -> object:
     return gpu
 
 
-def _where(node: object, gpu: object) -> str:
-    return f"{node}" if gpu is None else f"{node} GPU {gpu}"
-
-
 def fleet_outliers(
     table: pd.DataFrame, k: float = OUTLIER_K, min_relative: float = MIN_RELATIVE_GAP
 ) -> pd.DataFrame:
@@ -87,7 +83,7 @@ def fleet_outliers(
             positions.append(int(index))
             value = values.loc[index]
             gpu = _gpu(row["gpu"])
-            where = _where(row["node"], gpu)
+            where = f"{row['node']}" if gpu is None else f"{row['node']} GPU {gpu}"
             record: dict[str, object] = {
                 "node": row["node"],
                 "gpu": gpu,

@@ -272,11 +272,6 @@ def _run_figure(row: pd.Series, metric: Metric) -> float | None:
     return float(np.median(repeats)) if repeats else finite(row.get(metric.key))
 
 
-def _pooled_status(statuses: list[str]) -> str:
-    bad = [status for status in statuses if status != "ok"]
-    return next((status for status in STATUS_ORDER if status in bad), bad[0] if bad else "ok")
-
-
 def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
     """Several runs of one cell (same definition, different experiments) as one row: the
     figures of each run for the tested metrics (RUNS_SUFFIX), every run's repeats together,
@@ -285,7 +280,8 @@ def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = first.to_dict()
     out[RUN_COLUMN] = len(rows)
     out["experiment"] = ", ".join(str(e) for e in rows["experiment"])
-    out["status"] = _pooled_status([str(v) for v in rows["status"]])
+    bad = [status for status in map(str, rows["status"]) if status != "ok"]
+    out["status"] = next((s for s in STATUS_ORDER if s in bad), bad[0] if bad else "ok")
     for metric in METRICS:
         if metric.tested:
             assert metric.repeats is not None

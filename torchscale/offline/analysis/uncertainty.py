@@ -10,7 +10,7 @@ that imports this module for its types would otherwise load it at start-up.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,17 +195,16 @@ def median_of_runs(
     return judged(median, low, high, n=n, method=method, lower=lower)
 
 
-def step_statistic(
-    values: Sequence[float], statistic: Callable[[np.ndarray], np.ndarray], name: str
-) -> Estimate:
-    """A statistic of autocorrelated per-step values (axis 1 of the resample matrix) with its
-    moving-block bootstrap interval from SMALL (4) steps on; with 2-3 steps no interval
-    ("range of 3 steps, no interval": a percentile of 3 steps has no t interval, and their
-    bootstrap would only be their range)."""
+def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
+    """Step-time percentile q (0-100) of autocorrelated per-step values with its moving-block
+    bootstrap interval from SMALL (4) steps on; with 2-3 steps no interval ("range of 3 steps,
+    no interval": a percentile of 3 steps has no t interval, and their bootstrap would only be
+    their range)."""
+    name = f"p{q:g}" if q != 50 else "median"
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no steps")
-    point = float(statistic(data[None, :])[0])
+    point = float(np.percentile(data[None, :], q, axis=1)[0])
     if data.size == 1:
         return judged(
             point, None, None, n=1, method="one step", reason=ONE_UNIT.format(unit="step")
@@ -215,15 +214,9 @@ def step_statistic(
         reason = RANGE_ONLY.format(n=n, unit="step")
         return judged(point, None, None, n=n, method=f"{name} of {n} steps", reason=reason)
     rows = block_indices(data.size)
-    low, high = percentile_interval(statistic(data[rows]))
+    low, high = percentile_interval(np.percentile(data[rows], q, axis=1))
     method = f"moving-block bootstrap of the {name} over {data.size} steps"
     return judged(point, low, high, n=int(data.size), method=method)
-
-
-def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
-    """Step-time percentile q (0-100) with its block-bootstrap interval."""
-    name = f"p{q:g}" if q != 50 else "median"
-    return step_statistic(values, lambda m: np.percentile(m, q, axis=1), name)
 
 
 def mean_columns(matrix: np.ndarray, *, seed: int = SEED) -> tuple[np.ndarray, np.ndarray | None]:

@@ -44,7 +44,8 @@ def estimate_offsets(matched: Matched) -> Offsets:
     notes: list[str] = []
     use = matched.usable
     if use.empty:
-        return Offsets(_empty_offsets(), None, ["no matched collectives: no clock offsets"])
+        empty = empty_table(OFFSET_COLUMNS, rank=np.int64, samples=np.int64)
+        return Offsets(empty, None, ["no matched collectives: no clock offsets"])
     sym = use[use["op"].isin(SYMMETRIC_OPS)]
     if sym.empty:
         notes.append(
@@ -95,10 +96,6 @@ def estimate_offsets(matched: Matched) -> Offsets:
     return Offsets(table, ref, notes)
 
 
-def _empty_offsets() -> pd.DataFrame:
-    return empty_table(OFFSET_COLUMNS, rank=np.int64, samples=np.int64)
-
-
 @dataclass
 class Arrivals:
     """`table` columns: group, index, rank, aligned_ts (start on the reference clock),
@@ -118,7 +115,10 @@ def arrivals(matched: Matched, offsets: Offsets) -> Arrivals:
     use = matched.usable
     off = offsets.table.dropna(subset=["offset_us"])
     if use.empty or off.empty:
-        return Arrivals(_empty_arrivals(), None, ["no aligned matched collectives: no arrivals"])
+        empty = empty_table(
+            ARRIVAL_COLUMNS, group=object, index=np.int64, rank=np.int64, last_by_arrival=bool
+        )
+        return Arrivals(empty, None, ["no aligned matched collectives: no arrivals"])
     shift = off.set_index("rank")["offset_us"]
     m = use[use["rank"].isin(shift.index)].copy()
     m["aligned_ts"] = m["ts"] - m["rank"].map(shift).astype(np.float64)
@@ -139,9 +139,3 @@ def arrivals(matched: Matched, offsets: Offsets) -> Arrivals:
     else:
         notes.append("no instance has a clear last arriver by both methods: no cross-check")
     return Arrivals(table, agreement, notes)
-
-
-def _empty_arrivals() -> pd.DataFrame:
-    return empty_table(
-        ARRIVAL_COLUMNS, group=object, index=np.int64, rank=np.int64, last_by_arrival=bool
-    )

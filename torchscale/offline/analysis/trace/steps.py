@@ -65,10 +65,6 @@ def empty_table(columns: Sequence[str], default: Any = np.float64, **dtypes: Any
     return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, default)) for c in columns})
 
 
-def empty_steps() -> pd.DataFrame:
-    return empty_table(STEP_COLUMNS, step=np.int64, partial=bool)
-
-
 def step_table(events: pd.DataFrame) -> Steps:
     """Step windows from kind == "step" rows (ProfilerStep#N, nsys NVTX step ranges).
 
@@ -78,7 +74,9 @@ def step_table(events: pd.DataFrame) -> Steps:
     by the end of the capture and would drag every per-step mean down."""
     notes: list[str] = []
     if events.empty:
-        return Steps(empty_steps(), ["no events: no steps"])
+        return Steps(
+            empty_table(STEP_COLUMNS, step=np.int64, partial=bool), ["no events: no steps"]
+        )
     rows = events[events["kind"] == "step"]
     if rows.empty:
         ts = events["ts"].to_numpy(dtype=np.float64)
