@@ -35,10 +35,15 @@ class RankTiming:
     wrong: int | None  # None: not checked
 
 
-def _identity(op: str) -> dict[str, Any]:
-    """The columns nccl-tests prints before the figures that follow from the op alone."""
+def _identity(op: str, size_bytes: int, count: int, dtype: str) -> dict[str, Any]:
+    """The columns nccl-tests prints before the figures: the message, and those that follow
+    from the op alone."""
     facts = OPS[op]
     return {
+        "op": op,
+        "size_bytes": size_bytes,
+        "count": count,
+        "dtype": dtype,
         "redop": "sum" if facts.reduces else None,
         "root": ROOT_RANK if facts.rooted else None,
         "placement": placement(op),
@@ -80,11 +85,7 @@ def measured_row(
     mean = statistics.fmean(pooled) if pooled else math.nan
     checked = [t.wrong for t in per_rank if t.wrong is not None]
     return CommRow(
-        op=op,
-        size_bytes=size_bytes,
-        count=count,
-        dtype=dtype,
-        **_identity(op),
+        **_identity(op, size_bytes, count, dtype),
         time_us=time_us,
         time_us_min=min(times_us),
         time_us_max=max(times_us),
@@ -106,11 +107,7 @@ def unmeasured_row(
 ) -> CommRow:
     """A row that could not be measured: unsupported by the backend, failed or hung."""
     return CommRow(
-        op=op,
-        size_bytes=size_bytes,
-        count=count,
-        dtype=dtype,
-        **_identity(op),
+        **_identity(op, size_bytes, count, dtype),
         status="unsupported" if status == "unsupported" else "failed",
         reason=reason,
     )
