@@ -466,10 +466,8 @@ def log_ticks(low: float, high: float) -> list[float]:
         return []
     low, high = min(low, high), max(low, high)
     steps = (1.0, 2.0, 5.0) if math.log10(high / low) <= 3 else (1.0,)
-    ticks: list[float] = []
-    for decade in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1):
-        for step in steps:
-            ticks.append(round(step * 10.0**decade, 12))
+    decades = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+    ticks = [round(step * 10.0**decade, 12) for decade in decades for step in steps]
     below = [t for t in ticks if t <= low]
     above = [t for t in ticks if t >= high]
     start = below[-1] if below else ticks[0]

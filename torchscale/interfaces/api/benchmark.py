@@ -55,9 +55,7 @@ def run_benchmark(
     base_env = os.environ if env is None else env
     store = launcher.results_store(config, Path(output_dir), dry_run)
     if plan is None:
-        from torchscale.orchestration.plan import build_plan
-
-        plan = build_plan(config, launcher.machine(config))
+        plan = plan_benchmark(config)
     options = RunOptions(resume, fail_fast)
     if dry_run:
         return launcher.dry_run(plan, store, base_env, options, events)
