@@ -64,11 +64,8 @@ class YamlIndex:
         table = self.keys if key else self.values
         if path in table:
             return table[path]
-        for cut in range(len(path) - 1, -1, -1):
-            parent = path[:cut]
-            if parent in self.values:
-                return self.values[parent]
-        return None
+        parents = (path[:cut] for cut in range(len(path) - 1, -1, -1))
+        return next((self.values[p] for p in parents if p in self.values), None)
 
 
 def _mark(node: yaml.Node) -> Mark:

@@ -42,20 +42,10 @@ class SearchGroup:
         return self.cells[0].cell
 
     def identity(self) -> dict[str, Any]:
-        """The result's identity fields."""
-        cell = self.cell
-        return {
-            "group": self.id,
-            "definition_sha256": self.definition_sha256,
-            "model": cell.model,
-            "label": cell.label,
-            "world_size": cell.world_size,
-            "precision": cell.precision,
-            "strategy": cell.strategy,
-            "device": cell.device,
-            "backend": cell.backend,
-            "nodes": cell.nodes,
-        }
+        """The result's identity fields: the group's, and those its cells share."""
+        shared = ("model", "label", "world_size", "precision", "strategy", "device", "backend")
+        cell = {name: getattr(self.cell, name) for name in (*shared, "nodes")}
+        return {"group": self.id, "definition_sha256": self.definition_sha256, **cell}
 
 
 OnProbe = Callable[[SearchGroup, int, ProbeOutcome], None]

@@ -115,13 +115,10 @@ def _last_line(text: str) -> str:
 
 def _tools_text(verdict: Mapping[str, Any]) -> str:
     """'with /usr/bin/g++, Python headers at ...' from the child's facts."""
-    parts = []
     compiler = verdict.get("cxx") or verdict.get("c_compiler")
-    if compiler:
-        parts.append(f"with {compiler}")
     headers = verdict.get("python_headers")
-    parts.append(f"Python headers at {headers}" if headers else "no Python headers found")
-    return ", ".join(parts)
+    found = f"Python headers at {headers}" if headers else "no Python headers found"
+    return f"with {compiler}, {found}" if compiler else found
 
 
 def judge_probe(
@@ -323,7 +320,5 @@ def require_toolchain(
             on_check(fallback)
         on_check(f"torch.compile on {device}: {toolchain.detail}")
         verdicts.append(toolchain)
-    given = dict(env)
-    if fallback is not None:
-        given.update(node_local_cache_env())
+    given = {**env, **(node_local_cache_env() if fallback is not None else {})}
     return ToolchainCheck(verdicts, given, fallback)

@@ -97,11 +97,8 @@ def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
             )
         return text
     if failures:
-        return (
-            "This node is NOT ready for distributed training: "
-            + ", ".join(r.title for r in failures)
-            + " failed."
-        )
+        titles = ", ".join(r.title for r in failures)
+        return f"This node is NOT ready for distributed training: {titles} failed."
     warns = [r.title for r in results if r.status is CheckStatus.WARN]
     path = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
     text = f"This node is ready for {path} distributed training."
