@@ -1,17 +1,12 @@
-"""Trace capture inside the worker: extra steps after the measured windows, never inside them.
+"""Trace capture inside the worker: extra steps after the measured windows, never inside them
+(docs/profiling.md, "What a profile run does" and "What is captured").
 
-With a `ProfileSpec` in the worker spec, every rank runs wait + warmup + active more steps once
-its windows are done (same model, batch and injected delays; docs/profiling.md, "What a profile
-run does"). Tool "torch": under `torch.profiler` with `record_function` phase ranges
-(markers.py), the trace written atomically (a temporary name, fsynced, renamed) to
-`<trace_dir>/rank<k>.trace.json.gz` (torch gzips a path ending in .gz). Tool "nsys": NVTX ranges
-only, with torch's step numbers, the collection started by the launcher's trigger (`CAPTURE_ENV`),
-each trigger between barriers as nsys starts and stops every process's at the first trigger of
-any (docs/profiling.md, "What is captured").
-
-Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings of the active
-steps and their step times (`step_s`), to cross-check the trace and derive the capture overhead.
-The wall time the capture took is returned (recorded as `profile.capture_s`).
+Tool "torch": `record_function` phase ranges (markers.py), the trace written atomically (fsynced
+under a temporary name, renamed) to `<trace_dir>/rank<k>.trace.json.gz` (torch gzips a .gz
+path). Tool "nsys": NVTX ranges only, each trigger (`CAPTURE_ENV`) between barriers, as nsys
+starts and stops every process's collection at the first trigger of any. Either way
+`rank<k>.phases.json` holds the active steps' own phase and step times (the capture overhead's
+input), and the capture's wall time is returned (`profile.capture_s`).
 """
 
 from __future__ import annotations

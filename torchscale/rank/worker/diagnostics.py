@@ -1,18 +1,14 @@
-"""What a rank sets up so a hung or crashed cell can be explained, and cleaned up.
+"""What a rank sets up so a hung or crashed cell can be explained, and cleaned up
+(docs/methodology.md, "Timeouts and hangs" and "No orphans").
 
-When the sweep times a cell out it cannot see where each rank is stuck; the rank can. Each rank
-writes its pid where the parent looks (TORCHSCALE_DIAGNOSTICS_DIR) and registers faulthandler on
-SIGUSR1, so the parent can ask for every thread's Python stack before killing the cell (read by
-torchscale/orchestration/launch/diagnose.py). A fatal signal (SIGSEGV, SIGABRT, SIGBUS...) dumps to
-the same file. Beside its pid each rank writes who it is (global, local and node rank, Slurm node,
-host, torchrun's error file for it): the parent maps torchrun's per-node logs to global ranks
-through these (torchscale/orchestration/launch/failure.py). And a rank dies with its torchrun:
-torchrun starts ranks in sessions of their own, so a SIGKILLed torchrun would otherwise leave them
-running, holding ports and GPUs. A rank whose teardown after an error hangs is ended by
-`exit_if_stuck`.
-
-This module imports neither torch nor anything heavy at the top: the worker calls
-die_with_torchrun() before it imports torch (seconds during which torchrun may die).
+Each rank writes its pid where the parent looks (TORCHSCALE_DIAGNOSTICS_DIR) and registers
+faulthandler on SIGUSR1 (read by torchscale/orchestration/launch/diagnose.py); a fatal signal
+(SIGSEGV, SIGABRT, SIGBUS...) dumps to the same file. Beside its pid it writes who it is
+(global, local and node rank, Slurm node, host, torchrun's error file for it), which maps
+torchrun's per-node logs to global ranks (torchscale/orchestration/launch/failure.py). A rank
+dies with its torchrun, which starts ranks in sessions of their own (a SIGKILLed torchrun would
+leave them holding ports and GPUs); one whose teardown after an error hangs is ended by
+`exit_if_stuck`. Nothing heavy is imported at the top: die_with_torchrun() runs before torch is.
 """
 
 from __future__ import annotations
