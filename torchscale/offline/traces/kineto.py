@@ -1,12 +1,10 @@
 """Read one rank's torch.profiler (Kineto) trace, `.json` or `.json.gz`, into a `RankTrace`.
 
-Traces reach hundreds of MB per rank, so the parser streams (chosen by measurement:
-`benchmarks/trace_parse.py` compares json, orjson, msgspec and ijson; only this design meets
->= 100 MB/s per core with peak memory <= 1.5x the file). The file is decompressed block by
-block, the `traceEvents` array is cut into pieces of about 8 MB at event boundaries, and each
-piece is decoded by msgspec into small typed structs holding only the fields the table needs
-(every other key is skipped in C), then becomes numpy columns at once. Events are classified
-once per distinct (name, category) pair, not once per event.
+Traces reach hundreds of MB per rank, so the file is streamed: decompressed block by block,
+cut at event boundaries into pieces of about 8 MB, each decoded by msgspec into typed structs
+of only the needed fields (every other key skipped in C), then numpy columns: the only design
+measured at >= 100 MB/s per core with peak memory <= 1.5x the file (docs/profiling.md, "Speed
+and memory"; benchmarks/trace_parse.py). Events are classified once per (name, category).
 
 A cut is only a guess (`}` then `,` then `{`, whitespace between); a wrong one (inside a
 string, or inside an event) always leaves the piece malformed, msgspec rejects it, and an

@@ -22,10 +22,8 @@ What is read (only the columns needed; the stdlib sqlite3 module, read-only):
 - CUPTI_ACTIVITY_KIND_RUNTIME: CUDA runtime calls -> "runtime" with their correlation id.
 - OSRT_API: only blocking waits (OSRT_WAITS) on the worker's training thread (the one with the
   step ranges), between its first step's start and its last step's end, kept as kind "runtime"
-  rows named `osrt:<call>`. On a CPU gloo run they are the only trace of the collectives: the
-  training thread sits in `pthread_cond_wait` while gloo's threads run the all_reduce, so a rank
-  that waits for a late peer shows a long wait there. The rest of OSRT_API (tens of thousands of
-  rows per worker: mmap, read, gloo's own waits, sleeps) is no wait for a peer and is dropped.
+  rows named `osrt:<call>`: on a CPU gloo run the only trace of the collectives (docs/profiling.md,
+  "Nsight Systems"). The rest (mmap, read, gloo's own waits, sleeps) waits for no peer: dropped.
 
 Times: nsys stores integer ns since the session start (TARGET_INFO_SESSION_START_TIME holds its
 UTC epoch, kept as `base_time_ns`); the contract's `ts`/`dur` are float us on the rank's own
