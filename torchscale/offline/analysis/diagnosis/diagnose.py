@@ -21,18 +21,17 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
-    Estimate,
     Finding,
     RankWait,
     StepSplit,
     StragglerVerdict,
     WhatIf,
 )
-from torchscale.contracts.schema.cell_result import WhatIf as WhatIfRecord
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
+    part_share,
     rank_findings,
 )
 from torchscale.offline.analysis.diagnosis.inflation import (
@@ -120,13 +119,9 @@ def diagnose(evidence: RunEvidence) -> Diagnosis | None:
     """The one diagnosis of a run (see the module doc), or None when no source has a model."""
     traces, timers = evidence.traces, evidence.timers
     parts = step_parts(timers.steps) if timers is not None and timers.steps is not None else None
-    timer_model = None
-    if timers is not None:
-        timer_model = (
-            timers_step_split(timers.steps, timers.no_sync, parts)
-            if timers.steps is not None
-            else timers.stored
-        )
+    timer_model = timers.stored if timers is not None else None
+    if timers is not None and timers.steps is not None:
+        timer_model = timers_step_split(timers.steps, timers.no_sync, parts)
     if traces is not None and traces.model.attribution is not None:
         diagnosis = _from_traces(traces, timer_model, evidence)
         if evidence.inflation is None:
@@ -157,7 +152,7 @@ def _from_timers(model: StepSplit, parts: pd.DataFrame, evidence: RunEvidence) -
     own = keyed.assign(own=keyed["compute"] + keyed["data"])
     whatif = _whatif_for(model, step_col, own)
     verdict = model.straggler
-    stall = _share(model, "wait_for_peers")
+    stall = part_share(model, "wait_for_peers")
     inputs = FindingInputs(
         cycle_us=float(model.step_s.value or 0.0) * 1e6,
         ranks=model.ranks,
@@ -166,8 +161,8 @@ def _from_timers(model: StepSplit, parts: pd.DataFrame, evidence: RunEvidence) -
         strategy=evidence.strategy,
         nodes=evidence.nodes,
         stall=stall if model.ranks > 1 else None,
-        exposed_transfer=_share(model, "exposed_transfer") if model.ranks > 1 else None,
-        data=_share(model, "data"),
+        exposed_transfer=part_share(model, "exposed_transfer") if model.ranks > 1 else None,
+        data=part_share(model, "data"),
         waits_known=model.ranks > 1,
         verdict=verdict,
         whatif=whatif.share if whatif is not None else None,
@@ -244,7 +239,7 @@ def bounded_whatif(
     named: bool,
     *,
     cap_by_work: bool = True,
-) -> WhatIfRecord | None:
+) -> WhatIf | None:
     """What a step would lose if `candidate` did no more work than the others: per step, the
     least wait for peers of any other rank (what its lateness costs them) capped by its own
     work past the slowest other's (its cost, `cost.step_delays`: on par with the median rank
@@ -272,7 +267,7 @@ def bounded_whatif(
     else:
         low, high = percentile_interval(resampled[:, 0])
         seconds = judged(float(means[0]), low, high, n=len(saved), method=method)
-    return WhatIfRecord(
+    return WhatIf(
         rank=int(candidate),
         named=named,
         saved_s=seconds,
@@ -280,11 +275,6 @@ def bounded_whatif(
         extra_work_s=float(np.mean(extra)),
         method=method,
     )
-
-
-def _share(model: StepSplit, name: str) -> Estimate | None:
-    part = next((p for p in model.parts if p.name == name), None)
-    return part.share if part is not None else None
 
 
 def _assemble(

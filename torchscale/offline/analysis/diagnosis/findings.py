@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import Estimate, Finding, StragglerVerdict
+from torchscale.contracts.schema.cell_result import Estimate, Finding, StepSplit, StragglerVerdict
 from torchscale.contracts.share_bound import share_bound
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
@@ -110,8 +110,9 @@ class FindingInputs:
     notes: list[str] = field(default_factory=list)
 
 
-def _part(model: StepModel, name: str) -> Estimate | None:
-    parts = model.attribution.parts if model.attribution is not None else []
+def part_share(model: StepSplit | None, name: str) -> Estimate | None:
+    """The share of the step model's part `name`; None: no model, or no such part."""
+    parts = model.parts if model is not None else []
     return next((part.share for part in parts if part.name == name), None)
 
 
@@ -141,9 +142,9 @@ def finding_inputs(
         backend=backend,
         strategy=strategy,
         nodes=nodes,
-        stall=_part(model, "wait_for_peers") if model.waits_known else None,
-        exposed_transfer=_part(model, "exposed_transfer"),
-        data=_part(model, "data"),
+        stall=part_share(attribution, "wait_for_peers") if model.waits_known else None,
+        exposed_transfer=part_share(attribution, "exposed_transfer"),
+        data=part_share(attribution, "data"),
         host_wait=model.host_wait if device_type != "cpu" else None,
         waits_known=model.waits_known,
         verdict=attribution.straggler,
