@@ -377,13 +377,6 @@ def pool_runs(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _units(cur: pd.Series, base: pd.Series) -> str:
-    """'runs' when both sides hold several runs of the cell, else 'repeats' (one run's
-    windows: between-run drift unseen)."""
-    runs = (finite(cur.get(RUN_COLUMN)) or 1, finite(base.get(RUN_COLUMN)) or 1)
-    return "runs" if min(runs) >= 2 else "repeats"
-
-
 def _pair_verdict(outcomes: list[Outcome], status_change: str | None, both_ok: bool) -> PairVerdict:
     """One verdict per cell: a broken cell or any regressed metric is a regression (it wins
     over an improvement elsewhere), then improvement, then no significant change; not enough
@@ -420,12 +413,15 @@ def _pair_row(
     row["peak_memory_kind"] = memory_kind or None
     outcomes: list[Outcome] = []
     differed, alike = load_check(cur, base) if both_ok else (None, None)
-    units = _units(cur, base)
+    runs = [int(finite(side.get(RUN_COLUMN)) or 1) for side in (base, cur)]
+    # judged over runs when both sides hold several runs of the cell, else over one run's
+    # repeats (its windows: the between-run drift unseen)
+    units = "runs" if min(runs) >= 2 else "repeats"
     if alike is not None and units == "repeats":
         differed, alike = ONE_RUN_WHY.format(alike=alike, runs=rule.repeats_needed), None
     row["load_note"] = differed or alike
     row["units"] = units
-    row["runs"] = " vs ".join(str(int(finite(s.get(RUN_COLUMN)) or 1)) for s in (base, cur))
+    row["runs"] = " vs ".join(map(str, runs))
     for metric in METRICS:
         if metric.key == "peak_memory_bytes":
             now, then = memory_now, memory_base
@@ -449,15 +445,11 @@ def _pair_row(
             verdict = replace(verdict, outcome="busy machine", reason=differed)
         elif alike is not None and verdict.outcome in JUDGED_OUTCOMES:
             verdict = replace(verdict, reason=f"{verdict.reason}; {alike}")
-        row[f"{metric.key}_change_low"] = verdict.low
-        row[f"{metric.key}_change_high"] = verdict.high
-        row[f"{metric.key}_p_value"] = verdict.p_value
-        row[f"{metric.key}_detectable"] = verdict.detectable
         in_runs = " runs" if units == "runs" else ""
-        repeats = f"{verdict.n_baseline} vs {verdict.n_current}{in_runs}"
-        row[f"{metric.key}_repeats"] = repeats if both_ok else None
-        row[f"{metric.key}_verdict"] = verdict.outcome
-        row[f"{metric.key}_why"] = verdict.reason
+        repeats = f"{verdict.n_baseline} vs {verdict.n_current}{in_runs}" if both_ok else None
+        v = verdict
+        tested = (v.low, v.high, v.p_value, v.detectable, repeats, v.outcome, v.reason)
+        row.update({f"{metric.key}_{s}": x for s, x in zip(TESTED_SUFFIXES, tested, strict=True)})
         outcomes.append(verdict.outcome)
     broke = base_status == "ok" and status in FAILURES
     fixed = base_status in FAILURES and status == "ok"
