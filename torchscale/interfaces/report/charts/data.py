@@ -3,10 +3,10 @@ overlap. Shared by the limits and the plot so both read the data alike."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 from torchscale.interfaces.report.model import Series
+from torchscale.offline.analysis.numbers import finite
 
 
 def category_models(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -14,14 +14,6 @@ def category_models(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     (nothing for a cap to balance)."""
     mapping = dict(pairs)
     return mapping if len(set(mapping.values())) >= 2 else {}
-
-
-def finite(value: float | int | None) -> float | None:
-    """The value as a float, or None for a gap (None, NaN, infinities, booleans)."""
-    if value is None or isinstance(value, bool):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def finite_values(values: Iterable[float | int | None]) -> list[float]:

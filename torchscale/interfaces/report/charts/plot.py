@@ -42,12 +42,12 @@ from torchscale.interfaces.report.charts.data import (
     categories,
     category_key,
     disjoint,
-    finite,
     finite_values,
 )
 from torchscale.interfaces.report.charts.limits import cap_chart
 from torchscale.interfaces.report.charts.palette import Dash, Hatch, Marker
 from torchscale.interfaces.report.model import Chart, Series, ValueFormat
+from torchscale.offline.analysis.numbers import finite
 
 # "dot": a bar chart on a log axis, drawn as dots (a bar's length means nothing there)
 Kind = Literal["line", "bar", "stacked_bar", "box", "heatmap", "dot"]
