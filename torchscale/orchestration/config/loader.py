@@ -127,17 +127,13 @@ def apply_overrides(
 # pydantic errors -> one readable line each
 
 _TYPE_WORDS = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
+    **dict.fromkeys(("int_type", "int_parsing"), "an integer"),
+    **dict.fromkeys(("float_type", "float_parsing"), "a number"),
+    **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
     "string_type": "a string",
     "list_type": "a list",
     "dict_type": "a mapping",
-    "model_type": "a mapping (a section of keys)",
-    "model_attributes_type": "a mapping (a section of keys)",
+    **dict.fromkeys(("model_type", "model_attributes_type"), "a mapping (a section of keys)"),
 }
 _COMPARISONS = {
     "greater_than": (">", "gt"),

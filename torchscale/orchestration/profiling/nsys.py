@@ -348,16 +348,8 @@ def export_sqlite(
     if not rep_path.is_file():
         raise TraceError(f"no Nsight Systems report at {rep_path}")
     out = sqlite_path if sqlite_path is not None else rep_path.with_suffix(".sqlite")
-    argv = [
-        _executable(nsys),
-        "export",
-        "--type=sqlite",
-        "--lazy=false",
-        "--force-overwrite=true",
-        "--quiet=true",
-        f"--output={out}",
-        str(rep_path),
-    ]
+    flags = ["--type=sqlite", "--lazy=false", "--force-overwrite=true", "--quiet=true"]
+    argv = [_executable(nsys), "export", *flags, f"--output={out}", str(rep_path)]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:

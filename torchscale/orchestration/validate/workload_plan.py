@@ -76,12 +76,9 @@ def strategies_for(world: int) -> list[str]:
     """Every strategy a node of `world` devices can hold and the level judges (fsdp, tp, pp
     need 2, hybrid 4): FSDP at world 1 shards nothing, so its figures are FSDP2's per-unit
     host work, not FSDP's (torchtitan does not shard on one device either)."""
-    strategies = ["ddp"]
-    if world >= 2:
-        strategies += ["fsdp", "tp", "pp"]
-    if world >= 4:
-        strategies.append("hybrid")
-    return strategies
+    return (
+        ["ddp"] + (["fsdp", "tp", "pp"] if world >= 2 else []) + (["hybrid"] if world >= 4 else [])
+    )
 
 
 def oom_hidden(memory_bytes: int) -> int:
