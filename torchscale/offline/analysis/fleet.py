@@ -103,10 +103,8 @@ def fleet_outliers(
                 continue
             delta = float(value) - median
             relative = delta / abs(median) if median != 0 else math.nan
-            if robust_sd > 0:
-                z = delta / robust_sd
-            else:
-                z = 0.0 if delta == 0 else math.copysign(math.inf, delta)
+            infinite = math.copysign(math.inf, delta) if delta != 0 else 0.0  # MAD 0
+            z = delta / robust_sd if robust_sd > 0 else infinite
             worse_by = -delta if higher_is_better else delta
             record["relative_gap"] = relative
             record["robust_z"] = z
@@ -218,10 +216,9 @@ class _Search:
         return self.pair(group[0], group[1])
 
     def across(self, side_a: list[str], side_b: list[str]) -> SlowLinkResult:
-        """The slow link has one end in `side_a` and one in `side_b`, and neither side alone is
-        slow (so it is a link, not a node). Binary-search each end: with one end known to be
-        in side_b, (half of side_a) + side_b is slow exactly when that half holds the other
-        end. One run per halving: ceil(log2 |A|) + ceil(log2 |B|) runs."""
+        """The slow link has one end in each side, and neither side alone is slow (so it is a
+        link, not a node): binary-search each end (docs/validate.md, "Fleet view"), one run
+        per halving: ceil(log2 |A|) + ceil(log2 |B|) runs."""
         while len(side_a) > 1:
             half = side_a[: len(side_a) // 2]
             side_a = half if self.run(half + side_b) else side_a[len(side_a) // 2 :]
@@ -274,10 +271,10 @@ def find_slow_link(
     """Find one slow inter-node link, or one slow node (every link through it slow), by
     measuring the bus bandwidth of groups of nodes instead of every pair (the search and its
     cost: docs/validate.md, "Slow link"). `measure(group)` runs one collective (all_reduce)
-    over the nodes of `group` and returns its busbw; a group is slow when its busbw is below
-    the expected one by more than `threshold`: `reference_busbw` when given (e.g. the SKU's
-    figure), else the better of the two first halves (busbw is normalised so that a healthy
-    group's does not depend on its size). One fault at a time is assumed."""
+    over `group` and returns its busbw; a group is slow when its busbw is below the expected
+    one by more than `threshold`: `reference_busbw` when given (e.g. the SKU's figure), else
+    the better of the two first halves (a healthy group's busbw does not depend on its size).
+    One fault at a time is assumed."""
     nodes = list(nodes)
     if len(nodes) < 2:
         raise UsageError(f"a slow-link search needs at least 2 nodes, got {len(nodes)}")

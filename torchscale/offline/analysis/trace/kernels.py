@@ -26,12 +26,8 @@ def top_kernels(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     kern = events[(events["kind"] == "kernel") & events["device_side"].astype(bool)]
     if kern.empty:
         return pd.DataFrame(columns=KERNEL_COLUMNS)
-    inside = window_index(
-        full["start"].to_numpy(dtype=float),
-        full["end"].to_numpy(dtype=float),
-        kern["ts"].to_numpy(dtype=float),
-    )
-    kern = kern[inside >= 0]
+    starts, ends = full["start"].to_numpy(dtype=float), full["end"].to_numpy(dtype=float)
+    kern = kern[window_index(starts, ends, kern["ts"].to_numpy(dtype=float)) >= 0]
     table = (
         kern.assign(name=kern["name"].astype(str))
         .groupby("name")["dur"]
