@@ -140,11 +140,8 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     root = layout.root
     if not layout.cells_dir.is_dir():
         inner = sorted(p.name for p in root.glob("*/cells") if p.is_dir()) if root.is_dir() else []
-        hint = (
-            f"; it holds experiment(s) {', '.join(p.split('/')[0] for p in inner)}: pass one"
-            if inner
-            else ""
-        )
+        names = ", ".join(p.split("/")[0] for p in inner)
+        hint = f"; it holds experiment(s) {names}: pass one" if inner else ""
         raise ResultsError(f"{root} is not a torchscale results directory (no cells/){hint}")
     problems = metadata_problems
     config = _read_mapping(layout.config_path, yaml.safe_load, "YAML config", problems)

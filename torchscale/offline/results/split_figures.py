@@ -49,12 +49,10 @@ def split_figures(result: CellResult) -> SplitFigures:
     if diagnosis.ranks < 2 or diagnosis.basis == PROFILED_BASIS:
         return older
     transfer, wait = diagnosis.part("exposed_transfer"), diagnosis.part("wait_for_peers")
-    point = diagnosis.basis == BASIS
+    synchronised = diagnosis.basis != BASIS or diagnosis.step_s.reason == SYNC_STEP
     return replace(
         older,
-        step_s=diagnosis.step_s.value
-        if not point or diagnosis.step_s.reason == SYNC_STEP
-        else None,
+        step_s=diagnosis.step_s.value if synchronised else None,
         comm_overhead=transfer.share.value if transfer else None,
         load_imbalance=wait.share.value if wait else None,
         exposed_comm_s=transfer.seconds.value if transfer else None,

@@ -194,11 +194,8 @@ def _split(
 
 
 def _pooled_step(result: CellResult) -> Estimate:
-    return _point(
-        finite(result.step_time.p50) if result.step_time is not None else None,
-        share=False,
-        reason=POOLED_STEP,
-    )
+    p50 = finite(result.step_time.p50) if result.step_time is not None else None
+    return _point(p50, share=False, reason=POOLED_STEP)
 
 
 def _why_not_named(imbalance: float | None) -> str:

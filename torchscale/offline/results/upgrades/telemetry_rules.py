@@ -111,15 +111,11 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
         return sum(present) / len(present) if mean else sum(present)
 
     if telemetry.gpu_util_pct_mean is not None:
-        update["gpu_util_pct_mean"] = total(
-            "gpu_util_pct_mean",
-            [r.gpu_util_pct.mean if r.gpu_util_pct else None for r in ranks],
-            True,
-        )
+        util = [r.gpu_util_pct.mean if r.gpu_util_pct else None for r in ranks]
+        update["gpu_util_pct_mean"] = total("gpu_util_pct_mean", util, True)
     if telemetry.power_w_mean is not None:
-        update["power_w_mean"] = total(
-            "power_w_mean", [r.power_w.mean if r.power_w else None for r in ranks], True
-        )
+        power = [r.power_w.mean if r.power_w else None for r in ranks]
+        update["power_w_mean"] = total("power_w_mean", power, True)
         methods = {r.power_method for r in ranks}
         if update["power_w_mean"] is not None:
             update["power_method"] = methods.pop() if len(methods) == 1 else "mixed"
