@@ -144,7 +144,9 @@ def _report(
             title=title,
             fail_on_regression=fail_on_regression,
             html_link=html_link,
-            width=_term_width(output),
+            # printed: the terminal's width; a file is read elsewhere: COLUMNS when set, else
+            # the renderer's 100 columns
+            width=stdout.width if output is None or os.environ.get("COLUMNS") else None,
             full=full,
             interactive=interactive,
             on_step=progress.step,
@@ -167,14 +169,6 @@ def _report(
         )
     _gate(run)
     raise typer.Exit(run.exit_code)
-
-
-def _term_width(output: Path | None) -> int | None:
-    """The terminal report's width: printed, the terminal's (COLUMNS when set); written to a
-    file, COLUMNS when set, else None (the renderer's 100 columns: a file is read elsewhere)."""
-    if output is None or os.environ.get("COLUMNS"):
-        return stdout.width
-    return None
 
 
 class _Progress:

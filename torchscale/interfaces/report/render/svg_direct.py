@@ -419,15 +419,14 @@ def _box_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
             )
         if not boxes:
             continue
-        parts = [f'<g id="{series_id(chart_id, index)}">', _title(texts)]
-        parts.append(
+        parts = [
+            f'<g id="{series_id(chart_id, index)}">',
+            _title(texts),
             f'<path d="{"".join(boxes)}" fill="{s.colour}" fill-opacity="{BOX_ALPHA}" '
-            f'stroke="{s.colour}" stroke-width="0.6"/>'
-        )
-        parts.append(f'<path d="{"".join(whiskers)}" fill="none" stroke="{s.colour}"/>')
-        parts.append(
-            f'<path d="{"".join(medians)}" fill="none" stroke="{s.colour}" stroke-width="1.6"/>'
-        )
+            f'stroke="{s.colour}" stroke-width="0.6"/>',
+            f'<path d="{"".join(whiskers)}" fill="none" stroke="{s.colour}"/>',
+            f'<path d="{"".join(medians)}" fill="none" stroke="{s.colour}" stroke-width="1.6"/>',
+        ]
         if fliers:
             parts.append(f'<path d="{"".join(fliers)}" fill="{s.colour}"/>')
         parts.append("</g>")
