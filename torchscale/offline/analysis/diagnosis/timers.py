@@ -52,12 +52,10 @@ def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     late = late_launcher(steps, MIN_EFFECT_SHARE * step_mean, ALPHA)
     held, held_backward = _extra_holds(steps, frame.index, late)
     sync_wait = (frame["grad_sync_wait"] - (held - held_backward).clip(lower=0.0)).clip(lower=0.0)
-    transfer = sync_wait.groupby([frame["window"], frame["step"]]).transform("min")
-    transfer = transfer.clip(lower=0.0)
+    transfer = sync_wait.groupby([frame["window"], frame["step"]]).transform("min").clip(lower=0.0)
     wait = (sync_wait - transfer).clip(lower=0.0)
-    compute = (frame[list(COMPUTE_PHASES)].clip(lower=0.0).sum(axis=1) - held_backward).clip(
-        lower=0.0
-    )
+    compute = frame[list(COMPUTE_PHASES)].clip(lower=0.0).sum(axis=1)
+    compute = (compute - held_backward).clip(lower=0.0)
     if frame["rank"].nunique() == 1:
         # one rank exchanges nothing: its last gradient -> backward() returned is the autograd
         # engine finishing backward (77 us on an H100), compute, never exposed communication
@@ -69,14 +67,10 @@ def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     # the step timer encloses the phase timers; a rest below zero is timer jitter: the step
     # the parts add up to is then the sum of the phases
     rest = (frame["step_s"] - timed).clip(lower=0.0)
-    out = frame[["window", "step", "rank"]].copy()
-    out["compute"] = compute
-    out["data"] = data
-    out["wait_for_peers"] = wait
-    out["exposed_transfer"] = transfer
-    out["rest"] = rest
-    out["model_step_s"] = timed + rest
-    return out.reset_index(drop=True)
+    out = frame[["window", "step", "rank"]].assign(
+        compute=compute, data=data, wait_for_peers=wait, exposed_transfer=transfer, rest=rest
+    )
+    return out.assign(model_step_s=timed + rest).reset_index(drop=True)
 
 
 def _extra_holds(
@@ -123,25 +117,17 @@ def no_sync_cross_check(
     threads, memory bandwidth), so a larger cost here means communication slows compute."""
     sync = np.asarray(sync_step_s, dtype=float)
     series = [np.asarray(v, dtype=float) for _, v in sorted(no_sync.per_rank.items())]
+    name = "communication cost (no_sync windows)"
     method = (
         "interleaved synchronised and no_sync windows: mean synchronised step minus the "
         "slowest rank's mean no_sync step, moving-block bootstrap of both"
     )
     if sync.size < 2 or any(s.size < 2 for s in series):
-        return CrossCheck(
-            name="communication cost (no_sync windows)",
-            method=method,
-            estimate=None,
-            agrees=None,
-            detail="too few steps for an interval",
-        )
+        detail = "too few steps for an interval"
+        return CrossCheck(name=name, method=method, estimate=None, agrees=None, detail=detail)
     sync_means = sync[block_indices(sync.size, seed=7)].mean(axis=1)
-    slowest = np.max(
-        np.vstack(
-            [s[block_indices(s.size, seed=8 + i)].mean(axis=1) for i, s in enumerate(series)]
-        ),
-        axis=0,
-    )
+    means = [s[block_indices(s.size, seed=8 + i)].mean(axis=1) for i, s in enumerate(series)]
+    slowest = np.max(np.vstack(means), axis=0)
     distribution = (sync_means - slowest) / sync_means
     value = float(sync.mean() - max(s.mean() for s in series)) / float(sync.mean())
     low, high = percentile_interval(distribution)
@@ -166,13 +152,7 @@ def no_sync_cross_check(
             f"transfer + rest ({model_low:.1%} to {model_high:.1%}): the no_sync windows ran "
             "on a different machine state or compute is slower without communication"
         )
-    return CrossCheck(
-        name="communication cost (no_sync windows)",
-        method=method,
-        estimate=estimate,
-        agrees=overlap,
-        detail=detail,
-    )
+    return CrossCheck(name=name, method=method, estimate=estimate, agrees=overlap, detail=detail)
 
 
 def timers_step_split(
@@ -200,12 +180,9 @@ def timers_step_split(
     verdict, checks = judge(evidence)
     if no_sync is not None and ranks > 1:
         by_name = {p.name: p for p in model.parts}
-        sync_steps = parts.groupby(["window", "step"])["model_step_s"].mean()
-        checks.append(
-            no_sync_cross_check(
-                sync_steps.tolist(), no_sync, by_name["exposed_transfer"], by_name["rest"]
-            )
-        )
+        sync_steps = parts.groupby(["window", "step"])["model_step_s"].mean().tolist()
+        transfer, rest = by_name["exposed_transfer"], by_name["rest"]
+        checks.append(no_sync_cross_check(sync_steps, no_sync, transfer, rest))
     return StepSplit(
         basis=PHASE_BASIS,
         steps=int(model.per_step.shape[0]),
