@@ -166,9 +166,10 @@ def _empty_result(spec: CommSpec, request: CommRequest) -> CommResult:
 
 def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
     """Run the launch, keep what it finished, and store the result atomically."""
+    written = Path(launch.spec.result_path)  # rank 0's, rewritten after every row
     try:
         write_text_atomic(launch.spec_path, launch.spec.model_dump_json(indent=2))
-        Path(launch.spec.result_path).unlink(missing_ok=True)
+        written.unlink(missing_ok=True)
         Path(launch.spec.progress_path).unlink(missing_ok=True)
     except OSError as exc:
         where = launch.spec_path.parent
@@ -176,9 +177,7 @@ def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     before = read_edge()
     attempt = run_attempt(
-        launch.command,
-        request.timeout_s,
-        lambda: read_model(CommResult, Path(launch.spec.result_path)),
+        launch.command, request.timeout_s, lambda: read_model(CommResult, written)
     )
     after = read_edge()
     result = attempt.written if attempt.written is not None else _empty_result(launch.spec, request)

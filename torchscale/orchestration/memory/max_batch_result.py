@@ -68,10 +68,8 @@ def build_result(
     if device == "cpu":
         peak_bytes, basis = rss, "rss"
         allocated = reserved = None  # what unavailable says, whatever a probe reported
-        unavailable["memory_utilisation"] = CPU_UTILISATION
-        unavailable["device_total_bytes"] = CPU_UTILISATION
-        unavailable["peak_allocated_bytes"] = CPU_ALLOCATOR
-        unavailable["peak_reserved_bytes"] = CPU_ALLOCATOR
+        unavailable |= dict.fromkeys(("memory_utilisation", "device_total_bytes"), CPU_UTILISATION)
+        unavailable |= dict.fromkeys(("peak_allocated_bytes", "peak_reserved_bytes"), CPU_ALLOCATOR)
     else:
         peak_bytes, basis = reserved, "reserved"
         if total is None:

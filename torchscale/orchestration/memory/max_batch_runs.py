@@ -137,11 +137,6 @@ def probe_store(store: ResultStore, group: SearchGroup) -> ResultStore:
     return ResultStore(root, compile_cache=store.compile_cache_dir)
 
 
-def write_max_batch(store: ResultStore, result: MaxBatchResult) -> None:
-    """Atomically, to <results dir>/max_batch/<group>.json."""
-    store.write_text(store.max_batch_path(result.group), result.model_dump_json(indent=2))
-
-
 def run_max_batch_search(
     plan: Plan,
     store: ResultStore,
@@ -186,6 +181,6 @@ def run_max_batch_search(
             started_at=started_at,
             wall_s=round(time.monotonic() - began, 3),
         )
-        write_max_batch(store, result)
+        store.write_text(store.max_batch_path(result.group), result.model_dump_json(indent=2))
         results.append(result)
     return results

@@ -209,9 +209,8 @@ def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) 
         return failed("max_batch", title, "the search left no result", "see the sweep's log")
     bad = [r for r in results if r.status != "ok"]
     if bad:
-        return failed(
-            "max_batch", title, f"{bad[0].label}: {bad[0].reason}", "see max_batch/ in the folder"
-        )
+        detail = f"{bad[0].label}: {bad[0].reason}"
+        return failed("max_batch", title, detail, "see max_batch/ in the folder")
     one = results[0]
     probes = len(one.probes)
     share = (
@@ -267,9 +266,8 @@ def judge_oom(
     where = f"on rank {rank}" if rank is not None else "with no rank named"
     if recovered is False:
         hint = "memory was not released after the failure: see the next cells' errors"
-        return failed(
-            "oom", title, f"classified out of memory {where}, but the next cells failed", hint
-        )
+        detail = f"classified out of memory {where}, but the next cells failed"
+        return failed("oom", title, detail, hint)
     after = "; the cells after it ran" if recovered else ""
     return passed("oom", title, f"classified out of memory {where}{after}")
 
@@ -429,9 +427,8 @@ def judge_report(written: Sequence[Path]) -> CheckResult:
     missing = [p.name for p in written if not p.is_file()]
     if not written or missing:
         hint = "run `torchscale report -s FOLDER/runs` to see why"
-        return failed(
-            "report", "report", f"not written: {', '.join(missing) or 'any format'}", hint
-        )
+        detail = f"not written: {', '.join(missing) or 'any format'}"
+        return failed("report", "report", detail, hint)
     return passed("report", "report", f"written: {', '.join(p.name for p in written)}")
 
 
