@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -98,6 +99,7 @@ def attribute_straggler(
     )
     per_rank["share"] = per_rank["last"] / per_rank["instances"]
     shares = {int(r): float(s) for r, s in per_rank["share"].items()}
+    unnamed = partial(StragglerAnalysis, None, shares=shares)
     ordered = per_rank.sort_values(["share", "last"], ascending=False)
     top = int(ordered.index[0])
     row = ordered.iloc[0]
@@ -106,22 +108,16 @@ def attribute_straggler(
     threshold = min(2.0 * p, (1.0 + p) / 2.0)
     p_value = min(1.0, binomial_tail(k, n, p) * len(per_rank))
     if share < threshold:
-        return StragglerAnalysis(
-            None,
+        return unnamed(
             f"no rank stands out: the most frequent last arriver, rank {top}, is last at "
-            f"{share:.0%} of its collectives (threshold {threshold:.0%})",
-            shares,
+            f"{share:.0%} of its collectives (threshold {threshold:.0%})"
         )
     if len(ordered) > 1 and float(ordered["share"].iloc[1]) == share:
-        return StragglerAnalysis(
-            None, f"ranks {top} and {int(ordered.index[1])} are last equally often", shares
-        )
+        return unnamed(f"ranks {top} and {int(ordered.index[1])} are last equally often")
     if p_value > P_VALUE:
-        return StragglerAnalysis(
-            None,
+        return unnamed(
             f"rank {top} is last at {k} of {n} collectives: too few to rule out chance "
-            f"(p = {p_value:.2g})",
-            shares,
+            f"(p = {p_value:.2g})"
         )
     mine = decided[(decided["rank"] == top) & decided["last_by_duration"].astype(bool)]
     keys = mine.set_index(["group", "index"]).index
@@ -129,16 +125,13 @@ def attribute_straggler(
     others = others[others.index.isin(keys)]
     lateness = float(others.groupby(level=[0, 1])["wait_us"].median().mean())
     if not lateness >= MIN_LATENESS_US:
-        return StragglerAnalysis(
-            None,
+        return unnamed(
             f"rank {top} is last most often but only {lateness:.1f} us late on average "
-            f"(under {MIN_LATENESS_US:g} us: noise)",
-            shares,
+            f"(under {MIN_LATENESS_US:g} us: noise)"
         )
     arrival_late = None
     if arrivals is not None and not arrivals.table.empty:
-        a = arrivals.table
-        a = a[a["rank"] == top].set_index(["group", "index"])
+        a = arrivals.table[arrivals.table["rank"] == top].set_index(["group", "index"])
         a = a[a.index.isin(keys)]
         if len(a):
             arrival_late = float(a["arrival_lateness_us"].mean())
