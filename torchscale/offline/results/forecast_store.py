@@ -72,10 +72,8 @@ def write_forecast(experiment: Path, forecast: Forecast) -> Path:
 
 
 def write_score(experiment: Path, score: ForecastScore) -> Path:
-    return write_text_atomic(
-        score_path(experiment, score.forecast_id, score.cell_id),
-        score.model_dump_json(indent=2) + "\n",
-    )
+    path = score_path(experiment, score.forecast_id, score.cell_id)
+    return write_text_atomic(path, score.model_dump_json(indent=2) + "\n")
 
 
 @dataclass
