@@ -102,6 +102,4 @@ def _cast_floating(inputs: Any, dtype: torch.dtype) -> Any:
     """The batch's floating-point tensors in `dtype` (images); token ids stay integers."""
     if isinstance(inputs, torch.Tensor):
         return inputs.to(dtype) if inputs.is_floating_point() else inputs
-    if isinstance(inputs, tuple):
-        return tuple(_cast_floating(x, dtype) for x in inputs)
-    return inputs
+    return tuple(_cast_floating(x, dtype) for x in inputs) if isinstance(inputs, tuple) else inputs

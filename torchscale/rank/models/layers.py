@@ -30,9 +30,7 @@ class ResidualStart(nn.Module):
     bf16: bool = False  # set by set_bf16_activations
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.bf16 and under_bf16_autocast(x):
-            return x.to(torch.bfloat16)
-        return x
+        return x.to(torch.bfloat16) if self.bf16 and under_bf16_autocast(x) else x
 
 
 class Norm(nn.LayerNorm):

@@ -56,9 +56,7 @@ class MLPPlan(ParallelPlan):
             return "no tensor-parallel plan for an MLP with fewer than 2 hidden layers"
         widths = [lin.out_features for lin in hidden[0 : len(hidden) - len(hidden) % 2 : 2]]
         bad = [w for w in widths if w % tp]
-        if bad:
-            return f"MLP hidden width {bad[0]} is not divisible by tp={tp}"
-        return None
+        return f"MLP hidden width {bad[0]} is not divisible by tp={tp}" if bad else None
 
     def sp_problem(self, tp: int, seq_len: int | None) -> str | None:
         return "sequence parallelism needs a sequence dimension; the MLP's inputs have none"

@@ -36,9 +36,7 @@ def first_tensor(inputs: Any) -> Any:
     """The first of a batch's inputs (tuple, list, mapping or the value itself)."""
     if isinstance(inputs, (tuple, list)):
         return inputs[0] if inputs else None
-    if isinstance(inputs, dict):
-        return next(iter(inputs.values()), None)
-    return inputs
+    return next(iter(inputs.values()), None) if isinstance(inputs, dict) else inputs
 
 
 def stage_example(inputs: Any, microbatches: int) -> torch.Tensor | tuple[torch.Tensor, ...]:

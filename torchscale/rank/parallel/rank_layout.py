@@ -222,9 +222,7 @@ def infeasible(
         problem = _tp_problem(model, layout, seq_len, plugin_tp_plan)
         if problem is not None:
             return problem
-    if layout.uses_pp:
-        return _pp_problem(model, layout, batch_size, plugin_pp_split)
-    return None
+    return _pp_problem(model, layout, batch_size, plugin_pp_split) if layout.uses_pp else None
 
 
 def _tp_problem(
@@ -240,9 +238,7 @@ def _tp_problem(
     problem = plan.tp_problem(layout.tp)
     if problem is not None:
         return problem
-    if layout.sequence_parallel:
-        return plan.sp_problem(layout.tp, seq_len)
-    return None
+    return plan.sp_problem(layout.tp, seq_len) if layout.sequence_parallel else None
 
 
 def _pp_problem(

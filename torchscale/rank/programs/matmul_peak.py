@@ -95,9 +95,7 @@ class CudaLoopTimer:
 
 
 def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return _cpu_name()
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
 
 
 def _cpu_name() -> str:
@@ -132,9 +130,7 @@ def unavailable_reason(dtype: str, device: torch.device) -> str | None:
             return f"compute capability {capability} has no TF32 tensor cores (needs 8.0)"
     if dtype == "bf16" and not torch.cuda.is_bf16_supported():
         return f"{device_name(device)} does not support bf16 matmuls"
-    if dtype == "fp8":
-        return _fp8_reason(device, capability, hip)
-    return None
+    return _fp8_reason(device, capability, hip) if dtype == "fp8" else None
 
 
 def _fp8_reason(device: torch.device, capability: tuple[int, int], hip: str | None) -> str | None:

@@ -38,9 +38,7 @@ def count_wrong(result: torch.Tensor, world_size: int) -> int:
 def bus_bandwidth(algbw: float, world_size: int) -> float | None:
     """all_reduce bus bandwidth in nccl-tests terms, algbw x 2(n-1)/n; None for one rank,
     where no byte crosses a link (0.0 would read as a dead interconnect)."""
-    if world_size < 2:
-        return None
-    return algbw * 2 * (world_size - 1) / world_size
+    return algbw * 2 * (world_size - 1) / world_size if world_size >= 2 else None
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -40,9 +40,7 @@ def uuid_candidates(torch_uuid: str) -> list[str]:
     """NVML spellings of a torch device UUID: torch prints the bare UUID of a GPU; NVML wants
     `GPU-<uuid>` (or `MIG-<uuid>` for a MIG slice). A prefixed UUID is used as it is."""
     text = torch_uuid.strip()
-    if text.startswith(("GPU-", "MIG-")):
-        return [text]
-    return [f"GPU-{text}", f"MIG-{text}"]
+    return [text] if text.startswith(("GPU-", "MIG-")) else [f"GPU-{text}", f"MIG-{text}"]
 
 
 def _text(value: Any) -> str:

@@ -165,9 +165,7 @@ class Markers:
 
     def range(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A range named `name` (use the constants above); a shared null context when off."""
-        if not self.active:
-            return _NULL
-        return _Range(self, name)
+        return _Range(self, name) if self.active else _NULL
 
     def phase(self, phase: OwnWorkPhase) -> contextlib.AbstractContextManager[None]:
         return self.range(phase_range(phase))

@@ -47,9 +47,7 @@ def backward_split(strategy: str, parameters: Sequence[torch.nn.Parameter]) -> s
     """None when backward can be split at the last gradient, else why not."""
     if strategy == "fsdp":
         return FSDP_REASON
-    if not parameters:
-        return NO_PARAMS_REASON
-    return None
+    return None if parameters else NO_PARAMS_REASON
 
 
 class PhaseRecorder:

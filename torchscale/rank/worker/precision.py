@@ -50,9 +50,7 @@ def upcast_loss(loss_fn: Callable[..., Any]) -> Callable[..., Any]:
 def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
     """fp16 needs loss scaling; bf16 and fp32 do not. (Its inf check costs one host sync
     per optimizer step: part of what fp16 training really costs.)"""
-    if precision != "amp":
-        return None
-    return torch.amp.GradScaler(device.type)
+    return torch.amp.GradScaler(device.type) if precision == "amp" else None
 
 
 FSDP_PARAM_DTYPES = {"bf16": torch.bfloat16}
