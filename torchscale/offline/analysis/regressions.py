@@ -227,14 +227,12 @@ def _busy(row: pd.Series) -> bool:
 
 
 def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]:
-    """Whether the two runs of a pair ran under comparable load: (why it is not judged, None)
-    when the machine was busy on a side (telemetry's host-load record) and the other-process
-    load of the two sides differs by OTHER_CORES_PER_RANK cores per rank or more, or cannot be
-    compared; (None, note) when both were loaded alike (judged when each side holds several
-    runs, with the note; one run a side is not judged: `_pair_row`); (None, None) when neither
-    was busy or the results have no host-load record. Like for like, not "never on a busy
-    machine": a CI runner that is always shared is loaded alike on both sides
-    (docs/regressions.md)."""
+    """Whether the two runs of a pair ran under comparable load, like for like (the rule and
+    why: docs/regressions.md, "busy machine"): (why it is not judged, None) when a side's
+    machine was busy and the other-process load of the two sides differs by
+    OTHER_CORES_PER_RANK cores per rank or more, or cannot be compared; (None, note) when both
+    were loaded alike (one run a side is still not judged: `_pair_row`); (None, None) when
+    neither was busy or the results have no host-load record."""
     if not (_busy(cur) or _busy(base)):
         return None, None
     now, then = finite(cur.get(OTHER_COLUMN)), finite(base.get(OTHER_COLUMN))

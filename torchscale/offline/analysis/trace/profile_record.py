@@ -150,14 +150,8 @@ def _op_figures(usable: pd.DataFrame) -> list[OpFigures]:
 
 def share_pct(figures: list[RankFigures], column: str) -> float | None:
     """Sum of a per-rank figure over the sum of step time, in % (None when absent)."""
-    pairs = [
-        (getattr(f, column), f.step_us)
-        for f in figures
-        if getattr(f, column) is not None and f.step_us
-    ]
-    if not pairs:
-        return None
-    return float(100 * sum(a for a, _ in pairs) / sum(b for _, b in pairs))
+    pairs = [(v, f.step_us) for f in figures if (v := getattr(f, column)) is not None and f.step_us]
+    return float(100 * sum(a for a, _ in pairs) / sum(b for _, b in pairs)) if pairs else None
 
 
 def _median_of(frame: pd.DataFrame, column: str) -> float | None:
