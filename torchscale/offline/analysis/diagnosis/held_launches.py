@@ -25,7 +25,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
-from torchscale.offline.analysis.diagnosis.step_model import ms
+from torchscale.offline.analysis.diagnosis.step_model import gap_estimate, ms, over_others
 from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_test
 
 HELD_CHECK = "held launches (DDP comm hook)"
@@ -39,11 +39,7 @@ HELD_METHOD = (
 def hold_tests(held: pd.DataFrame, min_effect: float, alpha: float) -> dict[int, GapTest]:
     """Per rank, the straggler test on its hold per step over the median of the others'."""
     return {
-        int(rank): paired_gap_test(
-            held[rank] - held.drop(columns=[rank]).median(axis=1),
-            min_effect_s=min_effect,
-            alpha=alpha,
-        )
+        int(rank): paired_gap_test(over_others(held, rank), min_effect_s=min_effect, alpha=alpha)
         for rank in held.columns
     }
 
@@ -71,9 +67,7 @@ def late_launcher(steps: pd.DataFrame, min_effect: float, alpha: float) -> int |
     rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
     if not tests[rank].significant:
         return None
-    work = paired_gap_test(
-        own[rank] - own.drop(columns=[rank]).median(axis=1), min_effect_s=min_effect, alpha=alpha
-    )
+    work = paired_gap_test(over_others(own, rank), min_effect_s=min_effect, alpha=alpha)
     return None if work.high_s is not None and work.high_s < -min_effect else rank
 
 
@@ -89,7 +83,7 @@ def held_launch_check(
     tests = hold_tests(held.loc[keys], min_effect, alpha)
     rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
     hold = tests[rank]
-    held_est = _estimate(hold)
+    held_est = gap_estimate(hold)
     if not hold.significant:
         return verdict, _check(
             held_est,
@@ -97,10 +91,7 @@ def held_launch_check(
             f"no rank's hook holds its launches a straggler's time longer (the most: "
             f"rank {rank}, {ms(hold.mean_s)} per step)",
         )
-    mine = own.loc[keys]
-    work = paired_gap_test(
-        mine[rank] - mine.drop(columns=[rank]).median(axis=1), min_effect_s=min_effect, alpha=alpha
-    )
+    work = paired_gap_test(over_others(own.loc[keys], rank), min_effect_s=min_effect, alpha=alpha)
     held_text = f"rank {rank}'s hook holds its launches {ms(hold.mean_s)} per step longer"
     if work.high_s is not None and work.high_s < -min_effect:
         # less work than the others by a straggler's size: its hook waits for them inside its
@@ -166,8 +157,3 @@ def _check(estimate: Estimate, agrees: bool | None, detail: str) -> CrossCheck:
     return CrossCheck(
         name=HELD_CHECK, method=HELD_METHOD, estimate=estimate, agrees=agrees, detail=detail
     )
-
-
-def _estimate(test: GapTest) -> Estimate:
-    method = f"moving-block bootstrap of the mean paired difference over {test.steps} steps"
-    return judged(test.mean_s, test.low_s, test.high_s, n=test.steps, method=method, lower=None)

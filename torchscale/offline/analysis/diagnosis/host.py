@@ -24,6 +24,7 @@ from torchscale.offline.analysis.diagnosis.step_model import (
     MIN_PAIRED_STEPS,
     gap_estimate,
     ms,
+    over_others,
 )
 from torchscale.offline.analysis.uncertainty import GapTest, paired_gap_test
 
@@ -91,13 +92,10 @@ def cpu_wait_check(
     min_effect = verdict.min_effect_s
     held, reckoned = held_off_cpu(waits, cpu_time, candidate)
     host = paired_gap_test(held, min_effect_s=min_effect, alpha=ALPHA)
-    host_est = gap_estimate(host.mean_s, host.low_s, host.high_s, host.steps)
-    gap = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
-    left = paired_gap_test(
-        gap - np.minimum(held.clip(lower=0.0), table[candidate]),
-        min_effect_s=min_effect,
-        alpha=ALPHA,
-    )
+    host_est = gap_estimate(host)
+    gap = over_others(table, candidate)
+    less_held = gap - np.minimum(held.clip(lower=0.0), table[candidate])
+    left = paired_gap_test(less_held, min_effect_s=min_effect, alpha=ALPHA)
     waited = (
         f"rank {candidate} held off the CPU {ms(host.mean_s)} per step ({reckoned})"
         if host.mean_s > 0
@@ -123,7 +121,7 @@ def cpu_wait_check(
             return _held_verdict(verdict, rank, test, table), CrossCheck(
                 name=CPU_WAIT_CHECK,
                 method=CPU_WAIT_METHOD,
-                estimate=gap_estimate(test.mean_s, test.low_s, test.high_s, test.steps),
+                estimate=gap_estimate(test),
                 agrees=True,
                 detail=f"rank {rank} held off the CPU {ms(test.mean_s)} per step: the host "
                 "took its time outside its own work (in the collective everyone waits in)",
@@ -135,18 +133,9 @@ def cpu_wait_check(
         kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
         agrees = True
         if kind == "host":
-            gap_est = verdict.gap_s
-            summary = named_summary(
-                candidate,
-                "host",
-                (
-                    gap_est.value if gap_est is not None else None,
-                    gap_est.low if gap_est is not None else None,
-                    gap_est.high if gap_est is not None else None,
-                ),
-                verdict.phase,
-                verdict.pattern,
-            )
+            g = verdict.gap_s
+            figures = (g.value, g.low, g.high) if g is not None else (None, None, None)
+            summary = named_summary(candidate, "host", figures, verdict.phase, verdict.pattern)
             updated = updated.model_copy(
                 update={"kind": "host", "kind_basis": basis, "host_bound": True, "summary": summary}
             )
@@ -173,7 +162,7 @@ def _on_cpu_test(
     busy = cpu_time.reindex(index=index)
     if rank not in busy.columns or busy.shape[1] < 2 or not bool(busy.notna().all(axis=None)):
         return None
-    extra = busy[rank] - busy.drop(columns=[rank]).median(axis=1)
+    extra = over_others(busy, rank)
     return cost_test(extra, min_effect_s=min_effect, alpha=ALPHA)
 
 
@@ -198,9 +187,9 @@ def _held_verdict(
 ) -> StragglerVerdict:
     """A rank named host because the host held it off the CPU (`_most_held`), its own work
     not significantly behind: what it costs per step is the held time (`host_wait_s`)."""
-    gap = own[rank] - own.drop(columns=[rank]).median(axis=1)
+    gap = over_others(own, rank)
     work = paired_gap_test(gap, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
-    held_est = gap_estimate(held.mean_s, held.low_s, held.high_s, held.steps)
+    held_est = gap_estimate(held)
     basis = (
         f"the host held it off the CPU {ms(held.mean_s)} per step (passes the straggler "
         f"test), while its own work is {ms(work.mean_s)} per step over the others': the time "
@@ -211,7 +200,7 @@ def _held_verdict(
         verdict,
         rank,
         "host",
-        gap=gap_estimate(work.mean_s, work.low_s, work.high_s, work.steps),
+        gap=gap_estimate(work),
         p_value=held.p_value,
         basis=basis,
         summary=summary,

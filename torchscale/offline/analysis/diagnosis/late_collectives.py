@@ -22,7 +22,12 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
-from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE, share_of_step
+from torchscale.offline.analysis.diagnosis.step_model import (
+    ALPHA,
+    MIN_EFFECT_SHARE,
+    over_others,
+    share_of_step,
+)
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import (
     judged,
@@ -54,8 +59,7 @@ def late_collectives(
     if rank not in wait.columns or rank not in own.columns or wait.shape[1] < 2:
         return verdict
     keys = own.dropna().index.intersection(wait.index)
-    mine = own.loc[keys]
-    own_gap = mine[rank] - mine.drop(columns=[rank]).median(axis=1)
+    own_gap = over_others(own.loc[keys], rank)
     work = paired_gap_test(own_gap, min_effect_s=verdict.min_effect_s, alpha=ALPHA)
     if work.significant:  # its own work is behind: the own-work test's to name
         return verdict

@@ -28,6 +28,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
 from torchscale.offline.analysis.uncertainty import (
     ONE_UNIT,
+    GapTest,
     judged,
     mean_columns,
     percentile_interval,
@@ -150,10 +151,15 @@ def ms(value: float | None) -> str:
     return "?" if value is None else f"{value * 1e3:+.3g} ms"
 
 
-def gap_estimate(mean: float, low: float | None, high: float | None, n: int) -> Estimate:
+def gap_estimate(test: GapTest) -> Estimate:
     """A signed gap: its interval is what it is (no domain edge), kept as measured."""
-    method = f"moving-block bootstrap of the mean paired difference over {n} steps"
-    return judged(mean, low, high, n=n, method=method, lower=None)
+    method = f"moving-block bootstrap of the mean paired difference over {test.steps} steps"
+    return judged(test.mean_s, test.low_s, test.high_s, n=test.steps, method=method, lower=None)
+
+
+def over_others(table: pd.DataFrame, rank: int) -> pd.Series:
+    """Per row of a step x rank table, `rank`'s value minus the median of the others'."""
+    return table[rank] - table.drop(columns=[rank]).median(axis=1)
 
 
 def share_of_step(

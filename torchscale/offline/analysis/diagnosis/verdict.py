@@ -35,6 +35,7 @@ from torchscale.offline.analysis.diagnosis.step_model import (
     MIN_PAIRED_STEPS,
     NoSyncSteps,
     gap_estimate,
+    over_others,
     share_of_step,
     wide,
 )
@@ -184,11 +185,8 @@ def straggler_verdict(
     result = cost_test(
         costs[candidate], min_effect_s=min_effect, alpha=ALPHA, candidates=len(ranks)
     )
-    paired = paired_gap_test(
-        table[candidate] - table.drop(columns=[candidate]).median(axis=1),
-        min_effect_s=min_effect,
-        alpha=ALPHA,
-    )  # stored as the verdict's p_value; judge shows it as a cross-check (paired_check)
+    # stored as the verdict's p_value; judge shows it as a cross-check (paired_check)
+    paired = paired_gap_test(over_others(table, candidate), min_effect_s=min_effect, alpha=ALPHA)
     result = steady_or_costly(result, paired)
     # a pattern is said of a cost worth acting on (or a gap named by the paired test), never
     # of noise below the minimum effect
@@ -200,7 +198,7 @@ def straggler_verdict(
         if result.mean_s >= min_effect or result.significant
         else None
     )
-    gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+    gap = gap_estimate(result)
     contradiction = _no_sync_contradicts(no_sync, candidate)
     phase_tests = _phase_tests(steps, candidate, min_effect, len(ranks))
     phase, phase_gap = None, None
@@ -248,7 +246,7 @@ def paired_check(paired: GapTest | None, verdict: StragglerVerdict) -> CrossChec
     rank = verdict.candidate_rank
     if paired is None or rank is None:
         return None
-    estimate = gap_estimate(paired.mean_s, paired.low_s, paired.high_s, paired.steps)
+    estimate = gap_estimate(paired)
     p = f"p = {paired.p_value:.2g}" if paired.p_value is not None else "no p-value"
     slower = paired.p_value is not None and paired.p_value < ALPHA
     return CrossCheck(
@@ -310,7 +308,7 @@ def _phase_tests(
         table = steps.pivot_table(index=["window", "step"], columns="rank", values=phase).dropna()
         if candidate not in table.columns or table.shape[1] < 2:
             continue
-        diff = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
+        diff = over_others(table, candidate)
         cost = cost_test(diff, min_effect_s=min_effect, alpha=ALPHA, candidates=ranks)
         tests[phase] = steady_or_costly(
             cost, paired_gap_test(diff, min_effect_s=min_effect, alpha=ALPHA)
@@ -323,7 +321,7 @@ def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]
     best: tuple[float, str, Estimate] | None = None
     for phase, result in tests.items():
         if result.significant and (best is None or result.mean_s > best[0]):
-            gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+            gap = gap_estimate(result)
             best = (result.mean_s, phase, gap)
     return (best[1], best[2]) if best is not None else (None, None)
 
