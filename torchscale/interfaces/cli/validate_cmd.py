@@ -19,13 +19,8 @@ if TYPE_CHECKING:
     from torchscale.orchestration.validate.check_result import ValidateReport
     from torchscale.orchestration.validate.run_checks import Kept
 
-STATUS_STYLE = {
-    "PASS": "green",
-    "WARN": "yellow",
-    "FAIL": "bold red",
-    "SKIP": "dim",
-    "INFO": "cyan",
-}
+# a check status' rich style
+STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim", "INFO": "cyan"}
 
 
 DeviceChoice = Literal["cuda", "cpu"]
@@ -47,7 +42,7 @@ def render_measurements(report: ValidateReport) -> None:
         value = "-" if row.value is None else f"{row.value:.3g} {row.unit}"
         expected = "-" if row.expected is None else f"{row.expected:.3g} {row.unit}"
         ratio = "-" if row.ratio is None else f"{row.ratio:.0%}"
-        style = STATUS_STYLE[row.status.value]
+        style = STYLE[row.status.value]
         table.add_row(
             f"[{style}]{row.status.value}[/]", escape(row.title), where, value, expected, ratio
         )
@@ -75,7 +70,7 @@ def render_report(report: ValidateReport) -> None:
             cell = escape(check.detail)
             if check.hint:
                 cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
-            table.add_row(f"[{STATUS_STYLE[status]}]{status}[/]", escape(check.title), cell)
+            table.add_row(f"[{STYLE[status]}]{status}[/]", escape(check.title), cell)
         stdout.print(table)
     if not everything and not Verbosity.quiet():
         print_lines(stdout, _summed_up(report))
