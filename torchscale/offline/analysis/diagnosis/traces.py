@@ -139,11 +139,7 @@ def own_work(
     traces of any job, the compute and data parts, and the phases' busy time for the slow
     phase."""
     keys = parts[["rank", "step"]]
-    frames = []
-    for rank, table in sorted(phases_by_rank.items()):
-        if table.empty:
-            continue
-        frames.append(table.assign(rank=int(rank)))
+    frames = [t.assign(rank=int(r)) for r, t in sorted(phases_by_rank.items()) if not t.empty]
     ranks = set(int(r) for r in parts["rank"].unique())
     phase_ok = False
     wide = pd.DataFrame()
@@ -209,6 +205,7 @@ def build_step_model(
     per_step, step_est, estimates = mean.per_step, mean.step_s, mean.parts
     step_series = mean.series
     one_of_many = ranks == 1 and (world_size or 1) > 1
+    basis = BASIS.format(ranks=ranks)
     if one_of_many or (ranks > 1 and not waits_known):
         why = (
             f"one rank of {world_size} in the input"
@@ -221,8 +218,6 @@ def build_step_model(
             else p
             for p in estimates
         ]
-    basis = BASIS.format(ranks=ranks)
-    if one_of_many or (ranks > 1 and not waits_known):
         basis += "; " + UNKNOWN_WAIT.format(why=why)
     host = share_of_step(
         per_step["host_wait"].to_numpy(np.float64),
