@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
+from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
 
 KIND_WORDS: dict[str, str] = {
@@ -47,23 +48,23 @@ def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[Stra
         # a loaded host also kept it waiting (more work waits longer), never "check the host"
         where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
         held = (
-            f"; the host also held it off the CPU {_ms(host.mean_s)}"
+            f"; the host also held it off the CPU {ms(host.mean_s)}"
             if host is not None and host.significant
             else ""
         )
         return "compute", (
-            f"it ran {_ms(on_cpu.mean_s)} per step longer on a CPU than the others: {where} "
+            f"it ran {ms(on_cpu.mean_s)} per step longer on a CPU than the others: {where} "
             f"has more to do{held}"
         )
     # host only with its work on par (above): the extra is time runnable but not running
     if host is not None and left is not None and host.significant and host.mean_s >= left.mean_s:
         return "host", (
-            f"the host held it off the CPU {_ms(host.mean_s)} per step, which passes the "
-            f"straggler test and is at least the rest of its gap ({_ms(left.mean_s)}): "
+            f"the host held it off the CPU {ms(host.mean_s)} per step, which passes the "
+            f"straggler test and is at least the rest of its gap ({ms(left.mean_s)}): "
             "other work held it off the CPU"
         )
     waited = (
-        f"; the host held it off the CPU {_ms(host.mean_s)}, less than its extra work"
+        f"; the host held it off the CPU {ms(host.mean_s)}, less than its extra work"
         if host is not None and host.significant
         else ""
     )
@@ -93,8 +94,8 @@ def named_summary(
     where = f" in {phase}" if phase and kind in ("compute", "host") else ""
     check = "; check the host" if kind == "host" else ""
     return (
-        f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): {_ms(mean)} per "
-        f"step over the others (95 % interval {_ms(low)} to {_ms(high)}){_as(pattern)}{check}"
+        f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): {ms(mean)} per "
+        f"step over the others (95 % interval {ms(low)} to {ms(high)}){_as(pattern)}{check}"
     )
 
 
@@ -106,7 +107,7 @@ def late_summary(
     mean, low, high = late
     return (
         f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the others "
-        f"wait {_ms(mean)} per step longer for it (95 % interval {_ms(low)} to {_ms(high)}) "
+        f"wait {ms(mean)} per step longer for it (95 % interval {ms(low)} to {ms(high)}) "
         f"while its own work is on par ({on_par})"
     )
 
@@ -150,8 +151,8 @@ def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
     beside it, `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided
     bound does: too few steps agree), or its mean is below the minimum effect (`share` of
     the mean step `step_s`)."""
-    floor = f"the {share:.0%} minimum effect ({_ms(gap.min_effect_s, sign=False)} of a "
-    floor += f"{_ms(step_s, sign=False)} step)"
+    floor = f"the {share:.0%} minimum effect ({gap.min_effect_s * 1e3:.3g} ms of a "
+    floor += f"{step_s * 1e3:.3g} ms step)"
     low, high = gap.low_s, gap.high_s
     if high is not None and high <= 0:
         return "no rank's own work is above the others'"
@@ -172,16 +173,10 @@ def unnamed_summary(
     low, high seconds), how it falls over the steps, then why."""
     mean, low, high = gap
     return (
-        f"nobody named: the largest gap, rank {candidate}, {_ms(mean)} per step (95 % "
-        f"interval {_ms(low)} to {_ms(high)}{_as(pattern)}): {why}"
+        f"nobody named: the largest gap, rank {candidate}, {ms(mean)} per step (95 % "
+        f"interval {ms(low)} to {ms(high)}{_as(pattern)}): {why}"
     )
 
 
 def _as(pattern: str | None) -> str:
     return f"; {pattern}" if pattern else ""
-
-
-def _ms(seconds: float | None, *, sign: bool = True) -> str:
-    if seconds is None:
-        return "?"
-    return f"{seconds * 1e3:+.3g} ms" if sign else f"{seconds * 1e3:.3g} ms"
