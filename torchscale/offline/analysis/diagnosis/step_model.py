@@ -88,25 +88,18 @@ def part_estimates(
     if method is None:
         method = f"moving-block bootstrap over {steps} steps (means over {ranks} rank(s))"
     lone = ranks == 1 if lone is None else lone
+    share_values = [float(m / step_mean) if step_mean > 0 else 0.0 for m in means]
     if resampled is None:
         reason = ONE_UNIT.format(unit="step")
-        step_est = judged(step_mean, None, None, n=1, method="one step", reason=reason)
+
+        def one(value: float) -> Estimate:
+            return judged(value, None, None, n=1, method="one step", reason=reason)
+
         parts = [
-            StepPart(
-                name=name,
-                seconds=judged(float(means[i]), None, None, n=1, method="one step", reason=reason),
-                share=judged(
-                    float(means[i] / step_mean) if step_mean > 0 else 0.0,
-                    None,
-                    None,
-                    n=1,
-                    method="one step",
-                    reason=reason,
-                ),
-            )
+            StepPart(name=name, seconds=one(float(means[i])), share=one(share_values[i]))
             for i, name in enumerate(PART_NAMES)
         ]
-        return step_est, parts
+        return one(step_mean), parts
     totals = resampled.sum(axis=1)
     low, high = percentile_interval(totals)
     step_est = judged(step_mean, low, high, n=steps, method=method)
@@ -127,14 +120,9 @@ def part_estimates(
             continue
         s_low, s_high = percentile_interval(resampled[:, i])
         f_low, f_high = percentile_interval(shares[:, i])
-        share_value = float(means[i] / step_mean) if step_mean > 0 else 0.0
-        parts.append(
-            StepPart(
-                name=name,
-                seconds=judged(float(means[i]), s_low, s_high, n=steps, method=method),
-                share=judged(share_value, f_low, f_high, n=steps, method=method, upper=1.0),
-            )
-        )
+        seconds = judged(float(means[i]), s_low, s_high, n=steps, method=method)
+        share = judged(share_values[i], f_low, f_high, n=steps, method=method, upper=1.0)
+        parts.append(StepPart(name=name, seconds=seconds, share=share))
     return step_est, parts
 
 
