@@ -393,13 +393,8 @@ def others_wait_check(
             f"minimum effect ({min_share * 100:.1f} %), though its own work is not "
             f"significantly above theirs: its delay may lie outside the work the {source} measure"
         )
-    return CrossCheck(
-        name=f"others' wait for it ({source})",
-        method=method,
-        estimate=estimate,
-        agrees=agrees,
-        detail=detail,
-    )
+    name = f"others' wait for it ({source})"
+    return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
 
 
 def judged_by(
@@ -450,15 +445,11 @@ def arrival_check(
         "instance is the shortest), Clopper-Pearson 95 % interval; another rank names itself "
         "only when it stands out (binomial test against chance, docs/profiling.md)"
     )
+    name = "arrival order (last arriver)"
     counts = _last_counts(matched)
     if candidate not in counts:
-        return CrossCheck(
-            name="arrival order (last arriver)",
-            method=method,
-            estimate=None,
-            agrees=None,
-            detail="no matched collective with a clear last arriver",
-        )
+        detail = "no matched collective with a clear last arriver"
+        return CrossCheck(name=name, method=method, estimate=None, agrees=None, detail=detail)
     k, n = counts[candidate]
     interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
     estimate = Estimate(
@@ -503,10 +494,4 @@ def arrival_check(
                 "collectives: arrival order alone would name it; not a straggler by the step "
                 "model's test"
             )
-    return CrossCheck(
-        name="arrival order (last arriver)",
-        method=method,
-        estimate=estimate,
-        agrees=agrees,
-        detail=detail,
-    )
+    return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)

@@ -129,19 +129,10 @@ def forecast_compute(
         + f": {own.value * 1e3:.4g} ms"
     )
     if device != "cpu":
-        return ComputeForecast(
-            reference,
-            own,
-            Figure(0.0),
-            1.0,
-            1.0,
-            how_compute,
-            "GPU: one device per rank, nothing shared",
-            [
-                *([crowded_note] if crowded_note else []),
-                "GPU ranks share no compute: host CPU and PCIe contention not modelled",
-            ],
-        )
+        gpu = "GPU ranks share no compute: host CPU and PCIe contention not modelled"
+        notes = [note for note in (crowded_note, gpu) if note]
+        how = "GPU: one device per rank, nothing shared"
+        return ComputeForecast(reference, own, Figure(0.0), 1.0, 1.0, how_compute, how, notes)
     assumptions = [note for note in (crowded_note, thread_note) if note]
     if reference.busy_cores_per_rank is None or cores is None:
         assumptions.append(
