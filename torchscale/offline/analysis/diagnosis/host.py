@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import CrossCheck, StragglerVerdict
+from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
@@ -82,13 +82,7 @@ def cpu_wait_check(
     keep = waits.notna().all(axis=1)
     table, waits = table.loc[keep], waits.loc[keep]
     if table.shape[0] < MIN_PAIRED_STEPS or candidate not in table.columns:
-        return verdict, CrossCheck(
-            name=CPU_WAIT_CHECK,
-            method=CPU_WAIT_METHOD,
-            estimate=None,
-            agrees=None,
-            detail=CPU_WAIT_UNMEASURED,
-        )
+        return verdict, _check(None, None, CPU_WAIT_UNMEASURED)
     min_effect = verdict.min_effect_s
     held, reckoned = held_off_cpu(waits, cpu_time, candidate)
     host = paired_gap_test(held, min_effect_s=min_effect, alpha=ALPHA)
@@ -118,13 +112,12 @@ def cpu_wait_check(
         )
         if held_rank is not None and not more_work:
             rank, test = held_rank
-            return _held_verdict(verdict, rank, test, table), CrossCheck(
-                name=CPU_WAIT_CHECK,
-                method=CPU_WAIT_METHOD,
-                estimate=gap_estimate(test),
-                agrees=True,
-                detail=f"rank {rank} held off the CPU {ms(test.mean_s)} per step: the host "
-                "took its time outside its own work (in the collective everyone waits in)",
+            detail = (
+                f"rank {rank} held off the CPU {ms(test.mean_s)} per step: the host took its "
+                "time outside its own work (in the collective everyone waits in)"
+            )
+            return _held_verdict(verdict, rank, test, table), _check(
+                gap_estimate(test), True, detail
             )
     if verdict.named:
         on_cpu = _on_cpu_test(cpu_time, waits.index, candidate, min_effect)
@@ -145,10 +138,14 @@ def cpu_wait_check(
                 more = f"; the host held it off the CPU {ms(host.mean_s)}, less than its work"
                 updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
             detail = f"{waited}; {left_text}: the work itself is slow"
-    check = CrossCheck(
-        name=CPU_WAIT_CHECK, method=CPU_WAIT_METHOD, estimate=host_est, agrees=agrees, detail=detail
+    return updated, _check(host_est, agrees, detail)
+
+
+def _check(estimate: Estimate | None, agrees: bool | None, detail: str) -> CrossCheck:
+    """The CPU-wait cross-check with what the waits showed."""
+    return CrossCheck(
+        name=CPU_WAIT_CHECK, method=CPU_WAIT_METHOD, estimate=estimate, agrees=agrees, detail=detail
     )
-    return updated, check
 
 
 def _on_cpu_test(
