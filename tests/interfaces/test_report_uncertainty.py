@@ -695,10 +695,12 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
     assert row["step_p50_text"].count("±") == 1  # schema 8: its own interval
     assert "±" not in rows["tiny-mlp b8 x1 fp32 ddp"]["step_p50_text"]  # older: none recorded
     best = figures(report)["Highest throughput: tiny-mlp"]
-    # the fastest, b8 x1 (7,438 in [4,547, 12,148]: wider than itself), has no number
-    assert best.value == "not measurable (2 repeats)" and "7,4" not in (best.note or "")
+    # the fastest, b8 x1 (7,438 in [4,547, 12,148]: wider than itself), has no number, and no
+    # best is named over it
+    assert best.value == "none named" and "7,4" not in (best.note or "")
     rows_best = {r["model"]: r for r in table(report, "summary-best").rows}
-    assert rows_best["tiny-mlp"]["samples_per_s_text"] == "not measurable (2 repeats)"
+    assert rows_best["tiny-mlp"]["best_by"] == "none named"
+    assert "b8 x1 fp32 ddp, throughput not measurable (2 repeats)" in rows_best["tiny-mlp"]["lead"]
 
 
 def test_busy_machine_count_only_with_its_telemetry(tmp_path: Path, monkeypatch: Any) -> None:

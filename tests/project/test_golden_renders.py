@@ -38,6 +38,7 @@ EXPERIMENTS = {
     "v14-one-step": FIXTURES / "one_step_v14",
     "v16-h100-default": FIXTURES / "h100_schema16" / "default-sweep",
     "v16-h100-workload": FIXTURES / "h100_schema16" / "workload" / "runs",
+    "v18-h200-zoo-compiled": FIXTURES / "h200_zoo_compiled",
 }
 REPORTS = {
     "md": ("-f", "md"),

@@ -10,12 +10,19 @@ from typing import Any, Literal
 import pandas as pd
 
 from torchscale.interfaces.report.estimates import not_measurable, too_wide
-from torchscale.interfaces.report.sections.context import Context, records
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    interval,
+    is_quiet,
+    records,
+    repeats_of,
+)
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.ranking import Lead, lead
 from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
 
 NO_CLEAR_BEST = "no clear best (within noise)"
+NONE_NAMED = "none named"
 By = Literal["throughput", "cost"]
 
 
@@ -59,11 +66,50 @@ def _measured(frame: pd.DataFrame, model: str) -> list[dict[str, Any]]:
     return records(rows)
 
 
-def by_throughput(ctx: Context, model: str) -> Pick | None:
-    """The model's highest median global samples/s (runs pooled) and its lead over the next."""
+def unusable_why(row: dict[str, Any] | pd.Series) -> str | None:
+    """Why a cell cannot be ranked, in the words the report uses for it elsewhere, or None: a
+    throughput the report calls not measurable, or a cell that ran on a busy machine (its own
+    advice is to measure the contention first). A best taken from such a cell would contradict
+    the page it stands on."""
+    if too_wide(*interval(row, "samples_per_s")):
+        return f"throughput {not_measurable(repeats_of(row))}"
+    if not is_quiet(row):
+        return "ran on a busy machine"
+    return None
+
+
+def _rankable(frame: pd.DataFrame, model: str, key: str, sign: float) -> list[dict[str, Any]]:
+    """The model's cells that can be ranked, best first by `key` (`sign` -1: higher is better);
+    none where a cell that cannot be ranked measured better than the best of them (its true
+    figure is unknown, so no best can be named over it)."""
+    rows = [r for r in _measured(frame, model) if finite(r.get(key)) is not None]
+    rows.sort(key=lambda r: sign * float(finite(r[key]) or 0.0))
+    usable = [r for r in rows if unusable_why(r) is None]
+    if not usable or unusable_why(rows[0]) is not None:
+        return []
+    return usable
+
+
+def none_named_why(ctx: Context, model: str) -> str | None:
+    """Why no best is named for a model with measured cells ("its one configuration: throughput
+    not measurable (2 repeats)", "its fastest, b32 x1 fp32 ddp, ran on a busy machine"); None
+    where one is named."""
     rows = sorted(
-        _measured(ctx.pooled, model), key=lambda r: -float(finite(r["samples_per_s"]) or 0.0)
+        _measured(ctx.pooled, model), key=lambda r: -float(finite(r["samples_per_s"]) or 0)
     )
+    if not rows or _rankable(ctx.pooled, model, "samples_per_s", -1.0):
+        return None
+    if any(unusable_why(r) is None for r in rows):
+        return f"its fastest, {ctx.label(rows[0], model=False)}, {unusable_why(rows[0])}"
+    whys = "; ".join(dict.fromkeys(str(unusable_why(r)) for r in rows))
+    which = "its one configuration" if len(rows) == 1 else f"its {len(rows)} configurations"
+    return f"{which}: {whys}"
+
+
+def by_throughput(ctx: Context, model: str) -> Pick | None:
+    """The model's highest median global samples/s (runs pooled) and its lead over the next,
+    among the cells that can be ranked (`unusable_why`)."""
+    rows = _rankable(ctx.pooled, model, "samples_per_s", -1.0)
     if not rows:
         return None
     first, second = rows[0], rows[1] if len(rows) > 1 else None
@@ -88,8 +134,7 @@ def by_cost(priced: pd.DataFrame | None, model: str) -> Pick | None:
     ratio of their costs, through their throughputs at their prices and rank counts)."""
     if priced is None or priced.empty:
         return None
-    rows = [r for r in _measured(priced, model) if finite(r.get("cost_per_m_samples")) is not None]
-    rows.sort(key=lambda r: float(finite(r["cost_per_m_samples"]) or 0.0))
+    rows = _rankable(priced, model, "cost_per_m_samples", 1.0)
     if not rows:
         return None
     first, second = rows[0], rows[1] if len(rows) > 1 else None

@@ -18,10 +18,12 @@ from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
 from torchscale.interfaces.report.sections.best import (
     NO_CLEAR_BEST,
+    NONE_NAMED,
     Pick,
     by_cost,
     by_throughput,
     lead_text,
+    none_named_why,
 )
 from torchscale.interfaces.report.sections.comparison import largest_change_items, unconfirmed
 from torchscale.interfaces.report.sections.context import (
@@ -38,6 +40,7 @@ from torchscale.interfaces.report.sections.context import (
     repeats_of,
 )
 from torchscale.interfaces.report.sections.findings import action_text
+from torchscale.interfaces.report.sections.gpu_summary import gpu_phrase
 from torchscale.interfaces.report.sections.run_verdicts import (
     ordered_profiles,
     profile_lines,
@@ -235,7 +238,13 @@ def _single_size_line(ctx: Context, model: str) -> str:
     where = ranks(best["world_size"], best["device"])
     runs = finite(best.get(RUN_COLUMN)) or 1
     median = f" (median of {int(runs)} runs)" if runs > 1 else ""
-    of = f", the fastest of {len(measured)} configurations" if len(measured) > 1 else ""
+    of = ""
+    if len(measured) > 1:  # 'fastest' only where the best line names it beyond noise
+        pick = by_throughput(ctx, model)
+        clear = pick is not None and pick.clear and pick.row["cell_id"] == best["cell_id"]
+        of = f", the fastest of {len(measured)} configurations"
+        if not clear:
+            of = f"; {len(measured)} configurations, none clearly the fastest"
     config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
     figure = first_screen_throughput(best)
     if figure.startswith("not measurable"):
@@ -266,7 +275,7 @@ def _model_line(
     """One plain line per model over every configuration it ran (never one batch
     size standing for the model)."""
     scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
-    cost = _cheapest(ctx, by_cost(priced, model))
+    cost = _cheapest(ctx, by_cost(priced, model)) + gpu_phrase(ctx, model)
     if scaled.empty:
         return Text(text=_single_size_line(ctx, model) + cost, severity="info")
     rows = _largest_per_group(scaled)
@@ -304,8 +313,11 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
         for m in models
     ]
     parts = []
-    for pick in picks:
+    for model, pick in zip(models, picks, strict=True):
         if pick is None:
+            why = none_named_why(ctx, model)
+            if why is not None:
+                parts.append(f"{model}: {NONE_NAMED} ({why})")
             continue
         config = ctx.label(pick.row)
         other = ctx.label(pick.runner_up) if pick.runner_up is not None else None
@@ -325,13 +337,21 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
     )
 
 
+def _sentence(ctx: Context, text: str) -> str:
+    """`text` with a capital first letter, unless it opens with a model's name ('gpt2 b16 ...'
+    stays as the model is called, never 'Gpt2')."""
+    if any(text.startswith(model) for model in ctx.models):
+        return text
+    return text[:1].upper() + text[1:]
+
+
 def _baseline_line(ctx: Context) -> Text | None:
     if ctx.comparison is None:
         return None
     against = ", ".join(s.name for s in ctx.baseline.experiments) if ctx.baseline else ""
     largest = largest_change_items(ctx, ctx.comparison, 1)
     phrase, severity = baseline_phrase(ctx.comparison, against, largest[0] if largest else None)
-    return Text(text=phrase[:1].upper() + phrase[1:] + ".", severity=severity)
+    return Text(text=_sentence(ctx, phrase) + ".", severity=severity)
 
 
 def _actions(ctx: Context, usable: Usability) -> list[Text]:
@@ -348,7 +368,7 @@ def _actions(ctx: Context, usable: Usability) -> list[Text]:
         said.append(action_text(ctx.findings[0]))
     severity: Severity = "bad" if usable.usable == "no" else "warn"
     texts = [
-        Text(text=a[:1].upper() + a[1:] + ("" if a.endswith(".") else "."), severity=severity)
+        Text(text=_sentence(ctx, a) + ("" if a.endswith(".") else "."), severity=severity)
         for a in dict.fromkeys(said)
     ]
     return texts[:MAX_ACTIONS]

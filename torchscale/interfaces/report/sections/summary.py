@@ -38,10 +38,12 @@ from torchscale.interfaces.report.model import (
 )
 from torchscale.interfaces.report.sections.best import (
     NO_CLEAR_BEST,
+    NONE_NAMED,
     Pick,
     by_cost,
     by_throughput,
     lead_text,
+    none_named_why,
 )
 from torchscale.interfaces.report.sections.comparison import (
     LARGEST_CHANGES,
@@ -76,6 +78,7 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.interfaces.report.sections.diagnosis import diagnoses_table
 from torchscale.interfaces.report.sections.findings import no_finding_text
+from torchscale.interfaces.report.sections.gpu_summary import gpu_table
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import HOST_FIRST, plain_reason, term_column
 from torchscale.offline.analysis.numbers import finite
@@ -123,6 +126,11 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
     for model in ctx.models:
         fastest = by_throughput(ctx, model)
         if fastest is None:
+            why = none_named_why(ctx, model)
+            if why is not None:  # the table says what the headline says: no best
+                rows.append(
+                    {"model": model, "best_by": NONE_NAMED, "lead": why, "_severity": "warn"}
+                )
             continue
         picks: list[tuple[str, Pick]] = [("throughput", fastest)]
         cheapest = by_cost(priced, model)
@@ -338,8 +346,15 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
     models = ctx.models
     weak = ctx.weak_scaling
     for model in models[:MAX_MODEL_FIGURES]:
-        group = ctx.measured_pooled[ctx.measured_pooled["model_label"] == model]
-        best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
+        label = f"Highest throughput: {model}"
+        why = none_named_why(ctx, model)
+        fastest = by_throughput(ctx, model)
+        if fastest is None:  # never a highest figure from cells the page calls unusable
+            note = why or "no configuration of this model measured"
+            figures.append(KeyFigure(label=label, value=NONE_NAMED, note=note, severity="warn"))
+            figures.append(_efficiency_figure(ctx, model, weak))
+            continue
+        best = pd.Series(fastest.row)
         tokens = rate_text_value(best, "tokens_per_s")
         note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
         runs = finite(best.get(RUN_COLUMN)) or 1
@@ -355,7 +370,6 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         if not is_quiet(best):
             note += "; ran on a busy machine"
         value, low, high = interval(best, "samples_per_s")
-        label = f"Highest throughput: {model}"
         if too_wide(value, low, high):  # the figure says nothing: no number on the card
             note = f"samples/s at {_config(ctx, best)}: {TOO_WIDE_NOTE}"
             shown: float | str | None = not_measurable(repeats_of(best))
@@ -459,7 +473,7 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         col("batch_per_gpu", batch, "int"),
         col("samples_per_s_text", "Samples/s ±95 %"),
     ]
-    if any(r["tokens_per_s"] is not None for r in rows):
+    if any(r.get("tokens_per_s") is not None for r in rows):
         columns.append(col("tokens_per_s", "Tokens/s", "readable"))
     columns += [
         col("efficiency_text", "Scaling efficiency"),
@@ -480,7 +494,7 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         note += (
             f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
         )
-    if any(r["efficiency_text"] == "no base" for r in rows):
+    if any(r.get("efficiency_text") == "no base" for r in rows):
         note += ctx.units.say(
             "; scaling efficiency 'no base': no smaller GPU count was measured in the cell's "
             "group, so there is no scaling figure (never 100 %)"
@@ -592,6 +606,7 @@ def build(ctx: Context) -> Section:
         blocks.append(table)
     elif len(ctx.cells):
         blocks.append(Unavailable(items={"best configuration": ctx.nothing_measured()}))
+    blocks += present(gpu_table(ctx, ctx.models))
     if more:  # the figures past the first screen's cards, as a list after the best table
         blocks.append(KeyFigures(figures=more, role="more"))
     blocks += _lines(ctx) + present(diagnoses_table(ctx))

@@ -1,0 +1,161 @@
+"""What a GPU reader decides on, on the first page of every format: per model, the cell the
+summary names (else its fastest), its MFU against the stated peak, its peak memory per rank,
+its compile seconds and compiled/eager where both ran, and whether the GPU waited for the host.
+The full tables stay in the efficiency and latency sections; this is their one row per model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from torchscale.interfaces.report.estimates import too_wide
+from torchscale.interfaces.report.model import Table
+from torchscale.interfaces.report.sections.best import by_throughput, unit_figures
+from torchscale.interfaces.report.sections.context import Context, col, fmt, mfu_text, records
+from torchscale.interfaces.report.sections.words import term_column
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.ranking import lead
+
+SHAPE = ("model_label", "batch_size", "world_size", "precision", "strategy")
+LOW_MFU = 0.2  # below this, with no host-bound verdict, the step may time the host
+MAX_ROWS = 8  # the first page; the efficiency section's tables hold every cell
+
+
+def _on_gpu(ctx: Context) -> pd.DataFrame:
+    ok = ctx.measured_pooled
+    return ok[ok["device"].astype(str) != "cpu"] if "device" in ok.columns else ok.iloc[0:0]
+
+
+def _compiled(row: Mapping[str, Any]) -> bool:
+    return finite(row.get("compile_s")) is not None
+
+
+def _compiled_vs_eager(ctx: Context, row: Mapping[str, Any]) -> str | None:
+    """'1.25x [1.10, 1.42]': this cell's throughput over its twin's of the same shape in the
+    other mode, compiled over eager; None where no twin ran."""
+    ok = ctx.measured_pooled
+    same = ok
+    for key in SHAPE:
+        same = same[same[key] == row[key]]
+    twins = [r for r in records(same) if _compiled(r) != _compiled(row)]
+    if not twins:
+        return None
+    compiled, eager = (row, twins[0]) if _compiled(row) else (twins[0], row)
+    ahead = lead(unit_figures(dict(compiled)), unit_figures(dict(eager)))
+    if ahead is None:
+        return None
+    if ahead.low is None or ahead.high is None:
+        return f"{1 + ahead.change:.2f}x (one repeat)"
+    if too_wide(ahead.change, ahead.low, ahead.high):
+        return "not measurable"
+    return f"{1 + ahead.change:.2f}x [{1 + ahead.low:.2f}, {1 + ahead.high:.2f}]"
+
+
+def _waits_for_host(row: Mapping[str, Any]) -> str:
+    bound = row.get("host_bound")
+    busy = finite(row.get("gpu_busy_share"))
+    share = f": GPU busy {busy * 100:.0f} % of the step" if busy is not None else ""
+    if bound is True or bound == 1.0:
+        return f"yes{share}"
+    if bound is False or bound == 0.0:
+        return f"no{share}"
+    return "not measured"
+
+
+def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
+    pick = by_throughput(ctx, model)
+    if pick is not None and pick.row.get("device") != "cpu":
+        row: Mapping[str, Any] = pick.row
+    else:
+        group = gpu[gpu["model_label"] == model]
+        if group.empty:
+            return None
+        row = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
+    result = ctx.result(row)
+    memory = result.memory
+    compile_s = finite(row.get("compile_s"))
+    return {
+        "model": model,
+        "config": ctx.label(row, model=False),
+        "mfu_text": mfu_text(row),
+        "peak": finite(row.get("peak_tflops_per_device")),
+        "peak_reserved": memory.peak_reserved_bytes if memory else None,
+        "compile": f"{compile_s:.1f} s" if compile_s is not None else "eager",
+        "compiled_vs_eager": _compiled_vs_eager(ctx, row),
+        "waits_for_host": _waits_for_host(row),
+        "_low_mfu": (finite(row.get("mfu")) or 0.0) < LOW_MFU,
+        "_fsdp_one": row.get("strategy") == "fsdp" and int(row.get("world_size") or 0) == 1,
+        "_basis": result.compute.peak_basis if result.compute else None,
+    }
+
+
+def gpu_table(ctx: Context, models: list[str]) -> Table | None:
+    """One row per model that ran on a GPU; None where nothing did (a CPU sweep's page is as it
+    was)."""
+    gpu = _on_gpu(ctx)
+    if gpu.empty:
+        return None
+    rows = [r for r in (_row(ctx, m, gpu) for m in models) if r is not None]
+    if not rows:
+        return None
+    more = len(rows) - MAX_ROWS
+    rows = rows[:MAX_ROWS]
+    bases = sorted({str(r["_basis"]) for r in rows if r["_basis"]})
+    note = "MFU = achieved TFLOP/s over the peak dense TFLOP/s for the dtype that runs"
+    if bases:
+        note += f" ({'; '.join(bases)})"
+    note += "; memory: the allocator's peak reserved per rank; compile: torch.compile's seconds"
+    if any(r["compiled_vs_eager"] is None for r in rows):
+        note += " (compiled/eager '-': no cell of the same shape ran in the other mode)"
+    unmeasured = [
+        r["model"] for r in rows if r["_low_mfu"] and r["waits_for_host"] == "not measured"
+    ]
+    if unmeasured:
+        note += (
+            f"; {', '.join(unmeasured)}: MFU under {LOW_MFU * 100:.0f} % and whether the GPU "
+            "waits for the host not measured: the step may time Python and kernel launches, "
+            "not the GPU (a torchscale profile shows which)"
+        )
+    if any(r["_fsdp_one"] for r in rows):
+        note += "; FSDP on one GPU runs its machinery only, nothing is sharded"
+    if more > 0:
+        note += f"; {more} more model(s) in the efficiency section"
+    columns = [
+        col("model", "Model"),
+        term_column("config", "config"),
+        col("mfu_text", "MFU ±95 %"),
+        col("peak", "Peak TFLOP/s", "float"),
+        col("peak_reserved", "Peak memory per rank", "bytes"),
+        col("compile", "Compile"),
+        col("compiled_vs_eager", "Compiled / eager"),
+        col("waits_for_host", "GPU waits for the host"),
+    ]
+    for row in rows:
+        for key in ("_low_mfu", "_fsdp_one", "_basis"):
+            row.pop(key)
+    return Table(id="summary-gpu", title="On the GPU", columns=columns, rows=rows, note=note)
+
+
+def gpu_phrase(ctx: Context, model: str) -> str:
+    """The headline's words for the same row ('; on the GPU: MFU 8.6 % [4.4 %, 16.5 %] of 989
+    TFLOP/s, 2.3 GiB peak memory per rank, compile 23.5 s'), so the first lines of every
+    format carry them; '' for a model that ran on no GPU."""
+    gpu = _on_gpu(ctx)
+    row = _row(ctx, model, gpu) if not gpu.empty else None
+    if row is None:
+        return ""
+    parts = []
+    if row["mfu_text"]:
+        peak = f" of {fmt(row['peak'], 'float')} TFLOP/s" if row["peak"] else ""
+        parts.append(f"MFU {row['mfu_text']}{peak}")
+    if row["peak_reserved"]:
+        parts.append(f"{fmt(row['peak_reserved'], 'bytes')} peak memory per rank")
+    if row["compile"] != "eager":
+        parts.append(f"compile {row['compile']}")
+    if row["compiled_vs_eager"]:
+        parts.append(f"compiled/eager {row['compiled_vs_eager']}")
+    if row["waits_for_host"].startswith("yes"):
+        parts.append(f"the GPU waits for the host ({row['waits_for_host'][5:]})")
+    return f"; on the GPU: {', '.join(parts)}" if parts else ""
