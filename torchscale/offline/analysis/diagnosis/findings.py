@@ -417,46 +417,33 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
         )
     if i.verdict is not None and i.verdict.host_bound and i.verdict.candidate_rank is not None:
         who = _who(i.device_type, i.verdict.candidate_rank)
-        return RankedFinding(
-            f"Ranks wait for {who}, which the host held back (it waited for a CPU)",
-            i.stall,
-            evidence,
-            HOST_FIX.format(who=who),
-            "load_imbalance",
-        )
-    significant = i.verdict is not None and bool(i.verdict.significant)
-    if significant:
-        return RankedFinding(
-            "Waiting for peers: the slowest rank's own work is disputed by other evidence",
-            i.stall,
-            evidence,
+        title = f"Ranks wait for {who}, which the host held back (it waited for a CPU)"
+        fix = HOST_FIX.format(who=who)
+    elif i.verdict is not None and i.verdict.significant:
+        title = "Waiting for peers: the slowest rank's own work is disputed by other evidence"
+        fix = (
             "The own-work test found a slower rank but another check points elsewhere (see the "
             "verdict): profile again with more steps (--profile-steps) on a quiet machine "
-            "before acting on one rank.",
-            "load_imbalance",
+            "before acting on one rank."
         )
-    if not spread and least is not None:
+    elif not spread and least is not None:
         who = _who(i.device_type, least)
-        return RankedFinding(
-            f"Ranks wait for {who}, though its measured work is not significantly slower",
-            i.stall,
-            evidence,
+        title = f"Ranks wait for {who}, though its measured work is not significantly slower"
+        fix = (
             f"{who} is late outside the work the timers measure, or by too little per step for "
             "the test: check its host (other processes on its cores, CPU frequency, "
             "`top`/`lscpu`), logging or host syncs on that rank, and measure more steps "
-            "(--steps) so a smaller gap can be tested.",
-            "load_imbalance",
+            "(--steps) so a smaller gap can be tested."
         )
-    return RankedFinding(
-        "Load imbalance: ranks take turns waiting for each other",
-        i.stall,
-        evidence,
-        "Give every rank the same work per step: equal batch sizes (DistributedSampler with "
-        "drop_last=True), sequences bucketed or padded to equal lengths per step "
-        "(length-grouped sampling), no rank-dependent extra work; check dynamic shapes or "
-        "expert routing that vary by rank.",
-        "load_imbalance",
-    )
+    else:
+        title = "Load imbalance: ranks take turns waiting for each other"
+        fix = (
+            "Give every rank the same work per step: equal batch sizes (DistributedSampler with "
+            "drop_last=True), sequences bucketed or padded to equal lengths per step "
+            "(length-grouped sampling), no rank-dependent extra work; check dynamic shapes or "
+            "expert routing that vary by rank."
+        )
+    return RankedFinding(title, i.stall, evidence, fix, "load_imbalance")
 
 
 # a tp, pp or hybrid cell's communication is not DDP's gradient all-reduce: other remedies
