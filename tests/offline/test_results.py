@@ -320,7 +320,9 @@ def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match="not a torchscale results directory"):
         torchscale.results.load(tmp_path)
     shutil.copytree(V1_DIR, tmp_path / "v1_fixture")
-    with pytest.raises(ResultsError, match="holds experiment"):
+    shutil.copytree(V1_DIR, tmp_path / "second")
+    # the experiments by their folders' names, never the 'cells' folder inside each
+    with pytest.raises(ResultsError, match=r"holds experiment\(s\) second, v1_fixture: pass one"):
         torchscale.results.load(tmp_path)
 
 

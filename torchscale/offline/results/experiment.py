@@ -139,8 +139,12 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     layout = ResultLayout(Path(path))
     root = layout.root
     if not layout.cells_dir.is_dir():
-        inner = sorted(p.name for p in root.glob("*/cells") if p.is_dir()) if root.is_dir() else []
-        names = ", ".join(p.split("/")[0] for p in inner)
+        inner = (
+            sorted(p.parent.name for p in root.glob("*/cells") if p.is_dir())
+            if root.is_dir()
+            else []
+        )
+        names = ", ".join(inner)
         hint = f"; it holds experiment(s) {names}: pass one" if inner else ""
         raise ResultsError(f"{root} is not a torchscale results directory (no cells/){hint}")
     problems = metadata_problems
