@@ -148,11 +148,9 @@ def _from_timers(model: StepSplit, parts: pd.DataFrame, evidence: RunEvidence) -
     """`parts`: the phase table's `step_parts`, the rows `model` was built from."""
     keyed = parts.assign(key=list(zip(parts["window"], parts["step"], strict=True)))
     step_col = keyed.assign(step_total=keyed["model_step_s"])
-    waits = rank_waits(step_col[["rank", "key", "wait_for_peers", "step_total"]])
+    waits = rank_waits(step_col)
     own = keyed.assign(own=keyed["compute"] + keyed["data"])
     whatif = _whatif_for(model, step_col, own)
-    verdict = model.straggler
-    stall = part_share(model, "wait_for_peers")
     inputs = FindingInputs(
         cycle_us=float(model.step_s.value or 0.0) * 1e6,
         ranks=model.ranks,
@@ -160,11 +158,11 @@ def _from_timers(model: StepSplit, parts: pd.DataFrame, evidence: RunEvidence) -
         backend=evidence.backend,
         strategy=evidence.strategy,
         nodes=evidence.nodes,
-        stall=stall if model.ranks > 1 else None,
+        stall=part_share(model, "wait_for_peers") if model.ranks > 1 else None,
         exposed_transfer=part_share(model, "exposed_transfer") if model.ranks > 1 else None,
         data=part_share(model, "data"),
         waits_known=model.ranks > 1,
-        verdict=verdict,
+        verdict=model.straggler,
         whatif=whatif.share if whatif is not None else None,
         rank_waits={w.rank: w.share for w in waits},
         compute_spread_frac=compute_spread(keyed, "key", model.step_s.value or 0.0),
@@ -183,11 +181,7 @@ def _from_traces(
     attribution = model.attribution
     assert attribution is not None
     parts = model.parts.assign(key=model.parts["step"], step_total=model.parts["step_s"])
-    waits = (
-        rank_waits(parts[["rank", "key", "wait_for_peers", "step_total"]])
-        if model.waits_known
-        else []
-    )
+    waits = rank_waits(parts) if model.waits_known else []
     whatif = None
     if model.waits_known and model.own is not None:
         own = model.own.assign(key=model.own["step"], own=model.own["compute"])
@@ -206,7 +200,7 @@ def _from_traces(
 def rank_waits(parts: pd.DataFrame) -> list[RankWait]:
     """Each rank's wait for peers as a share of its own step: its mean wait per step over its
     mean step, with the moving-block bootstrap interval over its steps. `parts`: rank, key
-    (the step), wait_for_peers and step_total seconds."""
+    (the step), wait_for_peers and step_total seconds (other columns are not read)."""
     out = []
     for rank, rows in parts.sort_values(["rank", "key"]).groupby("rank"):
         wait = rows["wait_for_peers"].to_numpy(np.float64)
