@@ -150,6 +150,4 @@ def percent(ratio: float, signed: bool = False) -> str:
     from 1 % up, one decimal below; '+5 %' signed)."""
     shown = abs(ratio) * 100
     text = f"{shown:.0f} %" if shown >= 0.995 else f"{shown:.1f} %"
-    if not signed:
-        return text
-    return ("-" if ratio < 0 else "+") + text
+    return ("-" if ratio < 0 else "+") + text if signed else text
