@@ -43,4 +43,6 @@ def test_one_benchmark_calls_only_down_and_writes_each_file_once(tmp_path: Path)
     rank_part = f"logs/{cell}/result.json"
     assert route.writes[rank_part] == 1 and route.writers[rank_part] == {"rank 0 atomic"}
     assert route.writes[f"steps/{cell}.jsonl"] == 1  # moved in, not rewritten
+    # the sweep's state is a progress file: "running" as it starts, "complete" as it ends
+    assert route.writes.pop("sweep.json") == 2
     assert max(route.writes.values()) == 1, route.writes

@@ -52,7 +52,8 @@ def _stored_kinds() -> dict[str, type[BaseModel]]:
 def test_each_stored_kind_has_exactly_one_reader() -> None:
     kinds = _stored_kinds()
     assert set(kinds) == set(documents.READERS)
-    assert len(kinds) == 7  # cell, profile analysis, comm, forecast, its score, max batch, validate
+    # cell, profile analysis, comm, forecast, its score, max batch, validate, sweep state
+    assert len(kinds) == 8
 
 
 def _readers_of_stored_documents(path: Path) -> list[str]:

@@ -128,3 +128,11 @@ class CellIdentity(FrozenRecord):
     parallel: ParallelShape | None = Field(
         default=None, description="tp, pp and hybrid: the mesh (null for ddp and fsdp)"
     )
+
+    @property
+    def shape_label(self) -> str:
+        """'tiny-gpt2 b32 x1 fp32 ddp', as the report labels a cell (with '(2 nodes)' after
+        the world where it spans several): also what a sweep's state file names it by."""
+        nodes = f" ({self.nodes} nodes)" if self.nodes > 1 else ""
+        shape = f"b{self.batch_size} x{self.world_size}{nodes} {self.precision} {self.strategy}"
+        return f"{self.label} {shape}"

@@ -20,6 +20,9 @@ import pandas as pd
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import ResultsError
 from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning, Cost
+from torchscale.contracts.schema.sweep_state import PlannedCell as PlannedEntry
+from torchscale.contracts.schema.sweep_state import SweepState
+from torchscale.contracts.signals import Terminated
 from torchscale.offline.analysis.cost import cell_cost
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
@@ -196,6 +199,9 @@ def run_sweep(
     outcome = SweepOutcome()
     store.write_config(plan.config_yaml)
     total = len(plan.cells)
+    planned_entries = [_planned_entry(p) for p in plan.cells]
+    store.write_sweep_state(SweepState(phase="running", planned=planned_entries, finished=0))
+    current: str | None = None
     scorer = ForecastScorer(store.root)
     # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
     # before any launch; nothing to do when no cell will launch (all skipped or resumed)
@@ -205,6 +211,7 @@ def run_sweep(
             hooks.on_data(ready)
     try:
         for index, planned in enumerate(plan.cells):
+            current = planned.cell.id
             previous = _previous_ok(planned, store, resume)
             reused = previous is not None
             hooks.on_start(planned, index, total, planned.skip_reason is None and not reused)
@@ -217,7 +224,11 @@ def run_sweep(
                 # price); the report's --cost-per-gpu-hour prices it anew
                 result = previous or run_cell(planned, store, base_env, plan.price_per_gpu_hour)
             outcome.results.append(result)
+            current = None
             outcome.table = write_summary(store, outcome.results)
+            if index + 1 < total:
+                running = SweepState(phase="running", planned=planned_entries, finished=index + 1)
+                store.write_sweep_state(running)
             hooks.on_done(result, reused)
             check = None if reused else scorer.check(result)
             if check is not None:
@@ -225,10 +236,38 @@ def run_sweep(
             if fail_fast and result.status.is_failure:
                 outcome.stopped_early = True
                 break
-    except BaseException:
-        if outcome.results:
-            # best effort on the way out (Ctrl-C, a full disk): never mask the first error
-            with contextlib.suppress(ResultsError):
+    except BaseException as exc:
+        # best effort on the way out (Ctrl-C, a full disk): never mask the first error
+        with contextlib.suppress(ResultsError):
+            if outcome.results:
                 write_summary(store, outcome.results)
+            finished = len(outcome.results)
+            stopped = SweepState(
+                phase="stopped",
+                planned=planned_entries,
+                finished=finished,
+                stopped_by=_stopped_by(exc),
+                during=current,
+            )
+            store.write_sweep_state(stopped)
         raise
+    done = len(outcome.results)
+    state = SweepState(phase="complete", planned=planned_entries, finished=done)
+    if outcome.stopped_early:
+        state = state.model_copy(update={"phase": "stopped", "stopped_by": "--fail-fast"})
+    store.write_sweep_state(state)
     return outcome
+
+
+def _planned_entry(planned: PlannedCell) -> PlannedEntry:
+    cell = planned.cell
+    return PlannedEntry(id=cell.id, label=cell.shape_label, skip_reason=planned.skip_reason)
+
+
+def _stopped_by(exc: BaseException) -> str:
+    """What stopped a sweep, in the words its state file keeps."""
+    if isinstance(exc, Terminated):
+        return exc.name
+    if isinstance(exc, KeyboardInterrupt):
+        return "Ctrl-C (SIGINT)"
+    return f"{type(exc).__name__}: {exc}".split("\n")[0]

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torchscale.interfaces.formatting import ValueFormat as ValueFormat
 
 # what each version added: docs/reporting.md, "Report schema versions"
-REPORT_SCHEMA_VERSION: Literal[8] = 8
+REPORT_SCHEMA_VERSION: Literal[9] = 9
 
 Severity = Literal["info", "good", "warn", "bad"]
 # a section's id is its module's name under report/sections/ (summary, scaling, ..., glossary):
@@ -255,6 +255,9 @@ class Source(_Model):
         default=0, description="cell result files left out as unreadable (see Report.skipped)"
     )
     comm_runs: int = Field(default=0, description="collective benchmark runs (comm/<run>.json)")
+    unfinished: int = Field(
+        default=0, description="planned cells with no result: a stopped sweep's"
+    )
 
     def contents(self) -> str:
         """What the source holds, in words: '6 of 8 cells readable (4 ok, 2 failed), 1
@@ -268,6 +271,8 @@ class Source(_Model):
             if self.unreadable:
                 head = f"{self.cells} of {files} cells readable"
             parts.append(head + (f" ({', '.join(counts)})" if counts else ""))
+        if self.unfinished:
+            parts.append(f"{self.unfinished} planned with no result (the sweep stopped)")
         if self.profiles:
             parts.append(f"{self.profiles} profiled run{_s(self.profiles)}")
         if self.comm_runs:
@@ -286,7 +291,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3, 4, 5, 6, 7, 8] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6, 7, 8, 9] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")

@@ -82,6 +82,10 @@ class ResultLayout(Generic[P]):
         return self.root / "summary.csv"
 
     @property
+    def sweep_state_path(self) -> P:
+        return self.root / "sweep.json"
+
+    @property
     def cells_dir(self) -> P:
         return self.root / "cells"
 
@@ -102,8 +106,12 @@ class ResultLayout(Generic[P]):
     def attempt_steps_path(self, cell_id: str) -> P:
         return self.log_dir(cell_id) / "steps.jsonl"
 
+    @property
+    def specs_dir(self) -> P:
+        return self.root / "specs"
+
     def spec_path(self, cell_id: str) -> P:
-        return self.root / "specs" / f"{cell_id}.json"
+        return self.specs_dir / f"{cell_id}.json"
 
     @property
     def comm_dir(self) -> P:

@@ -32,6 +32,8 @@ from torchscale.contracts.schema.max_batch import (
     MaxBatchResult,
 )
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.schema.sweep_state import SCHEMA_VERSION as SWEEP_SCHEMA_VERSION
+from torchscale.contracts.schema.sweep_state import SWEEP_KIND, SweepState
 from torchscale.contracts.schema.validate_report import SCHEMA_VERSION as VALIDATE_SCHEMA_VERSION
 from torchscale.contracts.schema.validate_report import VALIDATE_KIND, ValidateReport
 from torchscale.contracts.versioned import read_json, validated, version_problem
@@ -79,12 +81,14 @@ FORECAST = Kind(Forecast, FORECAST_KIND, "forecast", FORECAST_SCHEMA_VERSION)
 FORECAST_SCORE = Kind(ForecastScore, FORECAST_SCORE_KIND, "forecast score", FORECAST_SCHEMA_VERSION)
 MAX_BATCH = Kind(MaxBatchResult, MAX_BATCH_KIND, "max-batch result", MAX_BATCH_SCHEMA_VERSION)
 VALIDATE = Kind(ValidateReport, VALIDATE_KIND, "validate report", VALIDATE_SCHEMA_VERSION)
+SWEEP = Kind(SweepState, SWEEP_KIND, "sweep state", SWEEP_SCHEMA_VERSION)
 
 read_comm = COMM.read
 read_forecast = FORECAST.read
 read_forecast_score = FORECAST_SCORE.read
 read_max_batch = MAX_BATCH.read
 read_validate_report = VALIDATE.read
+read_sweep_state = SWEEP.read
 
 
 def read_cell(path: Path) -> Read[CellResult]:
@@ -107,7 +111,7 @@ def read_profile_analysis(path: Path, result: CellResult | None = None) -> Read[
 READERS: dict[str, Callable[[Path], Read[Any]]] = {
     CELL_KIND: read_cell,
     ProfileAnalysis.model_fields["kind"].default: read_profile_analysis,
-    **{k.name: k.read for k in (COMM, FORECAST, FORECAST_SCORE, MAX_BATCH, VALIDATE)},
+    **{k.name: k.read for k in (COMM, FORECAST, FORECAST_SCORE, MAX_BATCH, VALIDATE, SWEEP)},
 }
 
 

@@ -15,9 +15,10 @@ import yaml
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.offline.results.directory_layout import ResultLayout
-from torchscale.offline.results.documents import read_cells
+from torchscale.offline.results.documents import read_cells, read_sweep_state
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.offline.results.upgrades.edge_steps import is_edge_step, timed_edge
 
@@ -47,6 +48,8 @@ class Experiment:
     results: list[CellResult]
     versions: dict[str, int]  # cell id -> schema version of its file
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    sweep: SweepState | None = None  # sweep.json: the plan and how far it got (None: older)
+    started: list[str] = field(default_factory=list)  # cell ids with a spec written
 
     @property
     def name(self) -> str:
@@ -138,7 +141,7 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     """
     layout = ResultLayout(Path(path))
     root = layout.root
-    if not layout.cells_dir.is_dir():
+    if not layout.cells_dir.is_dir() and not layout.sweep_state_path.is_file():
         inner = (
             sorted(p.parent.name for p in root.glob("*/cells") if p.is_dir())
             if root.is_dir()
@@ -151,6 +154,13 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     config = _read_mapping(layout.config_path, yaml.safe_load, "YAML config", problems)
     environment = _read_mapping(layout.environment_path, json.loads, "JSON environment", problems)
     results, versions, skipped = read_cells(layout)
+    sweep = None
+    if layout.sweep_state_path.is_file():
+        state = read_sweep_state(layout.sweep_state_path)
+        sweep = state.doc
+        if state.problem is not None:
+            skipped.append((layout.sweep_state_path, state.problem))
     for file, reason in skipped:
         log.warning("skipping %s: %s", file, reason)
-    return Experiment(root, config, environment, results, versions, skipped)
+    started = sorted(p.stem for p in layout.specs_dir.glob("*.json"))
+    return Experiment(root, config, environment, results, versions, skipped, sweep, started)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import OutputDirError, ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.versions import read_cell_result
 
@@ -95,6 +96,9 @@ class ResultStore(ResultLayout[Path]):
 
     def write_environment(self, environment: dict[str, Any]) -> None:
         self.write_text(self.environment_path, json.dumps(environment, indent=2))
+
+    def write_sweep_state(self, state: SweepState) -> None:
+        self.write_text(self.sweep_state_path, state.model_dump_json(indent=2))
 
     def write_cell(self, result: CellResult) -> Path:
         return self.write_text(self.cell_path(result.cell_id), result.model_dump_json(indent=2))

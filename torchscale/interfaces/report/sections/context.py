@@ -42,6 +42,7 @@ from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
 from torchscale.offline.results.profile_versions import compile_mode
+from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress, sweep_progress
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.request import ReportOptions
@@ -388,6 +389,24 @@ class Context:
         ]
         parts = [plural(n, word) for n, word in counts if n]
         return " and ".join(parts) or "nothing else readable"
+
+    @functools.cached_property
+    def progress(self) -> list[tuple[str, SweepProgress]]:
+        """Each experiment's sweep: every planned cell with its state (offline/results)."""
+        return [
+            (s.name, sweep_progress(s.experiment))
+            for s in self.sources.experiments
+            if s.experiment is not None
+        ]
+
+    def unreached(self) -> list[tuple[str, CellProgress]]:
+        """Planned cells with no result: the one a stop cut short, those never reached."""
+        return [
+            (name, cell)
+            for name, progress in self.progress
+            for cell in progress.cells
+            if cell.state in ("stopped", "not run")
+        ]
 
     @property
     def comm_runs(self) -> list[tuple[str, CommResult]]:

@@ -1,6 +1,6 @@
 """Failures: every cell (and profiled run) that did not succeed, with its status and root cause,
-one line each. Log tails stay in the results (`error.log_tail`, logs/<cell>/): only their last
-line is shown, never the tail in full."""
+one line each, the planned cells a stopped sweep never finished included. Log tails stay in the
+results (`error.log_tail`, logs/<cell>/): only their last line is shown, never the tail in full."""
 
 from __future__ import annotations
 
@@ -54,6 +54,10 @@ def build(ctx: Context) -> Section:
         result = ctx.result(row)
         fallback = text(row["error"]) or "no reason recorded"
         rows.append(_row(ctx.label(row), str(row["status"]), result.error, fallback))
+    unreached = ctx.unreached()
+    for experiment, cell in unreached:  # planned, no result: cut short, or never reached
+        label = f"{cell.label} [{experiment}]" if ctx.multi else cell.label
+        rows.append(_row(label, cell.state, None, cell.why or "no result"))
     for experiment, unanalysed in ctx.unanalysed:
         run = unanalysed.result
         label = (
@@ -65,10 +69,11 @@ def build(ctx: Context) -> Section:
         status = status if status != "ok" else "not analysed"
         rows.append(_row(label, status, None, unanalysed.reason))
     blocks: list[Block] = []
-    total = len(ctx.cells)
+    total = len(ctx.cells) + len(unreached)
     if rows:
         failed = sum(r["status"] in ("failed", "oom", "timeout") for r in rows)
         statuses = Counter(str(s) for s in ctx.cells["status"] if s != "ok")
+        statuses.update(cell.state for _, cell in unreached)
         parts = [f"{n} {status}" for status, n in sorted(statuses.items())]
         line = f"{sum(statuses.values())} of {total} cells did not succeed" if total else ""
         line += f" ({', '.join(parts)})" if parts else ""

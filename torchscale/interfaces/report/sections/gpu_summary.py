@@ -157,5 +157,6 @@ def gpu_phrase(ctx: Context, model: str) -> str:
     if row["compiled_vs_eager"]:
         parts.append(f"compiled/eager {row['compiled_vs_eager']}")
     if row["waits_for_host"].startswith("yes"):
-        parts.append(f"the GPU waits for the host ({row['waits_for_host'][5:]})")
+        busy = row["waits_for_host"][len("yes: ") :]
+        parts.append("the GPU waits for the host" + (f" ({busy})" if busy else ""))
     return f"; on the GPU: {', '.join(parts)}" if parts else ""

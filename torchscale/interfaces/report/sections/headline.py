@@ -408,6 +408,18 @@ def _worst(severities: Iterable[Severity]) -> Severity:
     return max(said, key=lambda s: _ORDER[s], default="info")
 
 
+def _sweep_state(ctx: Context) -> str | None:
+    """Each experiment's sweep that did not run every planned cell, in one sentence each
+    ('Sweep stopped by SIGTERM during cell 7 of 8 (...)'), named where there are several."""
+    said = [(name, p.sentence()) for name, p in ctx.progress]
+    said = [(name, text) for name, text in said if text]
+    if not said:
+        return None
+    if len(ctx.progress) == 1:
+        return said[0][1]
+    return " ".join(f"{name}: {text}" for name, text in said)
+
+
 def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     """The headline sentence and the decision under it (see the module docstring); a
     profile-only or comm-only source gets its own (`run_verdicts`); (None, None) when the
@@ -416,6 +428,10 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
         return run_verdict(ctx)
     usable = ctx.usability if ctx.usability is not None else judge(ctx)
     headline = Text(text=usable.sentence(), severity=usable.severity)
+    state = _sweep_state(ctx)
+    if state is not None:  # how far the sweep got comes first: a stopped one never reads whole
+        severity = usable.severity if usable.severity in ("bad", "warn") else "warn"
+        headline = Text(text=f"{state} {headline.text}", severity=severity)
     priced = ctx.pooled_priced
     measured = usable.usable != "nothing to judge"
     decision = Decision(

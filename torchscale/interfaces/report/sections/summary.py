@@ -323,15 +323,23 @@ def _cells_figure(ctx: Context) -> KeyFigure:
     ok = int((cells["status"] == "ok").sum())
     failed = int(cells["status"].isin(["failed", "oom", "timeout"]).sum())
     not_run = int((cells["status"] == "skipped").sum())
+    unreached = ctx.unreached()
+    stopped = sum(c.state == "stopped" for _, c in unreached)
+    not_run += len(unreached) - stopped  # planned, never reached: the sweep stopped first
     unreadable = ctx.unreadable
-    total = len(cells) + unreadable
+    total = len(cells) + unreadable + len(unreached)
     if not total:
         return KeyFigure(
             label="Cells measured",
             value=None,
             note=f"no benchmark sweep in the sources ({ctx.other_contents()} only)",
         )
-    why = ((failed, "failed"), (not_run, "not run"), (unreadable, "unreadable"))
+    why = (
+        (failed, "failed"),
+        (stopped, "stopped"),
+        (not_run, "not run"),
+        (unreadable, "unreadable"),
+    )
     note = ", ".join(f"{count} {what}" for count, what in why if count)
     return KeyFigure(
         label="Cells measured",

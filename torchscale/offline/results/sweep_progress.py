@@ -1,0 +1,113 @@
+"""How far one experiment's sweep got: every planned cell with its state, and the sentence a
+report opens with when the sweep did not run them all (stopped, killed or partly skipped).
+
+From `sweep.json` where the sweep wrote one; an older folder has only its cells and the specs of
+the cells it started, so a started cell with no result is all it can tell (the cells planned
+after it were not recorded)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.offline.results.experiment import Experiment
+
+Phase = Literal["complete", "stopped", "running", "unknown"]
+NOT_REACHED = "not run: the sweep stopped before it"
+
+
+@dataclass(frozen=True)
+class CellProgress:
+    id: str
+    label: str
+    state: str  # a result's status ('ok', 'failed', 'skipped', ...), 'stopped' or 'not run'
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    phase: Phase
+    cells: list[CellProgress]
+    stopped_by: str | None = None
+    during: CellProgress | None = None
+    finished: int | None = None  # cells done, by the state file
+
+    def count(self, state: str) -> int:
+        return sum(c.state == state for c in self.cells)
+
+    def sentence(self) -> str | None:
+        """'Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32 ddp): 3 ok, 3
+        skipped, 1 stopped, 1 not run.'; None for a sweep that ran every planned cell."""
+        total = len(self.cells)
+        skips = "; ".join(dict.fromkeys(str(c.why) for c in self.cells if c.state == "skipped"))
+        counts = ", ".join(
+            f"{self.count(state)} {state}" + (f" ({skips})" if state == "skipped" else "")
+            for state in dict.fromkeys(c.state for c in self.cells)
+        )
+        where = ""
+        if self.during is not None:
+            number = next(i for i, c in enumerate(self.cells, 1) if c.id == self.during.id)
+            where = f" during cell {number} of {total} ({self.during.label})"
+        if self.phase == "stopped":
+            by = f" by {self.stopped_by}" if self.stopped_by else ""
+            if self.stopped_by == "--fail-fast":
+                where = f" after its first failed cell, of {total} planned"
+            return f"Sweep stopped{by}{where}: {counts}."
+        if self.phase == "running":
+            where = where or f" after cell {self.finished or 0} of {total}"
+            return (
+                f"Sweep did not finish{where}: its state file still "
+                f"says running (the process ended without a word: killed, or still going): "
+                f"{counts}."
+            )
+        if self.phase == "unknown":
+            during = self.during.label if self.during else "a cell"
+            return (
+                f"Sweep stopped or killed during {during}, which has a spec and no result: "
+                f"{counts} (the cells planned after it are not recorded in results this old)."
+            )
+        if skips:
+            return f"{self.count('skipped')} of {total} planned cells skipped ({skips})."
+        return None
+
+
+def _from_result(result: CellResult, label: str) -> CellProgress:
+    why = result.error.reason if result.error is not None else None
+    return CellProgress(result.cell_id, label, result.status.value, why)
+
+
+def _label_of_id(cell_id: str) -> str:
+    """'tiny-gpt2 b32 x1 fp32 ddp' from 'tiny-gpt2__b32__w1__fp32__ddp__bd72c309' (a cell
+    with only a spec: its id is all an older folder has of it)."""
+    return re.sub(r"__[0-9a-f]{8}$", "", cell_id).replace("__w", " x").replace("__", " ")
+
+
+def sweep_progress(experiment: Experiment) -> SweepProgress:
+    """Every planned cell of `experiment` in plan order, with its state (pure: over what
+    `results.load` read)."""
+    results = {r.cell_id: r for r in experiment.results}
+    state = experiment.sweep
+    if state is None:
+        cells = [_from_result(r, r.cell.shape_label) for r in experiment.results]
+        started = [i for i in experiment.started if i not in results]
+        if not started:
+            return SweepProgress("complete", cells)
+        why = "started (its spec is written) with no result"
+        stopped = CellProgress(started[0], _label_of_id(started[0]), "stopped", why)
+        return SweepProgress("unknown", [*cells, stopped], during=stopped)
+    cells = []
+    during = None
+    for entry in state.planned:
+        if entry.id in results:
+            cells.append(_from_result(results.pop(entry.id), entry.label))
+        elif entry.id == state.during:
+            by = f" by {state.stopped_by}" if state.stopped_by else ""
+            during = CellProgress(entry.id, entry.label, "stopped", f"stopped{by} while it ran")
+            cells.append(during)
+        else:
+            cells.append(CellProgress(entry.id, entry.label, "not run", NOT_REACHED))
+    # cells kept from an earlier plan of the same experiment (--resume with another config)
+    cells += [_from_result(r, r.cell.shape_label) for r in results.values()]
+    return SweepProgress(state.phase, cells, state.stopped_by, during, state.finished)
