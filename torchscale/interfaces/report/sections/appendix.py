@@ -253,6 +253,23 @@ def _environment_rows(source: ExperimentSource) -> list[dict[str, Any]]:
     return [_clean(r) for r in rows]
 
 
+def _fold_same_hosts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per distinct host environment, naming every experiment and role it was read
+    from: one machine seen by five experiments (and by env.json and rank 0 alike) is one row."""
+    folded: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        key = tuple(sorted((k, str(v)) for k, v in row.items() if k not in ("source", "role")))
+        if key not in folded:
+            folded[key] = {**row, "source": [row["source"]], "role": [row.get("role")]}
+        else:
+            folded[key]["source"].append(row["source"])
+            folded[key]["role"].append(row.get("role"))
+    for row in folded.values():
+        row["source"] = ", ".join(dict.fromkeys(row["source"]))
+        row["role"] = "; ".join(dict.fromkeys(r for r in row["role"] if r)) or None
+    return list(folded.values())
+
+
 def _sources_table(ctx: Context) -> Table:
     rows = []
     for source in ctx.sources.experiments:
@@ -387,7 +404,9 @@ def build(ctx: Context) -> Section:
         _sources_table(ctx),
     ]
     unavailable: dict[str, str] = {}
-    rows = [row for source in ctx.sources.experiments for row in _environment_rows(source)]
+    rows = _fold_same_hosts(
+        [row for source in ctx.sources.experiments for row in _environment_rows(source)]
+    )
     if rows:
         blocks.append(
             Table(
