@@ -5,12 +5,10 @@ answered at once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchscale.contracts.errors import EXIT_USAGE, ResultsInputError, UsageError, describe_os_error
-from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey
 from torchscale.offline.analysis.prediction.forecast import (
@@ -103,28 +101,30 @@ class _Experiment:
     wanted: list[str]
 
 
-def _read(root: Path, skipped: list[Refusal]) -> tuple[list[CellResult], list[CommResult]]:
-    """The usable cells and comm runs; each file that cannot be used is one line in `skipped`
-    (a forecast from fewer cells than the folder holds must say so)."""
-    layout = ResultLayout(root)
-    results, _, bad_cells = read_cells(layout)
-    runs, bad_runs = read_folder(layout.comm_dir, read_comm)
-    skipped += [Refusal(str(path), why) for path, why in bad_cells + bad_runs]
-    return results, runs
-
-
 def _checked(request: PredictRequest, skipped: list[Refusal]) -> list[_Experiment]:
     """Every experiment read and every usage mistake raised, so that a mistake found in a
     later group leaves no forecast of an earlier one behind."""
     experiments = []
     for root in experiments_in(request.source):
-        results, runs = _read(root, skipped)
+        # each file that cannot be used is one line in `skipped` (a forecast from fewer cells
+        # than the folder holds must say so)
+        layout = ResultLayout(root)
+        results, _, bad_cells = read_cells(layout)
+        runs, bad_runs = read_folder(layout.comm_dir, read_comm)
+        skipped += [Refusal(str(path), why) for path, why in bad_cells + bad_runs]
         groups = measured_groups(results)
         if not groups:
             raise ResultsInputError(f"{root}: no ok ddp or fsdp cell to forecast from")
         measured = {s for by in groups.values() for s, g in by.items() if g.cells}
         wanted = request.strategies or sorted(measured)
-        _refuse_strategies(wanted, measured, runs, root)
+        # a strategy neither measured nor derivable (the other one measured and a comm run to
+        # carry it over) is a usage error
+        for strategy in wanted:
+            if strategy not in measured and not any(r.status == "ok" for r in runs):
+                raise UsageError(
+                    f"--strategy {strategy}: not measured in {root} and not derivable without a "
+                    f"comm run (benchmark {strategy}, or run `torchscale comm` into {root})"
+                )
         for by_strategy in groups.values():
             sizes = [g.cells[0].world_size for g in by_strategy.values() if g.cells]
             below = [n for n in request.world_sizes if sizes and n < min(sizes)]
@@ -202,16 +202,3 @@ def _one(
         measured_strategy=source.strategy,
     )
     return Refusal(key.slug(), made) if isinstance(made, str) else made
-
-
-def _refuse_strategies(
-    wanted: Sequence[str], measured: set[str], runs: Sequence[CommResult], root: Path
-) -> None:
-    """A strategy neither measured nor derivable (the other one measured and a comm run to
-    carry it over) is a usage error, before anything is computed."""
-    for strategy in wanted:
-        if strategy not in measured and not any(r.status == "ok" for r in runs):
-            raise UsageError(
-                f"--strategy {strategy}: not measured in {root} and not derivable without a "
-                f"comm run (benchmark {strategy}, or run `torchscale comm` into {root})"
-            )

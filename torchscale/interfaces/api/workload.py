@@ -183,7 +183,10 @@ def _run_steps(
         steps.checks.append(judge_nsys_absent(plan.nsys_skipped))
     say("report")
     _guarded(steps, "report", "report", lambda: [_report(runs, folder)])
-    _drop_compile_caches(folder)
+    # compiled kernels are rebuilt from the code on the next run and would make the folder
+    # too large to attach (Triton's cubins on GPUs): they go once everything has run
+    for cache in folder.glob("*/*/compile_cache"):
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def _announced(
@@ -192,13 +195,6 @@ def _announced(
     for name, data in sweeps.items():
         say(f"{name} cells")
         yield name, data
-
-
-def _drop_compile_caches(folder: Path) -> None:
-    """Compiled kernels are rebuilt from the code on the next run and would make the folder
-    too large to attach (Triton's cubins on GPUs): they go once everything has run."""
-    for cache in folder.glob("*/*/compile_cache"):
-        shutil.rmtree(cache, ignore_errors=True)
 
 
 def _guarded(
