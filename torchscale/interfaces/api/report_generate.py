@@ -203,48 +203,37 @@ def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOut
     # the build makes millions of small objects that live until the report is written: the
     # collector's passes over them were ~20 % of a 500-cell HTML report and freed nothing
     with cyclic_gc_paused():
-        return _build_and_write(request, sources, baseline, started, on_step)
+        from torchscale.interfaces.report.build import build_report
+        from torchscale.interfaces.report.request import ReportOptions
 
-
-def _build_and_write(
-    request: ReportRequest,
-    sources: Sources,
-    baseline: Sources | None,
-    started: float,
-    on_step: OnStep,
-) -> ReportOutcome:
-    """`generate` after the read: build, render, write."""
-    from torchscale.interfaces.report.build import build_report
-    from torchscale.interfaces.report.request import ReportOptions
-
-    report = build_report(
-        sources,
-        ReportOptions(
-            title=request.title,
-            cost_per_gpu_hour=request.cost_per_gpu_hour,
-            generated_at=request.generated_at,
-            prices=request.prices,
-            html_report=request.html_link,
-            scope=scope(request),
-        ),
-        baseline=baseline,
-    )
-    path = request.output
-    if path is None and request.fmt != "term":
-        path = default_output(request.source, report, request.fmt)
-    elif path is not None and names_directory(path):  # -o DIR, as every command takes it
-        path = path / default_output(request.source, report, request.fmt).name
-    if request.fmt == "md":
-        report = report.model_copy(update={"html_report": known_html(request, report, path)})
-    on_step(Step("build", 1, 1))
-    built = time.perf_counter()
-    content = render(request, report, on_step)
-    rendered = time.perf_counter()
-    if path is not None:
-        try:
-            write_bytes_atomic(path, content)
-        except OSError as exc:
-            raise ResultsError(
-                f"cannot write the report to {path}: {describe_os_error(exc)} (use --output)"
-            ) from None
-    return ReportOutcome(report, content, path, built - started, rendered - built)
+        report = build_report(
+            sources,
+            ReportOptions(
+                title=request.title,
+                cost_per_gpu_hour=request.cost_per_gpu_hour,
+                generated_at=request.generated_at,
+                prices=request.prices,
+                html_report=request.html_link,
+                scope=scope(request),
+            ),
+            baseline=baseline,
+        )
+        path = request.output
+        if path is None and request.fmt != "term":
+            path = default_output(request.source, report, request.fmt)
+        elif path is not None and names_directory(path):  # -o DIR, as every command takes it
+            path = path / default_output(request.source, report, request.fmt).name
+        if request.fmt == "md":
+            report = report.model_copy(update={"html_report": known_html(request, report, path)})
+        on_step(Step("build", 1, 1))
+        built = time.perf_counter()
+        content = render(request, report, on_step)
+        rendered = time.perf_counter()
+        if path is not None:
+            try:
+                write_bytes_atomic(path, content)
+            except OSError as exc:
+                raise ResultsError(
+                    f"cannot write the report to {path}: {describe_os_error(exc)} (use --output)"
+                ) from None
+        return ReportOutcome(report, content, path, built - started, rendered - built)
