@@ -495,12 +495,7 @@ def compare(
     if "experiment" in cur.columns:
         columns = [*columns, "experiment", "baseline_experiment"]
     table = pd.DataFrame(rows, columns=columns)
-    return Comparison(
-        pairs=table,
-        only_current=_one_side(cur, only_cur),
-        only_baseline=_one_side(base, only_base),
-        rule=rule,
-    )
+    return Comparison(table, _one_side(cur, only_cur), _one_side(base, only_base), rule)
 
 
 def _one_side(table: pd.DataFrame, why: dict[int, str]) -> pd.DataFrame:
