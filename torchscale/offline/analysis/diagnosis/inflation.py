@@ -46,11 +46,8 @@ def _figure(estimate: Estimate) -> str:
     never a ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)',
     'unknown'."""
     if not estimate.measurable or estimate.value is None:
-        return (
-            f"not measurable (< {share_bound(estimate.high)} %)"
-            if estimate.high is not None
-            else "unknown"
-        )
+        high = estimate.high
+        return "unknown" if high is None else f"not measurable (< {share_bound(high)} %)"
     if estimate.low is None or estimate.high is None:
         return f"{_pct(estimate.value)} (spread unknown)"
     return f"{_pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
@@ -234,14 +231,7 @@ def traced_inflation(
             half = 0.0
         low = (mean - untraced_mean - half) / untraced_mean
         high = (mean - untraced_mean + half) / untraced_mean
-    return TracedInflation(
-        traced_s=mean,
-        untraced_s=untraced_mean,
-        traced_steps=int(values.size),
-        untraced_steps=int(untraced_n),
-        low=low,
-        high=high,
-    )
+    return TracedInflation(mean, untraced_mean, int(values.size), int(untraced_n), low, high)
 
 
 def _ms(seconds: float) -> str:
@@ -372,16 +362,10 @@ def uncleared_inflation(diagnosis: Diagnosis) -> Estimate | None:
     steps cannot tell whether the profiler added it); None otherwise."""
     check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
     estimate = check.estimate if check is not None else None
-    if (
-        diagnosis.source != "traces"
-        or estimate is None
-        or estimate.value is None
-        or estimate.low is None
-        or estimate.high is None
-        or estimate.value <= MIN_EFFECT_SHARE
-    ):
+    if diagnosis.source != "traces" or estimate is None or estimate.value is None:
         return None
-    return estimate
+    bounded = estimate.low is not None and estimate.high is not None
+    return estimate if bounded and estimate.value > MIN_EFFECT_SHARE else None
 
 
 def disagreement(checks: Sequence[CrossCheck]) -> str | None:
