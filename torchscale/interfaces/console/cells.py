@@ -43,11 +43,9 @@ def running_line(planned: PlannedCell, position: str | None = None) -> Line:
     spread = f" over {cell.nodes} nodes" if cell.nodes > 1 else ""
     layout = cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy
     where = f" {position}" if position else ""
-    return Line(
-        "info",
-        f"> Running {cell.label} on {ranks_text(cell.world_size, cell.device)}{spread} "
-        f"(Batch {cell.batch_size}, {cell.precision}, {layout})...{where}",
-    )
+    on = f"on {ranks_text(cell.world_size, cell.device)}{spread}"
+    how = f"(Batch {cell.batch_size}, {cell.precision}, {layout})...{where}"
+    return Line("info", f"> Running {cell.label} {on} {how}")
 
 
 REUSED = "ok in a previous run (--resume), not rerun"  # a cell --resume kept
@@ -141,12 +139,9 @@ def compile_lines(result: CellResult) -> list[Line]:
     if compile_s is None:
         return []
     of_cell = f" of the cell's {format_value(result.wall_s, 'seconds')}" if result.wall_s else ""
+    took = f"{format_value(compile_s, 'seconds')}{of_cell}"
     return [
-        Line(
-            "info",
-            f"> [INFO] Compile: {format_value(compile_s, 'seconds')}{of_cell}, in the warm-up "
-            "(outside the measured windows)",
-        )
+        Line("info", f"> [INFO] Compile: {took}, in the warm-up (outside the measured windows)")
     ]
 
 
@@ -218,13 +213,8 @@ def headline_lines(result: CellResult) -> list[Line]:
             if data.read_bytes_per_s is not None
             else ""
         )
-        lines.append(
-            Line(
-                "info",
-                f"> [INFO] Data ({data.source}{workers}): the slowest rank waits "
-                f"{_ms(data.wait_s)} per step{share}{read}",
-            )
-        )
+        waits = f"the slowest rank waits {_ms(data.wait_s)} per step{share}{read}"
+        lines.append(Line("info", f"> [INFO] Data ({data.source}{workers}): {waits}"))
     if (figures := _telemetry_figures(result)) is not None:
         lines.append(Line("info", f"> [INFO] Telemetry: {figures}"))
     cost = result.cost
@@ -235,13 +225,9 @@ def headline_lines(result: CellResult) -> list[Line]:
             if cost.cost_per_m_tokens is not None
             else ""
         )
-        lines.append(
-            Line(
-                "info",
-                f"> [INFO] Cost: {format_value(cost.cost_per_m_samples, 'money')} per M "
-                f"samples{tokens} at {format_value(cost.per_gpu_hour, 'money')} per {hour}",
-            )
-        )
+        samples = f"{format_value(cost.cost_per_m_samples, 'money')} per M samples{tokens}"
+        at = f"{format_value(cost.per_gpu_hour, 'money')} per {hour}"
+        lines.append(Line("info", f"> [INFO] Cost: {samples} at {at}"))
     return lines
 
 

@@ -63,12 +63,8 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
     lines = [Line("skip", f"> [DETAIL] {text}") for text in details]
     for check in diagnosis.cross_checks:
         figure = f"{shown}, " if (shown := check_figure(check)) is not None else ""
-        lines.append(
-            Line(
-                "info" if check.agrees is not False else "warn",
-                f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}",
-            )
-        )
+        text = f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}"
+        lines.append(Line("info" if check.agrees is not False else "warn", text))
     return lines
 
 

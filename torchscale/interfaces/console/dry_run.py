@@ -31,21 +31,18 @@ def plan_lines(
         command = shared.command(store.spec_path(cell_id), store.log_dir(cell_id), base_env)
         env = " ".join(f"{k}={v}" for k, v in sorted(command.env_overrides.items()))
         lines.append(Line("info", f"   argv: {shlex.join(command.argv)}"))
-        lines.append(
-            Line("info", f"   env:  {env} (+ inherited, minus RANK/MASTER_*/PET_*/TORCHELASTIC_*)")
-        )
+        dropped = "RANK/MASTER_*/PET_*/TORCHELASTIC_*"
+        lines.append(Line("info", f"   env:  {env} (+ inherited, minus {dropped})"))
         lines += [Line("warn", f"   warn: {w.text}") for w in planned.warnings]
     to_run = [p for p in plan.runnable if p.cell.id not in reused]
     estimate = plan.estimate(to_run)
     kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""
-    lines.append(
-        Line(
-            "info",
-            f"{len(to_run)} cell(s) to run{kept}, {len(plan.cells) - len(plan.runnable)} "
-            f"skipped; estimated >= {estimate.seconds:.0f} s ({estimate.basis}); each cell is "
-            f"killed after {plan.launcher.cell_timeout_s:g} s",
-        )
+    text = (
+        f"{len(to_run)} cell(s) to run{kept}, {len(plan.cells) - len(plan.runnable)} "
+        f"skipped; estimated >= {estimate.seconds:.0f} s ({estimate.basis}); each cell is "
+        f"killed after {plan.launcher.cell_timeout_s:g} s"
     )
+    lines.append(Line("info", text))
     profiling = plan.profiling
     if profiling.enabled:
         which = (
@@ -55,12 +52,9 @@ def plan_lines(
             f"{profiling.stall_threshold:.0%} of the step, or whose step-time CV reaches "
             f"{profiling.variance_threshold:.2f}"
         )
+        how = f"with {profiling.tool} ({profiling.steps} traced step(s) per rank)"
         lines.append(
-            Line(
-                "info",
-                f"after the sweep: profile {which} with {profiling.tool} "
-                f"({profiling.steps} traced step(s) per rank) into profile/<cell_id>/",
-            )
+            Line("info", f"after the sweep: profile {which} {how} into profile/<cell_id>/")
         )
     lines += _comm_plan_lines(plan, store, base_env)
     memory = plan.memory
@@ -69,15 +63,13 @@ def plan_lines(
         from torchscale.orchestration.memory.probe import PROBE_WARMUP_STEPS
 
         groups = search_groups(plan)
-        lines.append(
-            Line(
-                "info",
-                f"after the cells: max batch search for {len(groups)} group(s) (model, world "
-                f"size, precision, strategy), batch up to {memory.max_batch_limit}, one torchrun "
-                f"of {memory.probe_steps} step(s) after at least {PROBE_WARMUP_STEPS} warm-up "
-                "step(s) per probe, into max_batch/",
-            )
+        text = (
+            f"after the cells: max batch search for {len(groups)} group(s) (model, world "
+            f"size, precision, strategy), batch up to {memory.max_batch_limit}, one torchrun "
+            f"of {memory.probe_steps} step(s) after at least {PROBE_WARMUP_STEPS} warm-up "
+            "step(s) per probe, into max_batch/"
         )
+        lines.append(Line("info", text))
     return lines
 
 
@@ -89,12 +81,8 @@ def _comm_plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]
     lines: list[Line] = []
     for request in comm_requests(plan):
         launch = comm_launch(request, store.root, base_env, new_run_id(request))
-        lines.append(
-            Line(
-                "info",
-                f"after the cells: {', '.join(request.ops)} on {request.ranks} rank(s), "
-                f"{len(launch.spec.sizes)} size(s) into comm/",
-            )
-        )
+        ops = ", ".join(request.ops)
+        what = f"{ops} on {request.ranks} rank(s), {len(launch.spec.sizes)} size(s)"
+        lines.append(Line("info", f"after the cells: {what} into comm/"))
         lines.append(Line("info", f"   argv: {shlex.join(launch.command.argv)}"))
     return lines

@@ -98,13 +98,8 @@ def run_lines(
         figures.append(f"step {ms(result.step_time.p50)} median")
     lines = [Line("head", f"> [RUN] {run_name(result)}: {', '.join(['ok', *figures])}")]
     for delay in result.injected_delays:
-        lines.append(
-            Line(
-                "warn",
-                f"> [WARN] injected delay: rank {delay.rank} +{delay.ms:g} ms in {delay.phase} "
-                "each step (artificial)",
-            )
-        )
+        what = f"rank {delay.rank} +{delay.ms:g} ms in {delay.phase} each step (artificial)"
+        lines.append(Line("warn", f"> [WARN] injected delay: {what}"))
     return lines + traced_step_lines(result, analysis)
 
 
@@ -129,13 +124,8 @@ def traced_step_lines(result: CellResult, analysis: ProfileAnalysis | None) -> l
     if abs(ratio - 1.0) < TRACED_STEP_TOLERANCE:
         return []
     how = f"{ratio:.1f}x slower" if ratio > 1 else f"{1 / ratio:.1f}x faster"
-    return [
-        Line(
-            "info",
-            f"> [RUN] traced steps ran {how} ({ms(traced)} vs {ms(untraced)}): shares are of "
-            f"{ms(traced)}",
-        )
-    ]
+    text = f"traced steps ran {how} ({ms(traced)} vs {ms(untraced)}): shares are of {ms(traced)}"
+    return [Line("info", f"> [RUN] {text}")]
 
 
 def _run_memory_lines(result: CellResult) -> list[Line]:
@@ -169,24 +159,18 @@ def _wait_lines(analysis: ProfileAnalysis) -> list[Line]:
         for p in analysis.diagnosis.parts
     ):
         return []
-    return [
-        Line(
-            "info",
-            "> [ANALYSIS] Waiting for peers by rank (share of its own step): " + ", ".join(waits),
-        )
-    ]
+    text = "> [ANALYSIS] Waiting for peers by rank (share of its own step): " + ", ".join(waits)
+    return [Line("info", text)]
 
 
 def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
     lines = []
     if analysis.overlap_pct is not None:
-        lines.append(
-            Line(
-                "info",
-                f"> [ANALYSIS] Compute/communication overlap: {analysis.overlap_pct:.1f}% of the "
-                "communication time (HTA definition; the share of the step is the Step line's)",
-            )
+        text = (
+            f"> [ANALYSIS] Compute/communication overlap: {analysis.overlap_pct:.1f}% of the "
+            "communication time (HTA definition; the share of the step is the Step line's)"
         )
+        lines.append(Line("info", text))
     steps = analysis.diagnosis.steps if analysis.diagnosis is not None else 0
     for op in analysis.ops:
         per = op.transfer_us / op.instances if op.instances else 0.0
@@ -197,13 +181,8 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
             if steps
             else ""
         )
-        lines.append(
-            Line(
-                "info",
-                f"> [ANALYSIS]   {op.op}: {op.instances} matched instance(s), transfer "
-                f"{_us(per)} each (the shortest rank's){wait}",
-            )
-        )
+        text = f"{op.instances} matched instance(s), transfer {_us(per)} each"
+        lines.append(Line("info", f"> [ANALYSIS]   {op.op}: {text} (the shortest rank's){wait}"))
     if analysis.matched_collectives == 0 and analysis.ranks_analysed > 1:
         lines.append(Line("skip", "> [NOTE] no collective matched across the ranks"))
     return lines
@@ -224,13 +203,8 @@ def _compute_lines(analysis: ProfileAnalysis) -> list[Line]:
     if analysis.top_kernels:
         for kernel in analysis.top_kernels:
             name = kernel.name if len(kernel.name) <= 80 else kernel.name[:77] + "..."
-            lines.append(
-                Line(
-                    "info",
-                    f"> [ANALYSIS]   kernel {name}: {_pct(kernel.share_of_compute)} of kernel "
-                    f"time, {kernel.calls} call(s)",
-                )
-            )
+            share = f"{_pct(kernel.share_of_compute)} of kernel time, {kernel.calls} call(s)"
+            lines.append(Line("info", f"> [ANALYSIS]   kernel {name}: {share}"))
     elif analysis.device_type == "cpu":
         lines.append(Line("skip", "> [NOTE] CPU ranks: compute is host ops, no kernel breakdown"))
     return lines
@@ -241,13 +215,8 @@ def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
     if share is None:
         where = "none on CPU ranks" if analysis.device_type == "cpu" else "no step model"
         return [Line("skip", f"> [NOTE] device copies: {where}")]
-    return [
-        Line(
-            "info",
-            f"> [ANALYSIS] Device copies (memcpy/memset not under a kernel, part of compute): "
-            f"{share_text(share)} of the step",
-        )
-    ]
+    what = "Device copies (memcpy/memset not under a kernel, part of compute)"
+    return [Line("info", f"> [ANALYSIS] {what}: {share_text(share)} of the step")]
 
 
 DETAILS = dict(waits=_wait_lines, comm=_comm_lines, compute=_compute_lines, memory=_memory_lines)
@@ -298,13 +267,8 @@ def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[
         return lines
     if analysis.other_findings:
         left = "; ".join(f"{f.title} ({_finding_cost(f)})" for f in analysis.other_findings)
-        lines.append(
-            Line(
-                "skip",
-                f"> [NOTE] left out by --target {analysis.target} (--target all shows them): "
-                f"{left}",
-            )
-        )
+        why = f"left out by --target {analysis.target} (--target all shows them)"
+        lines.append(Line("skip", f"> [NOTE] {why}: {left}"))
     lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
     lines += [
         Line("skip", f"> [UNAVAILABLE] {metric}: {reason}")

@@ -49,14 +49,7 @@ SUMMARY = "summary"
 # any other column from the right; the first (what the row is) stays
 # ('lead', how far the best leads the next, is the headline's best line already; a run's
 # step split and what-if give way to its straggler verdict)
-DROP_FIRST = (
-    "split",
-    "whatif",
-    "batch_per_gpu",
-    "gpus",
-    "step_p50_text",
-    "tokens_per_s",
-)
+DROP_FIRST = ("split", "whatif", "batch_per_gpu", "gpus", "step_p50_text", "tokens_per_s")
 # what a kept figure means (the criterion it is best by, whether its lead is real, whether it
 # can be used): never left out while the figure stays; one value in every row is said once
 # in the table's title after these words ('best by throughput', 'reliable')

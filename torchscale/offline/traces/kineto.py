@@ -282,11 +282,8 @@ def _decode_piece(buf: bytearray, filled: int, table: _Table, tries: int = 8) ->
 
 def _after_separator(buf: bytes | bytearray, start: int, end: int) -> int:
     """Offset past the whitespace and the one comma that follow the previous piece."""
-    while start < end and buf[start] in _WS:
-        start += 1
-    if start < end and buf[start] == 0x2C:
-        start += 1
-    return start
+    start = _skip_ws(buf, start, end)
+    return start + 1 if start < end and buf[start] == 0x2C else start
 
 
 def _last_cut(buf: bytes | bytearray, lo: int, hi: int, end: int) -> int:
