@@ -150,3 +150,17 @@ def test_the_short_pdf_carries_the_gpu_figures_on_its_first_page(tmp_path: Path)
     for figure in ("8.6 %", "10.8 %", "2.3 GiB", "6.3 GiB", "23.5 s", "45.0 s", "989 TFLOP/s"):
         assert figure in first, figure
     assert "On the GPU" in _flat(text)  # the table, with its caveats, follows
+
+
+def test_no_axis_is_scaled_to_a_noise_level_share(tmp_path: Path) -> None:
+    """One GPU's DDP 'communication not overlapped' is 0.01 % of the step: a chart of it alone
+    drew an axis of 0-0.01 %; it is said in words instead (the table keeps the figure)."""
+    out = tmp_path / "report.json"
+    args = ["report", "-s", str(H100_WORKLOAD), "-f", "json", "--full", "-o", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    sections = json.loads(out.read_text(encoding="utf-8"))["sections"]
+    (strategies,) = [s for s in sections if s["id"] == "strategies"]
+    ids = [b.get("id") for b in strategies["blocks"]]
+    assert "strategies-communication" not in ids and "strategies-throughput" in ids
+    said = " ".join(b.get("text", "") for b in strategies["blocks"])
+    assert "stays under 2.0 % of the step in every layout" in said

@@ -28,6 +28,7 @@ from torchscale.interfaces.report.sections.context import (
     Context,
     RankUnits,
     col,
+    fmt,
     integer,
     mfu_text,
     rate_text_value,
@@ -35,6 +36,7 @@ from torchscale.interfaces.report.sections.context import (
     text,
 )
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
@@ -236,5 +238,16 @@ def build(ctx: Context) -> Section | None:
             "exposed_share",
         ),
     ]
+    shares = [r["exposed_share"] for r in rows if r["exposed_share"] is not None]
+    if shares and max(shares) < MIN_COST_FRACTION:  # no axis scaled to noise-level shares
+        charts[2] = None
+        blocks.append(
+            Text(
+                text=f"{plain('exposed_transfer')} stays under "
+                f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step in every layout, the least a "
+                "finding needs: not charted, since an axis scaled to such shares draws noise as "
+                "a difference (the table above has each figure)."
+            )
+        )
     blocks += [c for c in charts if c is not None]
     return Section(id="strategies", title="Parallel strategies", blocks=blocks)
