@@ -184,9 +184,11 @@ def launch_profiled(
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result.launch = {"argv": command.argv, "env": command.env_overrides}
-    profiled = ProfiledCell(directory, result, notes=notes)
-    if result.status == Status.OK:
-        _record_overhead(profiled, request.tool)
+    overhead: CaptureOverhead | None = None
+    if result.status == Status.OK:  # the traced steps' overhead (or why none) as a note
+        overhead, why_not = capture_overhead(result, directory, request.tool)
+        notes.append(overhead.line() if overhead else f"capture overhead: unknown ({why_not})")
+    profiled = ProfiledCell(directory, result, notes=notes, capture_overhead=overhead)
     if result.profile is not None:
         result.profile.notes = result.profile.notes + profiled.notes
     store.write_text(files.result_path, result.model_dump_json(indent=2))
@@ -250,13 +252,6 @@ def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:
     return result.model_copy(
         update={"diagnosis": diagnosis, "unavailable": with_split_reasons(result, diagnosis)}
     )
-
-
-def _record_overhead(profiled: ProfiledCell, tool: str) -> None:
-    """The traced steps' overhead (or why none) as a note of the run."""
-    overhead, why_not = capture_overhead(profiled.result, profiled.directory, tool)
-    profiled.capture_overhead = overhead
-    profiled.notes.append(overhead.line() if overhead else f"capture overhead: unknown ({why_not})")
 
 
 def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
