@@ -10,7 +10,7 @@ console/diagnosis.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -70,19 +70,13 @@ def share_text(estimate: Estimate | None) -> str:
     if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
         return pct(0.0)
     if estimate.value is None or not estimate.measurable:
-        return _not_measurable(estimate, pct_bound)
+        if estimate.high is not None:
+            return f"not measurable (< {pct_bound(estimate.high)})"
+        return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
     if estimate.low is None or estimate.high is None:
-        return f"{pct(estimate.value)} ({_no_interval(estimate)})"
+        return f"{pct(estimate.value)} ({estimate.reason or 'spread unknown'})"
     shown = _rounded(estimate.value, estimate.low, estimate.high, 100.0)
     return f"{shown.value} % [{shown.low}, {shown.high}]"
-
-
-def _not_measurable(estimate: Estimate, unit: Callable[[float], str]) -> str:
-    """A figure with no value: its upper bound where it has one ('not measurable (< 0.4 %)'),
-    else its reason ('not measurable (not recorded)'), else 'unknown'."""
-    if estimate.high is not None:
-        return f"not measurable (< {unit(estimate.high)})"
-    return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
 
 
 def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
@@ -94,12 +88,6 @@ def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
         if diagnosis is not None and diagnosis.rule:
             out[diagnosis.rule] = out.get(diagnosis.rule, 0) + 1
     return out
-
-
-def _no_interval(estimate: Estimate) -> str:
-    """Why a measured figure has no interval: its own reason ('no interval' for a point
-    figure), else 'spread unknown'."""
-    return estimate.reason or "spread unknown"
 
 
 def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigure:
@@ -131,7 +119,7 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
         return "unknown"
     sign = "+" if signed and estimate.value >= 0 else ""
     if estimate.low is None or estimate.high is None:
-        return f"{sign}{ms(estimate.value)} ({_no_interval(estimate)})"
+        return f"{sign}{ms(estimate.value)} ({estimate.reason or 'spread unknown'})"
     largest = max(abs(estimate.value), abs(estimate.low), abs(estimate.high))
     # the unit its largest number reads best in: '+8 us [-12, 24]', never '+0.00785 ms'
     scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
@@ -151,7 +139,8 @@ def split_text(diagnosis: Diagnosis) -> str:
     """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
     1.1 %' (point values; each part's interval is in the JSON and -v)."""
     parts = ", ".join(f"{PART_WORDS[p.name]} {_point(p.share)}" for p in diagnosis.parts)
-    return f"Step {_step(diagnosis.step_s)}{_traced(diagnosis)}: {parts}"
+    step = ms(diagnosis.step_s.value) if diagnosis.step_s.value is not None else "?"
+    return f"Step {step}{_traced(diagnosis)}: {parts}"
 
 
 def _traced(diagnosis: Diagnosis) -> str:
@@ -189,10 +178,6 @@ def _point(estimate: Estimate) -> str:
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)
     return f"< {pct_bound(estimate.high)}" if estimate.high is not None else "unknown"
-
-
-def _step(estimate: Estimate) -> str:
-    return ms(estimate.value) if estimate.value is not None else "?"
 
 
 # after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
