@@ -136,17 +136,7 @@ def attribute_straggler(
         if len(a):
             arrival_late = float(a["arrival_lateness_us"].mean())
     op = str(mine["op"].value_counts().index[0])
-    found = Straggler(
-        rank=top,
-        share_last=share,
-        instances_last=k,
-        instances=n,
-        expected_share=p,
-        p_value=p_value,
-        mean_lateness_us=lateness,
-        mean_arrival_lateness_us=arrival_late,
-        op=op,
-    )
+    found = Straggler(top, share, k, n, p, p_value, lateness, arrival_late, op)
     _attribute_phase(found, phases_by_rank, steps_by_rank)
     reason = (
         f"rank {top} arrives last at {share:.0%} of its collectives (chance: {p:.0%}), "
