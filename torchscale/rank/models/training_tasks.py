@@ -6,6 +6,7 @@ loop never waits on host I/O or a host-to-device copy. Shared by the real and th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -99,14 +100,6 @@ def sampled_bundle(
 
 def language_bundle(model: nn.Module, task: tuple[MakeBatch, LossFn], seq_len: int) -> ModelBundle:
     """Wrap a token model; throughput in tokens is samples times `seq_len`."""
-    make_batch, loss_fn = task
-    return ModelBundle(
-        model=model,
-        make_batch=make_batch,
-        loss_fn=loss_fn,
-        eager_loss_fn=loss_fn.eager if isinstance(loss_fn, TokenLoss) else None,
-        kind="language",
-        tokens_per_sample=seq_len,
-        input_shape=(seq_len,),
-        conv_net=False,
-    )
+    eager = task[1].eager if isinstance(task[1], TokenLoss) else None
+    bundle = sampled_bundle(model, task, "language", (seq_len,))
+    return replace(bundle, tokens_per_sample=seq_len, eager_loss_fn=eager)
