@@ -88,7 +88,8 @@ FULL_WIDTH = max(len(line) for line in HEADER)
 
 
 # the narrow table: (name, unit, cell); nccl-tests' own columns, less what another column gives
-NARROW_COLUMNS: tuple[tuple[str, str, Callable[[CommRow], str]], ...] = (
+_Column = tuple[str, str, Callable[[CommRow], str]]
+NARROW_COLUMNS: tuple[_Column, ...] = (
     ("size", "(B)", lambda r: str(r.size_bytes)),
     ("type", "", lambda r: r.dtype),
     ("redop", "", lambda r: r.redop or "none"),
@@ -101,11 +102,7 @@ NARROW_COLUMNS: tuple[tuple[str, str, Callable[[CommRow], str]], ...] = (
     ("slowest", "rank/fast", _slowest),
 )
 FIGURES_FROM = 4  # columns from "time" on are figures, absent from a row that did not run
-PLACEMENT_COLUMN: tuple[str, str, Callable[[CommRow], str]] = (
-    "place",
-    "",
-    lambda r: "in" if r.placement == "in-place" else "out",
-)
+PLACEMENT_COLUMN: _Column = ("place", "", lambda r: "in" if r.placement == "in-place" else "out")
 
 
 def narrow_table(rows: list[CommRow]) -> list[str]:

@@ -90,17 +90,14 @@ def baseline_verdicts(report: Report, counted: bool = False) -> list[str]:
     """A header's baseline lines: the regressions, then nothing judged (`counted`: with the
     cells not judged) or the cells not judged."""
     said = []
+    bad, warn = severity_prefix("bad"), severity_prefix("warn")
     if report.regressions:
-        said.append(
-            f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule"
-        )
+        said.append(f"{bad}{report.regressions} regression(s) by the stated rule")
     if report.baseline_sources() and report.regressions is None:
         count = f" (not judged: {report.not_judged} cells)" if counted and report.not_judged else ""
-        said.append(f"{severity_prefix('warn')}nothing judged against the baseline{count}")
+        said.append(f"{warn}nothing judged against the baseline{count}")
     elif report.not_judged:
-        said.append(
-            f"{severity_prefix('warn')}{report.not_judged} cell(s) not judged against the baseline"
-        )
+        said.append(f"{warn}{report.not_judged} cell(s) not judged against the baseline")
     return said
 
 
