@@ -268,9 +268,7 @@ def ranks_own_failure(
     for rank, error in ordered:
         if not is_secondary(error):
             return error, rank
-    if ordered:
-        return ordered[0][1], ordered[0][0]
-    return None, named
+    return (ordered[0][1], ordered[0][0]) if ordered else (None, named)
 
 
 def torchrun_failure_note(error: str, log: str, ranks: RankMap, log_dir: Path) -> str:

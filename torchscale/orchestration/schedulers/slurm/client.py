@@ -225,14 +225,12 @@ def gres_gpus(gres: str) -> int:
 def partition_gpus_of(nodes_text: str, partition: str) -> PartitionGpus | None:
     """The GPUs per node of `partition`'s nodes in `scontrol show node -o` output (one node a
     line, its partitions in `Partitions=a,b`); None when no listed node is in it."""
-    counts = []
-    for line in nodes_text.splitlines():
-        fields = parse_fields(line)
-        if "NodeName" in fields and partition in fields.get("Partitions", "").split(","):
-            counts.append(gres_gpus(fields.get("Gres", "")))
-    if not counts:
-        return None
-    return PartitionGpus(partition, max(counts), min(counts), len(counts))
+    counts = [
+        gres_gpus(fields.get("Gres", ""))
+        for fields in map(parse_fields, nodes_text.splitlines())
+        if "NodeName" in fields and partition in fields.get("Partitions", "").split(",")
+    ]
+    return PartitionGpus(partition, max(counts), min(counts), len(counts)) if counts else None
 
 
 @dataclass(frozen=True)
