@@ -19,15 +19,13 @@ MAX_BOX_SERIES = 8  # series per box chart
 OTHERS = "others"
 
 
-def _peak(series: Series) -> float:
-    return max(finite_values(series.y), default=float("-inf"))
-
-
 def _rank(series: Series) -> tuple[float, float]:
     """Highest peak first; between equal peaks (every efficiency line starts at 100 %) the
     higher mean."""
     values = finite_values(series.y)
-    return (_peak(series), sum(values) / len(values) if values else float("-inf"))
+    if not values:
+        return float("-inf"), float("-inf")
+    return max(values), sum(values) / len(values)
 
 
 def _total(series: Series) -> float:
