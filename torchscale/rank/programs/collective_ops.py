@@ -97,11 +97,10 @@ def _all_reduce(
     count: int, dtype: torch.dtype, device: torch.device, rank: int, ranks: int, check: bool
 ) -> Prepared:
     buffer = _input(check, rank, 0, count, dtype, device)
-
-    def verify() -> int:
-        return count_wrong(buffer, _sum_of_patterns(ranks, 0, count, dtype, device))
-
-    return Prepared(lambda: dist.all_reduce(buffer), verify)
+    return Prepared(
+        lambda: dist.all_reduce(buffer),
+        lambda: count_wrong(buffer, _sum_of_patterns(ranks, 0, count, dtype, device)),
+    )
 
 
 def _reduce(
@@ -124,11 +123,10 @@ def _broadcast(
         buffer = torch.full((count,), -1.0, dtype=dtype, device=device)
     else:
         buffer = _input(check, ROOT_RANK, 0, count, dtype, device)
-
-    def verify() -> int:
-        return count_wrong(buffer, pattern(ROOT_RANK, 0, count, dtype, device))
-
-    return Prepared(lambda: dist.broadcast(buffer, ROOT_RANK), verify)
+    return Prepared(
+        lambda: dist.broadcast(buffer, ROOT_RANK),
+        lambda: count_wrong(buffer, pattern(ROOT_RANK, 0, count, dtype, device)),
+    )
 
 
 def _all_gather(
@@ -150,12 +148,11 @@ def _reduce_scatter(
 ) -> Prepared:
     source = _input(check, rank, 0, count * ranks, dtype, device)
     output = torch.full((count,), -1.0, dtype=dtype, device=device)
-
-    def verify() -> int:
-        return count_wrong(output, _sum_of_patterns(ranks, rank * count, count, dtype, device))
-
     scatter = _newest("reduce_scatter_single", "reduce_scatter_tensor")
-    return Prepared(lambda: scatter(output, source), verify)
+    return Prepared(
+        lambda: scatter(output, source),
+        lambda: count_wrong(output, _sum_of_patterns(ranks, rank * count, count, dtype, device)),
+    )
 
 
 def _all_to_all(
@@ -186,10 +183,7 @@ def _send_recv(
         for work in dist.batch_isend_irecv(ops):
             work.wait()
 
-    def verify() -> int:
-        return count_wrong(output, pattern(before, 0, count, dtype, device))
-
-    return Prepared(run, verify)
+    return Prepared(run, lambda: count_wrong(output, pattern(before, 0, count, dtype, device)))
 
 
 # every op of catalog.COLLECTIVES, by the torch call it makes
