@@ -40,10 +40,13 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     phase_timer_checks,
     with_inflation,
 )
-from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps, share_of_step
+from torchscale.offline.analysis.diagnosis.step_model import (
+    NoSyncSteps,
+    mean_seconds,
+    share_of_step,
+)
 from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
 from torchscale.offline.analysis.diagnosis.traces import StepModel
-from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
 
 WHATIF_METHOD = (
     "per step, the least wait for peers of any other rank (the wait it removes) capped by the "
@@ -255,16 +258,10 @@ def bounded_whatif(
     method = WHATIF_METHOD if cap_by_work else WHATIF_LATE_METHOD
     steps = step.loc[keys].to_numpy(np.float64)
     share = share_of_step(saved, steps, method=method)
-    means, resampled = mean_columns(saved[:, None])
-    if resampled is None:
-        seconds = judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
-    else:
-        low, high = percentile_interval(resampled[:, 0])
-        seconds = judged(float(means[0]), low, high, n=len(saved), method=method)
     return WhatIf(
         rank=int(candidate),
         named=named,
-        saved_s=seconds,
+        saved_s=mean_seconds(saved, method),
         share=share,
         extra_work_s=float(np.mean(extra)),
         method=method,

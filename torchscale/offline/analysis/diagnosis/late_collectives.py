@@ -20,21 +20,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
     MIN_EFFECT_SHARE,
+    mean_seconds,
     over_others,
     share_of_step,
 )
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
-from torchscale.offline.analysis.uncertainty import (
-    judged,
-    mean_columns,
-    paired_gap_test,
-    percentile_interval,
-)
+from torchscale.offline.analysis.uncertainty import judged, paired_gap_test
 
 LATE_METHOD = (
     "per step, the mean over the other ranks of their wait for peers at the matched "
@@ -68,10 +64,10 @@ def late_collectives(
     mean_step = float(np.mean(step)) if len(step) else 0.0
     if share.low is None or not share.measurable or share.low < MIN_EFFECT_SHARE:
         return verdict
-    seconds = _seconds(extra)
+    seconds = mean_seconds(extra, LATE_METHOD)
     others_wait = wait.drop(columns=[rank]).mean(axis=1) - wait[rank]
     beyond = (others_wait.loc[keys] - own_gap).dropna().to_numpy(np.float64)
-    unexplained = _seconds(beyond) if beyond.size else None
+    unexplained = mean_seconds(beyond, LATE_METHOD) if beyond.size else None
     if (
         unexplained is None
         or unexplained.low is None
@@ -119,11 +115,3 @@ def _most_waited_for(wait: pd.DataFrame) -> int:
         for rank in wait.columns
     }
     return max(waited, key=lambda r: (waited[r], -r))
-
-
-def _seconds(extra: np.ndarray) -> Estimate:
-    means, resampled = mean_columns(extra[:, None])
-    if resampled is None:
-        return judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
-    low, high = percentile_interval(resampled[:, 0])
-    return judged(float(means[0]), low, high, n=len(extra), method=LATE_METHOD)

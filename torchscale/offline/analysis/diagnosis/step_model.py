@@ -150,6 +150,15 @@ def over_others(table: pd.DataFrame, rank: int) -> pd.Series:
     return table[rank] - table.drop(columns=[rank]).median(axis=1)
 
 
+def mean_seconds(values: np.ndarray, method: str) -> Estimate:
+    """The mean of per-step seconds with its moving-block bootstrap interval (one step: none)."""
+    means, resampled = mean_columns(values[:, None])
+    if resampled is None:
+        return judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
+    low, high = percentile_interval(resampled[:, 0])
+    return judged(float(means[0]), low, high, n=len(values), method=method)
+
+
 def share_of_step(
     numerator: np.ndarray, step: np.ndarray, *, method: str, lower: float | None = 0.0
 ) -> Estimate:
