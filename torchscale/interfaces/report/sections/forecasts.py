@@ -69,6 +69,18 @@ def _key_row(experiment: str, key: ForecastKey) -> dict[str, Any]:
     return {**key.model_dump(), "model_label": key.label, "experiment": experiment}
 
 
+def _fitted_cell(ctx: Context, entry: _Made) -> dict[str, Any] | None:
+    """The measured cell a forecast was computed from that has the forecast's own key (a
+    forecast at a measured size: scoring skips it as a fit), or None."""
+    for file in entry.forecast.basis:
+        cell_id = file.removeprefix("cells/").removesuffix(".json")
+        rows = ctx.cells[(ctx.cells["cell_id"] == cell_id) & (ctx.cells["status"] == "ok")]
+        rows = rows[rows["experiment"] == entry.experiment]
+        if len(rows) and ForecastKey.of_cell(ctx.result(rows.iloc[0]).cell) == entry.forecast.key:
+            return dict(rows.iloc[0])
+    return None
+
+
 def _table(ctx: Context, made: Sequence[_Made]) -> Table:
     rows = []
     order = sorted(
@@ -92,7 +104,11 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
             "high": forecast.step_s.high,
             "dominant": forecast.dominant.replace("_", " "),
         }
-        if not entry.scores:
+        fitted = _fitted_cell(ctx, entry)
+        if fitted is not None:  # made at a size already measured: a fit, no test of the model
+            measured = finite(fitted.get("step_p50_s"))
+            rows.append({**base, "measured": measured, "held": "measured: a fit of that cell"})
+        elif not entry.scores:
             rows.append({**base, "held": "not measured yet"})
         for score in entry.scores:
             rows.append(
@@ -285,17 +301,21 @@ def _efficiency_chart(ctx: Context, curves: Sequence[_Curve]) -> Chart | None:
     )
 
 
-def _figures(made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
+def _figures(ctx: Context, made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
     scores = [score for entry in made for score in entry.scores]
     record = track_record(scores)
-    waiting = sum(1 for entry in made if not entry.scores)
-    sentence = record.sentence()
+    fits = sum(1 for entry in made if _fitted_cell(ctx, entry) is not None)
+    waiting = sum(1 for entry in made if not entry.scores) - fits
+    said = []
+    if fits:
+        said.append(f"{fits} made at a size already measured: fits of those cells, testing nothing")
     if waiting:
         cells = "forecast" if waiting == 1 else "forecasts"
-        sentence += (
-            f" ({waiting} {cells} not measured yet: a later `torchscale benchmark` of "
-            "the cell into this folder scores it)"
+        said.append(
+            f"{waiting} {cells} not measured yet: a later `torchscale benchmark` of the cell into "
+            "this folder scores it"
         )
+    sentence = record.sentence() + (f" ({'; '.join(said)})" if said else "")
     figures = KeyFigures(
         role="more",
         figures=[
@@ -330,7 +350,7 @@ def build(ctx: Context) -> Section | None:
     made = _made(ctx)
     if not made:
         return None
-    sentence, figures = _figures(made)
+    sentence, figures = _figures(ctx, made)
     blocks: list[Block] = [sentence, figures]
     blocks += present(_assumptions(made))
     blocks.append(_table(ctx, made))
