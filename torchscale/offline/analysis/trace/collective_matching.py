@@ -72,9 +72,7 @@ def collective_table(
     the issue order itself. Metadata missing on the execution rows is filled from the
     host-side calls that enqueued them (`_fill_from_calls`). `notes` (if given) receives what
     was odd."""
-    if events.empty:
-        return _empty_collectives()
-    coll = events[events["kind"] == "collective"]
+    coll = events[events["kind"] == "collective"] if not events.empty else events
     if coll.empty:
         return _empty_collectives()
     notes_out = notes if notes is not None else []
@@ -275,10 +273,8 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
         m = _match_group(str(group), g, mismatches, notes)
         if not m.empty:
             out.append(m)
-    if not out:
-        return Matched(empty_matched(), mismatches, notes)
-    matched = pd.concat(out, ignore_index=True)
-    return Matched(matched[MATCHED_COLUMNS], mismatches, notes)
+    matched = pd.concat(out, ignore_index=True)[MATCHED_COLUMNS] if out else empty_matched()
+    return Matched(matched, mismatches, notes)
 
 
 def _match_group(
@@ -356,11 +352,7 @@ def _check_consistency(group: str, m: pd.DataFrame, mismatches: list[str]) -> No
             for r in rows.itertuples()
         )
         examples.append(f"#{int(idx)} ({what})")
-    kinds = [
-        name
-        for name, flag in (("op", bad_op), ("size", bad_size), ("dtype", bad_dtype))
-        if flag.any()
-    ]
+    kinds = [n for n, f in (("op", bad_op), ("size", bad_size), ("dtype", bad_dtype)) if f.any()]
     mismatches.append(
         f"group {group}: {int(bad.sum())} collective(s) disagree on {'/'.join(kinds)} across "
         f"ranks, left out of the figures: " + ", ".join(examples)
