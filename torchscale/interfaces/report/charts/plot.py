@@ -227,12 +227,6 @@ def _aligned(values: Sequence[float | None] | None, count: int) -> tuple[float |
     return tuple(finite(values[i]) if i < len(values) else None for i in range(count))
 
 
-def _positions(series: Series, keys: dict[str, int] | None) -> list[float]:
-    if keys is not None:
-        return [float(keys[category_key(x)]) for x in series.x]
-    return [float(x) if not isinstance(x, str) else math.nan for x in series.x]
-
-
 def _plot_series(
     chart: Chart, kind: Kind, keys: dict[str, int] | None, labels: Sequence[str]
 ) -> list[PlotSeries]:
@@ -241,7 +235,10 @@ def _plot_series(
     marked = kind in ("line", "dot")
     for s, (colour, marker, hatch) in zip(chart.series, _styles(chart.series), strict=True):
         reference = s.reference_for is not None or (s.style != "solid" and marker is None)
-        xs = _positions(s, keys)
+        if keys is not None:
+            xs = [float(keys[category_key(x)]) for x in s.x]
+        else:
+            xs = [float(x) if not isinstance(x, str) else math.nan for x in s.x]
         count = len(xs) if chart.kind == "box" else min(len(xs), len(s.y))
         keep = [i for i in range(count) if math.isfinite(xs[i]) and (not log_x or xs[i] > 0)]
         ys = _aligned(s.y, len(s.x)) or ()
@@ -334,14 +331,6 @@ def group_offset(index: int, count: int, bar_mode: BarMode | None) -> float:
     return (index - (count - 1) / 2) * (GROUP_WIDTH / count)
 
 
-def _dots_apart(series: list[PlotSeries], bar_mode: BarMode | None) -> list[PlotSeries]:
-    """Dots side by side in their category, as grouped bars would stand."""
-    return [
-        replace(s, x=tuple(x + group_offset(i, len(series), bar_mode) for x in s.x))
-        for i, s in enumerate(series)
-    ]
-
-
 # ------------------------------------------------------------------ intervals at the edge
 
 
@@ -386,12 +375,6 @@ def _clip_line(series: Sequence[PlotSeries]) -> str | None:
 
 
 # ------------------------------------------------------------------ axes
-
-
-def _is_categorical(chart: Chart) -> bool:
-    return chart.kind in ("bar", "stacked_bar", "box") or any(
-        isinstance(x, str) for s in chart.series for x in s.x
-    )
 
 
 def _intervals(series: Sequence[PlotSeries]) -> list[float]:
@@ -528,7 +511,9 @@ def plot(chart: Chart) -> Plot:
             heatmap=heat,
         )
     kind: Kind = "dot" if chart.kind == "bar" and chart.y_log else chart.kind
-    categorical = _is_categorical(chart)
+    categorical = chart.kind in ("bar", "stacked_bar", "box") or any(
+        isinstance(x, str) for s in chart.series for x in s.x
+    )
     every = categories(chart.series) if categorical else []
     keys = {category_key(x): i for i, x in enumerate(every)} if categorical else None
     labels = [short(x if isinstance(x, str) else format_value(x, chart.x_format)) for x in every]
@@ -536,8 +521,11 @@ def plot(chart: Chart) -> Plot:
     bar_mode: BarMode | None = "stack" if chart.kind == "stacked_bar" else None
     if chart.kind == "bar":
         bar_mode = "overlay" if disjoint(chart.series) else "group"
-    if kind == "dot":
-        series = _dots_apart(series, bar_mode)
+    if kind == "dot":  # side by side in their category, as grouped bars would stand
+        series = [
+            replace(s, x=tuple(x + group_offset(i, len(series), bar_mode) for x in s.x))
+            for i, s in enumerate(series)
+        ]
     y = _y_axis(chart, kind, series, bar_mode)
     series = [
         _clipped(s, y, group_offset(i, len(series), bar_mode) if kind == "bar" else 0.0)
