@@ -37,3 +37,20 @@ def test_forecasts_at_a_measured_size_read_as_fits(tmp_path: Path) -> None:
     step_ms = f"{gpt2[gpt2['batch_size'] == 32]['step_p50_s'].iloc[0] * 1000:.1f} ms"
     assert step_ms in next(ln for ln in fits if "tiny-gpt2 b32" in ln)
     assert "4 made at a size already measured: fits of those cells, testing nothing" in text
+
+
+def test_each_assumption_is_said_once_with_its_range() -> None:
+    """Four forecasts each said 'model error: no measured size could be back-tested' and their
+    own 'past the cores' figures: one clause each, its figures as ranges."""
+    from torchscale.interfaces.report.sections.forecasts import said_once
+
+    items = [
+        f"model error: no measured size could be back-tested; past the cores (4 ranks x {busy} "
+        f"busy cores on 2): ranks take turns, {slower}x slower"
+        for busy, slower in (("0.91", "1.82"), ("0.79", "1.58"), ("0.96", "1.92"))
+    ]
+    assert said_once([*items, "each rank runs 1 thread(s)"]) == [
+        "model error: no measured size could be back-tested",
+        "past the cores (4 ranks x 0.79-0.96 busy cores on 2): ranks take turns, 1.58-1.92x slower",
+        "each rank runs 1 thread(s)",
+    ]
