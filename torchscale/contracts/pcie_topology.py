@@ -113,12 +113,6 @@ def normal_bus_id(text: str) -> str | None:
     return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}.{function}"
 
 
-def torch_bus_id(domain: int, bus: int, device: int) -> str:
-    """A CUDA device's bus id from torch's device properties (function 0, as torch's own
-    NUMA binding spells it)."""
-    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
-
-
 def parse_link_speed(text: str) -> float | None:
     """'32.0 GT/s PCIe' (or '8 GT/s', '2.5 GT/s') -> 32.0; 'Unknown' -> None."""
     match = re.search(r"(\d+(?:\.\d+)?)\s*GT/s", text)
@@ -273,10 +267,9 @@ def _gpu_ids(torch: Any, ordinal: int) -> tuple[str | None, str | None]:
     torch, a GPU it cannot describe)."""
     try:
         props = torch.cuda.get_device_properties(ordinal)
-        bus_id = torch_bus_id(
-            int(props.pci_domain_id), int(props.pci_bus_id), int(props.pci_device_id)
-        )
-        return bus_id, str(props.uuid)
+        # function 0, as torch's own NUMA binding spells it
+        ids = (int(props.pci_domain_id), int(props.pci_bus_id), int(props.pci_device_id))
+        return "{:04x}:{:02x}:{:02x}.0".format(*ids), str(props.uuid)
     except Exception:
         return None, None
 
