@@ -110,11 +110,10 @@ def auto_batch(
             "NAME sizes them for a named node)"
         )
     facts = model()
-    activations = activation_bytes(facts.activation_fp32, facts.activation_bf16, precision)
     fit = fitting_batch(
         gpu_memory_bytes,
         facts.parameters,
-        activations,
+        activation_bytes(facts.activation_fp32, facts.activation_bf16, precision),
         precision=precision,
         optimizer=optimizer,
         limit=limit,

@@ -187,8 +187,7 @@ class PlannedCell:
     def sharing_compile_cache(self, directory: PurePath) -> PlannedCell:
         """This cell launched with the experiment's compile cache `directory` (used when it
         compiles): every cell, probe, profile and resume of an experiment shares one."""
-        launch = replace(self.launch, compile_cache=directory)
-        return replace(self, launch=launch)
+        return replace(self, launch=replace(self.launch, compile_cache=directory))
 
     def command(
         self,

@@ -167,8 +167,7 @@ def _message(err: Any, loc: Path_) -> str:
         hint = seed_key_hint(".".join(str(part) for part in loc), value)
         if hint is not None:
             return f"unknown key '{key}': {hint}"
-        allowed = _fields_at(loc[:-1])
-        return f"unknown key '{key}'{did_you_mean(key, allowed)}"
+        return f"unknown key '{key}'{did_you_mean(key, _fields_at(loc[:-1]))}"
     if kind == "missing":
         return "required key is missing"
     if kind == "literal_error":

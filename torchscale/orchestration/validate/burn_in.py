@@ -106,8 +106,7 @@ def fingerprint_faults(ranks: Sequence[RankBurn]) -> dict[int, str]:
                 f"its seeded result changed from its own first one at interval "
                 f"{changed[0].interval}: silent data corruption"
             )
-    checkpoints = sorted({f.interval for r in ranks for f in r.fingerprints})
-    for point in checkpoints:
+    for point in sorted({f.interval for r in ranks for f in r.fingerprints}):
         hashes = {r.rank: f.sha256 for r in ranks for f in r.fingerprints if f.interval == point}
         if len(set(hashes.values())) <= 1:
             continue
@@ -145,8 +144,7 @@ def counter_faults(rank: RankBurn) -> tuple[CheckStatus, str] | None:
 def _explain(rank: RankBurn) -> str:
     """What the telemetry says about a slowdown, as evidence."""
     parts = []
-    clocks = [i.sm_clock_mhz for i in rank.intervals]
-    first, last = _thirds(clocks)
+    first, last = _thirds([i.sm_clock_mhz for i in rank.intervals])
     if first and last and last < first:
         parts.append(f"SM clock fell {1 - last / first:.0%} ({first:.0f} to {last:.0f} MHz)")
     temperatures = [i.temperature_c for i in rank.intervals if i.temperature_c is not None]
@@ -195,8 +193,7 @@ def judge_rank(
         gap = 1 - mine / reference
         if gap > PEER_WARN:
             status = CheckStatus.FAIL if gap > PEER_FAIL and len(others) >= 2 else CheckStatus.WARN
-            below = f"{gap:.0%} below its peers' median {reference:.0f} TFLOP/s"
-            verdicts.append((status, below))
+            verdicts.append((status, f"{gap:.0%} below its peers' median {reference:.0f} TFLOP/s"))
     if not verdicts:
         steady = f"{mine:.0f} TFLOP/s steady over {len(series)} intervals"
         return CheckStatus.PASS, steady + "; seeded results agree"

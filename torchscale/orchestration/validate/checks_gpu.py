@@ -242,8 +242,7 @@ def _nvlinks_by_ordinal(
     if not state.ok or state.module is None:
         return {}, {}, "state unknown"
     per_nvml = _active_nvlinks(state.module, state.gpus)
-    indices = nvml_indices(torch_uuids, [g.uuid for g in state.gpus])
-    nvml_index = dict(enumerate(indices))
+    nvml_index = dict(enumerate(nvml_indices(torch_uuids, [g.uuid for g in state.gpus])))
     active = {o: per_nvml[i] for o, i in nvml_index.items() if i is not None and i in per_nvml}
     parts = [_link_text(o, i, active.get(o)) for o, i in nvml_index.items()]
     return nvml_index, active, ", ".join(parts)

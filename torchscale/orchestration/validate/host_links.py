@@ -115,8 +115,7 @@ def all_at_once_row(
             detail=why,
             unavailable=why,
         )
-    figures = [r.gbps for r in everyone if r.gbps is not None]
-    total = sum(figures)
+    total = sum(r.gbps for r in everyone if r.gbps is not None)
     placement = topology.of(gpu) if topology is not None and gpu is not None else None
     detail = (
         f"{result.gpus_at_once} GPUs copying at once, {total:.3g} GB/s together; "

@@ -304,8 +304,7 @@ def judge_profile(tool: str, profiled: ProfiledCell) -> CheckResult:
     collectives = f", {analysis.matched_collectives} collectives matched" if world > 1 else ""
     diagnosis = "" if analysis.diagnosis is not None else "; no diagnosis"
     ranks = f"{analysis.ranks_analysed} rank{'s' if analysis.ranks_analysed != 1 else ''}"
-    mode = compile_mode(profiled.result)
-    detail = f"{ranks}, {mode}, {step}{collectives}{diagnosis}"
+    detail = f"{ranks}, {compile_mode(profiled.result)}, {step}{collectives}{diagnosis}"
     if analysis.diagnosis is None:
         why = analysis.unavailable.get("diagnosis", "")
         return warned(id_, title, detail, why or "the traces gave no step model")

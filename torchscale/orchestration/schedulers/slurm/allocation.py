@@ -42,8 +42,7 @@ def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommRequest
     """The sweep of `section` on every node of the allocation, as many ranks per node as its
     widest cell, on the cells' device (the allocation's cells share one device type)."""
     widest = max(cells, key=lambda p: p.launch.nproc_per_node)
-    ranks = widest.launch.nproc_per_node * widest.launch.nnodes
-    return section_request(section, widest, ranks)
+    return section_request(section, widest, widest.launch.nproc_per_node * widest.launch.nnodes)
 
 
 class AllocationCell(BaseModel):

@@ -45,8 +45,7 @@ def read_jobs(store: ResultStore) -> JobsFile:
     try:
         return JobsFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()[0]
-        raise ResultsError(f"cannot read {path}: {first}") from None
+        raise ResultsError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
 
 
 def add_job(store: ResultStore, record: JobRecord) -> None:

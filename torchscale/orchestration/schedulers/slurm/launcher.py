@@ -53,8 +53,7 @@ class SlurmAllocations:
         from torchscale.orchestration.plan import Machine
         from torchscale.orchestration.schedulers.slurm.gpus import judged_gpus
 
-        slurm = config.launcher.slurm
-        cores = slurm.cpus_per_task or host.usable_cores()
+        cores = config.launcher.slurm.cpus_per_task or host.usable_cores()
         gpus = judged_gpus(config, lambda partition: ask_partition(partition, os.environ))
         return Machine(
             gpu_count=gpus.count,

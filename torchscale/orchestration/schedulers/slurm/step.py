@@ -95,8 +95,7 @@ def srun_wrap(inner: LaunchCommand, nodes: int, job_name: str, place: StepPlace)
     srun.extend(cpus_flags(place.cpus_per_task))
     if place.container:
         srun.append(f"--container-image={place.container}")
-    argv = [*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv]
-    return replace(inner, argv=argv)
+    return replace(inner, argv=[*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv])
 
 
 def srun_command(
