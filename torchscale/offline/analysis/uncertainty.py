@@ -103,6 +103,11 @@ def judged(
     return Estimate(value=value, low=low, high=high, n=n, method=method, measurable=True)
 
 
+def one_unit(value: float, unit: str = "step") -> Estimate:
+    """A figure of a single step, repeat or run: no interval, its spread unknown."""
+    return judged(value, None, None, n=1, method=f"one {unit}", reason=ONE_UNIT.format(unit=unit))
+
+
 def t_interval(
     values: Sequence[float] | np.ndarray, *, log: bool, level: float = LEVEL
 ) -> tuple[float, float]:
@@ -162,9 +167,7 @@ def median_of_repeats(
     median = float(np.median(data))
     n = int(data.size)
     if n == 1:
-        return judged(
-            median, None, None, n=1, method="one repeat", reason=ONE_UNIT.format(unit="repeat")
-        )
+        return one_unit(median, "repeat")
     if not np.all(data > 0):
         low, high = t_interval(data, log=False)
         method = f"Student t on {name}, {n} repeats"
@@ -188,7 +191,7 @@ def median_of_runs(
     median = float(np.median(data))
     n = int(data.size)
     if n == 1:
-        return judged(median, None, None, n=1, method="one run", reason=ONE_UNIT.format(unit="run"))
+        return one_unit(median, "run")
     log = bool(np.all(data > 0))
     low, high = log_interval(data) if log else t_interval(data, log=False)
     method = f"Student t on {'log ' if log else ''}{name} over {n} runs"
@@ -206,9 +209,7 @@ def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
         raise ValueError("no steps")
     point = float(np.percentile(data[None, :], q, axis=1)[0])
     if data.size == 1:
-        return judged(
-            point, None, None, n=1, method="one step", reason=ONE_UNIT.format(unit="step")
-        )
+        return one_unit(point)
     if data.size < SMALL:
         n = int(data.size)
         reason = RANGE_ONLY.format(n=n, unit="step")

@@ -27,10 +27,10 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
 from torchscale.offline.analysis.uncertainty import (
-    ONE_UNIT,
     GapTest,
     judged,
     mean_columns,
+    one_unit,
     percentile_interval,
 )
 
@@ -90,16 +90,11 @@ def part_estimates(
     lone = ranks == 1 if lone is None else lone
     share_values = [float(m / step_mean) if step_mean > 0 else 0.0 for m in means]
     if resampled is None:
-        reason = ONE_UNIT.format(unit="step")
-
-        def one(value: float) -> Estimate:
-            return judged(value, None, None, n=1, method="one step", reason=reason)
-
         parts = [
-            StepPart(name=name, seconds=one(float(means[i])), share=one(share_values[i]))
+            StepPart(name=name, seconds=one_unit(float(means[i])), share=one_unit(share_values[i]))
             for i, name in enumerate(PART_NAMES)
         ]
-        return one(step_mean), parts
+        return one_unit(step_mean), parts
     totals = resampled.sum(axis=1)
     low, high = percentile_interval(totals)
     step_est = judged(step_mean, low, high, n=steps, method=method)
@@ -168,8 +163,7 @@ def share_of_step(
     means, resampled = mean_columns(matrix)
     value = float(means[0] / means[1]) if means[1] > 0 else 0.0
     if resampled is None:
-        reason = ONE_UNIT.format(unit="step")
-        return judged(value, None, None, n=1, method="one step", reason=reason, lower=lower)
+        return one_unit(value)
     ratio = resampled[:, 0] / np.where(resampled[:, 1] > 0, resampled[:, 1], np.nan)
     ratio = ratio[np.isfinite(ratio)]
     if ratio.size == 0:  # no step with any length: nothing to resample
