@@ -118,10 +118,8 @@ def no_gpu_here() -> str | None:
     """Why torch cannot see a GPU on this node, known without importing torch; None when it
     may (then only torch can say)."""
     build = torch_build()
-    if build is None:
-        return None
-    if build["hip"]:
-        return None  # ROCm: NVML knows nothing of AMD GPUs
+    if build is None or build["hip"]:
+        return None  # its build unread, or ROCm: NVML knows nothing of AMD GPUs
     if not build["cuda"]:
         return "a CPU-only torch build"
     from torchscale.contracts.nvml import probe_nvml

@@ -186,9 +186,7 @@ def partition_limits(
     for line in out.splitlines():
         fields = parse_fields(line)
         name = fields.get("PartitionName", "")
-        if partition is None and fields.get("Default") != "YES":
-            continue
-        if partition is not None and name != partition:
+        if (name != partition) if partition is not None else (fields.get("Default") != "YES"):
             continue
         total = fields.get("TotalNodes", "")
         most = fields.get("MaxNodes", "")
