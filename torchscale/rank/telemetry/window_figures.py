@@ -597,8 +597,7 @@ def combine(
     methods = {r.energy_method for r in ranks}
     method: EnergyMethod | Literal["mixed"] | None = None
     if energy is not None:
-        only = methods.pop() if len(methods) == 1 else None
-        method = only if only is not None else "mixed"
+        method = (methods.pop() if len(methods) == 1 else None) or "mixed"
     per_joule = samples_processed / energy if energy else None
     tokens = (
         samples_processed * tokens_per_sample / energy if energy and tokens_per_sample else None
@@ -606,8 +605,7 @@ def combine(
     powers = {r.power_method for r in ranks}
     power_method: PowerMethod | Literal["mixed"] | None = None
     if power is not None:
-        one = powers.pop() if len(powers) == 1 else None
-        power_method = one if one is not None else "mixed"
+        power_method = (powers.pop() if len(powers) == 1 else None) or "mixed"
     verdicts = rank_verdicts(ranks)
     verdict, throttled, throttle_reasons, why_not = cell_verdict(verdicts)
 

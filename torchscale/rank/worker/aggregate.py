@@ -187,13 +187,12 @@ def headline_intervals(
     peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak), so it
     takes the same relative interval."""
     throughput = median_of_repeats(per_repeat)
-    mfu_estimate = _scaled(throughput, mfu)
     return Intervals(
         samples_per_s=throughput,
         step_p50_s=percentile_of_steps(step_times, 50),
         step_p95_s=percentile_of_steps(step_times, 95),
         step_p99_s=percentile_of_steps(step_times, 99),
-        mfu=mfu_estimate,
+        mfu=_scaled(throughput, mfu),
         mfu_measured=_scaled(throughput, mfu_measured),
     )
 

@@ -125,11 +125,7 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     outcome = CaptureOutcome(0.0)
     settle(trainer.device)
     started = time.perf_counter()
-    hooks = (
-        recorder.hooks(trainable(trainer.model))
-        if recorder is not None
-        else contextlib.nullcontext()
-    )
+    hooks = recorder.hooks(trainable(trainer.model)) if recorder else contextlib.nullcontext()
     with hooks:
         if profile.tool == "torch":
             problem = _torch_steps(trainer, profile, recorder, timer, directory / trace_name(rank))

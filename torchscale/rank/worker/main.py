@@ -77,11 +77,10 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     else:
         name = "cpu"
         peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)
-    flop_step = FLOP_COUNT_STEP if spec.measurement.flops else None
     recorded = trainer.settings | {
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "tf32": tf32_record,
-        "flop_count_step": flop_step,
+        "flop_count_step": FLOP_COUNT_STEP if spec.measurement.flops else None,
     }
     return CellFacts(
         parameters=parameter_count(trainer.bundle.model),

@@ -163,11 +163,7 @@ def run_window(
     timer = make_timer(timing, steps, device)
     # under pipelining forward and backward interleave inside the schedule: no phases
     recorder = phase_recorder(trainer, steps) if phases and trainer.runner is None else None
-    hooks = (
-        recorder.hooks(trainable(trainer.model))
-        if recorder is not None
-        else contextlib.nullcontext()
-    )
+    hooks = recorder.hooks(trainable(trainer.model)) if recorder else contextlib.nullcontext()
     # the cyclic GC collects at the opening edge, never inside the window, where it would stall
     # a rank at a random point: a straggler made by the runtime (docs/methodology.md, step 5)
     with hooks, cyclic_gc_paused(collect_first=True):
