@@ -10,12 +10,9 @@ change the count), a causal decoder and an untied output projection with bias. T
 defaults: exactly 3,494,400 parameters (1,389,056 in nn.Transformer, 1,048,576 embedding,
 1,056,768 projection).
 
-Tensor parallelism splits the feed-forward pairs, the shared embedding and the output
-projection; attention stays replicated, since `in_proj_weight` is no Linear module for
-ColwiseParallel to split (docs/strategies.md). Replicated attention sees replicated inputs and
-output gradients on every TP rank, so its gradients agree without any communication. A pipeline
-cuts between the encoder and decoder layers (seq2seq_units.py carries the two tensors across
-the cuts).
+Under tp attention stays replicated (`in_proj_weight` is no Linear to split), its gradients
+agreeing on every TP rank without communication; the splits and the pipeline's cuts
+(seq2seq_units.py): docs/strategies.md, "The encoder-decoder `transformer`".
 """
 
 from __future__ import annotations
