@@ -215,9 +215,7 @@ def _fields_at(loc: Path_) -> list[str]:
         ):
             return []
         cls = _unwrap(cls.model_fields[part].annotation)
-    if isinstance(cls, type) and issubclass(cls, BaseModel):
-        return list(cls.model_fields)
-    return []
+    return list(cls.model_fields) if isinstance(cls, type) and issubclass(cls, BaseModel) else []
 
 
 def _user_path(loc: Path_, data: Any) -> Path_:

@@ -51,9 +51,7 @@ def read_recorded_error(path: Path) -> RecordedError | None:
             callstack = str(extra.get("py_callstack") or "")
         message = message.get("message")
     lines = str(message).strip().splitlines() if message else []
-    if not lines:
-        return None
-    return RecordedError(lines[-1], bool(_TORCHRUN_FRAME.search(callstack)))
+    return RecordedError(lines[-1], bool(_TORCHRUN_FRAME.search(callstack))) if lines else None
 
 
 def read_error_file(path: Path) -> str | None:

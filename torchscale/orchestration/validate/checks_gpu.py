@@ -149,9 +149,7 @@ def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str
     but for features needing a newer driver and PTX JIT; a lower major fails."""
     if driver[0] < runtime[0]:
         return "too_old"
-    if driver[0] == runtime[0] and driver[1] < runtime[1]:
-        return "minor"
-    return "ok"
+    return "minor" if driver[0] == runtime[0] and driver[1] < runtime[1] else "ok"
 
 
 def check_cuda_compat(ctx: ValidateContext) -> CheckResult:

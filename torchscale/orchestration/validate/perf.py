@@ -383,9 +383,7 @@ def phase_title(stem: str) -> str:
     """'03-matmul-bf16' -> 'matmul bf16'; 'host-h2d' -> 'host to device'."""
     name = stem.split("-", 1)[1] if stem[:2].isdigit() else stem
     kind, _, what = name.partition("-")
-    if kind == "host":
-        return HOST_TITLES.get(what, what)
-    return f"{kind} {what}".strip()
+    return HOST_TITLES.get(what, what) if kind == "host" else f"{kind} {what}".strip()
 
 
 def planned_phases(spec: PerfSpec) -> list[str]:

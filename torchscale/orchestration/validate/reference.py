@@ -158,9 +158,7 @@ def expected_for(device_name: str, check: str) -> Expected | None:
 
 
 def _family(check: str) -> str:
-    if check.startswith(("h2d", "d2h")):
-        return "host"
-    return check.split(".")[0]
+    return "host" if check.startswith(("h2d", "d2h")) else check.split(".")[0]
 
 
 def thresholds_for(check: str, expected: Expected) -> Thresholds:
