@@ -318,12 +318,11 @@ def _phase_tests(
 
 def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]:
     """The phase with the largest significant per-step gap over the others'."""
-    best: tuple[float, str, Estimate] | None = None
-    for phase, result in tests.items():
-        if result.significant and (best is None or result.mean_s > best[0]):
-            gap = gap_estimate(result)
-            best = (result.mean_s, phase, gap)
-    return (best[1], best[2]) if best is not None else (None, None)
+    significant = {phase: result for phase, result in tests.items() if result.significant}
+    if not significant:
+        return None, None
+    phase = max(significant, key=lambda name: significant[name].mean_s)
+    return phase, gap_estimate(significant[phase])
 
 
 def _no_sync_contradicts(no_sync: NoSyncSteps | None, candidate: int) -> str | None:
