@@ -140,13 +140,12 @@ def _shard_dataset(data: DataConfig, layout: Layout) -> tuple[Dataset[Any], dict
     why_not = evict(paths)
     notes = [] if why_not is None else [why_not]
     dataset = ShardRecords([str(p) for p in paths], shard_bytes, layout.record_bytes)
-    info = {
+    return dataset, {
         "dataset_bytes": shard_bytes * len(paths),
         "samples": len(dataset),
         "record_bytes": layout.record_bytes,
         "notes": notes,
     }
-    return dataset, info
 
 
 def _cifar_dataset(data: DataConfig, layout: Layout) -> tuple[Dataset[Any], dict[str, Any]]:
@@ -161,13 +160,12 @@ def _cifar_dataset(data: DataConfig, layout: Layout) -> tuple[Dataset[Any], dict
             f"CIFAR-100 {cifar100.CLASSES}): throughput is unaffected, accuracy would be "
             "meaningless"
         )
-    info = {
+    return CifarImages(train.images, train.labels), {
         "dataset_bytes": train.file_bytes,
         "samples": len(train),
         "record_bytes": cifar100.IMAGE_BYTES + 1,
         "notes": notes,
     }
-    return CifarImages(train.images, train.labels), info
 
 
 def build_pipeline(

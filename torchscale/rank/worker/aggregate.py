@@ -408,7 +408,7 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
     """The delays --inject-delay added, each with the warning that what it causes is
     artificial (a result never passes an injected straggler off as a measured one)."""
     delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
-    warnings = [
+    return delays, [
         CellWarning(
             kind="injected delay",
             text=f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
@@ -417,7 +417,6 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
         )
         for delay in spec.inject_delay
     ]
-    return delays, warnings
 
 
 def diagnosis_record(

@@ -82,7 +82,7 @@ def parallel_metrics(
         comm, why = _profiled_comm(spec, ranks)
         if why is not None:
             unavailable["parallel.profiled_comm"] = why
-    metrics = ParallelMetrics(
+    return ParallelMetrics(
         global_batch_definition=global_batch_definition(
             shape, spec.cell.batch_size, spec.training.grad_accum_steps
         ),
@@ -93,8 +93,7 @@ def parallel_metrics(
         bubble_theoretical=theoretical_bubble(layout) if layout.uses_pp else None,
         slowest_stage_rank=slowest,
         profiled_comm=comm,
-    )
-    return metrics, unavailable
+    ), unavailable
 
 
 def _profiled_comm(
