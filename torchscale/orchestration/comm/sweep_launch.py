@@ -195,8 +195,7 @@ def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
         result.status = failure.status.value  # type: ignore[assignment]
         result.error = failure.reason
         if stopped is not None and stopped[0] != "pairs":
-            op, size = stopped
-            result.rows.append(unmeasured_row(op, size, 0, request.dtype, "failed", failure.reason))
+            result.rows.append(unmeasured_row(*stopped, 0, request.dtype, "failed", failure.reason))
         elif stopped is not None:
             result.unavailable["pairs"] = failure.reason
     add_footer(result)
