@@ -116,9 +116,7 @@ def nodes_not_checked(plan: Plan) -> list[str]:
 
 
 def _active_jobs(store: ResultStore, env: Mapping[str, str]) -> list[JobRecord]:
-    jobs = read_jobs(store).jobs
-    if not jobs:
-        return []
+    jobs = read_jobs(store).jobs  # none: job_states asks Slurm nothing
     states = job_states([j.job_id for j in jobs], env)
     return [j for j in jobs if states[j.job_id].active]
 
@@ -140,14 +138,13 @@ def prepare_sweep(
     warning = local_filesystem_warning(store.root)
     if warning:
         sweep.warnings.append(warning)
-    following = _active_jobs(store, env) if resume and ask_slurm else []
+    sweep.following = _active_jobs(store, env) if resume and ask_slurm else []
     if resume and not ask_slurm and read_jobs(store).jobs:
         sweep.warnings.append(
             "not checked: which jobs recorded in slurm/jobs.json still run (--resume): the "
             "cells they may still be running are planned again"
         )
-    sweep.following = following
-    busy = {cell for job in following for cell in job.cells}
+    busy = {cell for job in sweep.following for cell in job.cells}
     by_nodes: dict[int, list[PlannedCell]] = {}
     for planned in plan.cells:
         cell_id = planned.cell.id
@@ -279,8 +276,7 @@ def follow(
 def collect(store: ResultStore, plan: Plan) -> tuple[list[CellResult], pd.DataFrame | None]:
     """Every stored result of the plan's cells, in plan order, and summary.csv from them."""
     results = [r for r in (store.read_cell(p.cell.id) for p in plan.cells) if r is not None]
-    table = write_summary(store, results) if results else None
-    return results, table
+    return results, write_summary(store, results) if results else None
 
 
 def cancel_sweep(store: ResultStore, env: Mapping[str, str]) -> list[JobRecord]:
