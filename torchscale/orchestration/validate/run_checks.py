@@ -256,7 +256,6 @@ def _measure(
         why = "needs a CUDA GPU, and torch sees none"
         results.append(skipped("perf", "Measured capability", why, hint))
         return None
-    experiment = ctx.experiment_dir or ctx.output_dir / "standalone"
     sku = None
     try:
         from torchscale.orchestration.validate.perf import run_perf
@@ -265,7 +264,7 @@ def _measure(
             ctx.device,
             gpus,
             host.usable_cores(),
-            experiment,
+            ctx.experiment_dir or ctx.output_dir / "standalone",
             env,
             matmul_budget_s=ctx.matmul_budget_s,
             progress=progress,
