@@ -295,12 +295,11 @@ def data_pipeline(
         notes = [str(n) for n in told.get("notes") or []]
         return DataPipeline(source=spec.data.source, notes=notes, **waited), unavailable
     world = len(phases)
-    repeats = spec.measurement.repeats
     samples_per_step = spec.cell.batch_size * spec.training.grad_accum_steps * world
     record = info.get("record_bytes")
     rate = None
     if record and window_s > 0 and steps:
-        rate = record * samples_per_step * steps * repeats / window_s
+        rate = record * samples_per_step * steps * spec.measurement.repeats / window_s
     else:
         unavailable["data.read_bytes_per_s"] = "no measured window time"
     notes = list(info.get("notes") or [])
@@ -532,12 +531,11 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
 def read_steps(rank: RankMeasurement) -> int:
     """The steps a rank read a batch for: warm-up, measured windows and no_sync windows (each
     with its untimed edge steps), and the busy probe's."""
-    windows = len(rank.windows) + len(rank.no_sync_windows)
     return (
         len(rank.warmup_s)
         + sum(len(w.step_s) for w in rank.windows)
         + (len(rank.no_sync.step_s) if rank.no_sync else 0)
-        + windows * rank.window_edge_steps
+        + (len(rank.windows) + len(rank.no_sync_windows)) * rank.window_edge_steps
         + (rank.gpu_busy.steps if rank.gpu_busy is not None else 0)
     )
 

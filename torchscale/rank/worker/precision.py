@@ -85,10 +85,7 @@ def describe_policy(policy: MixedPrecisionPolicy | None) -> dict[str, str | None
     """The policy as recorded with the result (dtype names; None = the parameters' own)."""
     if policy is None:
         return {"param_dtype": None, "reduce_dtype": None}
-    return {
-        "param_dtype": dtype_name(policy.param_dtype),
-        "reduce_dtype": dtype_name(policy.reduce_dtype),
-    }
+    return {name: dtype_name(getattr(policy, name)) for name in ("param_dtype", "reduce_dtype")}
 
 
 def dtype_name(dtype: torch.dtype | None) -> str | None:
