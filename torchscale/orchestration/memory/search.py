@@ -162,10 +162,9 @@ def search_max_batch(
 def contradictions(records: Sequence[ProbeRecord], known_fits: Sequence[int] = ()) -> list[str]:
     """One warning when some batch fitted at or above a batch that ran out of memory (memory
     use that is not monotonic in the batch, or not reproducible from one run to the next)."""
-    ooms = [r.batch for r in records if r.outcome.kind == "oom"]
-    if not ooms:
+    lowest_oom = min((r.batch for r in records if r.outcome.kind == "oom"), default=None)
+    if lowest_oom is None:
         return []
-    lowest_oom = min(ooms)
     fits = [(r.batch, "a probe") for r in records if r.outcome.kind == "fits"]
     fits += [(b, "the sweep") for b in known_fits]
     above = [(b, where) for b, where in fits if b >= lowest_oom]
