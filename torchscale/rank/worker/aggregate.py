@@ -603,18 +603,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     if diagnosis is not None:
         diagnosis = with_caveat(diagnosis, busy_caveat(telemetry))
 
-    # the input pipeline: data wait per step and its share, bytes read per second of windows
-    data = known(
-        data_pipeline(
-            spec,
-            phases,
-            pooled.p50,
-            sum(window_walls(ranks, counts.repeats)),
-            counts.steps,
-            read_steps(ranks[0]),  # every step of the cell reads: warm-up, windows, no_sync
-            facts,
-        )
-    )
+    # the input pipeline: data wait per step and its share, bytes read per second of windows;
+    # every step of the cell reads a batch: warm-up, windows, no_sync
+    window_s, read = sum(window_walls(ranks, counts.repeats)), read_steps(ranks[0])
+    data = known(data_pipeline(spec, phases, pooled.p50, window_s, counts.steps, read, facts))
     parallel = known(parallel_metrics(spec, ranks))
     warmup = known(warmup_record(spec, ranks))
     compile_activity, compile_warnings, why_not = compile_record(spec, ranks)
