@@ -359,9 +359,11 @@ def test_markdown_fits_a_pull_request_comment(tmp_path: Path, cells: int) -> Non
     assert report.decision is not None
     for line in report.decision.lines():
         assert markdown.inline(line.text) in text
-    if cells == 500:  # five models: a line each, over all their configurations
-        models = [t.text for t in report.decision.models]
-        assert len(models) == 5 and all(m.startswith("scale-model-") for m in models)
+    if cells == 500:  # five models that read alike: one line naming them, over all configurations
+        (models,) = [t.text for t in report.decision.models]
+        assert models.startswith(
+            "scale-model-1, scale-model-2, scale-model-3 and 2 more (5 models)"
+        )
     assert "Best configuration per model" in text
     # the command that makes the HTML report, by the results folder's name (no local path)
     assert f"run torchscale report -s {experiment.name} -f html" in text

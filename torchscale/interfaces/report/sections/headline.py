@@ -34,6 +34,7 @@ from torchscale.interfaces.report.sections.context import (
     integer,
     interval,
     is_trusted,
+    names,
     plural,
     ranks,
     records,
@@ -288,10 +289,31 @@ def _model_line(
     return Text(text=_scaling_line(ctx, model, rows) + cost, severity=severity)
 
 
+def _alike_once(lines: list[tuple[str, Text]]) -> list[Text]:
+    """Models whose lines say the same thing but for their names, as one line naming them all
+    ('scale-model-1, scale-model-2, scale-model-3 and 2 more (5 models), scaling to ...'):
+    five identical lines took the first screen from the decision."""
+    grouped: dict[tuple[str, Severity], list[str]] = {}
+    for model, line in lines:  # a model's line opens with its name
+        rest = line.text.removeprefix(model) if line.text.startswith(model) else line.text
+        key = (rest, line.severity) if rest != line.text else (f"\0{model}", line.severity)
+        grouped.setdefault(key, []).append(model)
+    said = []
+    for (rest, severity), models in grouped.items():
+        if rest.startswith("\0"):  # a line that does not open with its model: as it was
+            said.append(next(t for m, t in lines if m == models[0]))
+            continue
+        who = models[0] if len(models) == 1 else f"{names(models)} ({len(models)} models)"
+        said.append(Text(text=who + rest, severity=severity))
+    return said
+
+
 def _model_lines(ctx: Context, priced: pd.DataFrame | None, usable: bool) -> list[Text]:
     models = ctx.models
     weak = ctx.weak_scaling
-    lines = [_model_line(ctx, m, weak, priced, usable) for m in models[:MAX_MODEL_LINES]]
+    lines = _alike_once(
+        [(m, _model_line(ctx, m, weak, priced, usable)) for m in models[:MAX_MODEL_LINES]]
+    )
     if len(models) > MAX_MODEL_LINES:
         more = plural(len(models) - MAX_MODEL_LINES, "more model")
         lines.append(Text(text=f"{more} in the summary's table", severity="info"))
