@@ -334,6 +334,12 @@ def test_h100_verdict_names_what_one_gpu_did_not_exercise() -> None:
     assert two.startswith("The GPU (NCCL) training stack works end to end") and "one GPU" not in two
 
 
+def test_one_cpu_rank_is_one_rank() -> None:
+    verdict = judge.workload_verdict("cpu", 1, [])
+    assert verdict == "The CPU (gloo) training stack works end to end on this node (1 rank)."
+    assert "(2 ranks)" in judge.workload_verdict("cpu", 2, [])
+
+
 def test_mfu_reference_is_todays_measurement() -> None:
     assert "24 % eager, 35 % compiled" in judge.MFU_SOURCE
     assert "16-17" not in judge.MFU_SOURCE

@@ -447,7 +447,8 @@ def workload_verdict(device: str, world: int, checks: Sequence[CheckResult]) -> 
     if device == "cuda" and world < 2:
         verdict = f"The training stack works end to end on one GPU; {ONE_GPU_UNPROVEN}."
     else:
-        verdict = f"The {path} training stack works end to end on this node ({world} ranks)."
+        ranks = f"{world} rank{'s' if world != 1 else ''}"
+        verdict = f"The {path} training stack works end to end on this node ({ranks})."
     warns = [c.title for c in checks if c.status is CheckStatus.WARN]
     if warns:
         verdict += " Worth a look: " + ", ".join(warns) + "."
