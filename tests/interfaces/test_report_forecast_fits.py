@@ -1,9 +1,11 @@
-"""A forecast made at a size the results already measured is a fit of that cell, not a forecast
+"""A forecast at a size the results already measured is a fit of that cell, not a forecast
 awaiting its test (issue 63, point 3): `predict --gpus 2,4` over a sweep that measured 2 ranks
-listed its 2-rank forecasts as 'not measured yet', with 'forecasts scored: 0'."""
+listed its 2-rank forecasts as 'not measured yet', with 'forecasts scored: 0'. predict now
+refuses such a size; a report still reads files written before as fits."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -15,28 +17,53 @@ from torchscale.results import load
 SWEEP8 = Path(__file__).parents[1] / "fixtures" / "sweep8_v13"
 
 
-def test_forecasts_at_a_measured_size_read_as_fits(tmp_path: Path) -> None:
+def _predicted(tmp_path: Path) -> tuple[Path, str]:
     shutil.copytree(SWEEP8, tmp_path / "sweep8")
     root = tmp_path / "sweep8" / "default_scaling"
-    runner = CliRunner()
-    assert runner.invoke(app, ["predict", "-s", str(root), "--gpus", "2,4"]).exit_code == 0
+    result = CliRunner().invoke(app, ["predict", "-s", str(root), "--gpus", "2,4"])
+    assert result.exit_code == 0, result.output
+    return root, " ".join(result.output.split())
+
+
+def test_predict_refuses_a_size_already_measured(tmp_path: Path) -> None:
+    """Its answer is the measurement: no forecast written for 2 ranks, each refusal naming the
+    cell and its median step; the 4-rank forecasts are made."""
+    root, said = _predicted(tmp_path)
+    cells = load(root).cells
+    for row in cells[cells["world_size"] == 2].itertuples():
+        label = f"{row.model_label} b{row.batch_size} x2 fp32 ddp"
+        step = f"{row.step_p50_s * 1000:.3g} ms"
+        assert (
+            f"no forecast for {label}: measured: median step {step} (cells/{row.cell_id}.json)"
+            in said
+        )
+    written = [json.loads(p.read_text()) for p in (root / "forecasts").glob("*.json")]
+    assert written and {f["key"]["world_size"] for f in written} == {4}
+
+
+def test_a_fit_written_before_reads_as_a_fit(tmp_path: Path) -> None:
+    """A forecast file of a measured size (as predict wrote them before it refused them),
+    computed from that very cell: the report says so, with the cell's median step, and counts
+    it apart from the forecasts that wait for a measurement."""
+    root, _ = _predicted(tmp_path)
+    cells = load(root).cells
+    cell = cells[(cells["model_label"] == "tiny-gpt2") & (cells["world_size"] == 2)].iloc[0]
+    path = next(p for p in sorted((root / "forecasts").glob("*.json")) if "tiny-gpt2" in p.name)
+    fit = json.loads(path.read_text())
+    fit["key"] |= {"world_size": 2, "batch_size": int(cell["batch_size"])}
+    fit["basis"].append(f"cells/{cell['cell_id']}.json")
+    path.write_text(json.dumps(fit))
     out = tmp_path / "report.md"
-    result = runner.invoke(app, ["report", "-s", str(root), "-f", "md", "--full", "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["report", "-s", str(root), "-f", "md", "--full", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     text = out.read_text(encoding="utf-8")
-    rows = [ln for ln in text.splitlines() if ln.startswith("| tiny-")]
-    fits = [ln for ln in rows if "measured: a fit of that cell" in ln]
-    waiting = [ln for ln in rows if "not measured yet" in ln]
-    assert {ln.split(" | ")[0] for ln in fits} == {
-        f"| {m} b{b} x2 fp32 ddp" for m in ("tiny-gpt2", "tiny-mlp") for b in (16, 32)
-    }
-    assert len(waiting) == 4 and all(" x4 " in ln for ln in waiting)
-    # the fit's measured step is the cell's median step, the statistic scoring uses
-    cells = load(root).cells
-    gpt2 = cells[(cells["model_label"] == "tiny-gpt2") & (cells["world_size"] == 2)]
-    step_ms = f"{gpt2[gpt2['batch_size'] == 32]['step_p50_s'].iloc[0] * 1000:.1f} ms"
-    assert step_ms in next(ln for ln in fits if "tiny-gpt2 b32" in ln)
-    assert "4 made at a size already measured: fits of those cells, testing nothing" in text
+    label = f"| tiny-gpt2 b{cell['batch_size']} x2 fp32 ddp |"
+    row = next(ln for ln in text.splitlines() if ln.startswith(label) and "fit" in ln)
+    assert "measured: a fit of that cell" in row and f"{cell['step_p50_s'] * 1000:.1f} ms" in row
+    assert "1 made at a size already measured: fits of those cells, testing nothing" in text
+    assert "3 forecasts not measured yet" in text
 
 
 def test_each_assumption_is_said_once_with_its_range() -> None:

@@ -183,6 +183,14 @@ def _one(
     created: str,
 ) -> Forecast | Refusal:
     model, label, batch, precision, device = group
+    if source.strategy == strategy:  # a size measured is a fit of that cell, no forecast
+        for cell in source.cells:
+            if (cell.world_size, cell.nodes) == (world, nodes):
+                return Refusal(
+                    f"{label} b{batch} x{world} {precision} {strategy}",
+                    f"measured: median step {cell.step.value * 1000:.3g} ms (cells/"
+                    f"{cell.cell_id}.json); a forecast there would be a fit of that cell",
+                )
     key = ForecastKey(
         model=model,
         label=label,
