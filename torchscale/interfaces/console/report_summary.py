@@ -299,7 +299,8 @@ class _LeftOut:
     rows: int = 0
     charts: int = 0
     findings: int = 0
-    notes: int = 0  # texts, key figures, notes of what is unavailable
+    figures: int = 0  # key figures (the cards): said apart, never folded into the notes
+    notes: int = 0  # texts, notes of what is unavailable
 
     def add(self, block: Block, shown: int = 0) -> None:
         if isinstance(block, Table):
@@ -311,7 +312,7 @@ class _LeftOut:
         elif isinstance(block, Findings):
             self.findings += len(block.findings) - shown
         elif isinstance(block, KeyFigures):
-            self.notes += len(block.figures) - shown
+            self.figures += len(block.figures) - shown
         elif not shown:
             self.notes += 1
 
@@ -321,6 +322,7 @@ class _LeftOut:
             (self.tables, "table"),
             (self.charts, "chart"),
             (self.findings, "finding"),
+            (self.figures, "key figure"),
             (self.notes, "note"),
         ]
         said = []
@@ -345,7 +347,7 @@ def summary(report: Report, width: int, max_lines: int = MAX_LINES) -> list[str]
         if part is not None:
             parts[order] = part
     # the last line's length is known once the parts are chosen: keep room for its longest
-    longest = _LeftOut(99, 9_999, 9_999_999, 9_999, 99_999, 9_999).line()
+    longest = _LeftOut(99, 9_999, 9_999_999, 9_999, 99_999, 999, 9_999).line()
     reserve = len(_lines([RichText(longest)], width))
     _fill(list(parts.values()), max_lines - len(head) - reserve - 2)
     left = _LeftOut(sections=sum(1 for s in report.sections if s is not section))
