@@ -25,3 +25,15 @@ def test_five_alike_models_are_one_line_and_dropped_cards_are_said(tmp_path: Pat
     flat = " ".join(result.output.split())
     shown = "Cells measured" in flat
     assert shown or " key figure" in flat.split("Left out:")[1], "cards dropped without a word"
+
+
+def test_runs_whose_diagnoses_read_alike_are_one_row(tmp_path: Path) -> None:
+    """400 multi-rank cells with two distinct diagnoses: two rows, each counting its runs."""
+    from tests.scale_sample import scale_report
+
+    report = scale_report(tmp_path)
+    section = report.section("summary")
+    assert section is not None
+    (table,) = [b for b in section.blocks if getattr(b, "id", None) == "summary-diagnoses"]
+    assert len(table.rows) == 2
+    assert all(str(r["run"]).endswith("and 199 more alike") for r in table.rows)

@@ -64,6 +64,21 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
     ]
 
 
+def _alike_once(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs whose diagnoses read the same, word for word, as one row naming the first and
+    counting the rest ('scale-model-1 b8 x2 bf16 ddp and 29 more alike'): a 500-cell sweep's
+    short PDF spent pages on identical rows."""
+    folded: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        folded.setdefault(tuple(v for k, v in row.items() if k != "run"), []).append(row)
+    out = []
+    for alike in folded.values():
+        first = alike[0]
+        more = f" and {len(alike) - 1} more alike" if len(alike) > 1 else ""
+        out.append({**first, "run": f"{first['run']}{more}"})
+    return out
+
+
 def diagnoses_table(ctx: Context) -> Block | None:
     """The summary's row per run with a diagnosis (multi-rank sweep cells, profiled runs) in the
     terminal's words, named stragglers first, then by sync stall: the first screen of every
@@ -99,6 +114,7 @@ def diagnoses_table(ctx: Context) -> Block | None:
     if not rows:
         return None
     rows.sort(key=lambda r: (not r.pop("_named"), -r.pop("_stall")))
+    rows = _alike_once(rows)
     columns = [
         col("run", "Run"),
         col("stall", "Sync stall"),
