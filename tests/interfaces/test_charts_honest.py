@@ -220,8 +220,8 @@ def test_a_capped_chart_keeps_every_model_and_says_so() -> None:
     kept = [s for s in capped.series if s.style == "solid"]
     assert {s.model for s in kept} == {f"model-{m}" for m in range(5)}
     assert capped.title == (
-        f"Efficiency · {len(kept)} of 100 series: the highest peak of each model, then the "
-        "highest others"
+        f"Efficiency · {len(kept)} of 100 series: the widest, highest series of each model, then "
+        "the others"
     )
     # each model's own highest is among the kept ones
     for m in range(5):
@@ -232,7 +232,7 @@ def test_fewer_slots_than_models_says_how_many_models() -> None:
     capped = cap_chart(_many_models(models=15, per_model=2))
     kept = [s for s in capped.series if s.style == "solid"]
     assert len({s.model for s in kept}) == len(kept)  # one each, the highest models
-    assert f"{len(kept)} of 30 series: the highest peaks of {len(kept)} of 15 models" in (
+    assert f"{len(kept)} of 30 series: the widest, highest series of {len(kept)} of 15 models" in (
         capped.title
     )
 
@@ -245,7 +245,7 @@ def test_at_500_cells_every_model_is_on_the_efficiency_charts(tmp_path: Path) ->
     for chart in efficiency:
         kept = [s for s in chart.series if s.style == "solid"]
         assert {s.model for s in kept} == {f"scale-model-{i}" for i in range(1, 6)}, chart.id
-        assert re.search(r"· \d+ of \d+ series: the highest peak of each model", chart.title)
+        assert re.search(r"· \d+ of \d+ series: the widest, highest series of each", chart.title)
 
 
 def test_a_narrow_log_window_keeps_two_labelled_ticks() -> None:

@@ -37,3 +37,19 @@ def test_runs_whose_diagnoses_read_alike_are_one_row(tmp_path: Path) -> None:
     (table,) = [b for b in section.blocks if getattr(b, "id", None) == "summary-diagnoses"]
     assert len(table.rows) == 2
     assert all(str(r["run"]).endswith("and 199 more alike") for r in table.rows)
+
+
+def test_a_capped_chart_keeps_the_lines_that_reach_the_axis_end(tmp_path: Path) -> None:
+    """The strong-scaling efficiency chart keeps 11 of 140 series: it kept 11 lines that all
+    ended at 2 ranks, on top of each other, on an axis to 16; now each model's widest line
+    reaches 16, and within a model no kept line repeats another point for point."""
+    from tests.scale_sample import scale_report
+
+    (chart,) = [c for c in scale_report(tmp_path).charts() if c.id == "scaling-strong-efficiency"]
+    kept = [s for s in chart.series if s.style == "solid" and s.name != "ideal"]
+    widest = max(max(s.x) for s in chart.series)
+    for model in {s.model for s in kept}:
+        lines = [s for s in kept if s.model == model]
+        assert max(max(s.x) for s in lines) == widest, model
+        shapes = [(tuple(s.x), tuple(s.y)) for s in lines]
+        assert len(set(shapes)) == len(shapes) or len(lines) == 1, model

@@ -49,7 +49,7 @@ def test_lines_keep_the_highest_peaks_with_their_own_references() -> None:
     assert references == kept  # one per kept series, none for a dropped one
     assert any(s.name == "ideal" for s in capped.series)  # unattached reference stays
     assert len(capped.series) <= MAX_SERIES
-    assert capped.title == f"t · {ROOM} of {ROOM + 3} series: the highest peaks"
+    assert capped.title == f"t · {ROOM} of {ROOM + 3} series: the widest, highest series"
     assert capped.note == f"all {ROOM + 3} series are in the table above"
 
 
@@ -103,7 +103,7 @@ def test_grouped_bars_keep_the_highest_series() -> None:
     chart = Chart(id="s", title="t", kind="bar", x_label="x", y_label="y", series=series)
     capped = cap_chart(chart)
     assert [s.name for s in capped.series] == [f"g{i}" for i in range(30 - MAX_SERIES, 30)]
-    assert capped.title == f"t · {MAX_SERIES} of 30 series: the highest peaks"
+    assert capped.title == f"t · {MAX_SERIES} of 30 series: the widest, highest series"
 
 
 def test_a_stack_keeps_its_largest_parts_and_sums_the_rest() -> None:

@@ -19,13 +19,27 @@ MAX_BOX_SERIES = 8  # series per box chart
 OTHERS = "others"
 
 
-def _rank(series: Series) -> tuple[float, float]:
-    """Highest peak first; between equal peaks (every efficiency line starts at 100 %) the
-    higher mean."""
+def _rank(series: Series) -> tuple[int, float, float]:
+    """The widest series first (a kept set of lines that all end at 2 ranks on an axis to 16
+    reads as if nothing ran further), then the highest peak, then (every efficiency line starts
+    at 100 %) the higher mean."""
     values = finite_values(series.y)
     if not values:
-        return float("-inf"), float("-inf")
-    return max(values), sum(values) / len(values)
+        return 0, float("-inf"), float("-inf")
+    return len(values), max(values), sum(values) / len(values)
+
+
+def _distinct_first(ranked: list[Series]) -> list[Series]:
+    """`ranked` with a series that repeats an earlier one point for point moved to the end:
+    eleven kept lines drawn on top of each other read as one."""
+    seen: set[tuple[tuple[object, ...], tuple[object, ...]]] = set()
+    first: list[Series] = []
+    again: list[Series] = []
+    for series in ranked:
+        shape = (tuple(series.x), tuple(series.y))
+        (again if shape in seen else first).append(series)
+        seen.add(shape)
+    return first + again
 
 
 def _total(series: Series) -> float:
@@ -52,22 +66,23 @@ def _capped(chart: Chart, series: list[Series], kept: str, note: str, **more: ob
 
 
 def pick(series: list[Series], room: int) -> tuple[list[Series], str]:
-    """The `room` series to draw and why: the highest peak of each model first (so a chart
-    of many models shows every one of them, not the one whose series happen to rank highest),
-    then the highest peaks of the rest. The reason reads after 'n of m series: '."""
-    ranked = sorted(series, key=_rank, reverse=True)
+    """The `room` series to draw and why: the widest, highest series of each model first (so
+    a chart of many models shows every one of them, not the one whose series happen to rank
+    highest), then the rest by the same rank, a repeat of a kept line last. The reason reads
+    after 'n of m series: '."""
+    ranked = _distinct_first(sorted(series, key=_rank, reverse=True))
     models = list(dict.fromkeys(s.model for s in ranked if s.model is not None))
     if len(models) < 2:
-        return ranked[:room], "the highest peaks"
+        return ranked[:room], "the widest, highest series"
     firsts = [next(s for s in ranked if s.model == m) for m in models][:room]
     chosen = {id(s) for s in firsts}
-    rest = [s for s in ranked if id(s) not in chosen][: room - len(firsts)]
+    rest = _distinct_first([s for s in ranked if id(s) not in chosen])[: room - len(firsts)]
     if len(firsts) < len(models):
-        reason = f"the highest peaks of {len(firsts)} of {len(models)} models"
+        reason = f"the widest, highest series of {len(firsts)} of {len(models)} models"
     elif rest:
-        reason = "the highest peak of each model, then the highest others"
+        reason = "the widest, highest series of each model, then the others"
     else:
-        reason = "the highest peak of each model"
+        reason = "the widest, highest series of each model"
     return [*firsts, *rest], reason
 
 
