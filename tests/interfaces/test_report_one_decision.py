@@ -164,3 +164,12 @@ def test_no_axis_is_scaled_to_a_noise_level_share(tmp_path: Path) -> None:
     assert "strategies-communication" not in ids and "strategies-throughput" in ids
     said = " ".join(b.get("text", "") for b in strategies["blocks"])
     assert "stays under 2.0 % of the step in every layout" in said
+
+
+def test_no_tokens_per_second_beside_a_samples_figure_called_not_measurable() -> None:
+    from torchscale.interfaces.report.sections.context import rate_shown
+
+    row = {"samples_per_s": 100.0, "samples_per_s_low": 10.0, "samples_per_s_high": 300.0}
+    assert rate_shown({**row, "tokens_per_s": 102_400.0}, "tokens_per_s") == "not measurable"
+    narrow = {**row, "samples_per_s_low": 95.0, "samples_per_s_high": 105.0}
+    assert rate_shown({**narrow, "tokens_per_s": 102_437.0}, "tokens_per_s") == 102_400  # its digits

@@ -572,6 +572,16 @@ def throughput_fields(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def rate_shown(row: Mapping[str, Any] | pd.Series, key: str) -> float | str | None:
+    """`rate_text_value` for a table cell, or 'not measurable' where the samples/s it is in
+    proportion to is (its interval wider than itself): no tokens/s digits beside a samples/s
+    the same row calls not measurable."""
+    value = rate_text_value(row, key)
+    if value is not None and too_wide(*interval(row, "samples_per_s")):
+        return not_measurable(None)
+    return value
+
+
 def rate_text_value(row: Mapping[str, Any] | pd.Series, key: str) -> float | None:
     """`row[key]`, a rate in proportion to the cell's samples/s (tokens/s, samples/s per device,
     samples/s itself), cut to the digits the samples/s interval supports (`estimates.scaled_rate`):
