@@ -146,3 +146,14 @@ def test_a_trace_analysis_prints_as_it_did(trace: str, tmp_path: Path) -> None:
     printed = _invoke("profile", "analyze", copy, "-t", "all", "-v")
     text = _normalised(printed, [copy, tmp_path])
     _check(f"{trace}/profile-analyze.txt", text)
+
+
+def test_the_500_cell_first_screen_reads_as_it_did(tmp_path: Path) -> None:
+    """The terminal summary of benchmarks/report_scale.py's 500 cells (issue 63, point 6): the
+    decision in a few grouped lines, what is left out counted by kind."""
+    from tests.scale_sample import report_scale
+
+    root = Path(tempfile.mkdtemp(prefix="golden500-", dir=tmp_path))
+    experiment = report_scale().write_results(root, 500)
+    printed = _invoke("report", "-s", experiment, "-f", "term")
+    _check("cells-500/term.txt", _normalised(printed, [experiment, root, tmp_path]))
