@@ -112,11 +112,6 @@ def normalise_coll_op(text: str) -> str:
     return UNKNOWN_OP
 
 
-def is_comm_kernel(name: str) -> bool:
-    """True for a device-side communication kernel name (NCCL, RCCL, HCCL, MSCCL)."""
-    return _COMM_KERNEL.search(name) is not None
-
-
 def step_of(name: str) -> int | None:
     """N of a `ProfilerStep#N` range, else None."""
     m = _STEP.match(name)
@@ -160,7 +155,7 @@ def classify_event(name: str, cat: str, args: Mapping[str, Any] | None = None) -
 
 
 def _device_event(name: str, cat: str, args: Mapping[str, Any] | None) -> EventClass:
-    if is_comm_kernel(name):
+    if _COMM_KERNEL.search(name):
         op = normalise_coll_op(name)
         if op == UNKNOWN_OP:
             arg_op = _args_op(args)

@@ -253,7 +253,9 @@ def _scan(path: Path, table: _Table) -> tuple[_Header, int]:
                 buf.extend(bytes(len(buf)))
     tail = _decode_tail(path, buf, filled, nbytes - filled + 1)
     table.add(tail.traceEvents)
-    return _merge(header, tail), nbytes
+    # keys from before `traceEvents`, completed by those written after it
+    merged = (getattr(header if getattr(header, k) is not None else tail, k) for k in _HEADER_KEYS)
+    return _Header(*merged), nbytes
 
 
 def _decode_piece(buf: bytearray, filled: int, table: _Table, tries: int = 8) -> int:
@@ -375,12 +377,6 @@ def _event_from(obj: Any) -> _Event:
         args = _Args(*(raw.get(key) for key in _Args.__struct_encode_fields__))
     present = {k: obj[k] for k in ("ph", "name", "cat", "ts", "dur", "tid") if k in obj}
     return _Event(**present, args=args)  # an absent key: the field's default
-
-
-def _merge(header: _Header, tail: _Tail) -> _Header:
-    """Keys from before `traceEvents`, completed by those written after it."""
-    pick = [header if getattr(header, k) is not None else tail for k in _HEADER_KEYS]
-    return _Header(*(getattr(src, k) for src, k in zip(pick, _HEADER_KEYS, strict=True)))
 
 
 def _no_events_error(path: Path, buf: bytes) -> TraceError:
