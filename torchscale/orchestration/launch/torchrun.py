@@ -15,9 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from pydantic import BaseModel
+
 from torchscale.contracts.cell import Device
 from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.orchestration.launch.compile_cache import compile_cache_env
 from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 from torchscale.orchestration.launch.torchrun_env import child_environment
@@ -142,3 +145,25 @@ def torchrun_command(
         threads = int(overrides["OMP_NUM_THREADS"])
     env = child_environment(base_env, overrides)
     return LaunchCommand(argv, env, overrides, threads, nproc, error_file, log_dir)
+
+
+def spec_launch(
+    program: str,
+    spec: BaseModel,
+    device: Device,
+    spec_path: Path,
+    nproc: int,
+    base_env: Mapping[str, str],
+    omp_num_threads: int = 1,
+) -> LaunchCommand:
+    """A rank program reading its spec from `spec_path` (written here), logs in its folder."""
+    spec_path.write_text(spec.model_dump_json(indent=2), encoding="utf-8")
+    return torchrun_command(
+        ENTRY,
+        entry_args(program, ["--spec", str(spec_path)]),
+        nproc=nproc,
+        device=device,
+        log_dir=spec_path.parent,
+        base_env=base_env,
+        omp_num_threads=omp_num_threads,
+    )

@@ -17,11 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, RankBurn
 from torchscale.contracts.versioned import read_model
 from torchscale.orchestration.launch.attempt import run_attempt
-from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device
 from torchscale.orchestration.validate.check_result import (
     SEVERITY,
@@ -31,7 +30,6 @@ from torchscale.orchestration.validate.check_result import (
     wrote_nothing,
 )
 
-WORKER_MODULE = ENTRY
 RESULT_FILE = "burn.json"
 CPU_RANKS = 2
 DROP_WARN, DROP_FAIL = 0.10, 0.25  # throughput drop, last third against first third
@@ -61,22 +59,6 @@ def plan_burn(device: Device, gpu_count: int, duration_s: float, workdir: Path) 
         copy_bytes=(1 << 30) if gpu else (64 << 20),
         fingerprint_every=max(1, intervals // FINGERPRINTS),
         result_path=str(workdir / RESULT_FILE),
-    )
-
-
-def burn_launch(
-    spec: BurnSpec, nproc: int, workdir: Path, base_env: Mapping[str, str]
-) -> LaunchCommand:
-    spec_path = workdir / "burn-spec.json"
-    spec_path.write_text(spec.model_dump_json(indent=2), encoding="utf-8")
-    return torchrun_command(
-        WORKER_MODULE,
-        entry_args("burn_in", ["--spec", str(spec_path)]),
-        nproc=nproc,
-        device=spec.device,
-        log_dir=workdir,
-        base_env=base_env,
-        omp_num_threads=1,
     )
 
 
@@ -258,7 +240,7 @@ def run_burn(
     spec.corrupt_rank = corrupt_rank
     nproc = gpu_count if device == "cuda" else CPU_RANKS
     attempt = run_attempt(
-        burn_launch(spec, nproc, workdir, base_env),
+        spec_launch("burn_in", spec, device, workdir / "burn-spec.json", nproc, base_env),
         duration_s + LAUNCH_MARGIN_S,
         lambda: read_model(BurnRun, workdir / RESULT_FILE),
     )

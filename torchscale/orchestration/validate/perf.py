@@ -23,12 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from torchscale.contracts import host
-from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import P2PMatrix, PeakResult, PerfRun, PerfSpec, RankPerf
 from torchscale.contracts.versioned import read_model
 from torchscale.orchestration.launch.attempt import run_attempt
-from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -47,7 +46,6 @@ from torchscale.orchestration.validate.host_links import TITLES as HOST_TITLES
 from torchscale.orchestration.validate.node_peers import judge_with_peers
 from torchscale.orchestration.validate.reference import expected_for, judge, sku_for
 
-WORKER_MODULE = ENTRY
 RESULT_FILE = "perf.json"
 PERF_DIR = "perf"  # in the experiment: one folder per run, <host>-<time>
 PHASES_DIR = "phases"  # in a run's folder: NN-<phase>.json, each a PerfRun of that phase alone
@@ -104,20 +102,6 @@ def plan_perf(
     # the search may overrun its budget by one probe per dtype; the rest takes about a minute
     timeout = budget * len(dtypes) * 2 + 300.0
     return PerfPlan(spec, max(gpu_count, 1) if gpu else 1, 1 if gpu else cpu_cores, timeout)
-
-
-def perf_launch(plan: PerfPlan, workdir: Path, base_env: Mapping[str, str]) -> LaunchCommand:
-    spec_path = workdir / "perf-spec.json"
-    spec_path.write_text(plan.spec.model_dump_json(indent=2), encoding="utf-8")
-    return torchrun_command(
-        WORKER_MODULE,
-        entry_args("perf", ["--spec", str(spec_path)]),
-        nproc=plan.nproc,
-        device=plan.spec.device,
-        log_dir=workdir,
-        base_env=base_env,
-        omp_num_threads=plan.omp_num_threads,
-    )
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -480,7 +464,10 @@ def run_measurements(
 ) -> tuple[PerfRun | None, CheckResult | None]:
     """The perf launch; (figures, None) or (None, the FAIL saying why there are none).
     `watch` is polled while it runs (and once after)."""
-    command = perf_launch(plan, workdir, base_env)
+    spec, spec_path = plan.spec, workdir / "perf-spec.json"
+    command = spec_launch(
+        "perf", spec, spec.device, spec_path, plan.nproc, base_env, plan.omp_num_threads
+    )
     finished = watch.poll if watch is not None else None
     try:
         attempt = run_attempt(
