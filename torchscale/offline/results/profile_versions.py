@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import (
     ANALYSIS_SCHEMA_VERSION,
     BEFORE_SCHEMA_8,
@@ -48,7 +48,12 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
         return analysis.model_copy(
             update={"diagnosis": result.diagnosis, "before_diagnosis": None, "unavailable": kept}
         )
-    return analysis.model_copy(update={"diagnosis": _marked(diagnosis, result)})
+    verdict = diagnosis.straggler
+    if verdict is None or verdict.injected is not None:
+        return analysis
+    delayed = frozenset(d.rank for d in result.injected_delays)
+    marked = diagnosis.model_copy(update={"straggler": marked_injected(verdict, delayed)})
+    return analysis.model_copy(update={"diagnosis": marked})
 
 
 # what a schema-1 analysis' exposed communication holds: it had no step model to split the
@@ -78,14 +83,6 @@ def no_diagnosis(analysis: ProfileAnalysis) -> str:
     """Why a run has no diagnosis to show, in words beside the figures its analysis stored:
     neither the analysis nor its run's result holds one (the analysis predates it)."""
     return f"analysed before the diagnosis existed: schema {analysis.schema_version}"
-
-
-def _marked(diagnosis: Diagnosis, result: CellResult) -> Diagnosis:
-    verdict = diagnosis.straggler
-    if verdict is None or verdict.injected is not None:
-        return diagnosis
-    delayed = frozenset(d.rank for d in result.injected_delays)
-    return diagnosis.model_copy(update={"straggler": marked_injected(verdict, delayed)})
 
 
 def read_analysis(

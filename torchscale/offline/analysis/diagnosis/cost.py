@@ -108,7 +108,8 @@ def pattern_words(
     periodic = _period(data, min_effect_s, windows, numbers)
     if periodic is not None:
         k, typical = periodic
-        return f"every {_ordinal(k)} step {_ms(typical)}"
+        nth = {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+        return f"every {nth} step {_ms(typical)}"
     steady = data >= mean / 2
     if steady.all():
         return "every step"  # the figure beside it is its mean already
@@ -158,10 +159,6 @@ def _period(
         if alone and carried >= BEAT_FILLED:
             return k, float(np.median(beats[top]))
     return None
-
-
-def _ordinal(k: int) -> str:
-    return {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
 
 
 def _ms(seconds: float) -> str:

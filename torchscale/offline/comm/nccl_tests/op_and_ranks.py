@@ -242,17 +242,15 @@ def _table_op(run: Run, listed: int | None, where: str) -> _Fit:
     fewest = min(fit.problems for fit in fits)
     tied = [fit for fit in fits if fit.problems == fewest]
     if len(tied) > 1:
-        alike = " and ".join(_fit_text(fit) for fit in tied)
+        alike = " and ".join(
+            f"{fit.op} on {fit.world} ranks" if fit.world is not None else fit.op for fit in tied
+        )
         raise fail(
             where,
             f"the output does not name its test and {alike} fit its table alike ({shape}): "
             "pass the op",
         )
     return tied[0]
-
-
-def _fit_text(fit: _Fit) -> str:
-    return f"{fit.op} on {fit.world} ranks" if fit.world is not None else fit.op
 
 
 def _shape(run: Run) -> str:
