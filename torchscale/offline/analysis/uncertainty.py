@@ -42,19 +42,16 @@ def block_length(n: int) -> int:
     return max(1, round(n ** (1 / 3))) if n > 0 else 1
 
 
-def block_indices(
-    n: int, resamples: int = RESAMPLES, block: int | None = None, seed: int = SEED
-) -> np.ndarray:
-    """(resamples, n) row indices of a moving-block bootstrap: blocks of consecutive rows
+def block_indices(n: int, block: int | None = None, seed: int = SEED) -> np.ndarray:
+    """(RESAMPLES, n) row indices of a moving-block bootstrap: blocks of consecutive rows
     starting anywhere, concatenated and cut to n. block 1 is the ordinary bootstrap."""
     if n <= 0:
         raise ValueError("nothing to resample")
-    size = block if block is not None else block_length(n)
-    size = min(size, n)
+    size = min(block if block is not None else block_length(n), n)
     rng = np.random.default_rng(seed)
     blocks = math.ceil(n / size)
-    starts = rng.integers(0, n - size + 1, size=(resamples, blocks))
-    rows = (starts[:, :, None] + np.arange(size)[None, None, :]).reshape(resamples, -1)
+    starts = rng.integers(0, n - size + 1, size=(RESAMPLES, blocks))
+    rows = (starts[:, :, None] + np.arange(size)[None, None, :]).reshape(RESAMPLES, -1)
     return rows[:, :n]
 
 
