@@ -235,7 +235,6 @@ def build_forecast(
     forecast_id: str,
     created_at: str,
     measured_strategy: str,
-    bucket_bytes: int = DEFAULT_BUCKET_BYTES,
 ) -> Forecast | str:
     """The forecast of `key` from its group's `cells` (measured under `measured_strategy`),
     or why there is none."""
@@ -245,9 +244,7 @@ def build_forecast(
             f"{key.strategy} not measured and not derivable from {measured_strategy} without "
             f"a comm run (run `torchscale comm`, or benchmark {key.strategy})"
         )
-    step = forecast_step(
-        cells, runs, key.strategy, key.world_size, key.nodes, key.device, bucket_bytes
-    )
+    step = forecast_step(cells, runs, key.strategy, key.world_size, key.nodes, key.device)
     if isinstance(step, str):
         return step
     assumptions = list(step.assumptions)
