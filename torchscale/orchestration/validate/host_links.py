@@ -10,6 +10,7 @@ Pure functions over a perf run's figures.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from torchscale.contracts.pcie_topology import GpuPlacement, HostTopology, PcieLink
 from torchscale.contracts.schema.perf import BandwidthResult
@@ -103,18 +104,10 @@ def all_at_once_row(
     """One GPU's figure with every GPU copying at once: INFO, beside the node's total and the
     topology that explains it. `everyone`: every GPU's figure of this check."""
     title = TITLES.get(result.check, result.check)
+    row = partial(Measurement, check=result.check, title=title, gpu=gpu, unit="GB/s")
     if result.gbps is None:
         why = result.unavailable or "not measured"
-        return Measurement(
-            check=result.check,
-            title=title,
-            gpu=gpu,
-            value=None,
-            unit="GB/s",
-            status=CheckStatus.SKIP,
-            detail=why,
-            unavailable=why,
-        )
+        return row(value=None, status=CheckStatus.SKIP, detail=why, unavailable=why)
     total = sum(r.gbps for r in everyone if r.gbps is not None)
     placement = topology.of(gpu) if topology is not None and gpu is not None else None
     detail = (
@@ -133,13 +126,4 @@ def all_at_once_row(
         data["shares_with"] = list(placement.shares_with)
         if placement.uplink is not None:
             data["uplink"] = placement.uplink.text()
-    return Measurement(
-        check=result.check,
-        title=title,
-        gpu=gpu,
-        value=result.gbps,
-        unit="GB/s",
-        status=CheckStatus.INFO,
-        detail=detail,
-        data=data,
-    )
+    return row(value=result.gbps, status=CheckStatus.INFO, detail=detail, data=data)
