@@ -62,18 +62,14 @@ class GPT2(nn.Module):
         self.wpe = nn.Embedding(cfg.max_positions, cfg.hidden)
         self.drop = nn.Dropout(cfg.dropout)
         self.residual = ResidualStart()
-        self.blocks = repeat_block(
-            cfg.layers,
-            cfg.hidden,
-            cfg.heads,
-            4 * cfg.hidden,
-            norm_first=True,
-            causal=True,
-            dropout=cfg.dropout,
-            attn_dropout=cfg.dropout,
-            eps=cfg.eps,
-            gelu="tanh",
-        )
+        sizes, drop = (cfg.layers, cfg.hidden, cfg.heads, 4 * cfg.hidden), cfg.dropout
+        switches: dict[str, Any] = {
+            "norm_first": True,
+            "causal": True,
+            "eps": cfg.eps,
+            "gelu": "tanh",
+        }
+        self.blocks = repeat_block(*sizes, dropout=drop, attn_dropout=drop, **switches)
         self.ln_f = Norm(cfg.hidden, eps=cfg.eps)
         self.apply(init_normal)
         # GPT-2 scales the residual output projections by 1/sqrt(2 * layers)
