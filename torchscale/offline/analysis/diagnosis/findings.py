@@ -244,13 +244,6 @@ def _share(estimate: Estimate) -> str:
     return f"{_pct(estimate.value)} (95 % interval {_pct(estimate.low)} to {_pct(estimate.high)})"
 
 
-def _costs(estimate: Estimate | None) -> bool:
-    """A cost worth a finding: measurable above noise and at least MIN_COST_FRACTION."""
-    return (
-        estimate is not None and estimate.measurable and (estimate.value or 0) >= MIN_COST_FRACTION
-    )
-
-
 def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
     """Findings whose cost is measurable and at least MIN_COST_FRACTION of the step, most
     expensive first."""
@@ -259,7 +252,7 @@ def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
     found: list[RankedFinding] = []
     for make in (_straggler, _imbalance, _exposed_comm, _data_wait, _host_bound):
         f = make(inputs)
-        if f is not None and _costs(f.cost):
+        if f is not None and f.cost.measurable and (f.cost.value or 0) >= MIN_COST_FRACTION:
             found.append(f)
     return sorted(found, key=lambda f: f.cost_fraction, reverse=True)
 

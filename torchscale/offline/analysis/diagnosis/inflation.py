@@ -62,13 +62,6 @@ def _range(estimate: Estimate) -> tuple[float, float] | None:
     return None
 
 
-def _overlap(a: Estimate, b: Estimate) -> bool | None:
-    ra, rb = _range(a), _range(b)
-    if ra is None or rb is None:
-        return None
-    return ra[0] <= rb[1] and rb[0] <= ra[1]
-
-
 def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCheck]:
     """The benchmark cell's step model (phase timers, measured windows without a profiler)
     as cross-checks of the trace model: its parts, agreeing when its waiting for peers and
@@ -87,9 +80,10 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
         mine = by_name.get(part.name)
         if mine is None:
             continue
-        same = _overlap(part.share, mine.share)
-        if same is None:
+        ra, rb = _range(part.share), _range(mine.share)
+        if ra is None or rb is None:
             continue
+        same = ra[0] <= rb[1] and rb[0] <= ra[1]  # the two intervals overlap
         text = f"{_split_words([part])} against {_figure(mine.share)}"
         if part.name in SYNC_PARTS:
             judged_on.append(part.name)
