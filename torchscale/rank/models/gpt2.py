@@ -63,13 +63,8 @@ class GPT2(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.residual = ResidualStart()
         sizes, drop = (cfg.layers, cfg.hidden, cfg.heads, 4 * cfg.hidden), cfg.dropout
-        switches: dict[str, Any] = {
-            "norm_first": True,
-            "causal": True,
-            "eps": cfg.eps,
-            "gelu": "tanh",
-        }
-        self.blocks = repeat_block(*sizes, dropout=drop, attn_dropout=drop, **switches)
+        switches: dict[str, Any] = {"norm_first": True, "causal": True, "gelu": "tanh"}
+        self.blocks = repeat_block(*sizes, dropout=drop, attn_dropout=drop, eps=cfg.eps, **switches)
         self.ln_f = Norm(cfg.hidden, eps=cfg.eps)
         self.apply(init_normal)
         # GPT-2 scales the residual output projections by 1/sqrt(2 * layers)
