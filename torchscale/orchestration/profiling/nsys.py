@@ -92,14 +92,9 @@ def default_ci_root(env: Mapping[str, str] | None = None) -> Path:
 
 def nsys_version(executable: Path, timeout_s: float = VERSION_TIMEOUT_S) -> str:
     """The version `executable --version` prints; LaunchError (one line) when it does not run."""
+    argv = [str(executable), "--version"]
     try:
-        proc = subprocess.run(
-            [str(executable), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:
         raise LaunchError(f"{executable} --version did not answer within {timeout_s:g} s") from exc
     except OSError as exc:
