@@ -15,14 +15,6 @@ from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
 
-def _chi2_bounds(steps: int) -> tuple[float, float]:
-    """95 % bounds on sigma / s for a sample std s over `steps` steps (chi-square)."""
-    from scipy.stats import chi2
-
-    dof = max(steps - 1, 1)
-    return math.sqrt(dof / chi2.ppf(0.975, dof)), math.sqrt(dof / chi2.ppf(0.025, dof))
-
-
 @dataclass(frozen=True)
 class StragglerForecast:
     seconds: Figure
@@ -41,7 +33,10 @@ def forecast_stragglers(
         return "no per-rank jitter measured (no rank step statistics)"
     own = reference.own_work.value
     scale = own_work_s / own if own > 0 else 1.0
-    low, high = _chi2_bounds(reference.jitter_steps)
+    from scipy.stats import chi2
+
+    dof = max(reference.jitter_steps - 1, 1)  # 95 % bounds on sigma / s (chi-square)
+    low, high = math.sqrt(dof / chi2.ppf(0.975, dof)), math.sqrt(dof / chi2.ppf(0.025, dof))
     s = reference.jitter_s * scale
     sigma = Figure(s, s - s * low, s * high - s)
     how = (
