@@ -201,11 +201,8 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
     count = ctx.torch.cuda_gpu_count
     if torch is None or count < 2:
         return skipped("p2p", title, f"needs >= 2 GPUs usable by torch (found {count})")
-    pairs: dict[str, bool] = {}
-    for a in range(count):
-        for b in range(count):
-            if a != b:
-                pairs[f"{a}->{b}"] = bool(torch.cuda.can_device_access_peer(a, b))
+    peer = torch.cuda.can_device_access_peer
+    pairs = {f"{a}->{b}": bool(peer(a, b)) for a in range(count) for b in range(count) if a != b}
     nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, _torch_uuids(torch, count))
     missing = [p for p, ok in pairs.items() if not ok]
     detail = f"peer access {len(pairs) - len(missing)}/{len(pairs)} pairs; NVLink {links}"
