@@ -36,14 +36,6 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
-def relative_half_width(value: float | None, low: float | None, high: float | None) -> float | None:
-    """Half the interval's width over the value: how far either side the figure may be."""
-    value, low, high = finite(value), finite(low), finite(high)
-    if value is None or low is None or high is None or value <= 0:
-        return None
-    return (high - low) / 2 / value
-
-
 def judge(
     samples_per_s: float | None,
     low: float | None,
@@ -56,7 +48,10 @@ def judge(
     and its pooled step-time CV. Evidence of noise wins over a missing spread: one repeat
     with a CV of 0.5 is noisy, not merely unknown."""
     cv = finite(step_cv)
-    half = relative_half_width(samples_per_s, low, high) if repeats >= 2 else None
+    value, low, high = finite(samples_per_s), finite(low), finite(high)
+    half: float | None = None  # half the interval's width over the value: its ± either side
+    if repeats >= 2 and value is not None and low is not None and high is not None and value > 0:
+        half = (high - low) / 2 / value
     limit = f"{threshold * 100:g} %"
     problems = []
     if half is not None and half > threshold:
