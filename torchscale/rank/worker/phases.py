@@ -2,18 +2,14 @@
 
 Each step is cut, per micro-batch, at data end | forward end | last gradient | backward end,
 then at the step end, into data, forward, backward, grad_sync_wait and optimizer, which add up
-to the step: the table, the clocks, micro-batching, FSDP2 and torch.compile are in
+to the step: the table, the clocks, micro-batching, FSDP2, torch.compile and the cost are in
 docs/methodology.md, "Phase timing". On CUDA every boundary is an event, all read after the
 window (one synchronize, never one per step): host times would be kernel launch times.
 
-When the split cannot be made, backward is reported whole and grad_sync_wait is None, with the
-reason in `PhaseRecorder.notes`: under FSDP2 (its hooks fire after each reduce-scatter), and on
-CUDA for a step whose hook count differs from the expected (unused parameters, a parameter used
-twice under reentrant checkpointing); the count seen becomes the expected one for the next steps.
-
-Cost per step: 2 + 4 x accum clock reads or event records, one schedstat pread and one thread
-CPU clock read at each edge (telemetry/cpu_wait.py), one Python call per trainable parameter
-per micro-batch; `benchmarks/phase_timing_overhead.py` measures it.
+When the split cannot be made (FSDP2: its hooks fire after each reduce-scatter; on CUDA a step
+whose hook count differs from the expected: unused parameters, a parameter used twice under
+reentrant checkpointing), backward is reported whole and grad_sync_wait is None, the reason in
+`PhaseRecorder.notes`; the count seen becomes the expected one for the next steps.
 """
 
 from __future__ import annotations
