@@ -1,24 +1,15 @@
 """Nsight Systems (`nsys`) as a profiler for torchrun launches: find it, wrap a launch, export.
 
-Everything is data until the caller runs it: `nsys_profile_argv` turns the inner argv (the
-`LaunchCommand.argv` that `launch/torchrun.py` built) into `nsys profile ... <inner argv>`,
-`wrap_launch` does the same to a whole `LaunchCommand` (argv and environment), and
-`export_sqlite` runs `nsys export` into the SQLite that `traces/nsys_sqlite.py` reads. Every
-subprocess gets an argv list (no shell) and a timeout; failures are one-line `LaunchError`s
-(nsys missing, did not run, timed out, left no report) or `TraceError`s (no report to export).
+Everything is data until the caller runs it: `nsys_profile_argv` and `wrap_launch` turn the
+`LaunchCommand` of launch/torchrun.py into `nsys profile ... <inner argv>`; `export_sqlite` runs
+`nsys export` into the SQLite that `traces/nsys_sqlite.py` reads. Every subprocess gets an argv
+list (no shell) and a timeout; failures are one-line `LaunchError`s or `TraceError`s.
 
 Where nsys comes from (`find_nsys`, first hit wins): `TORCHSCALE_NSYS` (the executable, or a
 directory holding `bin/nsys` or `nsys`; set and broken is an error, never a silent fallback),
-then `nsys` on PATH, then `.ci/install_nsys.sh`'s private install (`default_ci_root`).
-
-Privacy: the report and its SQLite store the profiled command's *whole environment* (tokens,
-credentials included); `export_sqlite` blanks it in the SQLite, the `.nsys-rep` keeps it.
-
-What is traced on CPU vs GPU and why (`osrt` on CPU only: gloo's waits), and how only the
-profiled steps are captured (the ranks trigger the capture range between barriers, since nsys
-starts and stops every process's collection at the first trigger of any; a range that never
-fires leaves no report, so a CPU cell without recorded NVTX is captured whole):
-docs/profiling.md, "Nsight Systems".
+then `nsys` on PATH, then `.ci/install_nsys.sh`'s private install (`default_ci_root`). What is
+traced on CPU vs GPU, how only the profiled steps are captured (and why between barriers), the
+environment the report stores: docs/profiling.md, "Nsight Systems".
 """
 
 from __future__ import annotations
