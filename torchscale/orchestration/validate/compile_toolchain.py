@@ -1,16 +1,11 @@
 """Can torch.compile build and run a kernel on this node? Asked once per device type, of a
-child process (rank/programs/compile_probe.py) that compiles one tiny function (docs/validate.md,
-'The compile toolchain check'). Without the toolchain every compiled cell fails at its first
-step: `validate` reports it as a check, and `benchmark` refuses the run up front with the same
-one line (`require_toolchain`).
-
-The child compiles in a fresh, empty folder where the cells will (inside the experiment's
-compile cache folder), so a kernel cached by an earlier run cannot hide a missing compiler,
-while a folder that cannot hold a cache shows up here and not in every compiled cell; then the
-toolchain passes and the cells get the node-local cache, with one line saying so. A PASS is
-remembered per process and toolchain environment, and kept per machine and toolchain
-(validate/compile_verdicts.py). Judging the child's verdict (`judge_probe`) is pure;
-`run_probe` runs it.
+child process (rank/programs/compile_probe.py) that compiles one tiny function in a fresh, empty
+folder where the cells will (docs/validate.md, 'The compile toolchain check': why there, and
+why a PASS can be trusted). Without the toolchain every compiled cell fails at its first step:
+`validate` reports it as a check, and `benchmark` refuses the run up front with the same one
+line (`require_toolchain`). A PASS is remembered per process and toolchain environment, and
+kept per machine and toolchain (validate/compile_verdicts.py). Judging the child's verdict
+(`judge_probe`) is pure; `run_probe` runs it.
 """
 
 from __future__ import annotations
