@@ -1,16 +1,12 @@
 """`validate --level perf`: what this node can really do, beside what its SKU should do.
 
-One torchrun of the `perf` rank program (rank/programs/perf.py: one rank per GPU, all measuring
-at once; one rank on a CPU node) measures matmul, memory, host links (validate/host_links.py)
-and GPU-to-GPU copies; then `comm`'s own sweep (comm/planning.py) measures bus bandwidth, stored
-in the experiment's comm/. What each figure is: docs/validate.md ('What `perf` measures').
-`judge_perf` judges each figure against the detected SKU (validate/reference.py); `perf_checks`
-sums them up per check for the table.
-
-Rank 0 writes each phase as it ends into OUTPUT_DIR/<experiment>/perf/<host>-<time>/phases/:
-the parent reads them while the launch runs (a progress line per phase), and a stopped run
-keeps them (`finished_phases`, `merge_phases`). Planning and judging are pure; `run_perf` runs
-the two launches.
+One torchrun of the `perf` rank program (rank/programs/perf.py) measures matmul, memory, host
+links (validate/host_links.py) and GPU-to-GPU copies; then `comm`'s own sweep (comm/planning.py)
+measures bus bandwidth, stored in the experiment's comm/. What each figure is, and the phases a
+stopped run keeps (`finished_phases`, `merge_phases`): docs/validate.md ('What `perf`
+measures', 'Progress and what a stopped run keeps'). `judge_perf` judges each figure against
+the detected SKU (validate/reference.py); `perf_checks` sums them up per check for the table.
+Planning and judging are pure; `run_perf` runs the two launches.
 """
 
 from __future__ import annotations
