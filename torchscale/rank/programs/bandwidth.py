@@ -37,6 +37,8 @@ CPU_FALLBACK_BYTES = 64 << 20  # when sysfs does not say the cache size
 GPU_MIN_BYTES = 1 << 30
 HOST_LINK_BYTES = 256 << 20
 LATENCY_BYTES = 4
+MIN_TIME_S, REPEATS = 0.2, 5  # each memory and host figure: the median of 5 loops of >= 0.2 s
+P2P_MIN_TIME_S, P2P_REPEATS = 0.1, 3  # a pair's bandwidth (its latency: loops of a quarter)
 # The link is read every LINK_READ_INTERVAL_S while LINK_BUSY_S of copies are in flight: the
 # GPU has just copied for a second or more (the timed loops), and the reads keep the fastest.
 # At most LINK_MAX_CALLS queued copies: CUDA's launch queue holds about a thousand, and a
@@ -88,17 +90,10 @@ def time_per_call(
     return statistics.median(per_call), calls
 
 
-def measure_memory(
-    device: torch.device | str,
-    kind: MemoryKind,
-    nbytes: int | None = None,
-    min_time_s: float = 0.2,
-    repeats: int = 5,
-    timer: Timer | None = None,
-) -> BandwidthResult:
-    """STREAM copy or triad on float32 arrays of `nbytes` each."""
+def measure_memory(device: torch.device | str, kind: MemoryKind) -> BandwidthResult:
+    """STREAM copy or triad on float32 arrays of `default_array_bytes` each."""
     dev = torch.device(device)
-    size = nbytes or default_array_bytes(dev)
+    size = default_array_bytes(dev)
     elements = max(1, size // 4)
     a = torch.ones(elements, dtype=torch.float32, device=dev)
     b = torch.full_like(a, 2.0)
@@ -108,7 +103,7 @@ def measure_memory(
         "triad": lambda: torch.add(b, c, alpha=TRIAD_SCALAR, out=a),
     }
     with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
-        seconds, calls = time_per_call(work[kind], timer or default_timer(dev), min_time_s, repeats)
+        seconds, calls = time_per_call(work[kind], default_timer(dev), MIN_TIME_S, REPEATS)
     moved = BYTES_MOVED[kind] * elements * 4
     return BandwidthResult(
         check=f"memory.{kind}",
@@ -170,13 +165,7 @@ def read_while_copying(
 
 
 def measure_host_device(
-    gpu: int,
-    direction: Direction,
-    nbytes: int = HOST_LINK_BYTES,
-    pinned: bool = True,
-    min_time_s: float = 0.2,
-    repeats: int = 5,
-    read_link: Callable[[], PcieLink | None] | None = None,
+    gpu: int, direction: Direction, read_link: Callable[[], PcieLink | None] | None = None
 ) -> BandwidthResult:
     """Pinned host memory to GPU `gpu` (h2d) or back (d2h), non-blocking, CUDA events; with
     `read_link`, the GPU's link read while more of the same copies run (after the timing, so
@@ -184,10 +173,8 @@ def measure_host_device(
     reason = no_gpu_reason()
     if reason is not None:
         return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=None, unavailable=reason)
-    dev = torch.device("cuda", gpu)
-    host = torch.empty(nbytes, dtype=torch.uint8)
-    if pinned:
-        host = host.pin_memory()
+    dev, nbytes = torch.device("cuda", gpu), HOST_LINK_BYTES
+    host = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
     on_gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev)
     target, source = (on_gpu, host) if direction == "h2d" else (host, on_gpu)
 
@@ -196,7 +183,7 @@ def measure_host_device(
 
     link = None
     with torch.cuda.device(dev):
-        seconds, calls = time_per_call(copy, CudaLoopTimer(), min_time_s, repeats)
+        seconds, calls = time_per_call(copy, CudaLoopTimer(), MIN_TIME_S, REPEATS)
         if read_link is not None and seconds > 0:
             link = fastest(read_while_copying(copy, seconds, read_link))
     return BandwidthResult(
@@ -206,18 +193,12 @@ def measure_host_device(
         bytes_per_call=nbytes,
         seconds_per_call=seconds,
         calls=calls,
-        note=("pinned" if pinned else "pageable") + f" host memory, {nbytes >> 20} MiB",
+        note=f"pinned host memory, {nbytes >> 20} MiB",
         link=link,
     )
 
 
-def measure_p2p_matrix(
-    gpus: Sequence[int],
-    nbytes: int = HOST_LINK_BYTES,
-    latency_bytes: int = LATENCY_BYTES,
-    min_time_s: float = 0.1,
-    repeats: int = 3,
-) -> P2PMatrix:
+def measure_p2p_matrix(gpus: Sequence[int]) -> P2PMatrix:
     """Every ordered pair: one-way bandwidth and latency; a pair without peer access is still
     measured (through host memory) and flagged, which is the point."""
     reason = no_gpu_reason(needed=2)
@@ -225,18 +206,12 @@ def measure_p2p_matrix(
         reason = f"needs 2 or more GPUs: this node has {len(gpus)}"
     if reason is not None:
         return P2PMatrix(gpus=list(gpus), unavailable=reason)
-    pairs = [
-        _measure_pair(src, dst, nbytes, latency_bytes, min_time_s, repeats)
-        for src in gpus
-        for dst in gpus
-        if src != dst
-    ]
+    pairs = [_measure_pair(src, dst) for src in gpus for dst in gpus if src != dst]
     return P2PMatrix(gpus=list(gpus), pairs=pairs)
 
 
-def _measure_pair(
-    src: int, dst: int, nbytes: int, latency_bytes: int, min_time_s: float, repeats: int
-) -> P2PPair:
+def _measure_pair(src: int, dst: int) -> P2PPair:
+    nbytes, latency_bytes, min_s = HOST_LINK_BYTES, LATENCY_BYTES, P2P_MIN_TIME_S
     big = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{src}")
     target = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{dst}")
     small = torch.empty(latency_bytes, dtype=torch.uint8, device=f"cuda:{src}")
@@ -244,10 +219,10 @@ def _measure_pair(
     timer = CudaLoopTimer()
     with torch.cuda.device(src):
         bw_s, _ = time_per_call(
-            lambda: target.copy_(big, non_blocking=True), timer, min_time_s, repeats
+            lambda: target.copy_(big, non_blocking=True), timer, min_s, P2P_REPEATS
         )
         lat_s, _ = time_per_call(
-            lambda: small_target.copy_(small, non_blocking=True), timer, min_time_s / 4, repeats
+            lambda: small_target.copy_(small, non_blocking=True), timer, min_s / 4, P2P_REPEATS
         )
     return P2PPair(
         src=src,
