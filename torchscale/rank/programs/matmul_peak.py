@@ -317,13 +317,12 @@ def _neighbours(shape: Shape, step: int, max_dim: int) -> list[Shape]:
     return out
 
 
-def converged(
-    tflops: Sequence[float | None], probes: int = PLATEAU_PROBES, gain: float = PLATEAU_GAIN
-) -> bool:
+def converged(tflops: Sequence[float | None]) -> bool:
     """Whether a search whose probes measured `tflops` (in order; None: a probe that failed)
-    can stop: the last `probes` of them raised the best figure before them by less than
-    `gain` (relative). A failed probe adds nothing; a search with no figure before the last
-    `probes` has not converged."""
+    can stop: the last PLATEAU_PROBES of them raised the best figure before them by less than
+    PLATEAU_GAIN (relative). A failed probe adds nothing; a search with no figure before the
+    last PLATEAU_PROBES has not converged."""
+    probes = PLATEAU_PROBES
     if len(tflops) <= probes:
         return False
     before = [t for t in tflops[:-probes] if t is not None]
@@ -331,7 +330,7 @@ def converged(
         return False
     best_before = max(before)
     best_after = max([best_before, *(t for t in tflops[-probes:] if t is not None)])
-    return best_after < best_before * (1.0 + gain)
+    return best_after < best_before * (1.0 + PLATEAU_GAIN)
 
 
 def find_peak(
@@ -344,22 +343,18 @@ def find_peak(
     min_step: int | None = None,
     max_dim: int | None = None,
     min_time_s: float | None = None,
-    repeats: int = 3,
-    warmup: int = 2,
     timer: Timer | None = None,
     clock: Callable[[], float] = time.monotonic,
     name: str | None = None,
-    plateau: int = PLATEAU_PROBES,
-    gain: float = PLATEAU_GAIN,
 ) -> PeakResult:
     """Search matmul shapes for the best TFLOP/s until it has `converged`, within `budget_s`
     (read on `clock`) at most.
 
     Square shapes first (ascending), then a hill climb from the best: each dimension +/- `step`,
     moving while a neighbour is faster, halving the step down to `min_step` when none is; no
-    dimension above `max_dim`. The search stops when the last `plateau` probes added less than
-    `gain` to the best; a probe starts only while the budget left covers the slowest probe so
-    far. `name` overrides the device name used for the spec lookup.
+    dimension above `max_dim`. The search stops when it has `converged`; a probe starts only
+    while the budget left covers the slowest probe so far. `name` overrides the device name
+    used for the spec lookup.
     """
     dev = torch.device(device)
     gpu = dev.type == "cuda"
@@ -391,19 +386,17 @@ def find_peak(
         nonlocal slowest
         if shape in seen:
             return seen[shape]
-        if converged([p.tflops for p in seen.values()], plateau, gain):
+        if converged([p.tflops for p in seen.values()]):
             why.append(
-                f"converged: the last {plateau} probes added < {gain:.0%} to the best "
-                f"({len(seen)} probes)"
+                f"converged: the last {PLATEAU_PROBES} probes added < {PLATEAU_GAIN:.0%} to the "
+                f"best ({len(seen)} probes)"
             )
             return None
         now = clock()
         if now - started + slowest > budget_s:
             why.append(f"budget {budget_s:g} s reached after {len(seen)} probes")
             return None
-        (found,) = measure_matmul(
-            dtype, [shape], dev, min_time, repeats=repeats, warmup=warmup, timer=timer
-        )
+        (found,) = measure_matmul(dtype, [shape], dev, min_time, timer=timer)
         slowest = max(slowest, clock() - now)
         seen[shape] = found
         return found
