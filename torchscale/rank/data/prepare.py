@@ -7,7 +7,6 @@ than every cell one by one. No torch import: this runs in the CLI process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchscale.contracts.cell_settings import DataConfig
@@ -23,14 +22,12 @@ class DataReady:
     note: str | None = None  # e.g. why a cached dataset was regenerated
 
 
-def prepare_data(
-    data: DataConfig, progress: Callable[[int, int], None] | None = None
-) -> DataReady | None:
+def prepare_data(data: DataConfig) -> DataReady | None:
     """Generate or verify the dataset `data` names; DataError (one line) when it cannot."""
     if data.source == "synthetic" or data.dir is None:
         return None
     if data.source == "disk":
-        shards = ensure_shards(data.dir, data.shard_mb, data.num_shards, progress=progress)
+        shards = ensure_shards(data.dir, data.shard_mb, data.num_shards)
         verb = "generated" if shards.generated else "cached (manifest verified)"
         return DataReady(
             "disk",

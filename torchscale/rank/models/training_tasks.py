@@ -39,9 +39,7 @@ def next_token(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
     return make_batch, TokenLoss(vocab_size)
 
 
-def masked_tokens(
-    vocab_size: int, seq_len: int, mask_prob: float = 0.15
-) -> tuple[MakeBatch, LossFn]:
+def masked_tokens(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
     """BERT-style masked language modelling: loss on a random ~15% of positions.
 
     Position 0 of every sample is always a target so no batch is ever without loss.
@@ -49,7 +47,7 @@ def masked_tokens(
 
     def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
         tokens = torch.randint(0, vocab_size, (batch_size, seq_len), device=device)
-        chosen = torch.rand((batch_size, seq_len), device=device) < mask_prob
+        chosen = torch.rand((batch_size, seq_len), device=device) < 0.15
         chosen[:, 0] = True
         targets = torch.where(chosen, tokens, torch.full_like(tokens, IGNORE_INDEX))
         return tokens, targets
