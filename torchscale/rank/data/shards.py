@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -148,7 +147,6 @@ def generate(
     shard_mb: int,
     num_shards: int,
     seed: int = DEFAULT_SEED,
-    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Write the shards and the manifest; on any OSError remove the shards this call wrote and
     raise DataError in one line. Returns the manifest's shard entries."""
@@ -166,8 +164,6 @@ def generate(
             _write_shard(path, size, generator)
             written.append(path)
             entries.append({"name": current, "bytes": size, "checksum": checksum(path, size)})
-            if progress is not None:
-                progress(index + 1, num_shards)
         current = MANIFEST
         manifest = _parameters(shard_mb, num_shards, seed) | {"shards": entries}
         write_text_atomic(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
@@ -195,7 +191,6 @@ def ensure_shards(
     shard_mb: int,
     num_shards: int,
     seed: int = DEFAULT_SEED,
-    progress: Callable[[int, int], None] | None = None,
 ) -> ShardSet:
     """The dataset under `directory`: reused when its manifest matches these parameters and
     every shard verifies, else (re)generated. Errors are DataError, one line."""
@@ -230,7 +225,7 @@ def ensure_shards(
             f"data.dir {root}: not enough space for {num_shards} x {shard_mb} MB shards "
             f"(needs {_mb(needs)}, {_mb(free + reclaimed)} free); nothing written"
         )
-    generate(root, shard_mb, num_shards, seed, progress)
+    generate(root, shard_mb, num_shards, seed)
     return ShardSet(root, wanted["shard_bytes"], names, generated=True, note=note)
 
 
