@@ -81,3 +81,12 @@ def test_each_assumption_is_said_once_with_its_range() -> None:
         "past the cores (4 ranks x 0.79-0.96 busy cores on 2): ranks take turns, 1.58-1.92x slower",
         "each rank runs 1 thread(s)",
     ]
+
+
+def test_a_model_name_is_not_a_figure_to_merge() -> None:
+    from torchscale.interfaces.report.sections.forecasts import said_once
+
+    assert said_once(["peak of the H100: 989", "peak of the H200: 989"]) == [
+        "peak of the H100: 989",
+        "peak of the H200: 989",
+    ]

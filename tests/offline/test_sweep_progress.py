@@ -4,7 +4,13 @@ tests/orchestration/test_sweep_state.py and tests/interfaces/test_report_sweep_s
 
 from __future__ import annotations
 
-from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress
+from pathlib import Path
+
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.sweep_state import PlannedCell, SweepState
+from torchscale.offline.results.experiment import Experiment
+from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress, sweep_progress
 
 OK = CellProgress("a", "m b8 x1 fp32 ddp", "ok")
 FAILED = CellProgress("b", "m b8 x2 fp32 ddp", "failed", "rank 1 raised")
@@ -42,3 +48,60 @@ def test_complete_is_silent_but_a_skip_is_said() -> None:
     assert SweepProgress("complete", [OK, SKIPPED]).sentence() == (
         "1 of 2 planned cells skipped (needs 4 CPU cores; this node has 2)."
     )
+
+
+def _cell(cell_id: str) -> CellIdentity:
+    return CellIdentity(
+        id=cell_id,
+        definition_sha256="0" * 64,
+        model="m",
+        label="m",
+        batch_size=8,
+        world_size=1,
+        precision="fp32",
+        strategy="ddp",
+        device="cpu",
+        backend="gloo",
+    )
+
+
+def _experiment(
+    state: SweepState, ok: list[str], started: list[str], skipped: list[str] = ()
+) -> Experiment:
+    results = [CellResult(cell=_cell(i), status=Status.OK) for i in ok]
+    bad = [(Path("x/cells") / f"{i}.json", "not valid JSON") for i in skipped]
+    return Experiment(Path("x"), {}, {}, results, {}, bad, state, started)
+
+
+PLAN = [PlannedCell(id=f"c{i}", label=f"m b8 x{i} fp32 ddp") for i in range(4)]
+
+
+def test_a_resumed_cell_stopped_again_is_the_one_stopped_not_its_old_result() -> None:
+    state = SweepState(phase="stopped", planned=PLAN, finished=1, stopped_by="SIGTERM", during="c1")
+    progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c0", "c1"]))
+    assert [c.state for c in progress.cells] == ["ok", "stopped", "not run", "not run"]
+    assert progress.during is not None and progress.during.id == "c1"
+
+
+def test_an_unreadable_result_is_unreadable_not_unrun() -> None:
+    state = SweepState(phase="complete", planned=PLAN, finished=4)
+    progress = sweep_progress(_experiment(state, ok=["c0", "c1", "c3"], started=[], skipped=["c2"]))
+    assert [c.state for c in progress.cells] == ["ok", "ok", "unreadable", "ok"]
+    assert progress.sentence() is None
+
+
+def test_a_killed_sweep_names_the_cell_it_was_in() -> None:
+    """SIGKILL leaves 'running': the planned cell with a spec and no result was cut short."""
+    state = SweepState(phase="running", planned=PLAN, finished=2)
+    progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c0", "c1", "c2"]))
+    assert [c.state for c in progress.cells] == ["ok", "ok", "stopped", "not run"]
+    sentence = progress.sentence()
+    assert sentence is not None and sentence.startswith("Sweep did not finish during cell 3 of 4")
+
+
+def test_without_a_state_file_every_cell_started_without_a_result_is_named() -> None:
+    """A Slurm sweep runs cells side by side: each in flight is named, none called old."""
+    progress = sweep_progress(_experiment(None, ok=["c0"], started=["c0", "c1", "c2"]))  # type: ignore[arg-type]
+    sentence = progress.sentence()
+    assert sentence is not None and "during 2 cells (c1, c2)" in sentence
+    assert "no sweep.json" in sentence and "old" not in sentence

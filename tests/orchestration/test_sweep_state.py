@@ -107,3 +107,47 @@ def test_a_finished_sweep_is_complete(tmp_path: Path, monkeypatch: pytest.Monkey
     state = _state(store)
     assert (state.phase, state.stopped_by, state.during) == ("complete", None, None)
     assert state.finished == len(plan.cells) == 4
+
+
+def test_a_dataset_that_fails_stops_the_sweep_in_its_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dataset is made before any launch: its error is the sweep's stop, never a 'running'
+    left behind."""
+    import torchscale.orchestration.sweep as sweep
+
+    def no_dataset(data: Any) -> None:
+        raise RuntimeError("no dataset under /data")
+
+    monkeypatch.setattr(sweep, "prepare_data", no_dataset)
+    store = ResultStore(tmp_path / "out")
+    with pytest.raises(RuntimeError):
+        sweep.run_sweep(_plan(tmp_path), store, {})
+    state = _state(store)
+    assert (state.phase, state.stopped_by, state.finished, state.during) == (
+        "stopped",
+        "RuntimeError: no dataset under /data",
+        0,
+        None,
+    )
+
+
+def test_a_stop_after_the_last_cell_leaves_it_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchscale.orchestration.launch.attempt as attempt
+    import torchscale.orchestration.sweep as sweep
+
+    plan = _plan(tmp_path)
+    store = ResultStore(tmp_path / "out")
+    monkeypatch.setattr(attempt, "run_launch", _launches(store, stop_at=None))
+    done: list[Any] = []
+
+    def on_done(result: Any, reused: bool) -> None:
+        done.append(result)
+        if len(done) == len(plan.cells):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(plan, store, {}, hooks=sweep.SweepHooks(on_done=on_done))
+    assert (_state(store).phase, _state(store).finished) == ("complete", 4)

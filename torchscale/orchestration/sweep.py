@@ -203,13 +203,15 @@ def run_sweep(
     store.write_sweep_state(SweepState(phase="running", planned=planned_entries, finished=0))
     current: str | None = None
     scorer = ForecastScorer(store.root)
-    # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
-    # before any launch; nothing to do when no cell will launch (all skipped or resumed)
-    if any(p.skip_reason is None and _previous_ok(p, store, resume) is None for p in plan.cells):
-        ready = prepare_data(plan.data)
-        if ready is not None:
-            hooks.on_data(ready)
     try:
+        # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
+        # before any launch; nothing to do when no cell will launch (all skipped or resumed)
+        if any(
+            p.skip_reason is None and _previous_ok(p, store, resume) is None for p in plan.cells
+        ):
+            ready = prepare_data(plan.data)
+            if ready is not None:
+                hooks.on_data(ready)
         for index, planned in enumerate(plan.cells):
             current = planned.cell.id
             previous = _previous_ok(planned, store, resume)
@@ -249,6 +251,8 @@ def run_sweep(
                 stopped_by=_stopped_by(exc),
                 during=current,
             )
+            if finished == total:  # every cell done: a stop in the last hook cut nothing short
+                stopped = SweepState(phase="complete", planned=planned_entries, finished=total)
             store.write_sweep_state(stopped)
         raise
     done = len(outcome.results)

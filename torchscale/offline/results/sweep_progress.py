@@ -63,10 +63,11 @@ class SweepProgress:
                 f"{counts}."
             )
         if self.phase == "unknown":
-            during = self.during.label if self.during else "a cell"
+            cut = [c.label for c in self.cells if c.state == "stopped"]
+            which = cut[0] if len(cut) == 1 else f"{len(cut)} cells ({', '.join(cut)})"
             return (
-                f"Sweep stopped or killed during {during}, which has a spec and no result: "
-                f"{counts} (the cells planned after it are not recorded in results this old)."
+                f"Sweep stopped, killed or still running during {which}, with a spec and no "
+                f"result: {counts} (no sweep.json: the cells it never started are not known)."
             )
         if skips:
             return f"{self.count('skipped')} of {total} planned cells skipped ({skips})."
@@ -86,28 +87,34 @@ def _label_of_id(cell_id: str) -> str:
 
 def sweep_progress(experiment: Experiment) -> SweepProgress:
     """Every planned cell of `experiment` in plan order, with its state (pure: over what
-    `results.load` read)."""
+    `results.load` read). A cell whose result file could not be read is 'unreadable', never
+    'not run'; a cell with a spec and no result was cut short (or is still running)."""
     results = {r.cell_id: r for r in experiment.results}
+    unreadable = {p.stem: why for p, why in experiment.skipped if p.parent.name == "cells"}
+    started = [i for i in experiment.started if i not in results and i not in unreadable]
+    cut_short = "started (its spec is written) with no result: stopped, killed or still running"
     state = experiment.sweep
     if state is None:
         cells = [_from_result(r, r.cell.shape_label) for r in experiment.results]
-        started = [i for i in experiment.started if i not in results]
+        cells += [CellProgress(i, i, "unreadable", why) for i, why in unreadable.items()]
         if not started:
             return SweepProgress("complete", cells)
-        why = "started (its spec is written) with no result"
-        stopped = CellProgress(started[0], _label_of_id(started[0]), "stopped", why)
-        return SweepProgress("unknown", [*cells, stopped], during=stopped)
+        cut = [CellProgress(i, _label_of_id(i), "stopped", cut_short) for i in started]
+        return SweepProgress("unknown", [*cells, *cut], during=cut[0])
     cells = []
     during = None
+    by = f" by {state.stopped_by}" if state.stopped_by else ""
     for entry in state.planned:
-        if entry.id in results:
-            cells.append(_from_result(results.pop(entry.id), entry.label))
-        elif entry.id == state.during:
-            by = f" by {state.stopped_by}" if state.stopped_by else ""
-            during = CellProgress(entry.id, entry.label, "stopped", f"stopped{by} while it ran")
-            cells.append(during)
+        if entry.id == state.during or (state.phase == "running" and entry.id in started):
+            why = f"stopped{by} while it ran" if entry.id == state.during else cut_short
+            during = during or CellProgress(entry.id, entry.label, "stopped", why)
+            cells.append(CellProgress(entry.id, entry.label, "stopped", why))
+        elif entry.id in results:
+            cells.append(_from_result(results[entry.id], entry.label))
+        elif entry.id in unreadable:
+            cells.append(CellProgress(entry.id, entry.label, "unreadable", unreadable[entry.id]))
         else:
             cells.append(CellProgress(entry.id, entry.label, "not run", NOT_REACHED))
-    # cells kept from an earlier plan of the same experiment (--resume with another config)
-    cells += [_from_result(r, r.cell.shape_label) for r in results.values()]
+    # results kept from an earlier plan of the experiment are not this plan's cells: the
+    # report's tables still show them, the count of planned cells does not
     return SweepProgress(state.phase, cells, state.stopped_by, during, state.finished)

@@ -305,8 +305,9 @@ def _efficiency_chart(ctx: Context, curves: Sequence[_Curve]) -> Chart | None:
 def _figures(ctx: Context, made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
     scores = [score for entry in made for score in entry.scores]
     record = track_record(scores)
-    fits = sum(1 for entry in made if _fitted_cell(ctx, entry) is not None)
-    waiting = sum(1 for entry in made if not entry.scores) - fits
+    fitted = [_fitted_cell(ctx, entry) is not None for entry in made]
+    fits = sum(fitted)
+    waiting = sum(not entry.scores and not fit for entry, fit in zip(made, fitted, strict=True))
     said = []
     if fits:
         said.append(f"{fits} made at a size already measured: fits of those cells, testing nothing")
@@ -339,7 +340,7 @@ def _figures(ctx: Context, made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
     return Text(text=sentence), figures
 
 
-NUMBER = re.compile(r"\d+(?:\.\d+)?")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")  # a figure, never the digits of 'H100'
 
 
 def said_once(items: Iterable[str]) -> list[str]:

@@ -18,7 +18,17 @@ from torchscale.interfaces.report.sections.words import term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import lead
 
-SHAPE = ("model_label", "batch_size", "world_size", "precision", "strategy")
+# a twin runs the same shape on the same kind of device: the GPU's peak tells an A100 from an H100
+SHAPE = (
+    "model_label",
+    "batch_size",
+    "world_size",
+    "nodes",
+    "precision",
+    "strategy",
+    "device",
+    "peak_tflops_per_device",
+)
 LOW_MFU = 0.2  # below this, with no host-bound verdict, the step may time the host
 MAX_ROWS = 8  # the first page; the efficiency section's tables hold every cell
 
@@ -85,7 +95,7 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         "compile": f"{compile_s:.1f} s" if compile_s is not None else "eager",
         "compiled_vs_eager": _compiled_vs_eager(ctx, row),
         "waits_for_host": _waits_for_host(row),
-        "_low_mfu": (finite(row.get("mfu")) or 0.0) < LOW_MFU,
+        "_low_mfu": (finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,  # no MFU: not low
         "_fsdp_one": row.get("strategy") == "fsdp" and int(row.get("world_size") or 0) == 1,
         "_basis": result.compute.peak_basis if result.compute else None,
     }

@@ -24,6 +24,7 @@ from torchscale.interfaces.report.sections.best import (
     by_throughput,
     lead_text,
     none_named_why,
+    unusable_why,
 )
 from torchscale.interfaces.report.sections.comparison import largest_change_items, unconfirmed
 from torchscale.interfaces.report.sections.context import (
@@ -250,7 +251,8 @@ def _single_size_line(ctx: Context, model: str) -> str:
     figure = first_screen_throughput(best)
     if figure.startswith("not measurable"):
         return f"{model} on {where}{config}: throughput {figure}{of}"
-    return f"{model} reaches {figure} samples/s{median} on {where}{config}{of}"
+    busy = f" ({unusable_why(best)})" if unusable_why(best) else ""  # as the best line says
+    return f"{model} reaches {figure} samples/s{median} on {where}{config}{busy}{of}"
 
 
 def _cheapest(ctx: Context, pick: Pick | None) -> str:
