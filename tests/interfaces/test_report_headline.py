@@ -85,9 +85,9 @@ def test_the_verdict_says_first_whether_the_numbers_can_be_used(priced: Report) 
     assert priced.headline.severity == "bad" and priced.decision.usable == "no"
     # the summary's efficiency, as its 95 % interval: the same row, one value per quantity
     card = figures(priced)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
-    # two repeats a side: Welch's t on the log ratio (the bootstrap said 50.6 % to 54.6 %,
-    # about the range of the repeats); every cell of 2 repeats is noisy by its t interval
-    assert "46.7 % to 59.2 %" in card.note
+    # two repeats a side: Welch's t on the log ratio, 46.7 % to 59.2 % (the bootstrap said
+    # 50.6 % to 54.6 %, about the range of the repeats), written as every table writes it
+    assert "52.6 % ±6.2 %" in card.note
     models = [t.text for t in priced.decision.models]
     assert models[0].startswith("tiny-gpt2, scaling to 2 CPU ranks: 47-59 % of linear with batch 8")
     # 25 % in [17 %, 44 %]: an interval wider than the figure, so no number (headline rules)

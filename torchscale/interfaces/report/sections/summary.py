@@ -238,7 +238,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
         ends = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
         note += f"; 95 % interval {ends}; {SUPER_LINEAR_NOTE}"
     else:
-        note += f"; {efficiency_text(efficiency, low, high, long=True)}"
+        note += f"; {efficiency_text(efficiency, low, high)}"
     base = weak[
         (weak["model_label"] == model)
         & (weak["group"] == row["group"])
@@ -373,7 +373,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             continue
         best = pd.Series(fastest.row)
         tokens = rate_text_value(best, "tokens_per_s")
-        note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
+        note = f"samples/s at {_config(ctx, best)}: {throughput_text(best)}"
         runs = finite(best.get(RUN_COLUMN)) or 1
         if runs > 1:
             note += (
