@@ -202,6 +202,30 @@ def model_error(tested: BackTest, cells: Sequence[MeasuredCell]) -> tuple[float 
     return error, f"model error: {'; '.join(parts)}: interval widened by {error:.1%}"
 
 
+def no_narrower_than_inputs(
+    figure: Figure, cells: Sequence[MeasuredCell]
+) -> tuple[Figure, str | None]:
+    """The step widened, where needed, to the relative 95 % interval of the noisiest input
+    cell's throughput: a forecast can know its figure no better than the cells it is made of
+    (a ±17 % forecast from a cell whose own figure is ±92 % claimed what nobody measured)."""
+    rel = [
+        ((c.samples_per_s.below + c.samples_per_s.above) / 2 / c.samples_per_s.value, c)
+        for c in cells
+        if c.samples_per_s.value > 0
+    ]
+    if not rel or figure.value <= 0:
+        return figure, None
+    widest, cell = max(rel, key=lambda item: item[0])
+    half = widest * figure.value
+    if half <= (figure.below + figure.above) / 2:
+        return figure, None
+    floor = Figure(figure.value, max(figure.below, half), max(figure.above, half))
+    return floor, (
+        f"interval no narrower than its noisiest input: ±{widest:.0%}, the throughput of "
+        f"cells/{cell.cell_id}.json"
+    )
+
+
 def _samples_per_s(world: int, batch: int, step: Figure) -> Figure:
     """world x batch / step, with the step's interval turned over (a step of 0 at its lower
     end leaves the rate no upper end)."""
@@ -268,6 +292,9 @@ def build_forecast(
         assumptions.append(why)
     else:
         unavailable["model_uncertainty"] = why
+    figure, floor = no_narrower_than_inputs(figure, cells)
+    if floor is not None:
+        assumptions.append(floor)
     n = len(cells)
     terms = [
         ForecastTerm(name=name, seconds=to_estimate(fig, n, METHOD), how=how)
