@@ -490,3 +490,13 @@ def test_the_overlap_is_read_at_the_references_ranks_per_host() -> None:
     assert "(from m__w2)" in got.how
     at_4 = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 8, 1 << 30, 4.0)
     assert at_4 is not None and "(from m__w4)" in at_4.how
+
+
+def test_a_cell_without_its_busy_cores_is_held_to_the_cores_by_its_threads() -> None:
+    """Every model alike (issue 63, point 3): a model whose cells ran with telemetry off took
+    no turns past the cores, and its 4-rank forecast on 2 cores read 1.7x the 2-rank one."""
+    recorded = forecast_compute([cell(2, 10.0, busy=1.0)], 4, "cpu")
+    unrecorded = forecast_compute([cell(2, 10.0, busy=None)], 4, "cpu")
+    assert unrecorded.contention.value == pytest.approx(recorded.contention.value)
+    assert unrecorded.contention.value > 0
+    assert any("taken as its 1 thread(s)" in note for note in unrecorded.assumptions)

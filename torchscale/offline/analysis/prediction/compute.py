@@ -134,7 +134,15 @@ def forecast_compute(
         how = "GPU: one device per rank, nothing shared"
         return ComputeForecast(reference, own, Figure(0.0), 1.0, 1.0, how_compute, how, notes)
     assumptions = [note for note in (crowded_note, thread_note) if note]
-    if reference.busy_cores_per_rank is None or cores is None:
+    busy = reference.busy_cores_per_rank
+    if busy is None and cores is not None and reference.threads:
+        # every model is held to the cores alike: a rank without the record wants its threads
+        busy = float(reference.threads)
+        assumptions.append(
+            f"CPU cores per rank not recorded (telemetry off): taken as its {reference.threads} "
+            "thread(s); run with measurement.telemetry.enabled to record them"
+        )
+    elif busy is None or cores is None:
         assumptions.append(
             "CPU cores per rank not recorded (telemetry off): no time-sharing past the "
             "host's cores; run with measurement.telemetry.enabled to record them"
@@ -148,7 +156,6 @@ def forecast_compute(
     # factor's high end u / d (its low end 1), each time-sharing the middle of its range +- half
     thread, shared, half, shared_ref, half_ref = 1.0, 1.0, 0.0, 1.0, 0.0
     demand: float | None = None  # cores a rank wants at the target
-    busy = reference.busy_cores_per_rank
     if busy is not None and cores:
         demand = busy
         if threads is not None and reference.threads is not None and threads < reference.threads:
