@@ -423,7 +423,20 @@ def test_back_test_widens_the_interval_by_the_model_error() -> None:
     narrow = build_forecast(
         _key(8), cells[:2], [], forecast_id="f", created_at="t", measured_strategy="ddp"
     )
-    assert not isinstance(narrow, str) and "model_uncertainty" in narrow.unavailable
+    # nothing checks a forecast from two sizes: widened as far as such forecasts have missed
+    assert not isinstance(narrow, str) and "model_uncertainty" not in narrow.unavailable
+    assert "missed by up to 30% (the stated default until a track record" in narrow.assumptions[-1]
+    record = build_forecast(
+        _key(8),
+        cells[:2],
+        [],
+        forecast_id="f",
+        created_at="t",
+        measured_strategy="ddp",
+        missed=(0.45, "the worst of 12 scored here"),
+    )
+    assert not isinstance(record, str) and "up to 45% (the worst of 12" in record.assumptions[-1]
+    assert record.step_s.high - record.step_s.low > narrow.step_s.high - narrow.step_s.low
     assert sum(t.seconds.value or 0 for t in got.terms) == pytest.approx(got.step_s.value)
 
 
@@ -446,7 +459,8 @@ def test_model_error_is_the_larger_of_back_test_and_spread() -> None:
     tested = BackTest({2: -0.05, 4: 0.12})
     assert model_error(tested, [cell(1, 10, spread=0.3)])[0] == pytest.approx(0.3)
     assert model_error(tested, [cell(1, 10, spread=0.02)])[0] == pytest.approx(0.12)
-    assert model_error(BackTest({}), [cell(1, 10)])[0] is None
+    # nothing back-tested, no spread: as far as such forecasts have missed (a stated default)
+    assert model_error(BackTest({}), [cell(1, 10)])[0] == pytest.approx(0.30)
 
 
 def test_efficiency_base_is_the_median_step_not_the_wall_clock_throughput() -> None:

@@ -19,7 +19,12 @@ from torchscale.offline.analysis.prediction.forecast import (
 )
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import read_cells, read_comm, read_folder
-from torchscale.offline.results.forecast_store import new_forecast_id, utc_now, write_forecast
+from torchscale.offline.results.forecast_store import (
+    new_forecast_id,
+    read_forecasts,
+    utc_now,
+    write_forecast,
+)
 
 
 def parse_counts(text: str, what: str) -> list[int]:
@@ -144,7 +149,9 @@ def run_predict(request: PredictRequest, created_at: str | None = None) -> Predi
     created = created_at or utc_now()
     run = PredictRun()
     made_in: list[tuple[Path, Forecast]] = []
-    for experiment in _checked(request, run.skipped):
+    experiments = _checked(request, run.skipped)
+    missed = _how_far_missed([e.root for e in experiments])
+    for experiment in experiments:
         for group, by_strategy in sorted(experiment.groups.items()):
             usable = {s: g for s, g in by_strategy.items() if g.cells}
             if not usable:
@@ -153,7 +160,9 @@ def run_predict(request: PredictRequest, created_at: str | None = None) -> Predi
                 source = usable.get(strategy) or next(iter(usable.values()))
                 for world in request.world_sizes:
                     for nodes in request.nodes:
-                        made = _one(group, strategy, world, nodes, source, experiment, created)
+                        made = _one(
+                            group, strategy, world, nodes, source, experiment, created, missed
+                        )
                         if isinstance(made, Refusal):
                             run.refused.append(made)
                         else:
@@ -181,6 +190,7 @@ def _one(
     source: Group,
     experiment: _Experiment,
     created: str,
+    missed: tuple[float, str] | None = None,
 ) -> Forecast | Refusal:
     model, label, batch, precision, device = group
     if source.strategy == strategy:  # a size measured is a fit of that cell, no forecast
@@ -208,5 +218,15 @@ def _one(
         forecast_id=new_forecast_id(key, created),
         created_at=created,
         measured_strategy=source.strategy,
+        missed=missed,
     )
     return Refusal(key.slug(), made) if isinstance(made, str) else made
+
+
+def _how_far_missed(roots: list[Path]) -> tuple[float, str] | None:
+    """The worst error of the forecasts already scored in these experiments (at least 3), what
+    a forecast no back-test can check is widened to; None before there is such a record."""
+    scores = [s for root in roots for s in read_forecasts(root).scores]
+    if len(scores) < 3:
+        return None
+    return max(abs(s.error) for s in scores), f"the worst of {len(scores)} scored here"
