@@ -79,10 +79,11 @@ def _from_result(result: CellResult, label: str) -> CellProgress:
     return CellProgress(result.cell_id, label, result.status.value, why)
 
 
-def _label_of_id(cell_id: str) -> str:
-    """'tiny-gpt2 b32 x1 fp32 ddp' from 'tiny-gpt2__b32__w1__fp32__ddp__bd72c309' (a cell
-    with only a spec: its id is all an older folder has of it)."""
-    return re.sub(r"__[0-9a-f]{8}$", "", cell_id).replace("__w", " x").replace("__", " ")
+def label_of_cell_id(cell_id: str) -> str:
+    """'tiny-gpt2 b32 x1 fp32 ddp' from 'tiny-gpt2__b32__w1__fp32__ddp__bd72c309': a cell
+    known by its id alone (a spec with no result, a profile of a cell outside the results)."""
+    bare = re.sub(r"__w(\d+)", r" x\1", re.sub(r"__[0-9a-f]{8}$", "", cell_id))
+    return bare.replace("__", " ")
 
 
 def sweep_progress(experiment: Experiment) -> SweepProgress:
@@ -99,7 +100,7 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
         cells += [CellProgress(i, i, "unreadable", why) for i, why in unreadable.items()]
         if not started:
             return SweepProgress("complete", cells)
-        cut = [CellProgress(i, _label_of_id(i), "stopped", cut_short) for i in started]
+        cut = [CellProgress(i, label_of_cell_id(i), "stopped", cut_short) for i in started]
         return SweepProgress("unknown", [*cells, *cut], during=cut[0])
     cells = []
     during = None

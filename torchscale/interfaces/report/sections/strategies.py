@@ -229,24 +229,29 @@ def build(ctx: Context) -> Section | None:
             rows,
             "static",
         ),
-        _chart(
-            "strategies-communication",
-            f"{plain('exposed_transfer')} by layout ({plain('wait_for_peers').lower()} excluded)",
-            "share of the step",
-            "ratio_pct",
-            rows,
-            "exposed_share",
-        ),
     ]
     shares = [r["exposed_share"] for r in rows if r["exposed_share"] is not None]
     if shares and max(shares) < MIN_COST_FRACTION:  # no axis scaled to noise-level shares
-        charts[2] = None
         blocks.append(
             Text(
                 text=f"{plain('exposed_transfer')} stays under "
                 f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step in every layout, the least a "
                 "finding needs: not charted, since an axis scaled to such shares draws noise as "
                 "a difference (the table above has each figure)."
+            )
+        )
+    else:
+        title = (
+            f"{plain('exposed_transfer')} by layout ({plain('wait_for_peers').lower()} excluded)"
+        )
+        charts.append(
+            _chart(
+                "strategies-communication",
+                title,
+                "share of the step",
+                "ratio_pct",
+                rows,
+                "exposed_share",
             )
         )
     blocks += [c for c in charts if c is not None]

@@ -87,6 +87,7 @@ from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.reliability import LEVELS
 from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
+from torchscale.offline.results.sweep_progress import label_of_cell_id
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
@@ -364,10 +365,9 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
     weak = ctx.weak_scaling
     for model in models[:MAX_MODEL_FIGURES]:
         label = f"Highest throughput: {model}"
-        why = none_named_why(ctx, model)
         fastest = by_throughput(ctx, model)
         if fastest is None:  # never a highest figure from cells the page calls unusable
-            note = why or "no configuration of this model measured"
+            note = none_named_why(ctx, model) or "no configuration of this model measured"
             figures.append(KeyFigure(label=label, value=NONE_NAMED, note=note, severity="warn"))
             figures.append(_efficiency_figure(ctx, model, weak))
             continue
@@ -642,8 +642,6 @@ def _named(ctx: Context, source: str) -> str:
         rows = ctx.cells[ctx.cells["cell_id"] == match.group(0)]
         if len(rows):
             return ctx.label(rows.iloc[0])
-        # a profile of a cell outside these results: its id without the hash
-        bare = re.sub(r"__w(\d+)", r" x\1", re.sub(r"__[0-9a-f]{8}$", "", match.group(0)))
-        return bare.replace("__", " ")
+        return label_of_cell_id(match.group(0))  # a profile of a cell outside these results
 
     return CELL_ID.sub(label, source)
