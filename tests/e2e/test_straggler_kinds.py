@@ -61,7 +61,9 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
                 "batch_sizes": [32],
                 "gpu_counts": [2],
                 "measurement": {"warmup_steps": 3, "steps": 12, "repeats": 2},
-                "profiling": {"enabled": True, "trigger": "always", "steps": 12},
+                # the default 24 traced steps: with 10-12, a stall every 4th step falls on 2-3
+                # of them, and the cost's bound at alpha / ranks is a coin toss on noise
+                "profiling": {"enabled": True, "trigger": "always"},
                 "launcher": {"env": {"PYTHONPATH": str(REPO_ROOT)}, "cell_timeout_s": 300},
             }
         )
