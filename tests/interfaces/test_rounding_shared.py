@@ -237,7 +237,7 @@ def test_a_straggler_gap_reads_in_the_unit_that_keeps_its_digits() -> None:
 def test_an_interval_reads_in_its_figure_unit() -> None:
     """'28.77 ms ±0.87 ms', never '28.77 ms ±870 us': one unit for a figure and its spread."""
     assert compact(0.02877, 0.0279, 0.02964, "seconds") == "28.77 ms ±0.87 ms"
-    assert compact(0.0109, 0.00099, 0.0293, "seconds") == "11 ms [0.99 ms, 29 ms]"
+    assert compact(0.0109, 0.00099, 0.0293, "seconds") == "11 ms [0.99, 29]"
 
 
 def test_edge_figures_read_as_a_person_reads_them() -> None:

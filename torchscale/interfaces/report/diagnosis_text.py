@@ -118,11 +118,12 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
             return f"not measurable (< {ms(estimate.high)})"
         return "unknown"
     sign = "+" if signed and estimate.value >= 0 else ""
-    if estimate.low is None or estimate.high is None:
-        return f"{sign}{ms(estimate.value)} ({estimate.reason or 'spread unknown'})"
-    largest = max(abs(estimate.value), abs(estimate.low), abs(estimate.high))
+    largest = max(abs(e) for e in (estimate.value, estimate.low, estimate.high) if e is not None)
     # the unit its largest number reads best in: '+8 us [-12, 24]', never '+0.00785 ms'
     scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
+    if estimate.low is None or estimate.high is None:
+        why = estimate.reason or "spread unknown"
+        return f"{sign}{_number(estimate.value * scale)} {unit} ({why})"
     shown = _rounded(estimate.value, estimate.low, estimate.high, scale)
     value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
     return f"{value} {unit} [{shown.low}, {shown.high}]"

@@ -44,14 +44,27 @@ class RoundedFigure:
     half: str | None
 
     def compact(self) -> str:
-        """'11,100 ±4,300', or '40,000 [790, 1,710,000]' where lopsided."""
+        """'11,100 ±4,300', or '40,000 [790, 1,710,000]' where lopsided: the unit said once,
+        after the figure ('35.1 ms [35.0, 35.2]', as the diagnosis lines write it)."""
         if self.half is None:
-            return f"{self.value} [{self.low}, {self.high}]"
+            unit = _unit(self.value)
+            return f"{self.value} [{_bare(self.low, unit)}, {_bare(self.high, unit)}]"
         return f"{self.value} ±{self.half}"
 
     def long(self) -> str:
         """'11,100 (95 % interval 6,800 to 15,400)'."""
         return f"{self.value} (95 % interval {self.low} to {self.high})"
+
+
+def _unit(text: str) -> str:
+    """The unit a figure's text ends in (' ms', ' %'), '' for a bare number."""
+    number, space, unit = text.rpartition(" ")
+    return f" {unit}" if space and number and not any(c.isdigit() for c in unit) else ""
+
+
+def _bare(text: str, unit: str) -> str:
+    """An interval's end without the unit its figure already says."""
+    return text.removesuffix(unit) if unit and text.endswith(unit) else text
 
 
 def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
