@@ -68,7 +68,9 @@ def test_duration_windows_are_filled_at_the_steady_step() -> None:
     compiled = WarmUp([600.0, 0.5], [True, False])
     assert steps_to_fill(10.0, compiled) == 20  # was ceil(10 / 600) = 1
     three = WarmUp([600.0, 0.5, 0.25, 0.2], [True, False, False, False])
-    assert steps_to_fill(10.0, three) == 40  # the (upper) median steady step, 0.25 s
+    assert steps_to_fill(10.0, three) == 40  # the median steady step, 0.25 s
+    # eager CUDA, warmup_steps 2: the first step's first-call costs size nothing
+    assert steps_to_fill(1.5, WarmUp([0.2, 0.003], [False, False])) == 500
     assert steps_to_fill(10.0, WarmUp()) == 1  # no warm-up: nothing to size from
 
 
