@@ -34,8 +34,12 @@ of a verdict. The load after is printed, not judged: it counts the run's own 3 a
 fall) and pools the quiet runs' headline forecasts: one run's three forecasts of a size move
 together when the host shifts between runs.
 
-    python benchmarks/prediction_accuracy.py [--quick] [--runs K] [--default-threads]
-                                             [--out DIR] [--json FILE]
+    python benchmarks/prediction_accuracy.py [--quick] [--held-out] [--runs K]
+                                             [--default-threads] [--out DIR] [--json FILE]
+
+--held-out: configurations the forecast model was never tuned on (its terms were built and
+checked on batch 8): tiny-mlp and tiny-gpt2 at batches 12 and 16, reported as held out, apart
+from the tuned set.
 
 --quick (a smoke test, ~2 minutes): the sleep model only, measured at 1 rank, forecast and
 measured at 2 (no later round).
@@ -75,6 +79,9 @@ MODELS: list[dict[str, Any]] = [
     SLEEP_MODEL,
 ]
 REAL_WORK = ("tiny-mlp", "tiny-gpt2")
+TUNED_BATCHES = [8]
+HELD_OUT_MODELS: list[dict[str, Any]] = [{"name": "tiny-mlp"}, {"name": "tiny-gpt2"}]
+HELD_OUT_BATCHES = [12, 16]
 ROUNDS = {  # a round's name: what had been measured when its forecasts were made
     "1": "1 rank, all_reduce at 2",
     "1,2": "1 and 2 ranks, all_reduce at 2",
@@ -87,6 +94,7 @@ class Row:
     """One forecast scored by the cell that measured it."""
 
     model: str
+    batch_size: int
     world_size: int
     round: str  # what had been measured when it was made: a key of ROUNDS
     headline: bool  # the latest forecast of its cell made before the cell was measured
@@ -114,13 +122,14 @@ def config(
     world_sizes: Sequence[int],
     quick: bool,
     default_threads: bool = False,
+    batches: Sequence[int] = tuple(TUNED_BATCHES),
 ) -> str:
     return json.dumps(
         {
             "experiment_name": EXPERIMENT,
             "device": "cpu",
             "models": list(models),
-            "batch_sizes": [8],
+            "batch_sizes": list(batches),
             "gpu_counts": list(world_sizes),
             "measurement": {"warmup_steps": 3, "steps": 12 if quick else 20, "repeats": 3},
             "launcher": {
@@ -147,9 +156,10 @@ def measure(
     quick: bool,
     env: dict[str, str],
     default_threads: bool = False,
+    batches: Sequence[int] = tuple(TUNED_BATCHES),
 ) -> str:
     path = out / f"config_w{'_'.join(map(str, sizes))}.yaml"
-    path.write_text(config(models, sizes, quick, default_threads), encoding="utf-8")
+    path.write_text(config(models, sizes, quick, default_threads, batches), encoding="utf-8")
     return torchscale(["benchmark", "-c", str(path), "-o", str(out)], env)
 
 
@@ -183,6 +193,7 @@ def rows(root: Path, rounds: dict[str, set[str]]) -> list[Row]:
         out.append(
             Row(
                 model=forecast.key.label,
+                batch_size=forecast.key.batch_size,
                 world_size=forecast.key.world_size,
                 round=made.get(forecast.id, "?"),
                 headline=latest[forecast.key] == forecast.id,
@@ -253,14 +264,14 @@ def report(
     others: OtherWork | None = None,
 ) -> list[str]:
     lines = [
-        f"{'model':<10} {'ranks':>5} {'from':>8}  {'forecast ms [interval]':<26} "
+        f"{'model':<14} {'ranks':>5} {'from':>8}  {'forecast ms [interval]':<26} "
         f"{'measured':>8} {'error':>8}  held",
     ]
     for r in found:
         interval = f"{ms(r.step_s)} [{ms(r.low_s)}, {ms(r.high_s)}]"
         mark = "" if r.headline else "  (superseded)"
         lines.append(
-            f"{r.model:<10} {r.world_size:>5} {r.round:>8}  {interval:<26} {ms(r.measured_s):>8} "
+            f"{f'{r.model} b{r.batch_size}':<14} {r.world_size:>5} {r.round:>8}  {interval:<26} {ms(r.measured_s):>8} "
             f"{r.error * 100:>+7.1f}%  {'inside' if r.inside else 'outside'}{mark}"
         )
     headline = [r for r in found if r.headline]
@@ -349,16 +360,17 @@ def wait_for_quiet(limit_s: float = 180.0) -> None:
 def one_run(out: Path, args: argparse.Namespace, env: dict[str, str]) -> Run:
     root = out / EXPERIMENT
     out.mkdir(parents=True, exist_ok=True)
-    models = [SLEEP_MODEL] if args.quick else MODELS
+    models = [SLEEP_MODEL] if args.quick else HELD_OUT_MODELS if args.held_out else MODELS
+    batches = batches_of(args)
     load_before, first_load = uptime(), os.getloadavg()[0]
     rounds: dict[str, set[str]] = {}
     try:
         print(f"measuring 1 rank, and all_reduce at 2 ranks, into {root}", flush=True)
-        measure(out, models, [1], args.quick, env, args.default_threads)
+        measure(out, models, [1], args.quick, env, args.default_threads, batches)
         comm(out, 2, env)
         rounds["1"] = predict(root, [2] if args.quick else [2, 3, 4], env)
         print(f"round '1': {len(rounds['1'])} forecasts; measuring 2 ranks", flush=True)
-        measure(out, models, [2], args.quick, env, args.default_threads)
+        measure(out, models, [2], args.quick, env, args.default_threads, batches)
         if not args.quick:
             rounds["1,2"] = predict(root, [3, 4], env)
             print(
@@ -372,7 +384,7 @@ def one_run(out: Path, args: argparse.Namespace, env: dict[str, str]) -> Run:
                 f"round '1,2+comm': {len(rounds['1,2+comm'])} forecasts; measuring 3 and 4 ranks",
                 flush=True,
             )
-            measure(out, models, [3, 4], args.quick, env, args.default_threads)
+            measure(out, models, [3, 4], args.quick, env, args.default_threads, batches)
     except (KeyboardInterrupt, Stopped):
         raise SystemExit(f"stopped; what was measured is in {root}") from None
     others = other_work(root)
@@ -410,9 +422,18 @@ def verdict_of(found: Sequence[Row]) -> list[str]:
     return verdicts([r for r in found if r.headline])
 
 
+def batches_of(args: argparse.Namespace) -> list[int]:
+    return HELD_OUT_BATCHES if args.held_out else TUNED_BATCHES
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sleep model, 1 -> 2 ranks only")
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="configurations the forecast model was not tuned on, reported apart",
+    )
     parser.add_argument(
         "--default-threads",
         action="store_true",
@@ -438,8 +459,12 @@ def main() -> None:
         raise SystemExit(
             f"{taken[0]} exists: pick another --out (scores from an earlier run would mix in)"
         )
+    if args.held_out and args.quick:
+        raise SystemExit("--held-out and --quick: choose one")
     env = child_env()
     runs: list[Run] = []
+    tuned = "held out (never tuned on)" if args.held_out else "tuned on"
+    print(f"configurations: {tuned}, batch {', '.join(map(str, batches_of(args)))}")
     for k, folder in enumerate(folders):
         if k:
             wait_for_quiet()

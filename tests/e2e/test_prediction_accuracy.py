@@ -31,7 +31,9 @@ def _module() -> ModuleType:
 def _row(
     bench: ModuleType, model: str, world: int, error: float, inside: bool, headline: bool = True
 ) -> object:
-    return bench.Row(model, world, "1", headline, 0.1, 0.09, 0.11, 0.1 / (1 + error), error, inside)
+    return bench.Row(
+        model, 8, world, "1", headline, 0.1, 0.09, 0.11, 0.1 / (1 + error), error, inside
+    )
 
 
 def test_the_summary_and_the_verdict_only_when_quiet() -> None:
