@@ -97,33 +97,24 @@ def test_the_track_record_and_the_table(root: Path) -> None:
 def test_each_forecast_is_drawn_dashed_beside_its_measured_curve(root: Path) -> None:
     section = _section(_report(root))
     charts = {b.id: b for b in section.blocks if isinstance(b, model.Chart)}
-    assert set(charts) == {"forecasts-throughput-tiny-gpt2", "forecasts-efficiency"}
-    measured, forecast = charts["forecasts-throughput-tiny-gpt2"].series
+    assert set(charts) == {"forecasts-step-tiny-gpt2"}
+    chart = charts["forecasts-step-tiny-gpt2"]
+    measured, forecast = chart.series
     w1 = fixture_cell(root, "tiny-gpt2__b16__w1")
     w2 = fixture_cell(root, "tiny-gpt2__b16__w2")
-    assert w1.step_time is not None and w2.step_time is not None and w1.throughput is not None
-    t1, t2 = w1.step_time.p50, w2.step_time.p50
+    assert w1.step_time is not None and w2.step_time is not None
     assert measured.style == "solid" and measured.x == [1, 2]
-    # the measured points as the forecast states its rate: N x batch / median step, not the
-    # cells' wall-clock throughput
-    assert measured.y == pytest.approx([1 * 16 / t1, 2 * 16 / t2])
-    assert measured.y[0] != pytest.approx(w1.throughput.samples_per_s, rel=1e-3)
-    assert "median step" in (charts["forecasts-throughput-tiny-gpt2"].note or "")
+    # measured: the cells table's Step p50, the one statistic a forecast is made of and scored on
+    assert measured.y == pytest.approx([w1.step_time.p50, w2.step_time.p50])
+    assert chart.y_format == "seconds" and "Step p50" in (chart.note or "")
     assert forecast.style == "dashed" and forecast.reference_for == measured.name
     # a forecast's interval runs along its curve: a band; a measured point's is its own: a bar
     assert (measured.interval, forecast.interval) == ("bars", "band")
-    assert "shaded band" in (charts["forecasts-throughput-tiny-gpt2"].note or "")
+    assert "shaded band" in (chart.note or "")
     assert forecast.x == [2, 4]
-    assert forecast.y == pytest.approx([2 * 16 / 0.030, 4 * 16 / 0.036])
-    assert forecast.low == pytest.approx([2 * 16 / 0.034, 4 * 16 / 0.042])
-    assert forecast.high == pytest.approx([2 * 16 / 0.026, 4 * 16 / 0.030])
-    eff_measured, eff_forecast = charts["forecasts-efficiency"].series
-    assert eff_measured.x == [1, 2] and eff_forecast.x == [2, 4]
-    assert eff_measured.y == pytest.approx([1.0, t1 / t2])
-    base = w1.throughput.samples_per_s
-    assert eff_forecast.y == pytest.approx(
-        [2 * 16 / 0.030 / (2 * base), 4 * 16 / 0.036 / (4 * base)]
-    )
+    assert forecast.y == pytest.approx([0.030, 0.036])
+    assert forecast.low == pytest.approx([0.026, 0.030])
+    assert forecast.high == pytest.approx([0.034, 0.042])
 
 
 def test_every_format_carries_it(root: Path) -> None:
@@ -131,10 +122,10 @@ def test_every_format_carries_it(root: Path) -> None:
     data = json.loads(renderer("json")(report))
     (section,) = [s for s in data["sections"] if s["id"] == "forecasts"]
     assert model.Section.model_validate(section) == _section(report)
-    (chart,) = [b for b in section["blocks"] if b.get("id") == "forecasts-throughput-tiny-gpt2"]
+    (chart,) = [b for b in section["blocks"] if b.get("id") == "forecasts-step-tiny-gpt2"]
     assert [s["interval"] for s in chart["series"]] == ["bars", "band"]
     html = renderer("html")(report).decode()
-    assert "forecasts-throughput-tiny-gpt2" in html and "Forecasts and what was measured" in html
+    assert "forecasts-step-tiny-gpt2" in html and "Forecasts and what was measured" in html
     full = " ".join(term.render(report, full=True).decode().split())
     assert "forecasts scored: 1; median error" in full
     # the short JSON and PDF (a notebook's, a stakeholder's) keep the track record

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
-from torchscale.interfaces.report.charts.axes import throughput_chart
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -26,20 +25,15 @@ from torchscale.interfaces.report.model import (
 )
 from torchscale.interfaces.report.sections.context import Context, present, records, slug
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.prediction.measured_rates import (
-    StepPoint,
-    median_step_efficiency,
-    median_step_rate,
-)
 from torchscale.offline.analysis.prediction.score import track_record
 
 TITLE = "Forecasts"
 KEY_COLUMNS = ("model", "model_label", "batch_size", "precision", "strategy", "nodes", "device")
 CHART_NOTE = (
-    "solid: measured, as N x batch / median step (the statistic a forecast is made of and scored "
-    "on, not the wall-clock throughput of the cells table), with the 95 % interval of the median "
-    "step; dashed, in the colour of its measured curve: the forecast (`torchscale predict`), with "
-    "its 95 % interval as the shaded band around it (a bar where a forecast stands alone)"
+    "solid: measured, each cell's median step (the cells table's Step p50, the statistic a "
+    "forecast is made of and scored on), with its 95 % interval; dashed, in the colour of its "
+    "measured curve: the forecast (`torchscale predict`), with its 95 % interval as the shaded "
+    "band around it (a bar where a forecast stands alone)"
 )
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
@@ -199,51 +193,25 @@ def _estimate_lists(
     return values, lows, highs
 
 
-def _step_points(rows: Sequence[dict[str, Any]]) -> list[StepPoint]:
-    """The measured cells with a median step, smallest world size first."""
-    points = []
-    for row in rows:
-        step = finite(row.get("step_p50_s"))
-        if step is not None and step > 0:
-            points.append(
-                StepPoint(
-                    world_size=int(row["world_size"]),
-                    batch_size=int(row["batch_size"]),
-                    step_s=step,
-                    step_low_s=finite(row.get("step_p50_low_s")),
-                    step_high_s=finite(row.get("step_p50_high_s")),
-                )
-            )
-    return points
-
-
-def _pair(ctx: Context, curve: _Curve, field: str, model_in_name: bool) -> list[Series]:
-    """The measured series of a group (when any cell was measured), from its median steps as
-    the forecast is (measured_rates), and its forecast, dashed."""
-    row = _key_row(curve.experiment, curve.key)
-    name = ctx.group_name(row)
-    if model_in_name:
-        name = f"{curve.key.label} {name}"
+def _pair(ctx: Context, curve: _Curve) -> list[Series]:
+    """The measured series of a group (each cell's median step, the figure of the cells
+    table's 'Step p50'), when any cell was measured, and its forecast of that step, dashed."""
+    name = ctx.group_name(_key_row(curve.experiment, curve.key))
     model = curve.key.label
     series = []
-    points = _step_points(curve.measured)
-    if points:
-        rated = (
-            [median_step_rate(p) for p in points]
-            if field == "samples_per_s"
-            else median_step_efficiency(points)
-        )
+    rows = [r for r in curve.measured if (finite(r.get("step_p50_s")) or 0) > 0]
+    if rows:
         series.append(
             Series(
                 name=name,
-                x=[p.world_size for p in points],
-                y=[r.value for r in rated],
-                low=[finite(r.low) for r in rated],
-                high=[finite(r.high) for r in rated],
+                x=[int(r["world_size"]) for r in rows],
+                y=[finite(r["step_p50_s"]) for r in rows],
+                low=[finite(r.get("step_p50_low_s")) for r in rows],
+                high=[finite(r.get("step_p50_high_s")) for r in rows],
                 model=model,
             )
         )
-    values, lows, highs = _estimate_lists(curve.forecasts, field)
+    values, lows, highs = _estimate_lists(curve.forecasts, "step_s")
     series.append(
         Series(
             name=f"forecast ({name})",
@@ -253,53 +221,33 @@ def _pair(ctx: Context, curve: _Curve, field: str, model_in_name: bool) -> list[
             high=highs,
             style="dashed",
             interval="band",
-            reference_for=name if curve.measured else None,
+            reference_for=name if rows else None,
             model=model,
         )
     )
     return series
 
 
-def _throughput_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
+def _step_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
+    """One chart a model: the median step over the world size, measured and forecast."""
     by_model: dict[str, list[_Curve]] = {}
     for curve in curves:
         by_model.setdefault(curve.key.label, []).append(curve)
-    charts = []
-    for model in sorted(by_model):
-        series = [s for curve in by_model[model] for s in _pair(ctx, curve, "samples_per_s", False)]
-        charts.append(
-            throughput_chart(
-                f"forecasts-throughput-{slug(model)}",
-                f"{model}: throughput vs {ctx.units.world}, measured and forecast",
-                ctx.units.world,
-                series,
-                ctx.units.say(CHART_NOTE),
-            )
+    return [
+        Chart(
+            id=f"forecasts-step-{slug(model)}",
+            title=f"{model}: median step vs {ctx.units.world}, measured and forecast",
+            kind="line",
+            x_label=ctx.units.world,
+            y_label="median step",
+            x_format="int",
+            y_format="seconds",
+            x_log2=True,
+            series=[s for curve in by_model[model] for s in _pair(ctx, curve)],
+            note=ctx.units.say(CHART_NOTE),
         )
-    return charts
-
-
-def _efficiency_chart(ctx: Context, curves: Sequence[_Curve]) -> Chart | None:
-    with_efficiency = [
-        c for c in curves if any(f.scaling_efficiency is not None for f in c.forecasts)
+        for model in sorted(by_model)
     ]
-    if not with_efficiency:
-        return None
-    series = [s for curve in with_efficiency for s in _pair(ctx, curve, "scaling_efficiency", True)]
-    return Chart(
-        id="forecasts-efficiency",
-        title="Scaling efficiency, measured and forecast",
-        kind="line",
-        x_label=ctx.units.world,
-        y_label="efficiency",
-        x_format="int",
-        y_format="ratio_pct",
-        x_log2=True,
-        series=series,
-        note=ctx.units.say(
-            "efficiency against the smallest measured GPU count of each group; " + CHART_NOTE
-        ),
-    )
 
 
 def _figures(ctx: Context, made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
@@ -381,6 +329,5 @@ def build(ctx: Context) -> Section | None:
     blocks += present(_assumptions(made))
     blocks.append(_table(ctx, made))
     curves = _curves(ctx, made)
-    blocks.extend(_throughput_charts(ctx, curves))
-    blocks += present(_efficiency_chart(ctx, curves))
+    blocks.extend(_step_charts(ctx, curves))
     return Section(id="forecasts", title=TITLE, blocks=blocks)
