@@ -293,6 +293,8 @@ def test_a_sweep_over_one_and_two_nodes_runs_through_sbatch_and_reports(
         assert cell["throughput"]["samples_per_s"] > 0
     # the layout a local sweep leaves, plus slurm/: jobs, scripts, every host's environment
     assert (root / "summary.csv").exists() and (root / "config.yaml").exists()
+    state = json.loads((root / "sweep.json").read_text())  # as a local sweep writes it
+    assert (state["phase"], state["finished"], len(state["planned"])) == ("complete", 2, 2)
     jobs = json.loads((root / "slurm" / "jobs.json").read_text())["jobs"]
     assert sorted(j["nodes"] for j in jobs) == [1, 2]
     two = next(j for j in jobs if j["nodes"] == 2)
@@ -461,6 +463,15 @@ def test_a_job_killed_by_its_time_limit_resumes(
     reasons = " | ".join(c["error"]["reason"] for c in cells.values())
     assert "time limit" in reasons or "TIMEOUT" in reasons, reasons
     assert "before this cell started" in reasons, reasons
+    # the report's first line: stopped, by the job's warning signal, during the hanging cell
+    state = json.loads((root / "sweep.json").read_text())
+    assert state["phase"] == "stopped" and state["stopped_by"].startswith("Slurm job "), state
+    assert state["during"] is not None and "hang_while_marker" in state["during"], state
+    from torchscale.offline.results.experiment import load as load_experiment
+    from torchscale.offline.results.sweep_progress import sweep_progress
+
+    sentence = sweep_progress(load_experiment(root)).sentence() or ""
+    assert sentence.startswith("Sweep stopped by Slurm job ") and "during cell 1 of 2" in sentence
     marker.unlink()
     # the resume gets time enough: the warning would stop its cells at any moment
     cfg = write_config(tmp_path, "limit", models=models, nodes="[1]", time_limit="10")

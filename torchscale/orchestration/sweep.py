@@ -199,7 +199,7 @@ def run_sweep(
     outcome = SweepOutcome()
     store.write_config(plan.config_yaml)
     total = len(plan.cells)
-    planned_entries = [_planned_entry(p) for p in plan.cells]
+    planned_entries = planned_cells(plan)
     store.write_sweep_state(SweepState(phase="running", planned=planned_entries, finished=0))
     current: str | None = None
     scorer = ForecastScorer(store.root)
@@ -263,9 +263,12 @@ def run_sweep(
     return outcome
 
 
-def _planned_entry(planned: PlannedCell) -> PlannedEntry:
-    cell = planned.cell
-    return PlannedEntry(id=cell.id, label=cell.shape_label, skip_reason=planned.skip_reason)
+def planned_cells(plan: Plan) -> list[PlannedEntry]:
+    """The plan's cells as the sweep state lists them, in plan order."""
+    return [
+        PlannedEntry(id=p.cell.id, label=p.cell.shape_label, skip_reason=p.skip_reason)
+        for p in plan.cells
+    ]
 
 
 def _stopped_by(exc: BaseException) -> str:

@@ -156,7 +156,9 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
                     print(line, flush=True)
     except Terminated as stop:
         reason = stop_reason(stop.signum, grace_s)
+        progress.stopped_by = stop.name
         if current is not None:
+            progress.stopped_during = current.cell.id
             error = CellError(reason=reason, exit_signal=stop.name)
             store.write_cell(unmeasured_result(current, Status.FAILED, error, current.warnings))
             progress.done.append(current.cell.id)  # done: it has this allocation's result

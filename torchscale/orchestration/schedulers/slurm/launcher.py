@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.errors import SlurmError
+from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.signals import Terminated
 from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, Env, RunOptions
 from torchscale.orchestration.schedulers.slurm import events as said
@@ -26,7 +27,7 @@ from torchscale.orchestration.schedulers.slurm.submission import (
     prepare_sweep,
 )
 from torchscale.orchestration.schedulers.slurm.submission import submit_sweep as submit_allocations
-from torchscale.orchestration.sweep import SweepOutcome, nothing_measured
+from torchscale.orchestration.sweep import SweepOutcome, nothing_measured, planned_cells
 
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
@@ -123,14 +124,26 @@ class SlurmAllocations:
             lambda result: events.on_cell_done(result, False),
             lambda job, step, verdict: tell(said.preflight(job, step, verdict)),
         )
+        planned = planned_cells(plan)
+        # 'running' stays if the follower is stopped: the jobs go on without it
+        kept = len(sweep.reused) + len(sweep.skipped)
+        store.write_sweep_state(SweepState(phase="running", planned=planned, finished=kept))
         try:
-            follow(
+            stops = follow(
                 store, plan, sweep.following + jobs, env, hooks, poll_s=plan.launcher.slurm.poll_s
             )
         except (KeyboardInterrupt, Terminated):
             tell(said.detached(store.root))
             raise
         results, table = collect(store, plan)
+        ended = SweepState(phase="complete", planned=planned, finished=len(results))
+        if stops:  # each job stopped short: by what, and the first cell one cut short
+            during = next((cell for _, cell in stops if cell is not None), None)
+            by = "; ".join(by for by, _ in stops)
+            ended = ended.model_copy(
+                update={"phase": "stopped", "stopped_by": by, "during": during}
+            )
+        store.write_sweep_state(ended)
         outcome = SweepOutcome(results, table)
         measured = nothing_measured(results, len(plan.cells))
         run = BenchmarkRun(plan, store, outcome, measured, submission=submitted.submission)

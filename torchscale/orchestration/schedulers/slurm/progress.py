@@ -30,6 +30,8 @@ class Progress(BaseModel):
         description="preflight step -> verdict (validate per node, comm), in the order run",
     )
     stopped: str | None = Field(default=None, description="why the driver stopped early")
+    stopped_by: str | None = Field(default=None, description="the signal that stopped it")
+    stopped_during: str | None = Field(default=None, description="the cell the stop cut short")
     finished: bool = False
 
 

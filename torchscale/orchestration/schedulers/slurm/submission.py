@@ -234,9 +234,11 @@ def follow(
     hooks: FollowHooks,
     *,
     poll_s: float,
-) -> None:
+) -> list[tuple[str, str | None]]:
     """Until every job has ended: report state changes, running cells and finished cells,
-    then settle each ended job."""
+    then settle each ended job. What stopped a job short of its cells: (by what, the cell it
+    cut short or None), one per such job."""
+    stops: list[tuple[str, str | None]] = []
     planned = {p.cell.id: p for p in plan.cells}
     active = {job.job_id: job for job in jobs}
     seen_state: dict[str, tuple[str, str]] = {}
@@ -265,12 +267,18 @@ def follow(
                 hooks.on_running(job, progress.current)
             seen_running[job_id] = progress.current
             if not state.active:
-                for result in settle_job(store, job, state, planned):
+                settled = settle_job(store, job, state, planned)
+                for result in settled:
                     reported.add(result.cell_id)
                     hooks.on_done(result)
+                if progress.stopped_by or settled:
+                    by = progress.stopped_by or state.state
+                    cut = progress.stopped_during or progress.current
+                    stops.append((f"Slurm job {job_id} ({by})", cut if cut in planned else None))
                 del active[job_id]
         if active:
             time.sleep(poll_s)
+    return stops
 
 
 def collect(store: ResultStore, plan: Plan) -> tuple[list[CellResult], pd.DataFrame | None]:
