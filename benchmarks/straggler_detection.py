@@ -59,7 +59,7 @@ target can be missed with them, but settled as met only from 17 runs all right (
 
     python benchmarks/straggler_detection.py [--kinds balanced,sleep,compute-forward,...] \
         [--sizes 30] [--ranks 2,4] [--commands profile,benchmark] [--repeats 3] \
-        [--models mlp] [--batch-size 8] [--steps 12] [--profile-steps 10] \
+        [--models mlp] [--batch-size 8] [--steps 12] [--profile-steps 24] \
         [--bench-repeats 2] [--reuse-steps runs.json] [--keep] [--json runs.json]
     python benchmarks/straggler_detection.py --load runs.json    # the tables of saved runs
 """
@@ -86,6 +86,8 @@ from typing import Any
 # file however the script was started (`python benchmarks/...`, or imported by path in a test)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_runs import Stopped, run_child, stop
+
+from torchscale.contracts.cell_settings import TRACED_STEPS
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_MODULE = "benchmarks.straggler_scenarios"
@@ -957,7 +959,12 @@ def main() -> None:
     parser.add_argument("--models", type=_csv(str), default=["mlp"], help=f"of {', '.join(MODELS)}")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--steps", type=int, default=12, help="measured steps per window")
-    parser.add_argument("--profile-steps", type=int, default=10, help="profile: traced steps")
+    parser.add_argument(
+        "--profile-steps",
+        type=int,
+        default=TRACED_STEPS,
+        help=f"profile: traced steps (default {TRACED_STEPS}, as torchscale profile's)",
+    )
     parser.add_argument(
         "--bench-repeats", type=int, default=2, help="benchmark: measured windows per cell"
     )
