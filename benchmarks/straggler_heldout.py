@@ -113,7 +113,8 @@ def said_in_short(v: dict) -> str:
     cost = f"cost {gap / (floor / 0.05):.1%} of the step" if gap and floor else "cost unknown"
     if not v.get("named"):
         return f"nobody ({cost} for rank {v.get('candidate_rank')}): {v.get('not_named')}"
-    return f"rank {v.get('rank')} {v.get('kind')} in {v.get('phase')}, {cost}, {v.get('pattern')}"
+    phase = f" in {v['phase']}" if v.get("phase") else ""
+    return f"rank {v.get('rank')} {v.get('kind')}{phase}, {cost}, {v.get('pattern')}"
 
 
 def named_as(v: dict) -> tuple:
