@@ -271,7 +271,8 @@ def report(
         interval = f"{ms(r.step_s)} [{ms(r.low_s)}, {ms(r.high_s)}]"
         mark = "" if r.headline else "  (superseded)"
         lines.append(
-            f"{f'{r.model} b{r.batch_size}':<14} {r.world_size:>5} {r.round:>8}  {interval:<26} {ms(r.measured_s):>8} "
+            f"{f'{r.model} b{r.batch_size}':<14} {r.world_size:>5} {r.round:>8}  {interval:<26} "
+            f"{ms(r.measured_s):>8} "
             f"{r.error * 100:>+7.1f}%  {'inside' if r.inside else 'outside'}{mark}"
         )
     headline = [r for r in found if r.headline]

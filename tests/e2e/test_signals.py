@@ -405,7 +405,8 @@ def assert_stopped_cleanly(stopped: Stopped, code: int, message: str) -> None:
 
 @pytest.mark.slow  # a real sweep, stopped mid-cell
 def test_ctrl_c_keeps_finished_results_and_exits_130(interrupted: Stopped) -> None:
-    assert_stopped_cleanly(interrupted, 130, "interrupted")
+    # the line names what the stop cut short: the hanging cell, second of two
+    assert_stopped_cleanly(interrupted, 130, "interrupted during cell 2 of 2 (")
 
 
 @pytest.mark.slow  # a real sweep, stopped mid-cell
@@ -417,7 +418,8 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(
 ) -> None:
     stopped = resumed(interrupted, tmp_path, signum)
     name = signal.Signals(signum).name
-    assert_stopped_cleanly(stopped, code, f"stopped by {name}; finished results are kept")
+    assert_stopped_cleanly(stopped, code, f"stopped by {name} during cell 2 of 2 (")
+    assert "; finished results are kept" in stopped.output
 
 
 @pytest.mark.slow  # a real sweep, stopped mid-cell

@@ -9,7 +9,8 @@ import typer
 from rich.markup import escape
 
 from torchscale.contracts.errors import UsageError
-from torchscale.interfaces.cli.common import handle_errors
+from torchscale.contracts.signals import Terminated
+from torchscale.interfaces.cli.common import KEPT, handle_errors, stop_exit
 from torchscale.interfaces.cli.shared_options import (
     SetOverrides,
     VerbosityFlag,
@@ -92,6 +93,8 @@ def benchmark(
             events=printer.events(),
             plan=plan,
         )
+    except (Terminated, KeyboardInterrupt) as stop:
+        raise stop_exit(stop, KEPT, printer.running) from None
     finally:
         printer.progress.stop()
     printer.after(run)

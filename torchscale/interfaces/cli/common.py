@@ -79,10 +79,14 @@ def as_stop(exc: BaseException) -> Terminated | KeyboardInterrupt | None:
     return None
 
 
-def stop_exit(stop: Terminated | KeyboardInterrupt, kept: str) -> typer.Exit:
+def stop_exit(
+    stop: Terminated | KeyboardInterrupt, kept: str, during: str | None = None
+) -> typer.Exit:
     """'stopped by SIGTERM; <kept>' ('interrupted; <kept>' for Ctrl-C) on stderr, and the exit
-    of that stop: `kept` says what the command left behind, which only it knows."""
+    of that stop: `kept` says what the command left behind, `during` what it cut short ('cell
+    2 of 8 (tiny-mlp b8 x2 fp32 ddp)'), which only it knows."""
     head = f"stopped by {stop.name}" if isinstance(stop, Terminated) else "interrupted"
+    head += f" during {during}" if during else ""
     with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
         stderr.print(f"[yellow]{escape(f'{head}; {kept}')}[/]", soft_wrap=True)
     return typer.Exit(stop.exit_code if isinstance(stop, Terminated) else EXIT_INTERRUPTED)

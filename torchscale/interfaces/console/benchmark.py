@@ -90,6 +90,7 @@ class BenchmarkPrinter:
         )
         self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
         self.index = 0
+        self.running: str | None = None  # the cell a stop would cut short
         self.names: dict[str, str] = {}  # cell id -> 'tiny-gpt2 b4 x2 fp32 ddp'
         self.profiles: SweepProgress | None = None  # the profiles after the sweep
         self.profile_task: TaskID | None = None
@@ -129,10 +130,12 @@ class BenchmarkPrinter:
         print_lines(stderr, lines)
 
     def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
-        from torchscale.interfaces.console.cells import running_line
+        from torchscale.interfaces.console.cells import cell_name, running_line
 
         self.progress.start()
         self.index = index
+        # what a stop cuts short, as its line names it
+        self.running = f"cell {index + 1} of {total} ({cell_name(planned.cell)})"
         position = self.clock.start(index, will_launch)
         if self.live is not None:
             self._position(planned, position, will_launch)
@@ -181,6 +184,7 @@ class BenchmarkPrinter:
         from torchscale.interfaces.console.cells import cell_lines, cell_name, reused_line
 
         self.clock.done()
+        self.running = None
         self.progress.update(self.task, advance=1, eta=self.clock.eta_after(self.index))
         self.names[result.cell.id] = cell_name(result.cell)
         self.results.append(result)
