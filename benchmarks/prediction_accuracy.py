@@ -205,7 +205,7 @@ def rows(root: Path, rounds: dict[str, set[str]]) -> list[Row]:
                 inside=score.inside,
             )
         )
-    return sorted(out, key=lambda r: (r.world_size, r.round, r.model))
+    return sorted(out, key=lambda r: (r.world_size, r.round, r.model, r.batch_size))
 
 
 @dataclass(frozen=True)
@@ -482,6 +482,8 @@ def main() -> None:
                 {
                     "rows": [asdict(row) for r in runs for row in r.rows],
                     "cores": os.cpu_count(),
+                    "held_out": args.held_out,
+                    "batches": batches_of(args),
                     "runs": [
                         {
                             "rows": [asdict(row) for row in r.rows],

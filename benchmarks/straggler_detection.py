@@ -49,11 +49,11 @@ was quiet (other work makes the rates noise, and the output says so). Every run'
 written as it ends (--json FILE); Ctrl-C, SIGTERM or SIGHUP stop the run in flight (its whole
 process group; a host scenario's hog dies with its rank) and print what there is.
 
-Runtime, on the 2-core development VM with other developers' work beside it: a 2-rank run 8-24 s
-(mean 16 s profile, 13 s benchmark), a 4-rank run 16-23 s (36-39 s under a load of 2.5); the
-default grid (7 scenarios x 2 rank counts x 2 commands x 3 repeats = 84 runs, + 4 calibration
-runs) about 30 minutes. The estimate is printed at the start, and again from the calibration
-runs' own wall times. At 3 repeats each kind has 12 runs at 30 % (compute 36, balanced 16): a
+Runtime, on the 2-core development VM, nothing else running (2026-11-27, 24 traced steps): a
+2-rank run 8-11 s, a 4-rank run 12-14 s; the default grid (7 scenarios x 2 rank counts x 2
+commands x 3 repeats = 84 runs, + 4 calibration runs) 16 minutes (about 30 beside other
+work). The estimate is printed at the start, and again from the calibration runs' own wall
+times. At 3 repeats each kind has 12 runs at 30 % (compute 36, balanced 16): a
 target can be missed with them, but settled as met only from 17 runs all right (80 %), 36
 (90 %) or 72 (95 %); --repeats for more.
 
@@ -915,6 +915,9 @@ def merge_saved(saved: list[dict[str, Any]]) -> dict[str, Any]:
             )
     if len(saved) == 1:
         return saved[0]
+    traced = sorted({str((data.get("grid") or {}).get("profile_steps")) for data in saved})
+    if len(traced) > 1:  # the tables name one grid: runs of another would be mislabelled
+        raise SystemExit(f"these records traced different step counts ({', '.join(traced)})")
     merged: dict[str, Any] = {**saved[0], "runs": [], "left_out": {}}
     for data in saved:
         merged["runs"] += data["runs"]

@@ -105,3 +105,18 @@ def test_without_a_state_file_every_cell_started_without_a_result_is_named() -> 
     sentence = progress.sentence()
     assert sentence is not None and "during 2 cells (c1, c2)" in sentence
     assert "no sweep.json" in sentence and "old" not in sentence
+
+
+def test_running_with_every_cell_done_is_complete() -> None:
+    """A Slurm follower stopped before its jobs ended leaves 'running': once every planned cell
+    has its result, the sweep is complete whoever wrote the file last."""
+    state = SweepState(phase="running", planned=PLAN, finished=0)
+    progress = sweep_progress(_experiment(state, ok=["c0", "c1", "c2", "c3"], started=[]))
+    assert progress.phase == "complete" and progress.sentence() is None
+
+
+def test_a_detached_follower_says_why_it_cannot_tell_more() -> None:
+    by = "its follower was stopped; the Slurm jobs go on (benchmark --status DIR)"
+    state = SweepState(phase="running", planned=PLAN, finished=1, stopped_by=by)
+    progress = sweep_progress(_experiment(state, ok=["c0"], started=[]))
+    assert progress.sentence() == f"Sweep not followed to its end ({by}): 1 ok, 3 not run."

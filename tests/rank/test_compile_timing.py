@@ -71,6 +71,9 @@ def test_duration_windows_are_filled_at_the_steady_step() -> None:
     assert steps_to_fill(10.0, three) == 40  # the median steady step, 0.25 s
     # eager CUDA, warmup_steps 2: the first step's first-call costs size nothing
     assert steps_to_fill(1.5, WarmUp([0.2, 0.003], [False, False])) == 500
+    # one fast fluke among the later steps sizes nothing either (the upper median)
+    fluke = WarmUp([0.2, 0.01, 0.01, 0.001, 0.01], [False] * 5)
+    assert steps_to_fill(1.0, fluke) == 100
     assert steps_to_fill(10.0, WarmUp()) == 1  # no warm-up: nothing to size from
 
 

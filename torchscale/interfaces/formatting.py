@@ -475,7 +475,7 @@ def log_ticks(low: float, high: float) -> list[float]:
     return [t for t in ticks if start <= t <= end]
 
 
-# a figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]', '<2 %', '≈100 %',
+# a figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43, 29.3]', '<2 %', '≈100 %',
 # '-1.2 ms'): never split
 _FIG_NUMBER = r"[<>≈~+±\-\u2212]?\d[\d.,]*"
 _FIG_UNIT = r"(?:\s?[A-Za-z%µ]+(?:/[A-Za-z]+)?)?"
@@ -486,5 +486,5 @@ _LONGEST_FIGURE = 32
 
 
 def is_figure(cell: str) -> bool:
-    """A figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]'): never split."""
+    """A figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43, 29.3]'): never split."""
     return len(cell) <= _LONGEST_FIGURE and bool(_FIGURE.match(cell))

@@ -142,14 +142,22 @@ def _seconds(value: float | None) -> str:
     return "?" if value is None else format_value(value, "seconds")
 
 
+def _predicted(value: float, low: float | None, high: float | None) -> str:
+    """'41.0 ms [37.0, 45.0]': both ends in the figure's unit, cut by the one rounding rule."""
+    from torchscale.interfaces.report.diagnosis_text import seconds_text
+    from torchscale.interfaces.report.estimates import from_columns
+
+    return seconds_text(from_columns(value, low, high))
+
+
 def score_line(scored: ScoredForecast, cell_name: str) -> Line:
     step = scored.forecast.step_s
     made = scored.score
     held = "inside" if made.inside else "outside"
     return Line(
         "info",
-        f"forecast for {cell_name}: {_seconds(made.forecast_step_s)} predicted "
-        f"[{_seconds(step.low)}, {_seconds(step.high)}], measured "
+        f"forecast for {cell_name}: {_predicted(made.forecast_step_s, step.low, step.high)} "
+        "predicted, measured "
         f"{_seconds(made.measured_step_s)}: {held}, error {percent(made.error, signed=True)}",
     )
 

@@ -38,7 +38,7 @@ _GLUED = re.compile(
     r"(?:samples|img|tokens)/s(?:ec)?\b|[KMG]?B/s\b)"
 )
 NO_BREAK = "\u00a0"
-# "[0.0157, 0.65]", "[590 us, 644 us]": a figure's interval, numbers only, kept on one row
+# "[0.0157, 0.65]", "[590, 644]", "[900 us, 1.20]": a figure's interval, kept on one row
 _INTERVAL = re.compile(r"\[[-+]?\d[^\]\s]*(?: [-+]?[\d.,]*[^\]\s]*){1,3}\]")
 CONTINUATION = ">   "  # a wrapped line's next rows: grep '^>' still finds them
 

@@ -112,18 +112,21 @@ def _number(value: float) -> str:
 
 
 def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
-    """'+52.6 ms [49.9, 55.3]' (milliseconds, the interval in the same unit)."""
-    if estimate is None or estimate.value is None:
-        if estimate is not None and estimate.high is not None:
-            return f"not measurable (< {ms(estimate.high)})"
+    """'+52.6 ms [49.9, 55.3]': in the unit its largest number reads best in (s, ms or us),
+    the interval in the same unit; '+7.48 us (no interval)'; 'not measurable (< 8 us)'."""
+    if estimate is None or (estimate.value is None and estimate.high is None):
         return "unknown"
-    sign = "+" if signed and estimate.value >= 0 else ""
-    largest = max(abs(e) for e in (estimate.value, estimate.low, estimate.high) if e is not None)
-    # the unit its largest number reads best in: '+8 us [-12, 24]', never '+0.00785 ms'
+    ends = (estimate.value, estimate.low, estimate.high)
+    largest = max(abs(e) for e in ends if e is not None)
+    # '+8 us [-12, 24]', never '+0.00785 ms'
     scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
+    if estimate.value is None:
+        return f"not measurable (< {_number(float(estimate.high or 0.0) * scale)} {unit})"
+    value_s = estimate.value + 0.0  # no '-0'
+    sign = "+" if signed and value_s >= 0 else ""
     if estimate.low is None or estimate.high is None:
         why = estimate.reason or "spread unknown"
-        return f"{sign}{_number(estimate.value * scale)} {unit} ({why})"
+        return f"{sign}{_number(value_s * scale)} {unit} ({why})"
     shown = _rounded(estimate.value, estimate.low, estimate.high, scale)
     value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
     return f"{value} {unit} [{shown.low}, {shown.high}]"

@@ -364,7 +364,7 @@ def efficiency_text(
     """An efficiency for a table (`long` False: ± or [lo, hi], `plus_minus`) or a sentence:
     'linear within noise (95 % interval 98.1 % to 131.0 %)' rather than '123.9 %' above 1 (in
     both forms), '130.0 % ±16.5 % (super-linear)' in a table and with its interval in a
-    sentence, '30.2 % [13.0 %, 84.4 %]' for a lopsided one; the base is '100.0 % (base)'."""
+    sentence, '30.2 % [13.0, 84.4]' for a lopsided one; the base is '100.0 % (base)'."""
     if value is None:
         return None
     pct = value_format("ratio_pct")

@@ -16,6 +16,7 @@ from torchscale.offline.results.experiment import Experiment
 
 Phase = Literal["complete", "stopped", "running", "unknown"]
 NOT_REACHED = "not run: the sweep stopped before it"
+NOT_YET = "no result yet: not reached when the sweep's state was last written (killed, or going on)"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class SweepProgress:
             if self.stopped_by == "--fail-fast":
                 where = f" after its first failed cell, of {total} planned"
             return f"Sweep stopped{by}{where}: {counts}."
+        if self.phase == "running" and self.stopped_by:  # its writer said why it stopped following
+            return f"Sweep not followed to its end ({self.stopped_by}): {counts}."
         if self.phase == "running":
             where = where or f" after cell {self.finished or 0} of {total}"
             return (
@@ -115,7 +118,11 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
         elif entry.id in unreadable:
             cells.append(CellProgress(entry.id, entry.label, "unreadable", unreadable[entry.id]))
         else:
-            cells.append(CellProgress(entry.id, entry.label, "not run", NOT_REACHED))
+            never = NOT_YET if state.phase == "running" else NOT_REACHED
+            cells.append(CellProgress(entry.id, entry.label, "not run", never))
     # results kept from an earlier plan of the experiment are not this plan's cells: the
     # report's tables still show them, the count of planned cells does not
-    return SweepProgress(state.phase, cells, state.stopped_by, during, state.finished)
+    phase: Phase = state.phase
+    if phase == "running" and all(c.state not in ("not run", "stopped") for c in cells):
+        phase = "complete"  # every planned cell has its result: whoever wrote 'running' ended
+    return SweepProgress(phase, cells, state.stopped_by, during, state.finished)

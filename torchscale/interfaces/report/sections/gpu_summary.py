@@ -149,7 +149,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
 
 
 def gpu_phrase(ctx: Context, model: str) -> str:
-    """The headline's words for the same row ('; on the GPU: MFU 8.6 % [4.4 %, 16.5 %] of 989
+    """The headline's words for the same row ('; on the GPU: MFU 8.6 % [4.4, 16.5] of 989
     TFLOP/s, 2.3 GiB peak memory per rank, compile 23.5 s'), so the first lines of every
     format carry them; '' for a model that ran on no GPU."""
     gpu = _on_gpu(ctx)

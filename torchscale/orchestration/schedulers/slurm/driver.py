@@ -101,7 +101,7 @@ def forecast_lines(check: ForecastCheck) -> list[str]:
     for scored in check.scored:
         step, score = scored.forecast.step_s, scored.score
         interval = (
-            f" [{step.low * 1e3:.3g} ms, {step.high * 1e3:.3g} ms]"
+            f" [{step.low * 1e3:.3g}, {step.high * 1e3:.3g}]"
             if step.low is not None and step.high is not None
             else " (no interval)"
         )

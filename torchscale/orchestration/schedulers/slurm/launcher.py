@@ -29,6 +29,9 @@ from torchscale.orchestration.schedulers.slurm.submission import (
 from torchscale.orchestration.schedulers.slurm.submission import submit_sweep as submit_allocations
 from torchscale.orchestration.sweep import SweepOutcome, nothing_measured, planned_cells
 
+# a running sweep's state after its follower stopped: the report says why it cannot tell more
+DETACHED = "its follower was stopped; the Slurm jobs go on (benchmark --status DIR)"
+
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.config.schema import BenchConfig
@@ -125,21 +128,23 @@ class SlurmAllocations:
             lambda job, step, verdict: tell(said.preflight(job, step, verdict)),
         )
         planned = planned_cells(plan)
-        # 'running' stays if the follower is stopped: the jobs go on without it
-        kept = len(sweep.reused) + len(sweep.skipped)
-        store.write_sweep_state(SweepState(phase="running", planned=planned, finished=kept))
+        running = SweepState(phase="running", planned=planned, finished=len(sweep.reused))
+        store.write_sweep_state(running)
         try:
             stops = follow(
                 store, plan, sweep.following + jobs, env, hooks, poll_s=plan.launcher.slurm.poll_s
             )
         except (KeyboardInterrupt, Terminated):
+            # still running: the jobs go on without their follower
+            store.write_sweep_state(running.model_copy(update={"stopped_by": DETACHED}))
             tell(said.detached(store.root))
             raise
         results, table = collect(store, plan)
         ended = SweepState(phase="complete", planned=planned, finished=len(results))
-        if stops:  # each job stopped short: by what, and the first cell one cut short
-            during = next((cell for _, cell in stops if cell is not None), None)
-            by = "; ".join(by for by, _ in stops)
+        if stops:  # the job that cut a cell short names the stop; the others are counted
+            stops.sort(key=lambda stop: stop[1] is None)
+            (by, during), more = stops[0], len(stops) - 1
+            by += f" and {more} other job(s)" if more else ""
             ended = ended.model_copy(
                 update={"phase": "stopped", "stopped_by": by, "during": during}
             )

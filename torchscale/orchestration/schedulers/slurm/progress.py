@@ -18,7 +18,9 @@ PROGRESS_FILE = "progress.json"
 
 
 class Progress(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # a follower older than its driver must still read the file: an unreadable one would
+    # settle every cell of the job as failed, finished ones included
+    model_config = ConfigDict(extra="ignore")
 
     job_id: str | None = None
     nodes: list[str] = Field(default_factory=list)

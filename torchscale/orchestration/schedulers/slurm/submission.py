@@ -271,7 +271,7 @@ def follow(
                 for result in settled:
                     reported.add(result.cell_id)
                     hooks.on_done(result)
-                if progress.stopped_by or settled:
+                if settled or progress.stopped_during:  # a stop after its last cell cut nothing
                     by = progress.stopped_by or state.state
                     cut = progress.stopped_during or progress.current
                     stops.append((f"Slurm job {job_id} ({by})", cut if cut in planned else None))
