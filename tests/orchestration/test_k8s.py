@@ -643,3 +643,27 @@ def test_benchmark_dry_run_writes_the_manifests_and_applies_nothing(tmp_path: Pa
     assert len(manifests) == 2
     assert "nothing applied" in result.output
     assert len(list((out / "kube" / "k8s" / "specs").glob("*.json"))) == 2
+
+
+def test_a_run_writes_every_planned_cell_to_the_sweep_state(tmp_path: Path) -> None:
+    """Not applied and not followed: the report lists the planned cells without a result as
+    not yet run, and says why it cannot tell more (issue 63, point 1)."""
+    from typer.testing import CliRunner
+
+    from torchscale.interfaces.cli.app import app
+    from torchscale.offline.results.experiment import load as load_experiment
+    from torchscale.offline.results.sweep_progress import sweep_progress
+
+    cfg = tmp_path / "k.yaml"
+    cfg.write_text(
+        "experiment_name: kube\nmodels: [tiny-mlp]\nbatch_sizes: [8]\ngpu_counts: [1, 2]\n"
+        "device: cpu\nlauncher:\n  kind: k8s\n  k8s: {image: 'reg.example/ts:0.7', "
+        "results_claim: res}\n"
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["benchmark", "-c", str(cfg), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    progress = sweep_progress(load_experiment(out / "kube"))
+    assert [c.state for c in progress.cells] == ["not run", "not run"]
+    sentence = progress.sentence() or ""
+    assert sentence.startswith("Sweep not followed to its end (handed to Kubernetes")
