@@ -548,8 +548,8 @@ def test_not_measurable_exposed_share_in_every_format(tmp_path: Path) -> None:
     assert row["exposed_transfer_text"] == "not measurable (< 3.4 %)"
     assert row["exposed_transfer_share"] is None
     # the terminal's words: one decimal, the interval as [low, high]
-    assert row["compute_text"] == "60.0 % [55.0, 65.0]"
-    assert row["wait_for_peers_text"] == "30.0 % [26.0, 34.0]"
+    assert row["compute_text"] == "60.0 % ±5.0 %"
+    assert row["wait_for_peers_text"] == "30.0 % ±4.0 %"
     texts = rendered(report)
     # the Markdown is the summary for a PR comment: the step model is in the HTML report
     assert "efficiency-step-model" not in texts["md"]

@@ -229,9 +229,9 @@ def test_a_straggler_gap_reads_in_the_unit_that_keeps_its_digits() -> None:
     gap = Estimate(value=7.85e-6, low=-12.4e-6, high=24.1e-6, n=20, method="t", measurable=True)
     assert seconds_text(gap, signed=True) == "+8 us [-12, 24]"
     gap = Estimate(value=3.13e-3, low=1.97e-3, high=4.37e-3, n=20, method="t", measurable=True)
-    assert seconds_text(gap, signed=True) == "+3.1 ms [2.0, 4.4]"
+    assert seconds_text(gap, signed=True) == "+3.1 ms ±1.2 ms"
     share = Estimate(value=0.057, low=0.038, high=0.076, n=20, method="t", measurable=True)
-    assert share_text(share) == "5.7 % [3.8, 7.6]"
+    assert share_text(share) == "5.7 % ±1.9 %"
 
 
 def test_an_interval_reads_in_its_figure_unit() -> None:

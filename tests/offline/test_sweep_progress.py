@@ -107,12 +107,19 @@ def test_without_a_state_file_every_cell_started_without_a_result_is_named() -> 
     assert "no sweep.json" in sentence and "old" not in sentence
 
 
-def test_running_with_every_cell_done_is_complete() -> None:
-    """A Slurm follower stopped before its jobs ended leaves 'running': once every planned cell
-    has its result, the sweep is complete whoever wrote the file last."""
-    state = SweepState(phase="running", planned=PLAN, finished=0)
-    progress = sweep_progress(_experiment(state, ok=["c0", "c1", "c2", "c3"], started=[]))
-    assert progress.phase == "complete" and progress.sentence() is None
+def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> None:
+    """Kubernetes (handed on) or a detached Slurm follower: 'running' with a reason; a cell the
+    plan skipped is skipped, a started one with no result is not yet run, never 'stopped'."""
+    by = "handed to Kubernetes; torchscale does not follow its jobs"
+    plan = [*PLAN[:3], PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip_reason="needs 8")]
+    state = SweepState(phase="running", planned=plan, finished=0, stopped_by=by)
+    progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c2"]))
+    assert [c.state for c in progress.cells] == ["ok", "ok", "not run", "skipped"]
+    assert progress.cells[2].why == f"no result yet ({by})"
+    assert progress.during is None
+    assert progress.sentence() == (
+        f"Sweep not followed to its end ({by}): 2 ok, 1 not run, 1 skipped (needs 8)."
+    )
 
 
 def test_a_detached_follower_says_why_it_cannot_tell_more() -> None:

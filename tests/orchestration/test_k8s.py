@@ -666,4 +666,4 @@ def test_a_run_writes_every_planned_cell_to_the_sweep_state(tmp_path: Path) -> N
     progress = sweep_progress(load_experiment(out / "kube"))
     assert [c.state for c in progress.cells] == ["not run", "not run"]
     sentence = progress.sentence() or ""
-    assert sentence.startswith("Sweep not followed to its end (handed to Kubernetes")
+    assert sentence.startswith("Sweep not followed to its end (manifests written, not applied")

@@ -433,6 +433,8 @@ def test_cancel_stops_the_jobs_and_the_running_cell_is_recorded(
     assert cell["status"] == "failed"
     reason = cell["error"]["reason"]
     assert "SIGTERM" in reason or "CANCELLED" in reason, reason
+    state = json.loads((root / "sweep.json").read_text())  # never left 'running'
+    assert state["phase"] == "stopped" and state["during"] == running, state
     again = runner.invoke(app, ["benchmark", "--cancel", str(root)])
     assert "no job of this sweep is queued or running" in again.output
 

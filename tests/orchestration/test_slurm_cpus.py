@@ -195,8 +195,8 @@ def test_the_driver_scores_the_forecasts_of_each_cell_it_ran(
     assert score.forecast_id == "before-the-job" and score.forecast_step_s == 0.03
     said = [line for line in capsys.readouterr().out.splitlines() if "before-the-job" in line]
     assert said == [
-        f"torchscale: forecast before-the-job of {measured.cell.id}: 30 ms predicted "
-        f"[20, 40], measured {score.measured_step_s * 1e3:.3g} ms: "
+        f"torchscale: forecast before-the-job of {measured.cell.id}: 30 ms [20, 40] predicted, "
+        f"measured {score.measured_step_s * 1e3:.3g} ms: "
         f"{'inside' if score.inside else 'outside'}, error {percent(score.error, signed=True)}"
     ]
 

@@ -74,6 +74,9 @@ def test_duration_windows_are_filled_at_the_steady_step() -> None:
     # one fast fluke among the later steps sizes nothing either (the upper median)
     fluke = WarmUp([0.2, 0.01, 0.01, 0.001, 0.01], [False] * 5)
     assert steps_to_fill(1.0, fluke) == 100
+    # compiled: the first steady step after the compiles still carries first-call costs
+    compiled_then_two = WarmUp([30.0, 2.0, 0.05, 0.01], [True, True, False, False])
+    assert steps_to_fill(1.5, compiled_then_two) == 150
     assert steps_to_fill(10.0, WarmUp()) == 1  # no warm-up: nothing to size from
 
 

@@ -1,8 +1,9 @@
 """What a sweep was asked to run and how far it got (`sweep.json` beside `cells/`): written when
-it starts, after every cell and as it ends, so a sweep stopped by a signal, an error or
---fail-fast reads as stopped, by what and during which cell, and the cells it never reached
-are still listed (a SIGKILL leaves "running": the process ended without a word). The one reader
-is offline/results/documents.py."""
+it starts, as it ends and, by a local sweep, after every cell, so a sweep stopped by a signal, an
+error or --fail-fast reads as stopped, by what and during which cell, and the cells it never
+reached are still listed (a SIGKILL leaves "running": the process ended without a word). A run
+handed on (Kubernetes) or a Slurm follower that stopped leaves "running" with `stopped_by`
+saying why nobody followed it to its end. The one reader is offline/results/documents.py."""
 
 from __future__ import annotations
 

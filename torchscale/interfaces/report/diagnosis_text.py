@@ -2,16 +2,17 @@
 
 The diagnosis is computed once (torchscale/offline/analysis/diagnosis/); this module only writes
 its figures, so the terminal (profile and sweep lines), the reports and their formats say the same
-thing with the same digits: a figure with its interval as [low, high] (a lopsided interval is
-never a '±'), cut by the one rounding rule (`estimates.round_figure`: two significant digits of
-the half-width), a point value as a share with one decimal or milliseconds with three
+thing with the same digits: a figure with its interval as the tables write it, '±' half its width
+where it is about symmetric and [low, high] where it is lopsided or a gap's reaches 0, cut by the
+one rounding rule (`estimates.round_figure`: two significant digits of the half-width), a point
+value as a share with one decimal or milliseconds with three
 significant figures. The terminal's lines around these sentences (levels, what -v adds) are
 console/diagnosis.py's."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from torchscale.contracts.schema.cell_result import (
@@ -26,6 +27,7 @@ from torchscale.interfaces.formatting import quantum_of
 from torchscale.interfaces.report.estimates import (
     RoundedFigure,
     figure_quantum,
+    lopsided,
     round_figure,
     value_format,
 )
@@ -75,8 +77,7 @@ def share_text(estimate: Estimate | None) -> str:
         return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
     if estimate.low is None or estimate.high is None:
         return f"{pct(estimate.value)} ({estimate.reason or 'spread unknown'})"
-    shown = _rounded(estimate.value, estimate.low, estimate.high, 100.0)
-    return f"{shown.value} % [{shown.low}, {shown.high}]"
+    return _spelled(_rounded(estimate.value, estimate.low, estimate.high, 100.0), "%")
 
 
 def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
@@ -98,7 +99,8 @@ def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigu
     step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
     if step is None or (finest is not None and step < finest / 10):
         plain = _share_number if scale == 100.0 else _number
-        return RoundedFigure(value=plain(value), low=plain(low), high=plain(high), half=None)
+        half = None if lopsided(value, low, high) else plain((high - low) / 2)
+        return RoundedFigure(value=plain(value), low=plain(low), high=plain(high), half=half)
     return round_figure(value, low, high, value_format("float"))
 
 
@@ -116,24 +118,41 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
     the interval in the same unit; '+7.48 us (no interval)'; 'not measurable (< 8 us)'."""
     if estimate is None or (estimate.value is None and estimate.high is None):
         return "unknown"
-    ends = (estimate.value, estimate.low, estimate.high)
-    largest = max(abs(e) for e in ends if e is not None)
-    # '+8 us [-12, 24]', never '+0.00785 ms'
+    shown_ends = (estimate.high,) if estimate.value is None else (estimate.low, estimate.high)
+    largest = max(abs(e) for e in (estimate.value, *shown_ends) if e is not None)
+    # '+8 us [-12, 24]', never '+0.00785 ms'; a bare 0 in ms
     scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
+    scale, unit = (1e3, "ms") if largest == 0 else (scale, unit)
     if estimate.value is None:
-        return f"not measurable (< {_number(float(estimate.high or 0.0) * scale)} {unit})"
+        bound = float(estimate.high or 0.0)
+        return (
+            f"not measurable (< {_number(bound * scale)} {unit})"
+            if bound > 0
+            else ("not measurable")
+        )
     value_s = estimate.value + 0.0  # no '-0'
     sign = "+" if signed and value_s >= 0 else ""
     if estimate.low is None or estimate.high is None:
         why = estimate.reason or "spread unknown"
         return f"{sign}{_number(value_s * scale)} {unit} ({why})"
-    shown = _rounded(estimate.value, estimate.low, estimate.high, scale)
+    shown = _rounded(value_s, estimate.low, estimate.high, scale)
     value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
-    return f"{value} {unit} [{shown.low}, {shown.high}]"
+    straddles = estimate.low < 0 < estimate.high
+    return _spelled(replace(shown, value=value), unit, straddles)
+
+
+def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
+    """'5.7 % ±1.9 %' where the interval is about symmetric, '+3.1 ms [1.0, 4.4]' where it is
+    lopsided (the tables' one rule, `estimates.lopsided`) or `straddles` 0 (a gap whose
+    verdict turns on whether its interval reaches 0 shows both ends), the unit said after the
+    figure."""
+    if shown.half is None or straddles:
+        return f"{shown.value} {unit} [{shown.low}, {shown.high}]"
+    return f"{shown.value} {unit} ±{shown.half} {unit}"
 
 
 def sync_stall_text(diagnosis: Diagnosis) -> str:
-    """The seed's line: 'Sync stall time: 40.1 % [38.4, 41.4]' (waiting for peers, mean over
+    """The seed's line: 'Sync stall time: 40.1 % ±1.5 %' (waiting for peers, mean over
     ranks, share of the step)."""
     part = diagnosis.part("wait_for_peers")
     return f"Sync stall time: {share_text(part.share if part else None)}"

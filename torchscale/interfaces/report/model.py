@@ -272,7 +272,7 @@ class Source(_Model):
                 head = f"{self.cells} of {files} cells readable"
             parts.append(head + (f" ({', '.join(counts)})" if counts else ""))
         if self.unfinished:
-            parts.append(f"{self.unfinished} planned with no result (the sweep stopped)")
+            parts.append(f"{self.unfinished} planned with no result")
         if self.profiles:
             parts.append(f"{self.profiles} profiled run{_s(self.profiles)}")
         if self.comm_runs:

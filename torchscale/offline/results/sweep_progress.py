@@ -16,7 +16,7 @@ from torchscale.offline.results.experiment import Experiment
 
 Phase = Literal["complete", "stopped", "running", "unknown"]
 NOT_REACHED = "not run: the sweep stopped before it"
-NOT_YET = "no result yet: not reached when the sweep's state was last written (killed, or going on)"
+NOT_YET = "no result: not reached when the sweep's state was last written (killed, or going on)"
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,18 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
     cells = []
     during = None
     by = f" by {state.stopped_by}" if state.stopped_by else ""
+    # 'running' with a reason: handed on (Kubernetes) or its follower gone (Slurm): the cells
+    # without a result are still to come or lost, and none of them was cut short by a stop
+    unfollowed = state.phase == "running" and state.stopped_by is not None
     for entry in state.planned:
-        if entry.id == state.during or (state.phase == "running" and entry.id in started):
+        if unfollowed and entry.id not in results and entry.id not in unreadable:
+            yet = entry.skip_reason or f"no result yet ({state.stopped_by})"
+            cells.append(
+                CellProgress(
+                    entry.id, entry.label, "skipped" if entry.skip_reason else "not run", yet
+                )
+            )
+        elif entry.id == state.during or (state.phase == "running" and entry.id in started):
             why = f"stopped{by} while it ran" if entry.id == state.during else cut_short
             during = during or CellProgress(entry.id, entry.label, "stopped", why)
             cells.append(CellProgress(entry.id, entry.label, "stopped", why))
@@ -117,12 +127,11 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
             cells.append(_from_result(results[entry.id], entry.label))
         elif entry.id in unreadable:
             cells.append(CellProgress(entry.id, entry.label, "unreadable", unreadable[entry.id]))
+        elif entry.skip_reason is not None:  # the plan skipped it and wrote no result
+            cells.append(CellProgress(entry.id, entry.label, "skipped", entry.skip_reason))
         else:
             never = NOT_YET if state.phase == "running" else NOT_REACHED
             cells.append(CellProgress(entry.id, entry.label, "not run", never))
     # results kept from an earlier plan of the experiment are not this plan's cells: the
     # report's tables still show them, the count of planned cells does not
-    phase: Phase = state.phase
-    if phase == "running" and all(c.state not in ("not run", "stopped") for c in cells):
-        phase = "complete"  # every planned cell has its result: whoever wrote 'running' ended
-    return SweepProgress(phase, cells, state.stopped_by, during, state.finished)
+    return SweepProgress(state.phase, cells, state.stopped_by, during, state.finished)

@@ -62,15 +62,12 @@ def timeout_bound_s(steady_s: list[float]) -> float | None:
 
 
 def steps_to_fill(duration_s: float, warm: WarmUp) -> int:
-    """Steps that fill `duration_s` at the (upper) median steady step of the warm-up after its
-    first step (first-call costs land there: an eager CUDA run's first step took 0.2 s against
-    a 3 ms step and sized an H200's 1.5 s windows at 0.1 s); without a steady step, at the
-    fastest of those (the one least inflated by compiling); 1 without warm-up."""
-    steps = list(zip(warm.step_s, warm.compiled, strict=True))
-    after_first = steps[1:] or steps
-    basis = [t for t, compiled in after_first if not compiled]
-    if not basis and after_first:
-        basis = [min(t for t, _ in after_first)]
+    """Steps that fill `duration_s` at the (upper) median steady step after the first steady
+    one, where first-call costs land (an eager CUDA run's first step took 0.2 s against a 3 ms
+    step and sized an H200's 1.5 s windows at 0.1 s); with one steady step, at it; without,
+    at the fastest warm-up step (the one least inflated by compiling); 1 without warm-up."""
+    steady = warm.steady_s
+    basis = steady[1:] or steady or ([min(warm.step_s)] if warm.step_s else [])
     per_step = sorted(basis)[len(basis) // 2] if basis else 0.0
     return max(1, math.ceil(duration_s / per_step)) if per_step > 0 else 1
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 KIND = "k8s"
 # the sweep state of a run handed on: 'running', and why torchscale cannot say how it ended
 UNFOLLOWED = "handed to Kubernetes; torchscale does not follow its jobs"
+UNAPPLIED = "manifests written, not applied (launcher.k8s.apply: false) nor followed"
 NOTHING_APPLIED = "nothing applied: kubectl apply -f FILE (or launcher.k8s.apply: true)"
 
 
@@ -83,15 +84,14 @@ class KubernetesJobs:
         written = _written(store.k8s_dir, paths, skipped)
         event = LauncherEvent(KIND, "submitted", written.lines[-1], submission=written)
         events.on_launcher_event(event)
-        applied = apply_manifests(paths) if apply else []
         if not dry_run:  # the report lists every planned cell, with a result or not yet
             from torchscale.contracts.schema.sweep_state import SweepState
             from torchscale.orchestration.sweep import planned_cells
 
-            state = SweepState(
-                phase="running", planned=planned_cells(plan), finished=0, stopped_by=UNFOLLOWED
-            )
-            store.write_sweep_state(state)
+            why = UNFOLLOWED if apply else UNAPPLIED
+            state = SweepState(phase="running", planned=planned_cells(plan), finished=0)
+            store.write_sweep_state(state.model_copy(update={"stopped_by": why}))
+        applied = apply_manifests(paths) if apply else []
         submission = replace(written, closing=_applied_lines(applied), record=tuple(applied))
         return BenchmarkRun(plan, store, dry_run=dry_run, submission=submission)
 

@@ -107,7 +107,7 @@ def forecast_lines(check: ForecastCheck) -> list[str]:
         )
         lines.append(
             f"torchscale: forecast {scored.forecast.id} of {check.cell_id}: "
-            f"{score.forecast_step_s * 1e3:.3g} ms predicted{interval}, measured "
+            f"{score.forecast_step_s * 1e3:.3g} ms{interval} predicted, measured "
             f"{score.measured_step_s * 1e3:.3g} ms: {'inside' if score.inside else 'outside'}, "
             f"error {percent(score.error, signed=True)}"
         )

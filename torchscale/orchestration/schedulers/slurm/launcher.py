@@ -4,11 +4,12 @@ the results collected as a local sweep's are (torchscale/orchestration/scheduler
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.contracts.errors import SlurmError
+from torchscale.contracts.errors import ResultsError, SlurmError
 from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.signals import Terminated
 from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, Env, RunOptions
@@ -30,7 +31,7 @@ from torchscale.orchestration.schedulers.slurm.submission import submit_sweep as
 from torchscale.orchestration.sweep import SweepOutcome, nothing_measured, planned_cells
 
 # a running sweep's state after its follower stopped: the report says why it cannot tell more
-DETACHED = "its follower was stopped; the Slurm jobs go on (benchmark --status DIR)"
+DETACHED = "its follower stopped ({why}); the Slurm jobs go on: torchscale benchmark --status"
 
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
@@ -128,16 +129,22 @@ class SlurmAllocations:
             lambda job, step, verdict: tell(said.preflight(job, step, verdict)),
         )
         planned = planned_cells(plan)
-        running = SweepState(phase="running", planned=planned, finished=len(sweep.reused))
+        kept = len(sweep.reused) + len(sweep.skipped)  # their result files are written
+        running = SweepState(phase="running", planned=planned, finished=kept)
         store.write_sweep_state(running)
         try:
             stops = follow(
                 store, plan, sweep.following + jobs, env, hooks, poll_s=plan.launcher.slurm.poll_s
             )
-        except (KeyboardInterrupt, Terminated):
-            # still running: the jobs go on without their follower
-            store.write_sweep_state(running.model_copy(update={"stopped_by": DETACHED}))
-            tell(said.detached(store.root))
+        except BaseException as exc:
+            # still running: the jobs go on without their follower (never mask the first error)
+            why = exc.name if isinstance(exc, Terminated) else type(exc).__name__
+            why = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else why
+            with contextlib.suppress(ResultsError):
+                detached = DETACHED.format(why=why)
+                store.write_sweep_state(running.model_copy(update={"stopped_by": detached}))
+            if isinstance(exc, KeyboardInterrupt | Terminated):
+                tell(said.detached(store.root))
             raise
         results, table = collect(store, plan)
         ended = SweepState(phase="complete", planned=planned, finished=len(results))

@@ -288,7 +288,16 @@ def collect(store: ResultStore, plan: Plan) -> tuple[list[CellResult], pd.DataFr
 
 
 def cancel_sweep(store: ResultStore, env: Mapping[str, str]) -> list[JobRecord]:
-    """scancel every job of the sweep still queued or running; the ones cancelled."""
+    """scancel every job of the sweep still queued or running; the ones cancelled. A state
+    file left 'running' by a follower that detached now says the sweep was stopped."""
+    from torchscale.offline.results.documents import read_sweep_state
+
     active = _active_jobs(store, env)
     cancel([j.job_id for j in active], env)
+    state = read_sweep_state(store.sweep_state_path).doc
+    if active and state is not None and state.phase == "running":
+        stopped_by = "torchscale benchmark --cancel (scancel)"
+        store.write_sweep_state(
+            state.model_copy(update={"phase": "stopped", "stopped_by": stopped_by})
+        )
     return active
