@@ -248,7 +248,7 @@ def run_sweep(
                 phase="stopped",
                 planned=planned_entries,
                 finished=finished,
-                stopped_by=_stopped_by(exc),
+                stopped_by=stopped_by(exc),
                 during=current,
             )
             if finished == total:  # every cell done: a stop in the last hook cut nothing short
@@ -271,7 +271,7 @@ def planned_cells(plan: Plan) -> list[PlannedEntry]:
     ]
 
 
-def _stopped_by(exc: BaseException) -> str:
+def stopped_by(exc: BaseException) -> str:
     """What stopped a sweep, in the words its state file keeps."""
     if isinstance(exc, Terminated):
         return exc.name

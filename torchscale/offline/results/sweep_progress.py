@@ -112,14 +112,8 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
     # without a result are still to come or lost, and none of them was cut short by a stop
     unfollowed = state.phase == "running" and state.stopped_by is not None
     for entry in state.planned:
-        if unfollowed and entry.id not in results and entry.id not in unreadable:
-            yet = entry.skip_reason or f"no result yet ({state.stopped_by})"
-            cells.append(
-                CellProgress(
-                    entry.id, entry.label, "skipped" if entry.skip_reason else "not run", yet
-                )
-            )
-        elif entry.id == state.during or (state.phase == "running" and entry.id in started):
+        cut_now = entry.id == state.during or (state.phase == "running" and entry.id in started)
+        if cut_now and not unfollowed:
             why = f"stopped{by} while it ran" if entry.id == state.during else cut_short
             during = during or CellProgress(entry.id, entry.label, "stopped", why)
             cells.append(CellProgress(entry.id, entry.label, "stopped", why))
@@ -131,6 +125,7 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
             cells.append(CellProgress(entry.id, entry.label, "skipped", entry.skip_reason))
         else:
             never = NOT_YET if state.phase == "running" else NOT_REACHED
+            never = f"no result yet ({state.stopped_by})" if unfollowed else never
             cells.append(CellProgress(entry.id, entry.label, "not run", never))
     # results kept from an earlier plan of the experiment are not this plan's cells: the
     # report's tables still show them, the count of planned cells does not

@@ -89,8 +89,10 @@ class KubernetesJobs:
             from torchscale.orchestration.sweep import planned_cells
 
             why = UNFOLLOWED if apply else UNAPPLIED
-            state = SweepState(phase="running", planned=planned_cells(plan), finished=0)
-            store.write_sweep_state(state.model_copy(update={"stopped_by": why}))
+            planned = planned_cells(plan)
+            store.write_sweep_state(
+                SweepState(phase="running", planned=planned, finished=0, stopped_by=why)
+            )
         applied = apply_manifests(paths) if apply else []
         submission = replace(written, closing=_applied_lines(applied), record=tuple(applied))
         return BenchmarkRun(plan, store, dry_run=dry_run, submission=submission)

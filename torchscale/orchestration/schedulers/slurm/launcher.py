@@ -28,7 +28,12 @@ from torchscale.orchestration.schedulers.slurm.submission import (
     prepare_sweep,
 )
 from torchscale.orchestration.schedulers.slurm.submission import submit_sweep as submit_allocations
-from torchscale.orchestration.sweep import SweepOutcome, nothing_measured, planned_cells
+from torchscale.orchestration.sweep import (
+    SweepOutcome,
+    nothing_measured,
+    planned_cells,
+    stopped_by,
+)
 
 # a running sweep's state after its follower stopped: the report says why it cannot tell more
 DETACHED = "its follower stopped ({why}); the Slurm jobs go on: torchscale benchmark --status"
@@ -138,10 +143,8 @@ class SlurmAllocations:
             )
         except BaseException as exc:
             # still running: the jobs go on without their follower (never mask the first error)
-            why = exc.name if isinstance(exc, Terminated) else type(exc).__name__
-            why = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else why
             with contextlib.suppress(ResultsError):
-                detached = DETACHED.format(why=why)
+                detached = DETACHED.format(why=stopped_by(exc))
                 store.write_sweep_state(running.model_copy(update={"stopped_by": detached}))
             if isinstance(exc, KeyboardInterrupt | Terminated):
                 tell(said.detached(store.root))
