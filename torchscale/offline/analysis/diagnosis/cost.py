@@ -127,16 +127,20 @@ def pattern_words(
 def _period(
     data: np.ndarray, min_effect_s: float, windows: np.ndarray | None, steps: np.ndarray
 ) -> tuple[int, float] | None:
-    """(k, the typical cost on its step) for the shortest k in 2..LONGEST_PERIOD where one
-    step of every k carries the cost: its mean at least twice the minimum effect, every other
-    step of the period under a quarter of it, and BEAT_FILLED of its repeats at least half
-    its mean; None when no period does. Each window is folded on its own step numbers, its
-    costliest step of the period aligned with the others' (a window shorter than k is left
-    out)."""
+    """(k, the typical cost on its step) for the k in 2..LONGEST_PERIOD where one step of
+    every k carries the cost: its mean at least twice the minimum effect, every other step of
+    the period under a quarter of it, and BEAT_FILLED of its repeats at least half its mean;
+    None when no period does. Of several, the one whose repeats carry it most often, the
+    shortest among equals: a stall every 4th step also passes as every 2nd when noise fills
+    the 2nd's empty repeats (seen at load 12), and a multiple of the true period never passes
+    (its other beat holds the same stall). Each window is folded on its own step numbers,
+    its costliest step of the period aligned with the others' (a window shorter than k is
+    left out)."""
     labels = np.zeros(data.size) if windows is None else np.asarray(windows)
     groups = [
         (data[labels == label], steps[labels == label]) for label in dict.fromkeys(labels.tolist())
     ]
+    found: tuple[float, int, float] | None = None  # (carried, k, typical)
     for k in range(2, LONGEST_PERIOD + 1):
         usable = [(group, numbers) for group, numbers in groups if group.size >= k]
         if sum(group.size for group, _ in usable) < 2 * k:
@@ -156,9 +160,9 @@ def _period(
         top = int(np.argmax(means))
         carried = float(np.mean(np.asarray(beats[top]) >= means[top] / 2))
         alone = means[top] >= 2 * min_effect_s and np.delete(means, top).max() < means[top] / 4
-        if alone and carried >= BEAT_FILLED:
-            return k, float(np.median(beats[top]))
-    return None
+        if alone and carried >= BEAT_FILLED and (found is None or carried > found[0]):
+            found = (carried, k, float(np.median(beats[top])))
+    return None if found is None else (found[1], found[2])
 
 
 def _ms(seconds: float) -> str:
