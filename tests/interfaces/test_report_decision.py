@@ -355,7 +355,7 @@ def test_figures_are_rounded_to_what_their_interval_supports() -> None:
     assert compact(0.236, 0.2089, 0.2631, "seconds") == "236 ms ±27 ms"
     assert compact(7_438.0, 4_547.1, 12_148.5, "rate") == "7,400 [4,500, 12,100]"
     assert compact(21_425.6, 0.5, 482_125_066.0, "rate") == "21,000 [0.50, 480,000,000]"
-    assert compact(275.9, 51.4, 1_456.0, "rate", long=True) == "280 (95 % interval 50 to 1,460)"
+    assert compact(275.9, 51.4, 1_456.0, "rate") == "280 [50, 1,460]"
     assert compact(0.976, 0.944, 1.008, "ratio_pct") == "97.6 % ±3.2 %"
 
 

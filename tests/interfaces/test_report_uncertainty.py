@@ -396,7 +396,7 @@ def test_scaling_efficiency_interval_columns() -> None:
 @pytest.mark.parametrize(
     ("value", "low", "high", "kind", "text"),
     [
-        (1.24, 0.92, 1.58, "linear within noise", "linear within noise (95 % interval 92.0 %"),
+        (1.24, 0.92, 1.58, "linear within noise", "linear within noise (124 % ±33 %)"),
         (1.30, 1.12, 1.45, "super-linear", "130 % ±17 % (super-linear)"),
         (1.10, None, None, "above linear", "110.0 % (above linear; spread unknown"),
         (0.87, 0.85, 0.89, "plain", "87.0 % ±2.0 %"),
@@ -486,7 +486,7 @@ def test_efficiency_above_one_within_noise_reads_linear(tmp_path: Path) -> None:
     row = weak[("tiny-gpt2", 2)]
     assert row["efficiency"] == pytest.approx(1.24)
     assert row["efficiency_low"] < 1.0 < row["efficiency_high"]
-    assert row["efficiency_text"].startswith("linear within noise (95 % interval ")
+    assert row["efficiency_text"].startswith("linear within noise (124 % ")
     card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
     assert card.value == "linear within noise"
     for name, text in rendered(report).items():

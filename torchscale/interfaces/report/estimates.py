@@ -51,10 +51,6 @@ class RoundedFigure:
             return f"{self.value} [{_bare(self.low, unit)}, {_bare(self.high, unit)}]"
         return f"{self.value} ±{self.half}"
 
-    def long(self) -> str:
-        """'11,100 (95 % interval 6,800 to 15,400)'."""
-        return f"{self.value} (95 % interval {self.low} to {self.high})"
-
 
 def _unit(text: str) -> str:
     """The unit a figure's text ends in (' ms', ' %'), '' for a bare number."""
@@ -132,29 +128,10 @@ def _rounding(fmt: Format, quantum: float | None, like: float | None = None) -> 
     return show
 
 
-def with_interval(estimate: Estimate, fmt: Format) -> str:
-    """Long form (reports): '12.3 ms (95 % interval 11.0 ms to 13.5 ms)' (rounded as
-    `figure_with_interval` rounds), or 'not measurable above noise (95 % interval 0 to
-    3.4 ms)'."""
-    if _exactly_zero(estimate):
-        return f"{fmt(0.0)} (none in any step)"
-    if not estimate.measurable or estimate.value is None:
-        return f"not measurable above noise ({_interval(estimate, fmt)})"
-    if estimate.low is None or estimate.high is None:
-        return f"{fmt(estimate.value)} ({estimate.reason or 'spread unknown'})"
-    return round_figure(estimate.value, estimate.low, estimate.high, fmt).long()
-
-
 def _exactly_zero(estimate: Estimate) -> bool:
     """Zero in every resample (a part no step had, e.g. no wait at world size 1): 0, not a
     noise bound '< 0'."""
     return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
-
-
-def _interval(estimate: Estimate, fmt: Format) -> str:
-    if estimate.low is None or estimate.high is None:
-        return "no interval"
-    return f"95 % interval {fmt(estimate.low)} to {fmt(estimate.high)}"
 
 
 def _bound(estimate: Estimate, fmt: Format) -> str:
@@ -177,7 +154,7 @@ ONE_REPEAT = "one repeat: spread unknown"
 @dataclass(frozen=True)
 class ValueFormatter:
     """A report value format as a `Format` (so an interval reads like the tables), whose
-    figures `plus_minus` and `with_interval` cut to the digits their interval supports
+    figures `plus_minus` cuts to the digits their interval supports
     (`rounded`)."""
 
     kind: ValueFormat
@@ -220,19 +197,17 @@ def compact(
     kind: ValueFormat,
     *,
     spread_unknown: bool = False,
-    long: bool = False,
 ) -> str | None:
     """A table cell: '4,075.9 ±8.8', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
     'not measurable (< 3.4 %)', '4,075.9 (spread unknown)' where the interval is missing
     because of one repeat (`spread_unknown`), else the plain value (a figure stored without an
-    interval); None when there is nothing. `long`: the same figure for a sentence
-    (`with_interval`)."""
+    interval); None when there is nothing. Sentences print it the same way: one spelling."""
     estimate = from_columns(value, low, high, reason=ONE_REPEAT if spread_unknown else None)
     if estimate is None:
         return None
     if estimate.measurable and estimate.low is None and not spread_unknown:
         return format_value(value, kind)
-    return (with_interval if long else plus_minus)(estimate, value_format(kind))
+    return plus_minus(estimate, value_format(kind))
 
 
 def supported_rate(
@@ -323,9 +298,9 @@ def not_measurable(repeats: int | None) -> str:
 def efficiency_phrase(
     efficiency: float | None, low: float | None, high: float | None, repeats: int | None = None
 ) -> str:
-    """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
-    noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one
-    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (2 repeats)'
+    """How one configuration scales, in a few words: '79.0 % ±5.0 % of linear', 'linear
+    within noise', 'super-linear (120 % ±10 %: check for cache effects)', '90.0 % of linear
+    (one repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (2 repeats)'
     where the interval is wider than the figure (`too_wide`): such a range says nothing about
     how the model scales, so no number is given."""
     kind = efficiency_kind(efficiency, low, high)
@@ -339,51 +314,28 @@ def efficiency_phrase(
         return "linear within noise"
     if low is None or high is None:
         return f"{format_value(efficiency, 'ratio_pct')} of linear (one repeat)"
+    spelled = figure_with_interval(efficiency, low, high, value_format("ratio_pct"))
     if kind == "super-linear":
-        return f"super-linear ({pct_range(low, high)}: check for cache effects)"
-    return f"{pct_range(low, high)} of linear"
-
-
-def pct_range(low: float, high: float) -> str:
-    """'92-96 %': an interval of ratios in whole percent, with one decimal where whole percent
-    would print the two ends alike."""
-    lo, hi = f"{low * 100:.0f}", f"{high * 100:.0f}"
-    if lo == hi or high - low < 0.02:
-        lo, hi = f"{low * 100:.1f}", f"{high * 100:.1f}"
-    return f"{lo}-{hi} %"
+        return f"super-linear ({spelled}: check for cache effects)"
+    return f"{spelled} of linear"
 
 
 def efficiency_text(
-    value: float | None,
-    low: float | None,
-    high: float | None,
-    *,
-    base: bool = False,
-    long: bool = False,
+    value: float | None, low: float | None, high: float | None, *, base: bool = False
 ) -> str | None:
-    """An efficiency for a table (`long` False: ± or [lo, hi], `plus_minus`) or a sentence:
-    'linear within noise (95 % interval 98.1 % to 131.0 %)' rather than '123.9 %' above 1 (in
-    both forms), '130.0 % ±16.5 % (super-linear)' in a table and with its interval in a
-    sentence, '30.2 % [13.0, 84.4]' for a lopsided one; the base is '100.0 % (base)'."""
+    """An efficiency with its interval, spelled as every figure is (`plus_minus`): 'linear
+    within noise (115 % ±17 %)' rather than a bare '115 %' above 1, '130.0 % ±16.5 %
+    (super-linear)', '30.2 % [13.0, 84.4]' for a lopsided one; the base is '100.0 % (base)'."""
     if value is None:
         return None
     pct = value_format("ratio_pct")
     kind = efficiency_kind(value, low, high, base=base)
-    interval = ""
-    if low is not None and high is not None:
-        interval = f"95 % interval {pct(low)} to {pct(high)}"
     if kind == "base":
         return f"{pct(value)} (base)"
-    if kind == "linear within noise":
-        return f"linear within noise ({interval})"
-    if kind == "super-linear":
-        if long:
-            return f"{pct(value)} (super-linear, {interval})"
-        estimate = from_columns(value, low, high)
-        shown = plus_minus(estimate, pct) if estimate is not None else pct(value)
-        return f"{shown} (super-linear)"
     if kind == "above linear":
         return f"{pct(value)} (above linear; spread unknown: one repeat)"
-    render = with_interval if long else plus_minus
     estimate = from_columns(value, low, high, reason=None if low is not None else ONE_REPEAT)
-    return render(estimate, pct) if estimate is not None else None
+    shown = plus_minus(estimate, pct) if estimate is not None else pct(value)
+    if kind == "linear within noise":
+        return f"linear within noise ({shown})"
+    return f"{shown} (super-linear)" if kind == "super-linear" else shown

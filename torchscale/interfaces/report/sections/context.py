@@ -617,12 +617,9 @@ def interval(row: Mapping[str, Any] | pd.Series, name: str, unit: str = "") -> I
     return finite(value), finite(low), finite(high)
 
 
-def throughput_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
+def throughput_text(row: Mapping[str, Any] | pd.Series) -> str | None:
     """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
-    spread_unknown = _repeats(row) < 2
-    return compact(
-        *interval(row, "samples_per_s"), "rate", spread_unknown=spread_unknown, long=long
-    )
+    return compact(*interval(row, "samples_per_s"), "rate", spread_unknown=_repeats(row) < 2)
 
 
 def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:

@@ -236,8 +236,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
         value = phrase
         note = f"{_config(ctx, row)}, against {against}: {TOO_WIDE_NOTE}"
     elif kind == "super-linear":
-        ends = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
-        note += f"; 95 % interval {ends}; {SUPER_LINEAR_NOTE}"
+        note += f"; {efficiency_text(efficiency, low, high)}; {SUPER_LINEAR_NOTE}"
     else:
         note += f"; {efficiency_text(efficiency, low, high)}"
     base = weak[
