@@ -9,11 +9,11 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.figures import format_value
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.interfaces.console.cells import cell_lines, reused_line, running_line
 from torchscale.interfaces.console.dry_run import plan_lines
 from torchscale.interfaces.console.sweep_tables import model_tables
-from torchscale.interfaces.formatting import format_value
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig

@@ -33,12 +33,12 @@ from tests.interfaces.test_report_uncertainty import (
     table,
     with_attribution,
 )
+from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.diagnosis_text import (
-    share_text,
     split_text,
     straggler_text,
     sync_stall_text,

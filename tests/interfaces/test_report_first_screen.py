@@ -36,8 +36,9 @@ from tests.interfaces.test_report_browser import (
     run_chromium,
     wait_gone,
 )
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.api import build_report
-from torchscale.interfaces.formatting import format_value, strip_code
+from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.model import MAX_CARDS, KeyFigure, KeyFigures, Report
 
 pytestmark = pytest.mark.skipif(

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.console.report_full import chart_summary
 from torchscale.interfaces.console.report_recap import SUMMARY_MAX_LINES, summary_lines
-from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Chart,

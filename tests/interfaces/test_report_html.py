@@ -19,8 +19,8 @@ import plotly.graph_objects as go
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.api.report_generate import renderer
-from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.model import Chart, Heatmap, Report, Series, Text
 from torchscale.interfaces.report.render import html as html_format
 from torchscale.interfaces.report.render.html import environment, plotly_js, script_json

@@ -11,8 +11,8 @@ import pytest
 
 from tests.interfaces.test_report_html import Element, parse
 from tests.report_sample import HOSTILE, sample_report
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.console import report_term as term
-from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.model import (
     Column,
     KeyFigure,

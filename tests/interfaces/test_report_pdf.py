@@ -15,8 +15,9 @@ from typing import Any, Literal
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.api.report_generate import renderer
-from torchscale.interfaces.formatting import format_value, strip_code
+from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.charts.palette import NO_DATA_COLOUR, PALETTE
 from torchscale.interfaces.report.model import (

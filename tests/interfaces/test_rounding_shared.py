@@ -13,19 +13,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from torchscale.contracts.figures import (
+    figure_with_interval,
+    format_value,
+    plus_minus,
+    readable_like,
+    seconds_text,
+    share_text,
+    value_format,
+)
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.sweep_tables import _throughput
-from torchscale.interfaces.formatting import format_value, readable_like
 from torchscale.interfaces.report.build import build_report
-from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
-from torchscale.interfaces.report.estimates import (
-    compact,
-    figure_with_interval,
-    plus_minus,
-    scaled_rate,
-    value_format,
-)
+from torchscale.interfaces.report.estimates import compact, scaled_rate
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Table, Text
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.context import throughput_text
@@ -239,7 +240,7 @@ def test_an_interval_reads_in_its_figure_unit() -> None:
 def test_edge_figures_read_as_a_person_reads_them() -> None:
     """A tiny figure keeps its digits (no row of zeros), an interval of zero width prints the
     figure alone, a figure or interval that is not finite never prints a broken '±'."""
-    from torchscale.interfaces.report.estimates import figure_with_interval, value_format
+    from torchscale.contracts.figures import figure_with_interval, value_format
 
     readable, rate = value_format("readable"), value_format("rate")
     assert figure_with_interval(4.2e-6, 3.9e-6, 4.6e-6, readable) == "4.2e-06 ±3.5e-07"

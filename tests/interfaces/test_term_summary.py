@@ -18,10 +18,11 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console import report_summary, streams
 from torchscale.interfaces.console import report_term as term
-from torchscale.interfaces.formatting import format_value, strip_code
+from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, KeyFigure, KeyFigures, Report, Table, Text
 from torchscale.interfaces.report.request import ReportOptions

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.api import build_report
+from torchscale.contracts.figures import format_value
 from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli.app import app
@@ -31,7 +32,7 @@ from torchscale.interfaces.console.sweep_tables import (
     _row_cells,
     model_tables,
 )
-from torchscale.interfaces.formatting import _FIGURE, format_value
+from torchscale.interfaces.formatting import _FIGURE
 from torchscale.interfaces.report.model import Report, Table, Text
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result

@@ -8,26 +8,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
-# how a renderer formats a value; raw values stay in the report model
-ValueFormat = Literal[
-    "text",  # as is
-    "int",  # 1,234
-    "float",  # 3 significant figures
-    "ratio_pct",  # 0.123 -> 12.3 %
-    "pct",  # 12.3 -> 12.3 % (already a percentage)
-    "seconds",  # 0.0123 -> 12.3 ms
-    "us",  # microseconds -> ms / s as fits
-    "bytes",  # 1048576 -> 1.0 MiB
-    "rate",  # samples/s, tokens/s: 1,234.5
-    "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
-    "change_pct",  # signed ratio: +0.052 -> +5.2 %
-    "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
-    "money",  # 1.234 -> $1.23
-]
+from torchscale.contracts.figures import BYTE_UNITS, ValueFormat, format_value
 
 
 class Referenced(Protocol):
@@ -45,202 +29,8 @@ class Referenced(Protocol):
 
 SeriesT = TypeVar("SeriesT", bound=Referenced)
 
-MISSING = "-"
 # the mark of a severity in every format, so a flagged row or figure survives greyscale print
 SEVERITY_MARK = {"bad": "\u2716", "warn": "\u25b2", "good": "\u2714", "info": ""}
-_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    return None
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """`digits` significant figures without scientific notation for everyday magnitudes."""
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    return f"{value:,.{decimals}f}"
-
-
-def readable(value: float) -> str:
-    """A rate or a count to read at a glance: whole numbers from 100 up (2,886), three
-    significant figures below (42.1, 7.31, 0.420), so a small figure keeps its digits and is
-    never printed as 0 when it is not."""
-    return _readable_text(value, value)
-
-
-@dataclass(frozen=True)
-class ReadableLike:
-    """The format `readable` gives `figure`, for its interval's ends and half-width too (one
-    figure, one precision: '4,076', '0.420'); a figure that is not finite prints as Python
-    writes it ('nan', 'inf'). `rounded` rounds to an interval by the one rule
-    (`format_rounded`), so a figure with its interval reads as every other surface writes it."""
-
-    figure: float
-
-    def __call__(self, value: float) -> str:
-        return _readable_text(self.figure, value)
-
-    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
-        return format_rounded(value, "readable", quantum)
-
-
-readable_like = ReadableLike
-
-
-def _readable_text(figure: float, value: float) -> str:
-    if not math.isfinite(value):
-        return str(value)
-    if not math.isfinite(figure):
-        return f"{value:,.0f}"
-    shown = float(f"{figure:.3g}")  # 99.96 reads 100, so it takes the whole-number form
-    if abs(shown) >= 100 or shown == 0:
-        return f"{value:,.0f}"
-    if abs(shown) < 1e-3:  # 0.0000042 as fixed point would be a row of zeros
-        return f"{value:.3g}"
-    decimals = max(0, 2 - math.floor(math.log10(abs(shown))))
-    return f"{value:,.{decimals}f}"
-
-
-def seconds(value: float) -> str:
-    """Seconds as us / ms / s, three significant figures."""
-    size = abs(value)
-    if size == 0:
-        return "0 s"
-    if size < 1e-3:
-        return f"{significant(value * 1e6)} us"
-    if size < 1.0:
-        return f"{significant(value * 1e3)} ms"
-    return f"{significant(value)} s"
-
-
-def size_bytes(value: float) -> str:
-    size, unit = float(value), 0
-    while abs(size) >= 1024 and unit < len(_BYTE_UNITS) - 1:
-        size /= 1024
-        unit += 1
-    return f"{size:.0f} {_BYTE_UNITS[unit]}" if unit == 0 else f"{size:.1f} {_BYTE_UNITS[unit]}"
-
-
-def points(difference: float) -> str:
-    """A change of a share or percentage (efficiency, MFU, a share of the step) in percentage
-    points: 0.302 -> 0.417 is '+11.5 pts', never the relative '+38.1 %'."""
-    return f"{difference * 100:+.1f} pts"
-
-
-def format_value(value: Any, fmt: ValueFormat) -> str:
-    """The text of one value in one format."""
-    if fmt == "text":
-        return MISSING if value is None else str(value)
-    number = _number(value)
-    if number is None:
-        return MISSING if value is None or isinstance(value, (int, float)) else str(value)
-    write = _WRITERS.get(fmt)
-    if write is None:
-        raise ValueError(f"unknown value format {fmt!r}")
-    return write(number)
-
-
-# how `format_value` writes a finite number in each format but 'text'
-_WRITERS: dict[str, Callable[[float], str]] = {
-    "int": lambda n: f"{round(n):,}",
-    "float": significant,
-    "ratio_pct": lambda n: f"{n * 100:.1f} %",
-    "pct": lambda n: f"{n:.1f} %",
-    "seconds": seconds,
-    "us": lambda n: seconds(n / 1e6),
-    "bytes": size_bytes,
-    "rate": lambda n: f"{n:,.1f}" if abs(n) < 1e5 else f"{n:,.0f}",
-    "readable": readable,
-    "change_pct": lambda n: f"{n * 100:+.1f} %",
-    "change_pts": points,
-    "money": lambda n: f"${n:,.2f}" if abs(n) >= 0.01 else f"${n:.4f}",
-}
-
-
-# value formats that `format_rounded` can cut to an interval's precision: (scale, prefix, suffix)
-_SCALED: dict[str, tuple[float, str, str]] = {
-    "rate": (1.0, "", ""),
-    "readable": (1.0, "", ""),
-    "float": (1.0, "", ""),
-    "int": (1.0, "", ""),
-    "pct": (1.0, "", " %"),
-    "ratio_pct": (100.0, "", " %"),
-    "money": (1.0, "$", ""),
-}
-
-
-def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
-    """How `format_value` shows `value`: (scale from the raw unit, prefix, suffix)."""
-    if fmt in ("seconds", "us"):
-        raw = value if fmt == "seconds" else value / 1e6
-        base = 1.0 if fmt == "seconds" else 1e-6
-        size = abs(raw)
-        if size < 1e-3:
-            return 1e6 * base, "", " us"
-        if size < 1.0:
-            return 1e3 * base, "", " ms"
-        return base, "", " s"
-    return _SCALED.get(fmt)
-
-
-def format_rounded(
-    value: Any, fmt: ValueFormat, quantum: float | None, like: float | None = None
-) -> str:
-    """`value` in `fmt`, cut to the precision `quantum` (a step in the raw unit, from
-    `quantum_of`) supports: the interval, not the format, decides the digits (39,989.3 with
-    ±26,235.3 is '40,000'; 0.4213 with ±0.031 is '0.421'), so 'rate' and 'readable' read alike
-    wherever an interval is known. A number smaller than the step keeps two significant
-    digits of its own (the low end 792 of an interval rounded to thousands is '790', never
-    '1,000' or '0'); 'int' never shows decimals. `like`: the figure whose unit it takes (an
-    interval's ends and half-width read in their figure's unit: '28.77 ms ±0.87 ms', never
-    '±870 us'). Without a step: `format_value`."""
-    plain = format_value(value, fmt)
-    number = _number(value)
-    if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
-        return plain
-    shown = _scale(number if like is None else like, fmt)
-    if shown is None:
-        return plain
-    scale, prefix, suffix = shown
-    if number != 0 and abs(number) < quantum:
-        quantum = quantum_of(abs(number)) or quantum
-    step = quantum * scale
-    if fmt == "int":
-        step = max(step, 1.0)
-    if step < 1e-4 and not prefix and not suffix:  # fixed point would be a row of zeros
-        digits = max(
-            2,
-            math.floor(math.log10(abs(number * scale) or step)) - math.floor(math.log10(step)) + 1,
-        )
-        return f"{number * scale:.{digits}g}"
-    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
-    # half up, on the shown digits (0.165 x 100 is 16.499999...: 17, as a reader rounds it)
-    rounded = round_half_up(number * scale, step)
-    sign = "-" if rounded < 0 else ""
-    return f"{sign}{prefix}{abs(rounded):,.{decimals}f}{suffix}"
-
-
-def round_half_up(number: float, step: float) -> float:
-    """`number` to a multiple of `step`, halves away from zero as a reader rounds (0.165 on
-    0.01 is 0.17, though 0.165 x 100 is 16.4999...)."""
-    units = round(abs(number) / step, 9)
-    return math.copysign(math.floor(units + 0.5) * step, number)
-
-
-def quantum_of(spread: float | None) -> float | None:
-    """The rounding step an uncertainty of `spread` supports: its two significant figures
-    (±26,235.3 -> 1,000; ±8.8 -> 0.1); None without a positive spread."""
-    if spread is None or not spread > 0 or not math.isfinite(spread):
-        return None
-    return float(10 ** (math.floor(math.log10(spread)) - 1))
 
 
 def severity_prefix(severity: str) -> str:
@@ -453,7 +243,7 @@ def tick_labels(values: Sequence[float], fmt: ValueFormat, log: bool = False) ->
     if fmt == "us":
         return _unit_ticks([v / 1e6 for v in numbers], _SECONDS)
     if fmt == "bytes":
-        units = [(1024.0**i, unit) for i, unit in reversed(list(enumerate(_BYTE_UNITS)))]
+        units = [(1024.0**i, unit) for i, unit in reversed(list(enumerate(BYTE_UNITS)))]
         return _unit_ticks(numbers, units)
     raise ValueError(f"unknown value format {fmt!r}")
 

@@ -5,11 +5,16 @@ colours by level and never by searching the text."""
 from __future__ import annotations
 
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.figures import (
+    format_value,
+    plus_minus,
+    readable,
+    readable_like,
+    value_format,
+)
 from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
-from torchscale.interfaces.formatting import format_value, readable, readable_like
-from torchscale.interfaces.report.estimates import plus_minus, value_format
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 from torchscale.orchestration.plan import PlannedCell
 

@@ -5,6 +5,7 @@ terminal's tags, and what `-v` adds; the findings by title.
 
 from __future__ import annotations
 
+from torchscale.contracts.figures import ms, seconds_text, share_text
 from torchscale.contracts.schema.cell_result import Diagnosis, Finding
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
@@ -13,9 +14,6 @@ from torchscale.interfaces.report.diagnosis_text import (
     check_figure,
     finding_line,
     headline,
-    ms,
-    seconds_text,
-    share_text,
     straggler_test_text,
 )
 

@@ -9,9 +9,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from torchscale.contracts.figures import (
+    ValueFormatter,
+    figure_with_interval,
+    format_value,
+    quantum_of,
+)
 from torchscale.interfaces.console.lines import Line, hanging
-from torchscale.interfaces.formatting import format_value, quantum_of
-from torchscale.interfaces.report.estimates import ValueFormatter, figure_with_interval
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
@@ -144,7 +148,7 @@ def _seconds(value: float | None) -> str:
 
 def _predicted(value: float, low: float | None, high: float | None) -> str:
     """'41.0 ms [37.0, 45.0]': both ends in the figure's unit, cut by the one rounding rule."""
-    from torchscale.interfaces.report.diagnosis_text import seconds_text
+    from torchscale.contracts.figures import seconds_text
     from torchscale.interfaces.report.estimates import from_columns
 
     return seconds_text(from_columns(value, low, high))

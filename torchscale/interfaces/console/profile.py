@@ -8,14 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.figures import ms, plus_minus, readable
 from torchscale.contracts.schema.cell_result import CellResult, Estimate, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.console.lines import Line
-from torchscale.interfaces.formatting import readable
-from torchscale.interfaces.report.diagnosis_text import ms
-from torchscale.interfaces.report.estimates import plus_minus
 from torchscale.offline.results.profile_versions import compile_mode
 
 PART_LABELS = {

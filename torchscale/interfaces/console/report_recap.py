@@ -4,7 +4,8 @@ the terminal's): the header facts and the summary section's top figures, in a fe
 
 from __future__ import annotations
 
-from torchscale.interfaces.formatting import format_value, strip_code
+from torchscale.contracts.figures import format_value
+from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
 
 SUMMARY_MAX_LINES = 10

@@ -14,18 +14,13 @@ from dataclasses import dataclass
 from rich.console import RenderableType
 from rich.text import Text as RichText
 
+from torchscale.contracts.figures import MISSING, format_value
 from torchscale.interfaces.console import fit
 from torchscale.interfaces.console.lines import RICH_JOIN, glued, hanging_prose, unglued
 from torchscale.interfaces.console.report_full import baseline_verdicts, key_figures, what_ran
 from torchscale.interfaces.console.report_full import console as plain_console
 from torchscale.interfaces.console.report_full import prose as _prose
-from torchscale.interfaces.formatting import (
-    MISSING,
-    format_value,
-    is_figure,
-    severity_prefix,
-    strip_code,
-)
+from torchscale.interfaces.formatting import is_figure, severity_prefix, strip_code
 from torchscale.interfaces.report.model import (
     Block,
     Chart,

@@ -14,13 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.figures import figure_with_interval, readable, value_format
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.contracts.share_bound import share_bound
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.lines import LEVEL_STYLE
-from torchscale.interfaces.formatting import readable
-from torchscale.interfaces.report.estimates import figure_with_interval, value_format
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -12,24 +12,16 @@ console/diagnosis.py's."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
+from torchscale.contracts.figures import ms, pct, pct_bound, seconds_text, share_text
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
     Estimate,
     Finding,
     StragglerVerdict,
-)
-from torchscale.contracts.share_bound import share_bound
-from torchscale.interfaces.formatting import quantum_of
-from torchscale.interfaces.report.estimates import (
-    RoundedFigure,
-    figure_quantum,
-    lopsided,
-    round_figure,
-    value_format,
 )
 from torchscale.offline.analysis.diagnosis.inflation import inflation_of, uncleared_inflation
 
@@ -46,40 +38,6 @@ TERMINAL_HINT = "(-v shows them)"
 REPORT_HINT = "(the appendix lists them)"
 
 
-def pct(value: float) -> str:
-    """A share of the step: '40.1 %'."""
-    return f"{value * 100:.1f} %"
-
-
-def pct_bound(high: float) -> str:
-    """A share's upper bound: '0.1 %' for microseconds of a step, never '0.0 %'."""
-    return f"{share_bound(high)} %"
-
-
-def ms(seconds: float) -> str:
-    """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
-    if abs(seconds) >= 10:
-        return f"{seconds:.1f} s"
-    return f"{_number(seconds * 1e3)} ms"
-
-
-def share_text(estimate: Estimate | None) -> str:
-    """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
-    '12.0 % (spread unknown)' (or the estimate's reason for having no interval),
-    'not measurable (its reason)' where it has no bound, or 'unknown'."""
-    if estimate is None:
-        return "unknown"
-    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
-        return pct(0.0)
-    if estimate.value is None or not estimate.measurable:
-        if estimate.high is not None:
-            return f"not measurable (< {pct_bound(estimate.high)})"
-        return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
-    if estimate.low is None or estimate.high is None:
-        return f"{pct(estimate.value)} ({estimate.reason or 'spread unknown'})"
-    return _spelled(_rounded(estimate.value, estimate.low, estimate.high, 100.0), "%")
-
-
 def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
     """{rule: how many diagnoses} of those that state the rule they were judged by (noise
     could not judge them), in order of first appearance. A figure without an interval says
@@ -89,66 +47,6 @@ def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
         if diagnosis is not None and diagnosis.rule:
             out[diagnosis.rule] = out.get(diagnosis.rule, 0) + 1
     return out
-
-
-def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigure:
-    """The figure and its interval in the unit `scale` gives them (100: a share in %, 1e3:
-    seconds in ms), as numbers cut by the one rounding rule; three significant figures where
-    the interval is narrower than that (a sentence never grows a row of digits)."""
-    value, low, high = value * scale, low * scale, high * scale
-    step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
-    if step is None or (finest is not None and step < finest / 10):
-        plain = _share_number if scale == 100.0 else _number
-        half = None if lopsided(value, low, high) else plain((high - low) / 2)
-        return RoundedFigure(value=plain(value), low=plain(low), high=plain(high), half=half)
-    return round_figure(value, low, high, value_format("float"))
-
-
-def _share_number(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _number(value: float) -> str:
-    """Three significant figures below 100, whole above ('10', never '10.00' for 9.9999)."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
-    """'+52.6 ms [49.9, 55.3]': in the unit its largest number reads best in (s, ms or us),
-    the interval in the same unit; '+7.48 us (no interval)'; 'not measurable (< 8 us)'."""
-    if estimate is None or (estimate.value is None and estimate.high is None):
-        return "unknown"
-    shown_ends = (estimate.high,) if estimate.value is None else (estimate.low, estimate.high)
-    largest = max(abs(e) for e in (estimate.value, *shown_ends) if e is not None)
-    # '+8 us [-12, 24]', never '+0.00785 ms'; a bare 0 in ms
-    scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
-    scale, unit = (1e3, "ms") if largest == 0 else (scale, unit)
-    if estimate.value is None:
-        bound = float(estimate.high or 0.0)
-        return (
-            f"not measurable (< {_number(bound * scale)} {unit})"
-            if bound > 0
-            else ("not measurable")
-        )
-    value_s = estimate.value + 0.0  # no '-0'
-    sign = "+" if signed and value_s >= 0 else ""
-    if estimate.low is None or estimate.high is None:
-        why = estimate.reason or "spread unknown"
-        return f"{sign}{_number(value_s * scale)} {unit} ({why})"
-    shown = _rounded(value_s, estimate.low, estimate.high, scale)
-    value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
-    straddles = estimate.low < 0 < estimate.high
-    return _spelled(replace(shown, value=value), unit, straddles)
-
-
-def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
-    """'5.7 % ±1.9 %' where the interval is about symmetric, '+3.1 ms [1.0, 4.4]' where it is
-    lopsided (the tables' one rule, `estimates.lopsided`) or `straddles` 0 (a gap whose
-    verdict turns on whether its interval reaches 0 shows both ends), the unit said after the
-    figure."""
-    if shown.half is None or straddles:
-        return f"{shown.value} {unit} [{shown.low}, {shown.high}]"
-    return f"{shown.value} {unit} ±{shown.half} {unit}"
 
 
 def sync_stall_text(diagnosis: Diagnosis) -> str:

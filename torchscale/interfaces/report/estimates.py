@@ -3,143 +3,22 @@ to say it is not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
+from torchscale.contracts.figures import (
+    figure_quantum,
+    figure_with_interval,
+    format_value,
+    plus_minus,
+    quantum_of,
+    round_figure,
+    round_half_up,
+    value_format,
+)
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.interfaces.formatting import format_rounded, format_value, quantum_of, round_half_up
 from torchscale.interfaces.report.model import ValueFormat
 
-Format = Callable[[float], str]
-
-
-LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
-
-
-def lopsided(value: float, low: float, high: float) -> bool:
-    """Whether 'value ± half the width' would misstate the interval [low, high]: one side
-    more than LOPSIDED (1.5) times the other (a log-scale interval over 2 repeats, a share
-    near 0, a percentile of few steps), the value outside the interval, or value - half below
-    0 where the interval is not (a time, a rate, a share: ± would imply a value it cannot
-    have)."""
-    below, above = value - low, high - value
-    if below < 0 or above < 0:
-        return True
-    if max(below, above) > LOPSIDED * min(below, above):
-        return True
-    return low >= 0 and value - (high - low) / 2 < 0
-
-
-@dataclass(frozen=True)
-class RoundedFigure:
-    """A figure and its interval as text, every number cut by the one rule
-    (`figure_with_interval`); `half` is None where the interval is lopsided."""
-
-    value: str
-    low: str
-    high: str
-    half: str | None
-
-    def compact(self) -> str:
-        """'11,100 ±4,300', or '40,000 [790, 1,710,000]' where lopsided: the unit said once,
-        after the figure ('35.1 ms [35.0, 35.2]', as the diagnosis lines write it)."""
-        if self.half is None:
-            unit = _unit(self.value)
-            return f"{self.value} [{_bare(self.low, unit)}, {_bare(self.high, unit)}]"
-        return f"{self.value} ±{self.half}"
-
-
-def _unit(text: str) -> str:
-    """The unit a figure's text ends in (' ms', ' %'), '' for a bare number."""
-    number, space, unit = text.rpartition(" ")
-    return f" {unit}" if space and number and not any(c.isdigit() for c in unit) else ""
-
-
-def _bare(text: str, unit: str) -> str:
-    """An interval's end without the unit its figure already says."""
-    return text.removesuffix(unit) if unit and text.endswith(unit) else text
-
-
-def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
-    """The figure, its interval's ends and half-width cut to one precision: two significant
-    digits of the half-width (`figure_quantum`), the figure and both ends to the same step;
-    an end smaller than the step keeps two significant digits of its own. A `fmt` without
-    `rounded` gets the numbers rounded before it writes them."""
-    symmetric = not lopsided(value, low, high)
-    half = (high - low) / 2
-    show = _rounding(fmt, figure_quantum(value, low, high), like=value)
-    return RoundedFigure(show(value), show(low), show(high), show(half) if symmetric else None)
-
-
-def figure_quantum(value: float, low: float, high: float) -> float | None:
-    """The step a figure with this interval is rounded to: two significant digits of the
-    half-width, lopsided or not. The nearer side would be finer, but a percentile at the top
-    of its resamples has a nearer side of almost 0 ('57.09886 ms [54.37901, 57.09930]'): the
-    width is what the figure is known to."""
-    return quantum_of((high - low) / 2)
-
-
-def figure_with_interval(
-    value: float | None, low: float | None, high: float | None, fmt: Format
-) -> str:
-    """THE text of a figure with its 95 % interval, for every surface (terminal lines and
-    tables, report tables, cards, Markdown): '11,100 ±4,300' (± half the interval) when it is
-    about symmetric, '40,000 [790, 1,710,000]' when it is `lopsided`, each number rounded by
-    `round_figure` so terminal and reports print the same digits; the plain figure without
-    an interval, '-' without a figure."""
-    if value is None or not math.isfinite(value):
-        return "-"
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return fmt(value)
-    if high == low:  # every repeat alike: the figure as it is, no '±0'
-        return fmt(value)
-    return round_figure(value, low, high, fmt).compact()
-
-
-def plus_minus(estimate: Estimate, fmt: Format) -> str:
-    """Compact (terminal, tables): `figure_with_interval`, '0' for a part no step had,
-    'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
-    if _exactly_zero(estimate):
-        return fmt(0.0)
-    if not estimate.measurable or estimate.value is None:
-        return f"not measurable ({_bound(estimate, fmt)})"
-    if estimate.low is None or estimate.high is None:
-        return f"{fmt(estimate.value)} (spread unknown)"
-    return figure_with_interval(estimate.value, estimate.low, estimate.high, fmt)
-
-
-def _rounding(fmt: Format, quantum: float | None, like: float | None = None) -> Format:
-    """`fmt` cut to the step `quantum`: by its own `rounded` where it has one (a report value
-    format, `readable_like`), in the unit of the figure `like`, else by rounding the number
-    before `fmt` writes it."""
-    rounded = getattr(fmt, "rounded", None)
-    if rounded is not None:
-        return lambda value: str(rounded(value, quantum, like))
-    if quantum is None:
-        return fmt
-
-    def show(value: float) -> str:
-        step = quantum if value == 0 or abs(value) >= quantum else quantum_of(abs(value))
-        return fmt(round_half_up(value, step) if step else value)
-
-    return show
-
-
-def _exactly_zero(estimate: Estimate) -> bool:
-    """Zero in every resample (a part no step had, e.g. no wait at world size 1): 0, not a
-    noise bound '< 0'."""
-    return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
-
-
-def _bound(estimate: Estimate, fmt: Format) -> str:
-    if estimate.high is None:
-        return "no interval"
-    if estimate.low is not None and estimate.low > 0:
-        return f"{fmt(estimate.low)} to {fmt(estimate.high)}"
-    return f"< {fmt(estimate.high)}"
 
 
 # ---------------------------------------------------------------- figures from the cells table
@@ -149,24 +28,6 @@ def _bound(estimate: Estimate, fmt: Format) -> str:
 # unknown)".
 
 ONE_REPEAT = "one repeat: spread unknown"
-
-
-@dataclass(frozen=True)
-class ValueFormatter:
-    """A report value format as a `Format` (so an interval reads like the tables), whose
-    figures `plus_minus` cuts to the digits their interval supports
-    (`rounded`)."""
-
-    kind: ValueFormat
-
-    def __call__(self, value: float) -> str:
-        return format_value(value, self.kind)
-
-    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
-        return format_rounded(value, self.kind, quantum, like)
-
-
-value_format = ValueFormatter
 
 
 def from_columns(

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from torchscale.contracts.figures import format_value
 from torchscale.interfaces.formatting import (
     BAND_COLOUR,
     SEVERITY_COLOUR,
-    format_value,
     heatmap_scale,
     reference_label,
     reference_legend,

@@ -11,7 +11,8 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from torchscale.interfaces.formatting import code_spans, format_value, severity_prefix
+from torchscale.contracts.figures import format_value
+from torchscale.interfaces.formatting import code_spans, severity_prefix
 from torchscale.interfaces.report.model import (
     Block,
     Chart,

@@ -20,7 +20,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from torchscale.interfaces.formatting import format_value, is_dark, scale_colour
+from torchscale.contracts.figures import format_value
+from torchscale.interfaces.formatting import is_dark, scale_colour
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
 from torchscale.interfaces.report.charts.plot import (

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
+from torchscale.contracts.figures import format_value
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,

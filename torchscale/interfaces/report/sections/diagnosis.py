@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.interfaces.report.diagnosis_text import (
     VERDICT_WORDS,
@@ -15,7 +16,6 @@ from torchscale.interfaces.report.diagnosis_text import (
     check_figure,
     disagreement_text,
     headline,
-    share_text,
     split_text,
     straggler_text,
     sync_stall_text,

@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.figures import seconds_text, share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.interfaces.report.charts.data import category_models
-from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.interfaces.report.sections.context import (

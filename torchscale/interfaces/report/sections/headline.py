@@ -448,7 +448,7 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     """The headline sentence and the decision under it (see the module docstring); a
     profile-only or comm-only source gets its own (`run_verdicts`); (None, None) when the
     sources hold nothing to judge."""
-    if not len(ctx.cells) and not ctx.unreadable:
+    if not len(ctx.cells) and not ctx.unreadable and not ctx.unreached():
         return run_verdict(ctx)
     usable = ctx.usability if ctx.usability is not None else judge(ctx)
     headline = Text(text=usable.sentence(), severity=usable.severity)

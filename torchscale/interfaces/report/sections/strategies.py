@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.figures import share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.charts.data import category_models
-from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.model import (
     Block,
     Chart,

@@ -143,6 +143,9 @@ def judge(ctx: Context) -> Usability:
             failed = int(ctx.cells["status"].isin(FAILED).sum())
             reason += f" ({failed} failed)" if failed else ""
             remedy = "see Failures"
+        elif unreached := [c.label for _, c in ctx.unreached()]:  # a sweep.json, no result yet
+            reason = f"none of the {plural(len(unreached), 'planned cell')} has a result yet"
+            reason, remedy = f"{reason} ({names(unreached)})", "see Failures"
         else:
             reason = f"none of the {plural(total, 'cell file')} could be read"
             remedy = "see the skipped inputs"

@@ -1,0 +1,472 @@
+"""How a figure is written, on every surface and in every stored sentence: a number in its
+value format, and a figure with its 95 % interval in one spelling ('11,100 ±4,300' where the
+interval is about symmetric, '40,000 [790, 1,710,000]' where it is lopsided, the unit said
+once, the digits cut to two significant digits of the half-width). Contracts, because the
+offline analysis writes evidence sentences the reports print beside their tables: one rule
+for both (docs/reporting.md, "Uncertainty"). Pure functions of numbers and `Estimate`s."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.share_bound import share_bound
+
+# how a renderer formats a value; raw values stay in the report model
+ValueFormat = Literal[
+    "text",  # as is
+    "int",  # 1,234
+    "float",  # 3 significant figures
+    "ratio_pct",  # 0.123 -> 12.3 %
+    "pct",  # 12.3 -> 12.3 % (already a percentage)
+    "seconds",  # 0.0123 -> 12.3 ms
+    "us",  # microseconds -> ms / s as fits
+    "bytes",  # 1048576 -> 1.0 MiB
+    "rate",  # samples/s, tokens/s: 1,234.5
+    "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
+    "change_pct",  # signed ratio: +0.052 -> +5.2 %
+    "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
+    "money",  # 1.234 -> $1.23
+]
+
+
+MISSING = "-"
+
+
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`digits` significant figures without scientific notation for everyday magnitudes."""
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{value:,.{decimals}f}"
+
+
+def readable(value: float) -> str:
+    """A rate or a count to read at a glance: whole numbers from 100 up (2,886), three
+    significant figures below (42.1, 7.31, 0.420), so a small figure keeps its digits and is
+    never printed as 0 when it is not."""
+    return _readable_text(value, value)
+
+
+@dataclass(frozen=True)
+class ReadableLike:
+    """The format `readable` gives `figure`, for its interval's ends and half-width too (one
+    figure, one precision: '4,076', '0.420'); a figure that is not finite prints as Python
+    writes it ('nan', 'inf'). `rounded` rounds to an interval by the one rule
+    (`format_rounded`), so a figure with its interval reads as every other surface writes it."""
+
+    figure: float
+
+    def __call__(self, value: float) -> str:
+        return _readable_text(self.figure, value)
+
+    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
+        return format_rounded(value, "readable", quantum)
+
+
+readable_like = ReadableLike
+
+
+def _readable_text(figure: float, value: float) -> str:
+    if not math.isfinite(value):
+        return str(value)
+    if not math.isfinite(figure):
+        return f"{value:,.0f}"
+    shown = float(f"{figure:.3g}")  # 99.96 reads 100, so it takes the whole-number form
+    if abs(shown) >= 100 or shown == 0:
+        return f"{value:,.0f}"
+    if abs(shown) < 1e-3:  # 0.0000042 as fixed point would be a row of zeros
+        return f"{value:.3g}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(shown))))
+    return f"{value:,.{decimals}f}"
+
+
+def seconds(value: float) -> str:
+    """Seconds as us / ms / s, three significant figures."""
+    size = abs(value)
+    if size == 0:
+        return "0 s"
+    if size < 1e-3:
+        return f"{significant(value * 1e6)} us"
+    if size < 1.0:
+        return f"{significant(value * 1e3)} ms"
+    return f"{significant(value)} s"
+
+
+def size_bytes(value: float) -> str:
+    size, unit = float(value), 0
+    while abs(size) >= 1024 and unit < len(BYTE_UNITS) - 1:
+        size /= 1024
+        unit += 1
+    return f"{size:.0f} {BYTE_UNITS[unit]}" if unit == 0 else f"{size:.1f} {BYTE_UNITS[unit]}"
+
+
+def points(difference: float) -> str:
+    """A change of a share or percentage (efficiency, MFU, a share of the step) in percentage
+    points: 0.302 -> 0.417 is '+11.5 pts', never the relative '+38.1 %'."""
+    return f"{difference * 100:+.1f} pts"
+
+
+def format_value(value: Any, fmt: ValueFormat) -> str:
+    """The text of one value in one format."""
+    if fmt == "text":
+        return MISSING if value is None else str(value)
+    number = _number(value)
+    if number is None:
+        return MISSING if value is None or isinstance(value, (int, float)) else str(value)
+    write = _WRITERS.get(fmt)
+    if write is None:
+        raise ValueError(f"unknown value format {fmt!r}")
+    return write(number)
+
+
+# how `format_value` writes a finite number in each format but 'text'
+_WRITERS: dict[str, Callable[[float], str]] = {
+    "int": lambda n: f"{round(n):,}",
+    "float": significant,
+    "ratio_pct": lambda n: f"{n * 100:.1f} %",
+    "pct": lambda n: f"{n:.1f} %",
+    "seconds": seconds,
+    "us": lambda n: seconds(n / 1e6),
+    "bytes": size_bytes,
+    "rate": lambda n: f"{n:,.1f}" if abs(n) < 1e5 else f"{n:,.0f}",
+    "readable": readable,
+    "change_pct": lambda n: f"{n * 100:+.1f} %",
+    "change_pts": points,
+    "money": lambda n: f"${n:,.2f}" if abs(n) >= 0.01 else f"${n:.4f}",
+}
+
+
+# value formats that `format_rounded` can cut to an interval's precision: (scale, prefix, suffix)
+_SCALED: dict[str, tuple[float, str, str]] = {
+    "rate": (1.0, "", ""),
+    "readable": (1.0, "", ""),
+    "float": (1.0, "", ""),
+    "int": (1.0, "", ""),
+    "pct": (1.0, "", " %"),
+    "ratio_pct": (100.0, "", " %"),
+    "money": (1.0, "$", ""),
+}
+
+
+def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
+    """How `format_value` shows `value`: (scale from the raw unit, prefix, suffix)."""
+    if fmt in ("seconds", "us"):
+        raw = value if fmt == "seconds" else value / 1e6
+        base = 1.0 if fmt == "seconds" else 1e-6
+        size = abs(raw)
+        if size < 1e-3:
+            return 1e6 * base, "", " us"
+        if size < 1.0:
+            return 1e3 * base, "", " ms"
+        return base, "", " s"
+    return _SCALED.get(fmt)
+
+
+def format_rounded(
+    value: Any, fmt: ValueFormat, quantum: float | None, like: float | None = None
+) -> str:
+    """`value` in `fmt`, cut to the precision `quantum` (a step in the raw unit, from
+    `quantum_of`) supports: the interval, not the format, decides the digits (39,989.3 with
+    ±26,235.3 is '40,000'; 0.4213 with ±0.031 is '0.421'), so 'rate' and 'readable' read alike
+    wherever an interval is known. A number smaller than the step keeps two significant
+    digits of its own (the low end 792 of an interval rounded to thousands is '790', never
+    '1,000' or '0'); 'int' never shows decimals. `like`: the figure whose unit it takes (an
+    interval's ends and half-width read in their figure's unit: '28.77 ms ±0.87 ms', never
+    '±870 us'). Without a step: `format_value`."""
+    plain = format_value(value, fmt)
+    number = _number(value)
+    if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
+        return plain
+    shown = _scale(number if like is None else like, fmt)
+    if shown is None:
+        return plain
+    scale, prefix, suffix = shown
+    if number != 0 and abs(number) < quantum:
+        quantum = quantum_of(abs(number)) or quantum
+    step = quantum * scale
+    if fmt == "int":
+        step = max(step, 1.0)
+    if step < 1e-4 and not prefix and not suffix:  # fixed point would be a row of zeros
+        digits = max(
+            2,
+            math.floor(math.log10(abs(number * scale) or step)) - math.floor(math.log10(step)) + 1,
+        )
+        return f"{number * scale:.{digits}g}"
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    # half up, on the shown digits (0.165 x 100 is 16.499999...: 17, as a reader rounds it)
+    rounded = round_half_up(number * scale, step)
+    sign = "-" if rounded < 0 else ""
+    return f"{sign}{prefix}{abs(rounded):,.{decimals}f}{suffix}"
+
+
+def round_half_up(number: float, step: float) -> float:
+    """`number` to a multiple of `step`, halves away from zero as a reader rounds (0.165 on
+    0.01 is 0.17, though 0.165 x 100 is 16.4999...)."""
+    units = round(abs(number) / step, 9)
+    return math.copysign(math.floor(units + 0.5) * step, number)
+
+
+def quantum_of(spread: float | None) -> float | None:
+    """The rounding step an uncertainty of `spread` supports: its two significant figures
+    (±26,235.3 -> 1,000; ±8.8 -> 0.1); None without a positive spread."""
+    if spread is None or not spread > 0 or not math.isfinite(spread):
+        return None
+    return float(10 ** (math.floor(math.log10(spread)) - 1))
+
+
+Format = Callable[[float], str]
+
+
+LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
+
+
+def lopsided(value: float, low: float, high: float) -> bool:
+    """Whether 'value ± half the width' would misstate the interval [low, high]: one side
+    more than LOPSIDED (1.5) times the other (a log-scale interval over 2 repeats, a share
+    near 0, a percentile of few steps), the value outside the interval, or value - half below
+    0 where the interval is not (a time, a rate, a share: ± would imply a value it cannot
+    have)."""
+    below, above = value - low, high - value
+    if below < 0 or above < 0:
+        return True
+    if max(below, above) > LOPSIDED * min(below, above):
+        return True
+    return low >= 0 and value - (high - low) / 2 < 0
+
+
+@dataclass(frozen=True)
+class RoundedFigure:
+    """A figure and its interval as text, every number cut by the one rule
+    (`figure_with_interval`); `half` is None where the interval is lopsided."""
+
+    value: str
+    low: str
+    high: str
+    half: str | None
+
+    def compact(self) -> str:
+        """'11,100 ±4,300', or '40,000 [790, 1,710,000]' where lopsided: the unit said once,
+        after the figure ('35.1 ms [35.0, 35.2]', as the diagnosis lines write it)."""
+        if self.half is None:
+            unit = _unit(self.value)
+            return f"{self.value} [{_bare(self.low, unit)}, {_bare(self.high, unit)}]"
+        return f"{self.value} ±{self.half}"
+
+
+def _unit(text: str) -> str:
+    """The unit a figure's text ends in (' ms', ' %'), '' for a bare number."""
+    number, space, unit = text.rpartition(" ")
+    return f" {unit}" if space and number and not any(c.isdigit() for c in unit) else ""
+
+
+def _bare(text: str, unit: str) -> str:
+    """An interval's end without the unit its figure already says."""
+    return text.removesuffix(unit) if unit and text.endswith(unit) else text
+
+
+def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
+    """The figure, its interval's ends and half-width cut to one precision: two significant
+    digits of the half-width (`figure_quantum`), the figure and both ends to the same step;
+    an end smaller than the step keeps two significant digits of its own. A `fmt` without
+    `rounded` gets the numbers rounded before it writes them."""
+    symmetric = not lopsided(value, low, high)
+    half = (high - low) / 2
+    show = _rounding(fmt, figure_quantum(value, low, high), like=value)
+    return RoundedFigure(show(value), show(low), show(high), show(half) if symmetric else None)
+
+
+def figure_quantum(value: float, low: float, high: float) -> float | None:
+    """The step a figure with this interval is rounded to: two significant digits of the
+    half-width, lopsided or not. The nearer side would be finer, but a percentile at the top
+    of its resamples has a nearer side of almost 0 ('57.09886 ms [54.37901, 57.09930]'): the
+    width is what the figure is known to."""
+    return quantum_of((high - low) / 2)
+
+
+def figure_with_interval(
+    value: float | None, low: float | None, high: float | None, fmt: Format
+) -> str:
+    """THE text of a figure with its 95 % interval, for every surface (terminal lines and
+    tables, report tables, cards, Markdown): '11,100 ±4,300' (± half the interval) when it is
+    about symmetric, '40,000 [790, 1,710,000]' when it is `lopsided`, each number rounded by
+    `round_figure` so terminal and reports print the same digits; the plain figure without
+    an interval, '-' without a figure."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return fmt(value)
+    if high == low:  # every repeat alike: the figure as it is, no '±0'
+        return fmt(value)
+    return round_figure(value, low, high, fmt).compact()
+
+
+def plus_minus(estimate: Estimate, fmt: Format) -> str:
+    """Compact (terminal, tables): `figure_with_interval`, '0' for a part no step had,
+    'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
+    if _exactly_zero(estimate):
+        return fmt(0.0)
+    if not estimate.measurable or estimate.value is None:
+        return f"not measurable ({_bound(estimate, fmt)})"
+    if estimate.low is None or estimate.high is None:
+        return f"{fmt(estimate.value)} (spread unknown)"
+    return figure_with_interval(estimate.value, estimate.low, estimate.high, fmt)
+
+
+def _rounding(fmt: Format, quantum: float | None, like: float | None = None) -> Format:
+    """`fmt` cut to the step `quantum`: by its own `rounded` where it has one (a report value
+    format, `readable_like`), in the unit of the figure `like`, else by rounding the number
+    before `fmt` writes it."""
+    rounded = getattr(fmt, "rounded", None)
+    if rounded is not None:
+        return lambda value: str(rounded(value, quantum, like))
+    if quantum is None:
+        return fmt
+
+    def show(value: float) -> str:
+        step = quantum if value == 0 or abs(value) >= quantum else quantum_of(abs(value))
+        return fmt(round_half_up(value, step) if step else value)
+
+    return show
+
+
+def _exactly_zero(estimate: Estimate) -> bool:
+    """Zero in every resample (a part no step had, e.g. no wait at world size 1): 0, not a
+    noise bound '< 0'."""
+    return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
+
+
+def _bound(estimate: Estimate, fmt: Format) -> str:
+    if estimate.high is None:
+        return "no interval"
+    if estimate.low is not None and estimate.low > 0:
+        return f"{fmt(estimate.low)} to {fmt(estimate.high)}"
+    return f"< {fmt(estimate.high)}"
+
+
+@dataclass(frozen=True)
+class ValueFormatter:
+    """A report value format as a `Format` (so an interval reads like the tables), whose
+    figures `plus_minus` cuts to the digits their interval supports
+    (`rounded`)."""
+
+    kind: ValueFormat
+
+    def __call__(self, value: float) -> str:
+        return format_value(value, self.kind)
+
+    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
+        return format_rounded(value, self.kind, quantum, like)
+
+
+value_format = ValueFormatter
+
+
+def pct(value: float) -> str:
+    """A share of the step: '40.1 %'."""
+    return f"{value * 100:.1f} %"
+
+
+def pct_bound(high: float) -> str:
+    """A share's upper bound: '0.1 %' for microseconds of a step, never '0.0 %'."""
+    return f"{share_bound(high)} %"
+
+
+def ms(seconds: float) -> str:
+    """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
+    if abs(seconds) >= 10:
+        return f"{seconds:.1f} s"
+    return f"{_three_figures(seconds * 1e3)} ms"
+
+
+def share_text(estimate: Estimate | None) -> str:
+    """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
+    '12.0 % (spread unknown)' (or the estimate's reason for having no interval),
+    'not measurable (its reason)' where it has no bound, or 'unknown'."""
+    if estimate is None:
+        return "unknown"
+    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
+        return pct(0.0)
+    if estimate.value is None or not estimate.measurable:
+        if estimate.high is not None:
+            return f"not measurable (< {pct_bound(estimate.high)})"
+        return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
+    if estimate.low is None or estimate.high is None:
+        return f"{pct(estimate.value)} ({estimate.reason or 'spread unknown'})"
+    return _spelled(_rounded(estimate.value, estimate.low, estimate.high, 100.0), "%")
+
+
+def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigure:
+    """The figure and its interval in the unit `scale` gives them (100: a share in %, 1e3:
+    seconds in ms), as numbers cut by the one rounding rule; three significant figures where
+    the interval is narrower than that (a sentence never grows a row of digits)."""
+    value, low, high = value * scale, low * scale, high * scale
+    step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
+    if step is None or (finest is not None and step < finest / 10):
+        plain = _share_number if scale == 100.0 else _three_figures
+        half = None if lopsided(value, low, high) else plain((high - low) / 2)
+        return RoundedFigure(value=plain(value), low=plain(low), high=plain(high), half=half)
+    return round_figure(value, low, high, value_format("float"))
+
+
+def _share_number(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _three_figures(value: float) -> str:
+    """Three significant figures below 100, whole above ('10', never '10.00' for 9.9999)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
+    """'+52.6 ms [49.9, 55.3]': in the unit its largest number reads best in (s, ms or us),
+    the interval in the same unit; '+7.48 us (no interval)'; 'not measurable (< 8 us)'."""
+    if estimate is None or (estimate.value is None and estimate.high is None):
+        return "unknown"
+    shown_ends = (estimate.high,) if estimate.value is None else (estimate.low, estimate.high)
+    largest = max(abs(e) for e in (estimate.value, *shown_ends) if e is not None)
+    # '+8 us [-12, 24]', never '+0.00785 ms'; a bare 0 in ms
+    scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
+    scale, unit = (1e3, "ms") if largest == 0 else (scale, unit)
+    if estimate.value is None:
+        bound = float(estimate.high or 0.0)
+        return (
+            f"not measurable (< {_three_figures(bound * scale)} {unit})"
+            if bound > 0
+            else ("not measurable")
+        )
+    value_s = estimate.value + 0.0  # no '-0'
+    sign = "+" if signed and value_s >= 0 else ""
+    if estimate.low is None or estimate.high is None:
+        why = estimate.reason or "spread unknown"
+        return f"{sign}{_three_figures(value_s * scale)} {unit} ({why})"
+    shown = _rounded(value_s, estimate.low, estimate.high, scale)
+    value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
+    straddles = estimate.low < 0 < estimate.high
+    return _spelled(replace(shown, value=value), unit, straddles)
+
+
+def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
+    """'5.7 % ±1.9 %' where the interval is about symmetric, '+3.1 ms [1.0, 4.4]' where it is
+    lopsided (the tables' one rule, `estimates.lopsided`) or `straddles` 0 (a gap whose
+    verdict turns on whether its interval reaches 0 shows both ends), the unit said after the
+    figure."""
+    if shown.half is None or straddles:
+        return f"{shown.value} {unit} [{shown.low}, {shown.high}]"
+    return f"{shown.value} {unit} ±{shown.half} {unit}"
