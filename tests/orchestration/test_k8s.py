@@ -667,3 +667,51 @@ def test_a_run_writes_every_planned_cell_to_the_sweep_state(tmp_path: Path) -> N
     assert [c.state for c in progress.cells] == ["not run", "not run"]
     sentence = progress.sentence() or ""
     assert sentence.startswith("Sweep not followed to its end (manifests written, not applied")
+
+
+def test_a_run_with_no_result_yet_is_reported_by_its_sweep_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Applied and no pod ended yet (no `cells/`, only sweep.json): `report` finds the folder,
+    opens with the sweep's state and lists every planned cell as no result yet; nothing is
+    measured and nothing called complete, exit 0 as for a folder of failed cells only."""
+    from typer.testing import CliRunner
+
+    from torchscale.interfaces.cli.app import app
+    from torchscale.orchestration.schedulers.kubernetes.launcher import UNFOLLOWED
+
+    fake_kubectl(tmp_path / "bin", tmp_path / "argv.log")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    cfg = tmp_path / "k.yaml"
+    cfg.write_text(
+        "experiment_name: kube\nmodels: [tiny-mlp]\nbatch_sizes: [8]\ngpu_counts: [1, 2]\n"
+        "device: cpu\nlauncher:\n  kind: k8s\n  k8s: {image: 'reg.example/ts:0.7', "
+        "results_claim: res, apply: true}\n"
+    )
+    runner = CliRunner()
+    ran = runner.invoke(app, ["benchmark", "-c", str(cfg), "-o", str(tmp_path / "out")])
+    assert ran.exit_code == 0, ran.output
+    kube = tmp_path / "out" / "kube"
+    assert (kube / "sweep.json").is_file() and not (kube / "cells").exists()
+    assert len((tmp_path / "argv.log").read_text(encoding="utf-8").splitlines()) == 2
+    labels = ["tiny-mlp b8 x1 fp32 ddp", "tiny-mlp b8 x2 fp32 ddp"]
+    opening = f"Sweep not followed to its end ({UNFOLLOWED}): 2 not run."
+    none_yet = f"none of the 2 planned cells has a result yet ({', '.join(labels)})"
+    for full in ([], ["--full"]):
+        md = tmp_path / f"report{len(full)}.md"
+        args = ["report", "-s", str(kube), *full]
+        term = runner.invoke(app, [*args, "-f", "term"])
+        written = runner.invoke(app, [*args, "-f", "md", "-o", str(md)])
+        for result in (term, written):
+            assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        text = md.read_text(encoding="utf-8")
+        headline = text.splitlines()[2]  # under the title
+        assert headline.startswith(f"✖ **{opening} No figures to use: {none_yet}"), headline
+        said = " ".join(term.output.split())
+        assert said.startswith(f"torchscale report: kube ✖ {opening} No figures to use: {none_yet}")
+        for report in (text, said):
+            assert "complete" not in report and "can be used" not in report
+        if full:  # the failures table: each planned cell, no result yet and why
+            for label in labels:
+                assert f"| ▲ {label} | not run | no result yet ({UNFOLLOWED}) |" in text
+            assert said.count("not run no result yet") == 2

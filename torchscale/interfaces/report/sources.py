@@ -1,8 +1,8 @@
-"""What `torchscale report --source DIR` reads: one experiment directory (`cells/`,
-`profile/<run>/`, `comm/<run>.json`, or any of them together), or a directory of them. All is
-read here, once, so that building the report is pure; a file that cannot be used is left out
-with a one-line reason in `Sources.skipped`, never a traceback; only a path that holds nothing
-usable at all raises `ResultsError` (docs/reporting.md, "How a report is made")."""
+"""What `torchscale report --source DIR` reads: one experiment directory (`cells/` or only its
+`sweep.json`, `profile/<run>/`, `comm/<run>.json`, or any of them together), or a directory of
+them. All is read here, once, so that building the report is pure; a file that cannot be used
+is left out with a one-line reason in `Sources.skipped`, never a traceback; only a path that
+holds nothing usable at all raises `ResultsError` (docs/reporting.md, "How a report is made")."""
 
 from __future__ import annotations
 
@@ -131,13 +131,16 @@ def _json_files(folder: Path) -> list[Path]:
 
 
 def is_experiment_dir(path: Path) -> bool:
-    """A sweep (`cells/`), a directory of profiled runs (`profile/<run>/`) or of comm runs."""
+    """A sweep (`cells/`, or only its `sweep.json`: a Kubernetes run before its first result),
+    a directory of profiled runs (`profile/<run>/`) or of comm runs."""
     layout = ResultLayout(path)
     measured = _is_dir(layout.cells_dir) or _json_files(layout.comm_dir)
     if measured or _json_files(layout.acceptance_dir):
         return True
     profile = layout.profiles_dir
     try:
+        if layout.sweep_state_path.is_file():
+            return True
         return _is_dir(profile) and any(_is_profile_run(p) for p in profile.iterdir())
     except OSError:
         return False
@@ -181,7 +184,7 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
     layout = ResultLayout(root)
     experiment = None
-    if _is_dir(layout.cells_dir):
+    if _is_dir(layout.cells_dir) or layout.sweep_state_path.is_file():
         problems: list[str] = []  # a corrupt config.yaml or env.json: the cells still count
         experiment = load(root, problems)
         for problem in problems:
@@ -190,7 +193,9 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         _ = experiment.cells, experiment.ranks, experiment.steps
         for path, reason in experiment.skipped:
             _skip(skipped, path, reason)
-        if not experiment.results:
+        # a plan in sweep.json and no result yet (a Kubernetes run before its first pod
+        # ends) is reported: each planned cell "no result yet"
+        if not experiment.results and not (experiment.sweep and experiment.sweep.planned):
             experiment = None
     profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
     comm = _read_each(layout.comm_dir, read_comm, skipped)
