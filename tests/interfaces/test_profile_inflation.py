@@ -99,7 +99,7 @@ def test_a_stored_schema_6_analysis_is_judged_when_read() -> None:
     assert_untraced_headline(analysis)
     # its note on the capture overhead is the same comparison's, on the means
     [note] = [n for n in analysis.notes if n.startswith("capture overhead")]
-    assert "+76.4 %, 95 % interval +56.9 % to +96.0 %, Welch's t" in note
+    assert "(+76 % ±20 %, Welch's t" in note
 
 
 def test_the_report_heads_with_the_untraced_split_and_says_compiled(tmp_path: Path) -> None:

@@ -365,7 +365,7 @@ def test_overhead_is_traced_against_measured_mean_step(tmp_path: Path) -> None:
     assert (overhead.traced_steps, overhead.ranks, overhead.timing) == (6, 2, "perf_counter")
     line = overhead.line()
     assert line.startswith("capture overhead (nsys): traced steps 112 ms mean against 100 ms")
-    assert "+11.5 %, 95 % interval +" in line and "Welch's t" in line
+    assert "+11.5 % ±" in line and "Welch's t" in line  # spelled as every figure is
     (tmp_path / "rank1.phases.json").unlink()
     write_phases(tmp_path, 0, [0.1115])  # one traced step: no interval
     assert "+11.5 %, no interval" in capture_overhead(cell_result(0.1), tmp_path, "nsys")[0].line()
@@ -378,12 +378,12 @@ def test_overhead_carries_an_interval_and_is_not_measurable_inside_it(tmp_path: 
     overhead = clear[0]
     assert overhead is not None and overhead.low is not None and overhead.high is not None
     assert 0 < overhead.low < overhead.overhead < overhead.high
-    assert overhead.measurable and "95 % interval +" in overhead.line()
+    assert overhead.measurable and "(+11.0 % ±1.2 %, Welch's t" in overhead.line()
     # measured windows as noisy as the difference: the figure is not a figure
     noisy = capture_overhead(cell_result(0.1, std=0.05), tmp_path, "nsys")
     overhead = noisy[0]
     assert overhead is not None and not overhead.measurable
-    assert "not measurable: 95 % interval -" in overhead.line()
+    assert "not measurable: its interval [-" in overhead.line()
     assert "+11" not in overhead.line()
 
 

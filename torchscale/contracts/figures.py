@@ -470,3 +470,21 @@ def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
     if shown.half is None or straddles:
         return f"{shown.value} {unit} [{shown.low}, {shown.high}]"
     return f"{shown.value} {unit} ±{shown.half} {unit}"
+
+
+def gap_text(mean: float | None, low: float | None, high: float | None) -> str:
+    """A signed gap in seconds with its interval, for a sentence: '+13.4 ms ±4.3 ms', '+0.42 ms
+    [-0.24, 1.20]' where it reaches 0 (`seconds_text`); '?' without a figure."""
+    if mean is None:
+        return "?"
+    reason = "no interval" if low is None or high is None else None
+    estimate = Estimate(
+        value=mean, low=low, high=high, n=0, method="", measurable=True, reason=reason
+    )
+    return seconds_text(estimate, signed=True)
+
+
+def change_text(change: float, low: float | None, high: float | None) -> str:
+    """A signed relative change with its interval: '+76.4 % ±19.6 %', '-12 % [-30, -3]'."""
+    shown = figure_with_interval(change, low, high, value_format("ratio_pct"))
+    return shown if shown.startswith("-") else f"+{shown}"

@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats as scipy_stats
 
+from torchscale.contracts.figures import change_text
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
@@ -266,8 +267,7 @@ def judge_change(
     p_value = welch_log_p(base, now)
     lo, hi = low - 1, high - 1
     beyond = hi < -rule.min_effect if change < 0 else lo > rule.min_effect
-    interval = f"{LEVEL * 100:g} % interval {_pct(lo)} to {_pct(hi)}"
-    evidence = f"p = {p_value:.2g} over {nb} vs {nc} {unit}, change {_pct(change)}, {interval}"
+    evidence = f"p = {p_value:.2g} over {nb} vs {nc} {unit}, change {change_text(change, lo, hi)}"
     e = f"{rule.min_effect * 100:g} %"
     blind = detectable_regression(
         low, high, rule.min_effect, higher_is_better=higher_is_better, units=nb + nc

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import Estimate, Finding, StepSplit, StragglerVerdict
-from torchscale.contracts.share_bound import share_bound
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -234,16 +234,6 @@ def _us(x: float) -> str:
     return f"{x / 1000.0:.2f} ms" if abs(x) >= 1000 else f"{x:.0f} us"
 
 
-def _share(estimate: Estimate) -> str:
-    """A share with its interval, for evidence text."""
-    if not estimate.measurable or estimate.value is None:
-        high = estimate.high
-        return "not measurable" + (f" (< {share_bound(high)} %)" if high is not None else "")
-    if estimate.low is None or estimate.high is None:
-        return _pct(estimate.value)
-    return f"{_pct(estimate.value)} (95 % interval {_pct(estimate.low)} to {_pct(estimate.high)})"
-
-
 def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
     """Findings whose cost is measurable and at least MIN_COST_FRACTION of the step, most
     expensive first."""
@@ -308,7 +298,7 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
         evidence.append(f"cross-check, arrival order: {i.arrival_reason}")
     if i.stall is not None:
         evidence.append(
-            f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks, exposed)"
+            f"ranks wait for peers {share_text(i.stall)} of the step (mean over ranks, exposed)"
         )
     else:
         evidence.append(
@@ -318,7 +308,7 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
     if i.whatif is not None:
         evidence.append(
             f"what-if (upper bound): had {who} arrived with the others, steps would be at most "
-            f"{_share(i.whatif)} shorter (capped by the other ranks' wait for it)"
+            f"{share_text(i.whatif)} shorter (capped by the other ranks' wait for it)"
         )
     return RankedFinding(title, cost, evidence, _straggler_fix(i, v, who), "straggler")
 
@@ -394,14 +384,14 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
     waited for, or that the evidence is disputed, never a turn-taking story."""
     if (i.verdict is not None and i.verdict.named) or i.stall is None or i.ranks < 2:
         return None
-    evidence = [f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks)"]
+    evidence = [f"ranks wait for peers {share_text(i.stall)} of the step (mean over ranks)"]
     if i.verdict is not None:
         evidence.append(f"no single straggler: {i.verdict.summary}")
     spread, least = waits_spread(i.rank_waits)
     if i.rank_waits:
         evidence.append(
             "wait for peers by rank (share of its own step): "
-            + ", ".join(f"rank {r} {_share(e)}" for r, e in sorted(i.rank_waits.items()))
+            + ", ".join(f"rank {r} {share_text(e)}" for r, e in sorted(i.rank_waits.items()))
         )
     if i.compute_spread_frac is not None:
         evidence.append(
@@ -472,7 +462,7 @@ def _exposed_comm(i: FindingInputs) -> RankedFinding | None:
     )
     evidence = [
         f"exposed transfer (communication with nothing computing, {how}): "
-        f"{_share(i.exposed_transfer)} of the step"
+        f"{share_text(i.exposed_transfer)} of the step"
     ]
     if i.comm_frac is not None:
         evidence.append(f"all communication, hidden or not: {_pct(i.comm_frac)} of the step")
@@ -517,7 +507,7 @@ def _data_wait(i: FindingInputs) -> RankedFinding | None:
     if i.data is None:
         return None
     evidence = [
-        f"waiting for data with nothing else running: {_share(i.data)} of the step (mean over "
+        f"waiting for data with nothing else running: {share_text(i.data)} of the step (mean over "
         "ranks)"
     ]
     if i.data_wait_worst is not None and i.ranks > 1:
@@ -541,7 +531,7 @@ def _host_bound(i: FindingInputs) -> RankedFinding | None:
         f"{_device_word(i.device_type)} idle waiting for the host to launch work",
         i.host_wait,
         [
-            f"the device idles with nothing queued {_share(i.host_wait)} of the step (part of "
+            f"the device idles with nothing queued {share_text(i.host_wait)} of the step (part of "
             "the step model's rest: the next kernel was launched only after the previous one "
             "ended)"
         ],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.figures import gap_text
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
@@ -95,10 +96,7 @@ def cpu_wait_check(
         if host.mean_s > 0
         else f"rank {candidate} not held off the CPU more than the others ({reckoned})"
     )
-    left_text = (
-        f"its gap less that: {ms(left.mean_s)} per step "
-        f"(95 % interval {ms(left.low_s)} to {ms(left.high_s)})"
-    )
+    left_text = f"its gap less that: {gap_text(left.mean_s, left.low_s, left.high_s)} per step"
     updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
     agrees: bool | None = None
     detail = f"{waited} (not a straggler either way)"

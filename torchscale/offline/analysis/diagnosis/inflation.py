@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from torchscale.contracts.figures import change_text
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -234,19 +235,16 @@ def _ms(seconds: float) -> str:
 
 def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> str:
     """The capture overhead in one note of the run: 'capture overhead (torch): traced steps
-    34.8 ms mean against 19.7 ms in the measured windows (+76.4 %, 95 % interval +56.9 % to
-    +96.0 %, Welch's t; ...)'; 'not measurable' with the interval where it includes 0."""
-
-    def pct(fraction: float) -> str:
-        return f"{fraction * 100:+.1f} %"
-
+    34.8 ms mean against 19.7 ms in the measured windows (+76 % ±20 %, Welch's t; ...)';
+    'not measurable' with the interval where it includes 0."""
     low, high = inflation.low, inflation.high
     if low is None or high is None:
-        figure = f"{pct(inflation.share)}, no interval"
+        figure = f"{change_text(inflation.share, None, None)}, no interval"
     elif not low <= 0.0 <= high:
-        figure = f"{pct(inflation.share)}, 95 % interval {pct(low)} to {pct(high)}, Welch's t"
+        figure = f"{change_text(inflation.share, low, high)}, Welch's t"
     else:
-        figure = f"not measurable: 95 % interval {pct(low)} to {pct(high)}"
+        ends = ", ".join(change_text(end, None, None) for end in (low, high))
+        figure = f"not measurable: its interval [{ends}] reaches 0"
     return (
         f"{OVERHEAD_NOTE} ({tool}): traced steps {_ms(inflation.traced_s)} mean against "
         f"{_ms(inflation.untraced_s)} in the measured windows ({figure}; "

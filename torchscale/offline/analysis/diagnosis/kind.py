@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from torchscale.contracts.figures import gap_text
 from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
@@ -94,8 +95,8 @@ def named_summary(
     where = f" in {phase}" if phase and kind in ("compute", "host") else ""
     check = "; check the host" if kind == "host" else ""
     return (
-        f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): {ms(mean)} per "
-        f"step over the others (95 % interval {ms(low)} to {ms(high)}){_as(pattern)}{check}"
+        f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): "
+        f"{gap_text(mean, low, high)} per step over the others{_as(pattern)}{check}"
     )
 
 
@@ -107,8 +108,8 @@ def late_summary(
     mean, low, high = late
     return (
         f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the others "
-        f"wait {ms(mean)} per step longer for it (95 % interval {ms(low)} to {ms(high)}) "
-        f"while its own work is on par ({on_par})"
+        f"wait {gap_text(mean, low, high)} per step longer for it while its own work is on "
+        f"par ({on_par})"
     )
 
 
@@ -173,8 +174,8 @@ def unnamed_summary(
     low, high seconds), how it falls over the steps, then why."""
     mean, low, high = gap
     return (
-        f"nobody named: the largest gap, rank {candidate}, {ms(mean)} per step (95 % "
-        f"interval {ms(low)} to {ms(high)}{_as(pattern)}): {why}"
+        f"nobody named: the largest gap, rank {candidate}, {gap_text(mean, low, high)} per "
+        f"step{_as(pattern)}: {why}"
     )
 
 
