@@ -715,3 +715,6 @@ def test_a_run_with_no_result_yet_is_reported_by_its_sweep_state(
             for label in labels:
                 assert f"| ▲ {label} | not run | no result yet ({UNFOLLOWED}) |" in text
             assert said.count("not run no result yet") == 2
+            # the sections with no figure say why: planned, not "no benchmark sweep"
+            assert "no benchmark sweep" not in text, text
+            assert "none of the 2 planned cells has finished" in text
