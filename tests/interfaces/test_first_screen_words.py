@@ -88,12 +88,18 @@ def test_advice_on_the_first_screen_is_its_plain_first_clause() -> None:
         "earlier), gradient_as_bucket_view=True, gradient accumulation under no_sync()."
     )
     finding = ReportFinding(
-        title="Exposed gloo communication", cost_pct=70.7, source="x", recommendation=advice
+        title="Exposed gloo communication",
+        cost_pct=70.7,
+        source="tiny-gpt2 b16 x2 fp32 ddp",
+        recommendation=advice,
     )
     assert short_advice(advice) == "Hide or shrink gradient communication"
     line = action_text(finding)
+    # the run it is of is named: its figures are that run's (the H100 sweep's host-bound
+    # share was of a cell the lines above it did not show)
     assert line.startswith(
-        "Exposed gloo communication (70.7 % of the step): hide or shrink gradient communication"
+        "Exposed gloo communication (70.7 % of the step), in tiny-gpt2 b16 x2 fp32 ddp: hide or "
+        "shrink gradient communication"
     )
     assert not CODE.search(line) and "Bottlenecks" in line
 
