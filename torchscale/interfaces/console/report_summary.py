@@ -94,19 +94,16 @@ def _text_part(order: int, block: Text, width: int) -> _Part:
 
 
 def _figures_part(order: int, block: KeyFigures, width: int) -> _Part:
-    """Key figures with their notes (what each is, its interval) where they all fit, else
-    label and value only (a table below gives the intervals; --full the notes), fewest last."""
+    """Key figures with their notes (what each is, its interval, whether it can be used),
+    fewer of them where all do not fit: a figure kept never loses what qualifies it (a bare
+    '661,000' under 'cannot be used' read as a clean figure)."""
     figures = block.figures
 
-    def draw(count: int, notes: bool) -> list[str]:
-        table = key_figures(figures[:count], notes)
+    def draw(count: int) -> list[str]:
+        table = key_figures(figures[:count])
         return _more(_lines([table], width), len(figures) - count, "key figure", width)
 
-    def drafts() -> Iterator[tuple[int, list[str]]]:
-        yield len(figures), draw(len(figures), notes=True)
-        yield from _counts(len(figures), lambda count: draw(count, notes=False))()
-
-    return _Part(order, PRIORITY["figures"], drafts)
+    return _Part(order, PRIORITY["figures"], _counts(len(figures), draw))
 
 
 def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.FitColumn]:
