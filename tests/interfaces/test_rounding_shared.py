@@ -264,3 +264,17 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     assert "+0.42 ms [-0.24, 1.20] per step; every step: could be noise" in noise, noise
     share = Estimate(value=0.288, low=0.266, high=0.310, n=12, method="b", measurable=True)
     assert share_text(share) == "28.8 % ±2.2 %"
+
+
+def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
+    """'2.36 ms ±0.0972 ms' gave the half-width more digits than its figure: ends and half
+    take the figure's decimals; a split's part reads as its Sync stall does."""
+    from torchscale.contracts.figures import seconds_text, share_figure, share_text
+
+    narrow = Estimate(
+        value=0.00236, low=0.0022628, high=0.0024572, n=9, method="b", measurable=True
+    )
+    assert seconds_text(narrow) == "2.36 ms ±0.10 ms"
+    stall = Estimate(value=0.222, low=0.07, high=0.37, n=9, method="b", measurable=True)
+    assert share_text(stall) == "22 % ±15 %"
+    assert share_figure(0.222, 0.07, 0.37) == "22 %"  # 'waiting 22 %', never '22.2 %' beside it

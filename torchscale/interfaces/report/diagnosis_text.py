@@ -15,7 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.contracts.figures import ms, pct, pct_bound, seconds_text, share_text
+from torchscale.contracts.figures import (
+    ms,
+    pct,
+    pct_bound,
+    seconds_text,
+    share_figure,
+    share_text,
+)
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -93,9 +100,14 @@ def _maybe_traced(diagnosis: Diagnosis) -> str:
     )
 
 
+TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
+
+
 def _point(estimate: Estimate) -> str:
     if estimate.value is not None and estimate.measurable:
-        return pct(estimate.value)
+        if 0 < estimate.value < TINY_PART:  # '0.0054 %' of a split says nothing more
+            return f"< {pct(TINY_PART)}"
+        return share_figure(estimate.value, estimate.low, estimate.high)
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)
     return f"< {pct_bound(estimate.high)}" if estimate.high is not None else "unknown"
