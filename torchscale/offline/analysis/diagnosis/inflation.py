@@ -198,10 +198,11 @@ class TracedInflation:
         )
 
     def words(self) -> str:
-        """'+76.4 % [+56.0, +96.9]', or '+76.4 % (no interval)'."""
+        """'+76 % ±20 %' (spelled as every figure is: `change_text`), or '+76.4 % (no
+        interval)'."""
         if self.low is None or self.high is None:
-            return f"{self.share:+.1%} (no interval)".replace("%", " %")
-        return f"{self.share * 100:+.1f} % [{self.low * 100:+.1f}, {self.high * 100:+.1f}]"
+            return f"{change_text(self.share, None, None)} (no interval)"
+        return change_text(self.share, self.low, self.high)
 
 
 def traced_inflation(
