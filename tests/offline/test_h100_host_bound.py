@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
+from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, HostBound
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
@@ -44,6 +45,9 @@ def test_the_tiny_h100_cells_are_host_bound_by_arithmetic_first_on_every_surface
         assert first.category == "host_bound" and len(_host_findings(result)) == 1
         assert first.title.startswith("host-bound (by arithmetic):")
         assert "waits for Python/launches" in first.title
+        # its MFU spelled as the GPU table spells it, with the interval the result carries
+        assert result.intervals is not None and result.intervals.mfu is not None
+        assert f"MFU {share_text(result.intervals.mfu)}, " in first.title, first.title
         # these cells were compiled (compile on by default on CUDA then): the fix does not
         # offer torch.compile again
         assert "CUDA graphs (torch.compile mode='reduce-overhead'" in first.recommendation

@@ -567,6 +567,7 @@ def host_bound_finding(
     gpu_busy_s: float | None = None,
     step_s: float | None = None,
     compiled: bool = False,
+    mfu_interval: Estimate | None = None,
 ) -> RankedFinding:
     """The host-bound verdict of a GPU cell as a finding: from the busy probe (`busy_share`:
     the GPU's busy time over the median step) or, without one, by arithmetic (`mfu`: the
@@ -591,13 +592,16 @@ def host_bound_finding(
         )
     else:
         share = min(max(mfu or 0.0, 0.0), 1.0)
+        # the MFU as the GPU table spells it, with its interval where the result has one
+        known = mfu_interval is not None and mfu_interval.value is not None
+        shown = share_text(mfu_interval) if known else pct_small(share)
         title = (
-            f"{HOST_BOUND_TITLE} (by arithmetic): the step's FLOPs at the GPU's peak fill "
-            f"{pct_small(share)} of the step; the GPU waits for Python/launches"
+            f"{HOST_BOUND_TITLE} (by arithmetic): MFU {shown}, the step's FLOPs at the GPU's "
+            "peak fill that share of the step; the GPU waits for Python/launches"
         )
         evidence = [
-            f"MFU {pct_small(share)}, under {_pct(HOST_BOUND_MFU)}: at its peak the GPU would "
-            f"finish the step's arithmetic in {pct_small(share)} of the step ({method})"
+            f"MFU {shown}, under {_pct(HOST_BOUND_MFU)}: at its peak the GPU would finish the "
+            f"step's arithmetic in that share of the step ({method})"
         ]
         # arithmetic bounds the idle share from above only (memory traffic and launches are
         # GPU time it cannot see): the cost is not measurable, with that bound

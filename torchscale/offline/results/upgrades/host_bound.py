@@ -70,6 +70,7 @@ def host_bound_of(result: CellResult) -> Finding | None:
         step_s=record.step_s,
         compiled=result.compile is not None
         or (result.warmup is not None and result.warmup.compile_s is not None),
+        mfu_interval=result.intervals.mfu if result.intervals is not None else None,
     ).stored()
 
 
