@@ -278,3 +278,15 @@ def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
     stall = Estimate(value=0.222, low=0.07, high=0.37, n=9, method="b", measurable=True)
     assert share_text(stall) == "22 % ±15 %"
     assert share_figure(0.222, 0.07, 0.37) == "22 %"  # 'waiting 22 %', never '22.2 %' beside it
+
+
+def test_a_wait_that_cannot_exist_reads_none_not_zero_percent() -> None:
+    """One rank has no peers to wait for: its Sync stall reads 'none (one rank: ...)' as the
+    profile line's '-' does, never a measured-looking '0.0 %'; a part no step had stays 0.0 %."""
+    from torchscale.contracts.figures import share_text
+    from torchscale.offline.analysis.diagnosis.step_model import ONE_RANK
+
+    lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True, reason=ONE_RANK)
+    assert share_text(lone) == f"none ({ONE_RANK})"
+    idle = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True)
+    assert share_text(idle) == "0.0 %"

@@ -396,13 +396,15 @@ def ms(seconds: float) -> str:
 
 
 def share_text(estimate: Estimate | None) -> str:
-    """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
-    '12.0 % (spread unknown)' (or the estimate's reason for having no interval),
-    'not measurable (its reason)' where it has no bound, or 'unknown'."""
+    """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'none (one rank: no peers to wait
+    for)' (zero by its reason, not measured), 'not measurable (< 0.4 %)', '12.0 % (spread
+    unknown)' (or the estimate's reason for having no interval), 'not measurable (its
+    reason)' where it has no bound, or 'unknown'."""
     if estimate is None:
         return "unknown"
     if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
-        return pct(0.0)
+        zero_by_reason = estimate.value == 0.0 and estimate.measurable and estimate.reason
+        return f"none ({estimate.reason})" if zero_by_reason else pct(0.0)
     if estimate.value is None or not estimate.measurable:
         if estimate.high is not None:
             return f"not measurable (< {pct_bound(estimate.high)})"

@@ -104,6 +104,8 @@ TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
 
 
 def _point(estimate: Estimate) -> str:
+    if estimate.low == 0 and estimate.high == 0 and estimate.value == 0.0 and estimate.reason:
+        return "none"  # zero by its reason (one rank: no peers), as its Sync stall says
     if estimate.value is not None and estimate.measurable:
         if 0 < estimate.value < TINY_PART:  # '0.0054 %' of a split says nothing more
             return f"< {pct(TINY_PART)}"
