@@ -438,3 +438,20 @@ def test_the_cover_leads_with_the_verdict_and_the_config_is_brief(
     appendix = text[text.rindex("Config of v3_fixture") : text.rindex("How each figure")]
     assert "null" not in appendix and "backend" not in appendix
     assert len(appendix.splitlines()) < 40
+
+
+def test_a_values_word_keeps_its_column_whole() -> None:
+    """The environment table broke '2.11.0+cu130' as '2.11.0+cu13' over '0' in a column sized
+    for short values: a value's word (up to WORD_EM) sets its column's least width."""
+    from torchscale.interfaces.report.model import Column
+
+    keys = ["host", "gpus", "driver", "cuda", "ram", "nccl", "torch", "python", "os", "cpu"]
+    keys += ["numa", "nic", "disk"]
+    columns = [Column(key=k, label=k.title(), align="left") for k in keys]
+    row = dict.fromkeys(keys, "a few words of prose that wrap in their column, and then some more")
+    row |= {"driver": "580.159.04", "torch": "2.11.0+cu130"}
+    layout = pdf.table_layout(Table(id="env", title="Environment", columns=columns, rows=[row]))
+    font = dict(pdf.TABLE_FONTS)[layout.css_class]
+    for key, word in (("torch", "2.11.0+cu130"), ("driver", "580.159.04")):
+        width_em = layout.widths[keys.index(key)] / 100 * pdf.TABLE_WIDTH_PT / font
+        assert width_em >= pdf.text_em(word), (key, layout, width_em)

@@ -48,6 +48,7 @@ TABLE_FONTS = (("", 8.0), ("wide", 7.0), ("very-wide", 6.2), ("tiny", 5.5))
 SHORT_TEXT_EM = 6.5
 LONG_TEXT_EM = 18.0
 SAFETY = 1.05  # rounding, kerning and fallback fonts
+WORD_EM = 9.0  # a value's word up to this wide keeps its column (a version, a clock reason)
 MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
 
 
@@ -132,20 +133,22 @@ def table_layout(table: Table) -> TableLayout:
     mid-word, at the largest font where that fits; long text columns (names, paths, errors)
     share what is left and wrap."""
     marked = any(SEVERITY_MARK.get(row.get("_severity") or "info") for row in table.rows)
-    content: list[tuple[float, float]] = []  # (header word, longest value) in em
+    # (header word, longest value, longest word of a value) in em
+    content: list[tuple[float, float, float]] = []
     for index, column in enumerate(table.columns):
         header = max((text_em(word) for word in column.label.split()), default=0.0)
-        longest = max(
-            (text_em(format_value(row.get(column.key), column.format)) for row in table.rows),
-            default=0.0,
-        )
+        values = [format_value(row.get(column.key), column.format) for row in table.rows]
+        longest = max((text_em(value) for value in values), default=0.0)
+        word = max((text_em(w) for value in values for w in value.split()), default=0.0)
         longest += 1.3 if marked and index == 0 else 0.0  # the severity mark and its space
-        content.append((header, longest))
+        content.append((header, longest, min(word, WORD_EM)))
 
     def widths_at(limit: float, padding: float) -> list[float]:
-        # headers are bold, and so are the rows marked bad: everything is measured as bold
+        # headers are bold, and so are the rows marked bad: everything is measured as bold;
+        # a value's word up to WORD_EM is never broken ('2.11.0+cu13|0' was)
         return [
-            padding + SAFETY * max(1.0, header, min(longest, limit)) for header, longest in content
+            padding + SAFETY * max(1.0, header, word, min(longest, limit))
+            for header, longest, word in content
         ]
 
     def fits(font: float, limit: float) -> bool:
