@@ -147,6 +147,15 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dic
     return out
 
 
+# one GPU has no peer to exchange gradients with: what its grad-sync phase took is the phase's
+# own launch and timer cost, which the split counts as exposed transfer
+ONE_GPU_TRANSFER_NOTE = (
+    "A run on one GPU or rank has no peer: its 'communication not overlapped' is the time its "
+    "gradient-sync phase took without exchanging anything (launches and timers), not "
+    "communication a second GPU would wait for. "
+)
+
+
 def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     decided = (
         [col("source", "Decided by")] if any(r["source"] != "phase timers" for r in rows) else []
@@ -178,6 +187,8 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         note += f"A split without an interval is read from {'; '.join(bases)}. "
     if sync:
         note += SYNC_NOTE
+    if any(r["gpus"] == 1 and (r.get("exposed_transfer_share") or 0) > 0 for r in rows):
+        note += ONE_GPU_TRANSFER_NOTE
     return Table(
         id="efficiency-step-model",
         title="Where the step goes (each run's diagnosis, shares with 95 % intervals)",

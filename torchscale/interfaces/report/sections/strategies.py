@@ -120,7 +120,18 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
+def _fsdp_on_one(row: dict[str, Any]) -> bool:
+    return row.get("strategy") == "fsdp" and (integer(row.get("world_size")) or 0) == 1
+
+
+def _table(rows: list[dict[str, Any]], units: RankUnits, *, one_gpu_fsdp: bool) -> Table:
+    """`one_gpu_fsdp`: a group compares FSDP on one device, where it shards nothing."""
+    one = (
+        "FSDP on one device shards nothing: its memory and speed are DDP's plus FSDP's own "
+        "machinery, not what sharding saves. "
+        if one_gpu_fsdp
+        else ""
+    )
     return Table(
         id="strategies-side-by-side",
         title="Strategies side by side (per model, world size, precision and batch)",
@@ -141,7 +152,8 @@ def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
             col("bubble_theory", "Bubble theory", "ratio_pct"),
         ],
         rows=rows,
-        note="static memory: parameters + gradients + optimizer state held by one rank; peak: "
+        note=one
+        + "static memory: parameters + gradients + optimizer state held by one rank; peak: "
         "CUDA peak allocated on GPUs, peak RSS on CPU ranks; exposed transfer and waiting "
         "for peers are shares of the step: no_sync window (DDP: communication beyond the "
         "slowest rank's compute, and load imbalance) or steps profiled after the windows "
@@ -215,7 +227,11 @@ def build(ctx: Context) -> Section | None:
             "batch (dp x batch): a tensor-parallel group or a pipeline reads one batch, so at "
             "the same world size it processes fewer samples per step than DDP by design."
         ),
-        _table(rows, ctx.units),
+        _table(
+            rows,
+            ctx.units,
+            one_gpu_fsdp=any(_fsdp_on_one(cells[i]) for g in groups for i in g.index),
+        ),
     ]
     charts = [
         _chart(
