@@ -48,7 +48,7 @@ DROP_FIRST = ("split", "whatif", "batch_per_gpu", "gpus", "step_p50_text", "toke
 # what a kept figure means (the criterion it is best by, whether its lead is real, whether it
 # can be used): never left out while the figure stays; one value in every row is said once
 # in the table's title after these words ('best by throughput', 'reliable')
-QUALIFIERS = {"best_by": "best by", "lead": "", "reliability": ""}
+QUALIFIERS = {"best_by": "best by", "lead": "", "reliability": "all"}
 # the order in which blocks get lines when everything does not fit (lower first)
 PRIORITY = {"alert": 0, "table": 1, "figures": 2, "findings": 3, "text": 4, "note": 5}
 

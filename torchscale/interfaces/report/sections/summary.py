@@ -178,7 +178,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 out["cost_per_m_tokens"] = finite(cost.get("cost_per_m_tokens"))
             rows.append(out)
     if ctx.usability is not None and ctx.usability.usable == "no":  # the headline's decision
-        unusable = "the fastest measured; these numbers cannot be used"
+        unusable = "the fastest measured is shown; these numbers cannot be used"
         firsts = {r["model"]: r for r in reversed(rows)}  # one row a model, its first
         rows = [
             {**r, "best_by": NONE_NAMED, "lead": unusable if "config" in r else r["lead"]}
