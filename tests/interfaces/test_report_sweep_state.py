@@ -88,9 +88,10 @@ def test_a_complete_sweep_opens_as_before(tmp_path: Path) -> None:
 @pytest.mark.skipif(not H100_STOPPED.is_dir(), reason="../shared/gpu is not here")
 @pytest.mark.parametrize("fmt", ["md", "term"])
 def test_the_h100_sweep_stopped_at_cell_7_reads_stopped(fmt: str, tmp_path: Path) -> None:
-    """Its SIGTERM came before sweeps kept a state file: the started cell with no result and the
-    2-GPU cells it skipped lead the report; the cells after it are said to be unrecorded."""
+    """Its SIGTERM came before sweeps kept a state file: the started cell with no result (its
+    signal read from torchrun's own error file) and the 2-GPU cells it skipped lead the
+    report; the cells after it are said to be unrecorded."""
     text = _flat(_report(H100_STOPPED, fmt, tmp_path))
-    assert "Sweep stopped, killed or still running during tiny-gpt2 b32 x1 fp32 ddp" in text
+    assert "Sweep stopped by SIGTERM during tiny-gpt2 b32 x1 fp32 ddp" in text
     assert "3 skipped (needs 2 GPUs; a node has 1)" in text
     assert "3 of 7" in text

@@ -127,3 +127,26 @@ def test_a_detached_follower_says_why_it_cannot_tell_more() -> None:
     state = SweepState(phase="running", planned=PLAN, finished=1, stopped_by=by)
     progress = sweep_progress(_experiment(state, ok=["c0"], started=[]))
     assert progress.sentence() == f"Sweep not followed to its end ({by}): 1 ok, 3 not run."
+
+
+def test_without_a_state_file_torchruns_error_file_names_the_signal(tmp_path: Path) -> None:
+    """The H100 sweep stopped by SIGTERM before sweeps kept a state file: torchrun's own error
+    file of the started cell says 'got signal: 15', so the report says by what."""
+    import json
+
+    from torchscale.offline.results.experiment import load
+
+    root = tmp_path / "exp"
+    for sub in ("cells", "specs", "logs/c1"):
+        (root / sub).mkdir(parents=True)
+    (root / "specs" / "c1.json").write_text("{}", encoding="utf-8")
+    message = {"message": "SignalException: Process 2320 got signal: 15", "extraInfo": {}}
+    error = {"message": message}
+    (root / "logs" / "c1" / "error.json").write_text(json.dumps(error), encoding="utf-8")
+    experiment = load(root)
+    assert experiment.signalled == {"c1": 15}
+    sentence = sweep_progress(experiment).sentence()
+    assert sentence is not None and sentence.startswith("Sweep stopped by SIGTERM during c1")
+    # a torn error file says nothing of a signal
+    (root / "logs" / "c1" / "error.json").write_text("{not json", encoding="utf-8")
+    assert load(root).signalled == {}

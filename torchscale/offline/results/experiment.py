@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -50,6 +51,8 @@ class Experiment:
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     sweep: SweepState | None = None  # sweep.json: the plan and how far it got (None: older)
     started: list[str] = field(default_factory=list)  # cell ids with a spec written
+    # a started cell's signal, from torchrun's own error file (no sweep.json to say the stop)
+    signalled: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -163,4 +166,22 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     for file, reason in skipped:
         log.warning("skipping %s: %s", file, reason)
     started = sorted(p.stem for p in layout.specs_dir.glob("*.json"))
-    return Experiment(root, config, environment, results, versions, skipped, sweep, started)
+    done = {r.cell_id for r in results}
+    signals = {i: _signal_of(layout.log_dir(i) / "error.json") for i in started if i not in done}
+    signalled = {i: number for i, number in signals.items() if number is not None}
+    return Experiment(
+        root, config, environment, results, versions, skipped, sweep, started, signalled
+    )
+
+
+def _signal_of(error_file: Path) -> int | None:
+    """The signal torchrun's error file says stopped the cell ('SignalException: Process
+    2320 got signal: 15'), or None: no file, another error, or unreadable."""
+    try:
+        doc = json.loads(error_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    message = doc.get("message") if isinstance(doc, dict) else None
+    text = message.get("message") if isinstance(message, dict) else message
+    found = re.search(r"got signal: (\d+)", text) if isinstance(text, str) else None
+    return int(found.group(1)) if found else None

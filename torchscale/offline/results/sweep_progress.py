@@ -8,6 +8,7 @@ after it were not recorded)."""
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass
 from typing import Literal
 
@@ -68,9 +69,10 @@ class SweepProgress:
         if self.phase == "unknown":
             cut = [c.label for c in self.cells if c.state == "stopped"]
             which = cut[0] if len(cut) == 1 else f"{len(cut)} cells ({', '.join(cut)})"
+            how = f" by {self.stopped_by}" if self.stopped_by else ", killed or still running"
             return (
-                f"Sweep stopped, killed or still running during {which}, with a spec and no "
-                f"result: {counts} (no sweep.json: the cells it never started are not known)."
+                f"Sweep stopped{how} during {which}, with a spec and no result: {counts} (no "
+                "sweep.json: the cells it never started are not known)."
             )
         if skips:
             return f"{self.count('skipped')} of {total} planned cells skipped ({skips})."
@@ -80,6 +82,14 @@ class SweepProgress:
 def _from_result(result: CellResult, label: str) -> CellProgress:
     why = result.error.reason if result.error is not None else None
     return CellProgress(result.cell_id, label, result.status.value, why)
+
+
+def signal_name(number: int) -> str:
+    """'SIGTERM' for 15; 'signal 99' for a number this platform does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def label_of_cell_id(cell_id: str) -> str:
@@ -103,8 +113,11 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
         cells += [CellProgress(i, i, "unreadable", why) for i, why in unreadable.items()]
         if not started:
             return SweepProgress("complete", cells)
-        cut = [CellProgress(i, label_of_cell_id(i), "stopped", cut_short) for i in started]
-        return SweepProgress("unknown", [*cells, *cut], during=cut[0])
+        numbers = [experiment.signalled[i] for i in started if i in experiment.signalled]
+        by = signal_name(numbers[0]) if numbers else None
+        why = f"stopped by {by} while it ran (torchrun's error file)" if by else cut_short
+        cut = [CellProgress(i, label_of_cell_id(i), "stopped", why) for i in started]
+        return SweepProgress("unknown", [*cells, *cut], by, during=cut[0])
     cells = []
     during = None
     by = f" by {state.stopped_by}" if state.stopped_by else ""
