@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -94,9 +95,9 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
         base = {
             "cell": ctx.label(_key_row(entry.experiment, forecast.key)),
             "made": forecast.created_at[:10],
-            "step": forecast.step_s.value,
-            "low": forecast.step_s.low,
-            "high": forecast.step_s.high,
+            "step": compact(
+                forecast.step_s.value, forecast.step_s.low, forecast.step_s.high, "seconds"
+            ),
             "dominant": forecast.dominant.replace("_", " "),
         }
         fitted = _fitted_cell(ctx, entry)
@@ -118,9 +119,7 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
     columns = [
         Column(key="cell", label="Cell", align="left"),
         Column(key="made", label="Made", align="left"),
-        Column(key="step", label="Forecast step", format="seconds"),
-        Column(key="low", label="Interval low", format="seconds"),
-        Column(key="high", label="Interval high", format="seconds"),
+        Column(key="step", label="Forecast step ±95 %"),
         Column(key="measured", label="Measured step", format="seconds"),
         Column(key="error", label="Error", format="change_pct"),
         Column(key="held", label="Held", align="left"),
