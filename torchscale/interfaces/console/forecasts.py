@@ -25,7 +25,11 @@ if TYPE_CHECKING:
 
 # the dominant terms whose column word differs from their name (compute, data, ... print as named)
 DOMINANT_WORDS = {"contention": "shared cores", "exposed_communication": "exposed comm"}
-INTERVAL_NOTE = "± half the 95 % interval (measurement and model), [low, high] where lopsided"
+INTERVAL_NOTE = (
+    "± half the 95 % interval (measurement and model), [low, high] where lopsided; samples/s "
+    "and efficiency are of the median step (ranks x batch / step): a run's wall-clock samples/s "
+    "also carries its stalls, and is lower where its steps vary"
+)
 _NUMBER = ValueFormatter("rate")
 
 
