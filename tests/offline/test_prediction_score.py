@@ -181,3 +181,32 @@ def test_load_forecasts_counts_what_the_cells_owe_without_writing(root: Path) ->
     assert list(table["scored_cell_id"]) == [result.cell.id]
     assert table["measured_step_s"].iloc[0] == measured_step_s(result)
     assert not (root / "forecasts" / "scores").exists()
+
+
+def test_a_forecast_no_back_test_checks_widens_to_the_worst_stored_miss(tmp_path: Path) -> None:
+    """`predict` widens such a forecast to the worst error of the forecasts already scored in
+    its experiments, from three scores on; before that, the stated default applies (None)."""
+
+    from torchscale.interfaces.api.predict import _how_far_missed
+    from torchscale.offline.results.forecast_store import write_score
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for root in (first, second):
+        root.mkdir()
+    write_score(first, replace_score(_score(-0.12, True), "f1", "c1"))
+    write_score(second, replace_score(_score(0.31, False), "f2", "c2"))
+    assert _how_far_missed([first, second]) is None  # two scores: no record yet
+    write_score(second, replace_score(_score(0.05, True), "f3", "c3"))
+    missed = _how_far_missed([first, second])
+    assert missed is not None and missed[0] == pytest.approx(0.31)
+    assert missed[1] == "the worst of 3 scored here"
+
+
+def replace_score(score: ForecastScore, forecast_id: str, cell_id: str) -> ForecastScore:
+    return score.model_copy(
+        update={
+            "forecast_id": forecast_id,
+            "cell_id": cell_id,
+            "cell_file": f"cells/{cell_id}.json",
+        }
+    )
