@@ -32,10 +32,7 @@ ValueFormat = Literal[
     "money",  # 1.234 -> $1.23
 ]
 
-
 MISSING = "-"
-
-
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -182,14 +179,13 @@ def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
 def format_rounded(
     value: Any, fmt: ValueFormat, quantum: float | None, like: float | None = None
 ) -> str:
-    """`value` in `fmt`, cut to the precision `quantum` (a step in the raw unit, from
-    `quantum_of`) supports: the interval, not the format, decides the digits (39,989.3 with
-    ±26,235.3 is '40,000'; 0.4213 with ±0.031 is '0.421'), so 'rate' and 'readable' read alike
-    wherever an interval is known. A number smaller than the step keeps two significant
-    digits of its own (the low end 792 of an interval rounded to thousands is '790', never
-    '1,000' or '0'); 'int' never shows decimals. `like`: the figure whose unit it takes (an
-    interval's ends and half-width read in their figure's unit: '28.77 ms ±0.87 ms', never
-    '±870 us'). Without a step: `format_value`."""
+    """`value` in `fmt`, cut to the precision `quantum` (a step in the raw unit, from `quantum_of`)
+    supports: the interval, not the format, decides the digits (39,989.3 with ±26,235.3 is '40,000';
+    0.4213 with ±0.031 is '0.421'), so 'rate' and 'readable' read alike wherever an interval is
+    known. A number smaller than the step keeps two significant digits of its own (the low end 792
+    of an interval rounded to thousands is '790', never '1,000' or '0'); 'int' never shows decimals.
+    `like`: the figure whose unit it takes (an interval's ends and half-width read in their figure's
+    unit: '28.77 ms ±0.87 ms', never '±870 us'). Without a step: `format_value`."""
     plain = format_value(value, fmt)
     number = _number(value)
     if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
@@ -232,17 +228,14 @@ def quantum_of(spread: float | None) -> float | None:
 
 
 Format = Callable[[float], str]
-
-
 LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
 
 
 def lopsided(value: float, low: float, high: float) -> bool:
-    """Whether 'value ± half the width' would misstate the interval [low, high]: one side
-    more than LOPSIDED (1.5) times the other (a log-scale interval over 2 repeats, a share
-    near 0, a percentile of few steps), the value outside the interval, or value - half below
-    0 where the interval is not (a time, a rate, a share: ± would imply a value it cannot
-    have)."""
+    """Whether 'value ± half the width' would misstate the interval [low, high]: one side more than
+    LOPSIDED (1.5) times the other (a log-scale interval over 2 repeats, a share near 0, a
+    percentile of few steps), the value outside the interval, or value - half below 0 where the
+    interval is not (a time, a rate, a share: ± would imply a value it cannot have)."""
     below, above = value - low, high - value
     if below < 0 or above < 0:
         return True
@@ -264,28 +257,17 @@ class RoundedFigure:
     def compact(self) -> str:
         """'11,100 ±4,300', or '40,000 [790, 1,710,000]' where lopsided: the unit said once,
         after the figure ('35.1 ms [35.0, 35.2]', as the diagnosis lines write it)."""
-        if self.half is None:
-            unit = _unit(self.value)
-            return f"{self.value} [{_bare(self.low, unit)}, {_bare(self.high, unit)}]"
+        if self.half is None:  # the unit the figure's text ends in (' ms', ' %'), said once
+            number, space, unit = self.value.rpartition(" ")
+            unit = f" {unit}" if space and number and not any(c.isdigit() for c in unit) else ""
+            return f"{self.value} [{self.low.removesuffix(unit)}, {self.high.removesuffix(unit)}]"
         return f"{self.value} ±{self.half}"
-
-
-def _unit(text: str) -> str:
-    """The unit a figure's text ends in (' ms', ' %'), '' for a bare number."""
-    number, space, unit = text.rpartition(" ")
-    return f" {unit}" if space and number and not any(c.isdigit() for c in unit) else ""
-
-
-def _bare(text: str, unit: str) -> str:
-    """An interval's end without the unit its figure already says."""
-    return text.removesuffix(unit) if unit and text.endswith(unit) else text
 
 
 def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
     """The figure, its interval's ends and half-width cut to one precision: two significant
     digits of the half-width (`figure_quantum`), the figure and both ends to the same step;
-    an end smaller than the step keeps two significant digits of its own. A `fmt` without
-    `rounded` gets the numbers rounded before it writes them."""
+    an end smaller than the step keeps two significant digits of its own (`_rounding`)."""
     symmetric = not lopsided(value, low, high)
     half = (high - low) / 2
     show = _rounding(fmt, figure_quantum(value, low, high), like=value)
@@ -320,8 +302,8 @@ def figure_with_interval(
 def plus_minus(estimate: Estimate, fmt: Format) -> str:
     """Compact (terminal, tables): `figure_with_interval`, '0' for a part no step had,
     'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
-    if _exactly_zero(estimate):
-        return fmt(0.0)
+    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
+        return fmt(0.0)  # zero in every resample: 0, not a noise bound '< 0'
     if not estimate.measurable or estimate.value is None:
         return f"not measurable ({_bound(estimate, fmt)})"
     if estimate.low is None or estimate.high is None:
@@ -346,12 +328,6 @@ def _rounding(fmt: Format, quantum: float | None, like: float | None = None) -> 
     return show
 
 
-def _exactly_zero(estimate: Estimate) -> bool:
-    """Zero in every resample (a part no step had, e.g. no wait at world size 1): 0, not a
-    noise bound '< 0'."""
-    return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
-
-
 def _bound(estimate: Estimate, fmt: Format) -> str:
     if estimate.high is None:
         return "no interval"
@@ -363,8 +339,7 @@ def _bound(estimate: Estimate, fmt: Format) -> str:
 @dataclass(frozen=True)
 class ValueFormatter:
     """A report value format as a `Format` (so an interval reads like the tables), whose
-    figures `plus_minus` cuts to the digits their interval supports
-    (`rounded`)."""
+    figures `plus_minus` cuts to the digits their interval supports (`rounded`)."""
 
     kind: ValueFormat
 
@@ -422,7 +397,7 @@ def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigu
     value, low, high = value * scale, low * scale, high * scale
     step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
     if step is None or (finest is not None and step < finest / 10):
-        shown = (_share_number if scale == 100.0 else _three_figures)(value)
+        shown = f"{value:.1f}" if scale == 100.0 else _three_figures(value)
         decimals = len(shown.rpartition(".")[2]) if "." in shown else 0
 
         def alike(number: float) -> str:
@@ -432,10 +407,6 @@ def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigu
         half = None if lopsided(value, low, high) else alike((high - low) / 2)
         return RoundedFigure(value=shown, low=alike(low), high=alike(high), half=half)
     return round_figure(value, low, high, value_format("float"))
-
-
-def _share_number(value: float) -> str:
-    return f"{value:.1f}"
 
 
 def _three_figures(value: float) -> str:
@@ -455,11 +426,9 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
     scale, unit = (1e3, "ms") if largest == 0 else (scale, unit)
     if estimate.value is None:
         bound = float(estimate.high or 0.0)
-        return (
-            f"not measurable (< {_three_figures(bound * scale)} {unit})"
-            if bound > 0
-            else ("not measurable")
-        )
+        if bound > 0:
+            return f"not measurable (< {_three_figures(bound * scale)} {unit})"
+        return "not measurable"
     value_s = estimate.value + 0.0  # no '-0'
     sign = "+" if signed and value_s >= 0 else ""
     if estimate.low is None or estimate.high is None:
@@ -473,9 +442,8 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
 
 def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
     """'5.7 % ±1.9 %' where the interval is about symmetric, '+3.1 ms [1.0, 4.4]' where it is
-    lopsided (the tables' one rule, `estimates.lopsided`) or `straddles` 0 (a gap whose
-    verdict turns on whether its interval reaches 0 shows both ends), the unit said after the
-    figure."""
+    lopsided (the tables' one rule, `estimates.lopsided`) or `straddles` 0 (a gap whose verdict
+    turns on whether its interval reaches 0 shows both ends), the unit said after the figure."""
     if shown.half is None or straddles:
         return f"{shown.value} {unit} [{shown.low}, {shown.high}]"
     return f"{shown.value} {unit} ±{shown.half} {unit}"

@@ -175,6 +175,7 @@ def is_dark(rgb: tuple[float, float, float]) -> bool:
 ABBREVIATE_FROM = 10_000.0  # an axis reaching this labels thousands as 20k, millions as 2M
 _SI = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
 _TICK_DECIMALS = 6
+_SECONDS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
 
 
 def _decimals(values: Sequence[float]) -> int:
@@ -211,9 +212,6 @@ def _unit_ticks(values: Sequence[float], units: Sequence[tuple[float, str]]) -> 
     largest = max((abs(v) for v in values), default=0.0)
     factor, name = next(((f, u) for f, u in units if largest >= f), units[-1])
     return _plain_ticks([v / factor for v in values], f" {name}")
-
-
-_SECONDS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
 
 
 def tick_labels(values: Sequence[float], fmt: ValueFormat, log: bool = False) -> list[str]:

@@ -1,13 +1,12 @@
 """The run's one diagnosis in words: the sentences every surface prints for it.
 
-The diagnosis is computed once (torchscale/offline/analysis/diagnosis/); this module only writes
-its figures, so the terminal (profile and sweep lines), the reports and their formats say the same
-thing with the same digits: a figure with its interval as the tables write it, '±' half its width
-where it is about symmetric and [low, high] where it is lopsided or a gap's reaches 0, cut by the
-one rounding rule (`estimates.round_figure`: two significant digits of the half-width), a point
-value as a share with one decimal or milliseconds with three
-significant figures. The terminal's lines around these sentences (levels, what -v adds) are
-console/diagnosis.py's."""
+The diagnosis is computed once (torchscale/offline/analysis/diagnosis/); this module only writes its
+figures, so the terminal (profile and sweep lines), the reports and their formats say the same thing
+with the same digits: a figure with its interval as the tables write it, '±' half its width where it
+is about symmetric and [low, high] where it is lopsided or a gap's reaches 0, cut by the one
+rounding rule (`estimates.round_figure`: two significant digits of the half-width), a point value as
+a share with one decimal or milliseconds with three significant figures. The terminal's lines around
+these sentences (levels, what -v adds) are console/diagnosis.py's."""
 
 from __future__ import annotations
 
@@ -15,14 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.contracts.figures import (
-    ms,
-    pct,
-    pct_bound,
-    seconds_text,
-    share_figure,
-    share_text,
-)
+from torchscale.contracts.figures import ms, pct, pct_bound, seconds_text, share_figure, share_text
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -43,6 +35,10 @@ VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # where a disagreeing cross-check is shown: the diagnosis stores the terminal's pointer
 TERMINAL_HINT = "(-v shows them)"
 REPORT_HINT = "(the appendix lists them)"
+TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
+# after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
+# shows the artificial straggler as a finding about the machine
+INJECTED = " (injected: --inject-delay)"
 
 
 def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
@@ -100,9 +96,6 @@ def _maybe_traced(diagnosis: Diagnosis) -> str:
     )
 
 
-TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
-
-
 def _point(estimate: Estimate) -> str:
     if estimate.low == 0 and estimate.high == 0 and estimate.value == 0.0 and estimate.reason:
         return "none"  # zero by its reason (one rank: no peers), as its Sync stall says
@@ -113,11 +106,6 @@ def _point(estimate: Estimate) -> str:
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)
     return f"< {pct_bound(estimate.high)}" if estimate.high is not None else "unknown"
-
-
-# after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
-# shows the artificial straggler as a finding about the machine
-INJECTED = " (injected: --inject-delay)"
 
 
 def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
@@ -245,9 +233,8 @@ def caveat_text(caveat: str) -> str:
 
 
 def disagreement_text(diagnosis: Diagnosis, hint: str = REPORT_HINT) -> str | None:
-    """The diagnosis' one line when a cross-check disagrees ('cross-checks disagree: ...'),
-    pointing at `hint` (a report's appendix) where the stored line points at -v; None when
-    none disagrees."""
+    """The diagnosis' one line when a cross-check disagrees ('cross-checks disagree: ...'), pointing
+    at `hint` (a report's appendix) where the stored line points at -v; None when none disagrees."""
     if not diagnosis.disagreement:
         return None
     return diagnosis.disagreement.replace(TERMINAL_HINT, hint)

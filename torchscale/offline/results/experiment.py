@@ -86,11 +86,10 @@ class Experiment:
         return frame
 
     def _steps_of(self, cell_id: str) -> list[tuple[Any, ...]]:
-        """The step records of one cell as tuples in STEP_COLUMNS + PHASE_STEP_COLUMNS order
-        (none when the file is missing, unreadable or torn: a torn file is ignored whole
-        rather than half-used, and said so in `skipped`). A result that timed each window's
-        first step (schema 15 or older) is read without it, as its statistics are
-        (`upgrades.edge_steps`)."""
+        """The step records of one cell as tuples in STEP_COLUMNS + PHASE_STEP_COLUMNS order (none
+        when the file is missing, unreadable or torn: a torn file is ignored whole rather than
+        half-used, and said so in `skipped`). A result that timed each window's first step (schema
+        15 or older) is read without it, as its statistics are (`upgrades.edge_steps`)."""
         path = ResultLayout(self.root).steps_path(cell_id)
         if not path.exists():
             return []
@@ -136,11 +135,10 @@ def _read_mapping(path: Path, parse: Any, what: str, problems: list[str] | None)
 def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experiment:
     """Read the results directory of one experiment (`<output>/<experiment_name>`).
 
-    Cells of every known schema version are upgraded to the current one; an unreadable file or
-    one of a newer version is skipped with a one-line reason (in `skipped` and the log). A
-    config.yaml or env.json that cannot be read raises ResultsError, or, given
-    `metadata_problems`, reads as empty with its reason added there (the report still shows
-    the cells).
+    Cells of every known schema version are upgraded to the current one; an unreadable file or one
+    of a newer version is skipped with a one-line reason (in `skipped` and the log). A config.yaml
+    or env.json that cannot be read raises ResultsError, or, given `metadata_problems`, reads as
+    empty with its reason added there (the report still shows the cells).
     """
     layout = ResultLayout(Path(path))
     root = layout.root

@@ -50,6 +50,8 @@ LONG_TEXT_EM = 18.0
 SAFETY = 1.05  # rounding, kerning and fallback fonts
 WORD_EM = 9.0  # a value's word up to this wide keeps its column (a version, a clock reason)
 MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
+PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON keep every row
+PDF_MAX_FINDINGS = 15  # the costliest; each takes a fifth of a page
 
 
 class RefusedURL(ValueError):
@@ -238,10 +240,6 @@ def render_html(
         sources=sources_table(report),
         skipped=skipped_table(report),
     )
-
-
-PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON keep every row
-PDF_MAX_FINDINGS = 15  # the costliest; each takes a fifth of a page
 
 
 def shortened(

@@ -11,7 +11,7 @@ import pandas as pd
 
 from torchscale.contracts.figures import seconds_text, share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
+from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
@@ -53,6 +53,13 @@ MEMORY_PARTS = (  # the stacked parts of a rank's peak memory: (legend, row key)
     ("gradients", "gradient_bytes"),
     ("optimizer state", "optimizer_bytes"),
     ("non-static peak (activations, buffers)", "non_static"),
+)
+# one GPU has no peer to exchange gradients with: what its grad-sync phase took is the phase's
+# own launch and timer cost, which the split counts as exposed transfer
+ONE_GPU_TRANSFER_NOTE = (
+    "A run on one GPU or rank has no peer: its 'communication not overlapped' is the time its "
+    "gradient-sync phase took without exchanging anything (launches and timers), not "
+    "communication a second GPU would wait for. "
 )
 
 
@@ -145,15 +152,6 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dic
     exposed = out.get("exposed_transfer_share")
     out["_severity"] = "bad" if exposed is not None and exposed >= EXPOSED_BAD else "info"
     return out
-
-
-# one GPU has no peer to exchange gradients with: what its grad-sync phase took is the phase's
-# own launch and timer cost, which the split counts as exposed transfer
-ONE_GPU_TRANSFER_NOTE = (
-    "A run on one GPU or rank has no peer: its 'communication not overlapped' is the time its "
-    "gradient-sync phase took without exchanging anything (launches and timers), not "
-    "communication a second GPU would wait for. "
-)
 
 
 def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
@@ -273,11 +271,6 @@ def _point_share(value: float | None) -> float | str | None:
     return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_POINT
 
 
-def _unknown(estimate: Estimate) -> bool:
-    """A share with neither a value nor an upper bound: the split says nothing of it."""
-    return estimate.value is None and estimate.high is None
-
-
 def _sync_figures(result: CellResult) -> dict[str, Any]:
     """The no_sync window's figures a cell recorded beside its split: the slowest rank's
     compute, that rank, the sync overhead (waiting and exposed communication together) and,
@@ -286,7 +279,7 @@ def _sync_figures(result: CellResult) -> dict[str, Any]:
     comm = split_figures(result)
     diagnosis = result.diagnosis
     part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
-    beside = part is None or _unknown(part.share)
+    beside = part is None or (part.share.value is None and part.share.high is None)
     exposed = finite(comm.exposed_comm_s) if beside else None
     outside = isinstance(_point_share(finite(comm.comm_overhead)), str)
     return {

@@ -1,13 +1,12 @@
 """Ranked findings: what costs the most step time, the evidence, and the fix.
 
-Every finding's cost is a part of the step model (`step_model.py`), as a share of the mean
-step with its interval, so a finding never gives a second answer to a question the model
-answers: exposed communication costs the model's exposed transfer; a straggler and load
-imbalance cost its waiting for peers; data loading its data part; a host-bound device the
-host-wait share of its rest. A GPU cell's host-bound verdict (`host_bound_finding`: the busy
-probe's, or MFU under 1 % by arithmetic) costs the share of the step its GPU is not busy. A
-finding whose cost is not measurable above noise, or under MIN_COST_FRACTION (2 %) of the
-step, is not reported: below that, run-to-run noise of a
+Every finding's cost is a part of the step model (`step_model.py`), as a share of the mean step with
+its interval, so a finding never gives a second answer to a question the model answers: exposed
+communication costs the model's exposed transfer; a straggler and load imbalance cost its waiting
+for peers; data loading its data part; a host-bound device the host-wait share of its rest. A GPU
+cell's host-bound verdict (`host_bound_finding`: the busy probe's, or MFU under 1 % by arithmetic)
+costs the share of the step its GPU is not busy. A finding whose cost is not measurable above noise,
+or under MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-to-run noise of a
 profiled step is as large as the effect, and a fix would not show.
 
 `--target` picks which findings a profile reports and how they rank
@@ -42,8 +41,6 @@ TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
     "memory": (),
     "all": None,
 }
-
-
 # waits are "spread over the ranks" when the rank that waits least still waits at least this
 # share of what the rank that waits most does (below it, that rank is the one waited for)
 SPREAD_MIN_RATIO = 0.25
@@ -51,10 +48,9 @@ SPREAD_MIN_RATIO = 0.25
 
 @dataclass
 class RankedFinding:
-    """One problem: `title` names who and what, `cost` is the part of the step model it costs
-    (share of the step, with its interval), `evidence` the figures behind it,
-    `recommendation` a concrete next step.
-    `category`: straggler | load_imbalance | exposed_comm | data_wait | host_bound."""
+    """One problem: `title` names who and what, `cost` is the part of the step model it costs (share
+    of the step, with its interval), `evidence` the figures behind it, `recommendation` a concrete
+    next step. `category`: straggler | load_imbalance | exposed_comm | data_wait | host_bound."""
 
     title: str
     cost: Estimate
@@ -81,9 +77,8 @@ class RankedFinding:
 
 @dataclass
 class FindingInputs:
-    """What the findings read: parts of the step model (shares of the step with intervals;
-    None: not measured) and the straggler verdict. Build it with `finding_inputs` or by
-    hand."""
+    """What the findings read: parts of the step model (shares of the step with intervals; None: not
+    measured) and the straggler verdict. Build it with `finding_inputs` or by hand."""
 
     cycle_us: float  # the model's mean step, us
     ranks: int

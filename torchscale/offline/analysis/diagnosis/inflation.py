@@ -1,14 +1,13 @@
-"""The traced steps against the same run's measured windows (the phase timers, no profiler):
-the timers' step model and verdict as cross-checks of the traces' (`phase_timer_checks`), and
-the profiler's inflation of the traced steps.
+"""The traced steps against the same run's measured windows (the phase timers, no profiler): the
+timers' step model and verdict as cross-checks of the traces' (`phase_timer_checks`), and the
+profiler's inflation of the traced steps.
 
-A profiler slows the steps it traces. When the traced steps ran longer than the same run's
-measured windows beyond the noise (`traced_inflation`: Welch's t interval on the difference of
-the mean steps, its low end above MIN_EFFECT_SHARE of the untraced step), the traces' split
-describes the profiler as much as the run: `with_inflation` then makes the phase timers' model
-the headline (the traces' split a cross-check), or, without one, says the inflation in the
-split's own line, and withholds every finding whose cost the profiler's added time could
-explain.
+A profiler slows the steps it traces. When the traced steps ran longer than the same run's measured
+windows beyond the noise (`traced_inflation`: Welch's t interval on the difference of the mean
+steps, its low end above MIN_EFFECT_SHARE of the untraced step), the traces' split describes the
+profiler as much as the run: `with_inflation` then makes the phase timers' model the headline (the
+traces' split a cross-check), or, without one, says the inflation in the split's own line, and
+withholds every finding whose cost the profiler's added time could explain.
 """
 
 from __future__ import annotations
@@ -36,6 +35,15 @@ from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
 # timers' agreement is judged on these (compute and rest are cut differently by design)
 SYNC_PARTS = ("wait_for_peers", "exposed_transfer")
+INFLATION_CHECK = "traced steps against the measured windows"
+INFLATION_METHOD = (
+    "Welch's t 95 % interval on the difference of the mean step, traced (each rank's step "
+    "timer under the profiler, rank<k>.phases.json) minus measured (the same timer in the "
+    "measured windows, without the profiler), over the measured mean; inflated when its low "
+    "end is above 5 % of the measured step"
+)
+TRACES_STRAGGLER = "traces: straggler"
+OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
 
 
 def _pct(value: float | None) -> str:
@@ -43,9 +51,8 @@ def _pct(value: float | None) -> str:
 
 
 def _figure(estimate: Estimate) -> str:
-    """An estimate in a sentence of this module: '12.3 % [11.0, 13.9]' (the interval itself,
-    never a ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)',
-    'unknown'."""
+    """An estimate in a sentence of this module: '12.3 % [11.0, 13.9]' (the interval itself, never a
+    ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)', 'unknown'."""
     if not estimate.measurable or estimate.value is None:
         high = estimate.high
         return "unknown" if high is None else f"not measurable (< {share_bound(high)} %)"
@@ -64,11 +71,10 @@ def _range(estimate: Estimate) -> tuple[float, float] | None:
 
 
 def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCheck]:
-    """The benchmark cell's step model (phase timers, measured windows without a profiler)
-    as cross-checks of the trace model: its parts, agreeing when its waiting for peers and
-    exposed transfer lie within the traces' intervals (compute and rest are cut differently:
-    whole phases against ops), and its straggler verdict, agreeing when both name the same
-    rank or none."""
+    """The benchmark cell's step model (phase timers, measured windows without a profiler) as
+    cross-checks of the trace model: its parts, agreeing when its waiting for peers and exposed
+    transfer lie within the traces' intervals (compute and rest are cut differently: whole phases
+    against ops), and its straggler verdict, agreeing when both name the same rank or none."""
     if cell is None:
         return []
     method = (
@@ -153,17 +159,6 @@ def straggler_agreement(cell: StepSplit, trace: StepSplit) -> tuple[bool, str]:
     )
 
 
-INFLATION_CHECK = "traced steps against the measured windows"
-INFLATION_METHOD = (
-    "Welch's t 95 % interval on the difference of the mean step, traced (each rank's step "
-    "timer under the profiler, rank<k>.phases.json) minus measured (the same timer in the "
-    "measured windows, without the profiler), over the measured mean; inflated when its low "
-    "end is above 5 % of the measured step"
-)
-TRACES_STRAGGLER = "traces: straggler"
-OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
-
-
 @dataclass(frozen=True)
 class TracedInflation:
     """How much longer the traced steps ran than the measured windows: the mean steps (every
@@ -198,8 +193,7 @@ class TracedInflation:
         )
 
     def words(self) -> str:
-        """'+76 % ±20 %' (spelled as every figure is: `change_text`), or '+76.4 % (no
-        interval)'."""
+        """'+76 % ±20 %' (spelled as every figure is: `change_text`), or '+76.4 % (no interval)'."""
         if self.low is None or self.high is None:
             return f"{change_text(self.share, None, None)} (no interval)"
         return change_text(self.share, self.low, self.high)
@@ -254,14 +248,6 @@ def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str
     )
 
 
-def _cost_s(finding: Finding, step_s: float) -> tuple[float, float]:
-    """A finding's cost per step in seconds: (value, low end of its interval)."""
-    share = finding.cost_share
-    value = finding.cost_pct / 100
-    low = share.low if share is not None and share.low is not None else value
-    return value * step_s, low * step_s
-
-
 def _split_words(parts: Sequence[StepPart]) -> str:
     return ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in parts)
 
@@ -294,7 +280,8 @@ def with_inflation(
     added_high = (inflation.high or inflation.share) * inflation.untraced_s
     withheld, kept = [], []
     for finding in traced.findings:
-        value, low = _cost_s(finding, step_s)
+        share, value = finding.cost_share, finding.cost_pct / 100 * step_s  # cost per step, s
+        low = share.low * step_s if share is not None and share.low is not None else value
         if low <= added_high:
             withheld.append(
                 f"{finding.title}, {_ms(value)} a step ({finding.cost_pct:.1f} % of the traced "
