@@ -81,6 +81,12 @@ def test_the_compiled_gpt2_cell_is_not_host_bound() -> None:
     assert result.host_bound.method == "not measured"
     assert _host_findings(result) == []
     assert cells_table([result])["host_bound"].isna().all()
+    # its reason states the MFU as the GPU table does, once, however often it is judged
+    assert result.intervals is not None and result.intervals.mfu is not None
+    again = with_host_bound(with_host_bound(result)).host_bound
+    assert again is not None and again.reason is not None
+    assert again.reason.count("; MFU ") == 1
+    assert f"MFU {share_text(result.intervals.mfu)}, at least 1 %" in again.reason
 
 
 @needs_h100

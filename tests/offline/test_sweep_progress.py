@@ -150,3 +150,13 @@ def test_without_a_state_file_torchruns_error_file_names_the_signal(tmp_path: Pa
     # a torn error file says nothing of a signal
     (root / "logs" / "c1" / "error.json").write_text("{not json", encoding="utf-8")
     assert load(root).signalled == {}
+
+
+def test_a_signal_is_said_of_its_own_cell_only() -> None:
+    """Two cells cut short, one with a signal in its torchrun error file: only that one is
+    said stopped by it; the other is 'stopped, killed or still running'."""
+    experiment = _experiment(None, ok=["c0"], started=["c0", "c1", "c2"])  # type: ignore[arg-type]
+    experiment.signalled["c2"] = 15
+    by_id = {c.id: c for c in sweep_progress(experiment).cells}
+    assert by_id["c2"].why is not None and by_id["c2"].why.startswith("stopped by SIGTERM")
+    assert by_id["c1"].why is not None and "stopped, killed or still running" in by_id["c1"].why

@@ -386,6 +386,8 @@ def share_text(estimate: Estimate | None) -> str:
         return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
     if estimate.low is None or estimate.high is None:
         return f"{pct(estimate.value)} ({estimate.reason or 'spread unknown'})"
+    if estimate.low == estimate.high:  # every resample alike: the figure, no '±0'
+        return pct(estimate.value)
     return _spelled(_rounded(estimate.value, estimate.low, estimate.high, 100.0), "%")
 
 
@@ -396,13 +398,14 @@ def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigu
     half-width to the figure's decimals ('2.36 ms ±0.10 ms', never '±0.0972 ms')."""
     value, low, high = value * scale, low * scale, high * scale
     step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
-    if step is None or (finest is not None and step < finest / 10):
-        shown = f"{value:.1f}" if scale == 100.0 else _three_figures(value)
-        decimals = len(shown.rpartition(".")[2]) if "." in shown else 0
+    shown = f"{value:.1f}" if scale == 100.0 else _three_figures(value)
+    decimals = len(shown.rpartition(".")[2]) if "." in shown else 0
+    # a half-width these decimals would print as 0 takes the one rule's digits instead
+    kept = float(f"{(high - low) / 2:.{decimals}f}") > 0
+    if kept and (step is None or (finest is not None and step < finest / 10)):
 
         def alike(number: float) -> str:
-            text = f"{number:,.{decimals}f}"
-            return text if float(text.replace(",", "")) or not number else f"{number:.2g}"
+            return f"{number:,.{decimals}f}"
 
         half = None if lopsided(value, low, high) else alike((high - low) / 2)
         return RoundedFigure(value=shown, low=alike(low), high=alike(high), half=half)
@@ -431,9 +434,9 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
         return "not measurable"
     value_s = estimate.value + 0.0  # no '-0'
     sign = "+" if signed and value_s >= 0 else ""
-    if estimate.low is None or estimate.high is None:
-        why = estimate.reason or "spread unknown"
-        return f"{sign}{_three_figures(value_s * scale)} {unit} ({why})"
+    if estimate.low is None or estimate.high is None or estimate.low == estimate.high:
+        why = "" if estimate.low is not None else f" ({estimate.reason or 'spread unknown'})"
+        return f"{sign}{_three_figures(value_s * scale)} {unit}{why}"
     shown = _rounded(value_s, estimate.low, estimate.high, scale)
     value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
     straddles = estimate.low < 0 < estimate.high

@@ -17,6 +17,7 @@ from torchscale.offline.results.experiment import Experiment
 
 Phase = Literal["complete", "stopped", "running", "unknown"]
 NOT_REACHED = "not run: the sweep stopped before it"
+RAN = "while it ran (torchrun's error file)"
 NOT_YET = "no result: not reached when the sweep's state was last written (killed, or going on)"
 
 
@@ -113,10 +114,16 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
         cells += [CellProgress(i, i, "unreadable", why) for i, why in unreadable.items()]
         if not started:
             return SweepProgress("complete", cells)
-        numbers = [experiment.signalled[i] for i in started if i in experiment.signalled]
-        by = signal_name(numbers[0]) if numbers else None
-        why = f"stopped by {by} while it ran (torchrun's error file)" if by else cut_short
-        cut = [CellProgress(i, label_of_cell_id(i), "stopped", why) for i in started]
+        # each cell's own signal (torchrun's error file), never another cell's
+        names = {i: signal_name(n) for i, n in experiment.signalled.items() if i in started}
+        cut = [
+            CellProgress(i, label_of_cell_id(i), "stopped", cut_short)
+            if i not in names
+            else CellProgress(i, label_of_cell_id(i), "stopped", f"stopped by {names[i]} {RAN}")
+            for i in started
+        ]
+        signals = set(names.values())
+        by = signals.pop() if len(signals) == 1 else None  # the sweep's stop, when it is one
         return SweepProgress("unknown", [*cells, *cut], by, during=cut[0])
     cells = []
     during = None

@@ -294,7 +294,8 @@ def action_text(finding: ReportFinding) -> str:
     clause (bucket_cap_mb, no_sync(), comm hooks) stays with the finding in Bottlenecks."""
     cost = f" ({finding.cost_pct:.1f} % of the step)" if finding.cost_pct is not None else ""
     # the run it is of: its figures are that run's, not the best configuration's above it
-    said = f"{finding.title}{cost}, in {finding.source}"
+    named = finding.title.startswith(finding.source)  # a slowdown's title names it already
+    said = f"{finding.title}{cost}" + ("" if named else f", in {finding.source}")
     advice = short_advice(finding.recommendation)
     if not advice:
         return said

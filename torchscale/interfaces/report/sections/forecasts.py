@@ -95,7 +95,10 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
         base = {
             "cell": ctx.label(_key_row(entry.experiment, forecast.key)),
             "made": forecast.created_at[:10],
-            "step": compact(
+            "step": forecast.step_s.value,
+            "step_low": forecast.step_s.low,
+            "step_high": forecast.step_s.high,
+            "step_text": compact(
                 forecast.step_s.value, forecast.step_s.low, forecast.step_s.high, "seconds"
             ),
             "dominant": forecast.dominant.replace("_", " "),
@@ -119,7 +122,7 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
     columns = [
         Column(key="cell", label="Cell", align="left"),
         Column(key="made", label="Made", align="left"),
-        Column(key="step", label="Forecast step ±95 %"),
+        Column(key="step_text", label="Forecast step ±95 %", align="left"),
         Column(key="measured", label="Measured step", format="seconds"),
         Column(key="error", label="Error", format="change_pct"),
         Column(key="held", label="Held", align="left"),

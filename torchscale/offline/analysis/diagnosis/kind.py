@@ -108,8 +108,8 @@ def late_summary(
     mean, low, high = late
     return (
         f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the others "
-        f"wait {gap_text(mean, low, high)} per step longer for it while its own work is on "
-        f"par ({on_par})"
+        f"wait longer for it, by {gap_text(mean, low, high)} per step, while its own work is "
+        f"on par ({on_par})"
     )
 
 

@@ -12,6 +12,7 @@ verdict. CPU cells get none: every CPU step is host time. docs/methodology.md, "
 from __future__ import annotations
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -37,15 +38,19 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     if result.cell.device != "cuda" or result.status is not Status.OK:
         return probe
     why = probe.reason if probe is not None and probe.reason else NO_PROBE
+    why = why.partition("; MFU ")[0]  # a record judged here before: its MFU clause, once
     mfu = result.compute.mfu if result.compute is not None else None
     step_s = result.step_time.p50 if result.step_time is not None else None
+    spread = result.intervals.mfu if result.intervals is not None else None  # as tables spell it
+    shown = share_text(spread) if spread is not None and spread.value is not None else None
     if mfu is None:
         bound, method, reason = None, NOT_MEASURED, f"{why}; no MFU to judge by arithmetic"
     elif mfu < HOST_BOUND_MFU:
-        bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {pct_small(mfu)}"
+        bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {shown or pct_small(mfu)}"
     else:
         bound, method = None, NOT_MEASURED
-        reason = f"{why}; MFU {pct_small(mfu)}, at least {HOST_BOUND_MFU:.0%}: not judged"
+        floor = f"{HOST_BOUND_MFU * 100:g} %"
+        reason = f"{why}; MFU {shown or pct_small(mfu)}, at least {floor}: not judged"
     return HostBound(
         gpu_busy_s=None,
         step_s=step_s,
