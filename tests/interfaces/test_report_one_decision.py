@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.h100_replay import WORKLOAD, needs_h100
 from torchscale.interfaces.cli.app import app
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -200,3 +201,20 @@ def test_one_gpu_comm_and_fsdp_say_what_one_gpu_cannot_show(tmp_path: Path) -> N
     ]
     assert {r["layout"] for r in layouts["rows"]} >= {"ddp", "fsdp"}
     assert layouts["note"].startswith("FSDP on one device shards nothing")
+
+
+@needs_h100
+def test_a_lone_ranks_wait_per_rank_reads_none(tmp_path: Path) -> None:
+    """The H100 profiled run's per-rank table said 'Waiting for slower ranks 0.0 %' under a
+    Sync stall of 'none (one rank: no peers to wait for)': a lone rank's reads 'none' too."""
+    out = tmp_path / "report.json"
+    args = ["report", "-s", str(WORKLOAD / "runs"), "-f", "json", "--full", "-o", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    waits = [
+        r["wait_text"]
+        for s in json.loads(out.read_text(encoding="utf-8"))["sections"]
+        for b in s["blocks"]
+        for r in b.get("rows", [])
+        if "wait_text" in r
+    ]
+    assert waits and all(w == "none (one rank)" for w in waits), waits

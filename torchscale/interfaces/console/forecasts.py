@@ -16,6 +16,7 @@ from torchscale.contracts.figures import (
     quantum_of,
 )
 from torchscale.interfaces.console.lines import Line, hanging
+from torchscale.interfaces.report.sections.forecasts import DOMINANT_WORDS
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.forecast import Forecast
 
 # the dominant terms whose column word differs from their name (compute, data, ... print as named)
-DOMINANT_WORDS = {"contention": "shared cores", "exposed_communication": "exposed comm"}
 INTERVAL_NOTE = (
     "± half the 95 % interval (measurement and model), [low, high] where lopsided; samples/s "
     "and efficiency are of the median step (ranks x batch / step): a run's wall-clock samples/s "

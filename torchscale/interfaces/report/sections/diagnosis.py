@@ -45,7 +45,10 @@ def rank_wait_texts(diagnosis: Diagnosis | None) -> dict[int, str]:
     holds it (empty when it holds none: one rank, or waits not separable)."""
     if diagnosis is None:
         return {}
-    return {w.rank: share_text(w.share) for w in diagnosis.rank_waits}
+    alone = diagnosis.ranks < 2  # no peers: 'none', as its Sync stall says, never '0.0 %'
+    return {
+        w.rank: "none (one rank)" if alone else share_text(w.share) for w in diagnosis.rank_waits
+    }
 
 
 def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ CHART_NOTE = (
     "measured curve: the forecast (`torchscale predict`), with its 95 % interval as the shaded "
     "band around it (a bar where a forecast stands alone)"
 )
+# a forecast's largest term in the words `predict` prints it with
+DOMINANT_WORDS = {"contention": "shared cores", "exposed_communication": "exposed comm"}
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
     "slow); held: the measured median step lies inside the forecast's interval; dominant: "
@@ -101,7 +103,7 @@ def _table(ctx: Context, made: Sequence[_Made]) -> Table:
             "step_text": compact(
                 forecast.step_s.value, forecast.step_s.low, forecast.step_s.high, "seconds"
             ),
-            "dominant": forecast.dominant.replace("_", " "),
+            "dominant": DOMINANT_WORDS.get(forecast.dominant, forecast.dominant),
         }
         fitted = _fitted_cell(ctx, entry)
         if fitted is not None:  # made at a size already measured: a fit, no test of the model
