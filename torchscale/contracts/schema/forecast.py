@@ -22,6 +22,8 @@ FORECAST_KIND = "torchscale.forecast"
 FORECAST_SCORE_KIND = "torchscale.forecast_score"
 
 TermName = Literal["compute", "exposed_communication", "stragglers", "contention", "data", "rest"]
+# how `predict` and the report both name a dominant term (the others read as their name)
+DOMINANT_WORDS = {"contention": "shared cores", "exposed_communication": "exposed comm"}
 
 
 class ForecastKey(FrozenRecord):

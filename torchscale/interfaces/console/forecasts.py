@@ -14,9 +14,10 @@ from torchscale.contracts.figures import (
     figure_with_interval,
     format_value,
     quantum_of,
+    seconds_text,
 )
+from torchscale.contracts.schema.forecast import DOMINANT_WORDS
 from torchscale.interfaces.console.lines import Line, hanging
-from torchscale.interfaces.report.sections.forecasts import DOMINANT_WORDS
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import Estimate
     from torchscale.contracts.schema.forecast import Forecast
 
-# the dominant terms whose column word differs from their name (compute, data, ... print as named)
 INTERVAL_NOTE = (
     "± half the 95 % interval (measurement and model), [low, high] where lopsided; samples/s "
     "and efficiency are of the median step (ranks x batch / step): a run's wall-clock samples/s "
@@ -152,7 +152,6 @@ def _seconds(value: float | None) -> str:
 
 def _predicted(value: float, low: float | None, high: float | None) -> str:
     """'41.0 ms [37.0, 45.0]': both ends in the figure's unit, cut by the one rounding rule."""
-    from torchscale.contracts.figures import seconds_text
     from torchscale.interfaces.report.estimates import from_columns
 
     return seconds_text(from_columns(value, low, high))

@@ -11,7 +11,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+from torchscale.contracts.schema.forecast import (
+    DOMINANT_WORDS,
+    Forecast,
+    ForecastKey,
+    ForecastScore,
+)
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.model import (
     Block,
@@ -36,8 +41,6 @@ CHART_NOTE = (
     "measured curve: the forecast (`torchscale predict`), with its 95 % interval as the shaded "
     "band around it (a bar where a forecast stands alone)"
 )
-# a forecast's largest term in the words `predict` prints it with
-DOMINANT_WORDS = {"contention": "shared cores", "exposed_communication": "exposed comm"}
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
     "slow); held: the measured median step lies inside the forecast's interval; dominant: "
