@@ -116,11 +116,9 @@ def sweep_progress(experiment: Experiment) -> SweepProgress:
             return SweepProgress("complete", cells)
         # each cell's own signal (torchrun's error file), never another cell's
         names = {i: signal_name(n) for i, n in experiment.signalled.items() if i in started}
+        said = {i: f"stopped by {name} {RAN}" for i, name in names.items()}
         cut = [
-            CellProgress(i, label_of_cell_id(i), "stopped", cut_short)
-            if i not in names
-            else CellProgress(i, label_of_cell_id(i), "stopped", f"stopped by {names[i]} {RAN}")
-            for i in started
+            CellProgress(i, label_of_cell_id(i), "stopped", said.get(i, cut_short)) for i in started
         ]
         signals = set(names.values())
         by = signals.pop() if len(signals) == 1 else None  # the sweep's stop, when it is one

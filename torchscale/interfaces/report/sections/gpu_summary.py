@@ -13,7 +13,14 @@ import pandas as pd
 from torchscale.interfaces.report.estimates import too_wide
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.sections.best import by_throughput, unit_figures
-from torchscale.interfaces.report.sections.context import Context, col, fmt, mfu_text, records
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    col,
+    fmt,
+    fsdp_on_one,
+    mfu_text,
+    records,
+)
 from torchscale.interfaces.report.sections.words import term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import lead
@@ -96,7 +103,7 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         "compiled_vs_eager": _compiled_vs_eager(ctx, row),
         "waits_for_host": _waits_for_host(row),
         "_low_mfu": (finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,  # no MFU: not low
-        "_fsdp_one": row.get("strategy") == "fsdp" and int(row.get("world_size") or 0) == 1,
+        "_fsdp_one": fsdp_on_one(row),
         "_basis": result.compute.peak_basis if result.compute else None,
     }
 

@@ -29,6 +29,7 @@ from torchscale.interfaces.report.sections.context import (
     RankUnits,
     col,
     fmt,
+    fsdp_on_one,
     integer,
     mfu_text,
     rate_text_value,
@@ -118,10 +119,6 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _fsdp_on_one(row: dict[str, Any]) -> bool:
-    return row.get("strategy") == "fsdp" and (integer(row.get("world_size")) or 0) == 1
 
 
 def _table(rows: list[dict[str, Any]], units: RankUnits, *, one_gpu_fsdp: bool) -> Table:
@@ -230,7 +227,7 @@ def build(ctx: Context) -> Section | None:
         _table(
             rows,
             ctx.units,
-            one_gpu_fsdp=any(_fsdp_on_one(cells[i]) for g in groups for i in g.index),
+            one_gpu_fsdp=any(fsdp_on_one(cells[i]) for g in groups for i in g.index),
         ),
     ]
     charts = [
