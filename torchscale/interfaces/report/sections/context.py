@@ -320,7 +320,7 @@ class Context:
         finished ok" of a profile-only report)."""
         if len(self.cells) or self.unreadable:
             return "no cell finished ok: nothing measured"
-        planned = sum(len(progress.cells) for _, progress in self.progress)
+        planned = len(self.unreached())
         if planned:  # a sweep handed on (Kubernetes) before its first result
             return f"no result yet: none of the {plural(planned, 'planned cell')} has finished"
         return (
