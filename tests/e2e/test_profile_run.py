@@ -26,7 +26,7 @@ from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
-from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK
+from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK, TRACES_STRAGGLER
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.versions import read_cell_result
 
@@ -152,7 +152,11 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     assert f"[ANALYSIS] {split_text(diagnosis)}" in out
     assert out.count("Sync stall time:") == 1 and "[CHECK]" not in out
     checks = {c.name: c for c in diagnosis.cross_checks}
-    assert checks["phase timers: straggler"].agrees is True
+    # the other source's verdict is the cross-check: the timers' under the traces, or the
+    # traces' where the timers head (with_inflation); both name rank 1, and a loaded machine
+    # may read its kind otherwise from one side's evidence, which the check then says
+    other = checks["phase timers: straggler" if diagnosis.source == "traces" else TRACES_STRAGGLER]
+    assert other.agrees is True or "one rank, its kind read from different evidence" in other.detail
     assert checks["arrival order (last arriver)"].agrees is True
     differ = [c.name for c in diagnosis.cross_checks if c.agrees is False]
     # under load the timers' split may leave the traces' intervals: then one line says so

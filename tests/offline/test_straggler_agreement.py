@@ -6,12 +6,19 @@ from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
+    Diagnosis,
     Estimate,
     StepSplit,
     StragglerKind,
     StragglerVerdict,
 )
-from torchscale.offline.analysis.diagnosis.inflation import phase_timer_checks
+from torchscale.offline.analysis.diagnosis.inflation import (
+    INFLATION_CHECK,
+    TRACES_STRAGGLER,
+    TracedInflation,
+    phase_timer_checks,
+    with_inflation,
+)
 
 GAP = Estimate(value=0.012, low=0.010, high=0.015, n=24, method="m", measurable=True)
 STEP = Estimate(value=0.04, low=0.039, high=0.041, n=24, method="m", measurable=True)
@@ -83,3 +90,31 @@ def test_another_kind_for_the_same_rank_names_both_kinds_evidence() -> None:
 def test_another_rank_says_the_traces_are_another_sample() -> None:
     found = check(verdict(0, "compute"), verdict(1, "compute"))
     assert found.agrees is False and "another sample of the run" in found.detail
+
+
+def inflated_check(timers: StragglerVerdict, traces: StragglerVerdict) -> CrossCheck:
+    """The traces' verdict as the cross-check where the profiler inflated the traced steps
+    and the timers head the diagnosis (`with_inflation`)."""
+    diagnosis = {
+        source: Diagnosis(**split(v, steps).model_dump(), source=source)
+        for source, v, steps in (("phase timers", timers, 96), ("traces", traces, 10))
+    }
+    inflated = TracedInflation(0.060, 0.040, 10, 96, low=0.3, high=0.7)
+    assert inflated.inflated
+    found = with_inflation(diagnosis["traces"], diagnosis["phase timers"], inflated)
+    assert found.source == "phase timers"
+    checks = {c.name: c for c in found.cross_checks}
+    assert checks[INFLATION_CHECK].agrees is False
+    return checks[TRACES_STRAGGLER]
+
+
+def test_under_inflation_the_traces_verdict_is_judged_by_the_same_rule() -> None:
+    """One rule of agreement whichever source heads: the same rank and kind agree and quote
+    the traces' verdict (the cross-check); another kind for that rank disagrees, as it does
+    where the traces head."""
+    same = inflated_check(verdict(1, "compute"), verdict(1, "compute"))
+    assert same.agrees is True and same.detail == "both name rank 1, compute: rank 1, compute"
+    other_kind = inflated_check(verdict(1, "host"), verdict(1, "compute"))
+    assert other_kind.agrees is False and "different evidence" in other_kind.detail
+    silent = inflated_check(verdict(1, "compute"), verdict(None, why="could be noise"))
+    assert silent.agrees is False and silent.detail.endswith("trace more steps (--profile-steps)")

@@ -129,19 +129,22 @@ def _named_as(verdict: StragglerVerdict) -> str:
     return f"rank {verdict.rank}{kind}"
 
 
-def straggler_agreement(cell: StepSplit, trace: StepSplit) -> tuple[bool, str]:
+def straggler_agreement(
+    cell: StepSplit, trace: StepSplit, quote_traces: bool = False
+) -> tuple[bool, str]:
     """(agrees, detail) of the phase timers' straggler verdict against the traces': they agree
     when both name the same rank with the same kind, or neither names one. A disagreement
     says why the evidence differs (issue 62: `profile` and `benchmark` name the same rank and
     kind for the same run, or say why not): the side that names nobody gives its reason on
-    its own count of steps; two kinds for one rank come from different evidence."""
+    its own count of steps; two kinds for one rank come from different evidence. An agreement
+    quotes the side that is the cross-check: the timers' or, where they head, the traces'."""
     a, b = cell.straggler, trace.straggler
     assert a is not None and b is not None
     timers, traces = f"{cell.steps} measured steps", f"{trace.steps} traced steps"
     same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
     if same_rank and (not a.named or not a.kind or not b.kind or a.kind == b.kind):
         both = f"both name {_named_as(a)}" if a.named else "neither names a rank"
-        return True, f"{both}: {a.summary}"
+        return True, f"{both}: {(b if quote_traces else a).summary}"
     said = f"the timers ({timers}) name {_named_as(a)}, the traces ({traces}) {_named_as(b)}"
     if a.named != b.named:
         silent = b if a.named else a
@@ -311,9 +314,8 @@ def with_inflation(
     own = {INFLATION_CHECK, TRACES_STRAGGLER}
     trace_checks = [c for c in base_checks if not c.name.startswith("phase timers:")]
     if traced.straggler is not None and timers.straggler is not None:
-        a, b = timers.straggler, traced.straggler
-        agrees = a.named == b.named and (not a.named or a.rank == b.rank)
-        trace_checks.append(_check(TRACES_STRAGGLER, traced.basis, agrees, b.summary))
+        agreement = straggler_agreement(timers, traced, quote_traces=True)
+        trace_checks.append(_check(TRACES_STRAGGLER, traced.basis, *agreement))
     note = f"in the traced steps, {inflation.words()} slower under the profiler"
     traced_findings = [f.model_copy(update={"evidence": [*f.evidence, note]}) for f in kept]
     findings = sorted([*timers.findings, *traced_findings], key=lambda f: -f.cost_pct)
