@@ -71,7 +71,8 @@ def assert_untraced_headline(analysis: ProfileAnalysis) -> None:
     assert "withheld as profiler overhead" in check.detail
     assert "GPU idle waiting for the host" in check.detail
     assert not any("CUDA graphs" in f for f in every_finding(analysis))
-    assert diagnosis.disagreement is not None and INFLATION_CHECK in diagnosis.disagreement
+    # said once, on the Step line (UNTRACED_HEAD), not again as a disagreeing cross-check
+    assert INFLATION_CHECK not in (diagnosis.disagreement or "")
 
 
 @needs_h100

@@ -102,6 +102,8 @@ def _point(estimate: Estimate) -> str:
     if estimate.value is not None and estimate.measurable:
         if 0 < estimate.value < TINY_PART:  # '0.0054 %' of a split says nothing more
             return f"< {pct(TINY_PART)}"
+        if estimate.value > 1 - TINY_PART:  # nor does '99.975 %'
+            return f"> {pct(1 - TINY_PART)}"
         return share_figure(estimate.value, estimate.low, estimate.high)
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)

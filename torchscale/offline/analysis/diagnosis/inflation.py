@@ -351,6 +351,7 @@ def uncleared_inflation(diagnosis: Diagnosis) -> Estimate | None:
 
 
 def disagreement(checks: Sequence[CrossCheck]) -> str | None:
-    """The one line the default output says when a cross-check disagrees, or None."""
-    differ = [c.name for c in checks if c.agrees is False]
+    """The one line the default output says when a cross-check disagrees, or None. The
+    profiler's inflation is not counted: the step's own line says it (`split_text`)."""
+    differ = [c.name for c in checks if c.agrees is False and c.name != INFLATION_CHECK]
     return f"cross-checks disagree: {', '.join(differ)} (-v shows them)" if differ else None
