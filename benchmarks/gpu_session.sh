@@ -19,7 +19,7 @@
 #   wl.tar.gz       /tmp/wl without compile caches and without files over 5 MB (traces)
 #   res-perf.tar.gz /tmp/res, /tmp/perf, /tmp/zoo and /tmp/prof, the same rule
 #
-# Each step's timeout is its own (perf 110, workload 280, bench 170, ref 200, gputests 90, zoo 150,
+# Each step's timeout is its own (perf 110, workload 320, bench 170, ref 200, gputests 90, zoo 150,
 # zoo_compiled 200, profile 110 s) or what is left of SESSION_S (default
 # 540 s) less a reserve for the tars, whichever is shorter.
 set -u
@@ -101,7 +101,7 @@ for name in ${STEPS:-perf workload bench ref}; do
     case $name in
     perf) step perf 110 "$PY" -m torchscale validate --level perf -o /tmp/perf ;;
     workload)
-        step workload 280 "$PY" -m torchscale validate --level workload -o /tmp/wl
+        step workload 320 "$PY" -m torchscale validate --level workload -o /tmp/wl
         pack wl.tar.gz /tmp/wl
         ;;
     bench) step bench 170 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res ;;
