@@ -17,7 +17,7 @@ import pytest
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
 from torchscale.contracts.figures import format_value
 from torchscale.interfaces.api.report_generate import renderer
-from torchscale.interfaces.formatting import strip_code
+from torchscale.interfaces.formatting import inline_html, strip_code
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.charts.palette import NO_DATA_COLOUR, PALETTE
 from torchscale.interfaces.report.model import (
@@ -455,3 +455,25 @@ def test_a_values_word_keeps_its_column_whole() -> None:
     for key, word in (("torch", "2.11.0+cu130"), ("driver", "580.159.04")):
         width_em = layout.widths[keys.index(key)] / 100 * pdf.TABLE_WIDTH_PT / font
         assert width_em >= pdf.text_em(word), (key, layout, width_em)
+
+
+@pytest.mark.slow
+@needs_pdftotext
+def test_a_card_note_never_breaks_a_rate_unit(tmp_path: Path) -> None:
+    """A card breaks a word anywhere when it must (`overflow-wrap: anywhere`), which split a
+    note's 'tokens/s' after its slash. In a card narrower than its words, every rate unit of a
+    note stays whole on one line (the rest may break); without the units' spans it does not."""
+    import weasyprint
+
+    note = "465 samples/s, 476k tokens/s, 3,013 GB/s at 689 TFLOP/s"
+    css = weasyprint.CSS(string=pdf._template_file(pdf.STYLESHEET))
+
+    def words_in_a_narrow_card(body: str) -> list[str]:
+        card = f'<div class="kf" style="width: 28pt"><div class="kf-note">{body}</div></div>'
+        path = tmp_path / "card.pdf"
+        weasyprint.HTML(string=card).write_pdf(path, stylesheets=[css])
+        return [html.unescape(w[2]).rstrip(",") for w in WORD.findall(_text(path, "-bbox"))]
+
+    units = {"samples/s", "tokens/s", "GB/s", "TFLOP/s"}
+    assert units <= set(words_in_a_narrow_card(inline_html(note)))
+    assert not units & set(words_in_a_narrow_card(html.escape(note)))  # the control: broken

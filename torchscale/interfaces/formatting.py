@@ -104,16 +104,25 @@ def code_spans(text: str) -> list[tuple[str, bool]]:
 
 
 def inline_html(text: str | None) -> Any:
-    """Prose as HTML (a Markup): every part escaped, code spans set as <code>. The templates of
-    the HTML and PDF reports pass user prose (findings, notes) through it."""
-    from markupsafe import Markup, escape
+    """Prose as HTML (a Markup): every part escaped, code spans set as <code>, rate units in a
+    no-wrap span (a line may break after a slash: 'tokens/|s'). The templates of the HTML and
+    PDF reports pass user prose (findings, notes) through it."""
+    from markupsafe import Markup
 
     if text is None:
         return Markup("")
+    unit = Markup('<span class="nb">{}</span>')  # join escapes the other pieces
     return Markup("").join(
-        Markup("<code>{}</code>").format(part) if code else escape(part)
+        Markup("<code>{}</code>").format(part)
+        if code
+        else Markup("").join(
+            unit.format(p) if i % 2 else p for i, p in enumerate(_UNIT.split(part))
+        )
         for part, code in code_spans(text)
     )
+
+
+_UNIT = re.compile(r"\b([A-Za-z]+/s)\b")  # split: the rate units at odd places
 
 
 def strip_code(text: str) -> str:

@@ -14,6 +14,7 @@ from torchscale.interfaces.report.estimates import too_wide
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.sections.best import by_throughput, unit_figures
 from torchscale.interfaces.report.sections.context import (
+    FSDP_ON_ONE,
     Context,
     col,
     fmt,
@@ -136,7 +137,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
             "not the GPU (a torchscale profile shows which)"
         )
     if any(r["_fsdp_one"] for r in rows):
-        note += "; FSDP on one GPU runs its machinery only, nothing is sharded"
+        note += f"; {FSDP_ON_ONE}"
     if more > 0:
         note += f"; {more} more model(s) in the efficiency section"
     columns = [

@@ -25,6 +25,7 @@ from torchscale.interfaces.report.model import (
     ValueFormat,
 )
 from torchscale.interfaces.report.sections.context import (
+    FSDP_ON_ONE,
     Context,
     RankUnits,
     col,
@@ -123,12 +124,7 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _table(rows: list[dict[str, Any]], units: RankUnits, *, one_gpu_fsdp: bool) -> Table:
     """`one_gpu_fsdp`: a group compares FSDP on one device, where it shards nothing."""
-    one = (
-        "FSDP on one device shards nothing: its memory and speed are DDP's plus FSDP's own "
-        "machinery, not what sharding saves. "
-        if one_gpu_fsdp
-        else ""
-    )
+    one = f"{FSDP_ON_ONE}. " if one_gpu_fsdp else ""
     return Table(
         id="strategies-side-by-side",
         title="Strategies side by side (per model, world size, precision and batch)",

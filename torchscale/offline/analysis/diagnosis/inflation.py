@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.figures import change_text
+from torchscale.contracts.figures import change_text, share_text
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -29,7 +29,6 @@ from torchscale.contracts.schema.cell_result import (
     StepSplit,
     StragglerVerdict,
 )
-from torchscale.contracts.share_bound import share_bound
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
@@ -44,21 +43,6 @@ INFLATION_METHOD = (
 )
 TRACES_STRAGGLER = "traces: straggler"
 OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
-
-
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{value * 100:.1f} %"
-
-
-def _figure(estimate: Estimate) -> str:
-    """An estimate in a sentence of this module: '12.3 % [11.0, 13.9]' (the interval itself, never a
-    ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)', 'unknown'."""
-    if not estimate.measurable or estimate.value is None:
-        high = estimate.high
-        return "unknown" if high is None else f"not measurable (< {share_bound(high)} %)"
-    if estimate.low is None or estimate.high is None:
-        return f"{_pct(estimate.value)} (spread unknown)"
-    return f"{_pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
 
 
 def _range(estimate: Estimate) -> tuple[float, float] | None:
@@ -91,7 +75,7 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
         if ra is None or rb is None:
             continue
         same = ra[0] <= rb[1] and rb[0] <= ra[1]  # the two intervals overlap
-        text = f"{_split_words([part])} against {_figure(mine.share)}"
+        text = f"{_split_words([part])} against {share_text(mine.share)}"
         if part.name in SYNC_PARTS:
             judged_on.append(part.name)
             if not same:
@@ -252,7 +236,7 @@ def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str
 
 
 def _split_words(parts: Sequence[StepPart]) -> str:
-    return ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in parts)
+    return ", ".join(f"{p.name.replace('_', ' ')} {share_text(p.share)}" for p in parts)
 
 
 def _inflation_check(inflation: TracedInflation, agrees: bool, detail: str) -> CrossCheck:
