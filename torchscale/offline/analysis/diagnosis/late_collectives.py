@@ -62,7 +62,7 @@ def late_collectives(
     extra = (wait.drop(columns=[rank]).mean(axis=1) - wait[rank]).to_numpy(np.float64)
     share = share_of_step(extra, step, method=LATE_METHOD)
     mean_step = float(np.mean(step)) if len(step) else 0.0
-    if share.low is None or not share.measurable or share.low < MIN_EFFECT_SHARE:
+    if not share.measurable or share.value is None or (share.low or 0.0) < MIN_EFFECT_SHARE:
         return verdict
     seconds = mean_seconds(extra, LATE_METHOD)
     others_wait = wait.drop(columns=[rank]).mean(axis=1) - wait[rank]
