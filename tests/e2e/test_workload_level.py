@@ -318,7 +318,7 @@ def test_h100_fsdp_at_world_1_is_machinery_only_and_ddp_says_it_has_no_wrapper()
         assert "not compared with ddp, MFU not judged" in by["fsdp"].detail
         assert "MFU 1" not in by["fsdp"].detail  # its 10 % is no figure to read
         assert "no wrapper at world 1" in by["ddp"].detail
-        assert "MFU 24%" in by["ddp"].detail or "MFU 35%" in by["ddp"].detail
+        assert "MFU 24 %" in by["ddp"].detail or "MFU 35 %" in by["ddp"].detail
 
 
 @needs_h100
@@ -353,7 +353,7 @@ def test_h100_max_batch_says_the_limit_and_the_memory_share_at_it() -> None:
     result = MaxBatchResult.model_validate_json(path.read_text())
     verdict = judge.judge_max_batch([result], None)
     assert verdict.detail.startswith("fits 32 (the limit tried")
-    assert "at 25% of memory" in verdict.detail
+    assert "at 25 % of memory" in verdict.detail
     assert "estimate ~130" in verdict.detail  # 11.5 GB at 16, 21.3 GB at 32, 85.5 GB in all
     assert "fits up to the limit tried" not in verdict.detail
 

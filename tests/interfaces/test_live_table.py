@@ -226,8 +226,8 @@ def test_a_lopsided_throughput_fits_80_columns() -> None:
         "ranks": "2",
         "throughput": "11,100 [9,000, 17,500]",
         "step": "1.93 ms",
-        "scaling": "≈100%",
-        "stall": "9.5%",
+        "scaling": "≈100 %",
+        "stall": "9.5 %",
         "status": "noisy",
     }
     assert len(layout.line(values).text) <= 80

@@ -181,7 +181,7 @@ def test_table_shows_the_cells_table_figures() -> None:
     text = console.export_text()
     assert "1,600" in text and "800" in text
     assert "10.0|20.0" in text
-    assert "20%" not in text  # comm: the diagnosis' exposed transfer only, and it has none
+    assert "20 %" not in text  # comm: the diagnosis' exposed transfer only, and it has none
     assert "ok" in text
 
 
@@ -206,7 +206,7 @@ def test_plan_lines_show_argv_skips_and_estimate(tmp_path: Any) -> None:
 
 
 def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
-    """Seen on an H100 log (80 columns): MFU '16.6%' printed as '16…'."""
+    """Seen on an H100 log (80 columns): MFU '16.6 %' printed as '16…'."""
     import io
 
     import pandas as pd
@@ -235,7 +235,7 @@ def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
     for table in model_tables(pd.DataFrame([row]), 80).tables:
         console.print(table)
     out = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "64.2%" in out and "166.2|166.4" in out and "…" not in out
+    assert "64.2 %" in out and "166.2|166.4" in out and "…" not in out
 
 
 # --- wording, and the headlines a cell's result holds ------------------------------------
@@ -318,7 +318,7 @@ def test_a_cell_reading_data_says_its_wait() -> None:
     assert not [t for t in cell_lines(_with(ok_result(), data=synthetic)) if "Data (" in t.text]
     assert line == (
         "> [INFO] Data (disk, 2 worker(s) per rank): the slowest rank waits 4.2ms per step "
-        "(21.0% of the step), read 123 MB/s"
+        "(21.0 % of the step), read 123 MB/s"
     )
 
 
@@ -343,7 +343,7 @@ def test_gpu_telemetry_headline_reaches_the_cell_lines() -> None:
     texts = [line.text for line in cell_lines(_with(base, telemetry=telemetry, cell=cell))]
     (line,) = [t for t in texts if t.startswith("> [INFO] Telemetry")]
     assert line == (
-        "> [INFO] Telemetry: GPU util 97%, 351 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J"
+        "> [INFO] Telemetry: GPU util 97 %, 351 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J"
     )
 
 

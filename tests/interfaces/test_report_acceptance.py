@@ -46,7 +46,7 @@ def _experiment(tmp_path: Path) -> Path:
     for k in range(4):
         layout.acceptance_path(f"node{k}", "perf").write_text(_node(f"node{k}", 790.0))
     layout.acceptance_path("node4", "perf").write_text(
-        _node("node4", 600.0, CheckStatus.FAIL, "76% of the published achievable 792")
+        _node("node4", 600.0, CheckStatus.FAIL, "76 % of the published achievable 792")
     )
     shutil.copy(FIXTURES / "validate_v1" / "node-a.json", layout.acceptance_path("old", "basic"))
     layout.acceptance_path("torn", "perf").write_text("{not json")
@@ -71,7 +71,7 @@ def test_the_matrix_has_every_node_and_gpu_and_what_failed_has_its_evidence(
     node4 = next(row for row in matrix.rows if row["node"] == "node4 GPU 1")
     assert node4["matmul.bf16"] == "599 FAIL" and node4["_severity"] == "bad"
     [finding] = tables["acceptance-findings"].rows
-    assert finding["node"] == "node4 GPU 1" and "76% of the published" in finding["evidence"]
+    assert finding["node"] == "node4 GPU 1" and "76 % of the published" in finding["evidence"]
     texts = [b.text for b in section.blocks if isinstance(b, Text)]
     fleet = next(t for t in texts if t.startswith("Fleet view: "))
     assert "among 5 nodes" in fleet and "node4" in fleet

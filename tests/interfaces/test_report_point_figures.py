@@ -122,7 +122,7 @@ def test_shares_over_the_step_are_not_drawn(tmp_path: Path) -> None:
     [
         (None, "not recorded", "less than"),
         (1.3, "outside 0-100 %", "less than"),
-        (0.01, "less than 5%", "outside"),
+        (0.01, "less than 5 %", "outside"),
     ],
 )
 def test_an_unnamed_straggler_says_why_in_its_own_case(

@@ -123,4 +123,4 @@ def test_a_sweep_of_one_world_size_prints_no_base(tmp_path: Path) -> None:
     for rich_table in model_tables(pd.DataFrame(ok), 160).tables:
         out.print(rich_table)
     printed = out.file.getvalue()  # type: ignore[attr-defined]
-    assert printed.count("no base") == 2 and "100%" not in printed
+    assert printed.count("no base") == 2 and "100 %" not in printed

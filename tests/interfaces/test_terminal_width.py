@@ -65,7 +65,7 @@ def _lines_fit(text: str, width: int) -> None:
 
 
 def _whole(figure: str, text: str) -> bool:
-    """On one line, not part of a longer token (so '16.6%' is not found inside '116.6%')."""
+    """On one line, not part of a longer token (so '16.6 %' is not found inside '116.6 %')."""
     pattern = rf"(?<![\w.,]){re.escape(figure)}(?![\w.,])"
     return any(re.search(pattern, line) for line in text.splitlines())
 

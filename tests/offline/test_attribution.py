@@ -95,7 +95,7 @@ def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
     assert not attribution.straggler.named
     # said in the rule's words: certain (its interval is above 0) and too small to act on
     assert attribution.straggler.not_named is not None
-    assert "below the 5% minimum effect" in attribution.straggler.not_named
+    assert "below the 5 % minimum effect" in attribution.straggler.not_named
     assert "noise" not in attribution.straggler.not_named
 
 

@@ -19,8 +19,8 @@ def test_a_forecast_is_widened_to_its_noisiest_input() -> None:
     widened, said = no_narrower_than_inputs(step, [_cell("a", 100.0, 5.0), _cell("b", 50.0, 46.0)])
     assert widened.value == step.value
     assert widened.below == widened.above == 0.010 * 0.92
-    assert (
-        said == "interval no narrower than its noisiest input: ±92%, the throughput of cells/b.json"
+    assert said == (
+        "interval no narrower than its noisiest input: ±92 %, the throughput of cells/b.json"
     )
 
 

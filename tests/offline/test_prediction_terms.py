@@ -425,7 +425,7 @@ def test_back_test_widens_the_interval_by_the_model_error() -> None:
     )
     # nothing checks a forecast from two sizes: widened as far as such forecasts have missed
     assert not isinstance(narrow, str) and "model_uncertainty" not in narrow.unavailable
-    assert "missed by up to 30% (the stated default until a track record" in narrow.assumptions[-1]
+    assert "missed by up to 30 % (the stated default until a track record" in narrow.assumptions[-1]
     record = build_forecast(
         _key(8),
         cells[:2],
@@ -435,7 +435,7 @@ def test_back_test_widens_the_interval_by_the_model_error() -> None:
         measured_strategy="ddp",
         missed=(0.45, "the worst of 12 scored here"),
     )
-    assert not isinstance(record, str) and "up to 45% (the worst of 12" in record.assumptions[-1]
+    assert not isinstance(record, str) and "up to 45 % (the worst of 12" in record.assumptions[-1]
     assert record.step_s.high - record.step_s.low > narrow.step_s.high - narrow.step_s.low
     assert sum(t.seconds.value or 0 for t in got.terms) == pytest.approx(got.step_s.value)
 
@@ -452,7 +452,7 @@ def test_without_a_back_test_the_repeats_spread_widens_it() -> None:
     assert step.value is not None and step.low is not None and step.high is not None
     assert step.high - step.value >= 0.2 * step.value
     assert step.value - step.low >= 0.2 * step.value
-    assert "spread of the repeats up to 20.0%" in got.assumptions[-1]
+    assert "spread of the repeats up to 20.0 %" in got.assumptions[-1]
 
 
 def test_model_error_is_the_larger_of_back_test_and_spread() -> None:

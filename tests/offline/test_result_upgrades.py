@@ -320,7 +320,7 @@ def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
         (None, "not recorded"),
         (1.5, OUTSIDE),
         (-0.1, OUTSIDE),
-        (0.003, f"less than {STRAGGLER_MIN:.0%}"),
+        (0.003, f"less than {STRAGGLER_MIN * 100:.0f} %"),
     ],
 )
 def test_an_unnamed_point_straggler_says_its_own_reason(

@@ -87,12 +87,12 @@ def test_one_gpu_below_its_peers_is_flagged_and_only_that_one() -> None:
     assert slow.status is CheckStatus.FAIL
     assert slow.data["peer_verdict"] == "lags its peers"
     assert slow.data["peer_ratio"] == pytest.approx(0.7 / 0.95, abs=1e-3)
-    assert slow.detail.startswith("74% of the median of the node's other 7 GPUs")
+    assert slow.detail.startswith("74 % of the median of the node's other 7 GPUs")
     assert {r.status for r in rows[:7]} == {CheckStatus.PASS}
     assert {r.data["peer_verdict"] for r in rows[:7]} == {"with its peers"}
     status, detail, hint = _check(rows)
     assert status is CheckStatus.FAIL
-    assert "GPU 7: 74% of the median" in detail
+    assert "GPU 7: 74 % of the median" in detail
     assert hint == LAGGING_HINT
 
 
@@ -123,7 +123,7 @@ def test_without_a_reference_a_lagging_gpu_is_still_flagged() -> None:
     """No SKU reference (INFO): the peers are the only bar, and they still name the GPU."""
     rows = node([1.0, 1.0, 1.0, 0.85], name=UNKNOWN)
     assert [r.status for r in rows] == [CheckStatus.INFO] * 3 + [CheckStatus.WARN]
-    assert rows[3].detail.startswith("85% of the median of the node's other 3 GPUs")
+    assert rows[3].detail.startswith("85 % of the median of the node's other 3 GPUs")
     assert "no reference" not in rows[3].detail
 
 

@@ -108,7 +108,7 @@ def test_thresholds_at_their_bounds() -> None:
     assert judge("memory.triad", memory.pass_at * 100, spec)[0] is CheckStatus.PASS
     assert judge("memory.triad", memory.warn_at * 100 - 0.01, spec)[0] is CheckStatus.FAIL
     status, ratio, sentence = judge("h2d", 40.0, spec)
-    assert (status, ratio) == (CheckStatus.FAIL, 0.4) and "FAIL below 50%" in sentence
+    assert (status, ratio) == (CheckStatus.FAIL, 0.4) and "FAIL below 50 %" in sentence
 
 
 def test_above_the_spec_sheet_is_a_fail_except_for_busbw() -> None:

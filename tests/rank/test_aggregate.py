@@ -589,7 +589,7 @@ def test_noise_in_the_sync_wait_is_named() -> None:
     result = run(ranks, make_spec(world=2, cv_warn=0.05))
     (warning,) = [w.text for w in result.warnings if "gradient sync" in w.text]
     assert warning.startswith("High variance in gradient sync time: CV ")
-    assert "100% of the step-time variance" in warning
+    assert "100 % of the step-time variance" in warning
 
 
 def test_noise_in_compute_is_not_called_sync_noise() -> None:

@@ -84,7 +84,7 @@ def test_power_cap_under_a_site_cap_throttles() -> None:
 def test_power_cap_below_ninety_percent_of_the_top_clock_throttles() -> None:
     verdict, throttled, warnings = verdict_of(clock_reasons=POWER_CAP, sm_clock=1500)
     assert (verdict, throttled) == ("throttled", True)
-    assert "SM clock median 1500 MHz in them (lowest 1500), 76% of its 1980 MHz max" in warnings[0]
+    assert "SM clock median 1500 MHz in them (lowest 1500), 76 % of its 1980 MHz max" in warnings[0]
     # 90 % of 1980 is 1782: just above it holds the limit at full clocks
     assert verdict_of(clock_reasons=POWER_CAP, sm_clock=1790)[:2] == ("at_power_limit", False)
 
@@ -222,7 +222,7 @@ def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
     (rank,) = telemetry.ranks
     assert rank.clock_basis is not None
     assert rank.clock_basis.startswith("at its power limit (normal under dense load): SwPowerCap")
-    assert "1920 MHz or more, 97% of its 1980 MHz max" in rank.clock_basis
+    assert "1920 MHz or more, 97 % of its 1980 MHz max" in rank.clock_basis
     assert not any("throttled" in w.text or "cooling" in w.text for w in result.warnings)
 
 
@@ -238,7 +238,7 @@ def test_h100_compiled_gpt2_utilisation_and_power_are_not_measurable() -> None:
     why = result.unavailable["telemetry.gpu_util_pct_mean"]
     assert why.startswith("not measurable: windows of 0.216 s in all")
     assert "NVML averages over ~1 s" in result.unavailable["telemetry.power_w_mean"]
-    assert "~27%" in result.unavailable["telemetry.energy_j"]
+    assert "~27 %" in result.unavailable["telemetry.energy_j"]
 
 
 @needs_h100

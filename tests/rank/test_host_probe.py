@@ -198,7 +198,7 @@ def test_a_busy_time_beyond_the_step_is_clamped_and_said() -> None:
     assert within_noise.gpu_busy_share == 1.0 and within_noise.note is None
     beyond = host_bound_record([reading(5.0, steps_ms=(5.0, 5.0, 5.0))], step_s=0.004)
     assert beyond.gpu_busy_share == 1.0 and beyond.host_bound is False
-    assert beyond.note is not None and "25% more than the measured median step" in beyond.note
+    assert beyond.note is not None and "25 % more than the measured median step" in beyond.note
     noisy = host_bound_record([reading(5.0, steps_ms=(5.0,) * 3)], step_s=0.004, step_cv=0.3)
     assert noisy.note is None  # inside the steps' own noise
 

@@ -281,7 +281,7 @@ def test_a_gap_below_the_minimum_effect_is_not_named() -> None:
     ]
     result = run(ranks)
     assert cells_table([result]).iloc[0]["straggler_rank"] is None
-    assert "below the 5% minimum effect" in result.unavailable["straggler"]
+    assert "below the 5 % minimum effect" in result.unavailable["straggler"]
 
 
 def test_a_whole_backward_is_not_blamed() -> None:

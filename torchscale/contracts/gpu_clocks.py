@@ -109,7 +109,7 @@ def judge_clocks(
         return ClockJudgement("throttled", (POWER_CAP,), f"{seen} under a site cap: {limits}")
     if max_sm_mhz and low_clock_mhz is not None:
         share = low_clock_mhz / max_sm_mhz
-        of_max = f"{share:.0%} of its {max_sm_mhz:g} MHz max{max_source}"
+        of_max = f"{share * 100:.0f} % of its {max_sm_mhz:g} MHz max{max_source}"
         # the median of the capped samples with their lowest beside it; an old result's
         # lowest possible clock alone
         median = (
@@ -177,8 +177,8 @@ def counter_not_measurable(
         return None
     return (
         f"not measurable: the energy counter moves in steps of up to ~{step_s:g} s, so over "
-        f"{windows} window(s) of {window_s:.3g} s in all it is uncertain by ~{error:.0%} "
-        f"(kept at {COUNTER_MAX_ERROR:.0%} or less)"
+        f"{windows} window(s) of {window_s:.3g} s in all it is uncertain by ~{error * 100:.0f} % "
+        f"(kept at {COUNTER_MAX_ERROR * 100:.0f} % or less)"
     )
 
 

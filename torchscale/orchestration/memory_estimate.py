@@ -67,7 +67,7 @@ def fitting_batch(
         why = "the largest power of two that fits"
     return BatchFit(
         batch,
-        f"{why}: {MEMORY_BUDGET:.0%} of {memory_bytes / GIB:.0f} GiB less "
+        f"{why}: {MEMORY_BUDGET * 100:.0f} % of {memory_bytes / GIB:.0f} GiB less "
         f"{CUDA_CONTEXT_BYTES / GIB:.0f} GiB CUDA context and {static / 1e9:.2f} GB weights, "
         f"gradients, {optimizer} state{' and autocast copies' if copies else ''}, "
         f"at {per_sample / 1e9:.3f} GB per sample "

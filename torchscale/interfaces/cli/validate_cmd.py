@@ -41,7 +41,7 @@ def render_measurements(report: ValidateReport) -> None:
         where = "node" if row.gpu is None else f"{unit} {row.gpu}"
         value = "-" if row.value is None else f"{row.value:.3g} {row.unit}"
         expected = "-" if row.expected is None else f"{row.expected:.3g} {row.unit}"
-        ratio = "-" if row.ratio is None else f"{row.ratio:.0%}"
+        ratio = "-" if row.ratio is None else f"{row.ratio * 100:.0f} %"
         style = STYLE[row.status.value]
         table.add_row(
             f"[{style}]{row.status.value}[/]", escape(row.title), where, value, expected, ratio

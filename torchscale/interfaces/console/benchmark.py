@@ -367,7 +367,7 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
         used = (
-            f", memory utilisation {result.memory_utilisation:.0%}"
+            f", memory utilisation {result.memory_utilisation * 100:.0f} %"
             if result.memory_utilisation is not None
             else ""
         )
@@ -390,7 +390,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
     if not run.profiles:
         stdout.print(
             f"> [PROFILE] no cell crossed the profiling thresholds (trigger "
-            f"{settings.trigger}: stall {settings.stall_threshold:.0%}, step-time CV "
+            f"{settings.trigger}: stall {settings.stall_threshold * 100:.0f} %, step-time CV "
             f"{settings.variance_threshold:.2f})"
         )
     for selected, profiled in run.profiles:

@@ -61,8 +61,8 @@ def reused_line(result: CellResult) -> Line:
 
 
 def _pct(value: float) -> str:
-    """One decimal, two below 1 % (a '±0.0%' would hide that the interval was measured)."""
-    return f"{value * 100:.2f}%" if abs(value) < 0.01 else f"{value * 100:.1f}%"
+    """One decimal, two below 1 % (a '±0.0 %' would hide that the interval was measured)."""
+    return f"{value * 100:.2f} %" if abs(value) < 0.01 else f"{value * 100:.1f} %"
 
 
 def _ms(value: float) -> str:
@@ -237,13 +237,13 @@ def headline_lines(result: CellResult) -> list[Line]:
 
 
 def _telemetry_figures(result: CellResult) -> str | None:
-    """'GPU util 97%, 350 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J': what NVML sampled (a CPU
+    """'GPU util 97 %, 350 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J': what NVML sampled (a CPU
     cell's load is the busy-machine warning's, when it matters)."""
     t = result.telemetry
     if t is None:
         return None
     figures = (
-        ("GPU util {:.0f}%", t.gpu_util_pct_mean),
+        ("GPU util {:.0f} %", t.gpu_util_pct_mean),
         ("{:,.0f} W", t.power_w_mean),
         ("max {:.0f} °C", t.temperature_c_max),
         ("SM {:,.0f} MHz", t.sm_clock_mhz_mean),

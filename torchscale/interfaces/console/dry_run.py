@@ -49,7 +49,7 @@ def plan_lines(
             "every ok cell"
             if profiling.trigger == "always"
             else f"ok cells whose exposed communication or wait for the slowest rank reaches "
-            f"{profiling.stall_threshold:.0%} of the step, or whose step-time CV reaches "
+            f"{profiling.stall_threshold * 100:.0f} % of the step, or whose step-time CV reaches "
             f"{profiling.variance_threshold:.2f}"
         )
         how = f"with {profiling.tool} ({profiling.steps} traced step(s) per rank)"

@@ -167,8 +167,8 @@ def scaling_text(row: pd.Series) -> str:
     if too_wide(value, low, high):  # the first screen's rule: no number
         return "noise"
     if value > 1 and (low is None or low <= 1):
-        return "≈100%"
-    return f"{value:.0%}"
+        return "≈100 %"
+    return f"{value * 100:.0f} %"
 
 
 def stall_text(row: pd.Series) -> str:
@@ -177,8 +177,8 @@ def stall_text(row: pd.Series) -> str:
     value = _number(row, "wait_for_peers_share")
     high = _number(row, "wait_for_peers_share_high")
     if value is None:
-        return f"<{share_bound(high, places=0)}%" if high is not None else "-"
-    return f"{value:.1%}" if value < 0.1 else f"{value:.0%}"
+        return f"<{share_bound(high, places=0)} %" if high is not None else "-"
+    return f"{value * 100:.1f} %" if value < 0.1 else f"{value * 100:.0f} %"
 
 
 def status_text(row: pd.Series) -> tuple[str, Level]:
@@ -347,8 +347,8 @@ def noisy_note(row: pd.Series) -> str:
     parts = []
     if value and low is not None and high is not None:
         repeats = str(row.get("samples_per_s_repeats") or "").count(";") + 1
-        parts.append(f"throughput ±{(high - low) / 2 / value:.0%} over {repeats} repeats")
+        parts.append(f"throughput ±{(high - low) / 2 / value * 100:.0f} % over {repeats} repeats")
     cv = _number(row, "step_cv")
     if cv is not None:
-        parts.append(f"step CV {cv:.0%}")
+        parts.append(f"step CV {cv * 100:.0f} %")
     return "noisy: " + (", ".join(parts) or str(row.get("reliability_reason")))

@@ -34,7 +34,7 @@ TARGET_DETAILS = {
 
 
 def _pct(value: float) -> str:
-    return f"{value * 100:.1f}%"
+    return f"{value * 100:.1f} %"
 
 
 def _us(us: float) -> str:
@@ -51,12 +51,12 @@ def share_text(estimate: Estimate) -> str:
     if estimate.value is None and estimate.high is None:
         return "unknown"
     if estimate.value is None and estimate.high == 0:
-        return "0.0%"  # exactly zero on every step (interval [0, 0]): measured, not noise
+        return "0.0 %"  # exactly zero on every step (interval [0, 0]): measured, not noise
     return plus_minus(estimate, _pct)
 
 
 def parts_text(parts: list[StepPart]) -> str:
-    """'compute 56.3% ±3.6%, data ...': a model's parts with their intervals."""
+    """'compute 56.3 % ±3.6 %, data ...': a model's parts with their intervals."""
     return ", ".join(f"{PART_LABELS[p.name]} {share_text(p.share)}" for p in parts)
 
 
@@ -165,7 +165,7 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
     lines = []
     if analysis.overlap_pct is not None:
         text = (
-            f"> [ANALYSIS] Compute/communication overlap: {analysis.overlap_pct:.1f}% of the "
+            f"> [ANALYSIS] Compute/communication overlap: {analysis.overlap_pct:.1f} % of the "
             "communication time (HTA definition; the share of the step is the Step line's)"
         )
         lines.append(Line("info", text))
@@ -223,7 +223,7 @@ DETAILS = dict(waits=_wait_lines, comm=_comm_lines, compute=_compute_lines, memo
 def _finding_cost(finding: FindingFigures) -> str:
     if finding.cost_share is not None:
         return f"{share_text(finding.cost_share)} of the step"
-    return f"{finding.cost_pct:.1f}% of the step"
+    return f"{finding.cost_pct:.1f} % of the step"
 
 
 def traced_steps(analysis: ProfileAnalysis) -> int:

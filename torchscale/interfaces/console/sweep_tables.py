@@ -37,10 +37,10 @@ def ranks_of(row: pd.Series) -> str:
     return f"{row['world_size']}{spread}"
 
 
-def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
+def _fmt(value: Any, spec: str, scale: float = 1.0, unit: str = "") -> str:
     if missing(value):
         return "-"
-    return format(float(value) * scale, spec)
+    return format(float(value) * scale, spec) + unit
 
 
 # the per-model table: what may be abbreviated or left out when the terminal is narrow
@@ -63,9 +63,9 @@ COLUMN_NOTES = {
     "/device": "samples/s per device (GPU or CPU rank)",
     "samples/s": "median of repeats ± half its 95 % interval ([low, high] where lopsided)",
     "p50|p95 ms": "step time, milliseconds",
-    "scaling": "scaling efficiency, '≈100%' linear within noise, 'no base' where no smaller "
+    "scaling": "scaling efficiency, '≈100 %' linear within noise, 'no base' where no smaller "
     "world size was measured in its group",
-    "comm": "exposed transfer share of the step (step model), '<x%' when not measurable "
+    "comm": "exposed transfer share of the step (step model), '<x %' when not measurable "
     "above noise",
     "MFU": f"from the timed windows, {MFU_CONVENTION_SHORT}",
     "peak MiB": "CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU",
@@ -96,17 +96,17 @@ def _scaling(r: pd.Series) -> str:
     if missing(value) and str(r.get("scaling_efficiency_reason") or "").startswith("no base"):
         return "no base"
     if not missing(value) and float(value) > 1 and (missing(low) or float(low) <= 1):
-        return "≈100%"
-    return _fmt(value, ".0%")
+        return "≈100 %"
+    return _fmt(value, ".0f", 100, " %")
 
 
 def _comm(r: pd.Series) -> str:
-    """The diagnosis' exposed transfer share; '<x%' when not measurable above noise; '-'
+    """The diagnosis' exposed transfer share; '<x %' when not measurable above noise; '-'
     where the diagnosis has none."""
     value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
     if missing(value) and not missing(high):
-        return f"<{share_bound(float(high), places=0)}%"
-    return _fmt(value, ".0%")
+        return f"<{share_bound(float(high), places=0)} %"
+    return _fmt(value, ".0f", 100, " %")
 
 
 def _row_cells(r: pd.Series) -> list[str]:
@@ -123,7 +123,7 @@ def _row_cells(r: pd.Series) -> list[str]:
         f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
         _scaling(r),
         _comm(r),
-        _fmt(r["mfu"], ".1%"),
+        _fmt(r["mfu"], ".1f", 100, " %"),
         _fmt(mem, ",.0f", 2**-20),
         f"[{style}]{status}[/]",
     ]

@@ -118,7 +118,7 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     input, ...'; 'Straggler: rank 1, host (held off the CPU) +9.6 ms [8.1, 11.0]/step: check
     the host' (the time the host held it beyond its fair share); or, nobody named, 'Straggler:
     none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be noise: its interval reaches 0)' / '...:
-    below the 5% minimum effect (1.2 ms of a 24 ms step)'."""
+    below the 5 % minimum effect (1.2 ms of a 24 ms step)'."""
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
     gap = seconds_text(verdict.gap_s, signed=True)

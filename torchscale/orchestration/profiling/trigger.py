@@ -29,13 +29,13 @@ def stall_reasons(result: CellResult, settings: ProfilingConfig) -> list[str]:
     reasons = []
     comm = split_figures(result)
     threshold = settings.stall_threshold
-    if comm.comm_overhead is not None and comm.comm_overhead >= threshold:
-        reasons.append(
-            f"exposed communication {comm.comm_overhead:.0%} >= {threshold:.0%} of the step"
-        )
+    limit = f">= {threshold * 100:.0f} %"
+    exposed = comm.comm_overhead
+    if exposed is not None and exposed >= threshold:
+        reasons.append(f"exposed communication {exposed * 100:.0f} % {limit} of the step")
     imbalance = comm.load_imbalance
     if imbalance is not None and imbalance >= threshold:
-        reasons.append(f"wait for the slowest rank {imbalance:.0%} >= {threshold:.0%}")
+        reasons.append(f"wait for the slowest rank {imbalance * 100:.0f} % {limit}")
     steps = result.step_time
     if steps is not None and steps.cv >= settings.variance_threshold:
         reasons.append(

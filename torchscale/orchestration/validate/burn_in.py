@@ -128,7 +128,8 @@ def _explain(rank: RankBurn) -> str:
     parts = []
     first, last = _thirds([i.sm_clock_mhz for i in rank.intervals])
     if first and last and last < first:
-        parts.append(f"SM clock fell {1 - last / first:.0%} ({first:.0f} to {last:.0f} MHz)")
+        fell = (1 - last / first) * 100
+        parts.append(f"SM clock fell {fell:.0f} % ({first:.0f} to {last:.0f} MHz)")
     temperatures = [i.temperature_c for i in rank.intervals if i.temperature_c is not None]
     if temperatures:
         parts.append(f"up to {max(temperatures):.0f} C")
@@ -165,9 +166,8 @@ def judge_rank(
         status = CheckStatus.FAIL if drop > DROP_FAIL else CheckStatus.WARN
         t = rank.intervals[-max(1, len(series) // 3)].t_s
         why = _explain(rank)
-        verdicts.append(
-            (status, f"TFLOP/s fell {drop:.0%} after {t:.0f} s" + (f" ({why})" if why else ""))
-        )
+        text = f"TFLOP/s fell {drop * 100:.0f} % after {t:.0f} s" + (f" ({why})" if why else "")
+        verdicts.append((status, text))
     medians = [_median([i.tflops for i in p.intervals]) for p in peers if p.rank != rank.rank]
     others = [m for m in medians if m]
     if others:
@@ -175,7 +175,8 @@ def judge_rank(
         gap = 1 - mine / reference
         if gap > PEER_WARN:
             status = CheckStatus.FAIL if gap > PEER_FAIL and len(others) >= 2 else CheckStatus.WARN
-            verdicts.append((status, f"{gap:.0%} below its peers' median {reference:.0f} TFLOP/s"))
+            text = f"{gap * 100:.0f} % below its peers' median {reference:.0f} TFLOP/s"
+            verdicts.append((status, text))
     if not verdicts:
         steady = f"{mine:.0f} TFLOP/s steady over {len(series)} intervals"
         return CheckStatus.PASS, steady + "; seeded results agree"

@@ -51,7 +51,7 @@ def peer_status(peer_ratio: float) -> CheckStatus:
 
 
 def _node_below_sku(check: str, device_name: str, node_median: float) -> str | None:
-    """'80% of the SKU's 792' when the node's median is below the SKU's PASS bar, else None.
+    """'80 % of the SKU's 792' when the node's median is below the SKU's PASS bar, else None.
     Only below: a median FAILed for being above a spec sheet is a measurement bug, which no
     power cap explains."""
     expected = expected_for(device_name, check)
@@ -60,7 +60,7 @@ def _node_below_sku(check: str, device_name: str, node_median: float) -> str | N
         return None
     if ratio >= thresholds_for(check, expected).pass_at:
         return None
-    return f"{ratio:.0%} of the SKU's {expected.value:g}"
+    return f"{ratio * 100:.0f} % of the SKU's {expected.value:g}"
 
 
 def judge_with_peers(
@@ -127,7 +127,7 @@ def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Mea
     if by_peers is not CheckStatus.PASS:
         status = worst((by_peers, row.status))
         detail = (
-            f"{ratio:.0%} of the median of the node's other {peers.count} GPUs "
+            f"{ratio * 100:.0f} % of the median of the node's other {peers.count} GPUs "
             f"({peers.median:.3g} {row.unit}): this GPU lags its peers"
         )
         if row.expected is not None:

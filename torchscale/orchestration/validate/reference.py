@@ -181,14 +181,15 @@ def judge(
         return (
             CheckStatus.FAIL,
             ratio,
-            f"{ratio:.0%} of the {what} {expected.value:g}: above the spec sheet, "
+            f"{ratio * 100:.0f} % of the {what} {expected.value:g}: above the spec sheet, "
             "a measurement bug, not a fast GPU",
         )
     limits = thresholds_for(check, expected)
     status = CheckStatus.FAIL
     if ratio >= limits.warn_at:
         status = CheckStatus.PASS if ratio >= limits.pass_at else CheckStatus.WARN
-    sentence = f"{ratio:.0%} of the {what} {expected.value:g}"
+    sentence = f"{ratio * 100:.0f} % of the {what} {expected.value:g}"
     if status is not CheckStatus.PASS:
-        sentence += f" (PASS from {limits.pass_at:.0%}, FAIL below {limits.warn_at:.0%})"
+        sentence += f" (PASS from {limits.pass_at * 100:.0f} %, "
+        sentence += f"FAIL below {limits.warn_at * 100:.0f} %)"
     return status, ratio, sentence

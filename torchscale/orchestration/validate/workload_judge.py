@@ -105,9 +105,9 @@ def _judge_figures(
     if mfu is None:
         why = (result.unavailable or {}).get("mfu", "no peak FLOP/s known for this GPU")
         return passed(id_, title, f"{rate}; MFU not judged: {why}")
-    text = f"{rate}, MFU {mfu:.0%}"
+    text = f"{rate}, MFU {mfu * 100:.0f} %"
     if mfu > MFU_CEILING:
-        detail = f"{text}: above {MFU_CEILING:.0%}, no dense training step reaches it"
+        detail = f"{text}: above {MFU_CEILING * 100:.0f} %, no dense training step reaches it"
         hint = "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON"
         return failed(id_, title, detail, hint, mfu=mfu)
     if cell.strategy != "ddp":
@@ -119,7 +119,8 @@ def _judge_figures(
             "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other "
             "process shares the GPU"
         )
-        return warned(id_, title, f"{text}: below {MFU_FLOOR:.0%} ({MFU_SOURCE})", hint, mfu=mfu)
+        why = f"{text}: below {MFU_FLOOR * 100:.0f} % ({MFU_SOURCE})"
+        return warned(id_, title, why, hint, mfu=mfu)
     return passed(id_, title, text, mfu=mfu)
 
 
@@ -213,9 +214,8 @@ def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) 
         return failed("max_batch", title, detail, "see max_batch/ in the folder")
     one = results[0]
     probes = len(one.probes)
-    share = (
-        f" at {one.memory_utilisation:.0%} of memory" if one.memory_utilisation is not None else ""
-    )
+    used = one.memory_utilisation
+    share = f" at {used * 100:.0f} % of memory" if used is not None else ""
     if one.limit_reached:
         answer = f"fits {one.limit} (the limit tried: 4 x the cells' batch){share}, {probes} probes"
         estimate = max_batch_estimate(one)

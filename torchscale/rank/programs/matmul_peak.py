@@ -388,8 +388,8 @@ def find_peak(
             return seen[shape]
         if converged([p.tflops for p in seen.values()]):
             why.append(
-                f"converged: the last {PLATEAU_PROBES} probes added < {PLATEAU_GAIN:.0%} to the "
-                f"best ({len(seen)} probes)"
+                f"converged: the last {PLATEAU_PROBES} probes added < {PLATEAU_GAIN * 100:.0f} % "
+                f"to the best ({len(seen)} probes)"
             )
             return None
         now = clock()

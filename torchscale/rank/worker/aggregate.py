@@ -147,7 +147,7 @@ def sync_variance_warning(table: pd.DataFrame, threshold: float) -> list[CellWar
     if share < SYNC_VARIANCE_SHARE:
         return []
     # above 1 (other parts varying against the wait) a share would read as impossible
-    part = f"{min(share, 1.0):.0%} of" if share < 1.005 else "most of"
+    part = f"{min(share, 1.0) * 100:.0f} % of" if share < 1.005 else "most of"
     text = (
         f"High variance in gradient sync time: CV {wait.std() / wait.mean():.2f}, {part} the "
         f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "

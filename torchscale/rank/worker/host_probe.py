@@ -144,9 +144,9 @@ def busy_share(gpu_busy_s: float, step_s: float, step_cv: float = 0.0) -> tuple[
     if ratio > 1 + noise:
         note = (
             f"a step issued ahead of the GPU took it {gpu_busy_s * 1e3:.2f} ms, "
-            f"{ratio - 1:.0%} more than the measured median step ({step_s * 1e3:.2f} ms), "
-            f"beyond the steps' noise ({noise:.0%}): the probe's steps ran slower than the "
-            "measured ones (clocks after the sleep, a cold cache); the share is read as 1"
+            f"{(ratio - 1) * 100:.0f} % more than the measured median step ({step_s * 1e3:.2f} "
+            f"ms), beyond the steps' noise ({noise * 100:.0f} %): the probe's steps ran slower "
+            "than the measured ones (clocks after the sleep, a cold cache); the share is read as 1"
         )
     return max(0.0, min(1.0, ratio)), note
 

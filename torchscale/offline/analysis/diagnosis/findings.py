@@ -283,11 +283,11 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
             f"its {PHASE_WORDS.get(v.phase, v.phase)} takes {_us(v.phase_gap_s.value * 1e6)} "
             "longer than the median of the other ranks, step by step"
         )
-    s = i.arrival
-    if s is not None:
+    if (s := i.arrival) is not None:
         evidence.append(
             f"cross-check: {who} arrived last at {s.instances_last} of {s.instances} matched "
-            f"collectives ({s.share_last:.0%}; chance alone: {s.expected_share:.0%})"
+            f"collectives ({s.share_last * 100:.0f} %; chance alone: "
+            f"{s.expected_share * 100:.0f} %)"
         )
     elif i.arrival_reason:
         evidence.append(f"cross-check, arrival order: {i.arrival_reason}")

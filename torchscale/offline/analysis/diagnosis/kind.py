@@ -152,7 +152,7 @@ def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
     beside it, `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided
     bound does: too few steps agree), or its mean is below the minimum effect (`share` of
     the mean step `step_s`)."""
-    floor = f"the {share:.0%} minimum effect ({gap.min_effect_s * 1e3:.3g} ms of a "
+    floor = f"the {share * 100:.0f} % minimum effect ({gap.min_effect_s * 1e3:.3g} ms of a "
     floor += f"{step_s * 1e3:.3g} ms step)"
     low, high = gap.low_s, gap.high_s
     if high is not None and high <= 0:

@@ -62,7 +62,7 @@ def late_collectives(
     extra = (wait.drop(columns=[rank]).mean(axis=1) - wait[rank]).to_numpy(np.float64)
     share = share_of_step(extra, step, method=LATE_METHOD)
     mean_step = float(np.mean(step)) if len(step) else 0.0
-    if share.low is None or not share.measurable or share.low < MIN_EFFECT_SHARE:
+    if not share.measurable or share.value is None or (share.low or 0.0) < MIN_EFFECT_SHARE:
         return verdict
     seconds = mean_seconds(extra, LATE_METHOD)
     others_wait = wait.drop(columns=[rank]).mean(axis=1) - wait[rank]
@@ -82,14 +82,14 @@ def late_collectives(
     )
     order = (
         f"it arrives last at {late.instances_last} of {late.instances} matched collectives "
-        f"(chance: {late.expected_share:.0%})"
+        f"(chance: {late.expected_share * 100:.0f} %)"
         if late is not None
         else "the others wait for it the most (arrival order alone does not single it out: "
         f"{arrival.reason if arrival is not None else 'no matched collectives'})"
     )
     basis = (
-        f"{order}, the others wait {share.value:.1%} of the step "
-        f"longer than it does (at least {MIN_EFFECT_SHARE:.0%}), and its own work is not "
+        f"{order}, the others wait {share.value * 100:.1f} % of the step "
+        f"longer than it does (at least {MIN_EFFECT_SHARE * 100:.0f} %), and its own work is not "
         f"significantly above theirs ({work.mean_s * 1e3:+.3g} ms per step) nor explains "
         f"that wait (the wait exceeds its work gap by {unexplained.value * 1e3:+.3g} ms per "
         f"step, 95 % interval from {unexplained.low * 1e3:+.3g} ms)"

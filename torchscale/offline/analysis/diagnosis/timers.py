@@ -135,22 +135,20 @@ def no_sync_cross_check(
     model_low = (transfer.share.low or 0.0) + (rest.share.low or 0.0)
     model_high = (transfer.share.high or 0.0) + (rest.share.high or 0.0)
     overlap = low <= model_high and model_low <= high
+    cost = f"{low * 100:.1f} % to {high * 100:.1f} %"
+    model = f"{model_low * 100:.1f} % to {model_high * 100:.1f} %"
     if overlap:
-        detail = (
-            "agrees with exposed transfer + rest of the step model "
-            f"({model_low:.1%} to {model_high:.1%})"
-        )
+        detail = f"agrees with exposed transfer + rest of the step model ({model})"
     elif low > model_high:
         detail = (
-            f"communication costs more ({low:.1%} to {high:.1%}) than its exposed transfer + "
-            f"rest ({model_low:.1%} to {model_high:.1%}): it slows compute while it overlaps "
-            "(shared cores, memory bandwidth)"
+            f"communication costs more ({cost}) than its exposed transfer + rest ({model}): it "
+            "slows compute while it overlaps (shared cores, memory bandwidth)"
         )
     else:
         detail = (
-            f"removing communication saves less ({low:.1%} to {high:.1%}) than exposed "
-            f"transfer + rest ({model_low:.1%} to {model_high:.1%}): the no_sync windows ran "
-            "on a different machine state or compute is slower without communication"
+            f"removing communication saves less ({cost}) than exposed transfer + rest ({model}): "
+            "the no_sync windows ran on a different machine state or compute is slower without "
+            "communication"
         )
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=overlap, detail=detail)
 

@@ -53,7 +53,7 @@ STRAGGLER_TEST = (
     "what the rank costs the others: per step, how far its own work runs past the slowest "
     "other rank's (zero where it is not last), over the mean of the others' costs; named when "
     "the one-sided moving-block bootstrap bound of the mean cost at {alpha:g} / ranks is above "
-    "zero and the mean is at least {share:.0%} of the mean step ({min_effect:.3g} ms)"
+    "zero and the mean is at least {share:.0f} % of the mean step ({ms:.3g} ms)"
 )
 PAIRED_TEST = (
     "one-sided Wilcoxon signed-rank test of the per-step differences (the rank's own work "
@@ -152,7 +152,7 @@ def straggler_verdict(
     every_step = wide(own, "own")
     table = every_step.dropna()
     min_effect = MIN_EFFECT_SHARE * step_mean_s
-    test = STRAGGLER_TEST.format(alpha=ALPHA, share=MIN_EFFECT_SHARE, min_effect=min_effect * 1e3)
+    test = STRAGGLER_TEST.format(alpha=ALPHA, share=MIN_EFFECT_SHARE * 100, ms=min_effect * 1e3)
     ranks = list(table.columns)
     untested = None
     if len(ranks) < 2 or table.empty:
@@ -464,7 +464,8 @@ def arrival_check(
     contradiction = None
     if top is not None and top.rank != candidate:
         contradiction = (
-            f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched collectives"
+            f"rank {top.rank} arrives last at {top.share_last * 100:.0f} % of the matched "
+            "collectives"
         )
     agrees: bool | None
     if verdict.named:
@@ -472,7 +473,7 @@ def arrival_check(
         # test; an arrival order that does not stand out confirms nothing and denies nothing
         agrees = None if top is None else top.rank == candidate
         detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
-            f" (chance: {top.expected_share:.0%}, p = {top.p_value:.2g})"
+            f" (chance: {top.expected_share * 100:.0f} %, p = {top.p_value:.2g})"
             if agrees and top
             else f"; {contradiction or reason}"
         )
@@ -483,14 +484,13 @@ def arrival_check(
         elif top.rank == candidate:
             detail = (
                 f"rank {candidate} arrives last at {k} of {n} matched collectives (chance: "
-                f"{top.expected_share:.0%}, p = {top.p_value:.2g}): arrival order alone would "
-                "name it, but its own work is not significantly above the others' (its delay "
-                "may lie outside the work the traces measure)"
+                f"{top.expected_share * 100:.0f} %, p = {top.p_value:.2g}): arrival order alone "
+                "would name it, but its own work is not significantly above the others' (its "
+                "delay may lie outside the work the traces measure)"
             )
         else:
             detail = (
-                f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched "
-                "collectives: arrival order alone would name it; not a straggler by the step "
-                "model's test"
+                f"{contradiction}: arrival order alone would name it; not a straggler by the "
+                "step model's test"
             )
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)

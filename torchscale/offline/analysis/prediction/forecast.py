@@ -193,18 +193,18 @@ def model_error(
     worst = tested.worst
     parts = []
     if worst is not None:
-        errors = ", ".join(f"w={w}: {e:+.1%}" for w, e in sorted(tested.errors.items()))
+        errors = ", ".join(f"w={w}: {e * 100:+.1f} %" for w, e in sorted(tested.errors.items()))
         parts.append(f"back-testing the measured sizes ({errors})")
     else:
         parts.append("no measured size could be back-tested")
     if spread is not None:
-        parts.append(f"run-to-run spread of the repeats up to {spread:.1%}")
+        parts.append(f"run-to-run spread of the repeats up to {spread * 100:.1f} %")
     error = max(worst or 0.0, spread or 0.0)
     if worst is None:  # nothing checks the model here: as far as such forecasts have missed
         miss, source = missed or (UNTESTED_MISS, "the stated default until a track record exists")
-        parts.append(f"forecasts have missed by up to {miss:.0%} ({source})")
+        parts.append(f"forecasts have missed by up to {miss * 100:.0f} % ({source})")
         error = max(error, miss)
-    return error, f"model error: {'; '.join(parts)}: interval widened by {error:.1%}"
+    return error, f"model error: {'; '.join(parts)}: interval widened by {error * 100:.1f} %"
 
 
 def no_narrower_than_inputs(
@@ -226,7 +226,7 @@ def no_narrower_than_inputs(
         return figure, None
     floor = Figure(figure.value, max(figure.below, half), max(figure.above, half))
     return floor, (
-        f"interval no narrower than its noisiest input: ±{widest:.0%}, the throughput of "
+        f"interval no narrower than its noisiest input: ±{widest * 100:.0f} %, the throughput of "
         f"cells/{cell.cell_id}.json"
     )
 

@@ -110,7 +110,7 @@ def attribute_straggler(
     if share < threshold:
         return unnamed(
             f"no rank stands out: the most frequent last arriver, rank {top}, is last at "
-            f"{share:.0%} of its collectives (threshold {threshold:.0%})"
+            f"{share * 100:.0f} % of its collectives (threshold {threshold * 100:.0f} %)"
         )
     if len(ordered) > 1 and float(ordered["share"].iloc[1]) == share:
         return unnamed(f"ranks {top} and {int(ordered.index[1])} are last equally often")
@@ -139,8 +139,8 @@ def attribute_straggler(
     found = Straggler(top, share, k, n, p, p_value, lateness, arrival_late, op)
     _attribute_phase(found, phases_by_rank, steps_by_rank)
     reason = (
-        f"rank {top} arrives last at {share:.0%} of its collectives (chance: {p:.0%}), "
-        f"{lateness:.0f} us late on average"
+        f"rank {top} arrives last at {share * 100:.0f} % of its collectives (chance: "
+        f"{p * 100:.0f} %), {lateness:.0f} us late on average"
     )
     return StragglerAnalysis(found, reason, shares)
 

@@ -22,8 +22,8 @@ from torchscale.offline.analysis.diagnosis.findings import (
 )
 
 ARITHMETIC_METHOD = (
-    f"flops at peak: no busy probe, so judged by arithmetic (MFU under {HOST_BOUND_MFU:.0%} "
-    "is host-bound)"
+    "flops at peak: no busy probe, so judged by arithmetic (MFU under "
+    f"{HOST_BOUND_MFU * 100:.0f} % is host-bound)"
 )
 NOT_MEASURED = "not measured"
 NO_PROBE = "no busy probe (schema 15 or older)"

@@ -72,8 +72,8 @@ NOT_RECORDED = "not recorded"
 NO_WINDOW = "no no_sync shares"
 ONE_RANK = "one rank"
 TEST = (
-    f"the run delayed it on purpose or the others wait for it at least {STRAGGLER_MIN:.0%} of "
-    "the step (point figures: no significance test)"
+    "the run delayed it on purpose or the others wait for it at least "
+    f"{STRAGGLER_MIN * 100:.0f} % of the step (point figures: no significance test)"
 )
 NO_TEST = "no significance test"
 
@@ -205,7 +205,7 @@ def _why_not_named(imbalance: float | None) -> str:
         return "the others' wait for it was not recorded"
     if not 0.0 <= imbalance <= 1.0:
         return f"the others' wait for it is {OUTSIDE}"
-    return f"the others wait for it less than {STRAGGLER_MIN:.0%} of the step"
+    return f"the others wait for it less than {STRAGGLER_MIN * 100:.0f} % of the step"
 
 
 def straggler_verdict(older: OlderBlocks) -> StragglerVerdict | None:
