@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import ms, plus_minus, readable
-from torchscale.contracts.schema.cell_result import CellResult, Estimate, StepPart
+from torchscale.contracts.figures import ms, readable, share_text
+from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
@@ -44,15 +44,6 @@ def _us(us: float) -> str:
         return f"{seconds:.2f} s"
     ms = seconds * 1e3
     return f"{ms:.2f} ms" if abs(ms) >= 1 else f"{ms:.3f} ms"
-
-
-def share_text(estimate: Estimate) -> str:
-    """A share of the step with ± (or why not), the way every profile line prints it."""
-    if estimate.value is None and estimate.high is None:
-        return "unknown"
-    if estimate.value is None and estimate.high == 0:
-        return "0.0 %"  # exactly zero on every step (interval [0, 0]): measured, not noise
-    return plus_minus(estimate, _pct)
 
 
 def parts_text(parts: list[StepPart]) -> str:
