@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from rich.console import Console
 
@@ -246,3 +247,15 @@ def test_a_plug_in_name_is_printed_as_written() -> None:
     for line in live.row(renamed, table):
         console.print(line.markup(), soft_wrap=True)
     assert hostile in out.getvalue()
+
+
+def test_the_stall_fits_its_column_at_every_share() -> None:
+    """'9.9 %', '10 %', '<1 %': never six characters in a five-wide column (a share that
+    rounds to 10.0 % takes the whole-number form)."""
+    from torchscale.interfaces.console.live_table import COLUMNS, stall_text
+
+    [width] = [c.width for c in COLUMNS if c.key == "stall"]
+    shares = [i / 10_000 for i in range(10_001)]
+    texts = {stall_text(pd.Series({"world_size": 2, "wait_for_peers_share": s})) for s in shares}
+    assert "9.9 %" in texts and "10 %" in texts and "100 %" in texts
+    assert max(len(t) for t in texts) <= width

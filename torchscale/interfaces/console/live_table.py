@@ -178,7 +178,7 @@ def stall_text(row: pd.Series) -> str:
     high = _number(row, "wait_for_peers_share_high")
     if value is None:
         return f"<{share_bound(high, places=0)} %" if high is not None else "-"
-    return f"{value * 100:.1f} %" if value < 0.1 else f"{value * 100:.0f} %"
+    return f"{value * 100:.1f} %" if value < 0.0995 else f"{value * 100:.0f} %"  # 5 wide
 
 
 def status_text(row: pd.Series) -> tuple[str, Level]:
