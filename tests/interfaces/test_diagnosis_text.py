@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.diagnosis_text import (
     REPORT_HINT,
@@ -29,9 +29,16 @@ DISAGREE = f"cross-checks disagree: arrival order (last arriver) {TERMINAL_HINT}
 
 
 def _diagnosis(name: str, *, caveat: str | None, disagreement: str | None) -> Diagnosis:
+    """The stored diagnosis with `caveat`, its cross-checks agreeing, and with `disagreement`
+    an arrival-order check that disagrees (the line is read from the checks)."""
     result, _, problem = parse_cell_result(json.loads((CELLS / name).read_text()))
     assert result is not None and result.diagnosis is not None, problem
-    return result.diagnosis.model_copy(update={"caveat": caveat, "disagreement": disagreement})
+    arrival = CrossCheck(
+        name="arrival order (last arriver)", method="m", estimate=None, agrees=False, detail=""
+    )
+    checks = [c for c in result.diagnosis.cross_checks if c.agrees is not False]
+    checks += [arrival] if disagreement else []
+    return result.diagnosis.model_copy(update={"caveat": caveat, "cross_checks": checks})
 
 
 CASES = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchscale.interfaces.report.diagnosis_text import split_text
+from torchscale.interfaces.report.diagnosis_text import disagreement_text, headline, split_text
 from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK, disagreement
 from torchscale.offline.results.profile_versions import read_analysis
 from torchscale.offline.results.versions import read_cell_result
@@ -33,3 +33,7 @@ def test_the_inflated_h200_profile_says_its_split_and_inflation_once() -> None:
     [check] = [c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK]
     assert check.agrees is False
     assert disagreement(diagnosis.cross_checks) is None
+    # stored before that rule, its line is read by today's rule wherever it is printed
+    assert diagnosis.disagreement is not None and INFLATION_CHECK in diagnosis.disagreement
+    assert "disagreement" not in [s.kind for s in headline(diagnosis)]
+    assert disagreement_text(diagnosis) is None

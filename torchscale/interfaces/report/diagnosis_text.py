@@ -22,7 +22,11 @@ from torchscale.contracts.schema.cell_result import (
     Finding,
     StragglerVerdict,
 )
-from torchscale.offline.analysis.diagnosis.inflation import inflation_of, uncleared_inflation
+from torchscale.offline.analysis.diagnosis.inflation import (
+    disagreement,
+    inflation_of,
+    uncleared_inflation,
+)
 
 PART_WORDS = {
     "compute": "compute",
@@ -102,7 +106,7 @@ def _point(estimate: Estimate) -> str:
     if estimate.value is not None and estimate.measurable:
         if 0 < estimate.value < TINY_PART:  # '0.0054 %' of a split says nothing more
             return f"< {pct(TINY_PART)}"
-        if estimate.value > 1 - TINY_PART:  # nor does '99.975 %'
+        if 1 - TINY_PART < estimate.value < 1:  # nor does '99.975 %'
             return f"> {pct(1 - TINY_PART)}"
         return share_figure(estimate.value, estimate.low, estimate.high)
     if estimate.low == 0 and estimate.high == 0:
@@ -224,8 +228,8 @@ def headline(diagnosis: Diagnosis) -> list[Sentence]:
         out.append(Sentence("caveat", "warn", diagnosis.caveat))
     if (whatif := whatif_text(diagnosis)) is not None:
         out.append(Sentence("whatif", "info", whatif))
-    if diagnosis.disagreement:
-        out.append(Sentence("disagreement", "skip", diagnosis.disagreement))
+    if (line := disagreement(diagnosis.cross_checks)) is not None:
+        out.append(Sentence("disagreement", "skip", line))
     return out
 
 
@@ -236,10 +240,11 @@ def caveat_text(caveat: str) -> str:
 
 def disagreement_text(diagnosis: Diagnosis, hint: str = REPORT_HINT) -> str | None:
     """The diagnosis' one line when a cross-check disagrees ('cross-checks disagree: ...'), pointing
-    at `hint` (a report's appendix) where the stored line points at -v; None when none disagrees."""
-    if not diagnosis.disagreement:
-        return None
-    return diagnosis.disagreement.replace(TERMINAL_HINT, hint)
+    at `hint` (a report's appendix) where the terminal's points at -v; None when none disagrees.
+    Read from the stored checks by today's rule (`disagreement`), as `headline` does: a result
+    stored before it may hold a line that repeated the Step line's inflation."""
+    line = disagreement(diagnosis.cross_checks)
+    return None if line is None else line.replace(TERMINAL_HINT, hint)
 
 
 def check_figure(check: CrossCheck) -> str | None:
