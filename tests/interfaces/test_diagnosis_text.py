@@ -14,11 +14,11 @@ from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.diagnosis_text import (
     REPORT_HINT,
-    TERMINAL_HINT,
     acted,
     headline,
 )
 from torchscale.interfaces.report.sections.diagnosis import diagnosis_blocks
+from torchscale.offline.analysis.diagnosis.inflation import TERMINAL_HINT
 from torchscale.offline.results.versions import parse_cell_result
 
 CELLS = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"

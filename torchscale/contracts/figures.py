@@ -299,10 +299,15 @@ def figure_with_interval(
     return round_figure(value, low, high, fmt).compact()
 
 
+def exactly_zero(estimate: Estimate) -> bool:
+    """Zero in every resample (interval [0, 0]): a part no step had, not a noise bound."""
+    return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
+
+
 def plus_minus(estimate: Estimate, fmt: Format) -> str:
     """Compact (terminal, tables): `figure_with_interval`, '0' for a part no step had,
     'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
-    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
+    if exactly_zero(estimate):
         return fmt(0.0)  # zero in every resample: 0, not a noise bound '< 0'
     if not estimate.measurable or estimate.value is None:
         return f"not measurable ({_bound(estimate, fmt)})"
@@ -377,7 +382,7 @@ def share_text(estimate: Estimate | None) -> str:
     reason)' where it has no bound, or 'unknown'."""
     if estimate is None:
         return "unknown"
-    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
+    if exactly_zero(estimate):
         zero_by_reason = estimate.value == 0.0 and estimate.measurable and estimate.reason
         return f"none ({estimate.reason})" if zero_by_reason else pct(0.0)
     if estimate.value is None or not estimate.measurable:
@@ -445,7 +450,7 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
 
 def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
     """'5.7 % ±1.9 %' where the interval is about symmetric, '+3.1 ms [1.0, 4.4]' where it is
-    lopsided (the tables' one rule, `estimates.lopsided`) or `straddles` 0 (a gap whose verdict
+    lopsided (the tables' one rule, `lopsided`) or `straddles` 0 (a gap whose verdict
     turns on whether its interval reaches 0 shows both ends), the unit said after the figure."""
     if shown.half is None or straddles:
         return f"{shown.value} {unit} [{shown.low}, {shown.high}]"

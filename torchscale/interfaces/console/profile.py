@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import ms, readable, share_text
+from torchscale.contracts.figures import ms, pct, readable, share_text
 from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.interfaces.console.cells import cell_lines, cell_name
@@ -31,10 +31,6 @@ TARGET_DETAILS = {
     "memory": ("memory",),
     "all": ("waits", "comm", "compute", "memory"),
 }
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f} %"
 
 
 def _us(us: float) -> str:
@@ -192,7 +188,7 @@ def _compute_lines(analysis: ProfileAnalysis) -> list[Line]:
     if analysis.top_kernels:
         for kernel in analysis.top_kernels:
             name = kernel.name if len(kernel.name) <= 80 else kernel.name[:77] + "..."
-            share = f"{_pct(kernel.share_of_compute)} of kernel time, {kernel.calls} call(s)"
+            share = f"{pct(kernel.share_of_compute)} of kernel time, {kernel.calls} call(s)"
             lines.append(Line("info", f"> [ANALYSIS]   kernel {name}: {share}"))
     elif analysis.device_type == "cpu":
         lines.append(Line("skip", "> [NOTE] CPU ranks: compute is host ops, no kernel breakdown"))

@@ -102,19 +102,18 @@ def baseline_verdicts(report: Report, counted: bool = False) -> list[str]:
     return said
 
 
-def key_figures(figures: Sequence[KeyFigure], notes: bool = True) -> RichTable:
-    """Label, value and (with `notes`) note, a row per figure."""
+def key_figures(figures: Sequence[KeyFigure]) -> RichTable:
+    """Label, value and note, a row per figure."""
     table = RichTable(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column("label", overflow="fold")
     # a figure is never folded: label and note wrap between words around it
     table.add_column("value", justify="right", no_wrap=True, style="bold")
-    if notes:
-        table.add_column("note", overflow="fold")
+    table.add_column("note", overflow="fold")
     for figure in figures:
         table.add_row(
             _text(severity_prefix(figure.severity) + figure.label),
             _text(format_value(figure.value, figure.format)),
-            *([prose(figure.note or "")] if notes else []),
+            prose(figure.note or ""),
         )
     return table
 

@@ -4,7 +4,7 @@ The diagnosis is computed once (torchscale/offline/analysis/diagnosis/); this mo
 figures, so the terminal (profile and sweep lines), the reports and their formats say the same thing
 with the same digits: a figure with its interval as the tables write it, '±' half its width where it
 is about symmetric and [low, high] where it is lopsided or a gap's reaches 0, cut by the one
-rounding rule (`estimates.round_figure`: two significant digits of the half-width), a point value as
+rounding rule (`figures.round_figure`: two significant digits of the half-width), a point value as
 a share with one decimal or milliseconds with three significant figures. The terminal's lines around
 these sentences (levels, what -v adds) are console/diagnosis.py's."""
 
@@ -37,7 +37,6 @@ PART_WORDS = {
 }
 VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # where a disagreeing cross-check is shown: the diagnosis stores the terminal's pointer
-TERMINAL_HINT = "(-v shows them)"
 REPORT_HINT = "(the appendix lists them)"
 TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
 # after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
@@ -243,8 +242,7 @@ def disagreement_text(diagnosis: Diagnosis, hint: str = REPORT_HINT) -> str | No
     at `hint` (a report's appendix) where the terminal's points at -v; None when none disagrees.
     Read from the stored checks by today's rule (`disagreement`), as `headline` does: a result
     stored before it may hold a line that repeated the Step line's inflation."""
-    line = disagreement(diagnosis.cross_checks)
-    return None if line is None else line.replace(TERMINAL_HINT, hint)
+    return disagreement(diagnosis.cross_checks, hint)
 
 
 def check_figure(check: CrossCheck) -> str | None:

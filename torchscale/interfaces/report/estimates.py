@@ -1,5 +1,5 @@
-"""Text of an Estimate for every surface: one way to say a figure with its interval, and one way
-to say it is not measurable above noise (never a value it cannot have)."""
+"""Text of an Estimate for a report's tables, by the one rule of contracts/figures.py: a figure
+with its interval, or not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
 
 # ---------------------------------------------------------------- figures from the cells table
 # The cells table holds a figure and its interval as columns (value, low, high); these helpers
-# make the Estimate back from them and print it the one way above. A figure stored without an
+# make the Estimate back from them and print it by that rule. A figure stored without an
 # interval (no repeat or bootstrap behind it) prints as the plain value, never "(spread
 # unknown)".
 

@@ -203,10 +203,6 @@ def detectable_regression(
     return (1 + min_effect) * math.exp(shift) - 1
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:+.1f} %"
-
-
 def welch_log_p(baseline: Sequence[float], current: Sequence[float]) -> float:
     """The two-sided p-value of Welch's t-test (unequal variances) on the logs of two sides'
     positive figures: a change that scales every run alike is a shift of the logs. 1 when

@@ -8,11 +8,11 @@ after it were not recorded)."""
 from __future__ import annotations
 
 import re
-import signal
 from dataclasses import dataclass
 from typing import Literal
 
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.signals import signal_name
 from torchscale.offline.results.experiment import Experiment
 
 Phase = Literal["complete", "stopped", "running", "unknown"]
@@ -83,14 +83,6 @@ class SweepProgress:
 def _from_result(result: CellResult, label: str) -> CellProgress:
     why = result.error.reason if result.error is not None else None
     return CellProgress(result.cell_id, label, result.status.value, why)
-
-
-def signal_name(number: int) -> str:
-    """'SIGTERM' for 15; 'signal 99' for a number this platform does not name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def label_of_cell_id(cell_id: str) -> str:

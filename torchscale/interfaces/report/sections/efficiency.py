@@ -133,7 +133,7 @@ def _compute_table(ctx: Context) -> tuple[list[Block], dict[str, str]]:
 
 def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dict[str, Any]:
     """One cell's parts as its diagnosis holds them: the raw share and interval of each, and
-    the text the terminal prints for it (`diagnosis_text.share_text`)."""
+    the text the terminal prints for it (`figures.share_text`)."""
     out: dict[str, Any] = {
         "cell": ctx.label(row),
         "model": str(row["model_label"]),

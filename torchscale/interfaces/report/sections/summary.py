@@ -235,10 +235,9 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     if not measurable:  # the headline's words, and no number: the two never disagree
         value = phrase
         note = f"{_config(ctx, row)}, against {against}: {TOO_WIDE_NOTE}"
-    elif kind == "super-linear":
-        note += f"; {efficiency_text(efficiency, low, high)}; {SUPER_LINEAR_NOTE}"
     else:
         note += f"; {efficiency_text(efficiency, low, high)}"
+        note += f"; {SUPER_LINEAR_NOTE}" if kind == "super-linear" else ""
     base = weak[
         (weak["model_label"] == model)
         & (weak["group"] == row["group"])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from torchscale.contracts.figures import share_text
+from torchscale.contracts.figures import pct, share_text
 from torchscale.contracts.schema.cell_result import Estimate, Finding, StepSplit, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
@@ -221,10 +221,6 @@ def _backend_word(backend: str | None) -> str:
     return b.upper() if b.lower() in ("nccl", "rccl", "hccl") else b
 
 
-def _pct(x: float) -> str:
-    return f"{100.0 * x:.1f} %"
-
-
 def _us(x: float) -> str:
     return f"{x / 1000.0:.2f} ms" if abs(x) >= 1000 else f"{x:.0f} us"
 
@@ -391,7 +387,7 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
     if i.compute_spread_frac is not None:
         evidence.append(
             f"compute time differs between the fastest and slowest rank by "
-            f"{_pct(i.compute_spread_frac)} of the step (median over steps)"
+            f"{pct(i.compute_spread_frac)} of the step (median over steps)"
         )
     if i.verdict is not None and i.verdict.host_bound and i.verdict.candidate_rank is not None:
         who = _who(i.device_type, i.verdict.candidate_rank)
@@ -460,7 +456,7 @@ def _exposed_comm(i: FindingInputs) -> RankedFinding | None:
         f"{share_text(i.exposed_transfer)} of the step"
     ]
     if i.comm_frac is not None:
-        evidence.append(f"all communication, hidden or not: {_pct(i.comm_frac)} of the step")
+        evidence.append(f"all communication, hidden or not: {pct(i.comm_frac)} of the step")
     if i.overlap_pct is not None:
         evidence.append(
             f"compute/communication overlap: {i.overlap_pct:.0f} % of the communication time "
@@ -507,7 +503,7 @@ def _data_wait(i: FindingInputs) -> RankedFinding | None:
     ]
     if i.data_wait_worst is not None and i.ranks > 1:
         r, f = i.data_wait_worst
-        evidence.append(f"slowest: {_who(i.device_type, r)} at {_pct(f)} of its step")
+        evidence.append(f"slowest: {_who(i.device_type, r)} at {pct(f)} of its step")
     return RankedFinding(
         "Training waits for data",
         i.data,
@@ -573,13 +569,13 @@ def host_bound_finding(
     if busy_share is not None:
         share = min(max(busy_share, 0.0), 1.0)
         title = (
-            f"{HOST_BOUND_TITLE}: the GPU is busy {_pct(share)} of the step and waits for "
+            f"{HOST_BOUND_TITLE}: the GPU is busy {pct(share)} of the step and waits for "
             "Python/launches"
         )
         evidence = [
             f"GPU busy {_us(gpu_busy_s * 1e6)} of a {_us(step_s * 1e6)} step ({method})"
             if gpu_busy_s is not None and step_s is not None
-            else f"GPU busy {_pct(share)} of the step ({method})"
+            else f"GPU busy {pct(share)} of the step ({method})"
         ]
         how = "1 - the GPU's busy share of the median step"
         cost = Estimate(
@@ -595,7 +591,7 @@ def host_bound_finding(
             "peak fill that share of the step; the GPU waits for Python/launches"
         )
         evidence = [
-            f"MFU {shown}, under {_pct(HOST_BOUND_MFU)}: at its peak the GPU would finish the "
+            f"MFU {shown}, under {pct(HOST_BOUND_MFU)}: at its peak the GPU would finish the "
             f"step's arithmetic in that share of the step ({method})"
         ]
         # arithmetic bounds the idle share from above only (memory traffic and launches are
@@ -614,4 +610,4 @@ def host_bound_finding(
 
 def pct_small(x: float) -> str:
     """A share too small for one decimal keeps its first significant digits."""
-    return _pct(x) if x >= 0.001 else f"{100.0 * x:.2g} %"
+    return pct(x) if x >= 0.001 else f"{100.0 * x:.2g} %"

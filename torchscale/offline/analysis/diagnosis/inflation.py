@@ -43,6 +43,7 @@ INFLATION_METHOD = (
 )
 TRACES_STRAGGLER = "traces: straggler"
 OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
+TERMINAL_HINT = "(-v shows them)"  # where the terminal shows the cross-checks
 
 
 def _range(estimate: Estimate) -> tuple[float, float] | None:
@@ -58,7 +59,7 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
     """The benchmark cell's step model (phase timers, measured windows without a profiler) as
     cross-checks of the trace model: its parts, agreeing when its waiting for peers and exposed
     transfer lie within the traces' intervals (compute and rest are cut differently: whole phases
-    against ops), and its straggler verdict, agreeing when both name the same rank or none."""
+    against ops), and its straggler verdict, judged by `straggler_agreement` (rank and kind)."""
     if cell is None:
         return []
     method = (
@@ -334,8 +335,9 @@ def uncleared_inflation(diagnosis: Diagnosis) -> Estimate | None:
     return estimate if bounded and estimate.value > MIN_EFFECT_SHARE else None
 
 
-def disagreement(checks: Sequence[CrossCheck]) -> str | None:
-    """The one line the default output says when a cross-check disagrees, or None. The
-    profiler's inflation is not counted: the step's own line says it (`split_text`)."""
+def disagreement(checks: Sequence[CrossCheck], hint: str = TERMINAL_HINT) -> str | None:
+    """The one line the default output says when a cross-check disagrees, pointing at `hint`
+    (where the checks are shown), or None. The profiler's inflation is not counted: the step's
+    own line says it (`split_text`)."""
     differ = [c.name for c in checks if c.agrees is False and c.name != INFLATION_CHECK]
-    return f"cross-checks disagree: {', '.join(differ)} (-v shows them)" if differ else None
+    return f"cross-checks disagree: {', '.join(differ)} {hint}" if differ else None

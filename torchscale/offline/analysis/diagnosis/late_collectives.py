@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.figures import pct
 from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
@@ -88,7 +89,7 @@ def late_collectives(
         f"{arrival.reason if arrival is not None else 'no matched collectives'})"
     )
     basis = (
-        f"{order}, the others wait {share.value * 100:.1f} % of the step "
+        f"{order}, the others wait {pct(share.value)} of the step "
         f"longer than it does (at least {MIN_EFFECT_SHARE * 100:.0f} %), and its own work is not "
         f"significantly above theirs ({work.mean_s * 1e3:+.3g} ms per step) nor explains "
         f"that wait (the wait exceeds its work gap by {unexplained.value * 1e3:+.3g} ms per "

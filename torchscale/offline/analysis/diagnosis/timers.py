@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.figures import pct
 from torchscale.contracts.schema.cell_result import CrossCheck, StepPart, StepSplit
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
@@ -135,8 +136,8 @@ def no_sync_cross_check(
     model_low = (transfer.share.low or 0.0) + (rest.share.low or 0.0)
     model_high = (transfer.share.high or 0.0) + (rest.share.high or 0.0)
     overlap = low <= model_high and model_low <= high
-    cost = f"{low * 100:.1f} % to {high * 100:.1f} %"
-    model = f"{model_low * 100:.1f} % to {model_high * 100:.1f} %"
+    cost = f"{pct(low)} to {pct(high)}"
+    model = f"{pct(model_low)} to {pct(model_high)}"
     if overlap:
         detail = f"agrees with exposed transfer + rest of the step model ({model})"
     elif low > model_high:

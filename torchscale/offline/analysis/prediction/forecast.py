@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from torchscale.contracts.figures import pct
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm, TermName
@@ -198,13 +199,13 @@ def model_error(
     else:
         parts.append("no measured size could be back-tested")
     if spread is not None:
-        parts.append(f"run-to-run spread of the repeats up to {spread * 100:.1f} %")
+        parts.append(f"run-to-run spread of the repeats up to {pct(spread)}")
     error = max(worst or 0.0, spread or 0.0)
     if worst is None:  # nothing checks the model here: as far as such forecasts have missed
         miss, source = missed or (UNTESTED_MISS, "the stated default until a track record exists")
         parts.append(f"forecasts have missed by up to {miss * 100:.0f} % ({source})")
         error = max(error, miss)
-    return error, f"model error: {'; '.join(parts)}: interval widened by {error * 100:.1f} %"
+    return error, f"model error: {'; '.join(parts)}: interval widened by {pct(error)}"
 
 
 def no_narrower_than_inputs(
