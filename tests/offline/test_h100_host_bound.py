@@ -87,6 +87,11 @@ def test_the_compiled_gpt2_cell_is_not_host_bound() -> None:
     assert again is not None and again.reason is not None
     assert again.reason.count("; MFU ") == 1
     assert f"MFU {share_text(result.intervals.mfu)}, at least 1 %" in again.reason
+    # without an MFU, the missing clause is said once too
+    no_mfu = result.model_copy(update={"compute": result.compute.model_copy(update={"mfu": None})})
+    twice = with_host_bound(with_host_bound(no_mfu)).host_bound
+    assert twice is not None and twice.reason is not None
+    assert twice.reason.count("no MFU to judge") == 1, twice.reason
 
 
 @needs_h100

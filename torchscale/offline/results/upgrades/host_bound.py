@@ -27,6 +27,7 @@ ARITHMETIC_METHOD = (
 )
 NOT_MEASURED = "not measured"
 NO_PROBE = "no busy probe (schema 15 or older)"
+NO_MFU = "; no MFU to judge by arithmetic"
 
 
 def judged_host_bound(result: CellResult) -> HostBound | None:
@@ -38,13 +39,14 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     if result.cell.device != "cuda" or result.status is not Status.OK:
         return probe
     why = probe.reason if probe is not None and probe.reason else NO_PROBE
-    why = why.partition("; MFU ")[0]  # a record judged here before: its MFU clause, once
+    # a record judged here before: its MFU clause (or the lack of one), once
+    why = why.partition("; MFU ")[0].removesuffix(NO_MFU)
     mfu = result.compute.mfu if result.compute is not None else None
     step_s = result.step_time.p50 if result.step_time is not None else None
     spread = result.intervals.mfu if result.intervals is not None else None  # as tables spell it
     shown = share_text(spread) if spread is not None and spread.value is not None else None
     if mfu is None:
-        bound, method, reason = None, NOT_MEASURED, f"{why}; no MFU to judge by arithmetic"
+        bound, method, reason = None, NOT_MEASURED, f"{why}{NO_MFU}"
     elif mfu < HOST_BOUND_MFU:
         bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {shown or pct_small(mfu)}"
     else:
