@@ -1,12 +1,16 @@
 r"""The balanced floor of this machine: identical work on two cores, judged by the straggler
 rule. How often would the rule name a rank that does exactly what the other does? Measured.
 
-No torchscale process runs here: two bare ranks (torch.distributed, gloo), each bound to a core
-of its own and one intra-op thread (as torchscale binds CPU ranks), train the same model with
-the same seed and the same batches. A step is: forward, backward and the optimizer step (the
-rank's own work, timed with its wall time, its thread's CPU time and its wait for a CPU, Linux
-run_delay), then an allreduce of the gradients (the wait, not timed as work). So every
-difference between the ranks' own work is the machine's, not the program's.
+No torchscale process runs here: two bare ranks (torch.distributed, gloo, the store in this
+process as torchrun's agent hosts it), each bound to a core of its own and one intra-op thread
+(as torchscale binds CPU ranks), train the same model with the same seed and the same batch,
+with torchscale's defaults (fused AdamW; with --ddp, DDP with gradients as bucket views). A
+rank's own work per step is timed as the phase timers time it: from the step's start to its
+last gradient, plus the optimizer step (wall time, its thread's CPU time and its wait for a CPU,
+Linux run_delay). The gradients' allreduce overlaps backward with --ddp (as a run trains), and
+follows the step's own work without it (so it never shares the core with the work). The ranks
+synchronise only by their gradients and every 48 steps (to stop together). Every difference
+between the ranks' own work is the machine's, not the program's.
 
 Then the product's rule, the same pure functions a diagnosis calls (`excess_costs`,
 `cost_test` at ALPHA with the 5 % minimum effect of the window's mean step), judges every
@@ -17,10 +21,12 @@ with its wall time (a slower core: the same instructions took longer on the CPU)
 a CPU did (the host), and how long a core stayed slower (runs of consecutive seconds with one
 rank's median step at least 5 % over the other's).
 
-    python benchmarks/core_speed.py [--seconds 300] [--windows 24,48] [--json f] [--load f]
+    python benchmarks/core_speed.py [--ddp] [--seconds 300] [--cores 0,1] [--windows 24,48] \
+        [--json f] [--load f ...]
 
-With fewer than 2 cores it says so and stops. The load before and after is printed: beside
-other work the windows measure that work, not the machine (said, not judged).
+With fewer than 2 cores it says so and stops. The load before and after and the cores other
+processes used beside the ranks are printed: beside other work the windows measure that work,
+not the machine (said, not judged).
 """
 
 from __future__ import annotations
