@@ -21,8 +21,11 @@ with its wall time (a slower core: the same instructions took longer on the CPU)
 a CPU did (the host), and how long a core stayed slower (runs of consecutive seconds with one
 rank's median step at least 5 % over the other's).
 
-    python benchmarks/core_speed.py [--ddp] [--seconds 300] [--cores 0,1] [--windows 24,48] \
-        [--json f] [--load f ...]
+    python benchmarks/core_speed.py [--ddp] [--seconds 300] [--cores 0,1] [--sleep-ms 0] \
+        [--windows 24,48] [--json f] [--load f ...]
+
+--sleep-ms makes rank 1 sleep that long in each step's work (a slow loader): what the ranks'
+waits for a CPU do then, with no torchscale process beside them.
 
 With fewer than 2 cores it says so and stops. The load before and after and the cores other
 processes used beside the ranks are printed: beside other work the windows measure that work,
@@ -83,7 +86,9 @@ def _clocks() -> tuple[float, float, float]:
     return time.perf_counter(), time.thread_time(), _run_delay_s()
 
 
-def _rank(rank: int, port: int, seconds: float, out: str, ddp: bool, core: int) -> None:
+def _rank(
+    rank: int, port: int, seconds: float, out: str, ddp: bool, core: int, sleep_s: float
+) -> None:
     os.sched_setaffinity(0, {core})
     torch.set_num_threads(1)
     # the store lives in the parent, as torchrun's agent hosts it: no rank serves it
@@ -111,6 +116,8 @@ def _rank(rank: int, port: int, seconds: float, out: str, ddp: bool, core: int) 
     step = 0
     while True:
         begin = _clocks()
+        if rank == 1 and sleep_s > 0:
+            time.sleep(sleep_s)  # a slow loader on rank 1: not runnable, so no wait for a CPU
         optimizer.zero_grad(set_to_none=False)
         torch.nn.functional.mse_loss(trained(x), y).backward()
         if not ddp:
@@ -136,7 +143,11 @@ def _rank(rank: int, port: int, seconds: float, out: str, ddp: bool, core: int) 
 
 
 def measure(
-    seconds: float, folder: Path, ddp: bool, cores: tuple[int, int] = (0, 1)
+    seconds: float,
+    folder: Path,
+    ddp: bool,
+    cores: tuple[int, int] = (0, 1),
+    sleep_s: float = 0.0,
 ) -> dict[str, list[list[float]]]:
     """Per rank, per measured step: (own wall s, own CPU s, own wait for a CPU s, the step's
     wall s with its allreduce)."""
@@ -145,7 +156,7 @@ def measure(
     port = store.port
     mp.start_processes(
         _rank_entry,
-        args=(port, seconds, outs, ddp, cores),
+        args=(port, seconds, outs, ddp, cores, sleep_s),
         nprocs=2,
         join=True,
         start_method="spawn",
@@ -154,9 +165,15 @@ def measure(
 
 
 def _rank_entry(
-    rank: int, port: int, seconds: float, outs: list[str], ddp: bool, cores: tuple[int, int]
+    rank: int,
+    port: int,
+    seconds: float,
+    outs: list[str],
+    ddp: bool,
+    cores: tuple[int, int],
+    sleep_s: float,
 ) -> None:
-    _rank(rank, port, seconds, outs[rank], ddp, cores[rank])
+    _rank(rank, port, seconds, outs[rank], ddp, cores[rank], sleep_s)
 
 
 def _interval(k: int, n: int) -> str:
@@ -234,6 +251,8 @@ def report(runs: dict[str, list[list[float]]], windows: list[int]) -> None:
         f"own work median {1e3 * np.median(walls[0]):.2f} ms (rank 0, core {cores[0]}) and "
         f"{1e3 * np.median(walls[1]):.2f} ms (rank 1, core {cores[1]})"
     )
+    waits = [1e3 * np.asarray(runs[r][:steps])[:, 2].mean() for r in ("0", "1")]
+    print(f"wait for a CPU per step, mean: rank 0 {waits[0]:.3f} ms, rank 1 {waits[1]:.3f} ms")
     share, spells = slow_spells(runs)
     longest = max(spells) if spells else 0
     print(
@@ -273,6 +292,9 @@ def main() -> None:
         help="the core of rank 0 and of rank 1",
     )
     parser.add_argument(
+        "--sleep-ms", type=float, default=0.0, help="rank 1 sleeps this long in each step's work"
+    )
+    parser.add_argument(
         "--ddp", action="store_true", help="DDP's allreduce overlapped with backward, as a run"
     )
     parser.add_argument("--json", type=Path, help="save the per-step figures here")
@@ -289,7 +311,7 @@ def main() -> None:
     before, host_before, ranks_before = os.getloadavg()[0], psutil.cpu_times(), _children_s()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        runs = measure(args.seconds, Path(tmp), args.ddp, args.cores)
+        runs = measure(args.seconds, Path(tmp), args.ddp, args.cores, args.sleep_ms / 1e3)
     runs["cores"] = [[c] for c in args.cores]
     wall = time.perf_counter() - started
     host_after = psutil.cpu_times()
