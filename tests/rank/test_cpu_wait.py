@@ -152,6 +152,24 @@ def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
     assert verdict.host_wait_s.value == pytest.approx(6e-3, rel=0.1)
 
 
+def test_a_rank_blocked_on_its_input_is_input_however_long_it_waited_after() -> None:
+    """Seen in the straggler grid: a loader that sleeps 2.3 ms a step on rank 1 of 2, and the
+    rank waited longer for a CPU than the rest of its gap (its own threads took the core it
+    left idle). Its data phase is the slow one: input, the hold said beside it, never host."""
+    table = with_cpu_wait(step_table(delay=(1, "data", 3.0)), rank=1, ms=3.5)
+    model = timers_step_split(table, None)
+    assert model is not None and model.straggler is not None
+    verdict = model.straggler
+    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict.summary
+    assert verdict.kind == "input" and verdict.host_bound is False, verdict.summary
+    assert "check the host" not in verdict.summary
+    basis = verdict.kind_basis or ""
+    assert "data phase" in basis and "held it off the CPU" in basis, basis
+    assert "less than" not in basis, basis  # it was held longer than the rest of its gap
+    detail = host_check(model).detail or ""
+    assert detail.endswith("its input is slow"), detail
+
+
 def test_a_rank_held_inside_the_collective_is_named_host() -> None:
     """Seen on a real run: busy processes on rank 1's core held it 21 ms per step, all of it
     while it waited in the gradient all-reduce, so the phase timers saw the collective slow

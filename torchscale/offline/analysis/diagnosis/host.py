@@ -133,9 +133,11 @@ def cpu_wait_check(
             detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
         else:
             if host.significant and verdict.kind_basis is not None:
-                more = f"; the host held it off the CPU {ms(host.mean_s)}, less than its work"
+                less = ", less than its work" if host.mean_s < left.mean_s else ""
+                more = f"; the host held it off the CPU {ms(host.mean_s)}{less}"
                 updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
-            detail = f"{waited}; {left_text}: the work itself is slow"
+            slow = "its input is slow" if kind == "input" else "the work itself is slow"
+            detail = f"{waited}; {left_text}: {slow}"
     return updated, _check(host_est, agrees, detail)
 
 
