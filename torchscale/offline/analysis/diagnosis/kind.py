@@ -72,22 +72,18 @@ def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[Stra
             f"straggler test and is at least the rest of its gap ({ms(left.mean_s)}): "
             "other work held it off the CPU"
         )
-    less = "" if slow_phase == "data" else ", less than its extra work"
-    waited = (
-        f"; the host held it off the CPU {ms(host.mean_s)}{less}"
-        if host is not None and host.significant
-        else ""
-    )
+    # the hold beside a kind that is not the host's is said by its one caller that reads it
+    # (host.cpu_wait_check), which keeps the verdict's own basis
     if slow_phase == "data":
-        return "input", f"its data phase has the largest significant gap{waited}"
+        return "input", "its data phase has the largest significant gap"
     if slow_phase is not None:
-        return "compute", f"its {slow_phase} has the largest significant gap{waited}"
+        return "compute", f"its {slow_phase} has the largest significant gap"
     data = evidence.phases.get("data")
     work = sum(t.mean_s for p, t in evidence.phases.items() if p != "data")
     alone = "no phase is significant alone; its"
     if data is not None and data.mean_s > work:
-        return "input", f"{alone} data phase holds most of the gap{waited}"
-    return "compute", f"{alone} compute phases hold most of the gap{waited}"
+        return "input", f"{alone} data phase holds most of the gap"
+    return "compute", f"{alone} compute phases hold most of the gap"
 
 
 def named_summary(
