@@ -8,7 +8,7 @@ import types
 from pathlib import Path
 
 from torchscale.contracts import wording
-from torchscale.contracts.schema.finding import Finding
+from torchscale.contracts.finding import Finding
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import say
 from torchscale.interfaces.report.sections.findings import throttling_finding
 from torchscale.orchestration.validate.workload_judge import judge_telemetry
 
@@ -36,22 +37,43 @@ def test_short_windows_without_a_power_figure_are_no_telemetry_warning() -> None
     assert "pynvml" not in check.hint and "short" in check.detail
 
 
-def test_power_held_clocks_are_said_as_the_power_limit_not_cooling() -> None:
-    """GPT-2 b16 compiled: 676 W by the counter at the 700 W default limit, SwPowerCap in 42 of
-    44 in-window samples, the SM clock down to 1,560 of 1,980 MHz: below 90 % of its top, so
-    the figures were measured below full clocks; said as the power limit, not a fault."""
+def test_a_gpu_held_at_its_default_power_limit_is_context_not_an_action() -> None:
+    """GPT-2 b16 compiled: 676 W by the counter at the 700 W default limit (97 %), SwPowerCap
+    in 42 of 44 in-window samples, the SM clock at 1,823 MHz mean of 1,980. Stored at schema 16
+    as throttled ("down to 1560 MHz, 79 %") and said first in the report's actions; read today
+    as the GPU keeping to its limit: at its power limit, no throttling warning, no finding."""
     cell = _sweep("gpt2__b16__w1")
     telemetry = cell.telemetry
-    assert telemetry is not None and telemetry.throttled and telemetry.power_method == "counter"
-    assert telemetry.throttle_reasons == ["SwPowerCap"]
-    finding = throttling_finding(cell, "gpt2 b16")
-    assert finding is not None
-    assert "held down by the power limit" in finding.title
-    assert "cooling" not in finding.recommendation and "not a fault" in finding.recommendation
-    # the b8 cell's SwPowerCap kept its clocks within 90 % of the top: no finding
+    assert telemetry is not None and telemetry.power_method == "counter"
+    assert (telemetry.clock_verdict, telemetry.throttled) == ("at_power_limit", False)
+    assert telemetry.throttle_reasons == []
+    (rank,) = telemetry.ranks
+    assert rank.clock_finding is not None and rank.clock_finding.code == "clocks.power_managed"
+    words = say(rank.clock_finding)
+    assert "SwPowerCap in 42 of 44" in words and "drawing 676 W, 97 % of its limit" in words
+    assert not [w for w in cell.warnings if w.kind == "throttling"]
+    assert throttling_finding(cell, "gpt2 b16") is None
+    # the b8 cell's verdict was at its power limit already: kept as stored, in its own words
     b8 = _sweep("gpt2__b8__w1")
-    assert b8.telemetry is not None and not b8.telemetry.throttled
-    assert throttling_finding(b8, "gpt2 b8") is None
+    assert b8.telemetry is not None and b8.telemetry.throttled is False
+    assert b8.telemetry.ranks[0].clock_basis is not None
+
+
+def test_the_report_of_the_second_h100_sweep_gives_the_power_limit_no_action(
+    tmp_path: Path,
+) -> None:
+    """The report's first screen and its 'What to do' list held the power limit as action 1."""
+    from typer.testing import CliRunner
+
+    from torchscale.interfaces.cli.app import app
+
+    out = tmp_path / "report.md"
+    args = ["report", "-s", str(RUN / "default-sweep"), "-f", "md", "-o", str(out)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    assert "gpt2" in text
+    assert "held down by the power limit" not in text and "below full clocks" not in text
 
 
 @pytest.mark.parametrize("path", WORKLOAD_CELLS, ids=lambda p: p.stem)

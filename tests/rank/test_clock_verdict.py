@@ -16,6 +16,7 @@ from tests.h100_replay import WORKLOAD, h100_cell, needs_h100
 from torchscale.contracts.gpu_clocks import judge_clocks, sku_max_sm_mhz
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import say
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.sampler import Sampler
@@ -63,9 +64,11 @@ def test_power_cap_at_the_top_clock_is_the_power_limit_not_throttling() -> None:
     report = sampled_gpu(clock_reasons=POWER_CAP | 0x1, sm_clock=1980)
     rank = summarise_rank(0, "h", report, floor_s=0.0, counter_step_s=0.0)
     assert rank.clock_verdict == "at_power_limit" and rank.throttle_reasons == []
-    assert rank.clock_basis is not None
-    assert rank.clock_basis.startswith("at its power limit (normal under dense load)")
-    assert "1980 MHz max" in rank.clock_basis and "700 W, its default" in rank.clock_basis
+    assert rank.clock_finding is not None and rank.clock_basis is None  # a code, not words
+    assert rank.clock_finding.code == "clocks.power_managed"
+    basis = say(rank.clock_finding)
+    assert basis.startswith("at its power limit (normal under dense load)")
+    assert "1980 MHz max" in basis and "700 W, its default" in basis
     assert rank.sm_clock_max_mhz == 1980
     assert rank.power_limit == PowerLimit(enforced_w=700, default_w=700)
     telemetry, unavailable, warnings = combine([rank], 10, 1, 8, None)
@@ -81,12 +84,34 @@ def test_power_cap_under_a_site_cap_throttles() -> None:
     assert "under a site cap: power limit 500 W, below its 700 W default" in warnings[0]
 
 
-def test_power_cap_below_ninety_percent_of_the_top_clock_throttles() -> None:
-    verdict, throttled, warnings = verdict_of(clock_reasons=POWER_CAP, sm_clock=1500)
+def test_power_cap_with_low_clocks_well_under_the_limit_throttles() -> None:
+    """SwPowerCap, the clocks at 76 % of the top and the GPU drawing 300 W of its 700 W
+    default limit: the power manager is not what holds it (an action)."""
+    verdict, throttled, warnings = verdict_of(
+        clock_reasons=POWER_CAP, sm_clock=1500, energy_mj=NOT_SUPPORTED
+    )
     assert (verdict, throttled) == ("throttled", True)
     assert "SM clock median 1500 MHz in them (lowest 1500), 76 % of its 1980 MHz max" in warnings[0]
+    assert "drawing 300 W, 43 % of its limit" in warnings[0]
     # 90 % of 1980 is 1782: just above it holds the limit at full clocks
     assert verdict_of(clock_reasons=POWER_CAP, sm_clock=1790)[:2] == ("at_power_limit", False)
+
+
+def test_power_cap_at_the_default_limit_drawing_at_it_is_context_not_an_action() -> None:
+    """The same low clocks with the GPU drawing 690 W of its 700 W default limit: it keeps to
+    its limit. At its power limit, no throttling warning (the old rule called it throttled)."""
+    verdict, throttled, warnings = verdict_of(
+        clock_reasons=POWER_CAP, sm_clock=1500, power_mw=690_000, energy_mj=NOT_SUPPORTED
+    )
+    assert (verdict, throttled, warnings) == ("at_power_limit", False, [])
+
+
+def test_power_cap_with_low_clocks_and_no_draw_read_is_not_judged() -> None:
+    judged = judge_clocks(
+        {"SwPowerCap": 8}, 10, 1500, 1980, None, PowerLimit(enforced_w=700, default_w=700), None
+    )
+    assert judged.verdict == "not_judged" and judged.finding.code == "clocks.draw_unknown"
+    assert "power draw not read" in say(judged.finding)
 
 
 def test_power_cap_with_neither_limit_nor_top_clock_readable_is_not_judged() -> None:
@@ -109,7 +134,7 @@ def test_power_cap_with_neither_limit_nor_top_clock_readable_is_not_judged() -> 
 
 def test_one_flagged_sample_is_a_transient() -> None:
     judged = judge_clocks({"HwSlowdown": 1, "SwPowerCap": 1}, 10, 1980, 1980, None, None)
-    assert judged.verdict == "full_clocks" and "1 sample only" in judged.basis
+    assert judged.verdict == "full_clocks" and "1 sample only" in say(judged.finding)
 
 
 def window(t: list[float], opened: float, closed: float, **columns: list[Any]) -> WindowSamples:
@@ -220,9 +245,10 @@ def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
     assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
     assert telemetry.throttle_reasons == []
     (rank,) = telemetry.ranks
-    assert rank.clock_basis is not None
-    assert rank.clock_basis.startswith("at its power limit (normal under dense load): SwPowerCap")
-    assert "1920 MHz or more, 97 % of its 1980 MHz max" in rank.clock_basis
+    assert rank.clock_finding is not None
+    basis = say(rank.clock_finding)
+    assert basis.startswith("at its power limit (normal under dense load): SwPowerCap")
+    assert "SM clock mean 1970 MHz, 99 % of its 1980 MHz max (the SKU table's)" in basis
     assert not any("throttled" in w.text or "cooling" in w.text for w in result.warnings)
 
 
@@ -260,7 +286,7 @@ def test_h100_report_does_not_call_the_power_limit_throttling() -> None:
     tables = {b.id: b for b in report.section("bottlenecks").blocks if b.type == "table"}
     rows = {r["cell"]: r for r in tables["bottlenecks-telemetry"].rows}
     assert "no (at power limit)" in [r["throttled"] for r in rows.values()]
-    assert "1 at their power limit (SwPowerCap at full clocks" in text
+    assert "1 at their default power limit (SwPowerCap: how a GPU keeps" in text
 
 
 def test_an_nvml_average_counts_only_once_it_lies_inside_one_window() -> None:
@@ -330,8 +356,9 @@ def test_one_clock_dip_among_capped_samples_is_the_power_manager_not_a_throttle(
         return [window(t, 0.0, t[-1], sm_clock_mhz=clocks, clock_reasons=[mask] * len(clocks))]
 
     limit = PowerLimit(enforced_w=700, default_w=700)
-    dip = clock_judgement(windows([1830.0] * 41 + [1560.0]), 1980.0, None, limit)
+    dip = clock_judgement(windows([1830.0] * 41 + [1560.0]), 1980.0, None, limit, 676.0)
     assert dip is not None and dip.verdict == "at_power_limit"
-    assert "median 1830 MHz in them (lowest 1560)" in dip.basis
-    low = clock_judgement(windows([1700.0] * 30 + [1900.0] * 12), 1980.0, None, limit)
+    assert "median 1830 MHz in them (lowest 1560)" in say(dip.finding)
+    # most capped samples below 90 % of the top while drawing well under the limit: throttled
+    low = clock_judgement(windows([1700.0] * 30 + [1900.0] * 12), 1980.0, None, limit, 420.0)
     assert low is not None and low.verdict == "throttled"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit
 
 # the clocks-event reasons that are real slowdowns: hardware, thermal, the power brake
@@ -47,17 +48,24 @@ SKU_MAX_SM_MHZ: tuple[tuple[str, float], ...] = (
 )
 
 ClockVerdict = Literal["throttled", "at_power_limit", "full_clocks", "not_judged"]
-AT_POWER_LIMIT = "at its power limit (normal under dense load)"
+# SwPowerCap at the default limit is an action only when the clocks are low while the GPU draws
+# well under its limit: at the limit it is how the GPU keeps to it. The in-window draw is NVML's
+# ~1 s trailing average over capped and uncapped moments alike, so a GPU the power manager holds
+# reads a little under its limit (two H100 cells held by SwPowerCap at 700 W: 632 and 676 W,
+# 90 % and 97 %); below this share of the enforced limit the draw is "well under" it
+AT_LIMIT_DRAW = 0.85
+EDGES_INCLUDED = "edges_included"  # an old result's samples: the window edges' too
+IN_WINDOW = "in_window"
 
 
 @dataclass(frozen=True)
 class ClockJudgement:
     """A GPU's clocks over the measured windows: the verdict, the reasons a throttled verdict
-    rests on, and what it was judged from, in words."""
+    rests on, and what it was judged from (a finding: code and figures, worded when shown)."""
 
     verdict: ClockVerdict
     reasons: tuple[str, ...]
-    basis: str
+    finding: Finding
 
 
 def sku_max_sm_mhz(gpu_name: str | None) -> float | None:
@@ -66,13 +74,11 @@ def sku_max_sm_mhz(gpu_name: str | None) -> float | None:
     return next(found, None) if gpu_name else None
 
 
-def _limit_words(limit: PowerLimit | None) -> str:
+def _limit_figures(limit: PowerLimit | None) -> dict[str, object]:
     if limit is None or limit.capped is None:
-        why = limit.unavailable if limit is not None and limit.unavailable else "not read"
-        return f"power limit unknown ({why})"
-    if limit.capped:
-        return f"power limit {limit.enforced_w:g} W, below its {limit.default_w:g} W default"
-    return f"power limit {limit.enforced_w:g} W, its default"
+        why = limit.unavailable if limit is not None and limit.unavailable else None
+        return {"enforced_w": None, "default_w": None, "limit_unknown": why}
+    return {"enforced_w": limit.enforced_w, "default_w": limit.default_w}
 
 
 def judge_clocks(
@@ -82,61 +88,62 @@ def judge_clocks(
     max_sm_mhz: float | None,
     max_why: str | None,
     limit: PowerLimit | None,
-    where: str = "in-window samples",
-    max_source: str = "",
+    power_w: float | None = None,
+    where: str = IN_WINDOW,
+    max_from_sku: bool = False,
     lowest_mhz: float | None = None,
 ) -> ClockJudgement:
     """The verdict from how many of `samples` each reason was set in (`flagged`), the SM clock
     of the samples with SwPowerCap (`low_clock_mhz`: their median where the samples are at
-    hand, `lowest_mhz` beside it; an old result's lowest possible), the GPU's top SM clock and
-    its power limits (None: unread, `max_why` and `limit.unavailable` say why); `max_source`
-    names where the top clock came from when not from the GPU itself."""
-    of = f"of {samples} {where}"
+    hand, `lowest_mhz` beside it), the GPU's top SM clock (None: `max_why` says why;
+    `max_from_sku`: the SKU table's, not the GPU's own), its power limits and its mean draw
+    over the windows (`power_w`, None: not read). Rule (docs/telemetry.md): a hardware or
+    thermal bit, or SwPowerCap under a limit below the default or with the clocks low while the
+    draw is well under the limit, is throttled; SwPowerCap at the default limit with the draw
+    at it is the GPU keeping to its limit: context, never an action."""
+    base: dict[str, object] = {"samples": samples, "where": where}
     hardware = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0) >= MIN_FLAGGED_SAMPLES]
     if hardware:
-        counts = ", ".join(f"{r} in {flagged[r]}" for r in hardware)
-        return ClockJudgement("throttled", tuple(hardware), f"{counts} {of}")
-    transient = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0)]
-    aside = f"; {', '.join(transient)} in 1 sample only (a transient)" if transient else ""
+        counts = {r: flagged[r] for r in hardware}
+        return _judged(
+            "throttled", tuple(hardware), "clocks.hardware_slowdown", base, counts=counts
+        )
+    base["transients"] = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0)]
     capped = flagged.get(POWER_CAP, 0)
+    base["capped"] = capped
     if capped < MIN_FLAGGED_SAMPLES:
-        one = f"; {POWER_CAP} in 1 sample only" if capped else ""
-        many = f"{MIN_FLAGGED_SAMPLES} or more" if capped or transient else "any"
-        return ClockJudgement("full_clocks", (), f"no slowdown reason in {many} {of}{one}{aside}")
-    seen = f"{POWER_CAP} in {capped} {of}"
-    limits = _limit_words(limit)
+        return _judged("full_clocks", (), "clocks.full", base)
+    base |= _limit_figures(limit)
     if limit is not None and limit.capped:
-        return ClockJudgement("throttled", (POWER_CAP,), f"{seen} under a site cap: {limits}")
-    if max_sm_mhz and low_clock_mhz is not None:
-        share = low_clock_mhz / max_sm_mhz
-        of_max = f"{share * 100:.0f} % of its {max_sm_mhz:g} MHz max{max_source}"
-        # the median of the capped samples with their lowest beside it; an old result's
-        # lowest possible clock alone
-        median = (
-            f"SM clock median {low_clock_mhz:g} MHz in them (lowest {lowest_mhz:g})"
-            if lowest_mhz is not None
-            else ""
-        )
-        if share < FULL_CLOCK_SHARE:
-            down = median if lowest_mhz is not None else f"SM clock down to {low_clock_mhz:g} MHz"
-            return ClockJudgement("throttled", (POWER_CAP,), f"{seen}, {down}, {of_max}; {limits}")
-        held = median if lowest_mhz is not None else f"SM clock at {low_clock_mhz:g} MHz or more"
-        return ClockJudgement(
-            "at_power_limit", (), f"{AT_POWER_LIMIT}: {seen}, {held}, {of_max}; {limits}{aside}"
-        )
-    clock_why = max_why if not max_sm_mhz else "no SM clock read in those samples"
-    if limit is not None and limit.capped is False:
-        return ClockJudgement(
-            "at_power_limit",
-            (),
-            f"{AT_POWER_LIMIT}: {seen}; {limits} (clock loss not judged: {clock_why}){aside}",
-        )
-    return ClockJudgement(
-        "not_judged",
-        (),
-        f"{seen}: whether it cost clocks is not known: {limits}; maximum SM clock unknown "
-        f"({clock_why}){aside}",
-    )
+        return _judged("throttled", (POWER_CAP,), "clocks.site_cap", base)
+    base |= {"clock_mhz": low_clock_mhz, "lowest_mhz": lowest_mhz}
+    base |= {"max_mhz": max_sm_mhz, "max_from_sku": max_from_sku, "power_w": power_w}
+    share = low_clock_mhz / max_sm_mhz if max_sm_mhz and low_clock_mhz is not None else None
+    low = share is not None and share < FULL_CLOCK_SHARE
+    enforced = limit.enforced_w if limit is not None and limit.capped is False else None
+    draw = power_w / enforced if power_w is not None and enforced else None
+    if enforced is not None:  # at the default limit
+        if draw is not None and draw < AT_LIMIT_DRAW and low:
+            return _judged("throttled", (POWER_CAP,), "clocks.low_under_limit", base)
+        if draw is None and low:
+            return _judged("not_judged", (), "clocks.draw_unknown", base)
+        return _judged("at_power_limit", (), "clocks.power_managed", base)
+    if share is None:  # neither the limit nor the clock to judge by
+        base["max_unknown"] = max_why if not max_sm_mhz else None
+        return _judged("not_judged", (), "clocks.not_judged", base)
+    if low:  # a limit nobody read may be a site cap
+        return _judged("throttled", (POWER_CAP,), "clocks.low_limit_unknown", base)
+    return _judged("at_power_limit", (), "clocks.power_managed", base)
+
+
+def _judged(
+    verdict: ClockVerdict,
+    reasons: tuple[str, ...],
+    code: str,
+    figures: Mapping[str, object],
+    **more: object,
+) -> ClockJudgement:
+    return ClockJudgement(verdict, reasons, Finding(code=code, figures={**figures, **more}))
 
 
 def averaged_not_measurable(

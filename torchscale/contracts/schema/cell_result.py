@@ -18,7 +18,7 @@ from torchscale.contracts.versioned import Record
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 18
+RESULT_SCHEMA_VERSION = 19
 
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
@@ -654,7 +654,7 @@ class FixedCosts(Record):
 
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[18] = 18
+    schema_version: Literal[19] = 19
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

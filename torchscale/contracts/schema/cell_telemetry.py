@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import ClockVerdict
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.versioned import Record
@@ -122,11 +123,18 @@ class RankTelemetry(Record):
     )
     clock_verdict: ClockVerdict | None = Field(
         default=None,
-        description="throttled (a hardware/thermal slowdown, or SwPowerCap under a site cap or "
-        "below 90 % of the top SM clock), at_power_limit, full_clocks or not_judged; null: no "
-        "clocks-event reasons read",
+        description="throttled (a hardware/thermal slowdown, or SwPowerCap under a site cap, "
+        "or with the clocks below 90 % of the top while drawing well under the limit), "
+        "at_power_limit, full_clocks or not_judged; null: no clocks-event reasons read",
     )
-    clock_basis: str | None = Field(default=None, description="what the verdict rests on")
+    clock_finding: Finding | None = Field(
+        default=None,
+        description="what the verdict rests on, as a code and its figures (schema 19; "
+        "docs/results.md, 'Finding codes')",
+    )
+    clock_basis: str | None = Field(
+        default=None, description="what the verdict rested on, in the words of schema 18 or older"
+    )
     unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
     load: RankLoad | None = Field(
         default=None, description="the host's CPU and the GPU's processes at the window edges"

@@ -1,5 +1,5 @@
 """Words made from findings at render time: the one place a stored finding (a code and its
-figures, contracts/schema/finding.py) becomes a sentence. Each domain keeps its phrases in its
+figures, contracts/finding.py) becomes a sentence. Each domain keeps its phrases in its
 own module (`PHRASES`, code -> function of the figures); this package joins them once, and a
 code no module words (a result from a newer torchscale) is shown by its code and figures, never
 dropped.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.schema.finding import Finding
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import (
     busy,
     clocks,
@@ -44,3 +44,9 @@ def say(finding: Finding) -> str:
         figures = ", ".join(f"{k}={v}" for k, v in finding.figures.items())
         return f"{finding.code} ({figures})" if figures else finding.code
     return phrase(finding.figures)
+
+
+def words(finding: Finding | None, stored: str | None) -> str | None:
+    """A verdict in words: its finding's, else the sentence an older version stored (shown as
+    stored, never edited)."""
+    return say(finding) if finding is not None else stored

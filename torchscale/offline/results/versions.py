@@ -22,7 +22,10 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
-from torchscale.offline.results.upgrades.telemetry_rules import rejudged_telemetry
+from torchscale.offline.results.upgrades.telemetry_rules import (
+    rejudged_power_cap,
+    rejudged_telemetry,
+)
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 from torchscale.offline.results.upgrades.warning_kinds import typed
 
@@ -317,6 +320,13 @@ def upgrade_v17(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 18}
 
 
+def upgrade_v18(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 18 -> 19. A GPU's clock verdict was stored as a sentence (`clock_basis`, kept
+    and shown as stored); 19 stores it as a finding. Verdicts judged by the older SwPowerCap
+    rule are judged again once the result is read (`rejudged_power_cap`)."""
+    return {**data, "schema_version": 19}
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -335,6 +345,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     15: upgrade_v15,
     16: upgrade_v16,
     17: upgrade_v17,
+    18: upgrade_v18,
 }
 
 
@@ -379,6 +390,7 @@ COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
     9: completed_from_model,
     12: said_why_not_named,
     15: rejudged_telemetry,  # throttling, in-window figures and NVML's averaging floor
+    18: rejudged_power_cap,  # SwPowerCap at the default limit judged with the draw
     RESULT_SCHEMA_VERSION: judged_host_bound,  # every version: the probe or the fallback
 }
 

@@ -43,6 +43,7 @@ from torchscale.contracts.schema.cell_telemetry import (
     RankTelemetry,
     Telemetry,
 )
+from torchscale.contracts.wording import words
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,
@@ -193,6 +194,7 @@ def clock_judgement(
     max_sm_mhz: float | None,
     max_why: str | None,
     limit: PowerLimit | None,
+    power_w: float | None,
 ) -> ClockJudgement | None:
     """The clock verdict from the in-window samples' masks and SM clocks, or None without a
     mask read inside a window."""
@@ -211,7 +213,9 @@ def clock_judgement(
     # the power manager's step, not clocks lost over the window
     typical = statistics.median(capped) if capped else None
     lowest = min(capped) if capped else None
-    return judge_clocks(flagged, len(rows), typical, max_sm_mhz, max_why, limit, lowest_mhz=lowest)
+    return judge_clocks(
+        flagged, len(rows), typical, max_sm_mhz, max_why, limit, power_w, lowest_mhz=lowest
+    )
 
 
 def rank_power(
@@ -337,7 +341,8 @@ def summarise_rank(
     if report.sm_clock_max_mhz is None and report.device != "cpu":
         why = _why(report, SM_CLOCK_MAX, "not read by this GPU's telemetry source")
         max_why = unavailable[SM_CLOCK_MAX] = why
-    judged = clock_judgement(windows, report.sm_clock_max_mhz, max_why, report.power_limit)
+    mean_w = power.mean if power is not None else None
+    judged = clock_judgement(windows, report.sm_clock_max_mhz, max_why, report.power_limit, mean_w)
     if judged is None:
         unavailable["clock_verdict"] = unavailable.get("throttled_fraction") or NO_SAMPLE
     failures = [w.failure for w in windows if w.failure]
@@ -369,7 +374,7 @@ def summarise_rank(
         throttle_reasons=list(judged.reasons) if judged and judged.verdict == "throttled" else [],
         throttled_fraction=fraction,
         clock_verdict=judged.verdict if judged else None,
-        clock_basis=judged.basis if judged else None,
+        clock_finding=judged.finding if judged else None,
         unavailable=unavailable,
         load=rank_load(report),
     )
@@ -398,7 +403,8 @@ def rank_verdicts(ranks: Sequence[RankTelemetry]) -> list[RankVerdict]:
             gpu=r.gpu_name or r.device,
             verdict=r.clock_verdict,
             reasons=tuple(r.throttle_reasons),
-            why=r.clock_basis or r.unavailable.get("clock_verdict", NO_SAMPLE),
+            why=words(r.clock_finding, r.clock_basis)
+            or r.unavailable.get("clock_verdict", NO_SAMPLE),
         )
         for r in ranks
     ]

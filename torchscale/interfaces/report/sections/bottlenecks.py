@@ -427,8 +427,8 @@ def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | Non
             r for r in read if r.telemetry and r.telemetry.clock_verdict == "at_power_limit"
         ]
         limit = (
-            f"; {len(at_limit)} at their power limit (SwPowerCap at full clocks: normal under "
-            "dense load)"
+            f"; {len(at_limit)} at their default power limit (SwPowerCap: how a GPU keeps "
+            "to its limit under dense load, not a fault)"
             if at_limit
             else ""
         )

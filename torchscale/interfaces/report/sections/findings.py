@@ -9,6 +9,7 @@ import re
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Finding, StragglerVerdict
+from torchscale.contracts.wording import words
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.sections.context import (
@@ -217,7 +218,7 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
         if not rank.throttle_reasons:
             continue
         line = f"rank {rank.rank} ({rank.gpu_name or rank.device}): " + (
-            rank.clock_basis
+            words(rank.clock_finding, rank.clock_basis)
             or f"{', '.join(rank.throttle_reasons)} set in "
             f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
         )

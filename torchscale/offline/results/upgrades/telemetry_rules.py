@@ -1,5 +1,11 @@
-"""A result of schema 15 or older, its GPU telemetry re-judged by today's rules
+"""A result of schema 18 or older, its GPU telemetry re-judged by today's rules
 (contracts/gpu_clocks.py) from what it stored.
+
+Schemas 16 to 18 recorded the power limits and the draw but called SwPowerCap with the clocks
+below 90 % of the top throttled at any draw: a GPU held at its default limit read as an action
+(the second H100 run's GPT-2 b16, 676 W of 700). Those verdicts are judged again from the
+stored share of capped samples, the mean SM clock, the limits and the mean draw; every other
+verdict of those schemas was judged as today's rule judges it and keeps its stored words.
 
 Those results counted SwPowerCap as throttling, took every sample (the window edges' too) and
 kept NVML's ~1 s averages over windows of a fraction of a second. What they stored still decides
@@ -12,6 +18,9 @@ limits were not recorded: a site cap cannot be seen, and the basis says so.
 from __future__ import annotations
 
 from torchscale.contracts.gpu_clocks import (
+    EDGES_INCLUDED,
+    IN_WINDOW,
+    POWER_CAP,
     THROTTLE_WARNING,
     RankVerdict,
     averaged_not_measurable,
@@ -24,16 +33,9 @@ from torchscale.contracts.gpu_clocks import (
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult, CellWarning
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankTelemetry
+from torchscale.contracts.wording import words
 
 NOT_RECORDED = "not recorded by results of schema 15 or older"
-EDGES_INCLUDED = "samples, window edges included"
-
-
-def lowest_clock(stats: FieldStats | None, samples: int) -> float | None:
-    """The lowest SM clock any of `samples` samples can have had, given their mean and max."""
-    if stats is None or samples < 1:
-        return None
-    return max(0.0, samples * stats.mean - (samples - 1) * stats.max)
 
 
 def rejudged_rank(rank: RankTelemetry, windows: int) -> RankTelemetry:
@@ -70,16 +72,17 @@ def rejudged_rank(rank: RankTelemetry, windows: int) -> RankTelemetry:
         judged = judge_clocks(
             flagged,
             rank.samples,
-            lowest_clock(rank.sm_clock_mhz, rank.samples),
+            rank.sm_clock_mhz.mean if rank.sm_clock_mhz is not None else None,
             sku_max_sm_mhz(rank.gpu_name),
             f"{NOT_RECORDED}, and the SKU table has no {rank.gpu_name or 'name for it'}",
             PowerLimit(unavailable=NOT_RECORDED),
             where=EDGES_INCLUDED,
-            max_source=" (the SKU table's)",
+            max_from_sku=True,
         )
         update |= {
             "clock_verdict": judged.verdict,
-            "clock_basis": judged.basis,
+            "clock_finding": judged.finding,
+            "clock_basis": None,
             "throttle_reasons": list(judged.reasons) if judged.verdict == "throttled" else [],
         }
     else:
@@ -100,7 +103,7 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
         return result
     ranks = [rejudged_rank(r, telemetry.windows) for r in telemetry.ranks]
     unavailable = dict(result.unavailable)
-    update: dict[str, object] = {"ranks": ranks}
+    update: dict[str, object] = {}
 
     def total(key: str, values: list[float | None], mean: bool) -> float | None:
         if not ranks or any(v is None for v in values):
@@ -127,18 +130,32 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
                 if getattr(telemetry, key) is not None:
                     update[key] = None
                     unavailable[f"telemetry.{key}"] = unavailable["telemetry.energy_j"]
+    return with_verdicts(result, ranks, update, unavailable)
+
+
+def with_verdicts(
+    result: CellResult,
+    ranks: list[RankTelemetry],
+    update: dict[str, object],
+    unavailable: dict[str, str],
+) -> CellResult:
+    """The result with `ranks` and the cell's clock verdict, throttled flag and throttling
+    warning following their verdicts (`update`, `unavailable`: the re-judged totals so far)."""
+    assert result.telemetry is not None
     verdicts = [
         RankVerdict(
             r.rank,
             r.gpu_name or r.device,
             r.clock_verdict,
             tuple(r.throttle_reasons),
-            r.clock_basis or r.unavailable.get("clock_verdict", NOT_RECORDED),
+            words(r.clock_finding, r.clock_basis)
+            or r.unavailable.get("clock_verdict", NOT_RECORDED),
         )
         for r in ranks
     ]
     verdict, throttled, reasons, why_not = cell_verdict(verdicts)
-    update |= {"clock_verdict": verdict, "throttled": throttled, "throttle_reasons": reasons}
+    update |= {"ranks": ranks, "clock_verdict": verdict, "throttled": throttled}
+    update["throttle_reasons"] = reasons
     if throttled is None:
         unavailable["telemetry.throttled"] = why_not or NOT_RECORDED
     else:
@@ -146,7 +163,55 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
     warnings = [w for w in result.warnings if not w.text.startswith(THROTTLE_WARNING)]
     if warning := throttle_warning(verdicts):
         warnings.append(CellWarning(kind="throttling", text=warning))
-    telemetry = telemetry.model_copy(update=update)
+    telemetry = result.telemetry.model_copy(update=update)
     return result.model_copy(
         update={"telemetry": telemetry, "warnings": warnings, "unavailable": unavailable}
+    )
+
+
+def _power_capped_low(rank: RankTelemetry) -> bool:
+    """A verdict of schemas 16-18 today's rule may judge otherwise: throttled by SwPowerCap
+    alone at lowered clocks, with the limits recorded."""
+    return (
+        rank.clock_finding is None
+        and rank.clock_verdict == "throttled"
+        and rank.throttle_reasons == [POWER_CAP]
+        and rank.power_limit is not None
+        and rank.power_limit.capped is False
+    )
+
+
+def rejudged_power_cap(result: CellResult) -> CellResult:
+    """A result of schema 16 to 18 whose GPU was called throttled by SwPowerCap at its default
+    limit, judged again by today's rule (the draw beside the clocks); any other result as it
+    is."""
+    telemetry = result.telemetry
+    if telemetry is None or not any(_power_capped_low(r) for r in telemetry.ranks):
+        return result
+    ranks = [_rejudged_power_cap(r) if _power_capped_low(r) else r for r in telemetry.ranks]
+    return with_verdicts(result, ranks, {}, dict(result.unavailable))
+
+
+def _rejudged_power_cap(rank: RankTelemetry) -> RankTelemetry:
+    samples = rank.window_samples or rank.samples
+    capped = round((rank.throttled_fraction or 0.0) * samples)
+    top = rank.sm_clock_max_mhz or sku_max_sm_mhz(rank.gpu_name)
+    judged = judge_clocks(
+        {POWER_CAP: capped},
+        samples,
+        rank.sm_clock_mhz.mean if rank.sm_clock_mhz is not None else None,
+        top,
+        None if top else f"not recorded, and the SKU table has no {rank.gpu_name}",
+        rank.power_limit,
+        rank.power_w.mean if rank.power_w is not None else None,
+        where=IN_WINDOW,
+        max_from_sku=rank.sm_clock_max_mhz is None,
+    )
+    return rank.model_copy(
+        update={
+            "clock_verdict": judged.verdict,
+            "clock_finding": judged.finding,
+            "clock_basis": None,
+            "throttle_reasons": list(judged.reasons) if judged.verdict == "throttled" else [],
+        }
     )
