@@ -271,6 +271,8 @@ class FakeNvml(types.ModuleType):
         driver_has_compute_processes_v3: bool = True,
     ) -> None:
         super().__init__("pynvml")
+        # the constants in the module's own namespace, as dir(pynvml) lists them
+        self.__dict__.update({k: v for k, v in vars(FakeNvml).items() if k.startswith("NVML_")})
         self.gpus = [FakeGpu()] if gpus is None else gpus
         self.driver_version = driver_version
         self.cuda_driver_version = cuda_driver_version

@@ -55,7 +55,7 @@ FABRIC_HINT = (
 # NVML_GPU_FABRIC_STATE_*: the GPU's registration with the fabric manager
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 FABRIC_COMPLETED = 3
-XID = Finding(code="gpus.xid_not_read", figures={"where": "kernel log (dmesg)"})
+XID = Finding(code="gpus.xid_not_read", figures={"where": "kernel log"})
 
 
 @dataclass
