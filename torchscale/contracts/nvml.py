@@ -72,8 +72,8 @@ def gpu_identity(gpu: NvmlGpu) -> dict[str, Any]:
 
 def fabric_info(pynvml: Any, handle: Any) -> tuple[tuple[int, int] | None, str | None]:
     """((state, status), None) of the GPU in its NVLink fabric (NVML_GPU_FABRIC_STATE_*, and
-    an nvmlReturn_t: 0 is success), or (None, why not). The versioned query first (drivers
-    from 550), then the first one (535)."""
+    an nvmlReturn_t: 0 is success), or (None, why not). The versioned query first, then the
+    older one for a driver that lacks it."""
     for query, struct in (
         ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
         ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
