@@ -104,6 +104,13 @@ def test_links_nvml_cannot_read_are_not_readable_never_a_pass_or_a_fail() -> Non
     assert "not readable (NVMLError_NotSupported)" in result.detail
 
 
+def test_error_counters_nvml_cannot_read_are_said_and_the_links_still_judged() -> None:
+    result = check_nvlink(gpu_ctx(node(2, gpu1={"nvlink_errors": NOT_SUPPORTED})))
+    assert result.status is CheckStatus.PASS
+    unread = one(result, "gpus.not_readable")
+    assert (unread.figures["gpu"], unread.figures["what"]) == (1, "error counters")
+
+
 def test_a_gpu_with_no_cited_link_count_is_counted_not_judged() -> None:
     fake = node(2, gpu0={"name": "NVIDIA L40S"}, gpu1={"name": "NVIDIA L40S"})
     result = check_nvlink(gpu_ctx(fake))

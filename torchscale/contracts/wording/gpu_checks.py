@@ -49,7 +49,9 @@ def _ordinal_links(rows: Sequence[Sequence[Any]] | None) -> str:
 
 def _peer_access(f: F) -> str:
     text = f"peer access {f['with_access']}/{f['pairs']} pairs"
-    text += f" ({f['over_nvlink']} over NVLink); NVLink {_ordinal_links(f['links'])}"
+    if f["over_nvlink"] is not None:
+        text += f" ({f['over_nvlink']} over NVLink)"
+    text += f"; NVLink {_ordinal_links(f['links'])}"
     if f["missing"]:
         text += f"; no peer access: {', '.join(f['missing'])}"
     return text

@@ -69,7 +69,7 @@ class Links:
     down: list[int] = field(default_factory=list)
     versions: dict[int, int] = field(default_factory=dict)
     errors: dict[int, dict[str, int]] = field(default_factory=dict)
-    counters_read: bool = False
+    counters_error: str | None = None  # set when no error counter could be read
     speed_mbps: int | None = None
     unread: str | None = None
 
@@ -96,6 +96,7 @@ def read_links(pynvml: Any, gpu: NvmlGpu) -> Links:
     if not active and not down:
         links.unread = error or "no link"
         return links
+    counter_errors: list[str] = []
     for link in links.active:
         version, err = call(pynvml.nvmlDeviceGetNvLinkVersion, gpu.handle, link)
         if err is None and version is not None:
@@ -104,9 +105,12 @@ def read_links(pynvml: Any, gpu: NvmlGpu) -> Links:
             count, err = call(
                 pynvml.nvmlDeviceGetNvLinkErrorCounter, gpu.handle, link, getattr(pynvml, constant)
             )
-            links.counters_read |= err is None
-            if err is None and count:
+            if err is not None:
+                counter_errors.append(err)
+            elif count:
                 links.errors.setdefault(link, {})[name] = int(count)
+    if active and len(counter_errors) == len(active) * len(ERROR_COUNTERS):
+        links.counters_error = counter_errors[0]
     links.speed_mbps = _common_speed(pynvml, gpu)
     return links
 
@@ -165,8 +169,8 @@ def link_findings(readings: list[Links]) -> tuple[CheckStatus, list[Finding]]:
             figures = {**named, "link": link, **counts}
             findings.append(Finding(code="nvlink.errors", figures=figures))
             statuses.append(CheckStatus.WARN)
-        if not links.counters_read:
-            findings.append(_not_readable(gpu, "error counters", "NotSupported"))
+        if links.counters_error is not None:
+            findings.append(_not_readable(gpu, "error counters", links.counters_error))
     findings += _speed_findings(readings)
     statuses += [CheckStatus.WARN for f in findings if f.code == "nvlink.speed_differs"]
     if full:
@@ -214,9 +218,12 @@ def check_nvlink(ctx: ValidateContext) -> CheckResult:
         str(r.gpu.index): {"active": r.active, "down": r.down, "speed_mbps": r.speed_mbps}
         for r in readings
     }
-    bad = status in (CheckStatus.FAIL, CheckStatus.WARN)
-    links_bad = any(f.code == "nvlink.links_down" for f in findings)
-    hint = (LINKS_HINT if links_bad else ERRORS_HINT) if bad else ""
+    found_codes = {f.code for f in findings}
+    hint = ""
+    if found_codes & {"nvlink.links_down", "nvlink.old_generation", "nvlink.speed_differs"}:
+        hint = LINKS_HINT
+    elif "nvlink.errors" in found_codes:
+        hint = ERRORS_HINT
     return found("nvlink", title, status, findings, hint, links=data)
 
 
@@ -290,7 +297,8 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
         "pairs": len(pairs),
         "with_access": len(pairs) - len(missing),
         "missing": missing,
-        "over_nvlink": sum(path == "nvlink" for path in paths.values()),
+        # None: NVML gave no pair's path
+        "over_nvlink": sum(path == "nvlink" for path in paths.values()) if paths else None,
         "links": links,
     }
     findings = [Finding(code="p2p.peer_access", figures=figures)]
