@@ -16,6 +16,7 @@ compute-process query raise `NVMLLibraryMismatchError` (a library without the _v
 
 from __future__ import annotations
 
+import ctypes
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,6 +90,47 @@ NVML_TEMPERATURE_GPU = 0
 NVML_CLOCK_SM = 1
 NVML_TOPOLOGY_SINGLE = 10  # behind one PCIe switch
 NVML_TOPOLOGY_NODE = 40  # only the CPU (NUMA node) in common
+NVML_CLOCK_MEM = 2
+NVML_SUCCESS = 0
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_READY = 27
+NVML_P2P_CAPS_INDEX_NVLINK = 2
+NVML_P2P_STATUS_OK = 0
+NVML_P2P_STATUS_NOT_SUPPORTED = 5
+NVML_NVLINK_ERROR_DL_REPLAY = 0
+NVML_NVLINK_ERROR_DL_RECOVERY = 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+NVML_NVLINK_ERROR_DL_CRC_DATA = 3
+NVML_NVLINK_VERSION_3_0 = 4
+NVML_NVLINK_VERSION_4_0 = 6
+NVML_NVLINK_VERSION_5_0 = 7
+NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON = 90
+NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0
+NVML_GPU_FABRIC_STATE_NOT_STARTED = 1
+NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2
+NVML_GPU_FABRIC_STATE_COMPLETED = 3
+
+
+class c_nvmlGpuFabricInfoV_t(ctypes.Structure):
+    """nvidia-ml-py's c_nvmlGpuFabricInfo_v2_t: filled in place through ctypes.byref."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_uint8 * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", ctypes.c_uint),
+        ("healthMask", ctypes.c_uint32),
+    ]
+
+
+@dataclass
+class FakeFieldValue:
+    """As nvidia-ml-py returns one field of nvmlDeviceGetFieldValues (c_nvmlFieldValue_t)."""
+
+    fieldId: int
+    nvmlReturn: int
+    value: types.SimpleNamespace
 
 
 @dataclass
@@ -148,6 +190,23 @@ class FakeGpu:
     energy_mj: Any = 1_000_000  # total-energy counter, millijoules
     compute_pids: Any = ()  # PIDs of the compute processes on the GPU
     nvlinks: list[bool] = field(default_factory=list)  # state of each link that exists
+    nvlink_version: Any = NVML_NVLINK_VERSION_4_0  # of every link (or {link: version})
+    # {link: {NVML_NVLINK_ERROR_DL_* counter: count}}; NOT_SUPPORTED: every counter raises
+    nvlink_errors: Any = field(default_factory=dict)
+    nvlink_speed_mbps: int | None = None  # the common link speed field; None: not supported
+    # NVML's P2P status over NVLink with any other GPU: None: OK where both GPUs have an
+    # active link, else NVML_P2P_STATUS_NOT_SUPPORTED; an int: that status
+    p2p_nvlink: Any = None
+    # NVML_GPU_FABRIC_STATE_* and its nvmlReturn_t status; NOT_SUPPORTED: the query raises
+    fabric_state: Any = NOT_SUPPORTED
+    fabric_status: int = NVML_SUCCESS
+    serial: Any = "1650000000000"
+    vbios: Any = "96.00.99.00.01"
+    ecc_mode: Any = True  # current mode (the pending one is the same)
+    mig_mode: Any = False
+    power_management_limit_mw: Any = 700_000
+    app_clock_sm: Any = 1980  # MHz
+    app_clock_mem: Any = 2619  # MHz
     # GPUs with the same switch name share a PCIe switch (NVML_TOPOLOGY_SINGLE), others have
     # only the CPU in common (NVML_TOPOLOGY_NODE); NOT_SUPPORTED makes the query raise
     pcie_switch: Any = None
@@ -184,6 +243,19 @@ class FakeNvml(types.ModuleType):
     NVML_TOPOLOGY_SINGLE = NVML_TOPOLOGY_SINGLE
     NVML_TOPOLOGY_NODE = NVML_TOPOLOGY_NODE
     NVML_NVLINK_MAX_LINKS = 18
+    NVML_CLOCK_MEM = NVML_CLOCK_MEM
+    NVML_SUCCESS = NVML_SUCCESS
+    NVML_ERROR_NOT_SUPPORTED = NVML_ERROR_NOT_SUPPORTED
+    NVML_ERROR_NOT_READY = NVML_ERROR_NOT_READY
+    NVML_P2P_CAPS_INDEX_NVLINK = NVML_P2P_CAPS_INDEX_NVLINK
+    NVML_P2P_STATUS_OK = NVML_P2P_STATUS_OK
+    NVML_P2P_STATUS_NOT_SUPPORTED = NVML_P2P_STATUS_NOT_SUPPORTED
+    NVML_NVLINK_ERROR_DL_REPLAY = NVML_NVLINK_ERROR_DL_REPLAY
+    NVML_NVLINK_ERROR_DL_RECOVERY = NVML_NVLINK_ERROR_DL_RECOVERY
+    NVML_NVLINK_ERROR_DL_CRC_FLIT = NVML_NVLINK_ERROR_DL_CRC_FLIT
+    NVML_NVLINK_ERROR_DL_CRC_DATA = NVML_NVLINK_ERROR_DL_CRC_DATA
+    NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON = NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+    c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfoV_t
 
     def __init__(
         self,
@@ -199,6 +271,8 @@ class FakeNvml(types.ModuleType):
         driver_has_compute_processes_v3: bool = True,
     ) -> None:
         super().__init__("pynvml")
+        # the constants in the module's own namespace, as dir(pynvml) lists them
+        self.__dict__.update({k: v for k, v in vars(FakeNvml).items() if k.startswith("NVML_")})
         self.gpus = [FakeGpu()] if gpus is None else gpus
         self.driver_version = driver_version
         self.cuda_driver_version = cuda_driver_version
@@ -229,7 +303,8 @@ class FakeNvml(types.ModuleType):
             ),
             cuda_driver_version=cuda_driver_version,
             gpus=[
-                NvmlGpu(i, FakeHandle(i), g.name, g.uuid, g.bus_id) for i, g in enumerate(self.gpus)
+                NvmlGpu(i, FakeHandle(i), g.name, g.uuid, g.bus_id, g.serial)
+                for i, g in enumerate(self.gpus)
             ],
         )
 
@@ -437,3 +512,87 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: Any) -> list[FakeProcessInfo]:
         return self._processes("nvmlDeviceGetComputeRunningProcesses_v2", handle)
+
+    def nvmlDeviceGetSerial(self, handle: Any) -> bytes:
+        return self._query("nvmlDeviceGetSerial", handle, lambda g: _encoded(g.serial))
+
+    def nvmlDeviceGetVbiosVersion(self, handle: Any) -> bytes:
+        return self._query("nvmlDeviceGetVbiosVersion", handle, lambda g: _encoded(g.vbios))
+
+    def nvmlDeviceGetEccMode(self, handle: Any) -> list[int]:
+        return self._query("nvmlDeviceGetEccMode", handle, lambda g: _mode_pair(g.ecc_mode))
+
+    def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]:
+        return self._query("nvmlDeviceGetMigMode", handle, lambda g: _mode_pair(g.mig_mode))
+
+    def nvmlDeviceGetPowerManagementLimit(self, handle: Any) -> int:
+        return self._query(
+            "nvmlDeviceGetPowerManagementLimit", handle, lambda g: g.power_management_limit_mw
+        )
+
+    def nvmlDeviceGetApplicationsClock(self, handle: Any, clock_type: int) -> int:
+        self._record("nvmlDeviceGetApplicationsClock", handle, clock_type)
+        gpu = self._gpu(handle)
+        if clock_type == NVML_CLOCK_SM:
+            return self._value(gpu.app_clock_sm)
+        if clock_type == NVML_CLOCK_MEM:
+            return self._value(gpu.app_clock_mem)
+        raise NVMLError_InvalidArgument()
+
+    def _link(self, name: str, handle: Any, link: int) -> FakeGpu:
+        self._record(name, handle, link)
+        gpu = self._gpu(handle)
+        if link >= len(gpu.nvlinks):
+            raise NVMLError_NotSupported()
+        return gpu
+
+    def nvmlDeviceGetNvLinkVersion(self, handle: Any, link: int) -> int:
+        version = self._link("nvmlDeviceGetNvLinkVersion", handle, link).nvlink_version
+        return self._value(version[link] if isinstance(version, dict) else version)
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, handle: Any, link: int, counter: int) -> int:
+        errors = self._value(
+            self._link("nvmlDeviceGetNvLinkErrorCounter", handle, link).nvlink_errors
+        )
+        return int(errors.get(link, {}).get(counter, 0))
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[int]) -> list[FakeFieldValue]:
+        self._record("nvmlDeviceGetFieldValues", handle, tuple(field_ids))
+        speed = self._gpu(handle).nvlink_speed_mbps
+        values = []
+        for field_id in field_ids:
+            known = field_id == NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON and speed is not None
+            status = NVML_SUCCESS if known else NVML_ERROR_NOT_SUPPORTED
+            values.append(FakeFieldValue(field_id, status, types.SimpleNamespace(uiVal=speed or 0)))
+        return values
+
+    def nvmlDeviceGetP2PStatus(self, first: Any, second: Any, index: int) -> int:
+        self._record("nvmlDeviceGetP2PStatus", first, second, index)
+        gpus = [self._gpu(first), self._gpu(second)]
+        if index != NVML_P2P_CAPS_INDEX_NVLINK:
+            raise NVMLError_InvalidArgument()
+        set_to = [g.p2p_nvlink for g in gpus if g.p2p_nvlink is not None]
+        if set_to:
+            return self._value(set_to[0])
+        linked = all(any(g.nvlinks) for g in gpus)
+        return NVML_P2P_STATUS_OK if linked else NVML_P2P_STATUS_NOT_SUPPORTED
+
+    def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, info: Any) -> int:
+        self._record("nvmlDeviceGetGpuFabricInfoV", handle)
+        gpu = self._gpu(handle)
+        target = info._obj  # what ctypes.byref points at
+        target.state = self._value(gpu.fabric_state)
+        target.status = gpu.fabric_status
+        return NVML_SUCCESS
+
+
+def _encoded(value: Any) -> Any:
+    return value.encode() if isinstance(value, str) else value
+
+
+def _mode_pair(mode: Any) -> Any:
+    """[current, pending] as NVML gives a mode (NOT_SUPPORTED and exceptions pass through)."""
+    if isinstance(mode, bool):
+        state = NVML_FEATURE_ENABLED if mode else NVML_FEATURE_DISABLED
+        return [state, state]
+    return mode

@@ -26,7 +26,19 @@ REGENERATE = (
     "print(json.dumps(ValidateReport.model_json_schema(), indent=2, sort_keys=True))' "
     "> tests/golden/validate_report.schema.json"
 )
-GPU_CHECK_IDS = ("cuda", "gpus", "driver", "cuda_compat", "p2p", "ecc", "persistence", "throttle")
+GPU_CHECK_IDS = (
+    "cuda",
+    "gpus",
+    "driver",
+    "cuda_compat",
+    "p2p",
+    "nvlink",
+    "fabric",
+    "gpu_settings",
+    "ecc",
+    "persistence",
+    "throttle",
+)
 
 
 def _cuda_gpus() -> int:
@@ -96,7 +108,7 @@ def test_cpu_report_matches_json_schema(cpu_report: dict[str, Any]) -> None:
 
 @pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
-    assert cpu_report["schema_version"] == SCHEMA_VERSION == 3
+    assert cpu_report["schema_version"] == SCHEMA_VERSION == 4
     assert cpu_report["device"] == "cpu"
     assert cpu_report["quick"] is False
     assert cpu_report["ok"] is True

@@ -49,6 +49,7 @@ def test_one_function_and_its_checks_line_add_a_validate_check(
         "detail": "a made-up finding on the cpu path",
         "hint": HINT,
         "data": {"seen": 1},
+        "findings": [],  # a check written with `warned` keeps its words in `detail`
     }
     assert report["counts"]["WARN"] == without["counts"]["WARN"] + 1
     assert report["ok"] is True

@@ -51,12 +51,12 @@ from torchscale.orchestration.validate.checks_gpu import (
     check_driver,
     check_ecc,
     check_gpus,
-    check_p2p,
     check_persistence,
     check_throttle,
     cuda_compatibility,
     decode_clock_reasons,
 )
+from torchscale.orchestration.validate.checks_nvlink import check_p2p
 from torchscale.orchestration.validate.checks_software import (
     NEEDS_TORCH,
     SLOW_NCCL_SETTINGS,
@@ -174,6 +174,9 @@ ALL_CHECK_IDS = [
     "nsys",
     "compile",
     "p2p",
+    "nvlink",
+    "fabric",
+    "gpu_settings",
     "ecc",
     "persistence",
     "throttle",

@@ -278,7 +278,7 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
     result, out = perf_run
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["level"] == "perf" and report["schema_version"] == 3
+    assert report["level"] == "perf" and report["schema_version"] == 4
     rows = {(r["check"], r["gpu"]): r for r in report["measurements"]}
     for check in ("matmul.fp32", "memory.copy", "memory.triad", "busbw.all_reduce"):
         row = rows[(check, None)]

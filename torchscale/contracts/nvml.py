@@ -6,6 +6,7 @@ does not support a query), so each failure is turned into a reason string, never
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ class NvmlGpu:
     name: str
     uuid: str
     bus_id: str
+    serial: str = ""  # the board's serial, what an RMA asks for ("" where NVML has none)
 
 
 @dataclass
@@ -54,6 +56,44 @@ def call(fn: Callable[..., T], *args: Any) -> tuple[T | None, str | None]:
         return fn(*args), None
     except Exception as exc:  # NVMLError subclasses, plus AttributeError on old bindings
         return None, nvml_error_name(exc)
+
+
+def unreadable(error: str | None) -> bool:
+    """True when NVML answered that it cannot tell (the GPU, driver or binding lacks the query):
+    a fact is then not readable, which is neither a pass nor a fail."""
+    return error is not None and ("NotSupported" in error or "FunctionNotFound" in error)
+
+
+def gpu_identity(gpu: NvmlGpu) -> dict[str, Any]:
+    """The figures that name one GPU in a finding: NVML index, UUID and serial (an RMA needs
+    the serial; the UUID survives a reboot's renumbering)."""
+    return {"gpu": gpu.index, "uuid": gpu.uuid, "serial": gpu.serial}
+
+
+def fabric_info(pynvml: Any, handle: Any) -> tuple[tuple[int, int] | None, str | None]:
+    """((state, status), None) of the GPU in its NVLink fabric (NVML_GPU_FABRIC_STATE_*, and
+    an nvmlReturn_t: 0 is success), or (None, why not). The versioned query first, then the
+    older one for a driver that lacks it."""
+    for query, struct in (
+        ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+        ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+    ):
+        fn, kind = getattr(pynvml, query, None), getattr(pynvml, struct, None)
+        if fn is None or kind is None:
+            continue
+        info = kind()
+        _, err = call(fn, handle, ctypes.byref(info))
+        if err is None:
+            return (int(info.state), int(info.status)), None
+        if "FunctionNotFound" not in err:
+            return None, err
+    return None, "NVMLError_FunctionNotFound: no fabric query in this driver or binding"
+
+
+def return_name(pynvml: Any, code: int) -> str:
+    """An nvmlReturn_t by its constant's name ('NVML_ERROR_NOT_READY'), or its number."""
+    names = [n for n in dir(pynvml) if n.startswith("NVML_ERROR_") or n == "NVML_SUCCESS"]
+    return next((n for n in names if getattr(pynvml, n) == code), str(code))
 
 
 def probe_nvml() -> NvmlState:
@@ -90,7 +130,10 @@ def probe_nvml() -> NvmlState:
         uuid, _ = call(pynvml.nvmlDeviceGetUUID, handle)
         pci, _ = call(pynvml.nvmlDeviceGetPciInfo, handle)
         bus_id = _text(getattr(pci, "busId", "")) if pci is not None else ""
-        state.gpus.append(NvmlGpu(index, handle, _text(name), _text(uuid or ""), bus_id))
+        serial, _ = call(pynvml.nvmlDeviceGetSerial, handle)
+        state.gpus.append(
+            NvmlGpu(index, handle, _text(name), _text(uuid or ""), bus_id, _text(serial or ""))
+        )
     return state
 
 

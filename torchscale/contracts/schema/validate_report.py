@@ -10,13 +10,16 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import Record
 
 VALIDATE_KIND = "torchscale.validate"
 # 2: `level`, `sku`, `measurements` (perf and burn figures, one row per check and GPU),
 #    `measured_peaks`, `fail_on`, and the INFO status (measured, with nothing to compare to)
 # 3: the `workload` level (its steps are checks; `folder` says where it left everything)
-SCHEMA_VERSION = 3
+# 4: `findings` on a check (its verdict as codes and figures, words made when shown) and
+#    `verdict_basis` (what the verdict sentence rests on); older checks have none
+SCHEMA_VERSION = 4
 Level = Literal["basic", "perf", "burn", "workload"]
 
 
@@ -37,6 +40,10 @@ class CheckResult(Record):
     detail: str = Field(description="what was found")
     hint: str = Field(default="", description="how to fix it (empty on PASS)")
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable facts")
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="the verdict as codes and figures (schema 4); `detail` is their words",
+    )
 
 
 class Measurement(Record):
@@ -67,7 +74,7 @@ class ValidateReport(Record):
     """The whole `torchscale validate --json` document."""
 
     kind: Literal["torchscale.validate"] = "torchscale.validate"
-    schema_version: Literal[3] = 3  # bump with SCHEMA_VERSION when the document changes
+    schema_version: Literal[4] = 4  # bump with SCHEMA_VERSION when the document changes
     torchscale_version: str
     created_at: str = Field(description="UTC time, ISO 8601")
     hostname: str
@@ -95,12 +102,15 @@ class ValidateReport(Record):
     folder: str | None = Field(
         default=None, description="workload: the folder holding everything it ran (schema 3)"
     )
+    verdict_basis: Finding | None = Field(
+        default=None, description="what `verdict` rests on, as a code and figures (schema 4)"
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Versions 1 and 2 read as 3: what they lack has its default (version 1 had no level
-        or measurements: a basic run)."""
+        """Versions 1 to 3 read as 4: what they lack has its default (version 1 had no level
+        or measurements: a basic run; before 4 no check had findings)."""
         version = data.get("schema_version") if isinstance(data, dict) else None
         if isinstance(version, int) and 1 <= version < SCHEMA_VERSION:
             return {**data, "schema_version": SCHEMA_VERSION}

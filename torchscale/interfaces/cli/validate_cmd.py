@@ -16,7 +16,7 @@ from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
 
 if TYPE_CHECKING:
-    from torchscale.orchestration.validate.check_result import ValidateReport
+    from torchscale.orchestration.validate.check_result import CheckResult, ValidateReport
     from torchscale.orchestration.validate.run_checks import Kept
 
 # a check status' rich style
@@ -67,13 +67,42 @@ def render_report(report: ValidateReport) -> None:
         table.add_column("Detail / how to fix", overflow="fold")
         for check in shown:
             status = check.status.value
-            cell = escape(check.detail)
+            cell = escape(check_words(check, everything))
             if check.hint:
                 cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
             table.add_row(f"[{STYLE[status]}]{status}[/]", escape(check.title), cell)
         stdout.print(table)
     if not everything and not Verbosity.quiet():
         print_lines(stdout, _summed_up(report))
+
+
+def check_words(check: CheckResult, verbose: bool) -> str:
+    """A check's detail: its findings in today's words where it has them (an old report reads
+    by them too), its stored detail otherwise; -v adds the serial and UUID of every GPU a
+    finding names, what an RMA asks for."""
+    if not check.findings:
+        return check.detail
+    from torchscale.contracts import wording
+
+    lines = ["; ".join(wording.say(f) for f in check.findings)]
+    return "\n".join(lines + (named_gpus(check) if verbose else []))
+
+
+def named_gpus(check: CheckResult) -> list[str]:
+    """'GPU 3: serial 1650..., UUID GPU-...' for each GPU the check's findings name."""
+    named: dict[int, tuple[str, str]] = {}
+    for finding in check.findings:
+        figures = finding.figures
+        if "uuid" in figures:
+            named[figures["gpu"]] = (figures.get("serial") or "?", figures["uuid"] or "?")
+        gpus = figures.get("gpus", [])
+        for gpu, uuid, serial in zip(
+            gpus, figures.get("uuids", []), figures.get("serials", []), strict=False
+        ):
+            named[gpu] = (serial or "?", uuid or "?")
+    return [
+        f"GPU {gpu}: serial {serial}, UUID {uuid}" for gpu, (serial, uuid) in sorted(named.items())
+    ]
 
 
 def _summed_up(report: ValidateReport) -> list[Line]:

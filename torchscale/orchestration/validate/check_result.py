@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import CheckResult as CheckResult
 from torchscale.contracts.schema.validate_report import CheckStatus as CheckStatus
 from torchscale.contracts.schema.validate_report import Measurement as Measurement
@@ -54,6 +56,28 @@ def failed(id: str, title: str, detail: str, hint: str, **data: Any) -> CheckRes
 def skipped(id: str, title: str, detail: str, hint: str = "", **data: Any) -> CheckResult:
     return CheckResult(
         id=id, title=title, status=CheckStatus.SKIP, detail=detail, hint=hint, data=data
+    )
+
+
+def found(
+    id: str,
+    title: str,
+    status: CheckStatus,
+    findings: Sequence[Finding],
+    hint: str = "",
+    **data: Any,
+) -> CheckResult:
+    """A check whose verdict is its findings; `detail` is their words today, for the readers
+    that show a check as text (the console renders the findings themselves)."""
+    detail = "; ".join(wording.say(f) for f in findings)
+    return CheckResult(
+        id=id,
+        title=title,
+        status=status,
+        detail=detail,
+        hint=hint,
+        data=data,
+        findings=list(findings),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
-from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, nvml_indices
+from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -67,6 +67,7 @@ def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
         "name": gpu.name,
         "uuid": gpu.uuid,
         "pci_bus_id": gpu.bus_id,
+        "serial": gpu.serial,
     }
     memory, _ = call(pynvml.nvmlDeviceGetMemoryInfo, gpu.handle)
     if memory is not None:
@@ -180,7 +181,13 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     return passed("cuda_compat", title, detail, **data)
 
 
-def _nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, CheckResult | None]:
+def identities(state: NvmlState) -> dict[int, dict[str, Any]]:
+    """Each NVML GPU's UUID and serial, by index: the data that lets a per-GPU verdict be
+    acted on (an RMA names the serial)."""
+    return {g.index: gpu_identity(g) for g in state.gpus}
+
+
+def nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, CheckResult | None]:
     """(pynvml, None) when a per-GPU NVML check can run, else (None, the SKIP saying why)."""
     if ctx.device == "cpu":
         return None, skipped(id, title, CPU_SKIP)
@@ -191,89 +198,14 @@ def _nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, Check
     return ctx.nvml.module, None
 
 
-def check_p2p(ctx: ValidateContext) -> CheckResult:
-    """Peer access between every pair of GPUs (torch) and active NVLinks per GPU (NVML), both
-    by CUDA ordinal."""
-    title = "P2P / NVLink"
-    if ctx.device == "cpu":
-        return skipped("p2p", title, CPU_SKIP)
-    torch = ctx.torch.module
-    count = ctx.torch.cuda_gpu_count
-    if torch is None or count < 2:
-        return skipped("p2p", title, f"needs >= 2 GPUs usable by torch (found {count})")
-    peer = torch.cuda.can_device_access_peer
-    pairs = {f"{a}->{b}": bool(peer(a, b)) for a in range(count) for b in range(count) if a != b}
-    nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, _torch_uuids(torch, count))
-    missing = [p for p, ok in pairs.items() if not ok]
-    detail = f"peer access {len(pairs) - len(missing)}/{len(pairs)} pairs; NVLink {links}"
-    data = {"peer_access": pairs, "active_nvlinks": nvlinks, "nvml_index": nvml_index}
-    if missing:
-        hint = (
-            "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`,"
-            " IOMMU/ACS settings, or NCCL_P2P_DISABLE"
-        )
-        return warned("p2p", title, f"{detail}; no peer access: {', '.join(missing)}", hint, **data)
-    return passed("p2p", title, detail, **data)
-
-
-def _torch_uuids(torch: Any, count: int) -> list[str | None]:
-    """The UUID torch reports for each CUDA ordinal (None where it has none)."""
-    uuids: list[str | None] = []
-    for ordinal in range(count):
-        try:
-            uuid = getattr(torch.cuda.get_device_properties(ordinal), "uuid", None)
-        except Exception:  # a GPU torch counts but cannot describe: its links stay unknown
-            uuid = None
-        uuids.append(str(uuid) if uuid is not None else None)
-    return uuids
-
-
-def _nvlinks_by_ordinal(
-    state: NvmlState, torch_uuids: list[str | None]
-) -> tuple[dict[int, int | None], dict[int, int], str]:
-    """({ordinal: NVML index}, {ordinal: active NVLinks}, the detail's text), the NVML GPU of
-    each CUDA ordinal found by UUID: under a CUDA_VISIBLE_DEVICES subset or reorder, ordinal i
-    is not NVML GPU i."""
-    if not state.ok or state.module is None:
-        return {}, {}, "state unknown"
-    per_nvml = _active_nvlinks(state.module, state.gpus)
-    nvml_index = dict(enumerate(nvml_indices(torch_uuids, [g.uuid for g in state.gpus])))
-    active = {o: per_nvml[i] for o, i in nvml_index.items() if i is not None and i in per_nvml}
-    parts = [_link_text(o, i, active.get(o)) for o, i in nvml_index.items()]
-    return nvml_index, active, ", ".join(parts)
-
-
-def _link_text(ordinal: int, index: int | None, active: int | None) -> str:
-    if index is None:
-        return f"cuda:{ordinal}: unknown (no NVML GPU with its UUID)"
-    if active is None:
-        return f"cuda:{ordinal} (NVML {index}): unknown (NVML cannot read it)"
-    return f"cuda:{ordinal} (NVML {index}): {active} active"
-
-
-def _active_nvlinks(pynvml: Any, gpus: list[NvmlGpu]) -> dict[int, int]:
-    """Active NVLinks per NVML index (a GPU NVML cannot read is left out: unknown)."""
-    max_links = int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18))
-    active: dict[int, int] = {}
-    for gpu in gpus:
-        if gpu.handle is None:
-            continue
-        n = 0
-        for link in range(max_links):
-            value, err = call(pynvml.nvmlDeviceGetNvLinkState, gpu.handle, link)
-            if err is None and value == pynvml.NVML_FEATURE_ENABLED:
-                n += 1
-        active[gpu.index] = n
-    return active
-
-
 def check_ecc(ctx: ValidateContext) -> CheckResult:
     """Uncorrected ECC errors since boot, retired pages and row-remapping failures."""
     title = "ECC / retired memory"
-    pynvml, skip = _nvml_or_skip(ctx, "ecc", title)
+    pynvml, skip = nvml_or_skip(ctx, "ecc", title)
     if skip:
         return skip
     per_gpu: dict[int, dict[str, Any]] = {}
+    ids = identities(ctx.nvml)
     bad: list[str] = []
     unsupported = 0
     for gpu in ctx.nvml.gpus:
@@ -315,20 +247,21 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
             "drain the node: reset/reboot for pending retirement or remapping, "
             "RMA the GPU on remapping failure or recurring uncorrected errors"
         )
-        return failed("ecc", title, "; ".join(bad), hint, gpus=per_gpu)
+        return failed("ecc", title, "; ".join(bad), hint, gpus=per_gpu, ids=ids)
     if unsupported == len(ctx.nvml.gpus):
-        return skipped("ecc", title, "ECC not supported or disabled on these GPUs", gpus=per_gpu)
-    return passed(
-        "ecc", title, "no uncorrected ECC errors, no pending retirement/remapping", gpus=per_gpu
-    )
+        why = "ECC not supported or disabled on these GPUs"
+        return skipped("ecc", title, why, gpus=per_gpu, ids=ids)
+    clean = "no uncorrected ECC errors, no pending retirement/remapping"
+    return passed("ecc", title, clean, gpus=per_gpu, ids=ids)
 
 
 def check_persistence(ctx: ValidateContext) -> CheckResult:
     title = "Persistence mode"
-    pynvml, skip = _nvml_or_skip(ctx, "persistence", title)
+    pynvml, skip = nvml_or_skip(ctx, "persistence", title)
     if skip:
         return skip
     modes: dict[int, bool | None] = {}
+    ids = identities(ctx.nvml)
     for gpu in ctx.nvml.gpus:
         value, err = call(pynvml.nvmlDeviceGetPersistenceMode, gpu.handle)
         modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
@@ -339,10 +272,10 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
             "does not re-initialise the GPUs at every process start"
         )
         detail = "disabled on GPU " + ", ".join(map(str, off))
-        return warned("persistence", title, detail, hint, gpus=modes)
+        return warned("persistence", title, detail, hint, gpus=modes, ids=ids)
     if all(on is None for on in modes.values()):
-        return skipped("persistence", title, "not queryable on these GPUs", gpus=modes)
-    return passed("persistence", title, "enabled on every GPU", gpus=modes)
+        return skipped("persistence", title, "not queryable on these GPUs", gpus=modes, ids=ids)
+    return passed("persistence", title, "enabled on every GPU", gpus=modes, ids=ids)
 
 
 def check_throttle(ctx: ValidateContext) -> CheckResult:
@@ -350,7 +283,7 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
     thermal slowdown set at idle is a problem here. SwPowerCap and the idle bits are power
     management, and throttling under load is judged from each cell's telemetry."""
     title = "Clock throttling (idle GPU)"
-    pynvml, skip = _nvml_or_skip(ctx, "throttle", title)
+    pynvml, skip = nvml_or_skip(ctx, "throttle", title)
     if skip:
         return skip
     reasons: dict[int, list[str]] = {}
@@ -368,6 +301,7 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
         by_error.setdefault(e, []).append(f"GPU{i}")
     unknown = "; ".join(f"{', '.join(gpus)}: {e}" for e, gpus in by_error.items())
     data: dict[str, Any] = {"gpus": reasons, "errors": unreadable, "read": "once, idle"}
+    data["ids"] = identities(ctx.nvml)
     if slowing:
         text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
         text += f"; unreadable: {unknown}" if unknown else ""

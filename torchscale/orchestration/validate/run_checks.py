@@ -11,8 +11,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from torchscale import __version__
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
-from torchscale.orchestration.validate import checks_gpu, checks_software, checks_system
+from torchscale.orchestration.validate import (
+    checks_gpu,
+    checks_gpu_settings,
+    checks_nvlink,
+    checks_software,
+    checks_system,
+)
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -41,7 +49,10 @@ CHECKS: tuple[Check, ...] = (
     checks_software.check_torchrun,
     checks_software.check_nsys,
     checks_software.check_compile,
-    checks_gpu.check_p2p,
+    checks_nvlink.check_p2p,
+    checks_nvlink.check_nvlink,
+    checks_nvlink.check_fabric,
+    checks_gpu_settings.check_gpu_settings,
     checks_gpu.check_ecc,
     checks_gpu.check_persistence,
     checks_gpu.check_throttle,
@@ -77,35 +88,54 @@ def _no_gpu_reasons(ctx: ValidateContext) -> list[str]:
     return reasons or ["torch sees no CUDA device (check CUDA_VISIBLE_DEVICES)"]
 
 
+# what a second GPU would check: peer access, the GPU-to-GPU copy and every collective's busbw
+BETWEEN_GPUS = ("p2p", "perf_p2p_", "perf_busbw_")
+NCCL_BETWEEN_GPUS = "NCCL between GPUs"
+
+
+def verdict_basis(ctx: ValidateContext, results: list[CheckResult]) -> Finding | None:
+    """What the verdict rests on, as a code and its figures; None where torch sees no GPU on
+    the GPU path (that verdict lists the reasons, see verdict_text). On one GPU the node is
+    never called ready for distributed training: what only a second GPU checks is named."""
+    if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
+        return None
+    failures = [r.title for r in results if r.status is CheckStatus.FAIL]
+    if failures:
+        return Finding(code="validate.not_ready", figures={"failed": failures})
+    figures: dict[str, object] = {
+        "quick": ctx.quick,
+        "warns": [r.title for r in results if r.status is CheckStatus.WARN],
+    }
+    if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 1:
+        skipped_between = [
+            r.title
+            for r in results
+            if r.status is CheckStatus.SKIP and r.id.startswith(BETWEEN_GPUS)
+        ]
+        figures["unchecked"] = [*skipped_between, NCCL_BETWEEN_GPUS]
+        return Finding(code="validate.ready_one_gpu", figures=figures)
+    figures["path"] = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
+    return Finding(code="validate.ready", figures=figures)
+
+
 def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
     """The conclusion a person reads first."""
-    failures = [r for r in results if r.status is CheckStatus.FAIL]
+    basis = verdict_basis(ctx, results)
+    if basis is not None:
+        return wording.say(basis)
     smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is CheckStatus.PASS]
     cpu_works = any(r.data.get("spec", {}).get("device") == "cpu" for r in smoke_ok)
-    if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
-        text = "GPU training is impossible on this node: " + "; ".join(_no_gpu_reasons(ctx)) + "."
-        if cpu_works:
-            text += (
-                " The CPU path works (gloo smoke test passed): `torchscale validate "
-                "--device cpu` checks it, and `device: cpu` in a config runs each rank as "
-                "a CPU process with gloo."
-            )
-        else:
-            text += (
-                " The CPU path (gloo) may still work: check it with "
-                "`torchscale validate --device cpu`."
-            )
-        return text
-    if failures:
-        titles = ", ".join(r.title for r in failures)
-        return f"This node is NOT ready for distributed training: {titles} failed."
-    warns = [r.title for r in results if r.status is CheckStatus.WARN]
-    path = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
-    text = f"This node is ready for {path} distributed training."
-    if ctx.quick:
-        text += " (--quick: the live smoke test was not run.)"
-    if warns:
-        text += " Worth a look: " + ", ".join(warns) + "."
+    text = "GPU training is impossible on this node: " + "; ".join(_no_gpu_reasons(ctx)) + "."
+    if cpu_works:
+        text += (
+            " The CPU path works (gloo smoke test passed): `torchscale validate "
+            "--device cpu` checks it, and `device: cpu` in a config runs each rank as "
+            "a CPU process with gloo."
+        )
+    else:
+        text += (
+            " The CPU path (gloo) may still work: check it with `torchscale validate --device cpu`."
+        )
     return text
 
 
@@ -202,6 +232,7 @@ def _report(
         ok=is_ok(counts, ctx.fail_on),
         counts=counts,
         verdict=verdict or verdict_text(ctx, results),
+        verdict_basis=None if verdict else verdict_basis(ctx, results),
         checks=results,
         level=ctx.level,
         sku=sku,
