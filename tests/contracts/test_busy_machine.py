@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_the_verdict_is_worded_from_its_figures() -> None:
     assert "within one tick of the kernel's CPU accounting (0.050 core)" in unresolved
 
 
-def _kept_hosts() -> list[tuple[str, dict]]:
+def _kept_hosts() -> list[tuple[str, dict[str, Any]]]:
     """Every host-load record of the kept results (CPU sweeps on the project's 2-core machine,
     the H100 run's 16-core host)."""
     hosts = []

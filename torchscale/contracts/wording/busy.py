@@ -27,7 +27,7 @@ def _used(figures: Mapping[str, Any]) -> str:
 
 def _contended(figures: Mapping[str, Any]) -> str:
     slowdown = figures.get("slowdown")
-    explains = f", enough to slow it by {slowdown * 100:.0f} % or more" if slowdown is not None else ""
+    explains = "" if slowdown is None else f", enough to slow it by {slowdown * 100:.0f} % or more"
     return f"{_used(figures)}: busy from {_cores(figures['threshold'])}{explains}"
 
 

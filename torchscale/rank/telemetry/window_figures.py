@@ -35,7 +35,6 @@ from torchscale.contracts.gpu_clocks import (
 )
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellWarning
-from torchscale.contracts.schema.finding import Finding
 from torchscale.contracts.schema.cell_telemetry import (
     EnergyMethod,
     FieldStats,
@@ -45,6 +44,7 @@ from torchscale.contracts.schema.cell_telemetry import (
     RankTelemetry,
     Telemetry,
 )
+from torchscale.contracts.schema.finding import Finding
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,
