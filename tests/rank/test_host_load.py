@@ -20,7 +20,7 @@ import pytest
 
 from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml, NVMLError_Unknown
 from tests.rank.test_telemetry import UUID, quiet_load, rank_telemetry
-from torchscale.contracts.busy_machine import busy_cpu_seconds, busy_threshold, is_busy
+from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
@@ -38,7 +38,7 @@ from torchscale.rank.telemetry.window_figures import (
     host_loads,
     rank_load,
     summarise_rank,
-    unresolved,
+    tick_cores,
 )
 
 # ============================================================================== the rule
@@ -63,47 +63,32 @@ def test_other_cores_are_the_host_less_the_cells_own() -> None:
     assert load.load_avg_1m is not None
     assert (load.load_avg_1m.mean, load.load_avg_1m.max) == (pytest.approx(2.6), 2.7)
     assert load.busy is True
+    assert load.finding is not None and load.finding.code == "busy.contended"
     (warning,) = busy_warnings([load])
     assert warning.kind == "busy machine"
     assert warning.text == (
-        "busy machine: other processes used 0.9 of 2 cores on h (the cell's 2 rank(s) used 1.1, "
-        "0.0 idle; load average up to 2.7) during the measured windows; timings may be slowed "
-        "or noisy"
+        "busy machine: on h, other processes used 0.90 of 2 cores, the cell's 2 rank(s) 1.1 "
+        "(0.90 free): busy from 0.11, enough to slow it by 82 % or more; load average up to 2.7 "
+        "during the measured windows; timings may be slowed or noisy"
     )
 
 
-def test_the_busy_rule_needs_both_a_material_share_and_no_idle_core_per_rank() -> None:
-    # 0.25 core per rank of the cell here is the share that counts
-    assert is_busy(other_cores=0.5, busy_cores=2.0, cores=2, ranks=2)
-    assert not is_busy(other_cores=0.49, busy_cores=2.0, cores=2, ranks=2)
-    # others on cores the cell left idle: a 64-core host with 8 others and 50 cores idle
-    assert not is_busy(other_cores=8.0, busy_cores=14.0, cores=64, ranks=4)
-    # ... the same host with fewer idle cores than ranks
-    assert is_busy(other_cores=58.0, busy_cores=61.5, cores=64, ranks=4)
-    assert is_busy(other_cores=1.0, busy_cores=2.0, cores=None, ranks=1)  # cores unknown
-    quiet = host_load("h", ranks_on("h", 0, 2))
+def test_a_quiet_host_is_judged_quiet_and_warns_nothing() -> None:
+    quiet = host_load("h", ranks_on("h", 0, 2))  # 64 cores, the cell 2, others 0.1
     assert quiet.other_cores == pytest.approx(0.1) and quiet.busy is False
+    assert quiet.finding is not None and quiet.finding.code == "busy.quiet"
     assert busy_warnings([quiet]) == []
 
 
-def test_ranks_that_outnumber_the_cores_are_starved_by_less_than_a_core() -> None:
-    """Measured: 4 ranks on 2 cores beside two CPU hogs, others used 0.83-0.94 core: a quarter
-    core per rank (1.0) is never reached, yet each rank loses 0.9 / 2 = 45 % of its share. Where
-    the ranks outnumber the cores the threshold is a quarter of the host's cores."""
-    assert busy_threshold(cores=2, ranks=4) == pytest.approx(0.5)
-    assert busy_threshold(cores=2, ranks=2) == pytest.approx(0.5)  # as many: unchanged
-    assert busy_threshold(cores=64, ranks=4) == pytest.approx(1.0)  # fewer: a quarter each
-    assert busy_threshold(cores=None, ranks=4) == pytest.approx(1.0)  # cores unknown
-    for other in (0.83, 0.9, 0.94):
-        assert is_busy(other_cores=other, busy_cores=2.0, cores=2, ranks=4)
-    assert not is_busy(other_cores=0.45, busy_cores=2.0, cores=2, ranks=4)
-    # 4 ranks, 2 cores, 2 s of windows: each rank saw the host busy all the time and used 0.275
+def test_ranks_that_outnumber_the_cores_are_busy_beside_a_core_of_others() -> None:
+    """Measured: 4 ranks on 2 cores beside two CPU hogs, others used 0.83-0.94 core: the cell
+    leaves no core free, so all of it comes out of the ranks' share."""
     ranks = ranks_on("h", 0, 4, cores=2, busy_cpu_s=4.0, own_cpu_s=0.55)
     load = host_load("h", ranks)
     assert load.other_cores == pytest.approx(0.9) and load.busy is True
     (warning,) = busy_warnings([load])
-    assert warning.text.startswith("busy machine: other processes used 0.9 of 2 cores on h (the")
-    assert "cell's 4 rank(s) used 1.1, 0.0 idle" in warning.text
+    assert warning.text.startswith("busy machine: on h, other processes used 0.90 of 2 cores")
+    assert "the cell's 4 rank(s) 1.1 (0.90 free)" in warning.text
 
 
 def test_rounding_below_zero_is_clamped() -> None:
@@ -115,20 +100,21 @@ def test_rounding_below_zero_is_clamped() -> None:
 
 def test_windows_too_short_for_the_kernels_ticks_judge_nothing() -> None:
     """Measured: a tiny model's 1-rank cell, 60 steps of 0.4 ms, 24 ms of windows; one stray
-    10 ms tick of another process read as 0.4 core and marked the host busy. Over windows
-    where a tick is more than a quarter of the busy threshold, other processes' cores are not
-    measurable, with the reason, and the cell is not called busy."""
+    10 ms tick of another process read as 0.4 core and marked the host busy. Where one tick
+    reads as more than lies between the others' cores and the threshold, neither the others'
+    cores nor the verdict are measurable, with the reason, and the cell is not called busy."""
     short = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.034, own_cpu_s=0.024, window_s=0.024)
     load = host_load("h", short)
     assert load.other_cores is None and load.busy is None
+    assert load.finding is not None and load.finding.code == "busy.unresolved"
     assert load.unavailable["busy"].startswith("not measurable: the measured windows last 24 ms")
     assert "run more steps" in load.unavailable["other_cores"]
     assert load.busy_cores is not None  # the readings themselves are kept
     assert busy_warnings([load]) == []
-    # at 1 rank the threshold is 0.25 core: one tick must read as at most 0.0625, 0.16 s
-    assert unresolved([short[0].load], 0.25, tick_s=0.01) is not None  # type: ignore[list-item]
+    assert tick_cores([short[0].load], tick_s=0.01) == pytest.approx(0.01 / 0.024)  # type: ignore[list-item]
+    # 0.16 s: a tick reads as 0.0625 core, less than the 0.1 between none and the threshold
     enough = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.16, own_cpu_s=0.16, window_s=0.16)
-    assert host_load("h", enough).other_cores is not None
+    assert host_load("h", enough).busy is False
 
 
 def test_each_host_has_its_own_figures_and_pids() -> None:
@@ -146,7 +132,7 @@ def test_each_host_has_its_own_figures_and_pids() -> None:
     assert hosts[1].other_gpu_processes == 1 and hosts[1].other_gpu_pids == [77]
     assert hosts[0].other_gpu_processes == 0
     warnings = busy_warnings(hosts)
-    assert warnings[0].text.startswith("busy machine: other processes used 1.0 of 2 cores on a (")
+    assert warnings[0].text.startswith("busy machine: on a, other processes used 1.0 of 2 cores")
     assert " on b " not in warnings[0].text
     assert warnings[1].text == (
         "GPU shared: 1 other compute process(es) on the cell's GPUs during the measured windows "

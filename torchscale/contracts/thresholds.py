@@ -9,12 +9,16 @@ from __future__ import annotations
 # report's reliability verdict
 CV_WARN_THRESHOLD = 0.10
 
-# other processes' CPU, in cores per rank of a cell (per core of the host where the ranks
-# outnumber its cores: busy_machine.busy_threshold): at least this much (on a host with fewer
-# idle cores than the cell's ranks) makes the machine "busy" (telemetry's host-load record),
-# and two runs whose other-process load differs by this much are not compared by the
-# regression rule ("not judged: busy machine", docs/regressions.md)
+# other processes' CPU, in cores per rank: two runs whose other-process load differs by this
+# much are not compared by the regression rule ("not judged: busy machine", docs/regressions.md)
 OTHER_CORES_PER_RANK = 0.25
+
+# a host is "busy" (telemetry's host-load record, contracts/busy_machine.py) when other
+# processes took from the cell's cores as much CPU as, had the cell had it, would have sped it
+# by this share of its own CPU: the noise bar's size (CV_WARN_THRESHOLD), so a busy host can
+# explain a slowdown as large as what "noisy" means, and it takes more (collectives wait for a
+# descheduled rank: 0.43 core of others slowed a 2-rank cell on 2 cores 2.3x, issue 71)
+BUSY_SLOWDOWN = CV_WARN_THRESHOLD
 
 # a GPU cell whose GPU is busy for less than this share of its measured step (the busy time of
 # a step issued ahead of the GPU: torchscale/rank/worker/host_probe.py) is "host-bound": the GPU

@@ -206,7 +206,14 @@ class HostLoad(Record):
         description="their PIDs; empty when NVML's PIDs belong to another PID namespace",
     )
     busy: bool | None = Field(
-        description="other_cores >= 0.25 per rank here and fewer idle cores than ranks here; "
-        "null: the CPU figures are missing"
+        description="other_cores reached the busy threshold (contracts/busy_machine.py: the "
+        "free cores less one per rank, plus a tenth of cell_cores); null: the CPU figures are "
+        "missing, or within one tick of the kernel's CPU accounting of the threshold"
+    )
+    finding: Finding | None = Field(
+        default=None,
+        description="the busy verdict as a code (busy.contended, busy.quiet, busy.unresolved) "
+        "and its figures: other, cell, machine and free cores, the threshold; null: not judged, "
+        "or a result written before issue 71",
     )
     unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")

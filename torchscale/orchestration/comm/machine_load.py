@@ -59,7 +59,7 @@ def busy_warning(start: LoadEdge | None, end: LoadEdge | None, ranks: int) -> st
     launch = max(0.0, (end.children_s - start.children_s) + (end.own_s - start.own_s))
     busy = max(0.0, end.host_busy_s - start.host_busy_s)
     other = max(0.0, busy - launch) / wall
-    if not is_busy(other, busy / wall, end.cores, ranks):
+    if not is_busy(other, launch / wall, end.cores, ranks):
         return None
     of = f" of {end.cores}" if end.cores else ""
     return (

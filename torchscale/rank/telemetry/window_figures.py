@@ -14,12 +14,14 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
-from torchscale.contracts.busy_machine import BUSY_NOTE, busy_threshold, is_busy
+from torchscale.contracts import wording
+from torchscale.contracts.busy_machine import BUSY, BUSY_NOTE, UNRESOLVED, busy_finding
 from torchscale.contracts.clock_reasons import (
     IGNORED_REASONS,
     SLOWDOWN_REASONS,
     decode_clock_reasons,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import (
     COUNTER_STEP_S,
     NVML_AVERAGING_S,
@@ -466,22 +468,25 @@ def other_gpu_processes(
     return count, [], {"other_gpu_pids": NAMESPACE_PIDS}
 
 
-def unresolved(
-    loads: Sequence[RankLoad], threshold: float, tick_s: float = CLOCK_TICK_S
-) -> str | None:
-    """Why other processes' cores cannot be told from these windows, or None: the kernel counts
-    CPU time in clock ticks, so over windows of w seconds one tick reads as tick / w cores, and
-    a difference of two such counts is resolved only where a tick is well below the busy
-    threshold (a quarter of it). A tiny model's 60 steps of 0.4 ms (24 ms of windows) read one
-    stray tick as 0.4 core: a busy host, measured."""
-    window_s = min((load.window_s for load in loads if load.window_s > 0), default=None)
-    if window_s is None or tick_s / window_s <= threshold / 4:
-        return None
+def tick_cores(loads: Sequence[RankLoad], tick_s: float = CLOCK_TICK_S) -> float:
+    """What one tick of the kernel's CPU accounting reads as, in cores, over the shortest
+    windows of the ranks here: the kernel counts CPU time in ticks, so over windows of w
+    seconds a stray tick reads as tick / w cores. A tiny model's 60 steps of 0.4 ms (24 ms of
+    windows) read one as 0.4 core: a busy host, measured."""
+    window_s = min((load.window_s for load in loads if load.window_s > 0), default=0.0)
+    return tick_s / window_s if window_s > 0 else float("inf")
+
+
+def unresolved(loads: Sequence[RankLoad], finding: Finding, tick_s: float = CLOCK_TICK_S) -> str:
+    """Why the busy verdict cannot be told from these windows (an unresolved `finding`)."""
+    window_s = min((load.window_s for load in loads if load.window_s > 0), default=0.0)
+    figures = finding.figures
     return (
         f"not measurable: the measured windows last {window_s * 1e3:.3g} ms, where one "
         f"{tick_s * 1e3:.3g} ms tick of the kernel's CPU accounting reads as "
-        f"{tick_s / window_s:.2g} core (the busy rule's {threshold:.2g} needs "
-        f"{4 * tick_s / threshold:.2g} s of windows); run more steps to measure it"
+        f"{tick_s / window_s:.2g} core, more than lies between the other processes' "
+        f"{figures['other_cores']:.2g} and the busy threshold {figures['threshold']:.2g}; run "
+        "more steps to measure it"
     )
 
 
@@ -496,11 +501,14 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
     own_rates, why_own = _rates(ranks, "own_cpu_s")
     busy_cores = statistics.fmean(busy_rates) if busy_rates else None
     cell_cores = sum(own_rates) if own_rates is not None else None
-    other = busy = None
-    too_short = unresolved(loads, busy_threshold(cores, len(ranks)))
-    if busy_cores is not None and cell_cores is not None and too_short is None:
+    other = busy = finding = too_short = None
+    if busy_cores is not None and cell_cores is not None:
         other = max(0.0, busy_cores - cell_cores)
-        busy = is_busy(other, busy_cores, cores, len(ranks))
+        finding = busy_finding(other, cell_cores, cores, len(ranks), tick_cores(loads))
+        if finding.code == UNRESOLVED:
+            other, too_short = None, unresolved(loads, finding)
+        else:
+            busy = finding.code == BUSY
     for key, why in (("busy_cores", why_busy), ("cell_cores", why_own)):
         if why is not None:
             unavailable[key] = why
@@ -522,6 +530,7 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
         other_gpu_processes=gpu_count,
         other_gpu_pids=gpu_pids,
         busy=busy,
+        finding=finding,
         unavailable=unavailable | why_gpu,
     )
 
@@ -543,18 +552,12 @@ def busy_warnings(hosts: Sequence[HostLoad]) -> list[CellWarning]:
     warnings = []
     parts = []
     for h in hosts:
-        if not h.busy or h.other_cores is None or h.busy_cores is None:
+        if not h.busy or h.finding is None:
             continue
-        of = f" of {h.cores}" if h.cores else ""
-        idle = f", {max(0.0, h.cores - h.busy_cores):.1f} idle" if h.cores else ""
-        mine = f"the cell's {len(h.ranks)} rank(s) used {h.cell_cores or 0:.1f}{idle}"
         load = f"; load average up to {h.load_avg_1m.max:.1f}" if h.load_avg_1m else ""
-        parts.append(f"{h.other_cores:.1f}{of} cores on {h.host} ({mine}{load})")
+        parts.append(f"on {h.host}, {wording.say(h.finding)}{load}")
     if parts:
-        text = (
-            f"busy machine: other processes used {'; '.join(parts)} during the measured "
-            f"windows; {BUSY_NOTE}"
-        )
+        text = f"busy machine: {'; '.join(parts)} during the measured windows; {BUSY_NOTE}"
         warnings.append(CellWarning(kind="busy machine", text=text))
     shared = []
     for h in hosts:
