@@ -1,18 +1,22 @@
 """The host-bound verdict of a GPU cell, in one shape for every result as it is read.
 
-A result whose busy probe measured the GPU (`CellResult.host_bound.host_bound` true or false)
-is read as written. Without a probe (schema 15 or older, or a probe that was not measurable)
-one documented fallback judges it: on CUDA, a cell whose MFU is under `HOST_BOUND_MFU` (1 %:
-the step's FLOPs at the GPU's peak fill under 1 % of the step) is host-bound by arithmetic;
-otherwise it is not judged ("not measured"). A host-bound cell gets its one finding in
+A result whose GPU busy share was measured (`CellResult.host_bound.host_bound` true or false:
+the CUDA trace's verdict, a stored finding, or an older sleep probe's) is read as written: the
+measured share decides, whatever the MFU. Without one (schema 15 or older, or a share that was
+not measured) one documented fallback judges it: on CUDA, a cell whose MFU is under
+`HOST_BOUND_MFU` (1 %: the step's FLOPs at the GPU's peak fill under 1 % of the step) is
+host-bound by arithmetic; otherwise it is not judged ("not measured"). A host-bound cell gets
+its one finding in
 `diagnosis.findings` (`findings.host_bound_finding`), so every surface renders the same
 verdict. CPU cells get none: every CPU step is host time. docs/methodology.md, "Host-bound".
 """
 
 from __future__ import annotations
 
+from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.figures import share_text
+from torchscale.contracts.schema import finding
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -20,6 +24,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     host_bound_finding,
     pct_small,
 )
+from torchscale.offline.analysis.trace.gpu_busy import LAUNCH_TIME
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
@@ -70,6 +75,7 @@ def host_bound_of(result: CellResult) -> Finding | None:
         return None
     mfu = result.compute.mfu if result.compute is not None else None
     return host_bound_finding(
+        title=wording.say(record.verdict) if record.verdict is not None else None,
         busy_share=record.gpu_busy_share,
         mfu=mfu,
         method=record.method,
@@ -79,6 +85,14 @@ def host_bound_of(result: CellResult) -> Finding | None:
         or (result.warmup is not None and result.warmup.compile_s is not None),
         mfu_interval=result.intervals.mfu if result.intervals is not None else None,
     ).stored()
+
+
+def launch_time_verdict(result: CellResult) -> finding.Finding | None:
+    """The traced verdict of a host-bound GPU cell (its compute is launch time); None for
+    every other cell, and for a verdict by arithmetic or an older probe (no traced share)."""
+    record = result.host_bound
+    verdict = record.verdict if record is not None else None
+    return verdict if verdict is not None and verdict.code == LAUNCH_TIME else None
 
 
 def with_host_bound(result: CellResult) -> CellResult:
