@@ -16,7 +16,7 @@ CV_WARN_THRESHOLD = 0.10
 # regression rule ("not judged: busy machine", docs/regressions.md)
 OTHER_CORES_PER_RANK = 0.25
 
-# a GPU cell whose GPU is busy for less than this share of its measured step (the busy time of
-# a step issued ahead of the GPU: torchscale/rank/worker/host_probe.py) is "host-bound": the GPU
-# waits for Python and kernel launches for most of the step
+# a GPU cell whose GPU is busy for less than this share of its traced steps (the union of its
+# kernels over their wall time: torchscale/rank/worker/busy_trace.py) is "host-bound": the GPU
+# idles more than it works, waiting for Python and kernel launches (docs/methodology.md says why)
 HOST_BOUND_SHARE = 0.5

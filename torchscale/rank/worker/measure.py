@@ -1,7 +1,7 @@
 """The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
 
 Only window edges synchronise, so the steps inside run exactly as in training; the edge work
-(GC, telemetry, one untimed step), the timeout and the busy probe, each with its why:
+(GC, telemetry, one untimed step), the timeout and the busy trace, each with its why:
 docs/methodology.md, "Inside every rank".
 """
 
