@@ -18,7 +18,7 @@ from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import PART_WORDS
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
-from torchscale.offline.results.upgrades.host_bound import launch_time_verdict
+from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
 from torchscale.orchestration.plan import PlannedCell
 
 STATUS_LEVEL: dict[Status, Level] = {
@@ -100,7 +100,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     lines += host_bound_lines(result, verbose=verbose)
     if result.cell.world_size > 1 or result.diagnosis is not None:
         # a host-bound GPU's compute part is the host issuing kernels, not the GPU computing
-        launch = launch_time_verdict(result) is not None
+        launch = launch_time_verdict(result.host_bound) is not None
         lines += diagnosis_lines(
             result.diagnosis,
             result.unavailable.get("diagnosis"),

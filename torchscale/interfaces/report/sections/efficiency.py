@@ -32,8 +32,8 @@ from torchscale.interfaces.report.sections.context import (
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
 from torchscale.offline.results.split_figures import split_figures
-from torchscale.offline.results.upgrades.host_bound import launch_time_verdict
 
 # the parts of the step in plain words (headings and legends); their technical terms are
 # the tooltip and the footnote (sections.words)
@@ -151,7 +151,8 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dic
         out[f"{part.name}_share_high"] = part.share.high
         out[f"{part.name}_s"] = part.seconds.value
         out[f"{part.name}_text"] = share_text(part.share)
-    if (launch := launch_time_verdict(ctx.result(row))) is not None and "compute_text" in out:
+    launch = launch_time_verdict(ctx.result(row).host_bound)  # its compute is launch time
+    if launch is not None and "compute_text" in out:
         out["compute_text"] = compute_part(launch.figures, out["compute_text"])
     exposed = out.get("exposed_transfer_share")
     out["_severity"] = "bad" if exposed is not None and exposed >= EXPOSED_BAD else "info"

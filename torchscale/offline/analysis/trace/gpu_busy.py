@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.schema.cell_result import HostBound
 from torchscale.contracts.schema.finding import Finding
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
 from torchscale.offline.analysis.trace.intervals import Intervals, from_frame
@@ -78,3 +79,10 @@ def host_bound_verdict(busy: BusyShare, threshold: float = HOST_BOUND_SHARE) -> 
             "step_s": busy.wall_s / per_step,
         },
     )
+
+
+def launch_time_verdict(record: HostBound | None) -> Finding | None:
+    """A cell's traced host-bound verdict (its compute is launch time); None for every other
+    record, a verdict by arithmetic or an older probe's included (no traced share)."""
+    verdict = record.verdict if record is not None else None
+    return verdict if verdict is not None and verdict.code == LAUNCH_TIME else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.figures import share_text
-from torchscale.contracts.schema import finding
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -24,7 +23,6 @@ from torchscale.offline.analysis.diagnosis.findings import (
     host_bound_finding,
     pct_small,
 )
-from torchscale.offline.analysis.trace.gpu_busy import LAUNCH_TIME
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
@@ -85,14 +83,6 @@ def host_bound_of(result: CellResult) -> Finding | None:
         or (result.warmup is not None and result.warmup.compile_s is not None),
         mfu_interval=result.intervals.mfu if result.intervals is not None else None,
     ).stored()
-
-
-def launch_time_verdict(result: CellResult) -> finding.Finding | None:
-    """The traced verdict of a host-bound GPU cell (its compute is launch time); None for
-    every other cell, and for a verdict by arithmetic or an older probe (no traced share)."""
-    record = result.host_bound
-    verdict = record.verdict if record is not None else None
-    return verdict if verdict is not None and verdict.code == LAUNCH_TIME else None
 
 
 def with_host_bound(result: CellResult) -> CellResult:
