@@ -611,7 +611,7 @@ def test_memory_peaks_are_read_before_each_no_sync_window(
     monkeypatch.setattr(torch.cuda, "memory_stats", stats)
     monkeypatch.setattr(measure_module, "rank_sampler", lambda _config, _device: sampler)
     monkeypatch.setattr(measure_module, "summarise_rank", lambda *_args: None)
-    monkeypatch.setattr(measure_module, "probe_rank", lambda *_args: None)  # a real GPU's
+    monkeypatch.setattr(measure_module, "trace_rank", lambda *_args: None)  # a real GPU's
     result = measure(trainer, "host")
     # each synchronised window's peaks are reset before it and read right after it, before
     # the no_sync window interleaved after it (which holds a second copy of the gradients)

@@ -20,7 +20,7 @@ OTHER_CORES_PER_RANK = 0.25
 # descheduled rank: 0.43 core of others slowed a 2-rank cell on 2 cores 2.3x, issue 71)
 BUSY_SLOWDOWN = CV_WARN_THRESHOLD
 
-# a GPU cell whose GPU is busy for less than this share of its measured step (the busy time of
-# a step issued ahead of the GPU: torchscale/rank/worker/host_probe.py) is "host-bound": the GPU
-# waits for Python and kernel launches for most of the step
+# a GPU cell whose GPU is busy for less than this share of its traced steps (the union of its
+# kernels over their wall time: torchscale/rank/worker/busy_trace.py) is "host-bound": the GPU
+# idles more than it works, waiting for Python and kernel launches (docs/methodology.md says why)
 HOST_BOUND_SHARE = 0.5

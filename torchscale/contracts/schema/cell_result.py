@@ -13,6 +13,7 @@ from pydantic import Field
 
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION
+from torchscale.contracts.schema import finding
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.versioned import Record
 
@@ -587,38 +588,43 @@ HOST_BOUND_CPU = "CPU device: every step is host time; host-bound applies to GPU
 
 
 class HostBound(Record):
-    """GPU cells: how much of a step the GPU is busy, measured by holding the host ahead of the
-    GPU (torchscale/rank/worker/host_probe.py). After the measured windows, outside every timer,
-    a GPU sleep is enqueued and K training steps are issued behind it: when the host has issued
-    them all before the sleep ends, the GPU runs them back to back, never waiting for Python or
-    a launch, and their event-timed span is the GPU's own time per step. Against the measured
-    step, a share well below 1 means the GPU waited for the host for the rest of the step.
-    Null with `reason` where it cannot be measured (a CPU cell, a pipeline, a step that waits
-    for the GPU inside it: a host sync such as GradScaler's inf check, or a full launch
-    queue)."""
+    """GPU cells: how much of a step the GPU is busy. Schema 18 on: a short CUDA-only
+    torch.profiler trace of a few steps after the measured windows (rank/worker/busy_trace.py),
+    reduced on each rank to the union of its kernel, memcpy and memset intervals over the wall
+    time of those steps (offline/analysis/trace/gpu_busy.py); the busiest rank's share is the
+    cell's. Schema 16-17: a sleep probe (K steps issued behind a GPU sleep), which a real
+    model's launch queue overran. Null figures with `reason` where it is not measured (a CPU
+    cell, a pipeline, a capture that failed: the cell still succeeds)."""
 
     gpu_busy_s: float | None = Field(
-        description="GPU time of one step issued ahead of the GPU, median over the K probe "
-        "steps; on several ranks the busiest rank's"
+        description="GPU busy seconds per traced step (sleep probe: per probe step); on "
+        "several ranks the busiest rank's"
     )
     step_s: float | None = Field(
-        description="the cell's median measured step it is compared with (step_time.p50)"
+        description="the wall seconds per traced step it is compared with (sleep probe: the "
+        "cell's median measured step)"
     )
-    gpu_busy_share: float | None = Field(
-        description="gpu_busy_s / step_s, clamped to [0, 1] (`note` says when the busy time "
-        "exceeded the step beyond noise)"
-    )
+    gpu_busy_share: float | None = Field(description="gpu_busy_s / step_s, clamped to [0, 1]")
     host_bound: bool | None = Field(
-        description="gpu_busy_share < HOST_BOUND_SHARE (torchscale/contracts/thresholds.py): "
-        "the GPU waits for Python and kernel launches for most of the step"
+        description="gpu_busy_share < threshold (HOST_BOUND_SHARE, "
+        "torchscale/contracts/thresholds.py): the GPU waits for Python and kernel launches "
+        "for most of the step"
     )
     method: str = Field(
-        description='"sleep probe: K steps issued behind a <n> ms GPU sleep" or "flops at peak '
-        '(older result)"'
+        description='"CUDA trace: <n> steps", "sleep probe: K steps issued behind a <n> ms GPU '
+        'sleep" or "flops at peak (older result)"'
     )
     reason: str | None = Field(default=None, description="why the figures are null")
     note: str | None = Field(
         default=None, description="what a reader must know beside a measured share"
+    )
+    steps: int | None = Field(
+        default=None, description="traced steps the share was measured over (CUDA trace)"
+    )
+    verdict: finding.Finding | None = Field(
+        default=None,
+        description="the verdict as a finding (host_bound.launch_time | host_bound.gpu_busy: "
+        "busy_share, steps, threshold, gpu_busy_s, step_s); null before the CUDA trace",
     )
 
 

@@ -19,15 +19,19 @@ from torchscale.interfaces.report.diagnosis_text import (
 
 
 def diagnosis_lines(
-    diagnosis: Diagnosis | None, why_not: str | None, *, verbose: bool
+    diagnosis: Diagnosis | None,
+    why_not: str | None,
+    *,
+    verbose: bool,
+    compute_word: str = PART_WORDS["compute"],
 ) -> list[Line]:
-    """The diagnosis as terminal lines: sync stall, step split, straggler, its caveat, the
-    what-if and, when a cross-check disagrees, one line saying so; `verbose` adds the
-    per-rank waits, what decided and every cross-check."""
+    """The diagnosis as terminal lines: sync stall, step split (its compute part named
+    `compute_word`), straggler, its caveat, the what-if and, when a cross-check disagrees, one
+    line saying so; `verbose` adds the per-rank waits, what decided and every cross-check."""
     if diagnosis is None:
         return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
     lines = []
-    for sentence in headline(diagnosis):
+    for sentence in headline(diagnosis, compute_word):
         if sentence.kind == "disagreement":
             if not verbose:  # -v shows every cross-check instead
                 lines.append(Line("skip", f"> [NOTE] {sentence.text}"))

@@ -62,10 +62,12 @@ def sync_stall_text(diagnosis: Diagnosis) -> str:
     return f"Sync stall time: {share_text(part.share if part else None)}"
 
 
-def split_text(diagnosis: Diagnosis) -> str:
+def split_text(diagnosis: Diagnosis, compute_word: str = PART_WORDS["compute"]) -> str:
     """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
-    1.1 %' (point values; each part's interval is in the JSON and -v)."""
-    parts = ", ".join(f"{PART_WORDS[p.name]} {_point(p.share)}" for p in diagnosis.parts)
+    1.1 %' (point values; each part's interval is in the JSON and -v); `compute_word` names
+    the compute part ('launch time' on a host-bound GPU)."""
+    words = PART_WORDS | {"compute": compute_word}
+    parts = ", ".join(f"{words[p.name]} {_point(p.share)}" for p in diagnosis.parts)
     step = ms(diagnosis.step_s.value) if diagnosis.step_s.value is not None else "?"
     return f"Step {step}{_traced(diagnosis)}: {parts}"
 
@@ -210,7 +212,7 @@ def acted(verdict: StragglerVerdict | None) -> bool:
     return verdict is not None and (verdict.named or bool(verdict.host_bound))
 
 
-def headline(diagnosis: Diagnosis) -> list[Sentence]:
+def headline(diagnosis: Diagnosis, compute_word: str = PART_WORDS["compute"]) -> list[Sentence]:
     """The diagnosis' lines in the order every surface prints them: sync stall, the step
     split, the straggler verdict (when there are peers or a verdict), the busy-machine caveat,
     the what-if and, when a cross-check disagrees, the one line saying so (the terminal's
@@ -218,7 +220,7 @@ def headline(diagnosis: Diagnosis) -> list[Sentence]:
     verdict = diagnosis.straggler
     out = [
         Sentence("stall", "info", sync_stall_text(diagnosis)),
-        Sentence("split", "info", split_text(diagnosis)),
+        Sentence("split", "info", split_text(diagnosis, compute_word)),
     ]
     if diagnosis.ranks > 1 or verdict is not None:
         level: Literal["info", "warn"] = "warn" if acted(verdict) else "info"

@@ -59,9 +59,9 @@ from torchscale.offline.analysis.uncertainty import median_of_repeats, percentil
 from torchscale.offline.results.split_figures import split_unavailable
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
+from torchscale.rank.worker.busy_trace import CPU_REASON, host_bound_record
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
-from torchscale.rank.worker.host_probe import CPU_REASON, host_bound_record
 from torchscale.rank.worker.measure import RankMeasurement, measured_steps
 from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
@@ -530,7 +530,7 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
 
 def read_steps(rank: RankMeasurement) -> int:
     """The steps a rank read a batch for: warm-up, measured windows and no_sync windows (each
-    with its untimed edge steps), and the busy probe's."""
+    with its untimed edge steps), and the busy trace's."""
     return (
         len(rank.warmup_s)
         + sum(len(w.step_s) for w in rank.windows)
@@ -540,15 +540,13 @@ def read_steps(rank: RankMeasurement) -> int:
     )
 
 
-def host_bound_block(
-    ranks: Sequence[RankMeasurement], pooled: StepTimeStats
-) -> tuple[HostBound | None, dict[str, str]]:
-    """The busy probe's verdict for a GPU cell (every rank probed); null with the reason on
+def host_bound_block(ranks: Sequence[RankMeasurement]) -> tuple[HostBound | None, dict[str, str]]:
+    """The busy trace's verdict for a GPU cell (every rank traced); null with the reason on
     CPU, where every step is host time."""
-    probed = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
-    if len(probed) < len(ranks):
+    traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
+    if len(traced) < len(ranks):
         return None, {"host_bound": CPU_REASON}
-    return host_bound_record(probed, pooled.p50, pooled.cv), {}
+    return host_bound_record(traced), {}
 
 
 def result_environment(ranks: Sequence[RankMeasurement], facts: CellFacts) -> dict[str, Any]:
@@ -613,7 +611,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     warnings += compile_warnings
     warnings += facts.warnings
     unavailable.update(why_not)
-    host_bound = known(host_bound_block(ranks, pooled))
+    host_bound = known(host_bound_block(ranks))
     fixed_costs = known(fixed_costs_record([r.fixed for r in ranks]))
 
     return CellResult(

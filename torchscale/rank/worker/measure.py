@@ -1,7 +1,7 @@
 """The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
 
 Only window edges synchronise, so the steps inside run exactly as in training; the edge work
-(GC, telemetry, one untimed step), the timeout and the busy probe, each with its why:
+(GC, telemetry, one untimed step), the timeout and the busy trace, each with its why:
 docs/methodology.md, "Inside every rank".
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import resource
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,10 +25,10 @@ from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.window_figures import summarise_rank
 from torchscale.rank.worker.allocator import AllocatorStats, allocator_stats, merge_windows
+from torchscale.rank.worker.busy_trace import BusyReading, trace_rank
 from torchscale.rank.worker.compile_watch import CompileCounts, WindowCompiles
 from torchscale.rank.worker.fixed_costs import RankFixedCosts
 from torchscale.rank.worker.harness import collective_timeout
-from torchscale.rank.worker.host_probe import ProbeReading, probe_rank
 from torchscale.rank.worker.measured_peak import MeasuredPeak
 from torchscale.rank.worker.model_parallel import replica_flops
 from torchscale.rank.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
@@ -119,8 +118,8 @@ class RankMeasurement:
     # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
     comm_probe: Any = None
     window_edge_steps: int = WINDOW_EDGE_STEPS  # untimed steps before each window's clocks
-    # GPU cells: the busy probe after the windows (host_probe.py); None on CPU
-    gpu_busy: ProbeReading | None = None
+    # GPU cells: the CUDA trace of the busy share after the windows (busy_trace.py); None on CPU
+    gpu_busy: BusyReading | None = None
     fixed: RankFixedCosts = field(default_factory=RankFixedCosts)
 
 
@@ -356,8 +355,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
                     watched_window(watch, trainer, steps, timing, skip_sync=True)
                 )
         # outside every window and timer: how much of a step the GPU is busy (every rank)
-        timed = measured_steps(result)
-        result.gpu_busy = probe_rank(trainer, statistics.median(timed) if timed else 0.0)
+        result.gpu_busy = trace_rank(trainer)
     if watch is not None:
         result.window_compiles, result.compile_note = watch.total, watch.note or warm.note
         result.graph_breaks = watch.last.graph_breaks if watch.last is not None else None

@@ -12,6 +12,7 @@ import pandas as pd
 from torchscale.contracts.figures import seconds_text, share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
+from torchscale.contracts.wording.host_bound import compute_part
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
@@ -31,6 +32,7 @@ from torchscale.interfaces.report.sections.context import (
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
 from torchscale.offline.results.split_figures import split_figures
 
 # the parts of the step in plain words (headings and legends); their technical terms are
@@ -149,6 +151,9 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dic
         out[f"{part.name}_share_high"] = part.share.high
         out[f"{part.name}_s"] = part.seconds.value
         out[f"{part.name}_text"] = share_text(part.share)
+    launch = launch_time_verdict(ctx.result(row).host_bound)  # its compute is launch time
+    if launch is not None and "compute_text" in out:
+        out["compute_text"] = compute_part(launch.figures, out["compute_text"])
     exposed = out.get("exposed_transfer_share")
     out["_severity"] = "bad" if exposed is not None and exposed >= EXPOSED_BAD else "info"
     return out

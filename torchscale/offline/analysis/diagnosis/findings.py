@@ -559,16 +559,18 @@ def host_bound_finding(
     step_s: float | None = None,
     compiled: bool = False,
     mfu_interval: Estimate | None = None,
+    title: str | None = None,
 ) -> RankedFinding:
     """The host-bound verdict of a GPU cell as a finding: from the busy probe (`busy_share`:
     the GPU's busy time over the median step) or, without one, by arithmetic (`mfu`: the
     step's FLOPs at the GPU's peak over the step, under HOST_BOUND_MFU); `compiled`: the cell
-    ran under torch.compile, so the fix does not offer it again. Its cost is the share
+    ran under torch.compile, so the fix does not offer it again; `title`: the stored verdict's
+    words (a traced share), made by contracts/wording. Its cost is the share
     of the step the GPU is not busy (by arithmetic: at most 1 - MFU, the share its FLOPs leave)."""
     fix = HOST_BOUND_FIX_COMPILED if compiled else HOST_BOUND_FIX
     if busy_share is not None:
         share = min(max(busy_share, 0.0), 1.0)
-        title = (
+        title = title or (
             f"{HOST_BOUND_TITLE}: the GPU is busy {pct(share)} of the step and waits for "
             "Python/launches"
         )

@@ -1,16 +1,19 @@
 """The host-bound verdict of a GPU cell, in one shape for every result as it is read.
 
-A result whose busy probe measured the GPU (`CellResult.host_bound.host_bound` true or false)
-is read as written. Without a probe (schema 15 or older, or a probe that was not measurable)
-one documented fallback judges it: on CUDA, a cell whose MFU is under `HOST_BOUND_MFU` (1 %:
-the step's FLOPs at the GPU's peak fill under 1 % of the step) is host-bound by arithmetic;
-otherwise it is not judged ("not measured"). A host-bound cell gets its one finding in
-`diagnosis.findings` (`findings.host_bound_finding`), so every surface renders the same
-verdict. CPU cells get none: every CPU step is host time. docs/methodology.md, "Host-bound".
+A result whose GPU busy share was measured (`CellResult.host_bound.host_bound` true or false:
+the CUDA trace's verdict, a stored finding, or an older sleep probe's) is read as written: the
+measured share decides, whatever the MFU. Without one (schema 15 or older, or a share that was
+not measured) one documented fallback judges it: on CUDA, a cell whose MFU is under
+`HOST_BOUND_MFU` (1 %: the step's FLOPs at the GPU's peak fill under 1 % of the step) is
+host-bound by arithmetic; otherwise it is not judged ("not measured"). A host-bound cell gets
+its one finding in `diagnosis.findings` (`findings.host_bound_finding`), so every surface
+renders the same verdict. CPU cells get none: every CPU step is host time.
+docs/methodology.md, "Host-bound".
 """
 
 from __future__ import annotations
 
+from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
@@ -70,6 +73,7 @@ def host_bound_of(result: CellResult) -> Finding | None:
         return None
     mfu = result.compute.mfu if result.compute is not None else None
     return host_bound_finding(
+        title=wording.say(record.verdict) if record.verdict is not None else None,
         busy_share=record.gpu_busy_share,
         mfu=mfu,
         method=record.method,

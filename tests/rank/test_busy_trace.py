@@ -1,7 +1,7 @@
-"""The clean window edge, the GPU busy probe's arithmetic and the itemised fixed costs, in one
-process on CPU: the edge step's order against the window's clocks, the probe's validity rule and
-share with made-up event times (its CUDA side needs a GPU: the `gpu` test), the fixed costs'
-slowest-rank rule and their reasons."""
+"""The clean window edge, the GPU busy trace's rule and the itemised fixed costs, in one
+process on CPU: the edge step's order against the window's clocks, the cell's share and verdict
+from made-up readings and a capture that fails open (its CUDA side needs a GPU: the `gpu`
+test), the fixed costs' slowest-rank rule and their reasons."""
 
 from __future__ import annotations
 
@@ -17,23 +17,21 @@ from tests.rank.test_aggregate import make_rank, run
 from tests.rank.test_phases import worker_spec
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
+from torchscale.rank.worker.busy_trace import (
+    CAPTURE_FAILED,
+    NOT_RUN_METHOD,
+    PIPELINE_REASON,
+    BusyReading,
+    host_bound_record,
+    trace_rank,
+)
 from torchscale.rank.worker.fixed_costs import (
     CPU_DEVICE_INIT,
     RankFixedCosts,
     fixed_costs_record,
     process_start_seconds,
-)
-from torchscale.rank.worker.host_probe import (
-    ISSUE_MARGIN,
-    NOT_RUN_METHOD,
-    PIPELINE_REASON,
-    ProbeReading,
-    host_bound_record,
-    judge_reading,
-    probe_rank,
-    probe_steps,
-    sleep_ms_for,
 )
 from torchscale.rank.worker.measure import WINDOW_EDGE_STEPS, run_window
 from torchscale.rank.worker.trainer import Trainer
@@ -143,94 +141,65 @@ def test_result_counts_its_edge_steps_and_says_why_a_cpu_cell_has_no_probe() -> 
     assert result.unavailable["host_bound"] == HOST_BOUND_CPU
 
 
-# ======================================================================= the busy probe's rule
+# ===================================================================== the busy trace's rule
 
 
-def reading(
-    issue_ms: float, sleep_ms: float = 30.0, steps_ms: tuple[float, ...] = (2.0, 1.0, 1.0)
-) -> ProbeReading:
-    return ProbeReading(
-        rank=0,
-        steps=len(steps_ms),
-        sleep_ms=sleep_ms,
-        sleep_s=sleep_ms / 1e3,
-        issue_s=issue_ms / 1e3,
-        step_gpu_s=[s / 1e3 for s in steps_ms],
-    )
-
-
-def test_a_probe_whose_host_finished_before_the_sleep_ended_gives_the_median_step() -> None:
-    """The first step absorbs the ranks' skew: the median of the K steps is the busy time."""
-    busy, why = judge_reading(reading(issue_ms=12.0))
-    assert why is None
-    assert busy == pytest.approx(0.001)
-
-
-def test_a_probe_whose_host_waited_for_the_gpu_is_not_measurable() -> None:
-    """Issuing took longer than the sleep's span (less the margin): a host sync or a full
-    launch queue held the host, so the GPU may have waited for it inside the steps."""
-    at_margin = reading(issue_ms=30.0 * ISSUE_MARGIN)
-    assert judge_reading(at_margin)[1] is None
-    busy, why = judge_reading(reading(issue_ms=30.0 * ISSUE_MARGIN + 0.1))
-    assert busy is None
-    assert why is not None and "host waited for the GPU" in why and "rank 0" in why
-
-
-def test_the_share_is_the_busiest_ranks_against_the_median_step() -> None:
-    """1 ms of GPU per step against a 4 ms step: 25 % busy, host-bound; the busiest rank
-    (rank 1's 3 ms) decides for the cell."""
-    record = host_bound_record([reading(5.0)], step_s=0.004)
+def test_the_cell_takes_the_busiest_ranks_share_and_stores_its_verdict() -> None:
+    idle = BusyReading(0, 3, busy_s=0.003, wall_s=0.012)  # 25 % busy
+    busy = BusyReading(1, 3, busy_s=0.009, wall_s=0.012)  # 75 % busy
+    record = host_bound_record([idle])
+    assert record.gpu_busy_share == pytest.approx(0.25) and record.host_bound is True
+    assert record.steps == 3 and record.step_s == pytest.approx(0.004)
     assert record.gpu_busy_s == pytest.approx(0.001)
-    assert record.gpu_busy_share == pytest.approx(0.25)
-    assert record.host_bound is True
-    assert record.reason is None and record.note is None
-    assert record.method == "sleep probe: 3 steps issued behind a 30 ms GPU sleep"
-    busy_rank = ProbeReading(1, 3, 30.0, 0.03, 0.005, [0.003, 0.003, 0.003])
-    both = host_bound_record([reading(5.0), busy_rank], step_s=0.004)
-    assert both.gpu_busy_s == pytest.approx(0.003)
-    assert both.gpu_busy_share == pytest.approx(0.75)
-    assert both.host_bound is False
-    assert HOST_BOUND_SHARE == 0.5
+    assert record.method == "CUDA trace: 3 steps after the windows"
+    assert record.verdict is not None and record.verdict.code == "host_bound.launch_time"
+    assert record.verdict.figures["threshold"] == HOST_BOUND_SHARE
+    both = host_bound_record([idle, busy])
+    assert both.gpu_busy_share == pytest.approx(0.75) and both.host_bound is False
+    assert both.verdict is not None and both.verdict.code == "host_bound.gpu_busy"
 
 
-def test_a_busy_time_beyond_the_step_is_clamped_and_said() -> None:
-    within_noise = host_bound_record([reading(5.0, steps_ms=(4.1, 4.1, 4.1))], step_s=0.004)
-    assert within_noise.gpu_busy_share == 1.0 and within_noise.note is None
-    beyond = host_bound_record([reading(5.0, steps_ms=(5.0, 5.0, 5.0))], step_s=0.004)
-    assert beyond.gpu_busy_share == 1.0 and beyond.host_bound is False
-    assert beyond.note is not None and "25 % more than the measured median step" in beyond.note
-    noisy = host_bound_record([reading(5.0, steps_ms=(5.0,) * 3)], step_s=0.004, step_cv=0.3)
-    assert noisy.note is None  # inside the steps' own noise
+def test_one_rank_without_a_share_leaves_the_cell_null_with_its_reason() -> None:
+    failed = BusyReading(1, 3, reason=f"{CAPTURE_FAILED} (RuntimeError: CUPTI)")
+    record = host_bound_record([BusyReading(0, 3, 0.003, 0.012), failed])
+    assert record.gpu_busy_share is None and record.host_bound is None
+    assert record.verdict is None and record.reason == failed.reason
 
 
-def test_one_rank_not_measurable_leaves_the_cell_share_null_with_its_reason() -> None:
-    late = ProbeReading(1, 3, 30.0, 0.03, 0.05, [0.003, 0.003, 0.003])
-    record = host_bound_record([reading(5.0), late], step_s=0.004)
-    assert record.gpu_busy_s is None and record.gpu_busy_share is None
-    assert record.host_bound is None
-    assert record.reason is not None and record.reason.startswith("rank 1: ")
-
-
-def test_a_pipeline_cell_is_not_probed_and_says_why() -> None:
-    record = host_bound_record([ProbeReading(0, reason=PIPELINE_REASON)], step_s=0.004)
+def test_a_pipeline_cell_is_not_traced_and_says_why() -> None:
+    record = host_bound_record([BusyReading(0, reason=PIPELINE_REASON)])
     assert record.host_bound is None and record.reason == PIPELINE_REASON
     assert record.method == NOT_RUN_METHOD
 
 
 @pytest.mark.usefixtures("process_group")
-def test_no_probe_on_cpu(tmp_path: Path) -> None:
+def test_no_trace_on_cpu(tmp_path: Path) -> None:
     trainer = Trainer.build(worker_spec(tmp_path), torch.device("cpu"))
-    assert probe_rank(trainer, 0.01) is None
+    assert trace_rank(trainer) is None
 
 
-def test_the_sleep_outlasts_issuing_the_steps() -> None:
-    assert probe_steps(0.002) == 3 and probe_steps(0.8) == 2
-    assert sleep_ms_for(0.002, 3) == pytest.approx(2 * 3 * 2.0 + 20.0)
+@pytest.mark.usefixtures("process_group")
+def test_a_failed_capture_leaves_the_figure_null_and_the_cell_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fail-open: the profiler refusing to start gives a reason, never an exception."""
+    import torch.profiler
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("CUPTI unavailable")
+
+    trainer = Trainer.build(worker_spec(tmp_path), torch.device("cpu"))
+    monkeypatch.setattr(trainer, "device", torch.device("cuda", 0))
+    monkeypatch.setattr(busy_trace, "synchronize", lambda _device: None)
+    monkeypatch.setattr(torch.profiler, "profile", refuse)
+    reading = trace_rank(trainer)
+    assert reading is not None and reading.steps == 0
+    assert reading.reason == f"{CAPTURE_FAILED} (RuntimeError: CUPTI unavailable)"
 
 
 @pytest.mark.gpu
-def test_the_probe_measures_a_gpu_step(tmp_path: Path) -> None:
-    """On a GPU: a 1-rank nccl group, tiny-mlp's step probed for real (torch.cuda API)."""
+def test_the_trace_measures_a_gpu_step(tmp_path: Path) -> None:
+    """On a GPU: a 1-rank nccl group, tiny-mlp's steps traced for real (torch.profiler)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     store = f"file://{tmp_path / 'store'}"
@@ -242,15 +211,13 @@ def test_the_probe_measures_a_gpu_step(tmp_path: Path) -> None:
         trainer = Trainer.build(spec, torch.device("cuda", 0))
         for _ in range(3):
             trainer.step()
-        probe = probe_rank(trainer, 0.005)
+        reading = trace_rank(trainer)
     finally:
         dist.destroy_process_group()
-    assert probe is not None and probe.reason is None
-    assert probe.steps == 3 and len(probe.step_gpu_s) == 3
-    # the calibrated sleep lasts about as planned (the GPU's clock may move between them)
-    assert 0.5 < probe.sleep_s / (probe.sleep_ms / 1e3) < 2.0
-    busy, why = judge_reading(probe)
-    assert why is None and busy is not None and 0 < busy < probe.sleep_s
+    assert reading is not None and reading.reason is None, reading
+    assert reading.steps == 3 and 0 < reading.busy_s <= reading.wall_s * 1.01
+    record = host_bound_record([reading])
+    assert record.gpu_busy_share is not None and record.verdict is not None
 
 
 # ======================================================================== fixed costs
