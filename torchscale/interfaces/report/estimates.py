@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from torchscale.contracts import wording
 from torchscale.contracts.figures import (
     figure_quantum,
     figure_with_interval,
@@ -16,9 +17,16 @@ from torchscale.contracts.figures import (
     value_format,
 )
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.finding import Finding
 from torchscale.interfaces.report.model import ValueFormat
 
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
+
+
+def two_scopes_note() -> str:
+    """What a table that shows samples/s and step times beside each other says of their
+    intervals: two estimators kept on purpose (`uncertainty.two_scopes`)."""
+    return wording.say(Finding(code="intervals.two_scopes"))
 
 
 # ---------------------------------------------------------------- figures from the cells table
