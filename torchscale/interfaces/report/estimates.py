@@ -23,10 +23,11 @@ from torchscale.interfaces.report.model import ValueFormat
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
 
 
-def two_scopes_note() -> str:
+def two_scopes_note(mfu: bool) -> str:
     """What a table that shows samples/s and step times beside each other says of their
-    intervals: two estimators kept on purpose (`uncertainty.two_scopes`)."""
-    return wording.say(Finding(code="intervals.two_scopes"))
+    intervals: two estimators kept on purpose (`uncertainty.two_scopes`); `mfu`: the report
+    shows an MFU, whose interval is the rate's."""
+    return wording.say(Finding(code="intervals.two_scopes", figures={"mfu": mfu}))
 
 
 # ---------------------------------------------------------------- figures from the cells table

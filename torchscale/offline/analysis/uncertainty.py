@@ -218,6 +218,7 @@ def two_scopes(intervals: Intervals | None) -> Finding | None:
         "steps": intervals.step_p50_s.n,
         "rate_half_width": rate,
         "step_half_width": step,
+        "mfu": intervals.mfu is not None,
     }
     return Finding(code="intervals.two_scopes", figures=figures)
 

@@ -109,11 +109,12 @@ def _stats_table(ctx: Context) -> Table:
         col("steps", "Steps per repeat", "int"),
         col("reliability", "Reliability"),
     ]
+    scopes = two_scopes_note(bool(ctx.ok["mfu"].notna().any()))
     note = (
         "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
         f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
         "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
-        f"steps ({two_scopes_note()}); spread = (fastest - "
+        f"steps ({scopes}); spread = (fastest - "
         "slowest repeat) / median; CV = std / mean; reliable: interval and CV within the threshold"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
