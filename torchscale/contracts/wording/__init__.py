@@ -16,6 +16,7 @@ from torchscale.contracts.wording import (
     clocks,
     gpu_checks,
     host_bound,
+    intervals,
     leads,
     matmul,
     noise,
@@ -34,7 +35,9 @@ def _joined(*modules: Any) -> dict[str, Phrase]:
     return phrases
 
 
-PHRASES: dict[str, Phrase] = _joined(busy, clocks, gpu_checks, host_bound, leads, matmul, noise)
+PHRASES: dict[str, Phrase] = _joined(
+    busy, clocks, gpu_checks, host_bound, intervals, leads, matmul, noise
+)
 
 
 def say(finding: Finding) -> str:

@@ -4,6 +4,7 @@ colours by level and never by searching the text."""
 
 from __future__ import annotations
 
+from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.figures import (
     format_value,
@@ -19,6 +20,7 @@ from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import PART_WORDS
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
+from torchscale.offline.analysis.uncertainty import two_scopes
 from torchscale.orchestration.plan import PlannedCell
 
 STATUS_LEVEL: dict[Status, Level] = {
@@ -97,6 +99,8 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             p50 = plus_minus(intervals.step_p50_s, seconds)
             p95 = plus_minus(intervals.step_p95_s, seconds)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
+        if (scopes := two_scopes(intervals)) is not None:  # why the two intervals differ
+            lines.append(Line("info", f"> [INFO] Intervals: {wording.say(scopes)}"))
     lines += host_bound_lines(result, verbose=verbose)
     if result.cell.world_size > 1 or result.diagnosis is not None:
         # a host-bound GPU's compute part is the host issuing kernels, not the GPU computing

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from torchscale.contracts import wording
 from torchscale.contracts.figures import (
     figure_quantum,
     figure_with_interval,
@@ -15,10 +16,18 @@ from torchscale.contracts.figures import (
     round_half_up,
     value_format,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.report.model import ValueFormat
 
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
+
+
+def two_scopes_note(mfu: bool) -> str:
+    """What a table that shows samples/s and step times beside each other says of their
+    intervals: two estimators kept on purpose (`uncertainty.two_scopes`); `mfu`: the report
+    shows an MFU, whose interval is the rate's."""
+    return wording.say(Finding(code="intervals.two_scopes", figures={"mfu": mfu}))
 
 
 # ---------------------------------------------------------------- figures from the cells table

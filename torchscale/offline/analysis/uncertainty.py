@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Estimate, Intervals
 
 LEVEL = 0.95
 SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
@@ -32,6 +33,9 @@ THROUGHPUT_INTERVAL = (
     "median and widened in quadrature by the drift between runs that one run's repeats cannot "
     f"see (sd {BETWEEN_RUN_SD:g} of log throughput, measured); one repeat: spread unknown"
 )
+# the rate's interval this many times the median step's, relative: two figures of one cell that
+# read as disagreeing, so where both are shown the reader is told why (`two_scopes`)
+SCOPES_APART = 2.0
 ONE_UNIT = "one {unit}: spread unknown"
 NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
 RANGE_ONLY = "range of {n} {unit}s, no interval"
@@ -172,6 +176,51 @@ def median_of_repeats(
     low, high = log_interval(data, drift_sd=BETWEEN_RUN_SD)
     method = REPEATS_METHOD.format(name=name, n=n, sd=BETWEEN_RUN_SD)
     return judged(median, low, high, n=n, method=method, lower=lower)
+
+
+def in_proportion(throughput: Estimate, value: float | None, base: float) -> Estimate | None:
+    """`value`, a figure in proportion to the throughput `base` (MFU: samples/s x FLOPs per
+    sample / peak), as the same estimate: the throughput's interval scaled by value / base, the
+    same share of it, measurable only where the throughput is. One estimator, never a second
+    interval for the same windows. None without a value or a base."""
+    if value is None or not base:
+        return None
+    scale = value / base
+    return throughput.model_copy(
+        update={
+            "value": value if throughput.measurable else None,
+            "low": throughput.low * scale if throughput.low is not None else None,
+            "high": throughput.high * scale if throughput.high is not None else None,
+        }
+    )
+
+
+def relative_half_width(estimate: Estimate | None) -> float | None:
+    """Half the 95 % interval over the figure; None without a figure or an interval."""
+    if estimate is None or not estimate.value or estimate.low is None or estimate.high is None:
+        return None
+    return (estimate.high - estimate.low) / 2 / abs(estimate.value)
+
+
+def two_scopes(intervals: Intervals | None) -> Finding | None:
+    """'intervals.two_scopes' where a cell's rate interval is SCOPES_APART times its median
+    step's or more (relative): they are two estimators kept on purpose (docs/methodology.md,
+    "One estimator per question"), the rate's where a rerun lands, the step's how closely
+    this run's steps pin it; None where both agree or one has no interval."""
+    if intervals is None:
+        return None
+    rate = relative_half_width(intervals.samples_per_s)
+    step = relative_half_width(intervals.step_p50_s)
+    if rate is None or step is None or rate < SCOPES_APART * step:
+        return None
+    figures = {
+        "repeats": intervals.samples_per_s.n,
+        "steps": intervals.step_p50_s.n,
+        "rate_half_width": rate,
+        "step_half_width": step,
+        "mfu": intervals.mfu is not None,
+    }
+    return Finding(code="intervals.two_scopes", figures=figures)
 
 
 def median_of_runs(

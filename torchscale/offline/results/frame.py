@@ -16,7 +16,7 @@ from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
-from torchscale.offline.analysis.uncertainty import median_of_repeats
+from torchscale.offline.analysis.uncertainty import in_proportion, median_of_repeats
 from torchscale.offline.results.split_figures import split_figures
 
 # the one model of the step (schema 8): per part its share of the mean step with the 95 %
@@ -175,7 +175,6 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_same(comm, "comm_overhead", "load_imbalance", "sync_overhead"),
         **_same(comp, "flops_per_step", "mfu", "mfu_measured", "peak_tflops_per_device"),
         "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
-        **_ends(result.intervals.mfu if result.intervals else None, "mfu"),
         "measured_peak_tflops": comp.measured_peak_tflops_per_device if comp else None,
         **_same(mem, "peak_allocated_bytes", "peak_reserved_bytes", "non_static_peak_bytes"),
         **_same(mem, "peak_rss_bytes", "alloc_retries", "oom_count", "fragmentation"),
@@ -224,17 +223,22 @@ def _ends(estimate: Estimate | None, name: str, suffix: str = "") -> dict[str, f
 
 def _headline_intervals(result: CellResult) -> dict[str, Any]:
     """Throughput and latency intervals: the result's own (schema 8), else the throughput's
-    taken from the recorded repeats with the same rule (latency: not recorded before 8)."""
-    thr, intervals = result.throughput, result.intervals
+    taken from the recorded repeats with the same rule (latency: not recorded before 8); MFU is
+    that throughput's estimate scaled (`in_proportion`): one estimator for both, every version."""
+    thr, intervals, comp = result.throughput, result.intervals, result.compute
     throughput = intervals.samples_per_s if intervals else None
     if throughput is None and thr is not None and thr.repeats:
         throughput = median_of_repeats(thr.repeats)
+    mfu = None
+    if throughput is not None and thr is not None and comp is not None:
+        mfu = in_proportion(throughput, comp.mfu, thr.samples_per_s)
     return {
         **_ends(throughput, "samples_per_s"),
         "samples_per_s_repeats": ";".join(f"{v:.6g}" for v in thr.repeats) if thr else None,
         **_ends(intervals.step_p50_s if intervals else None, "step_p50", "_s"),
         **_ends(intervals.step_p95_s if intervals else None, "step_p95", "_s"),
         **_ends(intervals.step_p99_s if intervals else None, "step_p99", "_s"),
+        **_ends(mfu, "mfu"),
     }
 
 

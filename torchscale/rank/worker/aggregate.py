@@ -25,7 +25,6 @@ from torchscale.contracts.schema.cell_result import (
     Compute,
     DataPipeline,
     Diagnosis,
-    Estimate,
     HostBound,
     InjectedDelay,
     Intervals,
@@ -55,7 +54,11 @@ from torchscale.offline.analysis.diagnosis import (
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
-from torchscale.offline.analysis.uncertainty import median_of_repeats, percentile_of_steps
+from torchscale.offline.analysis.uncertainty import (
+    in_proportion,
+    median_of_repeats,
+    percentile_of_steps,
+)
 from torchscale.offline.results.split_figures import split_unavailable
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
@@ -163,20 +166,6 @@ def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
     return NoSyncSteps({r.rank: list(r.no_sync.step_s) for r in ranks if r.no_sync})
 
 
-def _scaled(throughput: Estimate, value: float | None) -> Estimate | None:
-    """`value` with throughput's relative interval (MFU is throughput times a constant)."""
-    if value is None or not throughput.value:
-        return None
-    scale = value / throughput.value
-    return throughput.model_copy(
-        update={
-            "value": value,
-            "low": throughput.low * scale if throughput.low is not None else None,
-            "high": throughput.high * scale if throughput.high is not None else None,
-        }
-    )
-
-
 def headline_intervals(
     per_repeat: Sequence[float],
     step_times: Sequence[float],
@@ -184,16 +173,17 @@ def headline_intervals(
     mfu_measured: float | None = None,
 ) -> Intervals:
     """Throughput (median of repeats), latency percentiles (steps) and MFU (against both
-    peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak), so it
-    takes the same relative interval."""
+    peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak): the
+    throughput's estimate scaled (`in_proportion`), never one of its own."""
     throughput = median_of_repeats(per_repeat)
+    base = statistics.median(per_repeat) if per_repeat else 0.0
     return Intervals(
         samples_per_s=throughput,
         step_p50_s=percentile_of_steps(step_times, 50),
         step_p95_s=percentile_of_steps(step_times, 95),
         step_p99_s=percentile_of_steps(step_times, 99),
-        mfu=_scaled(throughput, mfu),
-        mfu_measured=_scaled(throughput, mfu_measured),
+        mfu=in_proportion(throughput, mfu, base),
+        mfu_measured=in_proportion(throughput, mfu_measured, base),
     )
 
 

@@ -656,6 +656,16 @@ def mfu_text(row: Mapping[str, Any] | pd.Series) -> str | None:
     return compact(*interval(row, "mfu"), "ratio_pct")
 
 
+def first_screen_mfu(row: Mapping[str, Any] | pd.Series) -> str | None:
+    """MFU for the first screen: `mfu_text`, but the throughput's words ('not measurable (2
+    repeats)') where `first_screen_throughput` gives them: MFU is that throughput scaled (one
+    estimator, docs/methodology.md), so it is measurable exactly where the throughput is."""
+    text = mfu_text(row)
+    if text is not None and too_wide(*interval(row, "samples_per_s")):
+        return not_measurable(repeats_of(row))
+    return text
+
+
 def reliability_counts(cells: pd.DataFrame) -> dict[str, list[int]]:
     """Row positions of the measured cells by reliability level (in LEVELS order)."""
     levels = list(cells["reliability"]) if "reliability" in cells.columns else []

@@ -17,9 +17,9 @@ from torchscale.interfaces.report.sections.context import (
     FSDP_ON_ONE,
     Context,
     col,
+    first_screen_mfu,
     fmt,
     fsdp_on_one,
-    mfu_text,
     records,
 )
 from torchscale.interfaces.report.sections.words import term_column
@@ -97,13 +97,14 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
     return {
         "model": model,
         "config": ctx.label(row, model=False),
-        "mfu_text": mfu_text(row),
+        "mfu_text": first_screen_mfu(row),
         "peak": finite(row.get("peak_tflops_per_device")),
         "peak_reserved": memory.peak_reserved_bytes if memory else None,
         "compile": f"{compile_s:.1f} s" if compile_s is not None else "eager",
         "compiled_vs_eager": _compiled_vs_eager(ctx, row),
         "waits_for_host": _waits_for_host(row),
-        "_low_mfu": (finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,  # no MFU: not low
+        # low by its whole interval (its upper end; the value without one); no MFU: not low
+        "_low_mfu": (finite(row.get("mfu_high")) or finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,
         "_fsdp_one": fsdp_on_one(row),
         "_basis": result.compute.peak_basis if result.compute else None,
     }
@@ -166,7 +167,8 @@ def gpu_phrase(ctx: Context, model: str) -> str:
         return ""
     parts = []
     if row["mfu_text"]:
-        peak = f" of {fmt(row['peak'], 'float')} TFLOP/s" if row["peak"] else ""
+        measured = not row["mfu_text"].startswith("not measurable")
+        peak = f" of {fmt(row['peak'], 'float')} TFLOP/s" if row["peak"] and measured else ""
         parts.append(f"MFU {row['mfu_text']}{peak}")
     if row["peak_reserved"]:
         parts.append(f"{fmt(row['peak_reserved'], 'bytes')} peak memory per rank")

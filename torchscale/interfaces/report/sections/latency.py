@@ -18,6 +18,7 @@ from torchscale.interfaces.report.diagnosis_text import (
     disagreement_text,
     straggler_text,
 )
+from torchscale.interfaces.report.estimates import two_scopes_note
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -108,12 +109,13 @@ def _stats_table(ctx: Context) -> Table:
         col("steps", "Steps per repeat", "int"),
         col("reliability", "Reliability"),
     ]
+    scopes = two_scopes_note(bool(ctx.ok["mfu"].notna().any()))
     note = (
         "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
         f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
         "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
-        "steps; spread = (fastest - slowest repeat) / median; CV = std / mean; reliable: "
-        "interval and CV within the threshold"
+        f"steps ({scopes}); spread = (fastest - "
+        "slowest repeat) / median; CV = std / mean; reliable: interval and CV within the threshold"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
         for entry, value in zip(rows, compile_s, strict=True):

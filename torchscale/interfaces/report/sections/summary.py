@@ -22,6 +22,7 @@ from torchscale.interfaces.report.estimates import (
     supported_figure,
     supported_rate,
     too_wide,
+    two_scopes_note,
 )
 from torchscale.interfaces.report.model import (
     MAX_CARDS,
@@ -499,11 +500,13 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         columns.append(col("cost_per_m_samples", "$ / M samples", "money"))
         if any(r.get("cost_per_m_tokens") is not None for r in rows):
             columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
+    scopes = two_scopes_note(bool(ctx.ok["mfu"].notna().any()))
     note = (
         "best by throughput: the highest global samples/s (median over repeats, with "
         f"{PLUS_MINUS_NOTE}); ahead of the next: how far it leads the runner-up, with the 95 % "
         f"interval of that lead: '{NO_CLEAR_BEST}' where that interval reaches 0, so the "
-        "ranking is noise (how the interval is found: the glossary)"
+        "ranking is noise (how the interval is found: the glossary); the intervals: "
+        f"{scopes}"
     )
     if priced is not None:
         note += (
