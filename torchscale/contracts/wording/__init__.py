@@ -19,6 +19,7 @@ from torchscale.contracts.wording import (
     leads,
     matmul,
     noise,
+    ranking,
 )
 
 Phrase = Callable[[Mapping[str, Any]], str]
@@ -34,7 +35,9 @@ def _joined(*modules: Any) -> dict[str, Phrase]:
     return phrases
 
 
-PHRASES: dict[str, Phrase] = _joined(busy, clocks, gpu_checks, host_bound, leads, matmul, noise)
+PHRASES: dict[str, Phrase] = _joined(
+    busy, clocks, gpu_checks, host_bound, leads, matmul, noise, ranking
+)
 
 
 def say(finding: Finding) -> str:
