@@ -22,7 +22,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.wording.ranking import gain_figure
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis import compile_gain as gain
-from torchscale.offline.analysis.ranking import comparable, shards_nothing
+from torchscale.offline.analysis.ranking import comparable, fsdp_on_one, shards_nothing
 from torchscale.orchestration.validate import workload_judge as judge
 from torchscale.orchestration.validate.check_result import CheckStatus
 
@@ -121,7 +121,7 @@ def test_no_ddp_is_named_where_none_ran_at_world_1(tmp_path: Path) -> None:
     blocks = _blocks(report)
     (gpu,) = [b for b in blocks if b.get("id") == "summary-gpu"]
     headline = _first_lines(report)
-    said = wording.say(gain.fsdp_on_one())
+    said = wording.say(fsdp_on_one())
     assert said in gpu["note"] and "DDP" not in gpu["note"] and "DDP" not in headline
     assert [r["compiled_vs_eager"] for r in gpu["rows"]] == ["not compared"]
     (best,) = [b for b in blocks if b.get("id") == "summary-best"]
