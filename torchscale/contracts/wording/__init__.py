@@ -20,6 +20,7 @@ from torchscale.contracts.wording import (
     leads,
     matmul,
     noise,
+    ranking,
 )
 
 Phrase = Callable[[Mapping[str, Any]], str]
@@ -36,7 +37,7 @@ def _joined(*modules: Any) -> dict[str, Phrase]:
 
 
 PHRASES: dict[str, Phrase] = _joined(
-    busy, clocks, gpu_checks, host_bound, intervals, leads, matmul, noise
+    busy, clocks, gpu_checks, host_bound, intervals, leads, matmul, noise, ranking
 )
 
 

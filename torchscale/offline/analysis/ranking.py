@@ -1,4 +1,10 @@
-"""Is the first of a ranking clearly ahead of the second? Pure functions, no I/O.
+"""What may be ranked, and is the first of a ranking clearly ahead of the second? Pure
+functions, no I/O.
+
+Every surface that ranks or compares configurations (the report's best, headline, summary,
+strategies and GPU tables, the workload level's compiled/eager) takes its cells through
+`comparable`: FSDP on one device shards nothing (`shards_nothing`), so its speed and memory
+are FSDP2's machinery over a whole model, not FSDP's, and it is never ranked or compared.
 
 A "best configuration" read off the highest median can change from one run of a sweep to the
 next when the top two are inside each other's noise (the summary's best changed between two
@@ -10,10 +16,64 @@ whole interval lies above 1. One figure a side has no interval: never clear.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
+
+from torchscale.contracts.finding import Finding
+from torchscale.offline.analysis.numbers import finite, parse_repeats
+from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
 from torchscale.offline.analysis.uncertainty import ratio_method, ratio_of_medians
+
+
+def shards_nothing(strategy: Any, world_size: Any) -> bool:
+    """FSDP on one device: nothing to shard, so it measures FSDP2's per-unit machinery over a
+    whole model. The one rule by which a cell is left out of every ranking and comparison."""
+    world = finite(world_size)
+    return strategy == "fsdp" and world is not None and round(world) == 1
+
+
+def row_shards_nothing(row: Mapping[str, Any]) -> bool:
+    """`shards_nothing` of a cells-table row."""
+    return shards_nothing(row.get("strategy"), row.get("world_size"))
+
+
+FSDP_ON_ONE = "ranking.fsdp_on_one"
+
+
+def fsdp_on_one(cells: int = 1) -> Finding:
+    """The finding of `cells` cells left out of rankings and comparisons as FSDP on one device."""
+    return Finding(code=FSDP_ON_ONE, figures={"cells": cells})
+
+
+def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame`'s cells that may be ranked and compared: all but those that shard nothing."""
+    if frame.empty or "strategy" not in frame.columns or "world_size" not in frame.columns:
+        return frame
+    pairs = zip(frame["strategy"], frame["world_size"], strict=True)
+    return frame[[not shards_nothing(strategy, world) for strategy, world in pairs]]
+
+
+def units(row: Mapping[str, Any]) -> tuple[list[float], str]:
+    """A pooled cell's throughput per run (several runs), else per repeat, else its median:
+    the units its interval is over, and what they are ('runs', 'repeats')."""
+    runs = finite(row.get(RUN_COLUMN)) or 1
+    if runs > 1:
+        figures = parse_repeats(row.get(f"samples_per_s{RUNS_SUFFIX}"))
+        if figures:
+            return figures, "runs"
+    figures = parse_repeats(row.get("samples_per_s_repeats"))
+    if figures:
+        return figures, "repeats"
+    value = finite(row.get("samples_per_s"))
+    return ([value] if value is not None else []), "repeats"
+
+
+def unit_figures(row: Mapping[str, Any]) -> list[float]:
+    """`units`' figures."""
+    return units(row)[0]
 
 
 @dataclass(frozen=True)
@@ -36,8 +96,8 @@ def lead(first: Sequence[float], second: Sequence[float], *, scale: float = 1.0)
     as median(first) / median(second) x `scale` - 1 with its 95 % interval (`scale`: a known
     constant between the two, e.g. the ratio of their prices when comparing cost through
     throughput). None when a side has no positive figure."""
-    top = [float(v) for v in first if v is not None and v > 0]
-    bottom = [float(v) for v in second if v is not None and v > 0]
+    top = positive(first)
+    bottom = positive(second)
     if not top or not bottom:
         return None
     ratio, low, high = ratio_of_medians(top, bottom)
@@ -45,3 +105,8 @@ def lead(first: Sequence[float], second: Sequence[float], *, scale: float = 1.0)
     if low is None or high is None:
         return Lead(ratio * scale - 1.0, None, None, method)
     return Lead(ratio * scale - 1.0, low * scale - 1.0, high * scale - 1.0, method)
+
+
+def positive(figures: Sequence[float]) -> list[float]:
+    """The figures a ratio can use: positive ones."""
+    return [float(v) for v in figures if v is not None and v > 0]

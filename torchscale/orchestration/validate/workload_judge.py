@@ -14,8 +14,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
+from torchscale.offline.analysis.compile_gain import METHOD, SLOWER, compile_gain
+from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
+from torchscale.offline.results.frame import cell_row
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
@@ -40,15 +44,6 @@ MFU_CEILING = 0.75
 MFU_SOURCE = "GPT-2 124M, batch 8, bf16 on one H100: 24 % eager, 35 % compiled (docs/measured.md)"
 
 NO_WRAPPER = "no wrapper at world 1: DDP needs a peer"
-NOTHING_SHARDED = (
-    "FSDP2 machinery only, nothing sharded at world 1: its per-unit host work, not FSDP's "
-    "figure; not compared with ddp, MFU not judged"
-)
-COMPILE_METHOD = (
-    "eager median step / compiled median step, each cell's steps of both repeats pooled; the "
-    "95 % interval joins the extremes of each median's own 95 % interval (moving-block "
-    "bootstrap over its steps): steps within one run, so drift between runs is not in it"
-)
 
 LOOK = "the cell's JSON and logs are in {where}"
 
@@ -63,7 +58,7 @@ def _label(result: CellResult) -> str:
 
 def machinery_only(result: CellResult) -> bool:
     """FSDP at world 1: FSDP2's hooks and DTensors with nothing to shard, proven not judged."""
-    return result.cell.strategy == "fsdp" and result.cell.world_size == 1
+    return shards_nothing(result.cell.strategy, result.cell.world_size)
 
 
 def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cell") -> CheckResult:
@@ -88,7 +83,9 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
     rate = f"{throughput.samples_per_s:.3g} samples/s"
     mfu = result.compute.mfu if result.compute else None
     if machinery_only(result):
-        return passed(id_, title, f"{rate}; {NOTHING_SHARDED}", mfu=mfu)
+        unranked = fsdp_on_one()
+        detail = f"{rate}; {wording.say(unranked)}; MFU not judged"
+        return passed(id_, title, detail, mfu=mfu, finding=unranked.model_dump())
     verdict = _judge_figures(result, id_, title, rate, mfu)
     if cell.strategy == "ddp" and cell.world_size == 1:  # no wrapper: no peer to average with
         return verdict.model_copy(update={"detail": f"{verdict.detail} ({NO_WRAPPER})"})
@@ -137,69 +134,38 @@ def judge_unplaced(unplaced: Mapping[str, str]) -> list[CheckResult]:
     ]
 
 
-def compile_speedup(eager: CellResult, compiled: CellResult) -> tuple[float, float, float] | str:
-    """Eager median step / compiled median step with its 95 % interval (COMPILE_METHOD), or
-    why it cannot be judged; on steps, as the level runs few repeats (docs/validate.md)."""
-    limits = []
-    for result in (eager, compiled):
-        median = result.intervals.step_p50_s if result.intervals else None
-        if median is None or not median.measurable or median.value is None:
-            why = median.reason if median is not None and median.reason else "no interval"
-            return f"the median step of {result.cell.id} is not measurable: {why}"
-        if median.low is None or median.high is None or median.low <= 0:
-            return f"the median step of {result.cell.id} has no interval"
-        limits.append((median.value, median.low, median.high))
-    (e, e_low, e_high), (c, c_low, c_high) = limits
-    return e / c, e_low / c_high, e_high / c_low
-
-
 def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -> CheckResult:
-    """Compiled against eager, strategy by strategy, on the cells' steps (COMPILE_METHOD):
-    INFO when compile is faster or the gap is within the interval, WARN when compiled is
-    clearly slower (a regression worth a look). FSDP at world 1 is not judged: nothing is
-    sharded, so its step is FSDP2's host work."""
+    """Compiled against eager, strategy by strategy, by the report's own estimator
+    (`analysis.compile_gain`, the same figure the report prints): INFO when compile is faster
+    or the interval holds 1, WARN when compiled is clearly slower (a regression worth a look).
+    FSDP at world 1 is not compared: nothing is sharded, so its step is FSDP2's host work."""
     base = {r.cell.strategy: r for r in eager if r.status is Status.OK and r.throughput}
     parts: list[str] = []
     slower: list[str] = []
-    data: dict[str, object] = {"method": COMPILE_METHOD}
+    data: dict[str, object] = {"method": METHOD}
     for result in compiled:
         before = base.get(result.cell.strategy)
         if result.status is not Status.OK or not result.throughput or before is None:
             continue
         strategy = result.cell.strategy
-        if machinery_only(result):
-            parts.append(f"{strategy}: not judged (nothing sharded at world 1)")
+        gain = compile_gain(cell_row(result), cell_row(before))
+        if gain is None:
+            parts.append(f"{strategy}: not judged (no throughput figure)")
             continue
-        ratio = compile_speedup(before, result)
-        if isinstance(ratio, str):
-            parts.append(f"{strategy}: not judged ({ratio})")
-            continue
-        (eager_ms, eager_n), (compiled_ms, compiled_n) = _steps(before), _steps(result)
-        steps = f"median step {eager_ms} -> {compiled_ms} ms, {eager_n} + {compiled_n} steps"
-        value, low, high = ratio
-        clear = "compiled faster" if low > 1 else "compiled slower"
-        lead = clear if low > 1 or high < 1 else "no clear difference"
-        parts.append(f"{strategy}: {lead}, {value:.2f}x [{low:.2f}, {high:.2f}] ({steps})")
-        data[strategy] = {"speedup": value, "low": low, "high": high}
-        if high < 1:
+        parts.append(f"{strategy}: {wording.say(gain)}")
+        data[strategy] = gain.model_dump()
+        if gain.code == SLOWER:
             slower.append(strategy)
     if not parts:
         return skipped("compile.ratio", "compiled / eager", "no strategy ran both ways")
     detail = "; ".join(parts)
     if slower:
         hint = (
-            f"compiled {', '.join(slower)} is slower than eager beyond the steps' spread: the "
+            f"compiled {', '.join(slower)} is slower than eager beyond the repeats' spread: the "
             "cells' rank logs show graph breaks and recompiles"
         )
         return warned("compile.ratio", "compiled / eager", detail, hint, **data)
     return _info("compile.ratio", "compiled / eager", detail, **data)
-
-
-def _steps(result: CellResult) -> tuple[str, int]:
-    """The cell's median step in ms (3 significant figures) and how many steps it is of."""
-    median = result.intervals.step_p50_s if result.intervals else None
-    value = median.value if median is not None and median.value is not None else float("nan")
-    return f"{value * 1000:.3g}", (median.n or 0) if median is not None else 0
 
 
 def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) -> CheckResult:

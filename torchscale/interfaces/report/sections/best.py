@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from torchscale.contracts import wording
 from torchscale.interfaces.report.estimates import not_measurable, too_wide
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -17,9 +18,8 @@ from torchscale.interfaces.report.sections.context import (
     records,
     repeats_of,
 )
-from torchscale.offline.analysis.numbers import finite, parse_repeats
-from torchscale.offline.analysis.ranking import Lead, lead
-from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.ranking import Lead, comparable, fsdp_on_one, lead, unit_figures
 
 NO_CLEAR_BEST = "no clear best (within noise)"
 NONE_NAMED = "none named"
@@ -46,24 +46,11 @@ class Pick:
         return not too_wide(self.lead.change, self.lead.low, self.lead.high)
 
 
-def unit_figures(row: dict[str, Any]) -> list[float]:
-    """A pooled cell's throughput per run (several runs), else per repeat, else its median:
-    the units its interval is over."""
-    runs = finite(row.get(RUN_COLUMN)) or 1
-    if runs > 1:
-        figures = parse_repeats(row.get(f"samples_per_s{RUNS_SUFFIX}"))
-        if figures:
-            return figures
-    figures = parse_repeats(row.get("samples_per_s_repeats"))
-    if figures:
-        return figures
-    value = finite(row.get("samples_per_s"))
-    return [value] if value is not None else []
-
-
 def _measured(frame: pd.DataFrame, model: str) -> list[dict[str, Any]]:
+    """The model's measured cells that may be ranked (`ranking.comparable`): every ranking of
+    the report (best, headline, summary, GPU table) picks from these."""
     rows = frame[(frame["model_label"] == model) & pd.to_numeric(frame["samples_per_s"]).notna()]
-    return records(rows)
+    return records(comparable(rows))
 
 
 def unusable_why(row: dict[str, Any] | pd.Series) -> str | None:
@@ -93,11 +80,14 @@ def _rankable(frame: pd.DataFrame, model: str, key: str, sign: float) -> list[di
 def none_named_why(ctx: Context, model: str) -> str | None:
     """Why no best is named for a model with measured cells ("its one configuration: throughput
     not measurable (2 repeats)", "its fastest, b32 x1 fp32 ddp, ran on a busy machine"); None
-    where one is named."""
+    where one is named; a model that ran only as FSDP on one device is never ranked."""
     rows = sorted(
         _measured(ctx.pooled, model), key=lambda r: -float(finite(r["samples_per_s"]) or 0)
     )
-    if not rows or _rankable(ctx.pooled, model, "samples_per_s", -1.0):
+    if not rows:
+        unranked = int((ctx.measured_pooled["model_label"] == model).sum())
+        return wording.say(fsdp_on_one(unranked)) if unranked else None
+    if _rankable(ctx.pooled, model, "samples_per_s", -1.0):
         return None
     if any(unusable_why(r) is None for r in rows):
         return f"its fastest, {ctx.label(rows[0], model=False)}, {unusable_why(rows[0])}"

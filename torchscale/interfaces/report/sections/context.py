@@ -59,18 +59,6 @@ EFFICIENCY_BAD = 0.7
 LIST_LIMIT = 3  # names listed in one line before "and N more"
 
 
-# what every table that shows FSDP at world 1 says of it, in one wording
-FSDP_ON_ONE = (
-    "FSDP on one device shards nothing: its memory and speed are DDP's plus FSDP's own "
-    "machinery, not what sharding saves"
-)
-
-
-def fsdp_on_one(row: Mapping[str, Any]) -> bool:
-    """FSDP on one device: it shards nothing (its notes say so where it is compared)."""
-    return row.get("strategy") == "fsdp" and (integer(row.get("world_size")) or 0) == 1
-
-
 def integer(value: Any) -> int | None:
     number = finite(value)
     return None if number is None else round(number)

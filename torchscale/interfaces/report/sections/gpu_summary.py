@@ -10,21 +10,27 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.interfaces.report.estimates import too_wide
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.ranking import gain_figure
 from torchscale.interfaces.report.model import Table
-from torchscale.interfaces.report.sections.best import by_throughput, unit_figures
+from torchscale.interfaces.report.sections.best import by_throughput
 from torchscale.interfaces.report.sections.context import (
-    FSDP_ON_ONE,
     Context,
     col,
     first_screen_mfu,
     fmt,
-    fsdp_on_one,
     records,
 )
 from torchscale.interfaces.report.sections.words import term_column
+from torchscale.offline.analysis.compile_gain import compile_gain
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.ranking import lead
+from torchscale.offline.analysis.ranking import (
+    FSDP_ON_ONE,
+    comparable,
+    fsdp_on_one,
+    row_shards_nothing,
+)
 
 # a twin runs the same shape on the same kind of device: the GPU's peak tells an A100 from an H100
 SHAPE = (
@@ -50,9 +56,10 @@ def _compiled(row: Mapping[str, Any]) -> bool:
     return finite(row.get("compile_s")) is not None
 
 
-def _compiled_vs_eager(ctx: Context, row: Mapping[str, Any]) -> str | None:
-    """'1.25x [1.10, 1.42]': this cell's throughput over its twin's of the same shape in the
-    other mode, compiled over eager; None where no twin ran."""
+def _compiled_vs_eager(ctx: Context, row: Mapping[str, Any]) -> Finding | None:
+    """This cell against its twin of the same shape in the other mode, compiled over eager, by
+    the one estimator the workload level prints too (`analysis.compile_gain`); None where no
+    twin ran."""
     ok = ctx.measured_pooled
     same = ok
     for key in SHAPE:
@@ -61,14 +68,15 @@ def _compiled_vs_eager(ctx: Context, row: Mapping[str, Any]) -> str | None:
     if not twins:
         return None
     compiled, eager = (row, twins[0]) if _compiled(row) else (twins[0], row)
-    ahead = lead(unit_figures(dict(compiled)), unit_figures(dict(eager)))
-    if ahead is None:
+    return compile_gain(compiled, eager)
+
+
+def _gain_text(gain: Finding | None) -> str | None:
+    """The table's figure: '1.57x [1.53, 1.84]', the workload level's own; 'not compared' for
+    FSDP on one device (the note says why)."""
+    if gain is None:
         return None
-    if ahead.low is None or ahead.high is None:
-        return f"{1 + ahead.change:.2f}x (one repeat)"
-    if too_wide(ahead.change, ahead.low, ahead.high):
-        return "not measurable"
-    return f"{1 + ahead.change:.2f}x [{1 + ahead.low:.2f}, {1 + ahead.high:.2f}]"
+    return "not compared" if gain.code == FSDP_ON_ONE else gain_figure(gain.figures)
 
 
 def _waits_for_host(row: Mapping[str, Any]) -> str:
@@ -90,10 +98,13 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         group = gpu[gpu["model_label"] == model]
         if group.empty:
             return None
+        ranked = comparable(group)  # a model that ran only as FSDP on one device: that cell
+        group = group if ranked.empty else ranked
         row = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
     result = ctx.result(row)
     memory = result.memory
     compile_s = finite(row.get("compile_s"))
+    gain = _compiled_vs_eager(ctx, row)
     return {
         "model": model,
         "config": ctx.label(row, model=False),
@@ -101,11 +112,12 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         "peak": finite(row.get("peak_tflops_per_device")),
         "peak_reserved": memory.peak_reserved_bytes if memory else None,
         "compile": f"{compile_s:.1f} s" if compile_s is not None else "eager",
-        "compiled_vs_eager": _compiled_vs_eager(ctx, row),
+        "compiled_vs_eager": _gain_text(gain),
+        "_gain": gain,
         "waits_for_host": _waits_for_host(row),
         # low by its whole interval (its upper end; the value without one); no MFU: not low
         "_low_mfu": (finite(row.get("mfu_high")) or finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,
-        "_fsdp_one": fsdp_on_one(row),
+        "_fsdp_one": row_shards_nothing(row),
         "_basis": result.compute.peak_basis if result.compute else None,
     }
 
@@ -138,7 +150,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
             "not the GPU (a torchscale profile shows which)"
         )
     if any(r["_fsdp_one"] for r in rows):
-        note += f"; {FSDP_ON_ONE}"
+        note += f"; {wording.say(fsdp_on_one())}"
     if more > 0:
         note += f"; {more} more model(s) in the efficiency section"
     columns = [
@@ -152,7 +164,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
         col("waits_for_host", "GPU waits for the host"),
     ]
     for row in rows:
-        for key in ("_low_mfu", "_fsdp_one", "_basis"):
+        for key in ("_low_mfu", "_fsdp_one", "_basis", "_gain"):
             row.pop(key)
     return Table(id="summary-gpu", title="On the GPU", columns=columns, rows=rows, note=note)
 
@@ -174,8 +186,8 @@ def gpu_phrase(ctx: Context, model: str) -> str:
         parts.append(f"{fmt(row['peak_reserved'], 'bytes')} peak memory per rank")
     if row["compile"] != "eager":
         parts.append(f"compile {row['compile']}")
-    if row["compiled_vs_eager"]:
-        parts.append(f"compiled/eager {row['compiled_vs_eager']}")
+    if row["_gain"] is not None and row["_gain"].code != FSDP_ON_ONE:
+        parts.append(wording.say(row["_gain"]))
     if row["waits_for_host"].startswith("yes"):
         busy = row["waits_for_host"][len("yes: ") :]
         parts.append("the GPU waits for the host" + (f" ({busy})" if busy else ""))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts import wording
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
@@ -51,6 +52,7 @@ from torchscale.interfaces.report.sections.run_verdicts import (
 from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 
 MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
@@ -234,19 +236,24 @@ def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
 
 
 def _single_size_line(ctx: Context, model: str) -> str:
-    """A model measured at one world size: its best throughput, of how many configurations."""
+    """A model measured at one world size: its best throughput, of how many configurations
+    that may be ranked (FSDP on one device is not: said beside them)."""
     measured = ctx.measured_pooled[ctx.measured_pooled["model_label"] == model]
-    best = dict(measured.loc[pd.to_numeric(measured["samples_per_s"]).idxmax()])
+    ranked = comparable(measured)
+    pool = measured if ranked.empty else ranked
+    best = dict(pool.loc[pd.to_numeric(pool["samples_per_s"]).idxmax()])
     where = ranks(best["world_size"], best["device"])
     runs = finite(best.get(RUN_COLUMN)) or 1
     median = f" (median of {int(runs)} runs)" if runs > 1 else ""
     of = ""
-    if len(measured) > 1:  # 'fastest' only where the best line names it beyond noise
+    if len(ranked) > 1:  # 'fastest' only where the best line names it beyond noise
         pick = by_throughput(ctx, model)
         clear = pick is not None and pick.clear and pick.row["cell_id"] == best["cell_id"]
-        of = f", the fastest of {len(measured)} configurations"
+        of = f", the fastest of {len(ranked)} configurations"
         if not clear:
-            of = f"; {len(measured)} configurations, none clearly the fastest"
+            of = f"; {len(ranked)} configurations, none clearly the fastest"
+    if len(ranked) < len(measured):
+        of += f"; {wording.say(fsdp_on_one(len(measured) - len(ranked)))}"
     config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
     figure = first_screen_throughput(best)
     if figure.startswith("not measurable"):

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts import wording
 from torchscale.contracts.figures import share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
@@ -25,12 +26,10 @@ from torchscale.interfaces.report.model import (
     ValueFormat,
 )
 from torchscale.interfaces.report.sections.context import (
-    FSDP_ON_ONE,
     Context,
     RankUnits,
     col,
     fmt,
-    fsdp_on_one,
     integer,
     mfu_text,
     rate_text_value,
@@ -40,12 +39,15 @@ from torchscale.interfaces.report.sections.context import (
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
 
 def _groups(ok: pd.DataFrame) -> list[pd.DataFrame]:
-    """Cell groups that differ only in layout, those with two layouts or more."""
+    """Cell groups that differ only in layout, those with two layouts or more, of the cells
+    that may be compared (FSDP on one device is not: `ranking.comparable`)."""
+    ok = comparable(ok)
     if ok.empty:
         return []
     keys = [k for k in GROUP if k in ok.columns]
@@ -122,9 +124,9 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]], units: RankUnits, *, one_gpu_fsdp: bool) -> Table:
-    """`one_gpu_fsdp`: a group compares FSDP on one device, where it shards nothing."""
-    one = f"{FSDP_ON_ONE}. " if one_gpu_fsdp else ""
+def _table(rows: list[dict[str, Any]], units: RankUnits, *, left_out: int) -> Table:
+    """`left_out`: cells of FSDP on one device, not compared (the note says so)."""
+    one = f"{wording.say(fsdp_on_one(left_out))}. " if left_out else ""
     return Table(
         id="strategies-side-by-side",
         title="Strategies side by side (per model, world size, precision and batch)",
@@ -220,11 +222,7 @@ def build(ctx: Context) -> Section | None:
             "batch (dp x batch): a tensor-parallel group or a pipeline reads one batch, so at "
             "the same world size it processes fewer samples per step than DDP by design."
         ),
-        _table(
-            rows,
-            ctx.units,
-            one_gpu_fsdp=any(fsdp_on_one(cells[i]) for g in groups for i in g.index),
-        ),
+        _table(rows, ctx.units, left_out=len(ctx.ok) - len(comparable(ctx.ok))),
     ]
     charts = [
         _chart(

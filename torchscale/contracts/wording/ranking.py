@@ -1,0 +1,38 @@
+"""Words for what is ranked and compared: a compile gain by its interval, and FSDP on one device
+left out of every ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def gain_figure(figures: Mapping[str, Any]) -> str:
+    """'1.57x [1.53, 1.84]' (no interval: '1.50x'): the one figure every surface prints."""
+    ratio, low, high = figures.get("ratio"), figures.get("low"), figures.get("high")
+    if ratio is None:
+        return "-"
+    if low is None or high is None:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x [{low:.2f}, {high:.2f}]"
+
+
+def _units(figures: Mapping[str, Any]) -> str:
+    unit = figures.get("unit", "repeats")
+    return f"{figures.get('compiled_units')} + {figures.get('eager_units')} {unit}"
+
+
+def _gain(verdict: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda f: f"compiled/eager {gain_figure(f)}, {verdict} ({_units(f)})"
+
+
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "ranking.compiled_faster": _gain("compiled faster"),
+    "ranking.compiled_slower": _gain("compiled slower"),
+    "ranking.compile_no_clear_difference": _gain("no clear difference"),
+    "ranking.compile_no_interval": _gain("no interval: one figure on a side"),
+    "ranking.fsdp_on_one": lambda f: (
+        "FSDP on one device shards nothing: FSDP2's machinery over the whole model, never "
+        "ranked or compared with another configuration"
+    ),
+}
