@@ -127,18 +127,22 @@ def _repeat_actions(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> l
 
 def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tuple[str, str]:
     """Why no cell is settled, and what to do first: too few repeats to judge (their repeats
-    agree, their interval is wide for the count), or measurements that really vary."""
+    agree, their interval is wide for the count), or measurements that really vary (a quieter
+    node, unless they also ran fewer than SMALL repeats: more repeats first)."""
     total = len(noisy) + len(few)
     if not noisy:
         repeats = _repeats(few)
-        each = f"{plural(repeats, 'repeat')} each" if total > 1 else plural(repeats, "repeat")
-        cells = f"all {total} cells" if total > 1 else "its one cell"
-        return f"{cells} with {each}, too few to judge", MORE_REPEATS.format(n=_enough(few))
+        cells = f"all {total} cells ran {repeats} repeats each" if total > 1 else ""
+        cells = cells or f"its one cell ran {plural(repeats, 'repeat')}"
+        return f"{cells}, too few to judge", MORE_REPEATS.format(n=_enough(few))
     cells = f"all {total} cells noisy" if total > 1 else "its one cell is noisy"
     if few:
         cells = f"{len(noisy)} of {total} cells noisy"
     varies = f"{cells} (throughput or step time varies by more than ±10 %)"
-    return (f"{varies}, {_few_words(few)}" if few else varies), QUIETER
+    reason = f"{varies}, {_few_words(few)}" if few else varies
+    if _repeats(noisy) < SMALL:
+        return reason, MORE_REPEATS.format(n=_enough(noisy + few))
+    return reason, QUIETER
 
 
 def _few_words(few: list[dict[str, Any]]) -> str:
@@ -200,7 +204,7 @@ def judge(ctx: Context) -> Usability:
         )
     if len(noisy) + len(few) == total:
         reason, remedy = _all_unsettled(noisy, few)
-        first = _more_repeats(few) if not noisy else remedy
+        first = _more_repeats(noisy + few) if "repeats" in remedy else remedy
         return Usability("no", reason, remedy, False, busy_keys, (first, *(f[1] for f in failures)))
     if not any(is_quiet(r) and r.get("reliability") not in UNSETTLED for r in rows):
         return _none_quiet_and_reliable(ctx, rows, shared, busy_keys, failures)
