@@ -79,7 +79,9 @@ def test_at_most_three_lines_a_cell_none_wider_than_the_terminal(width: int) -> 
     for lines in printed:
         assert 1 <= len(lines) <= 3
         assert all(len(line) <= width for line in lines), lines
-        assert all(line.startswith(NOTE_PREFIX) for line in lines[1:])
+        # a note belongs to the row above it; a long one wraps, indented under itself
+        assert lines[1:] == [] or lines[1].startswith(NOTE_PREFIX)
+        assert all(line.startswith((NOTE_PREFIX, " " * len(NOTE_PREFIX))) for line in lines[1:])
     # a figure is whole in its row, as the cells table gives it
     table = cells_table(results)
     for result, lines in zip(results, printed, strict=True):

@@ -73,14 +73,16 @@ def priced() -> Report:
 
 
 def test_the_verdict_says_first_whether_the_numbers_can_be_used(priced: Report) -> None:
-    """Every measured cell of the fixture ran 2 repeats and is noisy by its t interval: the
-    headline says the numbers cannot be used, why and what to do, in one sentence; the models
+    """Every measured cell of the fixture ran 2 repeats, too wide by its t interval: 2 vary past
+    ±10 % (noisy), 2 agree but are too few to judge; the headline says the numbers cannot be
+    used, why and what to do (more repeats first), in one sentence; the models
     follow, one line each with the summary's efficiency as its 95 % interval."""
     assert priced.headline is not None and priced.decision is not None
     text = priced.headline.text
     assert text == (
-        "These numbers cannot be used: all 4 cells noisy with 2 repeats each, too few to "
-        "judge: rerun with `measurement.repeats: 4` or more."
+        "These numbers cannot be used: 2 of 4 cells noisy (throughput or step time varies by "
+        "more than ±10 %), 2 with too few repeats to judge: rerun with `measurement.repeats: 4` "
+        "or more."
     )
     assert priced.headline.severity == "bad" and priced.decision.usable == "no"
     # the summary's efficiency, as its 95 % interval: the same row, one value per quantity
@@ -127,9 +129,9 @@ def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
     assert report.hardware == "1 x H100 80GB HBM3"
     assert report.headline is not None
     # two repeats (237.2 and 251.8): Student t on log throughput, not their range (±7.3),
-    # and 2 repeats 6 % apart are not a reliable measurement
+    # and 2 repeats 6 % apart are too few for a reliable measurement, not noisy
     assert report.headline.text == (
-        "These numbers cannot be used: its one cell is noisy with 2 repeats, too few to judge: "
+        "These numbers cannot be used: its one cell ran 2 repeats, too few to judge: "
         "rerun with `measurement.repeats: 4` or more."
     )
     assert report.decision is not None

@@ -272,28 +272,35 @@ def test_the_threshold_is_the_configs_own() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "level", "words"),
+    ("args", "figures", "level", "words"),
     [
         # +-2 % interval, CV 5 %: reliable
-        ((100.0, 98.0, 102.0, 3, 0.05), "reliable", "±2.0 % of the median over 3 repeats"),
-        # CV 0.5 whatever the interval
-        ((100.0, 99.0, 101.0, 3, 0.5), "noisy", "step-time CV 50.0 % is above 10 %"),
-        # interval +-15 % of the median
-        ((100.0, 85.0, 115.0, 3, 0.05), "noisy", "interval is ±15.0 %"),
+        ((100.0, 98.0, 102.0, 3, 0.05), (99, 100, 101), "reliable", "±2.0 % of the median over 3"),
+        # CV 0.5 whatever the interval: the steps vary
+        ((100.0, 99.0, 101.0, 3, 0.5), (99, 100, 101), "noisy", "step-time CV 50.0 %"),
+        # interval +-15 % of the median, a repeat 15 % off the median: the repeats vary
+        ((100.0, 85.0, 115.0, 3, 0.05), (85, 100, 115), "noisy", "up to ±15.0 % from"),
+        # the same interval from repeats 3 % apart: too few of them, nothing varies
+        ((100.0, 85.0, 115.0, 3, 0.05), (97, 100, 103), "too few repeats", "within ±3.0 %"),
+        # a wide interval without the repeats' figures: nothing seen varies
+        ((100.0, 85.0, 115.0, 3, 0.05), (), "too few repeats", "interval of ±15.0 %"),
         # exactly at the threshold: not past it
-        ((100.0, 90.0, 110.0, 2, 0.10), "reliable", "within 10 %"),
+        ((100.0, 90.0, 110.0, 2, 0.10), (91, 109), "reliable", "within ±10 %"),
         # one repeat, steady steps: spread unknown
-        ((100.0, None, None, 1, 0.03), "spread unknown", "one repeat"),
+        ((100.0, None, None, 1, 0.03), (100,), "spread unknown", "one repeat"),
         # one repeat, but the steps already show noise
-        ((100.0, None, None, 1, 0.4), "noisy", "step-time CV 40.0 %"),
+        ((100.0, None, None, 1, 0.4), (100,), "noisy", "step-time CV 40.0 %"),
         # no CV recorded (older results): judged on the interval, said so
-        ((100.0, 97.0, 103.0, 2, None), "reliable", "step-time CV not recorded"),
+        ((100.0, 97.0, 103.0, 2, None), (99, 101), "reliable", "step-time CV not recorded"),
     ],
 )
 def test_reliability_known_answers(
-    args: tuple[float, float | None, float | None, int, float | None], level: str, words: str
+    args: tuple[float, float | None, float | None, int, float | None],
+    figures: tuple[float, ...],
+    level: str,
+    words: str,
 ) -> None:
-    verdict = judge(*args)
+    verdict = judge(*args, figures=figures)
     assert verdict.level == level
     assert words in verdict.reason
     assert "\n" not in verdict.reason
@@ -303,9 +310,10 @@ def test_reliability_columns_in_the_cells_table() -> None:
     cells = torchscale.results.load(V3_SWEEP).cells.set_index("cell_id")
     assert cells.loc[MLP_W2, "reliability"] == "noisy"  # CV 0.52
     # two repeats 8 % apart (7150.48 and 7725.46): their Student t interval on log
-    # throughput is 4,522 to 12,233, far past ±10 % (the old bootstrap, their range, passed)
-    assert cells.loc[MLP_W1, "reliability"] == "noisy"
-    assert "over 2 repeats, above ±10 %" in cells.loc[MLP_W1, "reliability_reason"]
+    # throughput is 4,522 to 12,233, far past ±10 % (the old bootstrap, their range, passed),
+    # though each lies within ±4 % of their median: too few repeats, not noisy
+    assert cells.loc[MLP_W1, "reliability"] == "too few repeats"
+    assert "2 repeats within ±3.9 % of their median" in cells.loc[MLP_W1, "reliability_reason"]
     assert cells.loc[MLP_W1, "samples_per_s_low"] < 7150.48 < 7725.46
     assert cells.loc[MLP_W1, "samples_per_s_high"] > 7725.46
     assert cells.loc[GPT_W2, "reliability"] == "noisy"  # CV 0.11
@@ -428,7 +436,7 @@ def test_a_noisy_cell_gets_no_check_mark(tmp_path: Path) -> None:
     best = figures(report)["Highest throughput: tiny-mlp"]
     assert best.value == pytest.approx(9050.0)
     assert best.severity != "good"
-    assert "step times vary by 50.0 %, above 10 %" in (best.note or "")  # the CV, plainly
+    assert "varies more than ±10 %: step times vary by 50.0 %" in (best.note or "")  # plainly
     rows = {r["cell"]: r for r in table(report, "latency-stats").rows}
     assert rows["tiny-mlp b8 x2 fp32 ddp"]["reliability"] == "noisy"
     assert rows["tiny-mlp b8 x2 fp32 ddp"]["_severity"] == "warn"

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from torchscale.contracts import finding
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema import finding
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.versioned import Record
 

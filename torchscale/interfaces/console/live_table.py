@@ -23,6 +23,7 @@ from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, u
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, too_wide
+from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -195,6 +196,8 @@ def status_text(row: pd.Series) -> tuple[str, Level]:
         return "host", "warn"
     if row.get("reliability") == "noisy":
         return "noisy", "warn"
+    if row.get("reliability") == "too few repeats":  # repeats agree; their count is too few
+        return f"{repeat_count(row.get('samples_per_s_repeats'))} reps", "warn"
     if row.get("reliability") == "spread unknown":
         return "1 rep", "warn"  # one repeat: no run-to-run spread to judge it by
     return "ok", "info"
@@ -269,7 +272,7 @@ class LiveTable:
             notes.append(("warn", straggler))
         if bool(row.get("busy_machine")) and not self.busy_said:
             notes.append(("warn", busy_note(row)))
-        if row.get("reliability") == "noisy":
+        if row.get("reliability") in UNSETTLED:
             notes.append(("warn", noisy_note(row)))
         return notes
 
@@ -340,15 +343,7 @@ def busy_note(row: pd.Series) -> str:
 
 
 def noisy_note(row: pd.Series) -> str:
-    """'noisy: ±37 % over 2 repeats, step CV 34 %': the figures behind the reliability verdict
-    (offline/analysis/reliability.py), short; its full reason is in summary.csv and -v."""
-    value = _number(row, "samples_per_s")
-    low, high = _number(row, "samples_per_s_low"), _number(row, "samples_per_s_high")
-    parts = []
-    if value and low is not None and high is not None:
-        repeats = str(row.get("samples_per_s_repeats") or "").count(";") + 1
-        parts.append(f"throughput ±{(high - low) / 2 / value * 100:.0f} % over {repeats} repeats")
-    cv = _number(row, "step_cv")
-    if cv is not None:
-        parts.append(f"step CV {cv * 100:.0f} %")
-    return "noisy: " + (", ".join(parts) or str(row.get("reliability_reason")))
+    """Why a cell is noisy or of too few repeats, in the words of its reliability finding
+    (offline/analysis/reliability.py, worded by contracts/wording/noise.py): 'varies more than
+    ±10 %: step-time CV 28.1 %', 'too few repeats to judge: 2 repeats within ±2.2 % ...'."""
+    return str(row.get("reliability_reason"))

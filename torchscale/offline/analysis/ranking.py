@@ -10,8 +10,11 @@ A "best configuration" read off the highest median can change from one run of a 
 next when the top two are inside each other's noise (the summary's best changed between two
 runs of the same config). `lead` says by how much the first is ahead, as the ratio of their
 medians with its 95 % interval (`uncertainty.ratio_of_medians`: a percentile bootstrap from 4
-figures a side, Welch's t on the log ratio below that), and calls the lead clear only when that
-whole interval lies above 1. One figure a side has no interval: never clear.
+figures a side, Welch's t on the log ratio below that), and `judge_lead` judges it by that
+interval alone, as a finding: clear where the whole interval lies above 0 and is no wider
+than the lead; ahead but unsized where it lies above 0 yet is wider than the lead (the order
+holds, its size is unknown); within noise where it reaches 0. One figure a side has no
+interval: its spread is unknown, never clear.
 """
 
 from __future__ import annotations
@@ -89,6 +92,28 @@ class Lead:
     def clear(self) -> bool:
         """The whole 95 % interval of the ratio lies above 1 (first ahead beyond noise)."""
         return self.low is not None and self.low > 0.0
+
+    @property
+    def wider_than_itself(self) -> bool:
+        """The interval is wider than the lead: it says the order at most, not the size."""
+        return (
+            self.low is not None
+            and self.high is not None
+            and self.high - self.low > abs(self.change)
+        )
+
+
+def judge_lead(ahead: Lead | None, repeats: int) -> Finding:
+    """The lead judged by its interval (`repeats`: the fewer units a side), as a finding:
+    'lead.clear', 'lead.ahead_unsized', 'lead.within_noise' or 'lead.spread_unknown'."""
+    if ahead is None or ahead.low is None or ahead.high is None:
+        change = ahead.change if ahead is not None else None
+        return Finding(code="lead.spread_unknown", figures={"change": change, "repeats": repeats})
+    figures = {"change": ahead.change, "low": ahead.low, "high": ahead.high, "repeats": repeats}
+    if not ahead.clear:
+        return Finding(code="lead.within_noise", figures=figures)
+    code = "lead.ahead_unsized" if ahead.wider_than_itself else "lead.clear"
+    return Finding(code=code, figures=figures)
 
 
 def lead(first: Sequence[float], second: Sequence[float], *, scale: float = 1.0) -> Lead | None:

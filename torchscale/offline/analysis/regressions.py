@@ -336,9 +336,11 @@ def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
         out.get("samples_per_s_high"),
         len(rows),
         float(np.median(cv)) if cv else None,
+        figures=[v for v in (finite(x) for x in rows["samples_per_s"]) if v is not None],
+        unit="run",
     )
     noisy = sum(str(v) == "noisy" for v in rows["reliability"])
-    reason = f"median of {len(rows)} runs: " + over.reason.replace(" repeats", " runs")
+    reason = f"median of {len(rows)} runs: {over.reason}"
     if noisy:
         reason += f"; {noisy} of {len(rows)} runs noisy on their own"
     out["reliability"] = "noisy" if noisy else over.level

@@ -1,8 +1,15 @@
-"""Is a cell's measurement steady enough to act on? One verdict per cell, with a one-line reason:
-"noisy" when the throughput's 95 % interval is wider than the threshold either side of the
-median (the repeats disagree) or the step-time CV passes it (the steps inside a window
-disagree); "spread unknown" with one repeat (no run-to-run spread to judge by) and no sign of
-noise in the steps either; "reliable" otherwise.
+"""Is a cell's measurement steady enough to act on? One verdict per cell, stored as a finding
+(a code and its figures, worded by contracts/wording/noise.py):
+
+- "noisy" (`noise.varies`): the figures really vary, a repeat lies farther than the threshold
+  from the repeats' median or the step-time CV passes it (the steps inside a window disagree);
+- "too few repeats" (`noise.too_few_repeats`): the throughput's 95 % interval is wider than the
+  threshold either side of the median, yet nothing measured varies past it: the width is the
+  count's (Student t on 2 repeats has 1 degree of freedom, t = 12.7, so two repeats 4 % apart
+  get ±29 %), and more repeats, not a quieter machine, settle it;
+- "spread unknown" (`noise.spread_unknown`): one repeat, no run-to-run spread to judge by, and
+  no sign of noise in the steps either;
+- "reliable" (`noise.reliable`) otherwise.
 
 The threshold is `torchscale.contracts.thresholds.CV_WARN_THRESHOLD`, which is also the config's
 `measurement.cv_warn_threshold` default (the one the worker warns at): one constant, so the two
@@ -12,28 +19,52 @@ docs/methodology.md, "Uncertainty".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import median
 from typing import Any, Literal
 
 import pandas as pd
 
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.numbers import finite, parse_repeats
 
-Level = Literal["reliable", "noisy", "spread unknown"]
-LEVELS: tuple[Level, ...] = ("reliable", "noisy", "spread unknown")
+Level = Literal["reliable", "noisy", "too few repeats", "spread unknown"]
+LEVELS: tuple[Level, ...] = ("reliable", "noisy", "too few repeats", "spread unknown")
+# levels whose throughput interval is too wide to act on: for a cause that varies, or too few
+UNSETTLED: tuple[Level, ...] = ("noisy", "too few repeats")
+CODES: dict[str, Level] = {
+    "noise.reliable": "reliable",
+    "noise.varies": "noisy",
+    "noise.too_few_repeats": "too few repeats",
+    "noise.spread_unknown": "spread unknown",
+}
 
 
 @dataclass(frozen=True)
 class Reliability:
-    """A cell's verdict and why, in one line."""
+    """A cell's verdict: its finding (code and figures); the level and words follow from it."""
 
-    level: Level
-    reason: str
+    finding: Finding
+
+    @property
+    def level(self) -> Level:
+        return CODES[self.finding.code]
+
+    @property
+    def reason(self) -> str:
+        return wording.say(self.finding)
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f} %"
+def spread_from_median(figures: Sequence[float]) -> float | None:
+    """How far the farthest figure lies from their median, relative (0.044 for 410 and 392):
+    what 'varies more than ±10 % between repeats' reads; None below 2 figures."""
+    if len(figures) < 2:
+        return None
+    middle = median(figures)
+    return max(abs(v / middle - 1.0) for v in figures) if middle > 0 else None
 
 
 def judge(
@@ -43,37 +74,38 @@ def judge(
     repeats: int,
     step_cv: float | None,
     threshold: float = CV_WARN_THRESHOLD,
+    *,
+    figures: Sequence[float] = (),
+    unit: str = "repeat",
 ) -> Reliability:
-    """The verdict of one measured cell from its throughput interval (over `repeats` repeats)
-    and its pooled step-time CV. Evidence of noise wins over a missing spread: one repeat
-    with a CV of 0.5 is noisy, not merely unknown."""
+    """The verdict of one measured cell from its throughput interval over `repeats` units
+    (`unit`: repeats, or runs of a pooled cell), the units' own `figures` and the pooled
+    step-time CV. Evidence of noise wins over a missing spread: one repeat with a CV of 0.5 is
+    noisy, not merely unknown; without the units' figures a wide interval is laid to the count,
+    as nothing seen varies."""
     cv = finite(step_cv)
     value, low, high = finite(samples_per_s), finite(low), finite(high)
     half: float | None = None  # half the interval's width over the value: its ± either side
     if repeats >= 2 and value is not None and low is not None and high is not None and value > 0:
         half = (high - low) / 2 / value
-    limit = f"{threshold * 100:g} %"
-    problems = []
-    if half is not None and half > threshold:
-        problems.append(
-            f"throughput's 95 % interval is ±{_pct(half)} of the median over {repeats} "
-            f"repeats, above ±{limit}"
-        )
-    if cv is not None and cv > threshold:
-        problems.append(f"step-time CV {_pct(cv)} is above {limit}")
-    if problems:
-        return Reliability("noisy", "; ".join(problems))
-    cv_text = f"step-time CV {_pct(cv)}" if cv is not None else "step-time CV not recorded"
-    if half is None:
-        why = "one repeat" if repeats < 2 else "no throughput interval"
-        return Reliability(
-            "spread unknown", f"{why}: no run-to-run spread to judge throughput by; {cv_text}"
-        )
-    return Reliability(
-        "reliable",
-        f"throughput's 95 % interval ±{_pct(half)} of the median over {repeats} repeats and "
-        f"{cv_text}, both within {limit}",
-    )
+    spread = spread_from_median([v for v in figures if v > 0])
+    said = {
+        "repeats": repeats,
+        "unit": unit,
+        "half": half,
+        "spread": spread,
+        "step_cv": cv,
+        "bound": threshold,
+    }
+    if (spread is not None and spread > threshold) or (cv is not None and cv > threshold):
+        code = "noise.varies"
+    elif half is not None and half > threshold:
+        code = "noise.too_few_repeats"
+    elif half is None:
+        code = "noise.spread_unknown"
+    else:
+        code = "noise.reliable"
+    return Reliability(Finding(code=code, figures=said))
 
 
 def repeat_count(repeats: Any) -> int:
@@ -93,8 +125,9 @@ def add_reliability(table: pd.DataFrame, threshold: float = CV_WARN_THRESHOLD) -
             verdicts.append(None)
             continue
         value, low, high = (row.get(f"samples_per_s{end}") for end in ("", "_low", "_high"))
-        repeats = repeat_count(row.get("samples_per_s_repeats"))
-        verdicts.append(judge(value, low, high, repeats, row.get("step_cv"), threshold))
+        figures = parse_repeats(row.get("samples_per_s_repeats"))
+        cv = row.get("step_cv")
+        verdicts.append(judge(value, low, high, len(figures), cv, threshold, figures=figures))
     levels = [None if v is None else v.level for v in verdicts]
     reasons = [None if v is None else v.reason for v in verdicts]
     out["reliability"] = pd.Series(levels, index=out.index, dtype=object)

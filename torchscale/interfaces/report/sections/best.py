@@ -10,6 +10,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.interfaces.report.estimates import not_measurable, too_wide
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -19,9 +20,18 @@ from torchscale.interfaces.report.sections.context import (
     repeats_of,
 )
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.ranking import Lead, comparable, fsdp_on_one, lead, unit_figures
+from torchscale.offline.analysis.ranking import (
+    Lead,
+    comparable,
+    fsdp_on_one,
+    judge_lead,
+    lead,
+    unit_figures,
+)
 
 NO_CLEAR_BEST = "no clear best (within noise)"
+# the lead's interval excludes 0 but is wider than the lead: the order holds, its size does not
+AHEAD_UNSIZED = "ahead beyond noise, by a margin not measurable"
 NONE_NAMED = "none named"
 By = Literal["throughput", "cost"]
 
@@ -37,13 +47,26 @@ class Pick:
     lead: Lead | None
 
     @property
+    def judgement(self) -> Finding | None:
+        """The lead over the runner-up judged by its interval (`ranking.judge_lead`); None
+        without a runner-up."""
+        if self.runner_up is None:
+            return None
+        repeats = min(len(unit_figures(self.row)), len(unit_figures(self.runner_up)))
+        return judge_lead(self.lead, repeats)
+
+    @property
     def clear(self) -> bool:
         """Best beyond noise: there is a runner-up, the lead's whole interval is above 0, and
-        that interval is no wider than the lead itself (`too_wide`: a lead of +193 % in
-        [+2, +36,605] says nothing to rank by)."""
-        if self.runner_up is None or self.lead is None or not self.lead.clear:
-            return False
-        return not too_wide(self.lead.change, self.lead.low, self.lead.high)
+        that interval is no wider than the lead itself (a lead of +193 % in [+2, +36,605] says
+        nothing to rank by)."""
+        return self.judgement is not None and self.judgement.code == "lead.clear"
+
+    @property
+    def unsized(self) -> bool:
+        """Ahead beyond noise (the interval excludes 0) by a margin its interval, wider than
+        the lead, cannot size: neither clear nor within noise."""
+        return self.judgement is not None and self.judgement.code == "lead.ahead_unsized"
 
 
 def _measured(frame: pd.DataFrame, model: str) -> list[dict[str, Any]]:
@@ -136,35 +159,14 @@ def by_cost(priced: pd.DataFrame | None, model: str) -> Pick | None:
     return Pick(model, "cost", first, second, ahead)
 
 
-def _pct(value: float) -> str:
-    """A change in whole percent (one decimal below 1 %): '+12 %', '-0.4 %'."""
-    return f"{value * 100:+.0f} %" if abs(value) >= 0.005 else f"{value * 100:+.1f} %"
-
-
-def _interval(low: float, high: float) -> str:
-    digits = 0 if min(abs(low), abs(high)) >= 0.005 or low == 0 else 1
-    return f"[{low * 100:+.{digits}f}, {high * 100:+.{digits}f}]"
-
-
 def lead_text(pick: Pick, runner_up: str | None) -> str:
-    """How far the pick leads the next one, in words: '+12 % [+5, +20] throughput over b16 x2 fp32
-    ddp', 'within noise of b16 x2 fp32 ddp (+3 % [-10, +18] throughput)', 'the only configuration
-    measured'; for cost, what the next one costs more. `runner_up` names the next one."""
-    if pick.runner_up is None or runner_up is None:
+    """How far the pick leads the next one, in the words of its judgement (contracts/wording/
+    leads.py): '+12 % [+5, +20] throughput over b16 x2 fp32 ddp', 'within noise of b16 x2 fp32
+    ddp (+3 % [-10, +18] throughput)', 'ahead of b16 x2 fp32 ddp beyond noise, by a margin not
+    measurable (2 repeats)', 'the only configuration measured'; for cost, what the next one
+    costs more. `runner_up` names the next one."""
+    judgement = pick.judgement
+    if judgement is None or runner_up is None:
         return "the only configuration measured"
-    ahead = pick.lead
-    measure = "more per sample" if pick.by == "cost" else "throughput"
-    if ahead is None or ahead.low is None or ahead.high is None:
-        change = f" ({_pct(ahead.change)} {measure})" if ahead is not None else ""
-        return f"not told apart from {runner_up}{change}: spread unknown (one repeat)"
-    if too_wide(ahead.change, ahead.low, ahead.high):  # no number a decision can rest on
-        repeats = min(len(unit_figures(pick.row)), len(unit_figures(pick.runner_up)))
-        how_far = f"lead {not_measurable(repeats)}"
-        return f"{'ahead of' if ahead.low > 0 else 'within noise of'} {runner_up}; {how_far}"
-    figure = f"{_pct(ahead.change)} {_interval(ahead.low, ahead.high)}"
-    if pick.by == "cost":
-        said = f"{runner_up} costs {figure} more per sample"
-        return said if pick.clear else f"within noise: {said}"
-    if pick.clear:
-        return f"{figure} throughput over {runner_up}"
-    return f"within noise of {runner_up} ({figure} throughput)"
+    figures = {**judgement.figures, "measure": pick.by, "runner_up": runner_up}
+    return wording.say(Finding(code=judgement.code, figures=figures))

@@ -37,7 +37,7 @@ from torchscale.offline.analysis.regressions import (
     pool_runs,
     with_step_repeats,
 )
-from torchscale.offline.analysis.reliability import LEVELS, repeat_count
+from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED, repeat_count
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
@@ -240,9 +240,10 @@ def is_trusted(row: Mapping[str, Any] | pd.Series) -> bool:
 
 def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
     """What a cell's own figures may be marked with: good only when reliable on a quiet
-    machine (`is_trusted`), warn when noisy or busy, info when its spread is unknown."""
+    machine (`is_trusted`), warn when noisy, of too few repeats or busy, info when its spread
+    is unknown."""
     level = row.get("reliability")
-    if level == "noisy" or (level == "reliable" and not is_quiet(row)):
+    if level in UNSETTLED or (level == "reliable" and not is_quiet(row)):
         return "warn"
     return "good" if level == "reliable" else "info"
 

@@ -248,9 +248,11 @@ def _single_size_line(ctx: Context, model: str) -> str:
     of = ""
     if len(ranked) > 1:  # 'fastest' only where the best line names it beyond noise
         pick = by_throughput(ctx, model)
-        clear = pick is not None and pick.clear and pick.row["cell_id"] == best["cell_id"]
+        first = pick is not None and pick.row["cell_id"] == best["cell_id"]
         of = f", the fastest of {len(ranked)} configurations"
-        if not clear:
+        if first and pick is not None and pick.unsized:
+            of += " by a margin not measurable"
+        elif not (first and pick is not None and pick.clear):
             of = f"; {len(ranked)} configurations, none clearly the fastest"
     if len(ranked) < len(measured):
         of += f"; {wording.say(fsdp_on_one(len(measured) - len(ranked)))}"
@@ -353,7 +355,7 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
         config = ctx.label(pick.row)
         other = ctx.label(pick.runner_up) if pick.runner_up is not None else None
         how = lead_text(pick, other)
-        if pick.runner_up is None or pick.clear:
+        if pick.runner_up is None or pick.clear or pick.unsized:
             parts.append(f"{config} ({how})")
         else:
             parts.append(f"{pick.model}: {NO_CLEAR_BEST}: {config} is {how}")

@@ -38,6 +38,7 @@ from torchscale.interfaces.report.sections.diagnosis import rank_wait_texts
 from torchscale.interfaces.report.sections.findings import caveat_of
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.reliability import UNSETTLED
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 from torchscale.offline.results import profile_figures
 
@@ -88,7 +89,7 @@ def _stats_table(ctx: Context) -> Table:
             "steps": integer(row["measured_steps"]),
             "reliability": row["reliability"],
             "reliability_reason": row["reliability_reason"],
-            "_severity": "warn" if row["reliability"] == "noisy" else "info",
+            "_severity": "warn" if row["reliability"] in UNSETTLED else "info",
         }
         for q in PERCENTILES:
             entry[f"step_{q}_s"] = finite(row[f"step_{q}_s"])
@@ -138,10 +139,10 @@ def _reliability_table(ctx: Context) -> Table | None:
             "cell": ctx.label(row),
             "reliability": row["reliability"],
             "reason": row["reliability_reason"],
-            "_severity": "warn" if row["reliability"] == "noisy" else "info",
+            "_severity": "warn" if row["reliability"] in UNSETTLED else "info",
         }
         for row in records(ctx.ok)
-        if row["reliability"] in ("noisy", "spread unknown")
+        if row["reliability"] in (*UNSETTLED, "spread unknown")
     ]
     if not rows:
         return None
@@ -151,7 +152,8 @@ def _reliability_table(ctx: Context) -> Table | None:
         columns=[col("cell", "Cell"), col("reliability", "Reliability"), col("reason", "Why")],
         rows=rows,
         note="their figures carry no check mark anywhere in the report; more repeats (spread "
-        "unknown) or a quieter machine and more steps (noisy) make them reliable",
+        "unknown, too few repeats) or a quieter machine and more steps (noisy) make them "
+        "reliable",
     )
 
 

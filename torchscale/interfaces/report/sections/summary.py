@@ -38,6 +38,7 @@ from torchscale.interfaces.report.model import (
     ValueFormat,
 )
 from torchscale.interfaces.report.sections.best import (
+    AHEAD_UNSIZED,
     NO_CLEAR_BEST,
     NONE_NAMED,
     Pick,
@@ -85,7 +86,7 @@ from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import HOST_FIRST, plain_reason, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
-from torchscale.offline.analysis.reliability import LEVELS
+from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED
 from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.sweep_progress import label_of_cell_id
@@ -149,9 +150,10 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 rows[-1]["lead"] += f"; by cost: {lead}"
                 continue
             clear = pick.clear or pick.runner_up is None
+            unclear = AHEAD_UNSIZED if pick.unsized else NO_CLEAR_BEST
             out = {
                 "model": model,
-                "best_by": best_by if clear else f"{best_by}: {NO_CLEAR_BEST}",
+                "best_by": best_by if clear else f"{best_by}: {unclear}",
                 "lead": lead,
                 "config": _config(ctx, row),
                 "gpus": integer(row["world_size"]),
@@ -167,7 +169,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 "step_p50_s": finite(row["step_p50_s"]),
                 "step_p50_text": step_text(row, "p50"),
                 "reliability": row["reliability"],
-                "_severity": "warn" if row["reliability"] == "noisy" else "info",
+                "_severity": "warn" if row["reliability"] in UNSETTLED else "info",
             }
             if priced is not None:
                 match = priced[
@@ -382,7 +384,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         if tokens is not None:
             note += f"; {fmt(tokens, 'readable')} tokens/s"
         if not is_reliable(best):
-            note += f"; {best['reliability']}: {plain_reason(str(best['reliability_reason']))}"
+            note += f"; {plain_reason(str(best['reliability_reason']))}"  # opens with its verdict
         if not is_quiet(best):
             note += "; ran on a busy machine"
         value, low, high = interval(best, "samples_per_s")
@@ -505,8 +507,9 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         "best by throughput: the highest global samples/s (median over repeats, with "
         f"{PLUS_MINUS_NOTE}); ahead of the next: how far it leads the runner-up, with the 95 % "
         f"interval of that lead: '{NO_CLEAR_BEST}' where that interval reaches 0, so the "
-        "ranking is noise (how the interval is found: the glossary); the intervals: "
-        f"{scopes}"
+        f"ranking is noise; '{AHEAD_UNSIZED}' where it excludes 0 but is wider than the lead, "
+        "so the order holds and its size is unknown (how the interval is found: the glossary); "
+        f"the intervals: {scopes}"
     )
     if priced is not None:
         note += (

@@ -13,7 +13,7 @@ import pandas as pd
 from torchscale.interfaces.report.sections.context import Context, is_quiet, names, plural, records
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.reliability import repeat_count
+from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 from torchscale.offline.analysis.uncertainty import SMALL
 
 # at least this share of the measured cells on a busy machine: the set cannot be used
@@ -103,16 +103,50 @@ def _repeats(rows: list[dict[str, Any]]) -> int:
     return max(counts, default=0)
 
 
-def _all_noisy(noisy: list[dict[str, Any]]) -> tuple[str, str]:
-    """Why every cell is noisy, and what to do: too few repeats to judge (below SMALL), or
-    measurements that really vary."""
-    total = len(noisy)
+def _enough(rows: list[dict[str, Any]]) -> int:
+    """The repeats to ask for where these cells ran too few: SMALL, or twice what they ran
+    where that was already SMALL or more (4 repeats within ±7 % can still give ±12 %)."""
+    repeats = _repeats(rows)
+    return SMALL if repeats < SMALL else 2 * repeats
+
+
+def _more_repeats(rows: list[dict[str, Any]]) -> str:
+    return RAISE_REPEATS.format(now=_repeats(rows), n=_enough(rows))
+
+
+def _repeat_actions(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> list[str]:
+    """More repeats for the noisy cells of fewer than SMALL and for the cells of too few, one
+    action where both need the same count."""
+    wanted: dict[int, list[str]] = {}
+    if noisy and _repeats(noisy) < SMALL:
+        wanted.setdefault(SMALL, []).append("the noisy cells")
+    if few:
+        wanted.setdefault(_enough(few), []).append("the cells of too few repeats")
+    return [f"{MORE_REPEATS.format(n=n)} for {' and '.join(who)}" for n, who in wanted.items()]
+
+
+def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tuple[str, str]:
+    """Why no cell is settled, and what to do first: too few repeats to judge (their repeats
+    agree, their interval is wide for the count), or measurements that really vary (a quieter
+    node, unless they also ran fewer than SMALL repeats: more repeats first)."""
+    total = len(noisy) + len(few)
+    if not noisy:
+        repeats = _repeats(few)
+        cells = f"all {total} cells ran {repeats} repeats each" if total > 1 else ""
+        cells = cells or f"its one cell ran {plural(repeats, 'repeat')}"
+        return f"{cells}, too few to judge", MORE_REPEATS.format(n=_enough(few))
     cells = f"all {total} cells noisy" if total > 1 else "its one cell is noisy"
-    repeats = _repeats(noisy)
-    if repeats < SMALL:
-        each = f"{plural(repeats, 'repeat')} each" if total > 1 else plural(repeats, "repeat")
-        return f"{cells} with {each}, too few to judge", MORE_REPEATS.format(n=SMALL)
-    return f"{cells} (throughput or step time varies by more than ±10 %)", QUIETER
+    if few:
+        cells = f"{len(noisy)} of {total} cells noisy"
+    varies = f"{cells} (throughput or step time varies by more than ±10 %)"
+    reason = f"{varies}, {_few_words(few)}" if few else varies
+    if _repeats(noisy) < SMALL:
+        return reason, MORE_REPEATS.format(n=_enough(noisy + few))
+    return reason, QUIETER
+
+
+def _few_words(few: list[dict[str, Any]]) -> str:
+    return f"{len(few)} with too few repeats to judge"
 
 
 def _failures(ctx: Context) -> list[tuple[str, str]]:
@@ -157,6 +191,7 @@ def judge(ctx: Context) -> Usability:
     )
     rows = records(measured)
     noisy = [r for r in rows if r.get("reliability") == "noisy"]
+    few = [r for r in rows if r.get("reliability") == "too few repeats"]
     unknown = [r for r in rows if r.get("reliability") == "spread unknown"]
     if shared is not None and shared.cells and len(shared.cells) >= BUSY_SHARE * total:
         reason = f"{shared.what} {_where(ctx, shared.cells, total)}"
@@ -167,13 +202,11 @@ def judge(ctx: Context) -> Usability:
         return Usability(
             "no", reason, shared.remedy, True, busy_keys, (host, *(f[1] for f in failures))
         )
-    if noisy and len(noisy) == total:
-        reason, remedy = _all_noisy(noisy)
-        first = (
-            RAISE_REPEATS.format(now=_repeats(noisy), n=SMALL) if "repeats" in remedy else remedy
-        )
+    if len(noisy) + len(few) == total:
+        reason, remedy = _all_unsettled(noisy, few)
+        first = _more_repeats(noisy + few) if "repeats" in remedy else remedy
         return Usability("no", reason, remedy, False, busy_keys, (first, *(f[1] for f in failures)))
-    if not any(is_quiet(r) and r.get("reliability") != "noisy" for r in rows):
+    if not any(is_quiet(r) and r.get("reliability") not in UNSETTLED for r in rows):
         return _none_quiet_and_reliable(ctx, rows, shared, busy_keys, failures)
     clauses = [f[0] for f in failures]
     actions = [f[1] for f in failures]
@@ -182,8 +215,9 @@ def judge(ctx: Context) -> Usability:
         actions.insert(0, f"{shared.remedy} for those cells: their figures measure the contention")
     if noisy:
         clauses.append(f"{len(noisy)} of {total} cells noisy")
-        if _repeats(noisy) < SMALL:
-            actions.append(MORE_REPEATS.format(n=SMALL) + " for the noisy cells")
+    if few:
+        clauses.append(f"{len(few)} of {total} cells with too few repeats to judge")
+    actions += _repeat_actions(noisy, few)
     if unknown:
         if len(unknown) == total:
             every = "every cell of one repeat" if total > 1 else "one repeat"
@@ -212,12 +246,15 @@ def _none_quiet_and_reliable(
     total = len(rows)
     busy = [r for r in rows if not is_quiet(r)]
     noisy = [r for r in rows if r.get("reliability") == "noisy" and is_quiet(r)]
+    few = [r for r in rows if r.get("reliability") == "too few repeats" and is_quiet(r)]
     parts = []
     if busy:
         what = shared.what if shared is not None else "other load on the machine"
         parts.append(f"{what} {_where(ctx, busy, total)}")
     if noisy:
         parts.append(f"the other {plural(len(noisy), 'cell')} noisy" if busy else "all noisy")
+    if few:
+        parts.append(_few_words(few))
     reason = f"no cell is both quiet and reliable ({', '.join(parts)})"
     actions = []
     if busy:
@@ -226,5 +263,7 @@ def _none_quiet_and_reliable(
     if noisy:
         repeats = _repeats(noisy)
         actions.append(RAISE_REPEATS.format(now=repeats, n=SMALL) if repeats < SMALL else QUIETER)
+    if few:
+        actions.append(_more_repeats(few))
     first = actions[0].split(" for the busy cells")[0] if actions else None
     return Usability("no", reason, first, False, busy_keys, (*actions, *(f[1] for f in failures)))
