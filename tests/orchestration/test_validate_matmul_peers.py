@@ -67,8 +67,8 @@ def _check(rows: list[Measurement]) -> tuple[CheckStatus, str, str]:
 
 
 def test_a_power_capped_node_is_the_nodes_doing_not_a_faulty_gpu() -> None:
-    """8 healthy GPUs all at 0.8 x the reference: below the SKU's PASS bar (90 %), alike."""
-    rows = node([0.8] * 8)
+    """8 healthy GPUs all at 0.85 x the reference: below the SKU's PASS bar (90 %), alike."""
+    rows = node([0.85] * 8)
     assert {r.status for r in rows} == {CheckStatus.WARN}
     for row in rows:
         assert row.data["peer_verdict"] == "whole node below the SKU"
@@ -128,7 +128,7 @@ def test_without_a_reference_a_lagging_gpu_is_still_flagged() -> None:
 
 
 def test_a_gpu_alone_or_a_cpu_has_no_peers_and_keeps_its_sku_verdict() -> None:
-    (alone,) = node([0.8])
+    (alone,) = node([0.85])
     assert alone.status is CheckStatus.WARN and "peer_ratio" not in alone.data
     assert "whole node" not in alone.detail
     (cpu,) = node([1.0], name="CPU: Some Xeon", device="cpu")

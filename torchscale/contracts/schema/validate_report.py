@@ -18,7 +18,8 @@ VALIDATE_KIND = "torchscale.validate"
 #    `measured_peaks`, `fail_on`, and the INFO status (measured, with nothing to compare to)
 # 3: the `workload` level (its steps are checks; `folder` says where it left everything)
 # 4: `findings` on a check (its verdict as codes and figures, words made when shown) and
-#    `verdict_basis` (what the verdict sentence rests on); older checks have none
+#    `verdict_basis` (what the verdict sentence rests on), `finding` on a measurement (the perf
+#    verdict against its SKU); older checks have none
 SCHEMA_VERSION = 4
 Level = Literal["basic", "perf", "burn", "workload"]
 
@@ -66,6 +67,9 @@ class Measurement(Record):
     ratio: float | None = Field(default=None, description="value / expected")
     status: CheckStatus
     detail: str = Field(default="", description="the evidence, one sentence")
+    finding: Finding | None = Field(
+        default=None, description="the verdict as a code and its figures (schema 4)"
+    )
     unavailable: str | None = Field(default=None, description="why there is no value")
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable extras")
 

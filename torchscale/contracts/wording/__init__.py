@@ -18,8 +18,8 @@ from torchscale.contracts.wording import (
     host_bound,
     intervals,
     leads,
-    matmul,
     noise,
+    perf,
     ranking,
 )
 
@@ -37,7 +37,7 @@ def _joined(*modules: Any) -> dict[str, Phrase]:
 
 
 PHRASES: dict[str, Phrase] = _joined(
-    busy, clocks, gpu_checks, host_bound, intervals, leads, matmul, noise, ranking
+    busy, clocks, gpu_checks, host_bound, intervals, leads, perf, noise, ranking
 )
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from torchscale.contracts import host
+from torchscale.contracts import host, wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import P2PMatrix, PeakResult, PerfRun, PerfSpec, RankPerf
 from torchscale.contracts.versioned import read_model
@@ -117,9 +118,11 @@ def _row(
     """One figure beside its SKU's expected value, ratio and verdict (SKIP, saying why, where
     there is no figure)."""
     why: str | None = None
+    finding: Finding | None = None
     if value is not None:
         expected = expected_for(device_name, check)
-        status, ratio, sentence = judge(check, value, expected, higher_is_better=higher_is_better)
+        status, ratio, finding = judge(check, value, expected, higher_is_better=higher_is_better)
+        sentence = wording.say(finding)
     else:
         expected, ratio, why = None, None, unavailable or "not measured"
         status, sentence = CheckStatus.SKIP, why
@@ -135,6 +138,7 @@ def _row(
         ratio=ratio,
         status=status,
         detail=sentence,
+        finding=finding,
         unavailable=why,
         data=dict(data),
     )
