@@ -120,7 +120,8 @@ def test_the_header_holds_hardware_dates_and_description(priced: Report) -> None
 def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
     """One H100 cell (recorded on a real GPU): the GPU as the driver names it, the one
     throughput with its interval (no scaling to speak of), the cost per M tokens, and what a GPU
-    reader decides on: MFU against its peak and the memory it took (issue 63, point 4)."""
+    reader decides on: MFU against its peak, with the throughput's interval scaled (one
+    estimator, issue 71 point 5), and the memory it took (issue 63, point 4)."""
     cells = tmp_path / "h100" / "cells"
     cells.mkdir(parents=True)
     result = FIXTURES / "results_v5" / "h100_gpt2_bf16_compile.json"
@@ -138,7 +139,7 @@ def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
     (line,) = report.decision.models
     assert line.text == (
         "gpt2 reaches 244 ±97 samples/s on 1 GPU at $0.0033 per M tokens; on the GPU: MFU "
-        "22.1 % of 989 TFLOP/s, 11.1 GiB peak memory per rank"
+        "22.1 % ±8.8 % of 989 TFLOP/s, 11.1 GiB peak memory per rank"
     )
     assert report.headline.severity == "bad"
 
