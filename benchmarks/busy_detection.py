@@ -28,6 +28,7 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_runs import STOP_GRACE_S, Stopped, kill_group, run_child, stop
-from interval_coverage import BUSY_LOAD, child_env, write_config
+from interval_coverage import BUSY_LOAD, child_env, read_cell, write_config
 
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
 
@@ -55,34 +56,14 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def read_cell(directory: Path) -> dict[str, Any]:
-    """The run's figure, its printed interval and each host's busy verdict."""
-    found = sorted(directory.glob("cells/*.json"))
-    if not found:
-        return {"outcome": "failed", "error": "no cells/*.json"}
-    cell = json.loads(found[0].read_text(encoding="utf-8"))
-    if cell.get("status") != "ok":
-        return {"outcome": "failed", "error": str((cell.get("error") or {}).get("reason"))}
-    printed = (cell.get("intervals") or {}).get("samples_per_s") or {}
-    hosts = (cell.get("telemetry") or {}).get("hosts") or []
-    verdicts = [h.get("busy") for h in hosts]
-    return {
-        "outcome": "ok",
-        "value": printed.get("value") or cell["throughput"]["samples_per_s"],
-        "low": printed.get("low"),
-        "high": printed.get("high"),
-        "busy": True if any(verdicts) else (None if None in verdicts or not hosts else False),
-        "other_cores": max((h.get("other_cores") or 0.0 for h in hosts), default=None),
-        "findings": [h.get("finding") for h in hosts],
-    }
-
-
 def one_run(args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
     config = write_config(args, workdir, name)
     argv = [sys.executable, "-m", "torchscale", "--quiet", "benchmark", "-c", str(config)]
     code, output = run_child([*argv, "-o", str(workdir / "results")], child_env(), args.timeout)
     record = {"name": name, "exit_code": code, "load_1m": os.getloadavg()[0]}
     record |= read_cell(workdir / "results" / name)
+    if record["outcome"] == "ok" and record["value"] is None:  # not measurable: the median
+        record["value"] = statistics.median(record["repeats"])
     if record["outcome"] != "ok":
         record["error"] = f"{record.get('error')}: {output[-800:]}"
     shutil.rmtree(workdir / "results" / name, ignore_errors=True)

@@ -97,7 +97,8 @@ def write_config(args: argparse.Namespace, workdir: Path, name: str) -> Path:
 
 def read_cell(directory: Path) -> dict[str, Any]:
     """The per-repeat throughputs and the printed Estimate of the run's one cell
-    (cell_result.py: `throughput.repeats`, `intervals.samples_per_s`)."""
+    (cell_result.py: `throughput.repeats`, `intervals.samples_per_s`), and its hosts' busy
+    verdict (true when any host is busy, null when one was not judged)."""
     found = sorted(directory.glob("cells/*.json"))
     if not found:
         return {"outcome": "failed", "error": "no cells/*.json"}
@@ -106,8 +107,11 @@ def read_cell(directory: Path) -> dict[str, Any]:
         return {"outcome": "failed", "error": str((cell.get("error") or {}).get("reason"))}
     printed = (cell.get("intervals") or {}).get("samples_per_s") or {}
     hosts = (cell.get("telemetry") or {}).get("hosts") or []
+    verdicts = [h.get("busy") for h in hosts]
     return {
         "outcome": "ok",
+        "busy": True if any(verdicts) else (None if None in verdicts or not hosts else False),
+        "findings": [h.get("finding") for h in hosts],
         "repeats": cell["throughput"]["repeats"],
         "value": printed.get("value", cell["throughput"]["samples_per_s"]),
         "low": printed.get("low"),
