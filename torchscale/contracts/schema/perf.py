@@ -120,6 +120,9 @@ class RankPerf(Record):
     rank: int
     device: str
     device_name: str
+    uuid: str | None = Field(
+        default=None, description="CUDA: the GPU's UUID as torch reports it (names it to NVML)"
+    )
     matmul: list[PeakResult] = Field(default_factory=list)
     bandwidth: list[BandwidthResult] = Field(default_factory=list)
     power_limit: PowerLimit | None = Field(

@@ -8,14 +8,16 @@ this process), each matched to its NVML GPU by UUID.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
-from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity
+from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, uuid_key
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
+    Measurement,
     failed,
     passed,
     skipped,
@@ -185,6 +187,18 @@ def identities(state: NvmlState) -> dict[int, dict[str, Any]]:
     """Each NVML GPU's UUID and serial, by index: the data that lets a per-GPU verdict be
     acted on (an RMA names the serial)."""
     return {g.index: gpu_identity(g) for g in state.gpus}
+
+
+def identified(rows: Sequence[Measurement], state: NvmlState) -> list[Measurement]:
+    """Each per-GPU measurement with its GPU's NVML index and serial beside the UUID its rank
+    read (the rank's CUDA ordinal is not the NVML index under CUDA_VISIBLE_DEVICES)."""
+    by_uuid = {uuid_key(g.uuid): g for g in state.gpus if g.uuid}
+    named = []
+    for row in rows:
+        gpu = by_uuid.get(uuid_key(str(row.data["uuid"]))) if row.data.get("uuid") else None
+        ids = {"nvml_index": gpu.index, "serial": gpu.serial} if gpu is not None else {}
+        named.append(row.model_copy(update={"data": row.data | ids}) if ids else row)
+    return named
 
 
 def nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, CheckResult | None]:

@@ -233,8 +233,10 @@ def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
     rows: list[Measurement] = []
     for rank in sorted(run.ranks, key=lambda r: r.rank):
         gpu = rank.rank if device == "cuda" else None
-        rows.extend(_matmul_row(peak, gpu) for peak in rank.matmul)
-        rows.extend(_rank_bandwidth_rows(run, rank, gpu))
+        mine = [_matmul_row(peak, gpu) for peak in rank.matmul]
+        mine += _rank_bandwidth_rows(run, rank, gpu)
+        uuid = {"uuid": rank.uuid} if rank.uuid else {}
+        rows.extend(row.model_copy(update={"data": row.data | uuid}) for row in mine)
     if run.p2p is not None:
         name = run.ranks[0].device_name if run.ranks else ""
         rows.extend(_p2p_rows(run.p2p, name))

@@ -31,6 +31,7 @@ from torchscale.orchestration.validate.check_result import (
     skipped,
     status_counts,
 )
+from torchscale.orchestration.validate.checks_gpu import identified
 from torchscale.orchestration.validate.checks_software import torch_build
 from torchscale.orchestration.validate.smoke import check_smoke
 
@@ -303,7 +304,7 @@ def _measure(
             workdir=folder,
         )
         results.extend(outcome.checks)
-        measurements.extend(outcome.measurements)
+        measurements.extend(identified(outcome.measurements, ctx.nvml))
         peaks.update(outcome.measured_peaks)
         sku = outcome.sku
     except Exception as exc:

@@ -61,6 +61,8 @@ def measure_rank(spec: PerfSpec, device: torch.device, done: PhaseDone | None = 
     mine = RankPerf(rank=dist.get_rank(), device=str(device), device_name=device_name(device))
     if device.type == "cuda":
         mine.power_limit = gpu_power_limit(device)
+        uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+        mine.uuid = str(uuid) if uuid is not None else None
 
     def finished(phase: str, **figures: list[Any]) -> None:
         if done is not None:
