@@ -12,7 +12,8 @@ from typing import Any
 def _against(f: Mapping[str, Any]) -> str:
     if f.get("kind") == "healthy":
         runs = f.get("runs") or 0
-        return f"this search's {f['expected']:g} on a healthy GPU of this SKU ({runs} run(s))"
+        counted = f"{runs} run" if runs == 1 else f"{runs} runs"
+        return f"this search's {f['expected']:g} on a healthy GPU of this SKU ({counted})"
     return f"the spec-sheet {f['expected']:g}"
 
 
