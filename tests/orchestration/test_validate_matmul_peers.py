@@ -260,3 +260,17 @@ def test_a_rank_reads_the_power_limit_of_its_own_gpu_by_uuid(
     monkeypatch.setattr(perf_program, "torch_uuid", lambda device: "cccccccc-0000")
     missing = perf_program.gpu_power_limit(torch.device("cuda", 0))
     assert missing.unavailable == "NVML has no GPU with UUID GPU-cccccccc-0000"
+
+
+def test_a_rows_finding_is_the_verdict_its_status_rests_on() -> None:
+    """A GPU the peers judge FAIL never keeps the SKU's 'perf.pass' finding beside it (the JSON
+    said FAIL with finding perf.pass); the SKU's verdict is kept inside the peers' finding."""
+    rows = node([1.0] * 7 + [0.7])
+    assert rows[7].status is CheckStatus.FAIL and rows[7].finding is not None
+    assert rows[7].finding.code == "perf.lags_peers"
+    assert rows[7].finding.figures["sku"]["code"] == "perf.fail"
+    assert rows[7].detail.startswith("70 % of the median of the node's other 7 GPUs")
+    assert {r.finding.code for r in rows[:7] if r.finding} == {"perf.pass"}
+    capped = node([0.85] * 4, power=[PowerLimit(enforced_w=500, default_w=700)] * 4)
+    assert {r.finding.code for r in capped if r.finding} == {"perf.node_below_sku"}
+    assert "power limit 500 W of 700 W default: the node is capped" in capped[0].detail

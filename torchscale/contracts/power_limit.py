@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,37 +74,22 @@ def read_power_limit(uuids: Sequence[str]) -> PowerLimit:
             pynvml.nvmlShutdown()
 
 
-def _watts(values: Sequence[float]) -> str:
-    low, high = min(values), max(values)
-    return f"{low:g} W" if low == high else f"{low:g}-{high:g} W"
-
-
-def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, str]:
-    """Whether every GPU of a group runs capped below its default, and the one phrase saying
-    the measured limits: (True, 'power limit 500 W of 700 W default: the node is capped'),
-    (False, 'power limit 700 W, its default: not a power cap'), or (None, why unknown)."""
+def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, dict[str, Any]]:
+    """Whether every GPU of a group runs capped below its default (None: unknown), and the
+    figures a finding says it by (contracts/wording/perf.py `power_words`): the enforced and
+    default limits read, how many GPUs are capped, or how many were not read and why."""
     if not limits:
-        return None, "power limit not read"
+        return None, {"unread": 0, "of": 0}
     missing = [limit for limit in limits if limit is None or limit.capped is None]
     if missing:
         first = missing[0]
-        why = first.unavailable if first is not None and first.unavailable else "not read"
-        return None, (
-            f"power limit unknown on {len(missing)} of {len(limits)} GPUs ({why}): a power "
-            "cap can be neither seen nor ruled out"
-        )
+        why = first.unavailable if first is not None and first.unavailable else None
+        return None, {"unread": len(missing), "of": len(limits), "why": why}
     known = [limit for limit in limits if limit is not None]
-    enforced = [limit.enforced_w for limit in known if limit.enforced_w is not None]
-    default = [limit.default_w for limit in known if limit.default_w is not None]
-    capped = [bool(limit.capped) for limit in known]
-    if all(capped):
-        return True, (
-            f"power limit {_watts(enforced)} of {_watts(default)} default: the node is capped"
-        )
-    if not any(capped):
-        return False, f"power limit {_watts(enforced)}, its default: not a power cap"
-    return False, (
-        f"{sum(capped)} of {len(capped)} GPUs capped below their default (limits "
-        f"{_watts(enforced)}, median {statistics.median(enforced):g} W; default "
-        f"{_watts(default)}): not the whole node"
-    )
+    figures: dict[str, Any] = {
+        "enforced_w": [limit.enforced_w for limit in known],
+        "default_w": [limit.default_w for limit in known],
+        "capped_gpus": sum(bool(limit.capped) for limit in known),
+        "of": len(known),
+    }
+    return figures["capped_gpus"] == len(known), figures

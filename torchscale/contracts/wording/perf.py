@@ -5,6 +5,7 @@ pass_at, fail_below)."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +29,57 @@ def _bars(f: Mapping[str, Any]) -> str:
     )
 
 
+def _watts(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:g} W" if low == high else f"{low:g}-{high:g} W"
+
+
+def power_words(f: Mapping[str, Any]) -> str:
+    """A group of GPUs' power limits (contracts/power_limit.py `node_power_cap`'s figures)."""
+    if "unread" in f:
+        if not f["of"]:
+            return "power limit not read"
+        return (
+            f"power limit unknown on {f['unread']} of {f['of']} GPUs ({f.get('why') or 'not read'})"
+            ": a power cap can be neither seen nor ruled out"
+        )
+    enforced, default = f["enforced_w"], f["default_w"]
+    if f["capped_gpus"] == f["of"]:
+        return f"power limit {_watts(enforced)} of {_watts(default)} default: the node is capped"
+    if not f["capped_gpus"]:
+        return f"power limit {_watts(enforced)}, its default: not a power cap"
+    return (
+        f"{f['capped_gpus']} of {f['of']} GPUs capped below their default (limits "
+        f"{_watts(enforced)}, median {statistics.median(enforced):g} W; default "
+        f"{_watts(default)}): not the whole node"
+    )
+
+
+def _sku(f: Mapping[str, Any]) -> str:
+    """The SKU verdict the peers' finding carries, in its own words."""
+    sku = f.get("sku")
+    phrase = PHRASES.get(sku["code"]) if sku else None
+    return phrase(sku["figures"]) if phrase is not None and sku is not None else ""
+
+
+def lags_peers(f: Mapping[str, Any]) -> str:
+    sku = _sku(f)
+    return (
+        f"{f['peer_ratio'] * 100:.0f} % of the median of the node's other {f['peers']} GPUs "
+        f"({f['peer_median']:.3g} {f['unit']}): this GPU lags its peers"
+        + (f"; {sku}" if sku else "")
+    )
+
+
+def node_below_sku(f: Mapping[str, Any]) -> str:
+    healthy = "; per GPU it is healthy" if f.get("power_capped") else ""
+    return (
+        f"{_sku(f)}; the whole node is below the SKU (its median {f['node_median']:.3g} "
+        f"{f['unit']}, {f['node_ratio'] * 100:.0f} % of the SKU's {f['expected']:g}) and this "
+        f"GPU is with its peers: not a per-GPU fault; {power_words(f['power'])}{healthy}"
+    )
+
+
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "perf.pass": _judged,
     "perf.warn": _bars,
@@ -37,4 +89,6 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     ),
     "perf.no_reference": lambda f: "no reference for this device: the measured value alone",
     "perf.not_measured": lambda f: "not measured",
+    "perf.lags_peers": lags_peers,
+    "perf.node_below_sku": node_below_sku,
 }

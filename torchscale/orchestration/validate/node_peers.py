@@ -14,16 +14,25 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit, node_power_cap
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, worst
-from torchscale.orchestration.validate.reference import expected_for, judge, thresholds_for
+from torchscale.orchestration.validate.reference import (
+    HEALTHY,
+    expected_for,
+    judge,
+    thresholds_for,
+)
 
 # GPUs of one model measured together differ by a few percent (boost clocks, silicon); a GPU
-# 10 % below the others' median is outside that, 20 % below is broken
-PEER_PASS = 0.90
-PEER_FAIL = 0.80
+# 10 % below the others' median is outside that, 20 % below is broken: the bars of a GPU against
+# its SKU's healthy figure (reference.HEALTHY)
+PEER_PASS = HEALTHY.pass_at
+PEER_FAIL = HEALTHY.warn_at
 PEER_CHECK_PREFIX = "matmul."
 LOW = (CheckStatus.WARN, CheckStatus.FAIL)
 POWER_HINT = "whole node below the SKU: power cap? check nvidia-smi -q -d POWER"
@@ -50,17 +59,17 @@ def peer_status(peer_ratio: float) -> CheckStatus:
     return CheckStatus.WARN if peer_ratio >= PEER_FAIL else CheckStatus.FAIL
 
 
-def _node_below_sku(check: str, device_name: str, node_median: float) -> str | None:
-    """'80 % of the SKU's 792' when the node's median is below the SKU's PASS bar, else None.
-    Only below: a median FAILed for being above a spec sheet is a measurement bug, which no
-    power cap explains."""
+def _node_below_sku(check: str, device_name: str, node_median: float) -> dict[str, float] | None:
+    """The node median's ratio to the SKU's expected figure when it is below the SKU's PASS
+    bar, else None. Only below: a median FAILed for being above a spec sheet is a measurement
+    bug, which no power cap explains."""
     expected = expected_for(device_name, check)
     status, ratio, _ = judge(check, node_median, expected)
     if status not in LOW or expected is None or ratio is None:
         return None
     if ratio >= thresholds_for(check, expected).pass_at:
         return None
-    return f"{ratio * 100:.0f} % of the SKU's {expected.value:g}"
+    return {"node_ratio": ratio, "expected": expected.value}
 
 
 def judge_with_peers(
@@ -83,11 +92,11 @@ def judge_with_peers(
             continue
         node_median = statistics.median(r.value for r in mine if r.value is not None)
         node_low = _node_below_sku(check, name, node_median)
-        cap, cap_note = node_power_cap([power.get(r.gpu) for r in mine if r.gpu is not None])
+        cap, cap_figures = node_power_cap([power.get(r.gpu) for r in mine if r.gpu is not None])
         for row in mine:
             others = [r.value for r in mine if r is not row and r.value is not None]
             peers = Peers(
-                statistics.median(others), len(others), node_median, node_low, cap, cap_note
+                statistics.median(others), len(others), node_median, node_low, cap, cap_figures
             )
             judged[id(row)] = _with_peers(
                 row, peers, power.get(row.gpu) if row.gpu is not None else None
@@ -98,15 +107,16 @@ def judge_with_peers(
 @dataclass(frozen=True)
 class Peers:
     """What one GPU is weighed against: the median of the node's other GPUs of its model, how
-    many they are, the whole node's median and, when that is below the SKU's bar, by how much;
-    whether every GPU of them runs power-capped (None: unknown) and the phrase saying so."""
+    many they are, the whole node's median and, when that is below the SKU's bar, its ratio to
+    the SKU's figure; whether every GPU of them runs power-capped (None: unknown) and the
+    limits' figures."""
 
     median: float
     count: int
     node_median: float
-    node_below_sku: str | None
+    node_below_sku: dict[str, float] | None
     power_capped: bool | None = None
-    power_note: str = "power limit not read"
+    power: dict[str, Any] = field(default_factory=dict)
 
 
 def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Measurement:
@@ -123,29 +133,26 @@ def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Mea
     if power is not None and power.default_w is not None:
         data["default_power_limit_w"] = power.default_w
     by_peers = peer_status(ratio)
-    status, detail = row.status, row.detail
+    status, finding = row.status, row.finding
+    sku = row.finding.model_dump() if row.finding is not None and row.expected is not None else None
+    figures: dict[str, Any] = {"unit": row.unit, "sku": sku}
     if by_peers is not CheckStatus.PASS:
         status = worst((by_peers, row.status))
-        detail = (
-            f"{ratio * 100:.0f} % of the median of the node's other {peers.count} GPUs "
-            f"({peers.median:.3g} {row.unit}): this GPU lags its peers"
-        )
-        if row.expected is not None:
-            detail += f"; {row.detail}"
+        figures |= {"peer_ratio": ratio, "peers": peers.count, "peer_median": peers.median}
+        finding = Finding(code="perf.lags_peers", figures=figures)
         data.update(peer_verdict="lags its peers", hint=LAGGING_HINT)
     elif row.status in LOW and peers.node_below_sku is not None:
-        detail = (
-            f"{row.detail}; the whole node is below the SKU (its median "
-            f"{peers.node_median:.3g} {row.unit}, {peers.node_below_sku}) and this GPU is "
-            f"with its peers: not a per-GPU fault; {peers.power_note}"
-        )
+        figures |= {"node_median": peers.node_median, **peers.node_below_sku}
+        figures |= {"power": peers.power, "power_capped": peers.power_capped}
+        finding = Finding(code="perf.node_below_sku", figures=figures)
         data.update(peer_verdict="whole node below the SKU", power_capped=peers.power_capped)
         if peers.power_capped:
             status = CheckStatus.WARN  # a FAIL would say a GPU is faulty: none is
-            detail += "; per GPU it is healthy"
             data["hint"] = CAPPED_HINT
         else:
             data["hint"] = UNCAPPED_HINT if peers.power_capped is False else POWER_HINT
     else:
         data.update(peer_verdict="with its peers")
-    return row.model_copy(update={"status": status, "detail": detail, "data": row.data | data})
+    detail = wording.say(finding) if finding is not None else row.detail
+    update = {"status": status, "detail": detail, "finding": finding, "data": row.data | data}
+    return row.model_copy(update=update)

@@ -45,10 +45,11 @@ class Thresholds:
 
 # Above a spec sheet by more than this is impossible (NVIDIA's rounding and boost slack aside)
 ABOVE_SPEC = 1.05
-# A healthy GPU repeats this search's figure within a few percent: its own probes on the H100
-# SXM read 686-708 bf16, an H200 (same die and clocks, not used to set the figure) 686, 97 %. 10 % below
-# is outside that and 20 % below is broken, the bars a GPU is weighed by against its peers
-# (node_peers.PEER_PASS, PEER_FAIL), so one GPU alone and a GPU among peers read alike
+# A healthy GPU repeats this search's figure within a few percent: the H100's own probes from
+# 6,144 to 16,384 read 686-708 bf16, an H200 (same die and clocks, not used to set the figure)
+# 686, 97 %. 10 % below is outside that and 20 % below is broken: the same bars a GPU is
+# weighed by against its peers (node_peers reads them from here), so one GPU alone and a GPU
+# among peers read alike
 HEALTHY = Thresholds(0.90, 0.80, "a healthy GPU repeats this search's figure within a few %")
 # by check family, for a spec-sheet expected value
 SPEC_THRESHOLDS: dict[str, Thresholds] = {
@@ -83,8 +84,9 @@ MI300X_SHEET = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi30
 # What torchscale's own matmul search (rank/programs/matmul_peak.py) read on healthy GPUs of a
 # SKU, per dtype: (TFLOP/s, runs, where the runs are kept). The H100 SXM's: the second H100 run
 # (tests/fixtures/h100_schema16/perf.out.txt, 2026-11-26), the one whose output is kept (the
-# first run's perf printed nothing and kept nothing). The H200 SXM has the same GH100 die, SM count and clocks (the same 989
-# TFLOP/s sheet): it is judged by the H100 SXM's figures, so its own readings test the rule
+# first run's perf printed nothing and kept nothing). The H200 SXM has the same GH100 die, SM
+# count and clocks (the same 989 TFLOP/s sheet): it is judged by the H100 SXM's figures, so its
+# own readings test the rule
 H100_SEARCH = "torchscale's matmul search on a healthy H100 SXM (tests/fixtures/h100_schema16)"
 HOPPER_SXM_HEALTHY: dict[str, tuple[float, int, str]] = {
     "bf16": (708.0, 1, H100_SEARCH + ", 2026-11-26"),
