@@ -286,7 +286,9 @@ def test_h100_report_does_not_call_the_power_limit_throttling() -> None:
     tables = {b.id: b for b in report.section("bottlenecks").blocks if b.type == "table"}
     rows = {r["cell"]: r for r in tables["bottlenecks-telemetry"].rows}
     assert "no (at power limit)" in [r["throttled"] for r in rows.values()]
-    assert "1 at their default power limit (SwPowerCap: how a GPU keeps" in text
+    # a schema-15 result recorded no power limit: never called its default
+    assert "at their default power limit" not in text
+    assert "1 with SwPowerCap within 90 % of their top clock, their power limit not read" in text
 
 
 def test_an_nvml_average_counts_only_once_it_lies_inside_one_window() -> None:

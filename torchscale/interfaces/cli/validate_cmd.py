@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, cast
 import typer
 from rich.markup import escape
 
+from torchscale.contracts.wording import words
 from torchscale.interfaces.cli.common import as_stop, handle_errors, stop_exit
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.lines import Level, Line
@@ -57,7 +58,8 @@ def render_report(report: ValidateReport) -> None:
 
     counts = ", ".join(f"{n} {s.value}" for s, n in report.counts.items())
     level: Level = "head" if report.ok else "fail"
-    print_lines(stdout, [Line(level, f"{report.verdict}  ({counts})")])
+    verdict = words(report.verdict_basis, report.verdict)
+    print_lines(stdout, [Line(level, f"{verdict}  ({counts})")])
     everything = Verbosity.level > 0
     shown = [c for c in report.checks if everything or c.status.value not in ("PASS", "SKIP")]
     if shown:

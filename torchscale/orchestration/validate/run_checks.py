@@ -89,8 +89,9 @@ def _no_gpu_reasons(ctx: ValidateContext) -> list[str]:
     return reasons or ["torch sees no CUDA device (check CUDA_VISIBLE_DEVICES)"]
 
 
-# what a second GPU would check: peer access, the GPU-to-GPU copy and every collective's busbw
-BETWEEN_GPUS = ("p2p", "perf_p2p_", "perf_busbw_")
+# what a second GPU would check: peer access, the settings GPUs agree on, the GPU-to-GPU copy
+# and every collective's busbw
+BETWEEN_GPUS = ("p2p", "gpu_settings", "perf_p2p_", "perf_busbw_")
 NCCL_BETWEEN_GPUS = "NCCL between GPUs"
 
 

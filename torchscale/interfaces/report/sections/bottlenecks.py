@@ -424,14 +424,26 @@ def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | Non
     if read:
         intervals = sorted({r.telemetry.interval_ms for r in read if r.telemetry is not None})
         at_limit = [
-            r for r in read if r.telemetry and r.telemetry.clock_verdict == "at_power_limit"
+            r.telemetry
+            for r in read
+            if r.telemetry and r.telemetry.clock_verdict == "at_power_limit"
         ]
+        at_default = sum(
+            all(g.power_limit is not None and g.power_limit.capped is False for g in t.ranks)
+            for t in at_limit
+        )
+        limit_unread = len(at_limit) - at_default
         limit = (
-            f"; {len(at_limit)} at their default power limit (SwPowerCap: how a GPU keeps "
-            "to its limit under dense load, not a fault)"
-            if at_limit
+            f"; {at_default} at their default power limit (SwPowerCap: how a GPU keeps to its "
+            "limit under dense load, not a fault)"
+            if at_default
             else ""
         )
+        if limit_unread:
+            limit += (
+                f"; {limit_unread} with SwPowerCap within 90 % of their top clock, their power "
+                "limit not read (a site cap can be neither seen nor ruled out)"
+            )
         note = (
             f"No GPU clock throttling during the measured windows of {len(read)} GPU run(s): no "
             "thermal or hardware slowdown in two or more NVML clocks-event samples (every "
