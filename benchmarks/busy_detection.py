@@ -6,8 +6,8 @@ Runs N identical cells (default: the default config's tiny-mlp, batch 16, 2 CPU 
 then N more while another 2-rank job of the same cell is started now and then beside them (a
 random pause of up to --gap seconds between one job's end and the next one's start: its
 start-up and its ranks take the cores). A run is slowed when its throughput is at most the idle
-runs' median / --slowed (1.5x by default). It reports, each as a count with its 95 % Wilson
-interval:
+runs' median / --slowed (1.5x by default). It reports, each as a count with its exact 95 %
+(Clopper-Pearson) interval:
 - the slowed runs called busy (the rule's coverage of a contended run: every slowed run should
   be, since its interval measures the contention, not the node);
 - the idle runs called busy (false alarms);
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import shutil
@@ -34,26 +33,19 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_runs import STOP_GRACE_S, Stopped, kill_group, run_child, stop
-from interval_coverage import BUSY_LOAD, child_env, read_cell, write_config
-
-Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
-
-
-def wilson(hits: int, n: int) -> tuple[float, float]:
-    """The 95 % Wilson score interval of hits / n (sound at 0 of n and n of n, unlike the
-    normal approximation)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = hits / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 / (1 + Z95**2 / n) * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+from interval_coverage import (
+    BUSY_LOAD,
+    _load_text,
+    child_env,
+    clopper_pearson,
+    read_cell,
+    write_config,
+)
 
 
 def one_run(args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
@@ -137,37 +129,25 @@ def width(run: dict[str, Any]) -> float | None:
     return (high - low) / value if low is not None and high is not None and value else None
 
 
-def _median(values: Sequence[float]) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def _rate(label: str, hits: int, n: int) -> str:
     if n == 0:
         return f"  {label}: none to count"
-    low, high = wilson(hits, n)
-    return f"  {label}: {hits} of {n} ({low * 100:.0f} % to {high * 100:.0f} %, 95 % Wilson)"
+    low, high = clopper_pearson(hits, n)
+    return f"  {label}: {hits} of {n} ({low * 100:.0f} % to {high * 100:.0f} %, 95 %, exact)"
 
 
 def _widths(label: str, runs: list[dict[str, Any]]) -> str:
     found = [w for w in map(width, runs) if w is not None]
-    middle = _median(found)
+    middle = statistics.median(found) if found else None
     shown = f"{middle * 100:.0f} % of the figure" if middle is not None else "none printed"
     return f"  median interval width, {label}: {shown} ({len(found)} run(s))"
-
-
-def _load(load: Sequence[float] | None) -> str:
-    return f"{load[0]:.2f}" if load else "not recorded"
 
 
 def report(data: dict[str, Any]) -> None:
     ok = [r for r in data["runs"] if r.get("outcome") == "ok"]
     idle = [r for r in ok if r["phase"] == "idle"]
     beside = [r for r in ok if r["phase"] == "beside"]
-    reference = _median([r["value"] for r in idle])
+    reference = statistics.median([r["value"] for r in idle]) if idle else None
     cell = data["cell"]
     print(
         f"\nbusy detection: {cell['model']} b{cell['batch']}, {cell['world']} CPU ranks, "
@@ -176,7 +156,7 @@ def report(data: dict[str, Any]) -> None:
         f"{len(data['runs']) - len(ok)} failed; {data.get('neighbour_jobs', 0)} neighbour job(s)"
     )
     before, after = data.get("load_before"), data.get("load_after")
-    print(f"1-min load: before {_load(before)}, after {_load(after)}")
+    print(f"1-min load: before {_load_text(before)}, after {_load_text(after)}")
     if not (before and after and before[0] <= BUSY_LOAD and after[0] <= BUSY_LOAD):
         print(f"not an idle machine (load above {BUSY_LOAD}): the idle runs' counts are no verdict")
     if reference is None:

@@ -22,9 +22,8 @@ cannot clear 85 %: 6 of 6 gives 54-100 %). The K coverage events share their tar
 interval is a guide, not exact. A verdict needs a quiet machine: when the 1-minute load average
 exceeds BUSY_LOAD before the first run or after the last (read SETTLE_S after it, when about
 e^-1 of this script's own ranks still shows in the average), the output says "load too high
-to judge" instead; so it does when any run's own host-load record (telemetry `other_cores`)
-saw other processes take OTHER_CORES_PER_RANK cores per rank or more: work that came and went
-between the two readings.
+to judge" instead; so it does when any run's own host-load record called the machine busy
+(contracts/busy_machine.py): work that came and went between the two readings.
 
     python benchmarks/interval_coverage.py [--runs 6] [--model tiny-mlp] [--batch 16] \
         [--world 2] [--repeats 4] [--steps 10] [--settle 60] [--keep] [--json runs.json]
@@ -48,7 +47,6 @@ from typing import Any
 
 import numpy as np
 
-from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.offline.analysis.uncertainty import (
     BETWEEN_RUN_SD,
     LEVEL,
@@ -293,12 +291,11 @@ def _load_text(load: Sequence[float] | None) -> str:
     return f"{load[0]:.2f}" if load else "not recorded"
 
 
-def disturbed(runs: list[dict[str, Any]], world: int) -> list[dict[str, Any]]:
-    """The runs whose own host-load record (telemetry `other_cores`) saw other processes take
-    as much CPU as makes a cell's machine busy (OTHER_CORES_PER_RANK per rank). The 1-min load
-    before and after cannot see work that came and went between them; this can."""
-    limit = OTHER_CORES_PER_RANK * world
-    return [r for r in runs if (r.get("other_cores") or 0.0) >= limit]
+def disturbed(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs whose own host-load record called the machine busy (the cell's busy verdict:
+    contracts/busy_machine.py). The 1-min load before and after cannot see work that came and
+    went between them; this can."""
+    return [r for r in runs if r.get("busy")]
 
 
 def report(data: dict[str, Any]) -> None:
@@ -306,7 +303,7 @@ def report(data: dict[str, Any]) -> None:
     runs = [r for r in data["runs"] if r.get("outcome") == "ok"]
     failed = len(data["runs"]) - len(runs)
     before, after = data.get("load_before"), data.get("load_after")
-    busy = disturbed(runs, int(cell.get("world") or 1))
+    busy = disturbed(runs)
     quiet = bool(before and after and before[0] <= BUSY_LOAD and after[0] <= BUSY_LOAD)
     quiet = quiet and not busy
     print(
@@ -321,10 +318,8 @@ def report(data: dict[str, Any]) -> None:
         f"median {loads[len(loads) // 2] if loads else float('nan'):.2f} (their own ranks "
         f"included)"
     )
-    limit = OTHER_CORES_PER_RANK * int(cell.get("world") or 1)
     print(
-        f"runs whose own host-load record saw other processes take >= {limit:g} cores: "
-        f"{len(busy)} of {len(runs)}"
+        f"runs whose own host-load record called the machine busy: {len(busy)} of {len(runs)}"
         + ("" if not busy else f" (runs {', '.join(str(r['index']) for r in busy)})")
     )
     if not quiet:

@@ -115,9 +115,9 @@ def test_a_busy_machine_gets_no_verdict(tmp_path: Path) -> None:
     assert not re.search(r": (met|missed|not settled)$", text, re.M)
     # a quiet load but one run that saw other work (its own host-load record): no verdict either
     quiet = saved(within_sd=0.05, between_sd=0.05, runs=6, load=0.2)
-    quiet["runs"][2]["other_cores"] = 0.9
+    quiet["runs"][2] |= {"other_cores": 0.9, "busy": True}
     text = report(tmp_path, quiet)
-    assert "other processes take >= 0.5 cores: 1 of 6 (runs 3)" in text
+    assert "host-load record called the machine busy: 1 of 6 (runs 3)" in text
     assert text.count("load too high to judge") == 5
 
 

@@ -58,12 +58,6 @@ def call(fn: Callable[..., T], *args: Any) -> tuple[T | None, str | None]:
         return None, nvml_error_name(exc)
 
 
-def unreadable(error: str | None) -> bool:
-    """True when NVML answered that it cannot tell (the GPU, driver or binding lacks the query):
-    a fact is then not readable, which is neither a pass nor a fail."""
-    return error is not None and ("NotSupported" in error or "FunctionNotFound" in error)
-
-
 def gpu_identity(gpu: NvmlGpu) -> dict[str, Any]:
     """The figures that name one GPU in a finding: NVML index, UUID and serial (an RMA needs
     the serial; the UUID survives a reboot's renumbering)."""
