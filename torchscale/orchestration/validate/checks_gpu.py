@@ -13,7 +13,7 @@ from typing import Any
 
 from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
-from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, uuid_key
+from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, nvml_indices
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -192,12 +192,16 @@ def identities(state: NvmlState) -> dict[int, dict[str, Any]]:
 def identified(rows: Sequence[Measurement], state: NvmlState) -> list[Measurement]:
     """Each per-GPU measurement with its GPU's NVML index and serial beside the UUID its rank
     read (the rank's CUDA ordinal is not the NVML index under CUDA_VISIBLE_DEVICES)."""
-    by_uuid = {uuid_key(g.uuid): g for g in state.gpus if g.uuid}
+    uuids = [str(row.data["uuid"]) if row.data.get("uuid") else None for row in rows]
+    indices = nvml_indices(uuids, [g.uuid for g in state.gpus])
     named = []
-    for row in rows:
-        gpu = by_uuid.get(uuid_key(str(row.data["uuid"]))) if row.data.get("uuid") else None
-        ids = {"nvml_index": gpu.index, "serial": gpu.serial} if gpu is not None else {}
-        named.append(row.model_copy(update={"data": row.data | ids}) if ids else row)
+    for row, index in zip(rows, indices, strict=True):
+        if index is None:
+            named.append(row)
+            continue
+        gpu = state.gpus[index]
+        ids = {"nvml_index": gpu.index, "serial": gpu.serial}
+        named.append(row.model_copy(update={"data": row.data | ids}))
     return named
 
 
