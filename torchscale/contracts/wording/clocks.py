@@ -6,8 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-POWER_CAP = "SwPowerCap"
-WHERE = {"in_window": "in-window samples", "edges_included": "samples, window edges included"}
+from torchscale.contracts.gpu_clocks import (
+    EDGES_INCLUDED,
+    IN_WINDOW,
+    MIN_FLAGGED_SAMPLES,
+    POWER_CAP,
+)
+
+WHERE = {IN_WINDOW: "in-window samples", EDGES_INCLUDED: "samples, window edges included"}
 
 
 def _of(f: Mapping[str, Any]) -> str:
@@ -62,7 +68,7 @@ def hardware_slowdown(f: Mapping[str, Any]) -> str:
 
 def full(f: Mapping[str, Any]) -> str:
     capped = f.get("capped", 0)
-    many = "2 or more" if capped or f.get("transients") else "any"
+    many = f"{MIN_FLAGGED_SAMPLES} or more" if capped or f.get("transients") else "any"
     once = f"; {POWER_CAP} in 1 sample only" if capped else ""
     return f"no slowdown reason in {many} {_of(f)}{once}{_transients(f)}"
 
