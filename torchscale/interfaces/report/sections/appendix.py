@@ -44,8 +44,8 @@ METHODOLOGY = [
     ("Tokens/s", "samples/s x sequence length (language models only)"),
     (
         "Run-to-run spread",
-        f"{noise.SPREAD}, of the repeats' throughput (what the reliability rule holds to "
-        f"±{_LIMIT}); one repeat: spread unknown",
+        f"{noise.SPREAD}, in samples/s: the figure the reliability rule holds to ±{_LIMIT}; "
+        "one repeat: spread unknown",
     ),
     (
         "95 % intervals",
