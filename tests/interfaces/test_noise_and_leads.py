@@ -12,11 +12,13 @@ import torchscale.results
 from tests.conftest import REPO_ROOT
 from tests.h100_replay import WORKLOAD, needs_h100
 from torchscale.contracts import wording
+from torchscale.contracts.wording import noise
 from torchscale.interfaces.console.live_table import status_text
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.best import AHEAD_UNSIZED, NO_CLEAR_BEST
+from torchscale.interfaces.report.sections.words import GLOSSARY
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.ranking import Lead, judge_lead
 from torchscale.offline.analysis.reliability import judge
@@ -115,3 +117,31 @@ def test_a_lead_whose_interval_excludes_0_is_never_within_noise() -> None:
     (row,) = table.rows
     assert row["best_by"] == f"throughput: {AHEAD_UNSIZED}"
     assert "within noise" not in str(row["lead"])
+
+
+# one condition past the bound at a time, from a reliable cell (±2 % interval, repeats within
+# 1 % of their median, step-time CV 2 %); the level it then gets
+PAST_THE_BOUND = {
+    "half": ((100.0, 85.0, 115.0, 3, 0.02), (99.0, 100.0, 101.0), "too few repeats"),
+    # a ±8 % interval over 10 repeats, one 12 % off: noisy, whatever the interval
+    "spread": ((100.0, 92.0, 108.0, 10, 0.02), (100.0,) * 9 + (112.0,), "noisy"),
+    "step_cv": ((100.0, 98.0, 102.0, 3, 0.15), (99.0, 100.0, 101.0), "noisy"),
+}
+
+
+@pytest.mark.parametrize("key", list(PAST_THE_BOUND))
+def test_the_glossary_names_each_condition_the_rule_uses(key: str) -> None:
+    """The glossary's 'reliable' named the interval and the CV only, while a ±8 % cell with
+    one of 10 repeats 12 % off is noisy: each figure the rule holds to the bound makes a cell
+    not reliable on its own, and the glossary names it, met for 'reliable', missed for the
+    level it then gets. The rule holds no other figure to the bound."""
+    args, figures, level = PAST_THE_BOUND[key]
+    verdict = judge(*args, figures=figures)
+    bound = verdict.finding.figures["bound"]
+    assert set(verdict.finding.figures) - {"repeats", "unit", "bound"} == set(PAST_THE_BOUND)
+    assert verdict.level == level and verdict.finding.figures[key] > bound
+    assert noise.condition(key, bound) in GLOSSARY["reliable"]
+    assert noise.condition(key, bound, met=False) in GLOSSARY[level]
+    steady = judge(100.0, 98.0, 102.0, 3, 0.02, figures=(99.0, 100.0, 101.0))
+    assert steady.level == "reliable"
+    assert "repeats up to ±1.0 % from their median" in steady.reason  # its reason names all 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -304,6 +305,31 @@ def test_reliability_known_answers(
     assert verdict.level == level
     assert words in verdict.reason
     assert "\n" not in verdict.reason
+
+
+def test_the_spread_column_and_the_reason_say_one_figure(tmp_path: Path) -> None:
+    """Repeats 100 and 109.9: each lies 4.7 % from their median, the figure the reliability
+    rule reads. The Spread column (report table, cells table / summary.csv, the run-to-run
+    chart) showed the range over the median, 9.5 %, beside 'within ±4.7 %'. `with_repeats`
+    stores that range, as results written before the one definition did: it is re-derived
+    when read."""
+    root = sweep(tmp_path, {MLP_W1: [with_repeats([100.0, 109.9])]})
+    report = build(root)
+    cells = torchscale.results.load(root).cells.set_index("cell_id")
+    reason = str(cells.loc[MLP_W1, "reliability_reason"])
+    said = re.search(r"within ±([\d.]+) % of their median", reason)
+    assert said is not None, reason
+    (row,) = [r for r in table(report, "latency-stats").rows if r["reliability_reason"] == reason]
+    chart = blocks_of(report, "latency", Chart)
+    (bars,) = [c.series[0] for c in chart if c.id == "latency-repeats"]
+    shown = {
+        "report table": row["spread"],
+        "cells table": cells.loc[MLP_W1, "throughput_spread"],
+        "chart": dict(zip(bars.x, bars.y, strict=True))[row["cell"]],
+    }
+    for surface, spread in shown.items():
+        assert spread == pytest.approx(9.9 / 2 / 104.95), surface
+        assert f"{spread * 100:.1f}" == said[1], surface
 
 
 def test_reliability_columns_in_the_cells_table() -> None:

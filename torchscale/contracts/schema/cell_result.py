@@ -106,7 +106,10 @@ class Throughput(Record):
     samples_per_s_per_device: float
     tokens_per_s: float | None = Field(description="language models only")
     repeats: list[float] = Field(description="global samples/s of each repeat")
-    spread: float = Field(description="(max - min) / median of the repeats")
+    spread: float = Field(
+        description="the farthest repeat from their median, relative (0 for one repeat); "
+        "results written before this stored (max - min) / median, re-derived when read"
+    )
 
 
 class Memory(Record):

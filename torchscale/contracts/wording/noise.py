@@ -26,6 +26,44 @@ def _bound(figures: Mapping[str, Any]) -> str:
     return f"±{float(figures['bound']) * 100:g} %"
 
 
+# what a "spread" is wherever one is shown (offline/analysis/stats.py, `spread_from_median`)
+SPREAD = "the farthest repeat's distance from the repeats' median, over that median"
+
+# the three conditions a reliable cell meets, keyed by the figure the rule holds to the bound,
+# each as met and as missed: the glossary names them from here, so it says the rule's own
+CONDITIONS: dict[str, tuple[str, str]] = {
+    "half": (
+        "throughput's 95 % interval within {bound} of the median",
+        "a 95 % interval wider than {bound}",
+    ),
+    "spread": (
+        "every repeat within {bound} of the repeats' median",
+        "a repeat more than {bound} from the repeats' median",
+    ),
+    "step_cv": ("step-time CV at most {cv}", "step-time CV above {cv}"),
+}
+
+
+def condition(key: str, bound: float, *, met: bool = True) -> str:
+    """One of `CONDITIONS` at `bound`: 'every repeat within ±10 % of the repeats' median'."""
+    words = CONDITIONS[key][0 if met else 1]
+    return words.format(bound=f"±{bound * 100:g} %", cv=f"{bound * 100:g} %")
+
+
+def glossary(bound: float) -> dict[str, str]:
+    """The glossary's words for the levels, each naming exactly the conditions the rule
+    (offline/analysis/reliability.py) applies at `bound`."""
+    interval, repeats, cv = (condition(key, bound) for key in CONDITIONS)
+    wide, off, steps = (condition(key, bound, met=False) for key in CONDITIONS)
+    return {
+        "reliable": f"a cell with its {interval}, {repeats} and {cv}",
+        "noisy": f"a cell with {off} or {steps} (its step times vary inside its windows), "
+        "whatever its interval",
+        "too few repeats": f"a cell with {repeats} and {cv}, but {wide}: its repeats are too "
+        "few (2 repeats have 1 degree of freedom), and more repeats settle it",
+    }
+
+
 def varies(figures: Mapping[str, Any]) -> str:
     """'varies more than ±10 %: 4 repeats up to ±14.7 % from their median, step-time CV 28.1 %'
     (only what passes the bound)."""
@@ -58,11 +96,14 @@ def spread_unknown(figures: Mapping[str, Any]) -> str:
 
 
 def reliable(figures: Mapping[str, Any]) -> str:
-    """'throughput's 95 % interval ±2.0 % of the median over 3 repeats and step-time CV 5.0 %,
-    both within ±10 %'."""
+    """'throughput's 95 % interval ±2.0 % of the median over 3 repeats, repeats up to ±1.0 %
+    from their median and step-time CV 5.0 %, all within ±10 %' (the glossary's three)."""
+    spread, unit = figures.get("spread"), str(figures.get("unit") or "repeat")
+    repeats = f"{unit}s up to ±{pct(spread)}" if spread is not None else f"{unit}s not recorded"
     return (
         f"throughput's 95 % interval ±{pct(figures['half'])} of the median over "
-        f"{_units(figures)} and {_cv(figures)}, both within {_bound(figures)}"
+        f"{_units(figures)}, {repeats} from their median and {_cv(figures)}, all within "
+        f"{_bound(figures)}"
     )
 
 

@@ -32,6 +32,7 @@ from torchscale.offline.analysis.regression_rule import (
     judge_change,
 )
 from torchscale.offline.analysis.reliability import judge as judge_reliability
+from torchscale.offline.analysis.stats import spread_from_median
 from torchscale.offline.analysis.uncertainty import median_of_runs
 
 MATCH_KEY = ["model_label", "batch_size", "world_size", "precision", "strategy", "device"]
@@ -327,6 +328,8 @@ def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
         if column in rows.columns:
             known = [v for v in (finite(x) for x in rows[column]) if v is not None]
             out[column] = float(np.median(known)) if known else None
+    runs = [v for v in (finite(x) for x in rows.get("samples_per_s", [])) if v is not None]
+    out["throughput_spread"] = spread_from_median(runs)  # over the runs, as the reason says
     if "reliability" not in rows.columns or finite(out.get("samples_per_s")) is None:
         return
     cv = [v for v in (finite(x) for x in rows.get("step_cv", [])) if v is not None]
@@ -336,7 +339,7 @@ def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
         out.get("samples_per_s_high"),
         len(rows),
         float(np.median(cv)) if cv else None,
-        figures=[v for v in (finite(x) for x in rows["samples_per_s"]) if v is not None],
+        figures=runs,
         unit="run",
     )
     noisy = sum(str(v) == "noisy" for v in rows["reliability"])

@@ -2,14 +2,16 @@
 (a code and its figures, worded by contracts/wording/noise.py):
 
 - "noisy" (`noise.varies`): the figures really vary, a repeat lies farther than the threshold
-  from the repeats' median or the step-time CV passes it (the steps inside a window disagree);
+  from the repeats' median (their spread, `stats.spread_from_median`: the one the report's
+  Spread column shows) or the step-time CV passes it (the steps inside a window disagree);
 - "too few repeats" (`noise.too_few_repeats`): the throughput's 95 % interval is wider than the
   threshold either side of the median, yet nothing measured varies past it: the width is the
   count's (Student t on 2 repeats has 1 degree of freedom, t = 12.7, so two repeats 4 % apart
   get ±29 %), and more repeats, not a quieter machine, settle it;
 - "spread unknown" (`noise.spread_unknown`): one repeat, no run-to-run spread to judge by, and
   no sign of noise in the steps either;
-- "reliable" (`noise.reliable`) otherwise.
+- "reliable" (`noise.reliable`) otherwise: the interval within ±threshold, every repeat
+  within it of their median and the step-time CV at most it (three conditions, all named).
 
 The threshold is `torchscale.contracts.thresholds.CV_WARN_THRESHOLD`, which is also the config's
 `measurement.cv_warn_threshold` default (the one the worker warns at): one constant, so the two
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
 from typing import Any, Literal
 
 import pandas as pd
@@ -30,6 +31,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.offline.analysis.numbers import finite, parse_repeats
+from torchscale.offline.analysis.stats import spread_from_median
 
 Level = Literal["reliable", "noisy", "too few repeats", "spread unknown"]
 LEVELS: tuple[Level, ...] = ("reliable", "noisy", "too few repeats", "spread unknown")
@@ -56,15 +58,6 @@ class Reliability:
     @property
     def reason(self) -> str:
         return wording.say(self.finding)
-
-
-def spread_from_median(figures: Sequence[float]) -> float | None:
-    """How far the farthest figure lies from their median, relative (0.044 for 410 and 392):
-    what 'varies more than ±10 % between repeats' reads; None below 2 figures."""
-    if len(figures) < 2:
-        return None
-    middle = median(figures)
-    return max(abs(v / middle - 1.0) for v in figures) if middle > 0 else None
 
 
 def judge(

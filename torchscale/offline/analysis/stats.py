@@ -32,10 +32,23 @@ def step_stats(times: Sequence[float]) -> StepTimeStats:
     )
 
 
+def spread_from_median(figures: Sequence[float]) -> float | None:
+    """The run-to-run spread: how far the farthest figure lies from their median, relative
+    (0.047 for 100 and 109.9); None below 2 figures or without a positive median.
+
+    The one definition every surface shows (stored `throughput.spread`, the cells table's
+    `throughput_spread`, the report's Spread, a forecast's error) and the one the reliability
+    rule reads: "noisy" is a repeat more than ±10 % from the median, a distance either side of
+    the figure reported, like the interval's ± it stands beside. The range (max - min) / median
+    is twice that for two repeats, so it read 9.5 % where the rule saw ±4.7 %."""
+    if len(figures) < 2:
+        return None
+    middle = statistics.median(figures)
+    return max(abs(v / middle - 1.0) for v in figures) if middle > 0 else None
+
+
 def median_and_spread(values: Sequence[float]) -> tuple[float, float]:
-    """Median of repeats and their spread as (max - min) / median: robust to one bad repeat."""
+    """Median of repeats and their spread (`spread_from_median`; 0 for one repeat)."""
     if not values:
         raise ValueError("no values")
-    med = statistics.median(values)
-    spread = (max(values) - min(values)) / med if med else 0.0
-    return med, spread
+    return statistics.median(values), spread_from_median(values) or 0.0

@@ -381,6 +381,26 @@ def judged_host_bound(result: CellResult) -> CellResult:
     return host_bound.with_host_bound(result)
 
 
+def spread_rederived(result: CellResult) -> CellResult:
+    """Every version: the run-to-run spread from its repeats by the one definition
+    (`stats.spread_from_median`; imported here: it needs numpy, which a rank writing results
+    through the store must not load). Results written before it stored (max - min) / median,
+    twice the figure the reliability rule reads for two repeats."""
+    from torchscale.offline.analysis.stats import median_and_spread
+
+    thr = result.throughput
+    if thr is None or not thr.repeats:
+        return result
+    spread = median_and_spread(thr.repeats)[1]
+    return result.model_copy(update={"throughput": thr.model_copy(update={"spread": spread})})
+
+
+def read_every_version(result: CellResult) -> CellResult:
+    """What every result gets once read, whatever its version: its spread by today's
+    definition, its host-bound verdict (the probe's or the fallback's)."""
+    return judged_host_bound(spread_rederived(result))
+
+
 # what a result read from an old version gets once it is a valid current result, keyed by the
 # newest source version it applies to: derivations that need the typed result (the diagnosis'
 # findings), applied in order of the key, each to results read from that version or older
@@ -391,7 +411,7 @@ COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
     12: said_why_not_named,
     15: rejudged_telemetry,  # throttling, in-window figures and NVML's averaging floor
     18: rejudged_power_cap,  # SwPowerCap at the default limit judged with the draw
-    RESULT_SCHEMA_VERSION: judged_host_bound,  # every version: the probe or the fallback
+    RESULT_SCHEMA_VERSION: read_every_version,  # spread, host-bound verdict
 }
 
 

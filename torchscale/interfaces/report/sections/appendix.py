@@ -16,6 +16,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.contracts.wording import noise
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -43,8 +44,8 @@ METHODOLOGY = [
     ("Tokens/s", "samples/s x sequence length (language models only)"),
     (
         "Run-to-run spread",
-        "(fastest - slowest repeat) / median of the repeats' throughput; one repeat: spread "
-        "unknown",
+        f"{noise.SPREAD}, in samples/s: the figure the reliability rule holds to ±{_LIMIT}; "
+        "one repeat: spread unknown",
     ),
     (
         "95 % intervals",
@@ -57,9 +58,9 @@ METHODOLOGY = [
     ),
     (
         "Reliability",
-        f"noisy when the throughput's 95 % interval is wider than ±{_LIMIT} of the median or "
-        f"the step-time CV is above {_LIMIT} (measurement.cv_warn_threshold's default); spread "
-        "unknown with one repeat; else reliable. Only reliable cells get a check mark",
+        "; ".join(f"{level}: {said}" for level, said in noise.glossary(CV_WARN_THRESHOLD).items())
+        + " (the bound is measurement.cv_warn_threshold's default); spread unknown with one "
+        "repeat. Only reliable cells get a check mark",
     ),
     (
         "Step time p50/p95/p99, CV",

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.contracts.wording import noise
 from torchscale.interfaces.report.model import Column, ValueFormat
 
 # the lead of the findings where the machine spoiled the numbers (the summary and the
@@ -109,11 +111,7 @@ GLOSSARY: dict[str, str] = {
     "repeats; '±' gives half its width, '[low, high]' its ends where it is lopsided",
     "not measurable": "the figure's interval is wider than the figure (or reaches 0), so the "
     "measurement cannot tell its value: more repeats or a quieter machine can",
-    "reliable": "a cell whose throughput interval is within ±10 % and step-time CV at most 10 %",
-    "noisy": "a cell whose throughput varies more than ±10 % between repeats, or whose step "
-    "times vary more than 10 % (CV) inside its windows",
-    "too few repeats": "a cell whose repeats agree within ±10 % but are too few for a 95 % "
-    "interval within ±10 % (2 repeats have 1 degree of freedom): more repeats settle it",
+    **noise.glossary(CV_WARN_THRESHOLD),  # the reliability rule's own conditions
     "busy machine": "other processes used the cell's cores or GPUs during its timed windows, "
     "so its figures measure the contention too",
     "CV": "coefficient of variation: the standard deviation of the step times over their mean",
