@@ -75,7 +75,7 @@ def cell(
         host_cores=cores,
         busy_cores_per_rank=busy,
         threads=threads,
-        spread=spread,
+        repeat_range=spread,
     )
 
 
@@ -452,7 +452,7 @@ def test_without_a_back_test_the_repeats_spread_widens_it() -> None:
     assert step.value is not None and step.low is not None and step.high is not None
     assert step.high - step.value >= 0.2 * step.value
     assert step.value - step.low >= 0.2 * step.value
-    assert "spread of the repeats up to 20.0 %" in got.assumptions[-1]
+    assert "range of the repeats up to 20.0 %" in got.assumptions[-1]
 
 
 def test_model_error_is_the_larger_of_back_test_and_spread() -> None:

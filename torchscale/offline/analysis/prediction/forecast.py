@@ -187,9 +187,9 @@ def model_error(
 ) -> tuple[float | None, str]:
     """The relative model error the interval is widened by, and how it was measured: the
     larger of the back-test's worst error (the model on the measured sizes) and the largest
-    run-to-run spread of the cells' repeats (how far a later run of the same cell moves, which
+    run-to-run range of the cells' repeats (how far a later run of the same cell moves, which
     a back-test of one run cannot show); None with neither."""
-    spreads = [c.spread for c in cells if c.spread is not None]
+    spreads = [c.repeat_range for c in cells if c.repeat_range is not None]
     spread = max(spreads) if spreads else None
     worst = tested.worst
     parts = []
@@ -199,7 +199,7 @@ def model_error(
     else:
         parts.append("no measured size could be back-tested")
     if spread is not None:
-        parts.append(f"run-to-run spread of the repeats up to {pct(spread)}")
+        parts.append(f"run-to-run range of the repeats up to {pct(spread)}")
     error = max(worst or 0.0, spread or 0.0)
     if worst is None:  # nothing checks the model here: as far as such forecasts have missed
         miss, source = missed or (UNTESTED_MISS, "the stated default until a track record exists")

@@ -43,7 +43,11 @@ class MeasuredCell:
     host_cores: int | None
     busy_cores_per_rank: float | None  # CPU seconds per window second, mean over ranks
     threads: int | None  # intra-op threads per rank (torch.get_num_threads() of rank 0)
-    spread: float | None  # (max - min) / median of the repeats' throughput
+    # how far a later run of the cell can move: the whole range of its repeats' throughput,
+    # (max - min) / median, not the reliability rule's distance either side of the median
+    # (stats.spread_from_median, half of it at two repeats): a forecast's error must hold a run
+    # at either end
+    repeat_range: float | None
     mean_step_s: float | None = None  # the pooled mean step: only to say how noisy a cell was
     step_cv: float | None = None  # the pooled steps' std / mean
 
@@ -211,8 +215,14 @@ def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
         host_cores=cores,
         busy_cores_per_rank=busy,
         threads=_threads(result),
-        spread=result.throughput.spread if result.throughput is not None else None,
+        repeat_range=_repeat_range(result),
         mean_step_s=result.step_time.mean if result.step_time is not None else None,
         step_cv=result.step_time.cv if result.step_time is not None else None,
     )
     return cell, None
+
+
+def _repeat_range(result: CellResult) -> float | None:
+    repeats = result.throughput.repeats if result.throughput is not None else []
+    middle = statistics.median(repeats) if len(repeats) >= 2 else 0.0
+    return (max(repeats) - min(repeats)) / middle if middle > 0 else None
