@@ -16,8 +16,10 @@ import torch.distributed as dist
 
 from tests.rank.test_aggregate import make_rank, run
 from tests.rank.test_phases import worker_spec
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.busy_trace import (
@@ -159,6 +161,16 @@ def test_the_cell_takes_the_busiest_ranks_share_and_stores_its_verdict() -> None
     both = host_bound_record([idle, busy])
     assert both.gpu_busy_share == pytest.approx(0.75) and both.host_bound is False
     assert both.verdict is not None and both.verdict.code == "host_bound.gpu_busy"
+
+
+def test_the_record_is_host_bound_by_the_verdicts_code_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another code that ends like the launch-time one (the sleep probe's) is not it."""
+    probe = Finding(code=PROBE_LAUNCH_TIME, figures={"gpu_busy_s": 0.001, "step_s": 0.004})
+    monkeypatch.setattr(busy_trace, "host_bound_verdict", lambda _busy: probe)
+    record = host_bound_record([BusyReading(0, 3, busy_s=0.003, wall_s=0.012)])
+    assert record.host_bound is False
 
 
 def test_one_rank_without_a_share_leaves_the_cell_null_with_its_reason() -> None:

@@ -18,7 +18,7 @@ from torchscale.contracts.wording.host_bound import LAUNCH_TIME
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import PART_WORDS
-from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
+from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
 from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
 from torchscale.offline.analysis.uncertainty import two_scopes
 from torchscale.orchestration.plan import PlannedCell
@@ -120,9 +120,9 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
 
 
 def host_bound_finding(result: CellResult) -> Finding | None:
-    """The diagnosis' host-bound finding (one per cell at most), by its title."""
+    """The diagnosis' host-bound verdict (one per cell at most), by its fields."""
     findings = result.diagnosis.findings if result.diagnosis is not None else []
-    return next((f for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
+    return next((f for f in findings if is_host_bound_verdict(f)), None)
 
 
 def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:
