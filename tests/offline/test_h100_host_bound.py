@@ -11,11 +11,14 @@ import shutil
 from pathlib import Path
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
+from torchscale.contracts import wording
 from torchscale.contracts.figures import share_text
+from torchscale.contracts.finding import Finding as Verdict
 from torchscale.contracts.schema.cell_result import CellResult, HostBound
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
-from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
+from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
+from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.offline.results import load
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE, EDGE_WARNING
@@ -31,7 +34,7 @@ def _read(folder: Path, stem: str) -> CellResult:
 
 def _host_findings(result: CellResult) -> list[str]:
     assert result.diagnosis is not None
-    return [f.title for f in result.diagnosis.findings if f.title.startswith(HOST_BOUND_TITLE)]
+    return [f.title for f in result.diagnosis.findings if is_host_bound_verdict(f)]
 
 
 @needs_h100
@@ -55,8 +58,13 @@ def test_the_tiny_h100_cells_are_host_bound_by_arithmetic_first_on_every_surface
         # arithmetic only bounds the idle share: no cost figure is claimed for it
         assert first.cost_share is not None and not first.cost_share.measurable
         assert first.cost_share.value is None and first.cost_share.high is not None
-        # reading it twice adds nothing
+        # reading it twice adds nothing, whatever words it was stored in
         assert _host_findings(with_host_bound(result)) == _host_findings(result)
+        reworded = result.diagnosis.model_copy(
+            update={"findings": [first.model_copy(update={"title": "launch-bound"})]}
+        )
+        again = with_host_bound(result.model_copy(update={"diagnosis": reworded}))
+        assert again.diagnosis is not None and len(again.diagnosis.findings) == 1
         # the sweep's lines: the verdict before the diagnosis, its fix behind -v
         lines = [line.text for line in cell_lines(result, verbose=True)]
         at = next(i for i, t in enumerate(lines) if t.startswith("> [ANALYSIS] host-bound"))
@@ -147,9 +155,10 @@ def test_the_busy_probe_decides_where_it_measured() -> None:
         return with_host_bound(bare.model_copy(update={"host_bound": probe}))
 
     busy = probed(0.12, True)
-    assert _host_findings(busy) == [
-        "host-bound: the GPU is busy 12.0 % of the step and waits for Python/launches"
-    ]
+    # its words from its code, as the traced verdict's: no second wording of the verdict
+    said = wording.say(Verdict(code=PROBE_LAUNCH_TIME, figures={"busy_share": 0.12}))
+    assert _host_findings(busy) == [said]
+    assert said.startswith("host-bound: the GPU is busy 12.0 % of the step (sleep probe)")
     assert busy.host_bound is not None and busy.host_bound.method.startswith("sleep probe")
     assert _host_findings(probed(0.9, False)) == []
 

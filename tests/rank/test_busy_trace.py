@@ -5,9 +5,10 @@ test), the fixed costs' slowest-rank rule and their reasons."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -15,13 +16,16 @@ import torch.distributed as dist
 
 from tests.rank.test_aggregate import make_rank, run
 from tests.rank.test_phases import worker_spec
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.busy_trace import (
     CAPTURE_FAILED,
     NOT_RUN_METHOD,
+    PEER_FAILED,
     PIPELINE_REASON,
     BusyReading,
     host_bound_record,
@@ -159,6 +163,16 @@ def test_the_cell_takes_the_busiest_ranks_share_and_stores_its_verdict() -> None
     assert both.verdict is not None and both.verdict.code == "host_bound.gpu_busy"
 
 
+def test_the_record_is_host_bound_by_the_verdicts_code_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another code that ends like the launch-time one (the sleep probe's) is not it."""
+    probe = Finding(code=PROBE_LAUNCH_TIME, figures={"gpu_busy_s": 0.001, "step_s": 0.004})
+    monkeypatch.setattr(busy_trace, "host_bound_verdict", lambda _busy: probe)
+    record = host_bound_record([BusyReading(0, 3, busy_s=0.003, wall_s=0.012)])
+    assert record.host_bound is False
+
+
 def test_one_rank_without_a_share_leaves_the_cell_null_with_its_reason() -> None:
     failed = BusyReading(1, 3, reason=f"{CAPTURE_FAILED} (RuntimeError: CUPTI)")
     record = host_bound_record([BusyReading(0, 3, 0.003, 0.012), failed])
@@ -178,23 +192,130 @@ def test_no_trace_on_cpu(tmp_path: Path) -> None:
     assert trace_rank(trainer) is None
 
 
-@pytest.mark.usefixtures("process_group")
-def test_a_failed_capture_leaves_the_figure_null_and_the_cell_going(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Fail-open: the profiler refusing to start gives a reason, never an exception."""
-    import torch.profiler
+class FakeProfiler:
+    """torch.profiler's started profile as trace_rank drives it, its calls logged."""
 
-    def refuse(*_args: Any, **_kwargs: Any) -> Any:
-        raise RuntimeError("CUPTI unavailable")
+    def __init__(self, log: list[str], fail_export: bool = False) -> None:
+        self.log = log
+        self.fail_export = fail_export
 
-    trainer = Trainer.build(worker_spec(tmp_path), torch.device("cpu"))
-    monkeypatch.setattr(trainer, "device", torch.device("cuda", 0))
+    def step(self) -> None:
+        self.log.append("record")
+
+    def stop(self) -> None:
+        self.log.append("stop")
+
+    def export_chrome_trace(self, _path: str) -> None:
+        if self.fail_export:
+            raise OSError("disk full")
+        self.log.append("export")
+
+
+class FakeTrainer:
+    """What trace_rank reads of a trainer: a CUDA device, no pipeline runner, its steps."""
+
+    def __init__(self, log: list[str], error: Exception | None = None) -> None:
+        self.device = torch.device("cuda", 0)
+        self.runner = None
+        self.log = log
+        self.error = error
+
+    def step(self) -> None:
+        self.log.append("step")
+        if self.error is not None:
+            raise self.error
+
+
+def refuse_to_start() -> Any:
+    raise RuntimeError("CUPTI unavailable")
+
+
+@pytest.fixture
+def no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """trace_rank's CUDA edges on a CPU machine: no synchronize, one rank."""
     monkeypatch.setattr(busy_trace, "synchronize", lambda _device: None)
-    monkeypatch.setattr(torch.profiler, "profile", refuse)
-    reading = trace_rank(trainer)
-    assert reading is not None and reading.steps == 0
-    assert reading.reason == f"{CAPTURE_FAILED} (RuntimeError: CUPTI unavailable)"
+    monkeypatch.setattr(dist, "get_rank", lambda: 0)
+
+
+@pytest.mark.usefixtures("no_cuda")
+def test_a_step_error_propagates_with_the_profiler_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An OOM in a traced step is the cell's root cause, never 'capture failed'."""
+    log: list[str] = []
+    monkeypatch.setattr(busy_trace, "start_profiler", lambda: FakeProfiler(log))
+    monkeypatch.setattr(busy_trace, "agree_any", lambda flag, _device: flag)
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory")
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="CUDA out of memory"):
+        trace_rank(cast(Trainer, FakeTrainer(log, error=oom)))
+    assert log == ["record", "step", "stop"]
+
+
+def ranks_tracing(
+    monkeypatch: pytest.MonkeyPatch, starts: list[Callable[[], Any]], log: list[str]
+) -> list[BusyReading | None]:
+    """trace_rank on len(starts) ranks in threads, rank r's profiler started by starts[r];
+    the ranks' agreement a MAX all_reduce over the threads, as over the cell's group."""
+    world = len(starts)
+    flags: list[float] = [0.0] * world
+    meet = threading.Barrier(world, timeout=10)
+    me = threading.local()
+
+    def all_reduce_any(flag: bool, _device: torch.device) -> bool:
+        flags[me.rank] = float(flag)
+        meet.wait()
+        return max(flags) > 0
+
+    monkeypatch.setattr(busy_trace, "agree_any", all_reduce_any)
+    monkeypatch.setattr(dist, "get_rank", lambda: me.rank)
+    monkeypatch.setattr(busy_trace, "start_profiler", lambda: starts[me.rank]())
+    readings: list[BusyReading | None] = [None] * world
+
+    def rank_main(rank: int) -> None:
+        me.rank = rank
+        readings[rank] = trace_rank(cast(Trainer, FakeTrainer(log)))
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    return readings
+
+
+def test_a_profiler_failing_on_one_rank_leaves_every_rank_untraced_and_unstepped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rank 1's profiler refuses to start: rank 0, whose profiler started, stops it and takes
+    no step (stepping alone it would wait in the steps' collectives until the timeout); the
+    cell's figure is null with rank 1's own reason."""
+    monkeypatch.setattr(busy_trace, "synchronize", lambda _device: None)
+    log: list[str] = []
+    readings = ranks_tracing(monkeypatch, [lambda: FakeProfiler(log), refuse_to_start], log)
+    assert "step" not in log and "record" not in log
+    assert log == ["stop"]  # rank 0's started profiler, stopped untraced
+    own = f"{CAPTURE_FAILED} (RuntimeError: CUPTI unavailable)"
+    assert [r.reason if r else None for r in readings] == [PEER_FAILED, own]
+    assert all(r is not None and r.steps == 0 for r in readings)
+    record = host_bound_record([r for r in readings if r is not None])
+    assert record.host_bound is None and record.reason == own
+
+
+@pytest.mark.usefixtures("no_cuda")
+def test_the_profilers_own_failures_fail_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profiler refusing to start, or its export failing, gives a reason, never an
+    exception: the cell goes on."""
+    monkeypatch.setattr(busy_trace, "agree_any", lambda flag, _device: flag)
+    log: list[str] = []
+    monkeypatch.setattr(busy_trace, "start_profiler", refuse_to_start)
+    refused = trace_rank(cast(Trainer, FakeTrainer(log)))
+    assert refused is not None and refused.steps == 0 and log == []
+    assert refused.reason == f"{CAPTURE_FAILED} (RuntimeError: CUPTI unavailable)"
+    monkeypatch.setattr(busy_trace, "start_profiler", lambda: FakeProfiler(log, True))
+    unexported = trace_rank(cast(Trainer, FakeTrainer(log)))
+    assert log == ["record", "step", "step", "step", "stop"]
+    assert unexported is not None and unexported.steps == 3
+    assert unexported.reason == f"{CAPTURE_FAILED} (OSError: disk full)"
 
 
 @pytest.mark.gpu

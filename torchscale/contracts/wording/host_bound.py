@@ -22,6 +22,13 @@ def _launch_time(figures: Mapping[str, Any]) -> str:
     )
 
 
+def _probe_launch_time(figures: Mapping[str, Any]) -> str:
+    return (
+        f"host-bound: the GPU is busy {pct(figures['busy_share'])} of the step (sleep probe): "
+        f"its compute is {LAUNCH_TIME}, the GPU waits for Python/launches"
+    )
+
+
 def _gpu_busy(figures: Mapping[str, Any]) -> str:
     return (
         f"not host-bound: the GPU is busy {pct(figures['busy_share'])} of the step "
@@ -38,4 +45,5 @@ def compute_part(figures: Mapping[str, Any], share: str) -> str:
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "host_bound.launch_time": _launch_time,
     "host_bound.gpu_busy": _gpu_busy,
+    "host_bound.probe_launch_time": _probe_launch_time,
 }

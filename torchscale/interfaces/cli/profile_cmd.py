@@ -23,6 +23,7 @@ from torchscale.orchestration.profiling.standalone import (
 )
 
 if TYPE_CHECKING:
+    from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
     from torchscale.interfaces.api import ProfileRun
     from torchscale.orchestration.profiling.standalone import ProfilePlan
@@ -153,19 +154,19 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
     lines = run_lines(profiled.result, profiled.directory, profiled.analysis, verbose=verbose)
     print_lines(stdout if not json_output else stderr, lines)
     if run.exit_code == 0 and profiled.analysis is not None:
-        _show(profiled.analysis, json_output)
+        _show(profiled.analysis, profiled.result, json_output)
     else:  # a failed run too: its cause from torchrun's log, and where the log is
         stderr.print(f"[bold red]error:[/] {escape(profiled.analysis_error or 'no analysis')}")
     return run.exit_code
 
 
-def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
+def _show(analysis: ProfileAnalysis, result: CellResult | None, json_output: bool) -> None:
     from torchscale.interfaces.console.profile import analysis_lines
 
     if json_output:
         stdout.out(analysis.model_dump_json(indent=2), highlight=False)
         return
-    print_lines(stdout, analysis_lines(analysis, verbose=Verbosity.level > 0))
+    print_lines(stdout, analysis_lines(analysis, result=result, verbose=Verbosity.level > 0))
 
 
 @app.command("analyze")
@@ -195,7 +196,7 @@ def analyze(
     from torchscale.interfaces.api import analyze_traces
 
     traced = analyze_traces(trace_dir, target=target, output=output)
-    _show(traced.analysis, json_output)
+    _show(traced.analysis, None, json_output)  # traces alone: no host-bound record
     if traced.saved is None and not json_output:
         stderr.print(
             f"[yellow]note:[/] {escape(str(traced.destination))} is not writable: analysis not "

@@ -404,7 +404,9 @@ def _profiles_done(run: BenchmarkRun) -> None:
             continue
         # the traced steps' shares are of their own (slower) step, not the sweep's
         traced = traced_step_lines(profiled.result, profiled.analysis)
-        lines = analysis_lines(profiled.analysis, verbose=Verbosity.level > 0)
+        lines = analysis_lines(
+            profiled.analysis, result=profiled.result, verbose=Verbosity.level > 0
+        )
         print_lines(stdout, traced + lines)
         where = ProfileRun(profiled.directory).analysis_path
         stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

@@ -14,12 +14,10 @@ from torchscale.contracts.figures import (
     value_format,
 )
 from torchscale.contracts.schema.cell_result import CellResult, Finding
-from torchscale.contracts.wording.host_bound import LAUNCH_TIME
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
-from torchscale.interfaces.report.diagnosis_text import PART_WORDS
-from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
-from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
+from torchscale.interfaces.report.diagnosis_text import compute_word
+from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
 from torchscale.offline.analysis.uncertainty import two_scopes
 from torchscale.orchestration.plan import PlannedCell
 
@@ -103,13 +101,11 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             lines.append(Line("info", f"> [INFO] Intervals: {wording.say(scopes)}"))
     lines += host_bound_lines(result, verbose=verbose)
     if result.cell.world_size > 1 or result.diagnosis is not None:
-        # a host-bound GPU's compute part is the host issuing kernels, not the GPU computing
-        launch = launch_time_verdict(result.host_bound) is not None
         lines += diagnosis_lines(
             result.diagnosis,
             result.unavailable.get("diagnosis"),
             verbose=verbose,
-            compute_word=LAUNCH_TIME if launch else PART_WORDS["compute"],
+            compute=compute_word(result),
         )
     lines += compile_lines(result)
     if verbose:
@@ -120,9 +116,9 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
 
 
 def host_bound_finding(result: CellResult) -> Finding | None:
-    """The diagnosis' host-bound finding (one per cell at most), by its title."""
+    """The diagnosis' host-bound verdict (one per cell at most), by its fields."""
     findings = result.diagnosis.findings if result.diagnosis is not None else []
-    return next((f for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
+    return next((f for f in findings if is_host_bound_verdict(f)), None)
 
 
 def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:

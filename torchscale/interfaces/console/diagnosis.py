@@ -23,15 +23,16 @@ def diagnosis_lines(
     why_not: str | None,
     *,
     verbose: bool,
-    compute_word: str = PART_WORDS["compute"],
+    compute: str = PART_WORDS["compute"],
 ) -> list[Line]:
     """The diagnosis as terminal lines: sync stall, step split (its compute part named
-    `compute_word`), straggler, its caveat, the what-if and, when a cross-check disagrees, one
-    line saying so; `verbose` adds the per-rank waits, what decided and every cross-check."""
+    `compute`, `diagnosis_text.compute_word`), straggler, its caveat, the what-if and, when
+    a cross-check disagrees, one line saying so; `verbose` adds the per-rank waits, what
+    decided and every cross-check."""
     if diagnosis is None:
         return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
     lines = []
-    for sentence in headline(diagnosis, compute_word):
+    for sentence in headline(diagnosis, compute):
         if sentence.kind == "disagreement":
             if not verbose:  # -v shows every cross-check instead
                 lines.append(Line("skip", f"> [NOTE] {sentence.text}"))

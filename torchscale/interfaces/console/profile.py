@@ -14,6 +14,7 @@ from torchscale.contracts.schema.profile_analysis import FindingFigures, Profile
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.console.lines import Line
+from torchscale.interfaces.report.diagnosis_text import compute_word
 from torchscale.offline.results.profile_versions import compile_mode
 
 PART_LABELS = {
@@ -222,7 +223,9 @@ def traced_steps(analysis: ProfileAnalysis) -> int:
     return min((r.steps for r in analysis.ranks), default=0)
 
 
-def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[Line]:
+def analysis_lines(
+    analysis: ProfileAnalysis, *, result: CellResult | None = None, verbose: bool = False
+) -> list[Line]:
     """The trace analysis: its diagnosis and findings for its target; `verbose` adds the
     cross-checks, evidence and fixes, the target's detail lines, notes and what is
     unavailable."""
@@ -233,7 +236,10 @@ def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[
     steps = f", {traced_steps(analysis)} traced step(s)" if analysis.diagnosis else ""
     lines = [Line("head", f"> [ANALYSIS] Profiling complete: {ranks}{backend}{steps}")]
     lines += diagnosis_lines(
-        analysis.diagnosis, analysis.unavailable.get("diagnosis"), verbose=verbose
+        analysis.diagnosis,
+        analysis.unavailable.get("diagnosis"),
+        verbose=verbose,
+        compute=compute_word(result),  # the profiled run's
     )
     if verbose:
         for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):

@@ -16,12 +16,14 @@ from typing import Literal
 
 from torchscale.contracts.figures import ms, pct, pct_bound, seconds_text, share_figure, share_text
 from torchscale.contracts.schema.cell_result import (
+    CellResult,
     CrossCheck,
     Diagnosis,
     Estimate,
     Finding,
     StragglerVerdict,
 )
+from torchscale.contracts.wording.host_bound import LAUNCH_TIME
 from torchscale.offline.analysis.diagnosis.inflation import (
     disagreement,
     inflation_of,
@@ -55,6 +57,14 @@ def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
     return out
 
 
+def compute_word(result: CellResult | None) -> str:
+    """The step split's name for its compute part, decided once for every surface from the
+    cell's host-bound record: 'launch time' on a host-bound GPU (the host issuing kernels,
+    not the GPU computing), 'compute' otherwise (no result: a trace alone)."""
+    record = result.host_bound if result is not None else None
+    return LAUNCH_TIME if record is not None and record.host_bound else PART_WORDS["compute"]
+
+
 def sync_stall_text(diagnosis: Diagnosis) -> str:
     """The seed's line: 'Sync stall time: 40.1 % ±1.5 %' (waiting for peers, mean over
     ranks, share of the step)."""
@@ -62,11 +72,11 @@ def sync_stall_text(diagnosis: Diagnosis) -> str:
     return f"Sync stall time: {share_text(part.share if part else None)}"
 
 
-def split_text(diagnosis: Diagnosis, compute_word: str = PART_WORDS["compute"]) -> str:
+def split_text(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> str:
     """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
-    1.1 %' (point values; each part's interval is in the JSON and -v); `compute_word` names
-    the compute part ('launch time' on a host-bound GPU)."""
-    words = PART_WORDS | {"compute": compute_word}
+    1.1 %' (point values; each part's interval is in the JSON and -v); `compute` names the
+    compute part (`compute_word`: 'launch time' on a host-bound GPU)."""
+    words = PART_WORDS | {"compute": compute}
     parts = ", ".join(f"{words[p.name]} {_point(p.share)}" for p in diagnosis.parts)
     step = ms(diagnosis.step_s.value) if diagnosis.step_s.value is not None else "?"
     return f"Step {step}{_traced(diagnosis)}: {parts}"
@@ -212,7 +222,7 @@ def acted(verdict: StragglerVerdict | None) -> bool:
     return verdict is not None and (verdict.named or bool(verdict.host_bound))
 
 
-def headline(diagnosis: Diagnosis, compute_word: str = PART_WORDS["compute"]) -> list[Sentence]:
+def headline(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> list[Sentence]:
     """The diagnosis' lines in the order every surface prints them: sync stall, the step
     split, the straggler verdict (when there are peers or a verdict), the busy-machine caveat,
     the what-if and, when a cross-check disagrees, the one line saying so (the terminal's
@@ -220,7 +230,7 @@ def headline(diagnosis: Diagnosis, compute_word: str = PART_WORDS["compute"]) ->
     verdict = diagnosis.straggler
     out = [
         Sentence("stall", "info", sync_stall_text(diagnosis)),
-        Sentence("split", "info", split_text(diagnosis, compute_word)),
+        Sentence("split", "info", split_text(diagnosis, compute)),
     ]
     if diagnosis.ranks > 1 or verdict is not None:
         level: Literal["info", "warn"] = "warn" if acted(verdict) else "info"

@@ -5,8 +5,9 @@ union of its kernel, memcpy and memset intervals over the wall time of those ste
 (`offline/analysis/trace/gpu_busy.py`, the same reduction a kept trace gets).
 
 CUDA activity only: no CPU op is recorded, so the trace stays small (a few thousand rows)
-and the host pays CUPTI's per-launch cost alone. Fail-open: a capture that fails leaves the
-figure null with its reason, and the cell still succeeds. The cell's share is the busiest
+and the host pays CUPTI's per-launch cost alone. Fail-open for the profiler's own failures: a
+capture that fails leaves the figure null with its reason, and the cell still succeeds; a
+training step's error is the cell's, as in any window. The cell's share is the busiest
 rank's (the GPU that idles least bounds how busy any GPU is). The pure part
 (`host_bound_record`) is what a CPU test exercises; `trace_rank` is the CUDA side.
 """
@@ -15,20 +16,23 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch.distributed as dist
 
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU, HostBound
 from torchscale.offline.analysis.trace.gpu_busy import (
+    LAUNCH_TIME,
     BusyShare,
     busy_over_wall,
     host_bound_verdict,
 )
 from torchscale.offline.traces.kineto import read_kineto
+from torchscale.rank.worker.steady_state import agree_any
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
 
@@ -43,6 +47,9 @@ PIPELINE_REASON = (
 )
 NOT_RUN_METHOD = "CUDA trace: not run"
 CAPTURE_FAILED = "the CUDA trace of the busy share failed"
+PEER_FAILED = f"{CAPTURE_FAILED} on another rank, so no rank traced"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,12 @@ class BusyReading:
 def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
     """The cell's HostBound from every rank's reading: the busiest rank's share and its
     verdict (a finding), or null figures with the first rank's reason."""
-    failed = next((r for r in sorted(readings, key=lambda r: r.rank) if r.reason), None)
+    # a rank's own failure before a peer's note that it did not trace
+    failed = min(
+        (r for r in readings if r.reason),
+        key=lambda r: (r.reason == PEER_FAILED, r.rank),
+        default=None,
+    )
     runs = [r for r in readings if r.steps > 0 and r.reason is None]
     method = f"CUDA trace: {runs[0].steps} steps after the windows" if runs else NOT_RUN_METHOD
     if failed is not None or not runs:
@@ -81,7 +93,7 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
         gpu_busy_s=verdict.figure("gpu_busy_s"),
         step_s=verdict.figure("step_s"),
         gpu_busy_share=busiest.share,
-        host_bound=verdict.code.endswith("launch_time"),
+        host_bound=verdict.code == LAUNCH_TIME,
         method=method,
         steps=busiest.steps,
         verdict=verdict,
@@ -91,36 +103,76 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
 # ------------------------------------------------------------------------------- CUDA side
 
 
+def start_profiler() -> Any:
+    """A started CUDA-only profiler in its warm-up: CUPTI is up (where it fails, it fails
+    here), but nothing it sees is kept until `step()`, so the ranks' agreement, a collective,
+    stays out of the trace."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    prof = profile(
+        activities=[ProfilerActivity.CUDA], schedule=schedule(wait=0, warmup=1, active=1, repeat=1)
+    )
+    prof.start()
+    return prof
+
+
+def attempt(action: Callable[[], T]) -> tuple[T | None, str | None]:
+    """`action`'s value, or None and why it failed: the profiler's own failures fail open."""
+    try:
+        return action(), None
+    except Exception as exc:
+        return None, f"{CAPTURE_FAILED} ({type(exc).__name__}: {exc})"
+
+
+def timed_steps(trainer: Trainer, steps: int) -> float:
+    """Wall seconds of `steps` training steps, synchronised on both edges: the trace holds
+    their work alone."""
+    synchronize(trainer.device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+    synchronize(trainer.device)
+    return time.perf_counter() - start
+
+
+def exported_reading(prof: Any, rank: int, wall_s: float, steps: int) -> BusyReading:
+    """The stopped profiler's trace reduced to this rank's busy share (the kept traces' reader)."""
+    with tempfile.TemporaryDirectory(prefix="torchscale-busy-") as folder:
+        path = Path(folder) / f"rank{rank}.busy.json"
+        prof.export_chrome_trace(str(path))
+        busy = busy_over_wall(read_kineto(path, rank_hint=rank).events, wall_s, steps)
+    return BusyReading(rank=rank, steps=steps, busy_s=busy.busy_s, wall_s=busy.wall_s)
+
+
 def trace_rank(trainer: Trainer, steps: int = TRACE_STEPS) -> BusyReading | None:
     """This rank's traced steps (every rank calls it: the steps hold collectives), after the
     measured windows. None on CPU; a reading with the reason for a pipeline cell or a
-    capture that failed."""
+    capture that failed. The ranks agree before stepping: all step traced, or none steps
+    (a rank whose profiler failed would leave its peers waiting in the steps' collectives
+    until the timeout). A step's own error (an OOM, NCCL) is the cell's: it propagates."""
     device = trainer.device
-    rank = dist.get_rank()
     if device.type != "cuda":
         return None
+    rank = dist.get_rank()
     if trainer.runner is not None:
         return BusyReading(rank=rank, reason=PIPELINE_REASON)
-    done = 0
-    try:
-        from torch.profiler import ProfilerActivity, profile
-
-        with tempfile.TemporaryDirectory(prefix="torchscale-busy-") as folder:
-            path = Path(folder) / f"rank{rank}.busy.json"
-            with cyclic_gc_paused(collect_first=True):
-                synchronize(device)
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    # every queued kernel is done: the trace holds these steps' work alone
-                    synchronize(device)
-                    start = time.perf_counter()
-                    for _ in range(steps):
-                        trainer.step()
-                        done += 1
-                    synchronize(device)
-                    wall_s = time.perf_counter() - start
-            prof.export_chrome_trace(str(path))
-            busy = busy_over_wall(read_kineto(path, rank_hint=rank).events, wall_s, steps)
-    except Exception as exc:  # fail-open: the figure is null, the cell goes on
-        why = f"{CAPTURE_FAILED} ({type(exc).__name__}: {exc})"
-        return BusyReading(rank=rank, steps=done, reason=why)
-    return BusyReading(rank=rank, steps=steps, busy_s=busy.busy_s, wall_s=busy.wall_s)
+    with cyclic_gc_paused(collect_first=True):
+        synchronize(device)
+        prof, why = attempt(start_profiler)
+        # a collective: every rank calls it, whatever its profiler did
+        if agree_any(prof is None, device) or prof is None:
+            if prof is not None:
+                attempt(prof.stop)
+            return BusyReading(rank=rank, reason=why or PEER_FAILED)
+        # the recording starts; should it fail now the rank still steps, untraced, beside
+        # its peers
+        _, why = attempt(prof.step)
+        try:
+            wall_s = timed_steps(trainer, steps)
+        finally:
+            _, stopped = attempt(prof.stop)
+    why = why or stopped
+    if why is not None:
+        return BusyReading(rank=rank, steps=steps, reason=why)
+    reading, why = attempt(lambda: exported_reading(prof, rank, wall_s, steps))
+    return reading or BusyReading(rank=rank, steps=steps, reason=why)

@@ -299,7 +299,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         )
     diagnosis = ref.diagnosis
     if diagnosis is not None:
-        blocks += diagnosis_blocks(diagnosis)
+        blocks += diagnosis_blocks(diagnosis, result)
         blocks.append(_trace_figures(analysis))
     else:
         blocks.append(_analysis_figures(analysis))

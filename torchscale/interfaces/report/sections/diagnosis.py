@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from torchscale.contracts.figures import share_text
-from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.interfaces.report.diagnosis_text import (
     VERDICT_WORDS,
     acted,
     caveat_text,
     check_figure,
+    compute_word,
     disagreement_text,
     headline,
     split_text,
@@ -25,12 +26,13 @@ from torchscale.interfaces.report.model import Block, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, records
 
 
-def diagnosis_blocks(diagnosis: Diagnosis) -> list[Block]:
+def diagnosis_blocks(diagnosis: Diagnosis, result: CellResult | None = None) -> list[Block]:
     """The diagnosis' headline (`diagnosis_text.headline`) as blocks, as the terminal prints
     it: a warning where it names a straggler or a busy machine, the caveat and the
-    disagreement in a report's words."""
+    disagreement in a report's words; its compute part named by `result`'s host-bound
+    record."""
     blocks: list[Block] = []
-    for sentence in headline(diagnosis):
+    for sentence in headline(diagnosis, compute_word(result)):
         text = sentence.text
         if sentence.kind == "caveat":
             text = caveat_text(text)
@@ -88,7 +90,7 @@ def diagnoses_table(ctx: Context) -> Block | None:
     format (Markdown and term show no Bottlenecks section) gives each run's verdict."""
     rows: list[dict[str, Any]] = []
 
-    def add(run: str, diagnosis: Diagnosis) -> None:
+    def add(run: str, diagnosis: Diagnosis, result: CellResult | None) -> None:
         verdict = diagnosis.straggler
         stall = diagnosis.part("wait_for_peers")
         named = acted(verdict)
@@ -96,7 +98,7 @@ def diagnoses_table(ctx: Context) -> Block | None:
             {
                 "run": run,
                 "stall": sync_stall_text(diagnosis).removeprefix("Sync stall time: "),
-                "split": split_text(diagnosis),
+                "split": split_text(diagnosis, compute_word(result)),
                 "straggler": straggler_text(verdict, diagnosis.ranks),
                 "whatif": whatif_text(diagnosis),
                 "caveat": diagnosis.caveat,
@@ -109,11 +111,11 @@ def diagnoses_table(ctx: Context) -> Block | None:
     for row in records(ctx.ok):
         diagnosis = ctx.result(row).diagnosis
         if diagnosis is not None and diagnosis.ranks > 1:
-            add(ctx.label(row), diagnosis)
+            add(ctx.label(row), diagnosis, ctx.result(row))
     for ref in ctx.profiles:
         diagnosis = ref.diagnosis
         if diagnosis is not None:
-            add(ref.label, diagnosis)
+            add(ref.label, diagnosis, ref.entry.result)
     if not rows:
         return None
     rows.sort(key=lambda r: (not r.pop("_named"), -r.pop("_stall")))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.report.diagnosis_text import (
     INJECTED,
+    compute_word,
     split_text,
     straggler_text,
     sync_stall_text,
@@ -66,7 +67,7 @@ def verdict_text(ref: ProfileRef) -> str:
     main = (
         straggler_text(diagnosis.straggler, diagnosis.ranks)
         if diagnosis.ranks > 1 or diagnosis.straggler is not None
-        else split_text(diagnosis)
+        else split_text(diagnosis, compute_word(ref.entry.result))
     )
     caveat = f" (caveat: {diagnosis.caveat})" if diagnosis.caveat else ""
     return f"{ref.label}: {main}{caveat}"
@@ -87,7 +88,7 @@ def _detail_lines(ref: ProfileRef) -> list[Text]:
         return []
     lines = [sync_stall_text(diagnosis)]
     if diagnosis.ranks > 1 or diagnosis.straggler is not None:
-        lines.append(split_text(diagnosis))
+        lines.append(split_text(diagnosis, compute_word(ref.entry.result)))
     return [Text(text=line) for line in [*lines, *present(whatif_text(diagnosis))]]
 
 

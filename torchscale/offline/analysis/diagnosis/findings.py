@@ -537,6 +537,10 @@ def _host_bound(i: FindingInputs) -> RankedFinding | None:
 # arithmetic alone (results without a busy probe): even at 100x below peak it would idle
 HOST_BOUND_MFU = 0.01
 HOST_BOUND_TITLE = "host-bound"  # every host-bound verdict's title starts so (one per cell)
+# the host-bound verdict's cost estimators: the stored fields that tell it from the other
+# host_bound-category finding (the device idling for launches, a part of the step model)
+BUSY_COST = "1 - the GPU's busy share of the median step"
+ARITHMETIC_COST = "at most 1 - MFU (by arithmetic)"
 HOST_BOUND_FIX = (
     "Give the GPU more work per launch: a bigger batch or model, CUDA graphs "
     "(torch.compile mode='reduce-overhead'), or torch.compile to cut launches; a host-bound "
@@ -559,29 +563,31 @@ def host_bound_finding(
     step_s: float | None = None,
     compiled: bool = False,
     mfu_interval: Estimate | None = None,
-    title: str | None = None,
+    title: str = "",
 ) -> RankedFinding:
     """The host-bound verdict of a GPU cell as a finding: from the busy probe (`busy_share`:
     the GPU's busy time over the median step) or, without one, by arithmetic (`mfu`: the
     step's FLOPs at the GPU's peak over the step, under HOST_BOUND_MFU); `compiled`: the cell
-    ran under torch.compile, so the fix does not offer it again; `title`: the stored verdict's
-    words (a traced share), made by contracts/wording. Its cost is the share
-    of the step the GPU is not busy (by arithmetic: at most 1 - MFU, the share its FLOPs leave)."""
+    ran under torch.compile, so the fix does not offer it again; `title`: the measured
+    verdict's words, made by contracts/wording from its code (with `busy_share`). Its cost
+    is the share of the step the GPU is not busy (by arithmetic: at most 1 - MFU, the share
+    its FLOPs leave)."""
     fix = HOST_BOUND_FIX_COMPILED if compiled else HOST_BOUND_FIX
     if busy_share is not None:
         share = min(max(busy_share, 0.0), 1.0)
-        title = title or (
-            f"{HOST_BOUND_TITLE}: the GPU is busy {pct(share)} of the step and waits for "
-            "Python/launches"
-        )
         evidence = [
             f"GPU busy {_us(gpu_busy_s * 1e6)} of a {_us(step_s * 1e6)} step ({method})"
             if gpu_busy_s is not None and step_s is not None
             else f"GPU busy {pct(share)} of the step ({method})"
         ]
-        how = "1 - the GPU's busy share of the median step"
         cost = Estimate(
-            value=1.0 - share, low=None, high=None, n=1, method=how, measurable=True, reason=None
+            value=1.0 - share,
+            low=None,
+            high=None,
+            n=1,
+            method=BUSY_COST,
+            measurable=True,
+            reason=None,
         )
     else:
         share = min(max(mfu or 0.0, 0.0), 1.0)
@@ -603,11 +609,19 @@ def host_bound_finding(
             low=None,
             high=1.0 - share,
             n=1,
-            method="at most 1 - MFU (by arithmetic)",
+            method=ARITHMETIC_COST,
             measurable=False,
             reason="the GPU's busy time was not measured (no busy probe)",
         )
     return RankedFinding(title, cost, evidence, fix, "host_bound")
+
+
+def is_host_bound_verdict(finding: Finding) -> bool:
+    """The cell's host-bound verdict among its stored findings, by its fields (category and
+    cost estimator), never by its words: a result stored with it, in whatever wording, is
+    found again."""
+    method = finding.cost_share.method if finding.cost_share is not None else None
+    return finding.category == "host_bound" and method in (BUSY_COST, ARITHMETIC_COST)
 
 
 def pct_small(x: float) -> str:

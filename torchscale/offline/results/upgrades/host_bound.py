@@ -19,10 +19,11 @@ from torchscale.contracts.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
-    HOST_BOUND_TITLE,
     host_bound_finding,
+    is_host_bound_verdict,
     pct_small,
 )
+from torchscale.offline.analysis.trace.gpu_busy import measured_verdict
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
@@ -73,7 +74,7 @@ def host_bound_of(result: CellResult) -> Finding | None:
         return None
     mfu = result.compute.mfu if result.compute is not None else None
     return host_bound_finding(
-        title=wording.say(record.verdict) if record.verdict is not None else None,
+        title=wording.say(verdict) if (verdict := measured_verdict(record)) is not None else "",
         busy_share=record.gpu_busy_share,
         mfu=mfu,
         method=record.method,
@@ -95,7 +96,7 @@ def with_host_bound(result: CellResult) -> CellResult:
     diagnosis = result.diagnosis
     if finding is None or diagnosis is None:
         return result
-    if any(f.title.startswith(HOST_BOUND_TITLE) for f in diagnosis.findings):
+    if any(is_host_bound_verdict(f) for f in diagnosis.findings):
         return result
     # first whatever its cost: on a host-bound GPU the other findings describe host time too
     diagnosis = diagnosis.model_copy(update={"findings": [finding, *diagnosis.findings]})
