@@ -193,7 +193,7 @@ def test_reliable_numbers_on_a_quiet_machine_can_be_used(tmp_path: Path) -> None
     assert report.headline.severity == "good" and report.decision.usable == "yes"
     best = report.decision.best
     assert best is not None and NO_CLEAR_BEST not in best.text
-    assert "tiny-mlp b8 x2 fp32 ddp (+90 % [" in best.text  # ahead beyond noise: named
+    assert "tiny-mlp b8 x2 fp32 ddp (+90.1 % ±" in best.text  # ahead beyond noise: named
     assert best.severity == "good"
 
 

@@ -299,6 +299,21 @@ def figure_with_interval(
     return round_figure(value, low, high, fmt).compact()
 
 
+def too_wide(value: float | None, low: float | None, high: float | None) -> bool:
+    """Whether a figure's 95 % interval is wider than the figure itself (74 % in [35 %,
+    158 %], 38,509 in [792, 1,712,321], a lead of +193 % in [-98 %, +36,605 %]): such a range
+    says nothing a decision can rest on, so the first screen says "not measurable" and shows
+    no number. The one rule for every figure, lead and gain."""
+    if value is None or low is None or high is None:
+        return False
+    return high - low > abs(value)
+
+
+def repeats_text(count: int) -> str:
+    """'2 repeats', '1 repeat'."""
+    return f"{count} repeat{'' if count == 1 else 's'}"
+
+
 def exactly_zero(estimate: Estimate) -> bool:
     """Zero in every resample (interval [0, 0]): a part no step had, not a noise bound."""
     return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)

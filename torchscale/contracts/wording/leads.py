@@ -9,42 +9,29 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-
-def _pct(value: float) -> str:
-    """A change in whole percent (one decimal below 1 %): '+12 %', '-0.4 %'."""
-    return f"{value * 100:+.0f} %" if abs(value) >= 0.005 else f"{value * 100:+.1f} %"
-
-
-def _interval(low: float, high: float) -> str:
-    digits = 0 if min(abs(low), abs(high)) >= 0.005 or low == 0 else 1
-    return f"[{low * 100:+.{digits}f}, {high * 100:+.{digits}f}]"
+from torchscale.contracts.figures import change_text, repeats_text, too_wide
 
 
 def _figure(figures: Mapping[str, Any]) -> str:
-    """'+51 % [+13, +101]'."""
-    return f"{_pct(figures['change'])} {_interval(figures['low'], figures['high'])}"
+    """'+51 % ±44 %', '+57 % [53, 84]': spelled as every change is (`figures.change_text`)."""
+    return change_text(figures["change"], figures["low"], figures["high"])
+
+
+def _repeats(figures: Mapping[str, Any]) -> str:
+    return repeats_text(int(figures.get("repeats") or 0))
 
 
 def _said(figures: Mapping[str, Any]) -> str:
-    """The lead with its interval as a sentence's object: '+12 % [+5, +20] throughput over X',
-    'X costs +12 % [+5, +20] more per sample'."""
+    """The lead with its interval as a sentence's object: '+12.0 % ±7.5 % throughput over X',
+    'X costs +57 % [53, 84] more per sample'."""
     who = figures.get("runner_up") or "the next"
     if figures.get("measure") == "cost":
         return f"{who} costs {_figure(figures)} more per sample"
     return f"{_figure(figures)} throughput over {who}"
 
 
-def _wider(figures: Mapping[str, Any]) -> bool:
-    return bool(figures["high"] - figures["low"] > abs(figures["change"]))
-
-
-def _repeats(figures: Mapping[str, Any]) -> str:
-    count = int(figures.get("repeats") or 0)
-    return f"{count} repeat{'' if count == 1 else 's'}"
-
-
 def clear(figures: Mapping[str, Any]) -> str:
-    """'+12 % [+5, +20] throughput over b16 x2 fp32 ddp'."""
+    """'+12.0 % ±7.5 % throughput over b16 x2 fp32 ddp'."""
     return _said(figures)
 
 
@@ -60,10 +47,10 @@ def ahead_unsized(figures: Mapping[str, Any]) -> str:
 
 
 def within_noise(figures: Mapping[str, Any]) -> str:
-    """'within noise of X (+3 % [-10, +18] throughput)'; 'within noise of X; lead not
+    """'within noise of X (+3 % ±14 % throughput)'; 'within noise of X; lead not
     measurable (2 repeats)' where the interval is wider than the lead too."""
     who = figures.get("runner_up") or "the next"
-    if _wider(figures):
+    if too_wide(figures["change"], figures["low"], figures["high"]):
         return f"within noise of {who}; lead not measurable ({_repeats(figures)})"
     if figures.get("measure") == "cost":
         return f"within noise: {_said(figures)}"
@@ -71,11 +58,11 @@ def within_noise(figures: Mapping[str, Any]) -> str:
 
 
 def spread_unknown(figures: Mapping[str, Any]) -> str:
-    """'not told apart from X (+5 % throughput): spread unknown (one repeat)'."""
+    """'not told apart from X (+5.0 % throughput): spread unknown (one repeat)'."""
     who = figures.get("runner_up") or "the next"
     change = figures.get("change")
     measure = "more per sample" if figures.get("measure") == "cost" else "throughput"
-    said = f" ({_pct(change)} {measure})" if change is not None else ""
+    said = f" ({change_text(change, None, None)} {measure})" if change is not None else ""
     return f"not told apart from {who}{said}: spread unknown (one repeat)"
 
 

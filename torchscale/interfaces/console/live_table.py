@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import format_value, readable
+from torchscale.contracts.figures import format_value, readable, too_wide
 from torchscale.contracts.share_bound import share_bound
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
-from torchscale.interfaces.report.estimates import compact, too_wide
+from torchscale.interfaces.report.estimates import compact
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 
 if TYPE_CHECKING:

@@ -12,8 +12,10 @@ from torchscale.contracts.figures import (
     format_value,
     plus_minus,
     quantum_of,
+    repeats_text,
     round_figure,
     round_half_up,
+    too_wide,
     value_format,
 )
 from torchscale.contracts.finding import Finding
@@ -148,21 +150,11 @@ def efficiency_kind(
     return "linear within noise" if low <= 1.0 else "super-linear"
 
 
-def too_wide(value: float | None, low: float | None, high: float | None) -> bool:
-    """Whether a figure's 95 % interval is wider than the figure itself (74 % in [35 %,
-    158 %], 38,509 in [792, 1,712,321], a lead of +193 % in [-98 %, +36,605 %]): such a range
-    says nothing a decision can rest on, so the first screen says "not measurable" and shows
-    no number (`not_measurable`)."""
-    if value is None or low is None or high is None:
-        return False
-    return high - low > abs(value)
-
-
 def not_measurable(repeats: int | None) -> str:
     """The first screen's words for a figure `too_wide` to use: 'not measurable (2 repeats)'."""
     if not repeats:
         return "not measurable"
-    return f"not measurable ({repeats} repeat{'' if repeats == 1 else 's'})"
+    return f"not measurable ({repeats_text(repeats)})"
 
 
 def efficiency_phrase(

@@ -6,7 +6,10 @@ units (per repeat, per run where runs are pooled: `ranking.units`), with the 95 
 `ranking.lead` (`uncertainty.ratio_of_medians`: a percentile bootstrap from 4 a side, Welch's t
 on the log ratio below), the interval every other comparison of two configurations uses. Its
 units are independent repeats, so drift between repeats is in it (a median step's interval,
-over steps of one run, left it out). FSDP on one device is never compared (`shards_nothing`).
+over steps of one run, left it out). An interval wider than the gain itself (`figures.too_wide`,
+1.51x [1.14, 1.99] over 2 + 2 repeats) makes the gain not measurable: no surface prints its
+digits, though the order holds where the interval excludes 1. FSDP on one device is never
+compared (`shards_nothing`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.figures import too_wide
 from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.ranking import (
     fsdp_on_one,
@@ -32,12 +36,15 @@ FASTER = "ranking.compiled_faster"
 SLOWER = "ranking.compiled_slower"
 UNCLEAR = "ranking.compile_no_clear_difference"
 NO_INTERVAL = "ranking.compile_no_interval"
+NOT_MEASURABLE = "ranking.compile_not_measurable"
 
 
 def compile_gain(compiled: Mapping[str, Any], eager: Mapping[str, Any]) -> Finding | None:
     """Compiled over eager for one pair of cells-table rows of the same shape: faster or slower
-    where the interval excludes 1, no clear difference where it holds it, no interval with one
-    unit a side; FSDP on one device not compared. None when a side has no throughput."""
+    where the interval excludes 1, no clear difference where it holds it, not measurable where
+    it is wider than the gain (`beyond`: 'faster' or 'slower' where it still excludes 1), no
+    interval with one unit a side; FSDP on one device not compared. None when a side has no
+    throughput."""
     if row_shards_nothing(compiled) or row_shards_nothing(eager):
         return fsdp_on_one()
     (top, unit), (bottom, _) = units(compiled), units(eager)
@@ -53,5 +60,17 @@ def compile_gain(compiled: Mapping[str, Any], eager: Mapping[str, Any]) -> Findi
     if ahead.low is None or ahead.high is None:
         return Finding(code=NO_INTERVAL, figures=figures)
     figures |= {"low": 1.0 + ahead.low, "high": 1.0 + ahead.high}
-    code = FASTER if ahead.low > 0 else SLOWER if ahead.high < 0 else UNCLEAR
+    beyond = "faster" if ahead.low > 0 else "slower" if ahead.high < 0 else None
+    if too_wide(ahead.change, ahead.low, ahead.high):
+        return Finding(code=NOT_MEASURABLE, figures=figures | {"beyond": beyond})
+    code = FASTER if beyond == "faster" else SLOWER if beyond == "slower" else UNCLEAR
     return Finding(code=code, figures=figures)
+
+
+def slower(gain: Finding | None) -> bool:
+    """Compiled slower than eager beyond the interval, sized or not: the workload level's WARN."""
+    if gain is None:
+        return False
+    return gain.code == SLOWER or (
+        gain.code == NOT_MEASURABLE and gain.figures.get("beyond") == "slower"
+    )

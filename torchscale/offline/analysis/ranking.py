@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.figures import too_wide
 from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
@@ -95,12 +96,9 @@ class Lead:
 
     @property
     def wider_than_itself(self) -> bool:
-        """The interval is wider than the lead: it says the order at most, not the size."""
-        return (
-            self.low is not None
-            and self.high is not None
-            and self.high - self.low > abs(self.change)
-        )
+        """The interval is wider than the lead (`figures.too_wide`): it says the order at most,
+        not the size."""
+        return too_wide(self.change, self.low, self.high)
 
 
 def judge_lead(ahead: Lead | None, repeats: int) -> Finding:

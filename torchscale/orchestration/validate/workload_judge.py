@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
-from torchscale.offline.analysis.compile_gain import METHOD, SLOWER, compile_gain
+from torchscale.offline.analysis import compile_gain as gains
 from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.frame import cell_row
@@ -137,24 +137,25 @@ def judge_unplaced(unplaced: Mapping[str, str]) -> list[CheckResult]:
 def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -> CheckResult:
     """Compiled against eager, strategy by strategy, by the report's own estimator
     (`analysis.compile_gain`, the same figure the report prints): INFO when compile is faster
-    or the interval holds 1, WARN when compiled is clearly slower (a regression worth a look).
+    or the interval holds 1, WARN when compiled is slower beyond it, sized or not (a regression
+    worth a look).
     FSDP at world 1 is not compared: nothing is sharded, so its step is FSDP2's host work."""
     base = {r.cell.strategy: r for r in eager if r.status is Status.OK and r.throughput}
     parts: list[str] = []
     slower: list[str] = []
-    data: dict[str, object] = {"method": METHOD}
+    data: dict[str, object] = {"method": gains.METHOD}
     for result in compiled:
         before = base.get(result.cell.strategy)
         if result.status is not Status.OK or not result.throughput or before is None:
             continue
         strategy = result.cell.strategy
-        gain = compile_gain(cell_row(result), cell_row(before))
+        gain = gains.compile_gain(cell_row(result), cell_row(before))
         if gain is None:
             parts.append(f"{strategy}: not judged (no throughput figure)")
             continue
         parts.append(f"{strategy}: {wording.say(gain)}")
         data[strategy] = gain.model_dump()
-        if gain.code == SLOWER:
+        if gains.slower(gain):
             slower.append(strategy)
     if not parts:
         return skipped("compile.ratio", "compiled / eager", "no strategy ran both ways")

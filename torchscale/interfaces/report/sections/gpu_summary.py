@@ -12,7 +12,7 @@ import pandas as pd
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.ranking import gain_figure
+from torchscale.contracts.wording.ranking import gain_text
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.sections.best import by_throughput
 from torchscale.interfaces.report.sections.context import (
@@ -72,11 +72,12 @@ def _compiled_vs_eager(ctx: Context, row: Mapping[str, Any]) -> Finding | None:
 
 
 def _gain_text(gain: Finding | None) -> str | None:
-    """The table's figure: '1.57x [1.53, 1.84]', the workload level's own; 'not compared' for
-    FSDP on one device (the note says why)."""
+    """The table's figure: '1.57x [1.53, 1.84]', the workload level's own; 'not measurable (2 +
+    2 repeats)' where its interval is wider than the gain; 'not compared' for FSDP on one
+    device (the note says why)."""
     if gain is None:
         return None
-    return "not compared" if gain.code == FSDP_ON_ONE else gain_figure(gain.figures)
+    return "not compared" if gain.code == FSDP_ON_ONE else gain_text(gain.code, gain.figures)
 
 
 def _waits_for_host(row: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.figures import too_wide
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
@@ -21,7 +22,6 @@ from torchscale.interfaces.report.estimates import (
     not_measurable,
     supported_figure,
     supported_rate,
-    too_wide,
     two_scopes_note,
 )
 from torchscale.interfaces.report.model import (
