@@ -19,6 +19,7 @@ from tests.rank.test_phases import worker_spec
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.offline.analysis.trace import gpu_busy
 from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
@@ -168,7 +169,7 @@ def test_the_record_is_host_bound_by_the_verdicts_code_alone(
 ) -> None:
     """Another code that ends like the launch-time one (the sleep probe's) is not it."""
     probe = Finding(code=PROBE_LAUNCH_TIME, figures={"gpu_busy_s": 0.001, "step_s": 0.004})
-    monkeypatch.setattr(busy_trace, "host_bound_verdict", lambda _busy: probe)
+    monkeypatch.setattr(gpu_busy, "host_bound_verdict", lambda _busy: probe)
     record = host_bound_record([BusyReading(0, 3, busy_s=0.003, wall_s=0.012)])
     assert record.host_bound is False
 

@@ -25,13 +25,6 @@ import torch.distributed as dist
 
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU, HostBound
-from torchscale.offline.analysis.trace.gpu_busy import (
-    LAUNCH_TIME,
-    BusyShare,
-    busy_over_wall,
-    host_bound_verdict,
-)
-from torchscale.offline.traces.kineto import read_kineto
 from torchscale.rank.worker.steady_state import agree_any
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
@@ -86,6 +79,14 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
             method=method,
             reason=why,
         )
+    # the reduction needs pandas, which a rank must not load before its windows (a cell's fixed
+    # cost: tests/rank/test_rank_imports.py); this runs after them
+    from torchscale.offline.analysis.trace.gpu_busy import (
+        LAUNCH_TIME,
+        BusyShare,
+        host_bound_verdict,
+    )
+
     shares = [BusyShare(r.busy_s, r.wall_s, r.steps) for r in runs]
     busiest = max(shares, key=lambda s: s.share)
     verdict = host_bound_verdict(busiest)
@@ -136,7 +137,11 @@ def timed_steps(trainer: Trainer, steps: int) -> float:
 
 
 def exported_reading(prof: Any, rank: int, wall_s: float, steps: int) -> BusyReading:
-    """The stopped profiler's trace reduced to this rank's busy share (the kept traces' reader)."""
+    """The stopped profiler's trace reduced to this rank's busy share (the kept traces' reader,
+    imported here: it needs pandas, which a rank loads only after its windows)."""
+    from torchscale.offline.analysis.trace.gpu_busy import busy_over_wall
+    from torchscale.offline.traces.kineto import read_kineto
+
     with tempfile.TemporaryDirectory(prefix="torchscale-busy-") as folder:
         path = Path(folder) / f"rank{rank}.busy.json"
         prof.export_chrome_trace(str(path))
