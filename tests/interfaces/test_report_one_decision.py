@@ -153,7 +153,9 @@ def test_the_short_pdf_carries_the_gpu_figures_on_its_first_page(tmp_path: Path)
     ).stdout.decode("utf-8")
     first = _flat(text.split("\f")[0])  # the decision's model lines, each with its GPU figures
     assert "none named" in first
-    for figure in ("8.6 %", "10.8 %", "2.3 GiB", "6.3 GiB", "23.5 s", "45.0 s", "989 TFLOP/s"):
+    # two repeats: throughput not measurable, so neither is MFU, its scaled copy (issue 71,
+    # point 5); the memory and compile figures stand
+    for figure in ("MFU not measurable (2 repeats)", "2.3 GiB", "6.3 GiB", "23.5 s", "45.0 s"):
         assert figure in first, figure
     assert "On the GPU" in _flat(text)  # the table, with its caveats, follows
 

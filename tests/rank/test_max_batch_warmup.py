@@ -100,6 +100,7 @@ def test_a_probe_steps_once_before_its_cuda_peaks_are_reset(
     monkeypatch.setattr(steady_state, "agree_any", lambda flag, _device: flag)
     monkeypatch.setattr(measure_module, "collective_timeout_s", lambda _warm, _device: None)
     monkeypatch.setattr(measure_module, "run_window", window)
+    monkeypatch.setattr(measure_module, "trace_rank", lambda *_args: None)  # a real GPU's
     monkeypatch.setattr(
         torch.cuda, "reset_peak_memory_stats", lambda _device=None: events.append("reset")
     )

@@ -14,6 +14,7 @@ phase into the spec's phase_dir as it ends (what a stopped run keeps), then ever
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from datetime import timedelta
@@ -61,8 +62,8 @@ def measure_rank(spec: PerfSpec, device: torch.device, done: PhaseDone | None = 
     mine = RankPerf(rank=dist.get_rank(), device=str(device), device_name=device_name(device))
     if device.type == "cuda":
         mine.power_limit = gpu_power_limit(device)
-        uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-        mine.uuid = str(uuid) if uuid is not None else None
+        with contextlib.suppress(Exception):  # a torch that cannot describe it: index only
+            mine.uuid = torch_uuid(device)
 
     def finished(phase: str, **figures: list[Any]) -> None:
         if done is not None:
