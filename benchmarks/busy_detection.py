@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_runs import STOP_GRACE_S, Stopped, kill_group, run_child, stop
 from interval_coverage import (
     BUSY_LOAD,
-    _load_text,
     child_env,
     clopper_pearson,
+    load_text,
     read_cell,
     write_config,
 )
@@ -156,7 +156,7 @@ def report(data: dict[str, Any]) -> None:
         f"{len(data['runs']) - len(ok)} failed; {data.get('neighbour_jobs', 0)} neighbour job(s)"
     )
     before, after = data.get("load_before"), data.get("load_after")
-    print(f"1-min load: before {_load_text(before)}, after {_load_text(after)}")
+    print(f"1-min load: before {load_text(before)}, after {load_text(after)}")
     if not (before and after and before[0] <= BUSY_LOAD and after[0] <= BUSY_LOAD):
         print(f"not an idle machine (load above {BUSY_LOAD}): the idle runs' counts are no verdict")
     if reference is None:

@@ -287,7 +287,7 @@ def between_run_sd(runs: list[dict[str, Any]]) -> tuple[float, float, float]:
     return math.sqrt(tau2), math.sqrt(within), float(medians.std(ddof=1))
 
 
-def _load_text(load: Sequence[float] | None) -> str:
+def load_text(load: Sequence[float] | None) -> str:
     return f"{load[0]:.2f}" if load else "not recorded"
 
 
@@ -313,7 +313,7 @@ def report(data: dict[str, Any]) -> None:
     )
     loads = sorted(r["load_1m"] for r in data["runs"])
     print(
-        f"1-min load average: before {_load_text(before)}, after {_load_text(after)} "
+        f"1-min load average: before {load_text(before)}, after {load_text(after)} "
         f"(read {cell.get('settle', SETTLE_S):.0f} s after the last run); at the runs' ends "
         f"median {loads[len(loads) // 2] if loads else float('nan'):.2f} (their own ranks "
         f"included)"
