@@ -1,4 +1,4 @@
-"""One rule for a figure wider than itself, and one spelling of a change: `contracts/figures.py`
+"""One rule for a figure wider than itself, and one spelling of a change: `contracts/wording/figures.py`
 holds `too_wide` and the repeats' plural, and the report's estimates, the ranking of leads and
 the leads' words call them (each kept its own copy, so the three could drift apart)."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts import wording
-from torchscale.contracts.figures import change_text, repeats_text, too_wide
+from torchscale.contracts.wording.figures import change_text, repeats_text, too_wide
 from torchscale.offline.analysis.ranking import Lead, judge_lead
 
 PACKAGE = Path(__file__).resolve().parents[2] / "torchscale"
-HOME = PACKAGE / "contracts" / "figures.py"
+HOME = PACKAGE / "contracts" / "wording" / "figures.py"
 # 'high - low > abs(value)', 'self.high - self.low > abs(...)', 'f["high"] - f["low"] > abs(...)'
 WIDER = re.compile(r"high\S*\s*-\s*\S*low\S*\s*>\s*abs\(")
 PLURAL = re.compile(r"repeat\{'' if")

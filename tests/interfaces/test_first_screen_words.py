@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.figures import format_value
+from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
 from torchscale.interfaces.report.request import ReportOptions

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import format_value
+from torchscale.contracts.wording.figures import format_value
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.interfaces.console.cells import cell_lines, reused_line, running_line
 from torchscale.interfaces.console.dry_run import plan_lines

@@ -33,7 +33,7 @@ from tests.interfaces.test_report_uncertainty import (
     table,
     with_attribution,
 )
-from torchscale.contracts.figures import share_text
+from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.console import report_term as term

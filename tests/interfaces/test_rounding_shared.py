@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from torchscale.contracts.figures import (
+from torchscale.contracts.wording.figures import (
     figure_with_interval,
     format_value,
     plus_minus,
@@ -240,7 +240,7 @@ def test_an_interval_reads_in_its_figure_unit() -> None:
 def test_edge_figures_read_as_a_person_reads_them() -> None:
     """A tiny figure keeps its digits (no row of zeros), an interval of zero width prints the
     figure alone, a figure or interval that is not finite never prints a broken '±'."""
-    from torchscale.contracts.figures import figure_with_interval, value_format
+    from torchscale.contracts.wording.figures import figure_with_interval, value_format
 
     readable, rate = value_format("readable"), value_format("rate")
     assert figure_with_interval(4.2e-6, 3.9e-6, 4.6e-6, readable) == "4.2e-06 ±3.5e-07"
@@ -251,9 +251,9 @@ def test_edge_figures_read_as_a_person_reads_them() -> None:
 
 def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     """The straggler sentences and a finding's evidence are written offline and stored; they
-    spell a figure with its interval by the same rule (contracts/figures.py), never the long
+    spell a figure with its interval by the same rule (contracts/wording/figures.py), never the long
     '(95 % interval a to b)' beside a table's '±'."""
-    from torchscale.contracts.figures import seconds_text, share_text
+    from torchscale.contracts.wording.figures import seconds_text, share_text
     from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
 
     gap = Estimate(value=0.0134, low=0.0088, high=0.0174, n=19, method="b", measurable=True)
@@ -269,7 +269,7 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
 def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
     """'2.36 ms ±0.0972 ms' gave the half-width more digits than its figure: ends and half
     take the figure's decimals; a split's part reads as its Sync stall does."""
-    from torchscale.contracts.figures import seconds_text, share_figure, share_text
+    from torchscale.contracts.wording.figures import seconds_text, share_figure, share_text
 
     narrow = Estimate(
         value=0.00236, low=0.0022628, high=0.0024572, n=9, method="b", measurable=True
@@ -283,7 +283,7 @@ def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
 def test_a_wait_that_cannot_exist_reads_none_not_zero_percent() -> None:
     """One rank has no peers to wait for: its Sync stall reads 'none (one rank: ...)' as the
     profile line's '-' does, never a measured-looking '0.0 %'; a part no step had stays 0.0 %."""
-    from torchscale.contracts.figures import share_text
+    from torchscale.contracts.wording.figures import share_text
     from torchscale.offline.analysis.diagnosis.step_model import ONE_RANK
 
     lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True, reason=ONE_RANK)

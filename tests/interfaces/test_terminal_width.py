@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.api import build_report
-from torchscale.contracts.figures import format_value
+from torchscale.contracts.wording.figures import format_value
 from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli.app import app

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
 from torchscale.contracts import wording
-from torchscale.contracts.figures import share_text
+from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.finding import Finding as Verdict
 from torchscale.contracts.schema.cell_result import CellResult, HostBound
 from torchscale.interfaces.console.cells import cell_lines

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from torchscale.contracts.figures import BYTE_UNITS, ValueFormat, format_value
+from torchscale.contracts.wording.figures import BYTE_UNITS, ValueFormat, format_value
 
 
 class Referenced(Protocol):

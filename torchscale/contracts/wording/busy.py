@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.figures import significant
+from torchscale.contracts.wording.figures import significant
 
 
 def _cores(value: float) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.figures import change_text, repeats_text, too_wide
+from torchscale.contracts.wording.figures import change_text, repeats_text, too_wide
 
 
 def _figure(figures: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.figures import pct
+from torchscale.contracts.wording.figures import pct
 
 
 def _units(figures: Mapping[str, Any]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
-from torchscale.contracts.figures import (
+from torchscale.contracts.wording.figures import (
     format_value,
     plus_minus,
     readable,

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchscale.contracts.figures import (
+from torchscale.contracts.wording.figures import (
     ValueFormatter,
     figure_with_interval,
     format_value,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import format_value, readable, too_wide
+from torchscale.contracts.wording.figures import format_value, readable, too_wide
 from torchscale.contracts.share_bound import share_bound
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued

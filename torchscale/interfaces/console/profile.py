@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import ms, pct, readable, share_text
+from torchscale.contracts.wording.figures import ms, pct, readable, share_text
 from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.interfaces.console.cells import cell_lines, cell_name

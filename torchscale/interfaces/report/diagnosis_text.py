@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.contracts.figures import ms, pct, pct_bound, seconds_text, share_figure, share_text
+from torchscale.contracts.wording.figures import ms, pct, pct_bound, seconds_text, share_figure, share_text
 from torchscale.contracts.schema.cell_result import (
     CellResult,
     CrossCheck,

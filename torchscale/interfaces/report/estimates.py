@@ -1,4 +1,4 @@
-"""Text of an Estimate for a report's tables, by the one rule of contracts/figures.py: a figure
+"""Text of an Estimate for a report's tables, by the one rule of contracts/wording/figures.py: a figure
 with its interval, or not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from torchscale.contracts import wording
-from torchscale.contracts.figures import (
+from torchscale.contracts.wording.figures import (
     figure_quantum,
     figure_with_interval,
     format_value,

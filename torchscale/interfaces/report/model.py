@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.contracts.figures import ValueFormat as ValueFormat
+from torchscale.contracts.wording.figures import ValueFormat as ValueFormat
 
 # what each version added: docs/reporting.md, "Report schema versions"
 REPORT_SCHEMA_VERSION: Literal[9] = 9

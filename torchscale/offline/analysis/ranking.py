@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.figures import too_wide
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX

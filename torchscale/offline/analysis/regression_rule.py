@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.figures import change_text
+from torchscale.contracts.wording.figures import change_text
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from torchscale.contracts.figures import format_value
+from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.formatting import log_ticks, thin_ticks, tick_labels
 from torchscale.interfaces.report.model import Chart, Series, ValueFormat
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import jinja2
 
-from torchscale.contracts.figures import format_value
+from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
 from torchscale.interfaces.report.charts.limits import cut
 from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table

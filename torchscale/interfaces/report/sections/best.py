@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from torchscale.contracts import wording
-from torchscale.contracts.figures import too_wide
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.finding import Finding
 from torchscale.interfaces.report.estimates import not_measurable
 from torchscale.interfaces.report.sections.context import (

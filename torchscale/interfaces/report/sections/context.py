@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from torchscale.contracts.figures import format_value, too_wide
+from torchscale.contracts.wording.figures import format_value, too_wide
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.report.estimates import (

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.figures import seconds_text, share_text
+from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
 from torchscale.contracts.wording.host_bound import compute_part

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts import wording
-from torchscale.contracts.figures import share_text
+from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.interfaces.report.charts.axes import spans_decades

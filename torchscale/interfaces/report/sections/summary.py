@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.figures import too_wide
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.figures import change_text, share_text
+from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.figures import pct
+from torchscale.contracts.wording.figures import pct
 from torchscale.contracts.schema.cell_result import CrossCheck, StepPart, StepSplit
 from torchscale.contracts.step_phases import (
     COMM_HOLD,

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from torchscale.contracts.figures import pct
+from torchscale.contracts.wording.figures import pct
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm, TermName

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
-from torchscale.contracts.figures import share_text
+from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,

@@ -1,0 +1,229 @@
+"""A figure, a unit or a percentage is spelled in one place: the wording layer
+(`contracts/wording/`). Anywhere else an f-string with a number format (`{x:.1f}`, `{n:,}`,
+`{x * 100...}`), a value followed by a unit (`{t} ms`), `format(x, spec)` or `"%.1f" % x`
+is a second spelling that drifts from the first (issue 72: "79%" beside "79 %", "us" beside
+"µs"). Exception messages, log lines and CLI help keep theirs (they are not a result, a
+report or the terminal's answer).
+
+What does not hold yet is listed in NOT_YET with its count; the list must match the code
+exactly, so it can only shrink: a file that spells fewer figures fails until its entry is
+lowered or deleted.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "torchscale"
+WORDING = PACKAGE / "contracts" / "wording"
+
+_UNIT = re.compile(
+    r"^\s?(?:%|ms\b|µs\b|us\b|ns\b|s\b|[KMGT]i?B\b|[KMGT]B/s|Gbit/s|TFLOP/s|TFLOPS|W\b"
+    r"|MHz\b|°C|C\b|[a-z]+/s\b|x\b)"
+)
+_NUMBER_SPEC = re.compile(r"[efg%]|,|\.\d")
+_LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical", "warn", "log"}
+_CLI_CALLS = {"Option", "Argument", "Exit", "BadParameter"}
+
+
+def _exempt_nodes(tree: ast.AST) -> set[int]:
+    """Nodes inside an exception, a log line or a CLI option's help."""
+    exempt: set[int] = set()
+    for node in ast.walk(tree):
+        inside: ast.AST | None = None
+        if isinstance(node, ast.Raise):
+            inside = node.exc
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _LOG_CALLS or name in _CLI_CALLS or name.endswith("Error"):
+                inside = node
+        if inside is not None:
+            exempt.update(id(child) for child in ast.walk(inside))
+    return exempt
+
+
+def _spells(node: ast.AST) -> bool:
+    if isinstance(node, ast.JoinedStr):
+        parts = node.values
+        for index, part in enumerate(parts):
+            if not isinstance(part, ast.FormattedValue):
+                continue
+            spec = ast.unparse(part.format_spec) if part.format_spec else ""
+            after = parts[index + 1] if index + 1 < len(parts) else None
+            text_after = after.value if isinstance(after, ast.Constant) else ""
+            if (
+                _NUMBER_SPEC.search(spec)
+                or "* 100" in ast.unparse(part.value)
+                or _UNIT.match(str(text_after))
+            ):
+                return True
+        return False
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "id", "") == "format" and len(node.args) == 2
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        left = node.left
+        return isinstance(left, ast.Constant) and isinstance(left.value, str) and bool(
+            re.search(r"%[\d.]*[dfeg]", left.value)
+        )
+    return False
+
+
+def spelled_figures(path: Path) -> list[int]:
+    """The lines of a module that spell a figure outside an exception, a log line or help."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    exempt = _exempt_nodes(tree)
+    return sorted(
+        {node.lineno for node in ast.walk(tree) if id(node) not in exempt and _spells(node)}
+    )
+
+
+def _spellings() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if WORDING in path.parents:
+            continue
+        lines = spelled_figures(path)
+        if lines:
+            found[path.relative_to(PACKAGE).as_posix()] = len(lines)
+    return found
+
+
+NOT_YET: dict[str, int] = {
+    "contracts/cell.py": 1,
+    "contracts/clock_reasons.py": 1,
+    "contracts/gpu_clocks.py": 3,
+    "contracts/gpu_peaks.py": 2,
+    "contracts/host.py": 1,
+    "contracts/pcie_topology.py": 3,
+    "contracts/share_bound.py": 1,
+    "contracts/training_defaults.py": 1,
+    "contracts/worker_spec.py": 1,
+    "interfaces/api/predict.py": 2,
+    "interfaces/api/workload.py": 1,
+    "interfaces/cli/config_cmd.py": 1,
+    "interfaces/cli/list_cmd.py": 3,
+    "interfaces/cli/report_cmd.py": 1,
+    "interfaces/cli/validate_cmd.py": 3,
+    "interfaces/console/benchmark.py": 4,
+    "interfaces/console/cells.py": 4,
+    "interfaces/console/comm.py": 11,
+    "interfaces/console/dry_run.py": 2,
+    "interfaces/console/forecasts.py": 1,
+    "interfaces/console/live_table.py": 4,
+    "interfaces/console/profile.py": 9,
+    "interfaces/console/progress.py": 3,
+    "interfaces/console/report_full.py": 1,
+    "interfaces/console/report_summary.py": 2,
+    "interfaces/console/sweep_tables.py": 2,
+    "interfaces/formatting.py": 1,
+    "interfaces/report/charts/plot.py": 1,
+    "interfaces/report/diagnosis_text.py": 4,
+    "interfaces/report/render/html.py": 1,
+    "interfaces/report/render/plotly_charts.py": 1,
+    "interfaces/report/render/svg_direct.py": 2,
+    "interfaces/report/sections/acceptance.py": 3,
+    "interfaces/report/sections/appendix.py": 2,
+    "interfaces/report/sections/baseline.py": 10,
+    "interfaces/report/sections/bottlenecks.py": 2,
+    "interfaces/report/sections/comparison.py": 4,
+    "interfaces/report/sections/context.py": 4,
+    "interfaces/report/sections/findings.py": 7,
+    "interfaces/report/sections/gpu_summary.py": 4,
+    "interfaces/report/sections/headline.py": 2,
+    "interfaces/report/sections/memory.py": 1,
+    "interfaces/report/sections/run_verdicts.py": 2,
+    "interfaces/report/sections/summary.py": 3,
+    "interfaces/report/sections/usability.py": 1,
+    "offline/analysis/diagnosis/cost.py": 1,
+    "offline/analysis/diagnosis/diagnose.py": 1,
+    "offline/analysis/diagnosis/findings.py": 8,
+    "offline/analysis/diagnosis/inflation.py": 4,
+    "offline/analysis/diagnosis/kind.py": 2,
+    "offline/analysis/diagnosis/late_collectives.py": 3,
+    "offline/analysis/diagnosis/step_model.py": 1,
+    "offline/analysis/diagnosis/verdict.py": 5,
+    "offline/analysis/fleet.py": 3,
+    "offline/analysis/prediction/communication.py": 5,
+    "offline/analysis/prediction/compute.py": 8,
+    "offline/analysis/prediction/forecast.py": 5,
+    "offline/analysis/prediction/inputs.py": 2,
+    "offline/analysis/prediction/score.py": 1,
+    "offline/analysis/prediction/stragglers.py": 1,
+    "offline/analysis/regression_rule.py": 7,
+    "offline/analysis/regressions.py": 5,
+    "offline/analysis/trace/steps.py": 1,
+    "offline/analysis/trace/straggler.py": 4,
+    "offline/analysis/uncertainty.py": 5,
+    "offline/comm/nccl_footer.py": 6,
+    "offline/comm/nccl_infer.py": 2,
+    "offline/comm/nccl_tests/checks.py": 4,
+    "offline/comm/nccl_tests/op_and_ranks.py": 2,
+    "offline/results/frame.py": 1,
+    "offline/results/profile_figures.py": 1,
+    "offline/results/upgrades/edge_steps.py": 1,
+    "offline/results/upgrades/host_bound.py": 2,
+    "offline/results/upgrades/point_figures.py": 3,
+    "offline/results/upgrades/point_findings.py": 4,
+    "orchestration/comm/machine_load.py": 1,
+    "orchestration/config/hardware.py": 2,
+    "orchestration/config/loader.py": 1,
+    "orchestration/launch/attempt.py": 2,
+    "orchestration/launch/failure.py": 1,
+    "orchestration/memory/probe.py": 1,
+    "orchestration/memory_estimate.py": 1,
+    "orchestration/profiling/trigger.py": 4,
+    "orchestration/schedulers/slurm/driver.py": 3,
+    "orchestration/schedulers/slurm/preflight.py": 2,
+    "orchestration/schedulers/slurm/submission.py": 1,
+    "orchestration/validate/burn_in.py": 6,
+    "orchestration/validate/checks_gpu.py": 1,
+    "orchestration/validate/checks_system.py": 3,
+    "orchestration/validate/compile_toolchain.py": 2,
+    "orchestration/validate/compile_verdicts.py": 1,
+    "orchestration/validate/host_links.py": 3,
+    "orchestration/validate/perf.py": 6,
+    "orchestration/validate/run_checks.py": 1,
+    "orchestration/validate/smoke.py": 4,
+    "orchestration/validate/workload_judge.py": 14,
+    "rank/data/prepare.py": 2,
+    "rank/data/shards.py": 2,
+    "rank/models/parallel_plan.py": 1,
+    "rank/parallel/rank_layout.py": 1,
+    "rank/programs/bandwidth.py": 2,
+    "rank/programs/compile_probe.py": 1,
+    "rank/programs/matmul_peak.py": 4,
+    "rank/programs/perf.py": 1,
+    "rank/telemetry/amdsmi_source.py": 1,
+    "rank/telemetry/sampler.py": 1,
+    "rank/telemetry/window_figures.py": 2,
+    "rank/worker/aggregate.py": 5,
+    "rank/worker/compile_figures.py": 1,
+    "rank/worker/measured_peak.py": 2,
+    "rank/worker/parallel_metrics.py": 1,
+}
+
+
+def test_no_module_outside_the_wording_layer_spells_a_figure() -> None:
+    found = _spellings()
+    new = {path: n for path, n in found.items() if n > NOT_YET.get(path, 0)}
+    assert not new, f"figures spelled outside contracts/wording/ (use it): {new}"
+    stale = {path: n for path, n in NOT_YET.items() if found.get(path, 0) != n}
+    assert not stale, f"NOT_YET no longer matches the code (lower or delete): {stale}"
+
+
+def test_the_detector_sees_each_way_of_spelling_a_figure(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "a = f'{x:.1f}'\n"
+        "b = f'{share * 100:.0f} %'\n"
+        "c = f'{t} ms'\n"
+        "d = format(x, ',')\n"
+        "e = '%.2f' % x\n"
+        "f = f'{n} GPUs'\n"
+        "raise ValueError(f'{x:.1f} too big')\n"
+        "log.info(f'{x:.1f}')\n"
+    )
+    assert spelled_figures(module) == [1, 2, 3, 4, 5]
