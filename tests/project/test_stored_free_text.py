@@ -1,0 +1,280 @@
+"""Stored documents hold facts, not sentences (issue 72): every `str` field of every stored
+schema (`contracts/schema/`) is either an identifier a program compares (a name, an id, a
+path, a time, a version, an enumerated code) or text that is text by nature, stored as quoted
+evidence (an exception's message, a log's tail, a job's root cause). A reason, a verdict, a
+warning or a note is a finding (`contracts/finding.py`: a code and its figures), worded at
+render time by `contracts/wording/`.
+
+A new `str` field fails here until it is classified. NOT_YET lists the sentences still stored;
+it must match the schemas exactly, so it can only shrink.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+import torchscale.contracts.schema as schema_package
+
+# Compared by programs, never read as prose.
+IDENTIFIERS: frozenset[str] = frozenset(
+    {
+        "burn_in.BurnSpec.result_path",
+        "burn_in.Fingerprint.sha256",
+        "burn_in.RankBurn.device",
+        "burn_in.RankBurn.device_name",
+        "cell.CellIdentity.definition_sha256",
+        "cell.CellIdentity.id",
+        "cell.CellIdentity.label",
+        "cell.CellIdentity.model",
+        "cell_result.CellError.artifacts",
+        "cell_result.CellError.exit_signal",
+        "cell_result.CellResult.model_kind",
+        "cell_result.CellResult.started_at",
+        "cell_result.Compute.measured_peak_basis",
+        "cell_result.Compute.peak_basis",
+        "cell_result.CrossCheck.method",
+        "cell_result.CrossCheck.name",
+        "cell_result.DataPipeline.dir",
+        "cell_result.Diagnosis.basis",
+        "cell_result.Diagnosis.rule",
+        "cell_result.Estimate.method",
+        "cell_result.Finding.category",
+        "cell_result.HostBound.method",
+        "cell_result.InjectedDelay.phase",
+        "cell_result.ParallelMetrics.global_batch_definition",
+        "cell_result.ParallelMetrics.mesh_dim_names",
+        "cell_result.ProfileRecord.files",
+        "cell_result.ProfileRecord.tool",
+        "cell_result.ProfileRecord.trace_dir",
+        "cell_result.ProfiledComm.method",
+        "cell_result.ProfiledComm.scope",
+        "cell_result.RankStats.host",
+        "cell_result.StepSplit.basis",
+        "cell_result.StragglerVerdict.kind_basis",
+        "cell_result.StragglerVerdict.pattern",
+        "cell_result.StragglerVerdict.phase",
+        "cell_result.StragglerVerdict.test",
+        "cell_result.StragglerVerdict.withdrawn_by",
+        "cell_result.WhatIf.method",
+        "cell_telemetry.HostLoad.host",
+        "cell_telemetry.RankTelemetry.clock_basis",
+        "cell_telemetry.RankTelemetry.clock_event_reasons",
+        "cell_telemetry.RankTelemetry.device",
+        "cell_telemetry.RankTelemetry.gpu_name",
+        "cell_telemetry.RankTelemetry.gpu_uuid",
+        "cell_telemetry.RankTelemetry.host",
+        "cell_telemetry.RankTelemetry.throttle_reasons",
+        "cell_telemetry.Telemetry.source",
+        "cell_telemetry.Telemetry.throttle_reasons",
+        "comm_result.CommPair.host_a",
+        "comm_result.CommPair.host_b",
+        "comm_result.CommResult.backend",
+        "comm_result.CommResult.device",
+        "comm_result.CommResult.device_name",
+        "comm_result.CommResult.dtype",
+        "comm_result.CommResult.id",
+        "comm_result.CommResult.imported_from",
+        "comm_result.CommResult.started_at",
+        "comm_result.CommRow.dtype",
+        "comm_result.CommRow.op",
+        "comm_result.CommRow.redop",
+        "comm_result.OpSummary.op",
+        "comm_result.RankTime.host",
+        "finding.Finding.code",
+        "forecast.Forecast.basis",
+        "forecast.Forecast.created_at",
+        "forecast.Forecast.id",
+        "forecast.ForecastKey.label",
+        "forecast.ForecastKey.model",
+        "forecast.ForecastScore.cell_file",
+        "forecast.ForecastScore.cell_id",
+        "forecast.ForecastScore.forecast_id",
+        "forecast.ForecastScore.scored_at",
+        "max_batch.MaxBatchProbe.probe_id",
+        "max_batch.MaxBatchResult.definition_sha256",
+        "max_batch.MaxBatchResult.group",
+        "max_batch.MaxBatchResult.label",
+        "max_batch.MaxBatchResult.model",
+        "max_batch.MaxBatchResult.peak_scope",
+        "max_batch.MaxBatchResult.started_at",
+        "pcie_topology.GpuPlacement.bus_id",
+        "pcie_topology.GpuPlacement.via",
+        "pcie_topology.HostTopology.unknown",
+        "perf.BandwidthResult.check",
+        "perf.BandwidthResult.device",
+        "perf.PeakResult.device",
+        "perf.PeakResult.device_name",
+        "perf.PeakResult.dtype",
+        "perf.PeakResult.spec_source",
+        "perf.PerfSpec.dtypes",
+        "perf.PerfSpec.phase_dir",
+        "perf.PerfSpec.result_path",
+        "perf.RankPerf.device",
+        "perf.RankPerf.device_name",
+        "perf.RankPerf.uuid",
+        "profile_analysis.KernelFigures.name",
+        "profile_analysis.OpFigures.op",
+        "profile_analysis.ProfileAnalysis.backend",
+        "profile_analysis.ProfileAnalysis.device_type",
+        "profile_analysis.ProfileAnalysis.source",
+        "profile_analysis.ProfileAnalysis.target",
+        "profile_analysis.ProfileAnalysis.tool",
+        "profile_analysis.ProfileAnalysis.torchscale_version",
+        "profile_analysis.StragglerFigures.phase",
+        "profile_analysis.TraceFile.format",
+        "profile_analysis.TraceFile.path",
+        "profile_analysis.TraceFile.rank_source",
+        "sweep_state.PlannedCell.id",
+        "sweep_state.PlannedCell.label",
+        "sweep_state.SweepState.during",
+        "sweep_state.SweepState.stopped_by",
+        "validate_report.CheckResult.id",
+        "validate_report.Measurement.check",
+        "validate_report.Measurement.expected_source",
+        "validate_report.Measurement.unit",
+        "validate_report.ValidateReport.created_at",
+        "validate_report.ValidateReport.folder",
+        "validate_report.ValidateReport.hostname",
+        "validate_report.ValidateReport.sku",
+        "validate_report.ValidateReport.torchscale_version",
+        "validate_report.ValidateReport.verdict",
+    }
+)
+
+
+# Text by nature, shown quoted: a message, a log, a root cause.
+EVIDENCE: frozenset[str] = frozenset(
+    {
+        "cell_result.CellError.diagnosis",
+        "cell_result.CellError.exception",
+        "cell_result.CellError.log_tail",
+        "cell_result.CellError.reason",
+        "comm_result.CommResult.error",
+        "perf.Probe.error",
+    }
+)
+
+
+# Sentences still stored; each goes to a finding.
+NOT_YET: frozenset[str] = frozenset(
+    {
+        "burn_in.Interval.slowdown",
+        "burn_in.RankBurn.unavailable",
+        "cell_result.CellResult.unavailable",
+        "cell_result.CellWarning.text",
+        "cell_result.CrossCheck.detail",
+        "cell_result.DataPipeline.notes",
+        "cell_result.Diagnosis.caveat",
+        "cell_result.Diagnosis.disagreement",
+        "cell_result.Estimate.reason",
+        "cell_result.Finding.evidence",
+        "cell_result.Finding.recommendation",
+        "cell_result.Finding.title",
+        "cell_result.HostBound.note",
+        "cell_result.HostBound.reason",
+        "cell_result.ProfileRecord.notes",
+        "cell_result.StragglerVerdict.not_named",
+        "cell_result.StragglerVerdict.summary",
+        "cell_telemetry.HostLoad.unavailable",
+        "cell_telemetry.RankLoad.unavailable",
+        "cell_telemetry.RankTelemetry.unavailable",
+        "comm_result.CommPair.reason",
+        "comm_result.CommResult.gate_reason",
+        "comm_result.CommResult.skipped",
+        "comm_result.CommResult.unavailable",
+        "comm_result.CommResult.warnings",
+        "comm_result.CommRow.reason",
+        "forecast.Forecast.assumptions",
+        "forecast.Forecast.unavailable",
+        "forecast.ForecastTerm.how",
+        "max_batch.MaxBatchProbe.reason",
+        "max_batch.MaxBatchResult.reason",
+        "max_batch.MaxBatchResult.unavailable",
+        "max_batch.MaxBatchResult.warnings",
+        "perf.BandwidthResult.note",
+        "perf.BandwidthResult.unavailable",
+        "perf.P2PMatrix.unavailable",
+        "perf.PeakResult.notes",
+        "perf.PeakResult.spec_note",
+        "perf.PeakResult.suspect",
+        "perf.PeakResult.unavailable",
+        "power_limit.PowerLimit.unavailable",
+        "profile_analysis.ProfileAnalysis.mismatches",
+        "profile_analysis.ProfileAnalysis.notes",
+        "profile_analysis.ProfileAnalysis.unavailable",
+        "sweep_state.PlannedCell.skip_reason",
+        "validate_report.CheckResult.detail",
+        "validate_report.CheckResult.hint",
+        "validate_report.CheckResult.title",
+        "validate_report.Measurement.detail",
+        "validate_report.Measurement.title",
+        "validate_report.Measurement.unavailable",
+    }
+)
+
+
+def _holds_text(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if annotation is str:
+        return True
+    if origin in (typing.Union, types.UnionType, list, tuple, set, frozenset):
+        return any(_holds_text(a) for a in typing.get_args(annotation) if a is not Ellipsis)
+    if origin is dict:
+        return _holds_text(typing.get_args(annotation)[1])
+    return False
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    found = (
+        [annotation] if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+    )
+    for argument in typing.get_args(annotation):
+        found += _models_in(argument)
+    return found
+
+
+def stored_text_fields() -> set[str]:
+    """`module.Model.field` for every field of a stored schema that holds text."""
+    modules = [
+        importlib.import_module(f"{schema_package.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(schema_package.__path__)
+    ]
+    seen: set[type[BaseModel]] = set()
+    fields: set[str] = set()
+
+    def walk(model: type[BaseModel]) -> None:
+        if model in seen:
+            return
+        seen.add(model)
+        where = f"{model.__module__.rsplit('.', 1)[-1]}.{model.__name__}"
+        for name, field in model.model_fields.items():
+            if _holds_text(field.annotation):
+                fields.add(f"{where}.{name}")
+            for inner in _models_in(field.annotation):
+                walk(inner)
+
+    for module in modules:
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                if value.__module__ == module.__name__:
+                    walk(value)
+    return fields
+
+
+def test_every_stored_text_field_is_an_identifier_or_quoted_evidence() -> None:
+    found = stored_text_fields()
+    unclassified = found - IDENTIFIERS - EVIDENCE - NOT_YET
+    assert not unclassified, f"stored text fields that may hold sentences: {sorted(unclassified)}"
+
+
+def test_the_lists_name_only_fields_that_exist() -> None:
+    found = stored_text_fields()
+    for listed in (IDENTIFIERS, EVIDENCE, NOT_YET):
+        assert listed <= found, f"listed but gone (delete): {sorted(listed - found)}"
+    assert not IDENTIFIERS & EVIDENCE and not IDENTIFIERS & NOT_YET and not EVIDENCE & NOT_YET
