@@ -43,3 +43,12 @@ def test_leads_words_and_ranking_judge_width_by_the_one_rule() -> None:
     said = wording.say(judge_lead(lead, 2))
     assert said.endswith(f"lead not measurable ({repeats_text(2)})")
     assert repeats_text(1) == "1 repeat" and repeats_text(4) == "4 repeats"
+
+
+def test_a_share_shown_without_its_interval_keeps_three_figures() -> None:
+    """Issue 72: a step split read 'waiting 1.71 %, rest 0.1723 %': the rest took four
+    figures from an interval the sentence does not show."""
+    from torchscale.contracts.wording.figures import share_figure
+
+    assert share_figure(0.001723, 0.001711, 0.001735) == "0.172 %"
+    assert share_figure(0.0171, 0.0119, 0.0223) == "1.71 %"

@@ -495,4 +495,7 @@ def share_figure(value: float, low: float | None, high: float | None) -> str:
     split beside its 'Sync stall 1.71 % ±0.52 %' says 'waiting 1.71 %', not '1.7 %'."""
     if low is None or high is None or high == low:
         return pct(value)
-    return f"{_rounded(value, low, high, 100.0).value} %"
+    shown = _rounded(value, low, high, 100.0).value
+    if len(shown.replace(".", "").replace(",", "").lstrip("0")) > 3:
+        shown = _three_figures(value * 100)  # no interval beside it: 'rest 0.172 %', not '0.1723 %'
+    return f"{shown} %"
