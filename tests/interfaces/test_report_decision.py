@@ -336,7 +336,7 @@ def test_a_comm_only_report_gives_its_bandwidth(tmp_path: Path) -> None:
     )
     (line,) = report.decision.models
     assert line.text == (
-        "torchscale 2x gloo float32: all_reduce peaks at 2.50 GB/s bus bandwidth at 1.0 MiB, "
+        "torchscale 2x gloo float32: all_reduce peaks at 2.50 GB/s bus bandwidth at 1 MiB, "
         "1.50 GB/s on average over 2 sizes"
     )
     store_result(_comm_run("wrong", wrong=3), tmp_path / "net" / "comm" / "wrong.json")

@@ -355,7 +355,7 @@ def test_tables(root: Element, report: Report) -> None:
         "1.92",
         "96.0 %",
         "13.3 ms",
-        "1.1 GiB",
+        "1.15 GiB",
         "-5.2 %",
     ]
     failures = by_id(root, "failures-table")
@@ -532,7 +532,7 @@ def test_axis_formats_follow_the_value_format(report: Report) -> None:
     # round in GiB: 0, 0.5, 1, ... never 2.861023 GiB
     assert [v / 1024**3 for v in axis["tickvals"]] == pytest.approx([0.5 * i for i in range(6)])
     assert gib["data"][0]["y"] == [3e9]
-    assert gib["data"][0]["text"] == ["1 · m: 2.8 GiB"]
+    assert gib["data"][0]["text"] == ["1 · m: 2.79 GiB"]
     micro = figure(chart(y_format="us", series=[Series(name="k", x=[1, 2], y=[150.0, 900.0])]))
     assert micro["data"][0]["y"] == [150.0, 900.0]
     assert micro["layout"]["yaxis"]["ticktext"][-1].endswith(" us")
