@@ -335,7 +335,7 @@ def test_a_row_whose_algbw_is_not_size_over_time_is_named() -> None:
     text = _text("all_reduce_2gpu.txt")
     planted = text.replace("   822.28  163.23", "   922.28  163.23")
     [warning] = [w for w in _parse(planted).warnings if w.startswith("line 21")]
-    assert "algbw 163.23 GB/s, but 134217728 B in 922.28 us" in warning
+    assert "algbw 163.23 GB/s, but 134217728 B in 922.28 µs is 145.5 GB/s" in warning
 
 
 def test_most_rows_disagreeing_means_the_op_is_wrong() -> None:
@@ -366,7 +366,7 @@ def test_a_footer_that_disagrees_with_the_rows_is_a_warning() -> None:
         "Avg bus bandwidth    : 49.144", "Avg bus bandwidth : 59.1"
     )
     [warning] = _parse(text).warnings
-    assert "Avg bus bandwidth 59.1 GB/s is not the mean busbw of the rows (49.14)" in warning
+    assert "Avg bus bandwidth 59.1 GB/s is not the mean busbw of the rows (49.14 GB/s)" in warning
 
 
 # --- files that are not nccl-tests output -------------------------------------------------------
