@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 from torchscale.offline.comm.nccl_tests import (
@@ -530,7 +531,7 @@ def test_a_log_without_rank_lines() -> None:
     result = _parse(text + "\n")
     assert (result.world_size, result.unavailable) == (
         4,
-        {"nodes": "the output lists no hosts (no '#  Rank' lines): nodes is not known"},
+        {"nodes": Finding(code="comm.nodes.no_hosts")},
     )
     assert result.warnings == ["inferred 4 ranks: busbw/algbw = 1.4994 -> 4 (2(n-1)/n)"]
     table_only = text.split("# Using devices\n")[1] + "\n"

@@ -156,6 +156,7 @@ EVIDENCE: frozenset[str] = frozenset(
         "cell_result.CellError.log_tail",
         "cell_result.CellError.reason",
         "comm_result.CommResult.error",
+        "comm_result.CommRow.reason",
         "perf.Probe.error",
     }
 )
@@ -184,12 +185,7 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_telemetry.HostLoad.unavailable",
         "cell_telemetry.RankLoad.unavailable",
         "cell_telemetry.RankTelemetry.unavailable",
-        "comm_result.CommPair.reason",
-        "comm_result.CommResult.gate_reason",
-        "comm_result.CommResult.skipped",
-        "comm_result.CommResult.unavailable",
         "comm_result.CommResult.warnings",
-        "comm_result.CommRow.reason",
         "forecast.Forecast.assumptions",
         "forecast.Forecast.unavailable",
         "forecast.ForecastTerm.how",

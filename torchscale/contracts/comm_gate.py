@@ -8,12 +8,9 @@ schema recomputes it when it reads a schema 1 file (which stored the verdict as 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from torchscale.contracts.finding import Finding
-
-if TYPE_CHECKING:
-    from torchscale.contracts.schema.comm_result import OpSummary
 
 GateVerdict = Literal["passed", "failed", "unavailable"]
 
@@ -23,6 +20,17 @@ VERDICTS: dict[str, GateVerdict] = {
     "comm.gate.one_rank": "unavailable",
     "comm.gate.nothing_judged": "unavailable",
 }
+
+
+class OpSummary(Protocol):
+    """What the gate reads of an op's footer (contracts/schema/comm_result.py's OpSummary)."""
+
+    @property
+    def op(self) -> str: ...
+    @property
+    def busbw_factor(self) -> float: ...
+    @property
+    def avg_busbw_gbps(self) -> float | None: ...
 
 
 def gate(summaries: Sequence[OpSummary], minimum_gbps: float, world_size: int) -> Finding:

@@ -12,7 +12,8 @@ import textwrap
 from collections.abc import Callable
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
-from torchscale.contracts.wording.comm import column, derived, gbps, printed
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.comm import column, derived, gate_words, gbps, printed
 from torchscale.contracts.wording.units import cv, times
 from torchscale.offline.comm.nccl_footer import inside_noise
 
@@ -86,7 +87,7 @@ def header_lines(result: CommResult) -> list[str]:
         f"# {iters}, {check}; time: {result.across_ranks} over ranks of each rank's "
         "window / iterations",
     ]
-    lines += [f"# note: {text}" for text in result.skipped]
+    lines += [f"# note: {say(note)}" for note in result.skipped]
     return lines
 
 
@@ -189,12 +190,13 @@ def footer_lines(result: CommResult) -> list[str]:
         )
     if result.gate is not None:
         lines.append(
-            f"# Gate --min-busbw {printed(result.min_busbw_gbps or 0.0)}: {result.gate}: {result.gate_reason}"
+            f"# Gate --min-busbw {printed(result.min_busbw_gbps or 0.0)}: {result.gate}: "
+            f"{gate_words(result)}"
         )
     if result.error:
         lines.append(f"# Stopped early ({result.status}): {result.error}")
     lines += [f"# warning: {w}" for w in result.warnings]
-    lines += [f"# unavailable: {k}: {v}" for k, v in result.unavailable.items()]
+    lines += [f"# unavailable: {k}: {say(v)}" for k, v in result.unavailable.items()]
     return lines
 
 
