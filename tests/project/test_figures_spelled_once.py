@@ -144,7 +144,6 @@ NOT_YET: dict[str, int] = {
     "offline/analysis/trace/steps.py": 1,
     "offline/analysis/trace/straggler.py": 4,
     "offline/analysis/uncertainty.py": 5,
-    "offline/comm/nccl_footer.py": 6,
     "offline/results/frame.py": 1,
     "offline/results/profile_figures.py": 1,
     "offline/results/upgrades/edge_steps.py": 1,
