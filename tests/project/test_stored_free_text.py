@@ -157,6 +157,7 @@ EVIDENCE: frozenset[str] = frozenset(
         "cell_result.CellError.reason",
         "comm_result.CommResult.error",
         "comm_result.CommRow.reason",
+        "max_batch.MaxBatchProbe.reason",
         "perf.Probe.error",
     }
 )
@@ -189,10 +190,6 @@ NOT_YET: frozenset[str] = frozenset(
         "forecast.Forecast.assumptions",
         "forecast.Forecast.unavailable",
         "forecast.ForecastTerm.how",
-        "max_batch.MaxBatchProbe.reason",
-        "max_batch.MaxBatchResult.reason",
-        "max_batch.MaxBatchResult.unavailable",
-        "max_batch.MaxBatchResult.warnings",
         "perf.BandwidthResult.note",
         "perf.BandwidthResult.unavailable",
         "perf.P2PMatrix.unavailable",

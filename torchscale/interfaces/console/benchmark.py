@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from torchscale.contracts.cell import world_label
+from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.contracts.wording.units import cv, whole_pct, whole_s
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.console.streams import (
@@ -365,7 +366,7 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
     for result in results:
         name = escape(_search_name(result))
         if result.status != "ok" or result.max_batch is None:
-            stdout.print(f"> [MEMORY] {name}: no answer ({escape(result.reason or '')})")
+            stdout.print(f"> [MEMORY] {name}: no answer ({escape(reason_words(result) or '')})")
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
         used = (
