@@ -619,7 +619,7 @@ def test_a_straggler_the_test_does_not_name_is_not_named(tmp_path: Path) -> None
     assert not any("straggler" in f.title for f in findings.findings if "x2" in f.title)
     (tests,) = [t for t in blocks_of(report, "bottlenecks", Table) if t.id.endswith("tests")]
     (row,) = [r for r in tests.rows if r["cell"] == "tiny-mlp b8 x2 fp32 ddp"]
-    assert row["verdict"].startswith("Straggler: none (rank 1 +36 us [-10, 80]/step: could")
+    assert row["verdict"].startswith("Straggler: none (rank 1 +36 µs [-10, 80]/step: could")
     assert row["named"] is False and row["summary"] == SUMMARY_36US
     chart = next(c for c in report.charts() if c.id.endswith(slug(MLP_W2)))
     verdict = balanced_attribution().straggler

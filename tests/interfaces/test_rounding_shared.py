@@ -84,7 +84,7 @@ def test_terminal_and_report_print_the_same_digits(
 
 def test_a_figure_is_never_rounded_to_zero() -> None:
     assert figure_with_interval(0.42, 0.0, 31.0, value_format("rate")).startswith("0.42 ")
-    assert figure_with_interval(3e-4, 1e-4, 9e-4, value_format("seconds")).startswith("300 us")
+    assert figure_with_interval(3e-4, 1e-4, 9e-4, value_format("seconds")).startswith("300 µs")
 
 
 def _fixture_results() -> list[CellResult]:
@@ -224,7 +224,7 @@ def test_a_rate_in_proportion_to_samples_takes_their_interval() -> None:
 
 def test_a_straggler_gap_reads_in_the_unit_that_keeps_its_digits() -> None:
     gap = Estimate(value=7.85e-6, low=-12.4e-6, high=24.1e-6, n=20, method="t", measurable=True)
-    assert seconds_text(gap, signed=True) == "+8 us [-12, 24]"
+    assert seconds_text(gap, signed=True) == "+8 µs [-12, 24]"
     gap = Estimate(value=3.13e-3, low=1.97e-3, high=4.37e-3, n=20, method="t", measurable=True)
     assert seconds_text(gap, signed=True) == "+3.1 ms ±1.2 ms"
     share = Estimate(value=0.057, low=0.038, high=0.076, n=20, method="t", measurable=True)

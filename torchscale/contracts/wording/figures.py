@@ -95,23 +95,26 @@ def _readable_text(figure: float, value: float) -> str:
 
 
 def seconds(value: float) -> str:
-    """Seconds as us / ms / s, three significant figures."""
+    """Seconds as µs / ms / s, three significant figures."""
     size = abs(value)
     if size == 0:
         return "0 s"
     if size < 1e-3:
-        return f"{significant(value * 1e6)} us"
+        return f"{significant(value * 1e6)} µs"
     if size < 1.0:
         return f"{significant(value * 1e3)} ms"
     return f"{significant(value)} s"
 
 
 def size_bytes(value: float) -> str:
+    """A size in binary units, three significant figures: '86.0 KiB', '164 MiB' (never
+    '164.0 MiB'), '512 B'."""
     size, unit = float(value), 0
     while abs(size) >= 1024 and unit < len(BYTE_UNITS) - 1:
         size /= 1024
         unit += 1
-    return f"{size:.0f} {BYTE_UNITS[unit]}" if unit == 0 else f"{size:.1f} {BYTE_UNITS[unit]}"
+    whole = unit == 0 or abs(round(size, 1)) >= 100
+    return f"{size:.0f} {BYTE_UNITS[unit]}" if whole else f"{size:.1f} {BYTE_UNITS[unit]}"
 
 
 def points(difference: float) -> str:
@@ -169,7 +172,7 @@ def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
         base = 1.0 if fmt == "seconds" else 1e-6
         size = abs(raw)
         if size < 1e-3:
-            return 1e6 * base, "", " us"
+            return 1e6 * base, "", " µs"
         if size < 1.0:
             return 1e3 * base, "", " ms"
         return base, "", " s"
@@ -438,14 +441,14 @@ def _three_figures(value: float) -> str:
 
 
 def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
-    """'+52.6 ms [49.9, 55.3]': in the unit its largest number reads best in (s, ms or us),
-    the interval in the same unit; '+7.48 us (no interval)'; 'not measurable (< 8 us)'."""
+    """'+52.6 ms [49.9, 55.3]': in the unit its largest number reads best in (s, ms or µs),
+    the interval in the same unit; '+7.48 µs (no interval)'; 'not measurable (< 8 µs)'."""
     if estimate is None or (estimate.value is None and estimate.high is None):
         return "unknown"
     shown_ends = (estimate.high,) if estimate.value is None else (estimate.low, estimate.high)
     largest = max(abs(e) for e in (estimate.value, *shown_ends) if e is not None)
     # '+8 us [-12, 24]', never '+0.00785 ms'; a bare 0 in ms
-    scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
+    scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "µs")
     scale, unit = (1e3, "ms") if largest == 0 else (scale, unit)
     if estimate.value is None:
         bound = float(estimate.high or 0.0)
