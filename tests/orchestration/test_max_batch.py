@@ -18,8 +18,8 @@ import pytest
 
 from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.processes import REPO_ROOT, processes_mentioning
-from torchscale.contracts.finding import Finding
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory, Warmup
 from torchscale.contracts.schema.max_batch import MAX_BATCH_SCHEMA_VERSION, MaxBatchResult
 from torchscale.contracts.wording import say

@@ -18,7 +18,10 @@ FLAKY = (
     "processes on the device); treat max_batch as approximate"
 )
 NVML = "NVML unavailable (NVMLError_LibraryNotFound): device memory total unknown"
-WARMUP = "no max batch was found (see reason); each probe ran at least 1 warm-up step(s), until compile settles"
+WARMUP = (
+    "no max batch was found (see reason); each probe ran at least 1 warm-up step(s), until "
+    "compile settles"
+)
 
 
 def _v2(tmp_path: Path) -> Path:

@@ -140,7 +140,6 @@ class CellIdentity(FrozenRecord):
         """'tiny-gpt2 b32 x1 fp32 ddp', as the report labels a cell (with '(2 nodes)' after
         the world where it spans several): also what a sweep's state file names it by."""
         nodes = f" ({self.nodes} nodes)" if self.nodes > 1 else ""
-        shape = (
-            f"b{self.batch_size} {world_label(self.world_size)}{nodes} {self.precision} {self.strategy}"
-        )
+        world = world_label(self.world_size)
+        shape = f"b{self.batch_size} {world}{nodes} {self.precision} {self.strategy}"
         return f"{self.label} {shape}"

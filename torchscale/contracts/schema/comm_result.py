@@ -48,7 +48,8 @@ class CommRow(Record):
     status: RowStatus = "ok"
     reason: str | None = Field(
         default=None,
-        description="why the row is not ok: the backend's refusal or the launch's failure, as given",
+        description="why the row is not ok: the backend's refusal or the launch's failure, "
+        "as given",
     )
     time_us: float | None = Field(
         default=None, description="time of one op, reduced across ranks (CommResult.across_ranks)"

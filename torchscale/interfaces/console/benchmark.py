@@ -359,7 +359,8 @@ def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
 
 def _search_name(searched: CellIdentity | MaxBatchResult) -> str:
     """'gpt2 x2 bf16 fsdp': a max-batch search, named as its cells without batch and hash."""
-    return f"{searched.label} {world_label(searched.world_size)} {searched.precision} {searched.strategy}"
+    world = world_label(searched.world_size)
+    return f"{searched.label} {world} {searched.precision} {searched.strategy}"
 
 
 def _max_batch_done(results: list[MaxBatchResult]) -> None:

@@ -38,8 +38,9 @@ COLUMNS = (
 
 def load_max_batch(results_dir: str | Path) -> pd.DataFrame:
     """One row per searched group of an experiment's results directory (columns: COLUMNS;
-    `probes` is the number of probes, `reason` the search's finding in words). No search yet: an empty frame. A file that cannot be
-    used is left out with a one-line reason, in the log and in `frame.attrs['skipped']`."""
+    `probes` is the number of probes, `reason` the search's finding in words). No search yet:
+    an empty frame. A file that cannot be used is left out with a one-line reason, in the log
+    and in `frame.attrs['skipped']`."""
     results, skipped = read_folder(ResultLayout(Path(results_dir)).max_batch_dir, read_max_batch)
     for path, reason in skipped:
         log.warning("skipping %s: %s", path, reason)

@@ -175,7 +175,7 @@ def _message(err: Any, loc: Path_) -> str:
         return f"{_show(value)} is not allowed; expected one of {ctx.get('expected')}"
     if kind in _COMPARISONS:
         symbol, name = _COMPARISONS[kind]
-        return f"must be {symbol} {as_set(ctx.get(name))} (got {_show(value)})"
+        return f"must be {symbol} {as_set(float(ctx[name]))} (got {_show(value)})"
     if kind == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters (got {len(str(value))})"
     if kind == "too_short":

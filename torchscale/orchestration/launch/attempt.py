@@ -49,8 +49,8 @@ def shutdown_warnings(
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
     if outcome.killed_after_finish:
         text = (
-            f"the ranks had not exited {limit_s(outcome.shutdown_grace_s)} after the result was "
-            f"written: killed in their shutdown; measurement kept: see {command.log_dir}"
+            f"the ranks had not exited {limit_s(outcome.shutdown_grace_s or 0.0)} after the "
+            f"result was written: killed in their shutdown; measurement kept: see {command.log_dir}"
         )
     elif outcome.timed_out:
         text = (

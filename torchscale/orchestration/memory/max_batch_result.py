@@ -88,8 +88,8 @@ def build_result(
             code="max_batch.warmup_not_recorded", figures=figures
         )
     if peaks is not None and peaks.alloc_retries:
-        figures = {"batch": outcome.max_batch, "retries": peaks.alloc_retries}
-        warnings.append(Finding(code="max_batch.alloc_retries", figures=figures))
+        retried = {"batch": outcome.max_batch, "retries": peaks.alloc_retries}
+        warnings.append(Finding(code="max_batch.alloc_retries", figures=retried))
     finding: Finding | None
     if outcome.failure is not None:
         status, finding = "failed", outcome.failure

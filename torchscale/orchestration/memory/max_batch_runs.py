@@ -20,8 +20,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from torchscale.contracts.cell import MAX_SLUG, CellIdentity, definition_hash, file_safe
-from torchscale.contracts.finding import Finding
 from torchscale.contracts.errors import ResultsError, describe_os_error
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.memory.max_batch_result import build_result
@@ -172,7 +172,7 @@ def run_max_batch_search(
         outcome = search_max_batch(
             probe, settings.max_batch_limit, start=max(fits, default=1), known_fits=fits
         )
-        total: tuple[int | None, str | None] = (None, None)
+        total: tuple[int | None, Finding | None] = (None, None)
         if group.cell.device == "cuda":
             total = device_total({**env, **group.cells[0].launch.extra_env})
         result = build_result(

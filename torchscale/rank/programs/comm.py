@@ -23,8 +23,8 @@ import torch
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
-from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
 from torchscale.contracts.wording.comm import ONE_RANK
+from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
 from torchscale.offline.comm.nccl_footer import add_footer
 from torchscale.offline.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
 from torchscale.rank.programs.collective_ops import Prepared, Unsupported, exchange, prepare

@@ -166,8 +166,8 @@ def footer_notes(run: Run) -> list[str]:
         tolerance = max(f.busbw_res for f in figures) + footer_res + RELATIVE_SLACK * abs(footer)
         if abs(mean - footer) > tolerance:
             notes.append(
-                f"the footer's Avg bus bandwidth {printed(footer, 'GB/s')} is not the mean busbw of "
-                f"the rows ({gbps(mean)})"
+                f"the footer's Avg bus bandwidth {printed(footer, 'GB/s')} is not the mean "
+                f"busbw of the rows ({gbps(mean)})"
             )
     wrong_rows = any(fig.wrong for raw in run.rows for _, fig in raw.placements)
     if run.footer_wrong and error_column(run):

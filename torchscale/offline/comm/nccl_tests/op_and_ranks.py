@@ -186,8 +186,8 @@ def _unknown(run: Run, op: str, why: str) -> _Fit:
 
 def _ambiguous(run: Run, op: str, estimate: RankRange) -> _Fit:
     why = (
-        f"busbw/algbw = {derived(estimate.ratio, 5)} fits {estimate.lo} to {estimate.hi} ranks alike "
-        f"({sweep_facts(op).busbw_factor}, printed to 2 decimals)"
+        f"busbw/algbw = {derived(estimate.ratio, 5)} fits {estimate.lo} to {estimate.hi} ranks "
+        f"alike ({sweep_facts(op).busbw_factor}, printed to 2 decimals)"
     )
     problems = _problems(run, op, estimate.lo, legacy=False)
     return _Fit(op, None, problems, False, "", why, (estimate.lo, estimate.hi))

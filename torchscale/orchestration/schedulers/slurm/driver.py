@@ -51,7 +51,8 @@ def stop_reason(signum: int, grace_s: int | None = None) -> str:
     if signum == signal.SIGUSR1:
         return (
             "stopped before the Slurm job's time limit (SIGUSR1, the warning sent "
-            f"{'?' if grace_s is None else limit_s(grace_s)} ahead): run again with torchscale benchmark --resume"
+            f"{'?' if grace_s is None else limit_s(grace_s)} ahead): run again with torchscale "
+            "benchmark --resume"
         )
     return (
         f"stopped by Slurm ({signal_name(signum)}): the job was cancelled, preempted or reached "
