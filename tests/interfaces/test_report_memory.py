@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.max_batch import MaxBatchProbe, MaxBatchResult
 from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.report.build import ReportOptions, build_report
@@ -59,7 +60,12 @@ def search_result(max_batch: int | None, limit_reached: bool = False) -> MaxBatc
         peak_rss_bytes=123_456_789,
         device_total_bytes=None,
         memory_utilisation=None,
-        warnings=[f"a contradiction {HOSTILE}"],
+        warnings=[  # a figure that would be markup, to prove the renderer escapes it
+            Finding(
+                code="max_batch.not_monotonic",
+                figures={"batch": 4, "where": HOSTILE, "oom_batch": 2},
+            )
+        ],
         wall_s=8.0,
     )
 

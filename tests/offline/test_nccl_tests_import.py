@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 from torchscale.offline.comm.nccl_tests import (
@@ -335,7 +336,7 @@ def test_a_row_whose_algbw_is_not_size_over_time_is_named() -> None:
     text = _text("all_reduce_2gpu.txt")
     planted = text.replace("   822.28  163.23", "   922.28  163.23")
     [warning] = [w for w in _parse(planted).warnings if w.startswith("line 21")]
-    assert "algbw 163.23 GB/s, but 134217728 B in 922.28 us" in warning
+    assert "algbw 163.23 GB/s, but 134217728 B in 922.28 µs is 145.5 GB/s" in warning
 
 
 def test_most_rows_disagreeing_means_the_op_is_wrong() -> None:
@@ -366,7 +367,7 @@ def test_a_footer_that_disagrees_with_the_rows_is_a_warning() -> None:
         "Avg bus bandwidth    : 49.144", "Avg bus bandwidth : 59.1"
     )
     [warning] = _parse(text).warnings
-    assert "Avg bus bandwidth 59.1 GB/s is not the mean busbw of the rows (49.14)" in warning
+    assert "Avg bus bandwidth 59.1 GB/s is not the mean busbw of the rows (49.14 GB/s)" in warning
 
 
 # --- files that are not nccl-tests output -------------------------------------------------------
@@ -530,7 +531,7 @@ def test_a_log_without_rank_lines() -> None:
     result = _parse(text + "\n")
     assert (result.world_size, result.unavailable) == (
         4,
-        {"nodes": "the output lists no hosts (no '#  Rank' lines): nodes is not known"},
+        {"nodes": Finding(code="comm.nodes.no_hosts")},
     )
     assert result.warnings == ["inferred 4 ranks: busbw/algbw = 1.4994 -> 4 (2(n-1)/n)"]
     table_only = text.split("# Using devices\n")[1] + "\n"

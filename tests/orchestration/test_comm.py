@@ -18,14 +18,16 @@ from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
 from torchscale.contracts.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
+from torchscale.contracts.comm_gate import VERDICTS, gate
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.contracts.units import parse_bytes
+from torchscale.contracts.wording import say
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.comm import comm_lines, narrow_table, row_line
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
-from torchscale.offline.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
+from torchscale.offline.comm.nccl_footer import average_busbw, summarize, wrong_total
 from torchscale.offline.comm.nccl_tests import read_nccl_tests
 from torchscale.offline.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
 from torchscale.orchestration.comm.sizes import size_ladder
@@ -164,11 +166,12 @@ def test_gate_judges_each_op_and_nothing_on_one_rank() -> None:
             op=op, rows=1, avg_busbw_gbps=bw, wrong=0, busbw_factor=busbw_factor(op, ranks)
         )
 
-    assert gate([summary("all_reduce", 100.0)], 50.0, 8).verdict == "passed"
+    assert VERDICTS[gate([summary("all_reduce", 100.0)], 50.0, 8).code] == "passed"
     failed = gate([summary("all_reduce", 100.0), summary("broadcast", 20.0)], 50.0, 8)
-    assert failed.verdict == "failed" and "broadcast 20.00" in failed.reason
+    assert failed.code == "comm.gate.below" and failed.figures["busbw"] == {"broadcast": 20.0}
+    assert "broadcast 20.00" in say(failed)
     one_rank = gate([summary("broadcast", 9000.0, 1)], 50.0, 1)
-    assert one_rank.verdict == "unavailable" and "one rank" in one_rank.reason
+    assert VERDICTS[one_rank.code] == "unavailable" and "one rank" in say(one_rank)
 
 
 def test_text_table_keeps_nccl_tests_columns_first() -> None:

@@ -19,8 +19,11 @@ import pytest
 from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.processes import REPO_ROOT, processes_mentioning
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory, Warmup
 from torchscale.contracts.schema.max_batch import MAX_BATCH_SCHEMA_VERSION, MaxBatchResult
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import read_max_batch
 from torchscale.offline.results.max_batch_table import COLUMNS, load_max_batch
@@ -150,7 +153,8 @@ def test_search_below_a_start_that_does_not_fit() -> None:
 def test_nothing_fits() -> None:
     outcome = search_max_batch(Oracle(0), LIMIT)
     assert outcome.max_batch is None and outcome.largest_fit is None
-    assert outcome.failure == "batch 1 runs out of memory: no batch fits"
+    assert outcome.failure is not None
+    assert say(outcome.failure) == "batch 1 runs out of memory: no batch fits"
     assert kinds(outcome) == [(1, "oom")]
 
 
@@ -163,7 +167,9 @@ def test_a_failure_that_is_not_an_oom_stops_the_search(
     outcome = search_max_batch(oracle, LIMIT)
     assert outcome.max_batch is None
     assert outcome.largest_fit == largest_fit
-    assert outcome.failure == (
+    assert outcome.failure == Finding(code="max_batch.probe_failed", figures={"batch": fail_at})
+    result = result_of(identity(), outcome, 2)
+    assert reason_words(result) == (
         f"the probe at batch {fail_at} failed: rank 0 raised RuntimeError: boom"
     )
     assert len(outcome.probes) == probes and oracle.calls[-1] == fail_at
@@ -176,13 +182,15 @@ def test_a_flaky_answer_is_searched_below_and_reported() -> None:
     assert kinds(outcome)[-2:] == [(5, "fits"), (5, "oom")]
     assert outcome.largest_fit == 5
     assert len(outcome.warnings) == 1
-    assert outcome.warnings[0].startswith("batch 5 fitted (a probe) but batch 5 ran out of memory")
+    assert say(outcome.warnings[0]).startswith(
+        "batch 5 fitted (a probe) but batch 5 ran out of memory"
+    )
 
 
 def test_a_sweep_fit_above_an_oom_is_reported() -> None:
     outcome = search_max_batch(Oracle(5), LIMIT, known_fits=[2, 16])
     assert outcome.max_batch == 5
-    assert outcome.warnings[0].startswith("batch 16 fitted (the sweep) but batch 6 ran out")
+    assert say(outcome.warnings[0]).startswith("batch 16 fitted (the sweep) but batch 6 ran out")
     assert search_max_batch(Oracle(5), LIMIT, known_fits=[2, 4]).warnings == ()
 
 
@@ -230,7 +238,7 @@ def result_of(
 
 def test_cpu_result_has_rss_and_no_utilisation() -> None:
     result = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
-    assert result.status == "ok" and result.reason is None
+    assert result.status == "ok" and result.finding is None
     assert result.max_batch == 5 and len(result.probes) == 7
     assert result.peak_bytes == 5 and result.peak_basis == "rss"
     assert result.memory_utilisation is None
@@ -245,15 +253,18 @@ def test_cuda_result_utilisation_is_reserved_over_total() -> None:
     assert result.peak_bytes == 5000 and result.peak_basis == "reserved"
     assert result.device_total_bytes == 20_000
     assert result.memory_utilisation == pytest.approx(0.25)
-    unknown = result_of(identity("cuda"), outcome, 2, (None, "NVML unavailable"))
+    nvml = Finding(code="max_batch.total.nvml_unavailable", figures={"error": "no library"})
+    unknown = result_of(identity("cuda"), outcome, 2, (None, nvml))
     assert unknown.memory_utilisation is None
-    assert unknown.unavailable["memory_utilisation"] == "NVML unavailable"
+    assert say(unknown.unavailable["memory_utilisation"]) == (
+        "NVML unavailable (no library): device memory total unknown"
+    )
 
 
 def test_result_of_a_limit_a_failure_and_allocator_retries() -> None:
     at_limit = result_of(identity(), search_max_batch(Oracle(99), 16), 2)
     assert at_limit.status == "ok" and at_limit.limit_reached and at_limit.max_batch == 16
-    assert at_limit.reason is not None and at_limit.reason.startswith("at least 16")
+    assert (reason_words(at_limit) or "").startswith("at least 16")
     failed = result_of(identity(), search_max_batch(Oracle(99, fail_at=4), 16), 2)
     assert failed.status == "failed" and failed.max_batch is None and failed.largest_fit == 2
     assert failed.peak_bytes is None and "peak_bytes" in failed.unavailable
@@ -263,7 +274,7 @@ def test_result_of_a_limit_a_failure_and_allocator_retries() -> None:
         return ProbeOutcome(kind, peak_reserved_bytes=1, alloc_retries=2)
 
     warned = result_of(identity("cuda"), search_max_batch(retrying, 16), 2, (4, None))
-    assert any("retried 2 time(s)" in w for w in warned.warnings)
+    assert any("retried 2 time(s)" in say(w) for w in warned.warnings)
 
 
 def warming(oracle: Oracle, steps: dict[int, int]) -> Any:
@@ -302,7 +313,7 @@ def test_a_warm_up_not_recorded_is_worded_as_at_least_the_set_steps() -> None:
     assert cuda.how_probed() == (
         "compiled, peaks after at least 1 warm-up step(s), until compile settles"
     )
-    assert cuda.unavailable["probe_warmup_steps"] == (
+    assert say(cuda.unavailable["probe_warmup_steps"]) == (
         "the answer's probe recorded no warm-up; each probe ran at least 1 warm-up step(s), "
         "until compile settles"
     )
@@ -314,13 +325,17 @@ def test_a_warm_up_not_recorded_is_worded_as_at_least_the_set_steps() -> None:
         identity(), search_max_batch(Oracle(99, fail_at=2), 16), 2, warmup_min=1, compiled=True
     )
     assert failed.probe_warmup_steps is None
-    assert failed.unavailable["probe_warmup_steps"].startswith("no max batch was found")
+    assert say(failed.unavailable["probe_warmup_steps"]).startswith("no max batch was found")
 
 
 def test_a_schema_1_result_reads_as_probed_without_warm_up(tmp_path: Path) -> None:
     current = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
     new_fields = {"probe_warmup_min", "probe_warmup_steps", "probe_compiled", "peak_scope"}
     old = {**current.model_dump(mode="json", exclude=new_fields), "schema_version": 1}
+    del old["finding"]  # schema 1 wrote sentences: no reason here, its unavailable in words
+    old["unavailable"] = {
+        k: say(v) for k, v in current.unavailable.items() if k != "probe_warmup_steps"
+    }
     for probe in old["probes"]:
         del probe["warmup_steps"]
     path = tmp_path / "v1.json"
@@ -455,9 +470,9 @@ def test_device_total_from_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     assert visible_device_total_bytes({}) == (40 * 2**30, None)
     assert visible_device_total_bytes({"CUDA_VISIBLE_DEVICES": "GPU-big"}) == (80 * 2**30, None)
     total, why = visible_device_total_bytes({"CUDA_VISIBLE_DEVICES": "MIG-1"})
-    assert total is None and why is not None and "MIG" in why
+    assert total is None and why == Finding(code="max_batch.total.mig")
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([]))
-    assert visible_device_total_bytes({}) == (None, "NVML sees no GPU")
+    assert visible_device_total_bytes({}) == (None, Finding(code="max_batch.total.no_gpu"))
 
 
 def test_run_writes_one_result_per_group(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -549,7 +564,7 @@ def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> Non
     read = read_max_batch(group)
     result = read.doc
     assert result is not None, read.problem
-    assert result.status == "ok", result.reason
+    assert result.status == "ok", reason_words(result)
     assert result.max_batch == 5 and not result.limit_reached
     assert (result.probe_compiled, result.probe_warmup_min, result.probe_warmup_steps) == (
         False,

@@ -59,7 +59,8 @@ def _normalised(text: str, roots: list[Path]) -> str:
     # the moment and the build a report was made by are not what it says
     text = re.sub(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(\+00:00|Z| UTC)?", "<time>", text)
     text = re.sub(r"(analysis_s|report_s|generated_s)\"?: [0-9.e-]+", r"\1: <s>", text)
-    text = re.sub(r"(built|rendered) in [0-9.]+ s", r"\1 in <s>", text)
+    text = re.sub(r"(built|rendered) in [0-9.,]+ (s|ms|µs)", r"\1 in <s>", text)
+    text = re.sub(r"\([0-9.]+ (B|KiB|MiB|GiB); built", "(<size>; built", text)
     # a temporary path cut by a table column is not replaced whole above
     text = re.sub(r"/tmp/pytest-of-\S*", "<tmp>", text)
     return text

@@ -111,6 +111,12 @@ class ParallelShape(FrozenRecord):
         return f"pp{self.pp}{self._pipe()}"
 
 
+def world_label(ranks: int) -> str:
+    """A world size in a cell's label and a search's name: 'x2', the one spelling (not 'w2',
+    which the cell id's slug uses)."""
+    return f"x{ranks}"
+
+
 class CellIdentity(FrozenRecord):
     """Which measurement a cell is. Built once by the plan, carried by spec and result."""
 
@@ -134,5 +140,6 @@ class CellIdentity(FrozenRecord):
         """'tiny-gpt2 b32 x1 fp32 ddp', as the report labels a cell (with '(2 nodes)' after
         the world where it spans several): also what a sweep's state file names it by."""
         nodes = f" ({self.nodes} nodes)" if self.nodes > 1 else ""
-        shape = f"b{self.batch_size} x{self.world_size}{nodes} {self.precision} {self.strategy}"
+        world = world_label(self.world_size)
+        shape = f"b{self.batch_size} {world}{nodes} {self.precision} {self.strategy}"
         return f"{self.label} {shape}"

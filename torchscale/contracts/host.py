@@ -15,6 +15,8 @@ import subprocess
 import sys
 from typing import Any
 
+from torchscale.contracts.wording.units import limit_s
+
 # what a child process prints: the total memory of every GPU torch can use, in bytes
 GPU_MEMORY_PROBE = (
     "import json, torch\n"
@@ -54,7 +56,7 @@ def smallest_gpu_memory(
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
-        return None, f"torch did not report the GPUs' memory within {timeout_s:g} s"
+        return None, f"torch did not report the GPUs' memory within {limit_s(timeout_s)}"
     except OSError as exc:
         return None, f"cannot start {python} to ask torch ({exc.strerror or exc})"
     lines = done.stdout.strip().splitlines()

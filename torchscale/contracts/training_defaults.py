@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.contracts.wording.units import count
 
 # The facts of the built-in models the defaults need without building one, read from their
 # specs' TrainingTraits (model_specs/spec.py; tests/rank/test_models.py holds them to the models).
@@ -73,7 +74,7 @@ def compile_note(
     if parameters >= COMPILE_MIN_PARAMETERS:
         return None
     return (
-        f"training.compile off: {parameters:,} parameters, under "
+        f"training.compile off: {count(parameters)} parameters, under "
         f"{COMPILE_MIN_PARAMETERS // 1_000_000} M, so its step is launch-bound and compiling "
         "(seconds per cell) would not pay back; set training.compile: true to compile it"
     )

@@ -21,6 +21,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX, OwnWorkPhase
 from torchscale.contracts.versioned import FrozenRecord, Record
+from torchscale.contracts.wording.units import as_set
 
 MAX_DELAY_MS = 60_000.0
 DELAY_FORMAT = "expected RANK:PHASE:MS, e.g. 1:backward:50"
@@ -36,7 +37,7 @@ class DelaySpec(FrozenRecord):
 
     def text(self) -> str:
         """As written on the command line: `1:backward:50`."""
-        return f"{self.rank}:{self.phase}:{self.ms:g}"
+        return f"{self.rank}:{self.phase}:{as_set(self.ms)}"
 
 
 def parse_delay(text: str) -> DelaySpec:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchscale.contracts.wording.units import as_set, gb, gib, whole_pct
+
 GIB = 1024**3
 MEMORY_BUDGET = 0.80  # of one GPU's memory: the allocator's slack, other processes
 CUDA_CONTEXT_BYTES = 1 * GIB
@@ -67,9 +69,9 @@ def fitting_batch(
         why = "the largest power of two that fits"
     return BatchFit(
         batch,
-        f"{why}: {MEMORY_BUDGET * 100:.0f} % of {memory_bytes / GIB:.0f} GiB less "
-        f"{CUDA_CONTEXT_BYTES / GIB:.0f} GiB CUDA context and {static / 1e9:.2f} GB weights, "
+        f"{why}: {whole_pct(MEMORY_BUDGET)} of {gib(memory_bytes)} less "
+        f"{gib(CUDA_CONTEXT_BYTES)} CUDA context and {gb(static)} weights, "
         f"gradients, {optimizer} state{' and autocast copies' if copies else ''}, "
-        f"at {per_sample / 1e9:.3f} GB per sample "
-        f"({activation_per_sample / 1e9:.3f} GB saved for backward x{ACTIVATION_MARGIN:g})",
+        f"at {gb(per_sample, 3)} per sample "
+        f"({gb(activation_per_sample, 3)} saved for backward x{as_set(ACTIVATION_MARGIN)})",
     )

@@ -3,18 +3,23 @@
 Written by rank 0 of a `torchscale comm` launch, or by `torchscale comm --import` from an NVIDIA
 nccl-tests output file: the same rows either way, so a report puts both side by side. Every
 figure follows nccl-tests' definitions (torchscale/offline/analysis/nccl_bandwidth.py); a row that
-could not be measured carries its status and the reason, never a made-up figure.
+could not be measured carries its status and the reason, never a made-up figure. Verdicts and
+notes are findings (a code and its figures, worded by contracts/wording/comm.py); schema 1 files
+are read by the model itself (`_upgrade`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from torchscale.contracts.comm_gate import gate as judge_gate
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import Record
 
-COMM_SCHEMA_VERSION = 1
+COMM_SCHEMA_VERSION = 2
 COMM_KIND = "torchscale.comm"
 
 RowStatus = Literal["ok", "unsupported", "failed"]
@@ -41,7 +46,11 @@ class CommRow(Record):
     root: int | None = Field(default=None, description="broadcast / reduce root, else null")
     placement: Placement
     status: RowStatus = "ok"
-    reason: str | None = Field(default=None, description="why the row is not ok")
+    reason: str | None = Field(
+        default=None,
+        description="why the row is not ok: the backend's refusal or the launch's failure, "
+        "as given",
+    )
     time_us: float | None = Field(
         default=None, description="time of one op, reduced across ranks (CommResult.across_ranks)"
     )
@@ -70,8 +79,6 @@ class CommPair(Record):
     host_a: str | None = None
     host_b: str | None = None
     size_bytes: int
-    status: RowStatus = "ok"
-    reason: str | None = None
     time_us: float | None = Field(default=None, description="one exchange, slower of the two")
     bandwidth_gbps: float | None = Field(default=None, description="size_bytes / time_us")
 
@@ -88,7 +95,7 @@ class OpSummary(Record):
 
 class CommResult(Record):
     kind: Literal["torchscale.comm"] = "torchscale.comm"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     id: str = Field(description="run id, also the file's name")
     source: Literal["torchscale", "nccl-tests"] = "torchscale"
     imported_from: str | None = Field(default=None, description="nccl-tests file read")
@@ -115,17 +122,81 @@ class CommResult(Record):
     gate: Literal["passed", "failed", "unavailable"] | None = Field(
         default=None, description="null when no minimum was asked for"
     )
-    gate_reason: str | None = None
+    gate_finding: Finding | None = Field(
+        default=None, description="the gate's verdict and the figures it rests on"
+    )
     status: Literal["ok", "failed", "oom", "timeout"] = Field(
         default="ok", description="how the launch ended; rows finished before a failure are kept"
     )
     error: str | None = Field(default=None, description="why the run stopped early, one line")
-    skipped: list[str] = Field(
+    skipped: list[Finding] = Field(
         default_factory=list, description="sizes left out, e.g. too small to split over the ranks"
     )
     warnings: list[str] = Field(default_factory=list)
-    unavailable: dict[str, str] = Field(default_factory=dict)
+    unavailable: dict[str, Finding] = Field(
+        default_factory=dict, description="what is missing (pairs, nodes) -> why"
+    )
     environment: dict[str, Any] = Field(default_factory=dict)
     launch: dict[str, Any] = Field(default_factory=dict)
     started_at: str | None = None
     wall_s: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Schema 1 stored the gate's verdict, the sizes left out and what was unavailable as
+        sentences: the gate is judged again from the stored footer (the same rule, so the same
+        verdict), the notes become the findings their one writer's sentence held."""
+        if not isinstance(data, dict) or data.get("schema_version") != 1:
+            return data
+        upgraded = {k: v for k, v in data.items() if k != "gate_reason"}
+        upgraded["pairs"] = [
+            {k: v for k, v in pair.items() if k not in ("status", "reason")}
+            for pair in data.get("pairs") or []
+        ]
+        minimum = data.get("min_busbw_gbps")
+        if data.get("gate") is not None and minimum is not None:
+            summaries = [OpSummary.model_validate(s) for s in data.get("summaries") or []]
+            upgraded["gate_finding"] = judge_gate(summaries, minimum, data["world_size"])
+        upgraded["skipped"] = [_v1_skipped(text) for text in data.get("skipped") or []]
+        unavailable = data.get("unavailable") or {}
+        upgraded["unavailable"] = {k: _v1_unavailable(k, v) for k, v in unavailable.items()}
+        return upgraded
+
+
+# the one sentence schema 1 wrote for a left-out size range (rank/programs/comm.py)
+_V1_SKIPPED = re.compile(
+    r"^(?P<op>\w+): (?P<sizes>\d+) size\(s\) below (?P<below_bytes>\d+) B "
+    r"\(one (?P<dtype>\w+) element per rank\) left out$"
+)
+# schema 1's constant reasons for what was unavailable, by the finding each said
+_V1_UNAVAILABLE = {
+    "needs at least 2 ranks": "comm.pairs.one_rank",
+    "the output lists no hosts (no '#  Rank' lines): nodes is not known": "comm.nodes.no_hosts",
+}
+
+
+def _v1_skipped(text: str) -> Finding:
+    found = _V1_SKIPPED.match(text)
+    if found is None:  # no other writer existed; kept as written rather than dropped
+        return Finding(code="comm.stored", figures={"words": text})
+    figures = found.groupdict()
+    return Finding(
+        code="comm.sizes_left_out",
+        figures={
+            **figures,
+            "sizes": int(figures["sizes"]),
+            "below_bytes": int(figures["below_bytes"]),
+        },
+    )
+
+
+def _v1_unavailable(key: str, text: str) -> Finding:
+    """A constant reason by its code; the pairs' other reason was the launch's failure, which
+    the run's `error` holds."""
+    code = _V1_UNAVAILABLE.get(text)
+    if code is not None:
+        return Finding(code=code)
+    if key == "pairs":
+        return Finding(code="comm.pairs.stopped")
+    return Finding(code="comm.stored", figures={"words": text})

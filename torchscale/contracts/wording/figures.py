@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.contracts.share_bound import share_bound
+from torchscale.contracts.wording.share_bound import share_bound
 
 # how a renderer formats a value; raw values stay in the report model
 ValueFormat = Literal[

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
 from torchscale.contracts.signals import Terminated
+from torchscale.contracts.wording.units import of
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
@@ -390,7 +391,7 @@ def summary_markdown(report: ValidateReport, plan: WorkloadPlan) -> str:
         "",
         f"**{report.verdict}**",
         "",
-        f"{facts.devices} x {facts.device}, torchscale {report.torchscale_version}, "
+        f"{of(facts.devices, facts.device)}, torchscale {report.torchscale_version}, "
         f"{report.created_at}. The cells are seconds long: a proof that each path works, "
         "not figures to quote. The report of every cell is report.md (and report.html).",
         "",

@@ -47,11 +47,17 @@ def validate_config(
         batch_text = (
             "1 batch size (auto, sized when planned)" if auto else f"{batches} batch size(s)"
         )
+        factors = (
+            f"{len(config.models)} model(s)",
+            batch_text,
+            f"{len(config.gpu_counts)} GPU count(s)",
+            f"{len(config.training.precision)} precision(s)",
+            f"{len(config.training.strategy)} strategy(ies)",
+        )
         stdout.print(
             f"[green]OK[/] {file}: experiment '{config.experiment_name}', {cells} cell(s) = "
-            f"{len(config.models)} model(s) x {batch_text} x "
-            f"{len(config.gpu_counts)} GPU count(s) x {len(config.training.precision)} "
-            f"precision(s) x {len(config.training.strategy)} strategy(ies){layouts}",
+            + " x ".join(factors)
+            + layouts,
             markup=True,
         )
         _, on_cuda = config.for_device("cuda")

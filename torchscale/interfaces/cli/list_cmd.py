@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from torchscale.contracts.wording.units import count, si_count
 from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.streams import stdout
@@ -48,8 +49,8 @@ def list_catalog(
     rows_text = [
         [
             Text(m["name"]),
-            Text(f"{m['parameters']:,}"),
-            Text(_si(m["train_flops"])),
+            Text(count(m["parameters"])),
+            Text(si_count(m["train_flops"])),
             Text("x".join(str(d) for d in m["input_shape"])),
             Text(str(m["tokens_per_sample"] or "-")),
             Text(", ".join(m["strategies"])),
@@ -72,11 +73,3 @@ def list_catalog(
     ]
     for line in lines:  # wrapped at the terminal's width, between words
         stdout.print(escape(line), soft_wrap=False)
-
-
-def _si(value: float) -> str:
-    """A count with an SI prefix and 3 significant digits (8.18 G), as FLOPs are usually quoted."""
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}"
-    return f"{value:.0f}"

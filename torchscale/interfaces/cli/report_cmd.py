@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from torchscale.contracts.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
+from torchscale.contracts.wording.figures import seconds, size_bytes
 from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, stderr, stdout
@@ -164,8 +165,8 @@ def _report(
     if outcome.path is not None:
         stdout.print(
             f"[bold]report:[/] {escape(str(outcome.path))} "
-            f"({len(outcome.content) / 1e6:.1f} MB; built in {outcome.build_s:.2f} s, "
-            f"rendered in {outcome.render_s:.2f} s)"
+            f"({size_bytes(len(outcome.content))}; built in {seconds(outcome.build_s)}, "
+            f"rendered in {seconds(outcome.render_s)})"
         )
     _gate(run)
     raise typer.Exit(run.exit_code)

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
+from torchscale.contracts.cell import world_label
+from torchscale.contracts.wording.max_batch import reason_words
+from torchscale.contracts.wording.units import cv, whole_pct, whole_s
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.console.streams import (
     Verbosity,
@@ -356,25 +359,26 @@ def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
 
 def _search_name(searched: CellIdentity | MaxBatchResult) -> str:
     """'gpt2 x2 bf16 fsdp': a max-batch search, named as its cells without batch and hash."""
-    return f"{searched.label} x{searched.world_size} {searched.precision} {searched.strategy}"
+    world = world_label(searched.world_size)
+    return f"{searched.label} {world} {searched.precision} {searched.strategy}"
 
 
 def _max_batch_done(results: list[MaxBatchResult]) -> None:
     for result in results:
         name = escape(_search_name(result))
         if result.status != "ok" or result.max_batch is None:
-            stdout.print(f"> [MEMORY] {name}: no answer ({escape(result.reason or '')})")
+            stdout.print(f"> [MEMORY] {name}: no answer ({escape(reason_words(result) or '')})")
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
         used = (
-            f", memory utilisation {result.memory_utilisation * 100:.0f} %"
+            f", memory utilisation {whole_pct(result.memory_utilisation)}"
             if result.memory_utilisation is not None
             else ""
         )
         how = f", {result.how_probed()}" if result.how_probed() else ""
         stdout.print(
             f"> [MEMORY] {name}: max batch per device {answer}{used} "
-            f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s{how})"
+            f"({len(result.probes)} probes, {whole_s(result.wall_s or 0)}{how})"
         )
 
 
@@ -390,8 +394,8 @@ def _profiles_done(run: BenchmarkRun) -> None:
     if not run.profiles:
         stdout.print(
             f"> [PROFILE] no cell crossed the profiling thresholds (trigger "
-            f"{settings.trigger}: stall {settings.stall_threshold * 100:.0f} %, step-time CV "
-            f"{settings.variance_threshold:.2f})"
+            f"{settings.trigger}: stall {whole_pct(settings.stall_threshold)}, step-time CV "
+            f"{cv(settings.variance_threshold)})"
         )
     for selected, profiled in run.profiles:
         if profiled.analysis is None:

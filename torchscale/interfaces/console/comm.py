@@ -12,6 +12,9 @@ import textwrap
 from collections.abc import Callable
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.comm import column, derived, gate_words, gbps, printed
+from torchscale.contracts.wording.units import cv, times
 from torchscale.offline.comm.nccl_footer import inside_noise
 
 NOISE_LISTED = 12  # sizes named in the footer's noise line; the JSON has every row
@@ -24,8 +27,7 @@ def _number(value: float | None, width: int) -> str:
     """nccl-tests prints 2 decimals; tiny CPU bandwidths keep 3 significant digits instead."""
     if value is None:
         return "-".rjust(width)
-    text = f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
-    return text.rjust(width)
+    return column(value).rjust(width)
 
 
 def _slowest(row: CommRow) -> str:
@@ -34,7 +36,7 @@ def _slowest(row: CommRow) -> str:
     slow = max(row.ranks, key=lambda r: r.time_us)
     fast = min(r.time_us for r in row.ranks)
     ratio = slow.time_us / fast if fast > 0 else float("inf")
-    return f"r{slow.rank} {ratio:.2f}x"
+    return f"r{slow.rank} {times(ratio)}"
 
 
 HEADER = (
@@ -45,20 +47,25 @@ HEADER = (
 )
 
 
+_LEAD = (12, 13, 9, 7, 7)  # nccl-tests' widths of size, count, type, redop, root
+
+
+def _root(row: CommRow) -> int:
+    return row.root if row.root is not None else -1
+
+
 def row_line(row: CommRow) -> str:
     """One row, nccl-tests' columns first."""
-    head = (
-        f"{row.size_bytes:>12} {row.count:>13} {row.dtype:>9} {row.redop or 'none':>7} "
-        f"{row.root if row.root is not None else -1:>7}"
-    )
+    lead = (row.size_bytes, row.count, row.dtype, row.redop or "none", _root(row))
+    head = " ".join(str(text).rjust(width) for text, width in zip(lead, _LEAD, strict=True))
     if row.status != "ok":
         return f"{head}   {row.status}: {row.reason or 'no reason recorded'}"
     wrong = "N/A" if row.wrong is None else str(row.wrong)
-    cv = "-" if row.iter_cv is None else f"{row.iter_cv:.2f}"
+    spread = "-" if row.iter_cv is None else cv(row.iter_cv)
     return (
         f"{head} {_number(row.time_us, 8)} {_number(row.algbw_gbps, 7)} "
-        f"{_number(row.busbw_gbps, 7)} {wrong:>7} {_number(row.iter_p50_us, 8)} "
-        f"{_number(row.iter_p99_us, 8)} {cv:>6}  {_slowest(row)}"
+        f"{_number(row.busbw_gbps, 7)} {wrong.rjust(7)} {_number(row.iter_p50_us, 8)} "
+        f"{_number(row.iter_p99_us, 8)} {spread.rjust(6)}  {_slowest(row)}"
     )
 
 
@@ -80,7 +87,7 @@ def header_lines(result: CommResult) -> list[str]:
         f"# {iters}, {check}; time: {result.across_ranks} over ranks of each rank's "
         "window / iterations",
     ]
-    lines += [f"# note: {text}" for text in result.skipped]
+    lines += [f"# note: {say(note)}" for note in result.skipped]
     return lines
 
 
@@ -93,7 +100,7 @@ NARROW_COLUMNS: tuple[_Column, ...] = (
     ("size", "(B)", lambda r: str(r.size_bytes)),
     ("type", "", lambda r: r.dtype),
     ("redop", "", lambda r: r.redop or "none"),
-    ("root", "", lambda r: str(r.root if r.root is not None else -1)),
+    ("root", "", lambda r: str(_root(r))),
     ("time", "(us)", lambda r: _number(r.time_us, 0)),
     ("algbw", "(GB/s)", lambda r: _number(r.algbw_gbps, 0)),
     ("busbw", "(GB/s)", lambda r: _number(r.busbw_gbps, 0)),
@@ -161,11 +168,11 @@ def footer_lines(result: CommResult) -> list[str]:
         verdict = "OK" if result.wrong_total == 0 else "FAILED"
         lines.append(f"# Out of bounds values : {result.wrong_total} {verdict}")
     avg = result.avg_busbw_gbps
-    lines.append(f"# Avg bus bandwidth    : {'-' if avg is None else f'{avg:.4g}'} GB/s")
+    lines.append(f"# Avg bus bandwidth    : {'-' if avg is None else gbps(avg)}")
     if len(result.summaries) > 1 or any(s.busbw_factor == 0 for s in result.summaries):
         parts = []
         for s in result.summaries:
-            value = "-" if s.avg_busbw_gbps is None else f"{s.avg_busbw_gbps:.4g}"
+            value = "-" if s.avg_busbw_gbps is None else derived(s.avg_busbw_gbps)
             zero = " (busbw 0 by definition on one rank)" if s.busbw_factor == 0 else ""
             parts.append(f"{s.op} {value}{zero}")
         lines.append(f"#   per op (GB/s)      : {', '.join(parts)}")
@@ -183,12 +190,13 @@ def footer_lines(result: CommResult) -> list[str]:
         )
     if result.gate is not None:
         lines.append(
-            f"# Gate --min-busbw {result.min_busbw_gbps:g}: {result.gate}: {result.gate_reason}"
+            f"# Gate --min-busbw {printed(result.min_busbw_gbps or 0.0)}: {result.gate}: "
+            f"{gate_words(result)}"
         )
     if result.error:
         lines.append(f"# Stopped early ({result.status}): {result.error}")
     lines += [f"# warning: {w}" for w in result.warnings]
-    lines += [f"# unavailable: {k}: {v}" for k, v in result.unavailable.items()]
+    lines += [f"# unavailable: {k}: {say(v)}" for k, v in result.unavailable.items()]
     return lines
 
 
@@ -203,11 +211,11 @@ def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
     n = result.world_size
     matrix_width = 6 + 9 * n
     if n <= MAX_MATRIX_RANKS and (width is None or matrix_width <= width):
-        lines.append("#     " + "".join(f"{'r' + str(b):>9}" for b in range(n)))
+        lines.append("#     " + "".join(f"r{b}".rjust(9) for b in range(n)))
         bandwidth = {frozenset((p.a, p.b)): p.bandwidth_gbps for p in reversed(result.pairs)}
         for a in range(n):
             cells = (None if a == b else bandwidth.get(frozenset((a, b))) for b in range(n))
-            lines.append(f"# {'r' + str(a):>4}" + "".join(_number(v, 9) for v in cells))
+            lines.append(f"# {f'r{a}'.rjust(4)}" + "".join(_number(v, 9) for v in cells))
     else:
         lines.append("# slowest pairs:")
         for p in sorted(measured, key=lambda p: p.bandwidth_gbps or 0.0)[:10]:
@@ -218,8 +226,8 @@ def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
             if (p.bandwidth_gbps or 0.0) < SLOW_PAIR * median:
                 where = f" ({p.host_a} <-> {p.host_b})" if p.host_a != p.host_b else ""
                 lines.append(
-                    f"# slow link: r{p.a} <-> r{p.b}{where} {_number(p.bandwidth_gbps, 0)} GB/s, "
-                    f"under half the median pair ({median:.3g} GB/s)"
+                    f"# slow link: r{p.a} <-> r{p.b}{where} {gbps(p.bandwidth_gbps or 0.0)}, "
+                    f"under half the median pair ({gbps(median)})"
                 )
     return lines
 

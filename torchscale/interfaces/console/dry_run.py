@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
+from torchscale.contracts.wording.units import cv, limit_s, whole_pct, whole_s
 from torchscale.interfaces.console.cells import REUSED
 from torchscale.interfaces.console.lines import Line
 from torchscale.offline.results.store import ResultStore
@@ -39,8 +40,8 @@ def plan_lines(
     kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""
     text = (
         f"{len(to_run)} cell(s) to run{kept}, {len(plan.cells) - len(plan.runnable)} "
-        f"skipped; estimated >= {estimate.seconds:.0f} s ({estimate.basis}); each cell is "
-        f"killed after {plan.launcher.cell_timeout_s:g} s"
+        f"skipped; estimated >= {whole_s(estimate.seconds)} ({estimate.basis}); each cell is "
+        f"killed after {limit_s(plan.launcher.cell_timeout_s)}"
     )
     lines.append(Line("info", text))
     profiling = plan.profiling
@@ -49,8 +50,8 @@ def plan_lines(
             "every ok cell"
             if profiling.trigger == "always"
             else f"ok cells whose exposed communication or wait for the slowest rank reaches "
-            f"{profiling.stall_threshold * 100:.0f} % of the step, or whose step-time CV reaches "
-            f"{profiling.variance_threshold:.2f}"
+            f"{whole_pct(profiling.stall_threshold)} of the step, or whose step-time CV reaches "
+            f"{cv(profiling.variance_threshold)}"
         )
         how = f"with {profiling.tool} ({profiling.steps} traced step(s) per rank)"
         lines.append(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.figures import format_value, readable, too_wide
-from torchscale.contracts.share_bound import share_bound
+from torchscale.contracts.wording.share_bound import share_bound
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of

@@ -20,6 +20,7 @@ from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.units import of
 from torchscale.interfaces.console.fit import longest_word
 from torchscale.interfaces.console.lines import hanging_prose
 from torchscale.interfaces.formatting import is_figure, severity_prefix, strip_code
@@ -221,7 +222,7 @@ def chart_summary(chart: Chart) -> str:
         if heatmap is None:
             return "no data"
         return (
-            f"{len(heatmap.y_labels)} x {len(heatmap.x_labels)} grid of {heatmap.z_label} "
+            f"{of(len(heatmap.y_labels), len(heatmap.x_labels))} grid of {heatmap.z_label} "
             f"({chart.y_label} by {chart.x_label})"
         )
     parts = []

@@ -3,18 +3,17 @@
 
 nccl-tests prints, after its table, `Out of bounds values : N OK|FAILED` and `Avg bus bandwidth`,
 the mean busbw of every row it timed (out-of-place and in-place both count). We do the same per
-op and over the whole run. The gate compares each op's average with the minimum: averaging an
-all_reduce with a broadcast would mean nothing. On one rank nothing crosses a link, and the gate
-says it cannot judge rather than pass a launch time as a bandwidth.
+op and over the whole run. The gate (contracts/comm_gate.py) compares each op's average with the
+minimum: averaging an all_reduce with a broadcast would mean nothing. On one rank nothing
+crosses a link, and the gate says it cannot judge rather than pass a launch time as a bandwidth.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
+from torchscale.contracts.comm_gate import VERDICTS, gate
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 
@@ -56,48 +55,12 @@ def add_footer(result: CommResult) -> CommResult:
     return result
 
 
-@dataclass(frozen=True)
-class GateOutcome:
-    verdict: Literal["passed", "failed", "unavailable"]
-    reason: str
-
-
-ONE_RANK = (
-    "one rank: no data crosses a link, so the times are each call's fixed cost (NCCL copies "
-    "nothing for an in-place op on one rank) and algbw/busbw are not link bandwidths"
-)
-
-
-def gate(summaries: Sequence[OpSummary], minimum_gbps: float, world_size: int) -> GateOutcome:
-    """Every op with a bandwidth to judge must average at least `minimum_gbps` of busbw.
-
-    Nothing is judged on one rank: nccl-tests' busbw factor of broadcast and reduce is 1 for any
-    rank count, so a one-rank 'bandwidth' (a no-op's launch time) would pass any minimum.
-    """
-    if world_size < 2:
-        return GateOutcome("unavailable", f"cannot check {minimum_gbps:g} GB/s: {ONE_RANK}")
-    judged = [s for s in summaries if s.busbw_factor > 0 and s.avg_busbw_gbps is not None]
-    if not judged:
-        skipped = ", ".join(s.op for s in summaries) or "no op"
-        return GateOutcome(
-            "unavailable",
-            f"no bus bandwidth to compare with {minimum_gbps:g} GB/s ({skipped}: busbw is 0 by "
-            "definition on one rank, or no row finished)",
-        )
-    below = [s for s in judged if s.avg_busbw_gbps is not None and s.avg_busbw_gbps < minimum_gbps]
-    if below:
-        text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in below)
-        return GateOutcome("failed", f"average busbw below {minimum_gbps:g} GB/s: {text} GB/s")
-    text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in judged)
-    return GateOutcome("passed", f"average busbw at least {minimum_gbps:g} GB/s: {text} GB/s")
-
-
 def apply_gate(result: CommResult, minimum_gbps: float) -> CommResult:
     """Judge a run whose footer is filled against `--min-busbw` and record the verdict."""
-    verdict = gate(result.summaries, minimum_gbps, result.world_size)
+    finding = gate(result.summaries, minimum_gbps, result.world_size)
     result.min_busbw_gbps = minimum_gbps
-    result.gate = verdict.verdict
-    result.gate_reason = verdict.reason
+    result.gate = VERDICTS[finding.code]
+    result.gate_finding = finding
     return result
 
 

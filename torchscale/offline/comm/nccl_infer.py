@@ -124,11 +124,13 @@ def _command_ranks(launch: Sequence[str], args: Sequence[str]) -> tuple[int | No
     gpus = _option(args, "-g", "--ngpus") or 1
     launcher = next((t for t in launch if PurePosixPath(t).name in LAUNCHERS), None)
     if launcher is None:
-        return threads * gpus, f"one process x -t {threads} x -g {gpus}"
+        return threads * gpus, " x ".join(("one process", f"-t {threads}", f"-g {gpus}"))
     processes = _option(launch, "-np", "--np", "-n", "--ntasks", "-c")
     if processes is None:
         return None, f"{PurePosixPath(launcher).name} without a process count"
-    return processes * threads * gpus, f"-np {processes} x -t {threads} x -g {gpus}"
+    return processes * threads * gpus, " x ".join(
+        (f"-np {processes}", f"-t {threads}", f"-g {gpus}")
+    )
 
 
 def _option(tokens: Sequence[str], *names: str) -> int | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, StragglerFigures, WhatIf
-from torchscale.contracts.share_bound import share_bound
+from torchscale.contracts.wording.share_bound import share_bound
 
 ONE_RANK = (
     "one rank in the input: waiting for peers needs the same collectives on two or more ranks"

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from torchscale.contracts.busy_machine import BUSY_NOTE, busy_cpu_seconds, is_busy
+from torchscale.contracts.wording.units import cores
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,6 @@ def busy_warning(start: LoadEdge | None, end: LoadEdge | None, ranks: int) -> st
         return None
     of = f" of {end.cores}" if end.cores else ""
     return (
-        f"busy machine: other processes used {other:.1f}{of} cores during the run (the run "
-        f"used {launch / wall:.1f}); {BUSY_NOTE}, the smallest sizes first"
+        f"busy machine: other processes used {cores(other)}{of} cores during the run (the run "
+        f"used {cores(launch / wall)}); {BUSY_NOTE}, the smallest sizes first"
     )

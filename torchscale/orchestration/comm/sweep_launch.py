@@ -23,6 +23,7 @@ from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.cell import Backend, Device
 from torchscale.contracts.comm_spec import DTYPES, CommSpec
 from torchscale.contracts.errors import ResultsError, UsageError, describe_os_error
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.comm_result import AcrossRanks, CommResult
 from torchscale.contracts.suggest import did_you_mean
@@ -197,7 +198,7 @@ def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
         if stopped is not None and stopped[0] != "pairs":
             result.rows.append(unmeasured_row(*stopped, 0, request.dtype, "failed", failure.reason))
         elif stopped is not None:
-            result.unavailable["pairs"] = failure.reason
+            result.unavailable["pairs"] = Finding(code="comm.pairs.stopped")
     add_footer(result)
     if request.min_busbw_gbps is not None:
         apply_gate(result, request.min_busbw_gbps)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.host import usable_cores
+from torchscale.contracts.wording.units import gib, of
 
 GIB = 1024**3
 
@@ -41,7 +42,7 @@ class Hardware:
 
 
 def _gpu_profile(name: str, gpu: str, count: int, memory_gib: int, bf16: bool) -> Hardware:
-    source = f"named profile '{name}' ({count} x {gpu}, {memory_gib} GiB each)"
+    source = f"named profile '{name}' ({of(count, gpu)}, {gib(memory_gib * GIB)} each)"
     return Hardware(name, count, gpu, memory_gib * GIB, bf16, cpu_cores=8 * count, source=source)
 
 
@@ -146,8 +147,8 @@ def this_node() -> Hardware:
     count = torch.cuda.device_count()
     props = torch.cuda.get_device_properties(0)
     source = (
-        f"probed on this node: {count} x {props.name}, "
-        f"{props.total_memory / GIB:.0f} GiB each, compute capability {props.major}.{props.minor}"
+        f"probed on this node: {of(count, props.name)}, "
+        f"{gib(props.total_memory)} each, compute capability {props.major}.{props.minor}"
     )
     memory = int(props.total_memory)
     return Hardware("auto", count, props.name, memory, props.major >= 8, usable_cores(), source)

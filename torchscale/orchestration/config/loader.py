@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from torchscale.contracts.errors import ConfigError, ConfigProblem
 from torchscale.contracts.suggest import did_you_mean
+from torchscale.contracts.wording.units import as_set
 from torchscale.orchestration.config.paths import Path_, render_path
 from torchscale.orchestration.config.schema import LIST_TAG, UNION_TAGS, BenchConfig
 from torchscale.orchestration.config.seed_keys import seed_key_hint
@@ -174,7 +175,7 @@ def _message(err: Any, loc: Path_) -> str:
         return f"{_show(value)} is not allowed; expected one of {ctx.get('expected')}"
     if kind in _COMPARISONS:
         symbol, name = _COMPARISONS[kind]
-        return f"must be {symbol} {ctx.get(name):g} (got {_show(value)})"
+        return f"must be {symbol} {as_set(float(ctx[name]))} (got {_show(value)})"
     if kind == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters (got {len(str(value))})"
     if kind == "too_short":

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.wording.units import limit_s
 from torchscale.orchestration.launch.failure import CellFailure, classify_failure
 from torchscale.orchestration.launch.process import ProcessOutcome, run_launch
 from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -48,12 +49,12 @@ def shutdown_warnings(
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
     if outcome.killed_after_finish:
         text = (
-            f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was "
-            f"written: killed in their shutdown; measurement kept: see {command.log_dir}"
+            f"the ranks had not exited {limit_s(outcome.shutdown_grace_s or 0.0)} after the "
+            f"result was written: killed in their shutdown; measurement kept: see {command.log_dir}"
         )
     elif outcome.timed_out:
         text = (
-            f"the ranks had not exited {timeout_s:g} s after the launch (the cell timeout) "
+            f"the ranks had not exited {limit_s(timeout_s)} after the launch (the cell timeout) "
             f"although the result was written: killed in their shutdown; measurement kept: "
             f"see {command.log_dir}"
         )

@@ -22,6 +22,7 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.rank_diagnostics import RankIdentity, stack_file
 from torchscale.contracts.schema.cell_result import CellError
 from torchscale.contracts.signals import signal_name
+from torchscale.contracts.wording.units import limit_s
 from torchscale.orchestration.launch.diagnose import (
     HangDiagnosis,
     diagnose_hang,
@@ -339,7 +340,7 @@ def _noted(reason: str, note: str) -> str:
 
 
 def _timeout(diagnosis: HangDiagnosis, timeout_s: float, tail: str) -> CellFailure:
-    reason = f"killed after the {timeout_s:g} s cell timeout"
+    reason = f"killed after the {limit_s(timeout_s)} cell timeout"
     if diagnosis.dumped:
         reason += f": {diagnosis.summary()}"
     else:

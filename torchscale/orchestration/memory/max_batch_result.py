@@ -7,14 +7,13 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, Literal
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.max_batch import MaxBatchProbe, MaxBatchResult, warmup_words
 from torchscale.orchestration.memory.search import SearchOutcome
 
-CPU_UTILISATION = (
-    "CPU ranks have no device memory limit; an OOM there is the host's, reported as peak RSS"
-)
-CPU_ALLOCATOR = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
-NO_MAX_BATCH = "no max batch was found (see reason)"
+CPU_UTILISATION = Finding(code="max_batch.cpu_no_device_limit")
+CPU_ALLOCATOR = Finding(code="max_batch.cpu_no_allocator")
+NO_MAX_BATCH = Finding(code="max_batch.no_answer")
 
 
 def peak_scope(device: str, ran: int | None, least: int, compiled: bool) -> str:
@@ -42,7 +41,7 @@ def build_result(
     identity: Mapping[str, Any],
     outcome: SearchOutcome,
     probe_steps: int,
-    device_total: tuple[int | None, str | None] = (None, None),
+    device_total: tuple[int | None, Finding | None] = (None, None),
     *,
     warmup_min: int,
     compiled: bool,
@@ -54,7 +53,7 @@ def build_result(
     (None, why), CUDA only. `warmup_min`: the warm-up steps each probe was set to run (each
     probe's outcome says how many it ran); `compiled`: whether the probes compiled."""
     device = identity["device"]
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Finding] = {}
     warnings = list(outcome.warnings)
     at_max = outcome.at_max
     peaks = at_max.outcome if at_max is not None else None
@@ -73,7 +72,9 @@ def build_result(
     else:
         peak_bytes, basis = reserved, "reserved"
         if total is None:
-            unavailable["device_total_bytes"] = total_note or "device memory total unknown"
+            unavailable["device_total_bytes"] = total_note or Finding(
+                code="max_batch.total.unknown"
+            )
             unavailable["memory_utilisation"] = unavailable["device_total_bytes"]
         elif reserved is not None and total > 0:
             utilisation = reserved / total
@@ -82,22 +83,21 @@ def build_result(
             unavailable.setdefault(name, NO_MAX_BATCH)
     warmup_ran = peaks.warmup_steps if peaks is not None else None
     if warmup_ran is None:
-        why = NO_MAX_BATCH if peaks is None else "the answer's probe recorded no warm-up"
-        each = warmup_words(None, warmup_min, compiled)
-        unavailable["probe_warmup_steps"] = f"{why}; each probe ran {each}"
-    if peaks is not None and peaks.alloc_retries:
-        warnings.append(
-            f"at batch {outcome.max_batch} the CUDA allocator retried {peaks.alloc_retries} "
-            "time(s) (freed its cache and called cudaMalloc again): it fits, but at a "
-            "synchronisation per retry; a slightly smaller batch may train faster"
+        figures = {"answer": peaks is not None, "least": warmup_min, "compiled": compiled}
+        unavailable["probe_warmup_steps"] = Finding(
+            code="max_batch.warmup_not_recorded", figures=figures
         )
+    if peaks is not None and peaks.alloc_retries:
+        retried = {"batch": outcome.max_batch, "retries": peaks.alloc_retries}
+        warnings.append(Finding(code="max_batch.alloc_retries", figures=retried))
+    finding: Finding | None
     if outcome.failure is not None:
-        status, reason = "failed", outcome.failure
+        status, finding = "failed", outcome.failure
     elif outcome.limit_reached:
         status = "ok"
-        reason = f"at least {outcome.limit}: max_batch_limit fitted without running out of memory"
+        finding = Finding(code="max_batch.at_least", figures={"limit": outcome.limit})
     else:
-        status, reason = "ok", None
+        status, finding = "ok", None
     probes = [
         MaxBatchProbe(
             batch=r.batch,
@@ -112,7 +112,7 @@ def build_result(
     return MaxBatchResult(
         **identity,
         status=status,
-        reason=reason,
+        finding=finding,
         max_batch=outcome.max_batch,
         limit=outcome.limit,
         limit_reached=outcome.limit_reached,

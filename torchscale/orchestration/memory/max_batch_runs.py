@@ -21,6 +21,7 @@ from typing import Any
 
 from torchscale.contracts.cell import MAX_SLUG, CellIdentity, definition_hash, file_safe
 from torchscale.contracts.errors import ResultsError, describe_os_error
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.memory.max_batch_result import build_result
@@ -49,7 +50,7 @@ class SearchGroup:
 
 
 OnProbe = Callable[[SearchGroup, int, ProbeOutcome], None]
-DeviceTotal = Callable[[Mapping[str, str]], tuple[int | None, str | None]]
+DeviceTotal = Callable[[Mapping[str, str]], tuple[int | None, Finding | None]]
 
 
 def group_definition(planned: PlannedCell) -> str:
@@ -91,7 +92,7 @@ def known_fits(group: SearchGroup, store: ResultStore) -> list[int]:
     )
 
 
-def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str | None]:
+def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, Finding | None]:
     """(total memory of the smallest GPU the ranks may use, None), or (None, why not).
 
     From NVML, so this process never creates a CUDA context (which would take memory from
@@ -104,10 +105,12 @@ def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str 
 
     visible = [t.strip() for t in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if t.strip()]
     if any(t.startswith("MIG-") for t in visible):
-        return None, "MIG slices: their memory total is not read here"
+        return None, Finding(code="max_batch.total.mig")
     state = probe_nvml()
     if state.module is None or state.error is not None:
-        return None, f"NVML unavailable ({state.error}): device memory total unknown"
+        return None, Finding(
+            code="max_batch.total.nvml_unavailable", figures={"error": str(state.error)}
+        )
     nvml: Any = state.module
     try:
         gpus = state.gpus
@@ -115,12 +118,13 @@ def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str 
             gpus = [g for g in gpus if g.uuid in visible]
         totals = [int(nvml.nvmlDeviceGetMemoryInfo(g.handle).total) for g in gpus]
     except Exception as exc:
-        return None, f"NVML could not read device memory ({type(exc).__name__}: {exc})"
+        error = f"{type(exc).__name__}: {exc}"
+        return None, Finding(code="max_batch.total.nvml_failed", figures={"error": error})
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
     if not totals:
-        return None, "NVML sees no GPU"
+        return None, Finding(code="max_batch.total.no_gpu")
     return min(totals), None
 
 
@@ -168,7 +172,7 @@ def run_max_batch_search(
         outcome = search_max_batch(
             probe, settings.max_batch_limit, start=max(fits, default=1), known_fits=fits
         )
-        total: tuple[int | None, str | None] = (None, None)
+        total: tuple[int | None, Finding | None] = (None, None)
         if group.cell.device == "cuda":
             total = device_total({**env, **group.cells[0].launch.extra_env})
         result = build_result(

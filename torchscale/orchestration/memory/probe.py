@@ -60,7 +60,11 @@ def probe_cell(
         cell.label, batch, cell.world_size, cell.precision, cell.strategy, sha, cell.nodes
     )
     identity = cell.model_copy(
-        update={"id": f"p{ordinal:02d}__{cell_id}", "definition_sha256": sha, "batch_size": batch}
+        update={
+            "id": f"p{str(ordinal).zfill(2)}__{cell_id}",
+            "definition_sha256": sha,
+            "batch_size": batch,
+        }
     )
     return dataclasses.replace(
         planned, cell=identity, definition=definition, measurement=measurement

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.max_batch import Phase, ProbeKind
 
 
@@ -48,8 +49,8 @@ class SearchOutcome:
     limit_reached: bool  # the limit fitted: the answer is "at least <limit>"
     largest_fit: int | None  # largest batch seen fitting (kept when the search failed)
     probes: tuple[ProbeRecord, ...]
-    failure: str | None  # why there is no answer: a probe failed, or batch 1 does not fit
-    warnings: tuple[str, ...]
+    failure: Finding | None  # why there is no answer: a probe failed, or batch 1 does not fit
+    warnings: tuple[Finding, ...]
 
     @property
     def at_max(self) -> ProbeRecord | None:
@@ -77,9 +78,9 @@ class _Search:
         self.records.append(ProbeRecord(batch, outcome, self.clock() - started, phase))
         return outcome.kind
 
-    def failure(self) -> str:
-        last = self.records[-1]
-        return f"the probe at batch {last.batch} failed: {last.outcome.reason or 'no reason'}"
+    def failure(self) -> Finding:
+        """The last probe failed (its own reason is in its record)."""
+        return Finding(code="max_batch.probe_failed", figures={"batch": self.records[-1].batch})
 
     def largest_fit_below(self, batch: int) -> int:
         fits = [r.batch for r in self.records if r.outcome.kind == "fits" and r.batch < batch]
@@ -106,7 +107,7 @@ def search_max_batch(
     lo = 0  # largest batch that fitted (0: none yet)
 
     def done(
-        max_batch: int | None, *, limit_reached: bool = False, failure: str | None = None
+        max_batch: int | None, *, limit_reached: bool = False, failure: Finding | None = None
     ) -> SearchOutcome:
         records = tuple(state.records)
         return SearchOutcome(
@@ -145,7 +146,7 @@ def search_max_batch(
             else:
                 lo = mid
         if lo == 0:
-            return done(None, failure="batch 1 runs out of memory: no batch fits")
+            return done(None, failure=Finding(code="max_batch.none_fits"))
         if confirmed:
             return done(lo)
         confirmed = True
@@ -159,7 +160,7 @@ def search_max_batch(
         lo = state.largest_fit_below(hi)
 
 
-def contradictions(records: Sequence[ProbeRecord], known_fits: Sequence[int] = ()) -> list[str]:
+def contradictions(records: Sequence[ProbeRecord], known_fits: Sequence[int] = ()) -> list[Finding]:
     """One warning when some batch fitted at or above a batch that ran out of memory (memory
     use that is not monotonic in the batch, or not reproducible from one run to the next)."""
     lowest_oom = min((r.batch for r in records if r.outcome.kind == "oom"), default=None)
@@ -171,8 +172,5 @@ def contradictions(records: Sequence[ProbeRecord], known_fits: Sequence[int] = (
     if not above:
         return []
     batch, where = max(above)
-    return [
-        f"batch {batch} fitted ({where}) but batch {lowest_oom} ran out of memory: memory use "
-        "is not monotonic in the batch or not reproducible (cuDNN algorithm choice, allocator "
-        "fragmentation, other processes on the device); treat max_batch as approximate"
-    ]
+    figures = {"batch": batch, "where": where, "oom_batch": lowest_oom}
+    return [Finding(code="max_batch.not_monotonic", figures=figures)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.units import cv, whole_pct
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.orchestration.config.schema import ProfilingConfig
 
@@ -29,17 +30,17 @@ def stall_reasons(result: CellResult, settings: ProfilingConfig) -> list[str]:
     reasons = []
     comm = split_figures(result)
     threshold = settings.stall_threshold
-    limit = f">= {threshold * 100:.0f} %"
+    limit = f">= {whole_pct(threshold)}"
     exposed = comm.comm_overhead
     if exposed is not None and exposed >= threshold:
-        reasons.append(f"exposed communication {exposed * 100:.0f} % {limit} of the step")
+        reasons.append(f"exposed communication {whole_pct(exposed)} {limit} of the step")
     imbalance = comm.load_imbalance
     if imbalance is not None and imbalance >= threshold:
-        reasons.append(f"wait for the slowest rank {imbalance * 100:.0f} % {limit}")
+        reasons.append(f"wait for the slowest rank {whole_pct(imbalance)} {limit}")
     steps = result.step_time
     if steps is not None and steps.cv >= settings.variance_threshold:
         reasons.append(
-            f"step-time CV {steps.cv:.2f} >= {settings.variance_threshold:.2f} (high variance)"
+            f"step-time CV {cv(steps.cv)} >= {cv(settings.variance_threshold)} (high variance)"
         )
     return reasons
 

@@ -21,9 +21,11 @@ from pathlib import Path
 import torch
 
 from torchscale.contracts.comm_spec import CommSpec
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
+from torchscale.contracts.wording.comm import ONE_RANK
 from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
-from torchscale.offline.comm.nccl_footer import ONE_RANK, add_footer
+from torchscale.offline.comm.nccl_footer import add_footer
 from torchscale.offline.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
 from torchscale.rank.programs.collective_ops import Prepared, Unsupported, exchange, prepare
 from torchscale.rank.worker.harness import Group, Join, Program, spec_file
@@ -173,16 +175,15 @@ def _pairs(spec: CommSpec, group: Group, host: str) -> list[CommPair]:
     return pairs
 
 
-def _skipped(spec: CommSpec, ranks: int) -> list[str]:
+def _skipped(spec: CommSpec, ranks: int) -> list[Finding]:
     itemsize = _itemsize(spec.dtype)
     notes = []
     for op in spec.ops:
         small = [s for s in spec.sizes if count_for_size(op, s, itemsize, ranks) == 0]
         if small:
-            notes.append(
-                f"{op}: {len(small)} size(s) below {size_bytes(op, 1, itemsize, ranks)} B "
-                f"(one {spec.dtype} element per rank) left out"
-            )
+            below = size_bytes(op, 1, itemsize, ranks)
+            figures = {"op": op, "sizes": len(small), "below_bytes": below, "dtype": spec.dtype}
+            notes.append(Finding(code="comm.sizes_left_out", figures=figures))
     return notes
 
 
@@ -225,7 +226,7 @@ def body(spec: CommSpec, group: Group) -> None:
                 _write(spec, result, group)
     if spec.pairs_bytes is not None:
         if ranks < 2:
-            result.unavailable["pairs"] = "needs at least 2 ranks"
+            result.unavailable["pairs"] = Finding(code="comm.pairs.one_rank")
         else:
             group.write(spec.progress_path, f"pairs {spec.pairs_bytes}\n")
             result.pairs = _pairs(spec, group, host)

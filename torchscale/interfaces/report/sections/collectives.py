@@ -7,6 +7,7 @@ time chart and the table, with the reason."""
 from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
+from torchscale.contracts.wording.comm import gate_words
 from torchscale.interfaces.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, run_label, slug
 from torchscale.offline.analysis.nccl_bandwidth import factors_text
@@ -126,7 +127,7 @@ def _notes(runs: list[tuple[str, CommResult]], multi: bool) -> list[Block]:
         if run.gate in ("failed", "unavailable"):
             notes.append(
                 Text(
-                    text=f"{label}: gate {run.gate}: {run.gate_reason}",
+                    text=f"{label}: gate {run.gate}: {gate_words(run)}",
                     severity="bad" if run.gate == "failed" else "warn",
                 )
             )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.max_batch import MaxBatchResult
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, fmt, records
 from torchscale.offline.analysis.numbers import finite
@@ -14,7 +16,8 @@ from torchscale.offline.analysis.numbers import finite
 
 def _answer(result: MaxBatchResult) -> str:
     if result.max_batch is None:
-        return f"none ({result.reason})" if result.reason else "none"
+        reason = reason_words(result)
+        return f"none ({reason})" if reason else "none"
     return f">= {result.max_batch}" if result.limit_reached else str(result.max_batch)
 
 
@@ -57,7 +60,7 @@ def _max_batch_table(ctx: Context) -> list[Block]:
         )
     ]
     blocks += [
-        Text(text=f"{result.group} [{experiment}]: {warning}", severity="warn")
+        Text(text=f"{result.group} [{experiment}]: {say(warning)}", severity="warn")
         for experiment, result in found
         for warning in result.warnings
     ]

@@ -6,6 +6,7 @@ verdict"); a run with no diagnosis says why (`no_diagnosis`) beside its analysis
 from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording.comm import gate_words
 from torchscale.interfaces.report.diagnosis_text import (
     INJECTED,
     compute_word,
@@ -158,7 +159,7 @@ def _comm_verdict(ctx: Context) -> tuple[Text, Decision]:
         if not run.rows and not run.error:
             problems.append(f"{label}: no message size measured")
         if run.gate == "failed":
-            problems.append(f"{label}: bandwidth gate failed: {run.gate_reason}")
+            problems.append(f"{label}: bandwidth gate failed: {gate_words(run)}")
         not_ok = sum(r.status != "ok" for r in run.rows)
         if not_ok:
             cautions.append(f"{label}: {not_ok} of {plural(len(run.rows), 'size')} not ok")

@@ -13,6 +13,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+from torchscale.contracts.wording.comm import derived as figure
+from torchscale.contracts.wording.comm import gbps, printed
+from torchscale.contracts.wording.figures import size_bytes as size_bytes_text
+from torchscale.contracts.wording.units import of
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, size_bytes
 from torchscale.offline.comm.nccl_infer import RELATIVE_SLACK  # beyond the printed rounding
 from torchscale.offline.comm.nccl_tests.names import (
@@ -96,7 +100,10 @@ def _algbw_problem(size: int, fig: Figures) -> str | None:
     if _within(fig.algbw, slow - fig.algbw_res, fast + fig.algbw_res):
         return None
     derived = size / fig.time_us / 1e3
-    return f"algbw {fig.algbw:g} GB/s, but {size} B in {fig.time_us:g} us is {derived:.4g}"
+    return (
+        f"algbw {printed(fig.algbw, 'GB/s')}, but {size} B in {printed(fig.time_us, 'µs')} "
+        f"is {gbps(derived)}"
+    )
 
 
 def _busbw_problem(op: str, world: int, fig: Figures) -> str | None:
@@ -108,8 +115,8 @@ def _busbw_problem(op: str, world: int, fig: Figures) -> str | None:
     if _within(fig.busbw, low, high):
         return None
     return (
-        f"busbw {fig.busbw:g} GB/s, but algbw {fig.algbw:g} x {factor:.4g} ({op}, {world} ranks) "
-        f"is {fig.algbw * factor:.4g}"
+        f"busbw {printed(fig.busbw, 'GB/s')}, but algbw {of(printed(fig.algbw), figure(factor))} "
+        f"({op}, {world} ranks) is {gbps(fig.algbw * factor)}"
     )
 
 
@@ -117,7 +124,7 @@ def row_problem(op: str, world: int, raw: RawRow, itemsize: int, cputime: bool) 
     """The first way a row disagrees with nccl-tests' own definitions, or None."""
     expected = size_bytes(op, raw.count, itemsize, world)
     if raw.size != expected:
-        shape = f"{op} of {raw.count} x {itemsize} B on {world} ranks"
+        shape = f"{op} of {of(raw.count, size_bytes_text(itemsize))} on {world} ranks"
         return f"size {raw.size} B, but {shape} is {expected} B"
     for placement, fig in raw.placements:
         # with -C 1 the time column is the CPU's launch time, not the one algbw comes from
@@ -159,8 +166,8 @@ def footer_notes(run: Run) -> list[str]:
         tolerance = max(f.busbw_res for f in figures) + footer_res + RELATIVE_SLACK * abs(footer)
         if abs(mean - footer) > tolerance:
             notes.append(
-                f"the footer's Avg bus bandwidth {footer:g} GB/s is not the mean busbw of the "
-                f"rows ({mean:.4g})"
+                f"the footer's Avg bus bandwidth {printed(footer, 'GB/s')} is not the mean "
+                f"busbw of the rows ({gbps(mean)})"
             )
     wrong_rows = any(fig.wrong for raw in run.rows for _, fig in raw.placements)
     if run.footer_wrong and error_column(run):

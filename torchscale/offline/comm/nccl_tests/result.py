@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.offline.comm.nccl_footer import add_footer
 from torchscale.offline.comm.nccl_tests.checks import (
@@ -34,7 +35,7 @@ from torchscale.offline.comm.nccl_tests.records import (
 
 RunStatus = Literal["ok", "failed", "oom", "timeout"]  # CommResult.status
 # unavailable["nodes"]: CommResult.nodes must hold a number all the same
-NO_HOSTS = "the output lists no hosts (no '#  Rank' lines): nodes is not known"
+NO_HOSTS = Finding(code="comm.nodes.no_hosts")
 
 
 @dataclass(frozen=True)

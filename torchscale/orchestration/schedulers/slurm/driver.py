@@ -21,6 +21,8 @@ from pathlib import Path
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellWarning
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.contracts.wording.figures import ms
+from torchscale.contracts.wording.units import limit_s, ms_short
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
@@ -49,7 +51,8 @@ def stop_reason(signum: int, grace_s: int | None = None) -> str:
     if signum == signal.SIGUSR1:
         return (
             "stopped before the Slurm job's time limit (SIGUSR1, the warning sent "
-            f"{grace_s or '?'} s ahead): run again with torchscale benchmark --resume"
+            f"{'?' if grace_s is None else limit_s(grace_s)} ahead): run again with torchscale "
+            "benchmark --resume"
         )
     return (
         f"stopped by Slurm ({signal_name(signum)}): the job was cancelled, preempted or reached "
@@ -101,14 +104,14 @@ def forecast_lines(check: ForecastCheck) -> list[str]:
     for scored in check.scored:
         step, score = scored.forecast.step_s, scored.score
         interval = (
-            f" [{step.low * 1e3:.3g}, {step.high * 1e3:.3g}]"
+            f" [{ms_short(step.low)}, {ms_short(step.high)}]"
             if step.low is not None and step.high is not None
             else " (no interval)"
         )
         lines.append(
             f"torchscale: forecast {scored.forecast.id} of {check.cell_id}: "
-            f"{score.forecast_step_s * 1e3:.3g} ms{interval} predicted, measured "
-            f"{score.measured_step_s * 1e3:.3g} ms: {'inside' if score.inside else 'outside'}, "
+            f"{ms(score.forecast_step_s)}{interval} predicted, measured "
+            f"{ms(score.measured_step_s)}: {'inside' if score.inside else 'outside'}, "
             f"error {percent(score.error, signed=True)}"
         )
     return lines + [f"torchscale: {problem}" for problem in check.problems]

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from torchscale.contracts.cell import Device
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording.comm import gbps
+from torchscale.contracts.wording.units import whole_s
 from torchscale.orchestration.comm.sweep_launch import (
     CommLaunch,
     CommRequest,
@@ -108,7 +110,7 @@ def run_validate(
     paths = [directory / f"validate-node{k}.json" for k in range(nodes)]
     verdicts = {f"node{k}": node_verdict(path) for k, path in enumerate(paths)}
     if outcome.timed_out:
-        verdicts["srun"] = f"timed out after {timeout:.0f} s"
+        verdicts["srun"] = f"timed out after {whole_s(timeout)}"
     if level != "basic":
         verdicts["fleet"] = fleet_verdict(paths)
     return verdicts
@@ -151,7 +153,7 @@ def comm_verdict(result: CommResult) -> str:
         return f"{result.status}: {result.error or 'see ' + stored} ({stored})"
     wrong = f", {result.wrong_total} wrong element(s)" if result.wrong_total else ""
     busbw = (
-        f", avg busbw {result.avg_busbw_gbps:.2f} GB/s" if result.avg_busbw_gbps is not None else ""
+        f", avg busbw {gbps(result.avg_busbw_gbps)}" if result.avg_busbw_gbps is not None else ""
     )
     return f"ok: {len(result.rows)} row(s){busbw}{wrong} ({stored})"
 

@@ -162,7 +162,7 @@ def prepare_sweep(
         by_nodes.setdefault(planned.cell.nodes, []).append(planned)
     number = len(read_jobs(store).jobs) + 1
     for offset, (nodes, cells) in enumerate(sorted(by_nodes.items())):
-        name = f"s{number + offset:02d}-n{nodes}"
+        name = f"s{str(number + offset).zfill(2)}-n{nodes}"
         allocation = build_allocation(
             name,
             nodes,
