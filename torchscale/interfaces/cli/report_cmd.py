@@ -86,7 +86,8 @@ FullOption = Annotated[
         help="Every section, table and chart. Without it, the decision and what carries it: "
         "-f term a summary of at most 60 lines, -f md a pull-request comment, -f pdf and "
         "-f json the short report (summary, scaling, failures, baseline; a profile's "
-        "diagnosis). The HTML holds every section either way.",
+        "diagnosis). The HTML holds every section either way, without it each table's first "
+        "rows and the costliest findings.",
     ),
 ]
 InteractiveOption = Annotated[
