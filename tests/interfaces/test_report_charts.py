@@ -44,12 +44,12 @@ from torchscale.interfaces.report.model import (
 from torchscale.interfaces.report.model import (
     Text as TextBlock,
 )
+from torchscale.interfaces.report.parts.context import RankUnits
 from torchscale.interfaces.report.render import markdown, pdf, svg_direct
 from torchscale.interfaces.report.render.html import render as render_html
 from torchscale.interfaces.report.render.plotly_charts import figure
 from torchscale.interfaces.report.sections import scaling
 from torchscale.interfaces.report.sections.baseline import CHART_VERDICTS
-from torchscale.interfaces.report.sections.context import RankUnits
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

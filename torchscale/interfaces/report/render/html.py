@@ -24,8 +24,8 @@ from markupsafe import Markup, escape
 
 from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
 from torchscale.interfaces.report.model import Block, Chart, Report, Severity, Table
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.progress import OnStep, ignore
-from torchscale.interfaces.report.sections.words import GLOSSARY
 from torchscale.interfaces.report.short import HTML_FINDINGS, HTML_REST, HTML_ROWS, shortened
 
 TEMPLATE = "html/report.html.j2"

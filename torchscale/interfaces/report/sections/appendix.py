@@ -28,8 +28,8 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.context import Context, col, present, records
-from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
+from torchscale.interfaces.report.parts.context import Context, col, present, records
+from torchscale.interfaces.report.parts.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 

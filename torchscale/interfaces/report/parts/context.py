@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from torchscale.contracts.wording.counts import cell_shape, count_of, ranks_of
-from torchscale.contracts.wording.figures import format_value, too_wide
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording.counts import cell_shape, count_of, ranks_of
+from torchscale.contracts.wording.figures import format_value, too_wide
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,
@@ -26,8 +26,8 @@ from torchscale.interfaces.report.estimates import (
     scaled_rate,
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
-from torchscale.interfaces.report.sections import tables
-from torchscale.interfaces.report.sections.tables import records as records
+from torchscale.interfaces.report.parts import tables
+from torchscale.interfaces.report.parts.tables import records as records
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import (
@@ -45,8 +45,8 @@ from torchscale.offline.results.profile_versions import compile_mode
 from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress, sweep_progress
 
 if TYPE_CHECKING:
+    from torchscale.interfaces.report.parts.usable import Usability
     from torchscale.interfaces.report.request import ReportOptions
-    from torchscale.interfaces.report.sections.usable import Usability
 
 CELL_COLUMNS = ["experiment", *COLUMNS]
 SORT_COLUMNS = [
@@ -348,7 +348,7 @@ class Context:
         """The measured models, in name order."""
         return sorted(set(self.measured_pooled["model_label"].astype(str)))
 
-    # the tables several sections read (`sections/tables.py`), each computed on first use
+    # the tables several sections read (`parts/tables.py`), each computed on first use
 
     @functools.cached_property
     def prices(self) -> pd.Series:
