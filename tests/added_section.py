@@ -6,7 +6,7 @@ only the `Context` the report is built over, never a file, and returns its `Sect
 from __future__ import annotations
 
 from torchscale.interfaces.report.model import Column, KeyFigure, KeyFigures, Section, Table, Text
-from torchscale.interfaces.report.sections.context import Context
+from torchscale.interfaces.report.parts.context import Context
 
 SECTION_ID = "added"  # its id, as a section module's name is its id
 TITLE = "Added section"

@@ -97,7 +97,7 @@ def left_out_sections(summary: str) -> int:
 
 
 def test_no_section_imports_another() -> None:
-    # what several sections read is computed once in the Context (sections/tables.py) or said
+    # what several sections read is computed once in the Context (parts/tables.py) or said
     # by a shared module (words, comparison, findings): a section never reaches into another
     sections = {f"{PACKAGE}.{build._section_id(b)}" for b in build.SECTIONS} | {
         f"{PACKAGE}.glossary"

@@ -21,7 +21,7 @@ from torchscale.interfaces.report.charts.limits import MAX_SERIES
 from torchscale.interfaces.report.charts.plot import LABEL_MAX, legend_columns, plot
 from torchscale.interfaces.report.model import Chart, Series
 
-ROUND = re.compile(r"^-?[\d,]+(\.\d{1,2})?( [A-Za-z%]+)?$")
+ROUND = re.compile(r"^-?[\d,]+(\.\d{1,2})?( [A-Za-z%µ]+)?$")
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,7 @@ ROUND = re.compile(r"^-?[\d,]+(\.\d{1,2})?( [A-Za-z%]+)?$")
         ("bytes", [800_000.0, 200.0], "KiB"),
         ("bytes", [3e9], "GiB"),
         ("seconds", [0.075, 0.092], "ms"),
-        ("us", [150.0, 900.0], "us"),
+        ("us", [150.0, 900.0], "µs"),  # was "us"
         ("ratio_pct", [0.31, 0.93], "%"),
     ],
 )

@@ -6,6 +6,8 @@ back-ends draw, and on what each back-end makes of it:
 - bars start at zero on a linear axis, and a bar chart that needs a log axis is drawn as dots
   (on a log axis from 100 an 11.6x gap between two bars looked like 2x);
 - a series with nothing to draw is named in the chart ("fsdp: not split");
+- lines drawn on top of each other are named in the chart ("3 series coincide: a, b, c"): at
+  500 cells ten efficiency lines read as one;
 - a capped chart says in its title what it kept and why, and keeps every model: at 500 cells
   the efficiency chart kept 11 of 100 series, all of one model."""
 
@@ -197,6 +199,22 @@ def test_an_absent_series_is_named_in_the_chart() -> None:
     assert p.subtitle[0] == "fsdp: not split; tp: not measurable"
     assert "fsdp: not split" in figure(chart)["layout"]["title"]["text"]
     assert "fsdp: not split" in chart_svg(chart)
+
+
+def test_lines_drawn_on_top_of_each_other_are_named_in_the_chart() -> None:
+    same = {"x": [1, 2, 4], "y": [1.0, 0.9, 0.8]}
+    series = [
+        Series(name="a", **same),
+        Series(name="b", x=[1, 2, 4], y=[1.0, 0.9, 0.7]),
+        Series(name="c", **same),
+        Series(name="d", **same),
+    ]
+    chart = Chart(id="e", title="E", kind="line", x_label="x", y_label="y", series=series)
+    assert plot(chart).subtitle == ("3 series coincide: a, c, d",)
+    assert "3 series coincide: a, c, d" in chart_svg(chart)
+    assert "3 series coincide: a, c, d" in figure(chart)["layout"]["title"]["text"]
+    apart = chart.model_copy(update={"series": series[:2]})
+    assert plot(apart).subtitle == ()
 
 
 def _many_models(models: int = 5, per_model: int = 20) -> Chart:

@@ -17,7 +17,7 @@ from torchscale.interfaces.report.diagnosis_text import (
     acted,
     headline,
 )
-from torchscale.interfaces.report.sections.diagnosis import diagnosis_blocks
+from torchscale.interfaces.report.parts.diagnosis import diagnosis_blocks
 from torchscale.offline.analysis.diagnosis.inflation import TERMINAL_HINT
 from torchscale.offline.results.versions import parse_cell_result
 

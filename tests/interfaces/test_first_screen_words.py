@@ -15,9 +15,9 @@ import pytest
 from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
+from torchscale.interfaces.report.parts.findings import action_text, short_advice
+from torchscale.interfaces.report.parts.words import GLOSSARY, plain_reason
 from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.findings import action_text, short_advice
-from torchscale.interfaces.report.sections.words import GLOSSARY, plain_reason
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

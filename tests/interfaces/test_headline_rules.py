@@ -13,12 +13,12 @@ import pytest
 
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import MAX_CARDS, KeyFigure, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.parts.context import Context, make_context
+from torchscale.interfaces.report.parts.findings import collect_findings
+from torchscale.interfaces.report.parts.headline import verdict
+from torchscale.interfaces.report.parts.usability import judge
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections import summary
-from torchscale.interfaces.report.sections.context import Context, make_context
-from torchscale.interfaces.report.sections.findings import collect_findings
-from torchscale.interfaces.report.sections.headline import verdict
-from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

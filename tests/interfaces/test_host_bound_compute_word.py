@@ -13,9 +13,9 @@ from pathlib import Path
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.console.profile import analysis_lines
 from torchscale.interfaces.report.model import Text
-from torchscale.interfaces.report.sections.context import ProfileRef
-from torchscale.interfaces.report.sections.diagnosis import diagnosis_blocks
-from torchscale.interfaces.report.sections.run_verdicts import verdict_text
+from torchscale.interfaces.report.parts.context import ProfileRef
+from torchscale.interfaces.report.parts.diagnosis import diagnosis_blocks
+from torchscale.interfaces.report.parts.run_verdicts import verdict_text
 from torchscale.interfaces.report.sources import ProfileEntry
 from torchscale.offline.results.documents import read_cell, read_profile_analysis
 from torchscale.rank.worker.busy_trace import BusyReading, host_bound_record

@@ -16,9 +16,9 @@ from torchscale.contracts.wording import noise
 from torchscale.interfaces.console.live_table import status_text
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Table
+from torchscale.interfaces.report.parts.best import AHEAD_UNSIZED, NO_CLEAR_BEST
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.best import AHEAD_UNSIZED, NO_CLEAR_BEST
-from torchscale.interfaces.report.sections.words import GLOSSARY
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.ranking import Lead, judge_lead
 from torchscale.offline.analysis.reliability import judge

@@ -10,11 +10,11 @@ import pytest
 
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Report, ReportFinding, Table, Text
+from torchscale.interfaces.report.parts.context import make_context
+from torchscale.interfaces.report.parts.findings import applicable, collect_findings
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.context import make_context
-from torchscale.interfaces.report.sections.findings import applicable, collect_findings
 from torchscale.interfaces.report.sections.summary import grouped_findings
-from torchscale.interfaces.report.sections.words import GLOSSARY
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

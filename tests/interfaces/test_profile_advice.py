@@ -12,8 +12,8 @@ from pathlib import Path
 from torchscale.contracts.schema.cell_result import Finding
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, Report, ReportFinding
+from torchscale.interfaces.report.parts.findings import INJECTED_ADVICE, diagnosis_finding
 from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.findings import INJECTED_ADVICE, diagnosis_finding
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "profile_injected_v14"

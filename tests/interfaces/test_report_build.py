@@ -40,7 +40,7 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.tables import NO_PRICE
+from torchscale.interfaces.report.parts.tables import NO_PRICE
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million
 from torchscale.offline.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS, scaling_table

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from tests.interfaces.test_svg_direct import NS, groups, parse, plot_box, texts
 from tests.report_sample import paired_chart, sample_report
+from torchscale.contracts.wording.axis import tick_labels
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.formatting import (
     SEVERITY_COLOUR,
@@ -27,7 +28,6 @@ from torchscale.interfaces.formatting import (
     heatmap_scale,
     log_ticks,
     strip_code,
-    tick_labels,
 )
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.charts.plot import plot
@@ -44,12 +44,12 @@ from torchscale.interfaces.report.model import (
 from torchscale.interfaces.report.model import (
     Text as TextBlock,
 )
+from torchscale.interfaces.report.parts.context import RankUnits
 from torchscale.interfaces.report.render import markdown, pdf, svg_direct
 from torchscale.interfaces.report.render.html import render as render_html
 from torchscale.interfaces.report.render.plotly_charts import figure
 from torchscale.interfaces.report.sections import scaling
 from torchscale.interfaces.report.sections.baseline import CHART_VERDICTS
-from torchscale.interfaces.report.sections.context import RankUnits
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -175,6 +175,7 @@ def test_tick_labels_use_the_fewest_decimals() -> None:
     assert tick_labels([0.2, 0.4, 1.0], "ratio_pct") == ["20 %", "40 %", "100 %"]
     assert tick_labels([-0.1, 0.0, 0.1], "change_pct") == ["-10 %", "0 %", "+10 %"]
     assert tick_labels([0.01, 0.015, 0.02], "seconds") == ["10 ms", "15 ms", "20 ms"]
+    assert tick_labels([0, 250, 500], "us") == ["0 µs", "250 µs", "500 µs"]  # was "us"
     assert tick_labels([0, 1024**3, 2 * 1024**3], "bytes") == ["0 GiB", "1 GiB", "2 GiB"]
     assert tick_labels([100, 200, 500, 1_000, 2_000], "rate", log=True) == [
         "100",

@@ -57,10 +57,10 @@ from torchscale.interfaces.report.diagnosis_text import (
 )
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text, Unavailable
+from torchscale.interfaces.report.parts.best import NO_CLEAR_BEST
+from torchscale.interfaces.report.parts.words import HOST_FIRST
 from torchscale.interfaces.report.render import html, json_format, markdown, pdf
 from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.best import NO_CLEAR_BEST
-from torchscale.interfaces.report.sections.words import HOST_FIRST
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.ranking import lead

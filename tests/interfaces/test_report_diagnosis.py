@@ -33,9 +33,9 @@ from tests.interfaces.test_report_uncertainty import (
     table,
     with_attribution,
 )
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.diagnosis_text import (
@@ -45,8 +45,8 @@ from torchscale.interfaces.report.diagnosis_text import (
     whatif_text,
 )
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.parts.context import slug
 from torchscale.interfaces.report.render import html, markdown, pdf
-from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT, marked_injected
 from torchscale.offline.results.frame import COLUMNS, cells_table

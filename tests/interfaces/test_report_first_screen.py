@@ -51,7 +51,7 @@ SWEEP = FIXTURES / "sweep8_v13"  # a real 8-cell sweep
 PROFILE = FIXTURES / "results_v3" / "profile"  # one profiled 2-rank run
 DESKTOP = (1440, 900)
 PHONE = (390, 844)
-# the headline's opening per decision (sections/usable.py), to catch one that says another
+# the headline's opening per decision (parts/usable.py), to catch one that says another
 OPENINGS = {
     "no": "These numbers cannot be used",
     "nothing to judge": "No figures to use",

@@ -29,10 +29,10 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
+from torchscale.interfaces.report.parts.headline import describe_hardware
 from torchscale.interfaces.report.render import markdown
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.appendix import set_keys
-from torchscale.interfaces.report.sections.headline import describe_hardware
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.orchestration.comm.sweep_launch import store_result
 
@@ -166,7 +166,7 @@ def test_a_scaling_phrase_never_prints_a_figure_inside_its_noise(
 
 
 def test_hardware_in_words() -> None:
-    from torchscale.interfaces.report.sections.headline import _Run
+    from torchscale.interfaces.report.parts.headline import _Run
 
     h100 = {"device_name": "NVIDIA H100 80GB HBM3"}
     runs = [_Run("cuda", 8, 1, h100), _Run("cuda", 16, 2, h100), _Run("cuda", 2, 1, h100)]

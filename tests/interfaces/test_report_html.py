@@ -535,7 +535,7 @@ def test_axis_formats_follow_the_value_format(report: Report) -> None:
     assert gib["data"][0]["text"] == ["1 · m: 2.79 GiB"]
     micro = figure(chart(y_format="us", series=[Series(name="k", x=[1, 2], y=[150.0, 900.0])]))
     assert micro["data"][0]["y"] == [150.0, 900.0]
-    assert micro["layout"]["yaxis"]["ticktext"][-1].endswith(" us")
+    assert micro["layout"]["yaxis"]["ticktext"][-1].endswith(" µs")
 
 
 def test_box_and_heatmap(report: Report) -> None:

@@ -22,8 +22,8 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.render import html, markdown, pdf
-from torchscale.interfaces.report.sections.words import GLOSSARY
 
 BEST_TITLE = "Best configuration per model"
 CARDS = [

@@ -182,7 +182,7 @@ def test_no_axis_is_scaled_to_a_noise_level_share(
 
 
 def test_no_tokens_per_second_beside_a_samples_figure_called_not_measurable() -> None:
-    from torchscale.interfaces.report.sections.context import rate_shown
+    from torchscale.interfaces.report.parts.context import rate_shown
 
     row = {"samples_per_s": 100.0, "samples_per_s_low": 10.0, "samples_per_s_high": 300.0}
     assert rate_shown({**row, "tokens_per_s": 102_400.0}, "tokens_per_s") == "not measurable"

@@ -31,6 +31,7 @@ from torchscale.interfaces.report.model import (
 )
 from torchscale.interfaces.report.render import pdf
 from torchscale.interfaces.report.render.svg_direct import chart_svg
+from torchscale.interfaces.report.short import shortened
 from torchscale.interfaces.report.sources import read_sources
 
 PDFTOTEXT = shutil.which("pdftotext")
@@ -401,23 +402,24 @@ def test_table_header_repeats_on_every_page_of_a_long_table(large_pdf: Path) -> 
 
 @pytest.mark.slow
 def test_pdf_findings_are_cut_to_the_costliest_with_a_note() -> None:
-    report = pdf.shortened(with_findings(sample_report(), 40), max_findings=15)
+    report = shortened(with_findings(sample_report(), 40), pdf.PDF_MAX_ROWS, 15, pdf.PDF_REST)
     block = next(b for b in report.section("bottlenecks").blocks if isinstance(b, Findings))  # type: ignore[union-attr]
     assert [f.title for f in block.findings] == [f"finding {i}" for i in range(15)]
-    assert block.note == "the 15 costliest of 40 findings; 25 more in the HTML report"
+    assert block.note == "the 15 costliest of 40 findings; 25 more in the HTML report with --full"
     html = pdf.render_html(report, charts=pdf.chart_uris(report, draw=lambda chart: "<svg/>"))
-    assert "the 15 costliest of 40 findings; 25 more in the HTML report" in html
+    assert "the 15 costliest of 40 findings; 25 more in the HTML report with --full" in html
 
 
 @pytest.mark.slow
 def test_pdf_tables_are_shortened_with_a_note() -> None:
-    report = pdf.shortened(sample_report(cells=200), max_rows=40)
+    report = shortened(sample_report(cells=200), 40, pdf.PDF_MAX_FINDINGS, pdf.PDF_REST)
     table = next(
         b for s in report.sections for b in s.blocks if getattr(b, "id", "") == "scaling-table"
     )
     assert len(table.rows) == 40
     assert (
-        table.note is not None and "first 40 of 200 rows; 160 more in the HTML report" in table.note
+        table.note is not None
+        and "first 40 of 200 rows; 160 more in the HTML report with --full" in table.note
     )
 
 

@@ -16,9 +16,8 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.cli import report_cmd
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.console import benchmark, streams
+from torchscale.interfaces.console import benchmark, report_progress, streams
 from torchscale.interfaces.console.progress import StepProgress
 from torchscale.interfaces.report.progress import Step
 from torchscale.interfaces.report.render import pdf
@@ -203,9 +202,9 @@ def test_the_report_progress_starts_no_bar_off_a_terminal(
 ) -> None:
     """A log gets lines, not a bar's leftovers (rich prints a blank line when a bar stops)."""
     err = io.StringIO()
-    monkeypatch.setattr(report_cmd, "stderr", Console(file=err, width=120))
+    monkeypatch.setattr(report_progress, "stderr", Console(file=err, width=120))
     monkeypatch.setattr(streams.Verbosity, "level", 0)
-    progress = report_cmd._Progress(lines=True)
+    progress = report_progress.ReportProgress(lines=True)
     progress.step(Step("build", 0, 1))
     progress.step(Step("build", 1, 1))
     progress.stop()

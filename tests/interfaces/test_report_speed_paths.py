@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from torchscale.interfaces.api.report_generate import ReportRequest, generate
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.progress import Step
 from torchscale.interfaces.report.sections.glossary import LOOK_ALIKES, THEIR_LETTERS, used_terms
-from torchscale.interfaces.report.sections.words import GLOSSARY
 from torchscale.offline.analysis.regressions import RUN_COLUMN, pool_runs
 
 

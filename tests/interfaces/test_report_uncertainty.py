@@ -46,8 +46,8 @@ from torchscale.interfaces.report.estimates import (
     efficiency_text,
 )
 from torchscale.interfaces.report.model import Chart, Findings, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.parts.context import slug
 from torchscale.interfaces.report.render import html, json_format, markdown
-from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import with_caveat
 from torchscale.offline.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
@@ -738,7 +738,7 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
 
 
 def test_busy_machine_count_only_with_its_telemetry(tmp_path: Path, monkeypatch: Any) -> None:
-    from torchscale.interfaces.report.sections import context
+    from torchscale.interfaces.report.parts import context
 
     root = sweep(tmp_path, {})
     report = build(root)

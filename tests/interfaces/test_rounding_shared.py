@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.contracts.wording.figures import (
     figure_with_interval,
     format_value,
@@ -22,14 +23,13 @@ from torchscale.contracts.wording.figures import (
     share_text,
     value_format,
 )
-from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.sweep_tables import _throughput
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.estimates import compact, scaled_rate
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.parts.context import throughput_text
 from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.context import throughput_text
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.wording.figures import format_value, lopsided, plus_minus, value_format
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording.axis import tick_labels
+from torchscale.contracts.wording.figures import format_value, lopsided, plus_minus, value_format
 from torchscale.interfaces.console.sweep_tables import _throughput
-from torchscale.interfaces.formatting import tick_labels
 from torchscale.interfaces.report.estimates import compact, efficiency_text
 from torchscale.offline.analysis.uncertainty import (
     BETWEEN_RUN_SD,

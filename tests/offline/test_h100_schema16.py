@@ -13,7 +13,7 @@ import pytest
 from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import say
-from torchscale.interfaces.report.sections.findings import throttling_finding
+from torchscale.interfaces.report.parts.findings import throttling_finding
 from torchscale.orchestration.validate.workload_judge import judge_telemetry
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "h100_schema16"

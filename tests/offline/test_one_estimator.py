@@ -15,12 +15,12 @@ from tests.conftest import SHARED_DIR
 from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.console.cells import cell_lines
-from torchscale.interfaces.report.request import ReportOptions
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     first_screen_throughput,
     make_context,
 )
-from torchscale.interfaces.report.sections.gpu_summary import gpu_phrase, gpu_table
+from torchscale.interfaces.report.parts.gpu_summary import gpu_phrase, gpu_table
+from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.results.frame import cell_row
 

@@ -178,7 +178,7 @@ def render(request: ReportRequest, report: Report, on_step: OnStep = ignore) -> 
     by_format: dict[str, dict[str, Any]] = {
         "term": {"full": request.full} | ({"width": request.width} if request.width else {}),
         "pdf": {"on_step": on_step},
-        "html": {"interactive": request.interactive, "on_step": on_step},
+        "html": {"interactive": request.interactive, "on_step": on_step, "full": request.full},
         "md": {"full": request.full},
     }
     return renderer(request.fmt)(report, **by_format.get(request.fmt, {}))

@@ -17,10 +17,7 @@ from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, stderr, stdout
 
 if TYPE_CHECKING:
-    from rich.progress import TaskID
-
     from torchscale.interfaces.api import ReportRun
-    from torchscale.interfaces.report.progress import Step
 
 Format = Literal["html", "pdf", "md", "json", "term"]
 
@@ -87,7 +84,8 @@ FullOption = Annotated[
         help="Every section, table and chart. Without it, the decision and what carries it: "
         "-f term a summary of at most 60 lines, -f md a pull-request comment, -f pdf and "
         "-f json the short report (summary, scaling, failures, baseline; a profile's "
-        "diagnosis). The HTML holds every section either way.",
+        "diagnosis). The HTML holds every section either way, without it each table's first "
+        "rows and the costliest findings.",
     ),
 ]
 InteractiveOption = Annotated[
@@ -127,13 +125,14 @@ def _report(
     """Turn results into a report a stakeholder reads and an engineer acts on."""
     from torchscale.interfaces.api import build_report
     from torchscale.interfaces.api.report_generate import parse_prices
+    from torchscale.interfaces.console.report_progress import ReportProgress
     from torchscale.interfaces.console.report_recap import summary_lines
 
     if ctx.invoked_subcommand is not None:  # `report generate`: that call does it
         return
     Verbosity.override(verbose)
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
-    progress = _Progress(lines=fmt in ("pdf", "html"))
+    progress = ReportProgress(lines=fmt in ("pdf", "html"))
     try:
         run = build_report(
             source,
@@ -170,67 +169,6 @@ def _report(
         )
     _gate(run)
     raise typer.Exit(run.exit_code)
-
-
-class _Progress:
-    """Where a report's long work stands, on stderr (docs/reporting.md, after the options): a
-    bar on a terminal; with `lines` (a PDF, the slow format) a line per step and, where no bar
-    is drawn, per quarter of the charts. Nothing with --quiet."""
-
-    def __init__(self, lines: bool) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from torchscale.interfaces.console.progress import StepProgress
-
-        self.quiet = Verbosity.quiet()
-        self.lines = lines and not self.quiet
-        self.state = StepProgress()
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[eta]}"),
-            console=stderr,
-            # a bar only where it can be redrawn: a log gets the lines
-            disable=self.quiet or not stderr.is_terminal,
-            transient=True,
-        )
-        self.task: TaskID | None = None
-        self.started = False
-        self.quarter = 0
-
-    def step(self, step: Step) -> None:
-        from torchscale.interfaces.console.progress import STAGE_WORDS, eta_text
-
-        if self.quiet:
-            return
-        if self.state.update(step):
-            if not self.started:
-                self.bar.start()
-                self.started = True
-            if self.task is not None:
-                self.bar.remove_task(self.task)
-            words = STAGE_WORDS.get(step.stage, step.stage)
-            self.task = self.bar.add_task(words, total=max(1, step.total), eta="")
-            self.quarter = 0
-            if self.lines:
-                self._say(self.state.text())
-        assert self.task is not None
-        self.bar.update(self.task, completed=step.done, eta=eta_text(self.state.eta()))
-        quarter = 4 * step.done // step.total if step.total > 1 else 0
-        if self.lines and not stderr.is_terminal and quarter > 0 and quarter > self.quarter:
-            self.quarter = quarter
-            if step.done < step.total:
-                self._say(self.state.text())
-
-    def _say(self, text: str) -> None:
-        self.bar.console.print(f"> [REPORT] {escape(text)}", soft_wrap=False, highlight=False)
-
-    def stop(self) -> None:
-        if self.started:
-            self.bar.stop()
-            self.started = False
 
 
 def _gate(run: ReportRun) -> None:

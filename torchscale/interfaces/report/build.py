@@ -17,6 +17,15 @@ from typing import Literal
 import torchscale
 from torchscale.interfaces.report.charts.limits import cap_chart
 from torchscale.interfaces.report.model import Chart, Report, Section, Source, Table
+from torchscale.interfaces.report.parts.context import Context, make_context, unreadable_cells
+from torchscale.interfaces.report.parts.findings import collect_findings
+from torchscale.interfaces.report.parts.headline import (
+    description,
+    hardware,
+    measured_dates,
+    verdict,
+)
+from torchscale.interfaces.report.parts.usability import judge
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections import (
     acceptance,
@@ -34,15 +43,6 @@ from torchscale.interfaces.report.sections import (
     summary,
 )
 from torchscale.interfaces.report.sections import baseline as baseline_section
-from torchscale.interfaces.report.sections.context import Context, make_context, unreadable_cells
-from torchscale.interfaces.report.sections.findings import collect_findings
-from torchscale.interfaces.report.sections.headline import (
-    description,
-    hardware,
-    measured_dates,
-    verdict,
-)
-from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.short import kept_sections, left_out_line, trim
 from torchscale.interfaces.report.sources import ExperimentSource, Sources
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT

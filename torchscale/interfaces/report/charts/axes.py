@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from torchscale.contracts.wording.figures import format_value
-from torchscale.interfaces.formatting import log_ticks, thin_ticks, tick_labels
+from torchscale.contracts.wording.axis import SECOND_UNITS, tick_labels
+from torchscale.contracts.wording.figures import BYTE_UNITS, format_value
+from torchscale.interfaces.formatting import log_ticks, thin_ticks
 from torchscale.interfaces.report.model import Chart, Series, ValueFormat
 
 Scale = Literal["linear", "log", "category"]
@@ -27,8 +28,6 @@ MAX_INTERVALS = 6  # a value axis has at most this many steps between its ticks
 NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
 PAD = 0.05  # of the span, beyond the data at an end that is not pinned at zero
 LOG2_PAD = 1.25  # factor beyond the outer GPU counts / message sizes of a log x axis
-_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-_SECOND_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
 ZERO_BASED_FORMATS = ("seconds", "us", "bytes", "ratio_pct", "pct")
 SLANT_FROM = 12  # more categories than this: labels slanted
 LEVEL_CHARS = 110  # characters of all labels side by side beyond which they are slanted
@@ -67,17 +66,17 @@ def zero_based(kind: str, fmt: ValueFormat) -> bool:
 
 def display_factor(fmt: ValueFormat, largest: float) -> float:
     """Raw value x factor = the number the tick labels show (bytes in the largest binary
-    unit reached, seconds as s / ms / us, shares as percent), so that ticks are round there."""
+    unit reached, seconds as s / ms / µs, shares as percent), so that ticks are round there."""
     largest = abs(largest)
     if fmt == "bytes":
         unit = 0
-        while largest >= 1024 and unit < len(_BYTE_UNITS) - 1:
+        while largest >= 1024 and unit < len(BYTE_UNITS) - 1:
             largest /= 1024
             unit += 1
         return 1024.0**-unit
     if fmt in ("seconds", "us"):
         seconds = largest / 1e6 if fmt == "us" else largest
-        size = next((f for f, _ in _SECOND_UNITS if seconds >= f), _SECOND_UNITS[-1][0])
+        size = next((f for f, _ in SECOND_UNITS if seconds >= f), SECOND_UNITS[-1][0])
         return (1e-6 if fmt == "us" else 1.0) / size
     if fmt in ("ratio_pct", "change_pct", "change_pts"):
         return 100.0

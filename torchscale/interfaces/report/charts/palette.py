@@ -52,3 +52,8 @@ def marker(slot: int) -> Marker:
 
 def hatch(slot: int) -> Hatch:
     return HATCHES[slot % len(HATCHES)]
+
+
+def hex_byte(fraction: float) -> str:
+    """A colour channel or opacity (0-1) as the two hex digits of '#rrggbb' and '#rrggbbaa'."""
+    return bytes([round(min(1.0, max(0.0, fraction)) * 255)]).hex()

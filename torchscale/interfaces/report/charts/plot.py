@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from torchscale.contracts.wording.axis import times
 from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.formatting import (
     BAND_COLOUR,
@@ -369,9 +370,26 @@ def _clip_line(series: Sequence[PlotSeries]) -> str | None:
         mark for mark, up in ((CLIP_UP, True), (CLIP_DOWN, False)) if any(c.up == up for c in clips)
     )
     return (
-        f"{marks} interval cut at the axis' edge: it runs past {CLIP_SPAN:g}x the values' range "
-        "(full interval in the hover and the table)"
+        f"{marks} interval cut at the axis' edge: it runs past {times(CLIP_SPAN)} the values' "
+        "range (full interval in the hover and the table)"
     )
+
+
+def coincide_line(chart: Chart) -> str | None:
+    """The line in a line chart that names the series drawn on top of each other (the same
+    y at the same x): one line where several were measured, said, never read as one series."""
+    if chart.kind != "line":
+        return None
+    groups: dict[tuple[tuple[object, ...], tuple[object, ...]], list[str]] = {}
+    for s in chart.series:
+        if s.reference_for is None and s.y and any(v is not None for v in s.y):
+            groups.setdefault((tuple(s.x), tuple(s.y)), []).append(s.name)
+    said = [
+        f"{len(names)} series coincide: {', '.join(short(n) for n in names)}"
+        for names in groups.values()
+        if len(names) > 1
+    ]
+    return "; ".join(said) or None
 
 
 # ------------------------------------------------------------------ axes
@@ -543,5 +561,9 @@ def plot(chart: Chart) -> Plot:
         legend_columns=legend_columns(legend),
         bar_mode=bar_mode,
         bands=tuple(PlotBand(low=b.low, high=b.high, label=short(b.label)) for b in chart.bands),
-        subtitle=tuple(line for line in ("; ".join(chart.absent), _clip_line(series)) if line),
+        subtitle=tuple(
+            line
+            for line in ("; ".join(chart.absent), _clip_line(series), coincide_line(chart))
+            if line
+        ),
     )

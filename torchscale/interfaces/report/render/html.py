@@ -16,15 +16,17 @@ import functools
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, get_args
 
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
-from torchscale.interfaces.report.model import Chart, Report, Severity, Table
+from torchscale.interfaces.report.model import Block, Chart, Report, Severity, Table
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.progress import OnStep, ignore
-from torchscale.interfaces.report.sections.words import GLOSSARY
+from torchscale.interfaces.report.short import HTML_FINDINGS, HTML_REST, HTML_ROWS, shortened
 
 TEMPLATE = "html/report.html.j2"
 _SEVERITIES: tuple[str, ...] = get_args(Severity)
@@ -36,7 +38,7 @@ CELL_CLASS = {
     ("right", False): Markup(' class="r"'),
     ("right", True): Markup(' class="r n"'),
 }
-_SCRIPT_ESCAPES = {char: f"\\u{ord(char):04x}" for char in "<>&\u2028\u2029"}
+_SCRIPT_ESCAPES = {char: "\\u" + ord(char).to_bytes(2, "big").hex() for char in "<>&\u2028\u2029"}
 _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
 # a table longer than this scrolls inside a box of its own (header kept in view), so that the
 # charts after a 500-row table are not 500 rows down the page; print shows every row
@@ -54,6 +56,7 @@ def environment() -> Environment:
         severity_mark=SEVERITY_MARK,
         cell_class=CELL_CLASS,
         tall_table_rows=TALL_TABLE_ROWS,
+        grouped=grouped,
     )
     env.filters |= {"figure_json": figure_json, "glossed": glossed}
     return env
@@ -120,6 +123,42 @@ def static_charts(report: Report, on_step: OnStep) -> tuple[dict[str, Markup], d
     return svgs, errors
 
 
+@dataclass(frozen=True)
+class Alike:
+    """Charts after the first of a run of charts with the same kind and axes (one per model
+    or run): drawn in a closed <details>, so five models' copies take one chart's height."""
+
+    charts: list[Chart]
+    type: str = "alike"
+
+    def names(self) -> str:
+        """What tells the charts apart: each title's part before ': ' (its model or run)."""
+        return ", ".join(
+            c.title.partition(": ")[0] if ": " in c.title else c.title for c in self.charts
+        )
+
+
+def _axes(block: Block) -> tuple[str, ...] | None:
+    if not isinstance(block, Chart):
+        return None
+    return (block.kind, block.x_label, block.y_label, block.x_format, block.y_format)
+
+
+def grouped(blocks: list[Block]) -> list[Block | Alike]:
+    """`blocks` with each run of charts alike (`Alike`) after its first chart."""
+    out: list[Block | Alike] = []
+    for block in blocks:
+        last = out[-1] if out else None
+        axes = _axes(block)
+        if isinstance(last, Alike) and axes == _axes(last.charts[0]):
+            last.charts.append(block)  # type: ignore[arg-type]
+        elif axes is not None and last is not None and axes == _axes(last):  # type: ignore[arg-type]
+            out.append(Alike([block]))  # type: ignore[list-item]
+        else:
+            out.append(block)
+    return out
+
+
 def severity_of(row: dict[str, Any]) -> str:
     """A table row's `_severity`, or 'info' when absent or not a known severity (it becomes a
     class name, so only the four known words get through)."""
@@ -149,10 +188,16 @@ def _csp_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def render(report: Report, interactive: bool = False, on_step: OnStep = ignore) -> bytes:
+def render(
+    report: Report, interactive: bool = False, on_step: OnStep = ignore, full: bool = False
+) -> bytes:
     """The report as one HTML file (UTF-8): charts as SVG, or with `interactive` drawn by
-    plotly. Deterministic: the same report gives the same bytes (the only time in it is the
-    report's own `generated_at`). `on_step` hears the SVG charts drawn."""
+    plotly; every row and finding with `full`, else each table's first `HTML_ROWS` rows and the
+    costliest `HTML_FINDINGS` findings (`short.shortened`). Deterministic: the same report gives
+    the same bytes (the only time in it is the report's own `generated_at`). `on_step` hears
+    the SVG charts drawn."""
+    if not full:
+        report = shortened(report, HTML_ROWS, HTML_FINDINGS, HTML_REST)
     env = environment()
     record_errors = env.get_template("html/record_errors.js.j2").render()
     table_cues = env.get_template("html/table_cues.js.j2").render()

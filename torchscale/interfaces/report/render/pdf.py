@@ -24,10 +24,10 @@ import jinja2
 
 from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
-from torchscale.interfaces.report.charts.limits import cut
-from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
+from torchscale.interfaces.report.model import Chart, Column, Report, Table
 from torchscale.interfaces.report.progress import OnStep, Step, ignore
 from torchscale.interfaces.report.render.svg_direct import ChartError, chart_svg, drawn_charts
+from torchscale.interfaces.report.short import shortened
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,9 @@ LONG_TEXT_EM = 18.0
 SAFETY = 1.05  # rounding, kerning and fallback fonts
 WORD_EM = 9.0  # a value's word up to this wide keeps its column (a version, a clock reason)
 MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
-PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON keep every row
+PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON --full keep every row
 PDF_MAX_FINDINGS = 15  # the costliest; each takes a fifth of a page
+PDF_REST = "the HTML report with --full"  # where what the PDF cuts is
 
 
 class RefusedURL(ValueError):
@@ -242,33 +243,6 @@ def render_html(
     )
 
 
-def shortened(
-    report: Report, max_rows: int = PDF_MAX_ROWS, max_findings: int = PDF_MAX_FINDINGS
-) -> Report:
-    """The report with each table cut to its first `max_rows` rows and each findings list to
-    its first (costliest) `max_findings`, saying how many more the HTML and JSON reports hold.
-    WeasyPrint lays out about 60 table rows a second: the 3,400 rows and 200 findings of a
-    500-cell sweep would take a minute and a hundred pages."""
-    sections = []
-    for section in report.sections:
-        blocks = []
-        for block in section.blocks:
-            if isinstance(block, Table) and len(block.rows) > max_rows:
-                more = len(block.rows) - max_rows
-                note = f"first {max_rows} of {len(block.rows)} rows; {more} more in the HTML report"
-                block = cut(block, "rows", max_rows, note)
-            elif isinstance(block, Findings) and len(block.findings) > max_findings:
-                more = len(block.findings) - max_findings
-                note = (
-                    f"the {max_findings} costliest of {len(block.findings)} findings; "
-                    f"{more} more in the HTML report"
-                )
-                block = cut(block, "findings", max_findings, note)
-            blocks.append(block)
-        sections.append(section.model_copy(update={"blocks": blocks}))
-    return report.model_copy(update={"sections": sections})
-
-
 def render(
     report: Report,
     max_rows: int | None = PDF_MAX_ROWS,
@@ -282,7 +256,7 @@ def render(
 
     start = time.perf_counter()
     if max_rows is not None:
-        report = shortened(report, max_rows, max_findings)
+        report = shortened(report, max_rows, max_findings, PDF_REST)
     html = render_html(report, on_step=on_step)
     drawn = time.perf_counter()
     fetcher = url_fetcher()

@@ -200,7 +200,7 @@ def _band(series: PlotSeries, group: str) -> dict[str, Any] | None:
         "x": xs,
         "y": ys,
         "fill": "toself",
-        "fillcolor": series.colour + f"{round(INTERVAL_BAND_ALPHA * 255):02x}",
+        "fillcolor": series.colour + palette.hex_byte(INTERVAL_BAND_ALPHA),
         "line": {"width": 0, "color": series.colour},
         "hoverinfo": "skip",
         "showlegend": False,

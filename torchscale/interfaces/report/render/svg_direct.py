@@ -66,7 +66,7 @@ def _e(text: str) -> str:
 
 def _n(value: float) -> str:
     """A coordinate, short: two decimals at most, no '-0'."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    text = repr(round(float(value), 2)).rstrip("0").rstrip(".")  # a float's repr has a '.'
     return "0" if text in ("-0", "") else text
 
 
@@ -576,7 +576,7 @@ def _bands(p: Plot, f: Frame, sy: Scale) -> list[str]:
 
 
 def _hex(rgb: tuple[float, float, float]) -> str:
-    return "#" + "".join(f"{round(min(1.0, max(0.0, c)) * 255):02x}" for c in rgb)
+    return "#" + "".join(palette.hex_byte(c) for c in rgb)
 
 
 def _heatmap(p: Plot, f: Frame) -> list[str]:

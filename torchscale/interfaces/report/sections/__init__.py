@@ -1,2 +1,2 @@
 """The report's sections, one module each (`build(ctx) -> Section`), over the shared `Context`
-(`sections.context`) and findings (`sections.findings`)."""
+(`parts.context`) and findings (`parts.findings`)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
-from torchscale.interfaces.report.sections.context import Context, present
+from torchscale.interfaces.report.parts.context import Context, present
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport
 from torchscale.orchestration.validate.fleet_table import fleet_summary
 

@@ -17,6 +17,7 @@ from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellR
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording import noise
+from torchscale.contracts.wording.counts import devices, limit_pct
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -27,12 +28,12 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.context import Context, col, present, records
-from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
+from torchscale.interfaces.report.parts.context import Context, col, present, records
+from torchscale.interfaces.report.parts.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
-_LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"
+_LIMIT = limit_pct(CV_WARN_THRESHOLD)
 
 
 METHODOLOGY = [
@@ -196,7 +197,7 @@ def _gpus(environment: dict[str, Any]) -> str:
     gpus = environment.get("gpus") or []
     if not isinstance(gpus, list) or not gpus:
         return "none"
-    return ", ".join(f"{n} x {name}" for name, n in Counter(str(g) for g in gpus).items())
+    return ", ".join(devices(n, name) for name, n in Counter(str(g) for g in gpus).items())
 
 
 def _env_row(source: str, host: str, role: str, environment: dict[str, Any]) -> dict[str, Any]:

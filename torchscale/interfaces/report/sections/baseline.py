@@ -24,15 +24,15 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.comparison import (
+from torchscale.interfaces.report.parts.comparison import (
     LARGEST_CHANGES,
     NO_CHANGE,
     change_text,
     regression_figure,
     short_verdict,
 )
-from torchscale.interfaces.report.sections.context import Context, col, interval, records, text
-from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.interfaces.report.parts.context import Context, col, interval, records, text
+from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regression_rule import METRICS, POWER, RegressionRule, min_p_value
 from torchscale.offline.analysis.regressions import Comparison, PairVerdict, largest_changes

@@ -29,7 +29,7 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     ProfileRef,
     col,
@@ -38,9 +38,9 @@ from torchscale.interfaces.report.sections.context import (
     records,
     slug,
 )
-from torchscale.interfaces.report.sections.diagnosis import diagnosis_blocks, rank_wait_texts
-from torchscale.interfaces.report.sections.findings import caveat_of, no_finding_text
-from torchscale.interfaces.report.sections.words import (
+from torchscale.interfaces.report.parts.diagnosis import diagnosis_blocks, rank_wait_texts
+from torchscale.interfaces.report.parts.findings import caveat_of, no_finding_text
+from torchscale.interfaces.report.parts.words import (
     HOST_FIRST,
     TERMS,
     footnote,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.contracts.wording.comm import gate_words
 from torchscale.interfaces.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
-from torchscale.interfaces.report.sections.context import Context, col, run_label, slug
+from torchscale.interfaces.report.parts.context import Context, col, run_label, slug
 from torchscale.offline.analysis.nccl_bandwidth import factors_text
 
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
+from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.host_bound import compute_part
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     RankUnits,
     by_reason,
@@ -29,14 +29,14 @@ from torchscale.interfaces.report.sections.context import (
     rate_text_value,
     records,
 )
-from torchscale.interfaces.report.sections.tables import NO_PRICE
-from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.interfaces.report.parts.tables import NO_PRICE
+from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
 from torchscale.offline.results.split_figures import split_figures
 
 # the parts of the step in plain words (headings and legends); their technical terms are
-# the tooltip and the footnote (sections.words)
+# the tooltip and the footnote (parts.words)
 PART_LABELS = {name: plain(name) for name in PART_NAMES}
 INSIDE_NOISE = "parts not measurable above noise (together)"
 NOT_MEASURABLE_POINT = "not measurable (a point figure outside 0-100 %, no interval)"

@@ -9,7 +9,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellError
 from torchscale.interfaces.report.model import Block, Section, Table, Text
-from torchscale.interfaces.report.sections.context import Context, col, records, text
+from torchscale.interfaces.report.parts.context import Context, col, records, text
 
 MAX_LINE = 300  # characters of one shown line
 

@@ -29,7 +29,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.sections.context import Context, present, records, slug
+from torchscale.interfaces.report.parts.context import Context, present, records, slug
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.prediction.score import track_record
 

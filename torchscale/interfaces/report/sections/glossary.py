@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterable
 
 from torchscale.interfaces.report.model import Section, Table, Text
-from torchscale.interfaces.report.sections.context import col
-from torchscale.interfaces.report.sections.words import GLOSSARY
+from torchscale.interfaces.report.parts.context import col
+from torchscale.interfaces.report.parts.words import GLOSSARY
 
 # the only characters a case-blind regex takes for an ASCII letter besides ASCII's own, and
 # the letters they are taken for

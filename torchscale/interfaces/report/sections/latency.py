@@ -22,7 +22,7 @@ from torchscale.interfaces.report.diagnosis_text import (
 )
 from torchscale.interfaces.report.estimates import two_scopes_note
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     by_reason,
     col,
@@ -36,9 +36,9 @@ from torchscale.interfaces.report.sections.context import (
     step_text,
     throughput_fields,
 )
-from torchscale.interfaces.report.sections.diagnosis import rank_wait_texts
-from torchscale.interfaces.report.sections.findings import caveat_of
-from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.interfaces.report.parts.diagnosis import rank_wait_texts
+from torchscale.interfaces.report.parts.findings import caveat_of
+from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import UNSETTLED
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL

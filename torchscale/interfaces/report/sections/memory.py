@@ -5,12 +5,12 @@ neither (synthetic data and no search)."""
 
 from __future__ import annotations
 
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.interfaces.report.model import Block, Section, Table, Text
-from torchscale.interfaces.report.sections.context import Context, col, fmt, records
+from torchscale.interfaces.report.parts.context import Context, col, fmt, records
 from torchscale.offline.analysis.numbers import finite
 
 

@@ -27,7 +27,7 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     RankUnits,
     col,

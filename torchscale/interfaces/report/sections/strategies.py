@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts import wording
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.model import (
@@ -25,7 +25,7 @@ from torchscale.interfaces.report.model import (
     Text,
     ValueFormat,
 )
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     RankUnits,
     col,
@@ -36,7 +36,7 @@ from torchscale.interfaces.report.sections.context import (
     records,
     text,
 )
-from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one

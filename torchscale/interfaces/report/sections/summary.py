@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -37,7 +37,7 @@ from torchscale.interfaces.report.model import (
     Unavailable,
     ValueFormat,
 )
-from torchscale.interfaces.report.sections.best import (
+from torchscale.interfaces.report.parts.best import (
     AHEAD_UNSIZED,
     NO_CLEAR_BEST,
     NONE_NAMED,
@@ -47,13 +47,13 @@ from torchscale.interfaces.report.sections.best import (
     lead_text,
     none_named_why,
 )
-from torchscale.interfaces.report.sections.comparison import (
+from torchscale.interfaces.report.parts.comparison import (
     LARGEST_CHANGES,
     largest_change_items,
     regression_figure,
     unconfirmed,
 )
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     RankUnits,
     col,
@@ -79,11 +79,11 @@ from torchscale.interfaces.report.sections.context import (
     throughput_fields,
     throughput_text,
 )
-from torchscale.interfaces.report.sections.diagnosis import diagnoses_table
-from torchscale.interfaces.report.sections.findings import no_finding_text
-from torchscale.interfaces.report.sections.gpu_summary import gpu_table
-from torchscale.interfaces.report.sections.tables import NO_PRICE
-from torchscale.interfaces.report.sections.words import HOST_FIRST, plain_reason, term_column
+from torchscale.interfaces.report.parts.diagnosis import diagnoses_table
+from torchscale.interfaces.report.parts.findings import no_finding_text
+from torchscale.interfaces.report.parts.gpu_summary import gpu_table
+from torchscale.interfaces.report.parts.tables import NO_PRICE
+from torchscale.interfaces.report.parts.words import HOST_FIRST, plain_reason, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.interfaces.report.sections.context import Context, is_quiet, names, plural, records
-from torchscale.interfaces.report.sections.usable import Usability
+from torchscale.interfaces.report.parts.context import Context, is_quiet, names, plural, records
+from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 from torchscale.offline.analysis.uncertainty import SMALL

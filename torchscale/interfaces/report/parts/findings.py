@@ -12,7 +12,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Finding, Straggl
 from torchscale.contracts.wording import words
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     ProfileRef,
     cost_severity,

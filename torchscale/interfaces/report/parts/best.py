@@ -10,10 +10,10 @@ from typing import Any, Literal
 import pandas as pd
 
 from torchscale.contracts import wording
-from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.interfaces.report.estimates import not_measurable
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     interval,
     is_quiet,

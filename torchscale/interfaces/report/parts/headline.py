@@ -17,7 +17,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
-from torchscale.interfaces.report.sections.best import (
+from torchscale.interfaces.report.parts.best import (
     NO_CLEAR_BEST,
     NONE_NAMED,
     Pick,
@@ -27,8 +27,8 @@ from torchscale.interfaces.report.sections.best import (
     none_named_why,
     unusable_why,
 )
-from torchscale.interfaces.report.sections.comparison import largest_change_items, unconfirmed
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.comparison import largest_change_items, unconfirmed
+from torchscale.interfaces.report.parts.context import (
     Context,
     efficiency_severity,
     first_screen_throughput,
@@ -42,15 +42,15 @@ from torchscale.interfaces.report.sections.context import (
     records,
     repeats_of,
 )
-from torchscale.interfaces.report.sections.findings import action_text
-from torchscale.interfaces.report.sections.gpu_summary import gpu_phrase
-from torchscale.interfaces.report.sections.run_verdicts import (
+from torchscale.interfaces.report.parts.findings import action_text
+from torchscale.interfaces.report.parts.gpu_summary import gpu_phrase
+from torchscale.interfaces.report.parts.run_verdicts import (
     ordered_profiles,
     profile_lines,
     run_verdict,
 )
-from torchscale.interfaces.report.sections.usability import judge
-from torchscale.interfaces.report.sections.usable import Usability
+from torchscale.interfaces.report.parts.usability import judge
+from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison

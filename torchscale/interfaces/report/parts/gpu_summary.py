@@ -14,15 +14,15 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.ranking import gain_text
 from torchscale.interfaces.report.model import Table
-from torchscale.interfaces.report.sections.best import by_throughput
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.best import by_throughput
+from torchscale.interfaces.report.parts.context import (
     Context,
     col,
     first_screen_mfu,
     fmt,
     records,
 )
-from torchscale.interfaces.report.sections.words import term_column
+from torchscale.interfaces.report.parts.words import term_column
 from torchscale.offline.analysis.compile_gain import compile_gain
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import (

@@ -16,7 +16,7 @@ from torchscale.interfaces.report.diagnosis_text import (
     whatif_text,
 )
 from torchscale.interfaces.report.model import Decision, Severity, Text, Usable
-from torchscale.interfaces.report.sections.context import (
+from torchscale.interfaces.report.parts.context import (
     Context,
     ProfileRef,
     fmt,
@@ -24,7 +24,7 @@ from torchscale.interfaces.report.sections.context import (
     present,
     run_label,
 )
-from torchscale.interfaces.report.sections.findings import action_text
+from torchscale.interfaces.report.parts.findings import action_text
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.profile_versions import no_diagnosis
 

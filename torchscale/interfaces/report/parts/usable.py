@@ -1,4 +1,4 @@
-"""Whether a report's numbers can be used, as a value (sections/usability.py decides it): apart from
+"""Whether a report's numbers can be used, as a value (parts/usability.py decides it): apart from
 the deciding code so that the report context can hold the verdict without importing it."""
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.report.diagnosis_text import (
     VERDICT_WORDS,
     acted,
@@ -23,7 +23,7 @@ from torchscale.interfaces.report.diagnosis_text import (
     whatif_text,
 )
 from torchscale.interfaces.report.model import Block, Table, Text
-from torchscale.interfaces.report.sections.context import Context, col, records
+from torchscale.interfaces.report.parts.context import Context, col, records
 
 
 def diagnosis_blocks(diagnosis: Diagnosis, result: CellResult | None = None) -> list[Block]:

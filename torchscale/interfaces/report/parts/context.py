@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from torchscale.contracts.wording.figures import format_value, too_wide
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording.counts import cell_shape, count_of, ranks_of
+from torchscale.contracts.wording.figures import format_value, too_wide
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,
@@ -25,8 +26,8 @@ from torchscale.interfaces.report.estimates import (
     scaled_rate,
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
-from torchscale.interfaces.report.sections import tables
-from torchscale.interfaces.report.sections.tables import records as records
+from torchscale.interfaces.report.parts import tables
+from torchscale.interfaces.report.parts.tables import records as records
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import (
@@ -44,8 +45,8 @@ from torchscale.offline.results.profile_versions import compile_mode
 from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress, sweep_progress
 
 if TYPE_CHECKING:
+    from torchscale.interfaces.report.parts.usable import Usability
     from torchscale.interfaces.report.request import ReportOptions
-    from torchscale.interfaces.report.sections.usable import Usability
 
 CELL_COLUMNS = ["experiment", *COLUMNS]
 SORT_COLUMNS = [
@@ -66,10 +67,8 @@ def integer(value: Any) -> int | None:
 def ranks(count: Any, device: Any) -> str:
     """'8 GPUs', '1 GPU', '2 CPU ranks': what a world size counts, named honestly (a CPU rank
     is one gloo process, never a "GPU")."""
-    number = integer(count)
-    shown = "?" if number is None else f"{number:,}"
     unit = {"cuda": "GPU", "cpu": "CPU rank"}.get(str(device), "rank")
-    return f"{shown} {unit}{'' if number == 1 else 's'}"
+    return count_of(integer(count), unit)
 
 
 def rank_unit(devices: Iterable[Any]) -> tuple[str, str]:
@@ -130,7 +129,7 @@ def unreadable_cells(skipped: Iterable[Skipped], root: Path | None = None) -> in
 
 def plural(count: int, word: str) -> str:
     """'1 comm run', '2 comm runs'."""
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
+    return count_of(count, word)
 
 
 def text(value: Any) -> str | None:
@@ -349,7 +348,7 @@ class Context:
         """The measured models, in name order."""
         return sorted(set(self.measured_pooled["model_label"].astype(str)))
 
-    # the tables several sections read (`sections/tables.py`), each computed on first use
+    # the tables several sections read (`parts/tables.py`), each computed on first use
 
     @functools.cached_property
     def prices(self) -> pd.Series:
@@ -425,7 +424,7 @@ class Context:
         """'tiny-mlp b8 x2 fp32 ddp' (+ nodes, device, [experiment] where they tell cells
         apart); without the strategy for a group of layouts."""
         parts = [str(row["model_label"])] if model else []
-        parts.append(f"b{row['batch_size']} x{row['world_size']}")
+        parts.append(cell_shape(row["batch_size"], row["world_size"]))
         nodes = integer(row.get("nodes"))
         if nodes and nodes > 1:
             parts.append(f"({nodes} nodes)")
@@ -468,7 +467,7 @@ def run_label(experiment: str, run: CommResult, multi: bool) -> str:
         name = (run.imported_from or run.id).rsplit("/", 1)[-1]
         label = f"nccl-tests {name}"
     else:
-        label = f"torchscale {run.world_size}x {run.backend} {run.dtype}"
+        label = f"torchscale {ranks_of(run.world_size)} {run.backend} {run.dtype}"
     return f"{experiment}: {label}" if multi else label
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.interfaces.report.model import KeyFigure
-from torchscale.interfaces.report.sections.context import Context, interval, plural, records
+from torchscale.interfaces.report.parts.context import Context, interval, plural, records
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import Comparison, largest_changes
 
