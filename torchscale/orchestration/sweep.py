@@ -265,10 +265,7 @@ def run_sweep(
 
 def planned_cells(plan: Plan) -> list[PlannedEntry]:
     """The plan's cells as the sweep state lists them, in plan order."""
-    return [
-        PlannedEntry(id=p.cell.id, label=p.cell.shape_label, skip_reason=p.skip_reason)
-        for p in plan.cells
-    ]
+    return [PlannedEntry(id=p.cell.id, label=p.cell.shape_label, skip=p.skip) for p in plan.cells]
 
 
 def stopped_by(exc: BaseException) -> str:
