@@ -119,7 +119,9 @@ def model_never_ran(tmp_path: Path) -> tuple[Path, list[PlannedCell]]:
         PlannedCell(
             id=r.cell_id,
             label=r.cell.shape_label,
-            skip=needs if r.cell.model == results[4].cell.model and r.cell.world_size == 2 else None,
+            skip=needs
+            if r.cell.model == results[4].cell.model and r.cell.world_size == 2
+            else None,
         )
         for r in results
     ]
@@ -193,3 +195,17 @@ def test_a_500_cell_sweep_is_named_in_a_few_lines() -> None:
         sentence
     )
     assert "and 7 more models (350 cells)" in sentence
+
+
+def test_failures_name_the_cells_with_no_result_a_row_per_model_and_why(
+    model_never_ran: tuple[Path, list[PlannedCell]], tmp_path: Path
+) -> None:
+    root, planned = model_never_ran
+    report = json.loads(_report(root, "json", tmp_path))
+    failures = next(s for s in report["sections"] if s["id"] == "failures")
+    (table,) = [b for b in failures["blocks"] if b.get("id") == "failures-cells"]
+    rows = {r["cell"]: (r["status"], r["reason"]) for r in table["rows"]}
+    shapes = [p.label.removeprefix(planned[4].label.split(" ")[0]).strip() for p in planned]
+    both = f"{planned[5].label}, {shapes[7]}"  # the two 2-GPU cells of the model, one row
+    assert rows[both] == ("skipped", "needs 2 GPUs; this node has 1")
+    assert rows[planned[6].label] == ("not reached", "the sweep stopped before it")

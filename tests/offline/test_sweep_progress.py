@@ -115,7 +115,10 @@ def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> Non
     """Kubernetes (handed on) or a detached Slurm follower: 'running' with a reason; a cell the
     plan skipped is skipped, a started one with no result is not yet run, never 'stopped'."""
     by = "handed to Kubernetes; torchscale does not follow its jobs"
-    plan = [*PLAN[:3], PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip_reason="needs 8")]  # schema 1
+    plan = [
+        *PLAN[:3],
+        PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip_reason="needs 8"),
+    ]  # schema 1
     state = SweepState(phase="running", planned=plan, finished=0, stopped_by=by)
     progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c2"]))
     assert [c.state for c in progress.cells] == ["ok", "ok", "no result yet", "skipped"]
