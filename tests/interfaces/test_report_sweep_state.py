@@ -99,6 +99,9 @@ def test_the_h100_sweep_stopped_at_cell_7_reads_stopped(fmt: str, tmp_path: Path
     assert "Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32 ddp)" in text
     assert "Skipped by design (needs 2 GPUs; a node has 1" in text
     assert "tiny-gpt2 b16 x2 fp32 ddp, b32 x2 fp32 ddp" in text  # the cell it never started
+    # its results were measured by an older definition: --resume measures them again, said
+    assert "--resume --set experiment_name=default-sweep" in text.replace("`", "")
+    assert "it runs the 3 kept results' cells again too" in text
     assert fmt == "term" or "3 of 8" in text  # the cells card counts the cell never started
 
 
@@ -155,6 +158,7 @@ def test_the_short_forms_give_the_command_that_finishes_it(
     )
     assert command in _first_screen(_flat(_report(root, "md", tmp_path)))
     assert command in _flat(_report(root, "term", tmp_path))
+    assert command in _flat(_report(root, "html", tmp_path))  # the HTML's first screen
     recap = CliRunner().invoke(
         app, ["report", "-s", str(root), "-f", "md", "-o", str(tmp_path / "r.md")]
     )

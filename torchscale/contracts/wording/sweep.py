@@ -72,6 +72,15 @@ def not_measured_text(
     )
 
 
-def resume_text(argv: Sequence[str] | None) -> str:
-    """The command that finishes the sweep, as a line to copy ('' when there is none)."""
-    return f"To finish it: `{shlex.join(argv)}`." if argv else ""
+def resume_text(argv: Sequence[str] | None, redefined: int = 0) -> str:
+    """The command that finishes the sweep, as a line to copy ('' when there is none), and
+    how many kept results it runs again (their cells' definitions changed since)."""
+    if not argv:
+        return ""
+    again = (
+        f" (it runs the {redefined} kept results' cells again too: this torchscale defines "
+        "them anew)"
+        if redefined
+        else ""
+    )
+    return f"To finish it: `{shlex.join(argv)}`{again}."

@@ -56,6 +56,7 @@ class SweepProgress:
     finished: int | None = None  # cells done, by the state file
     resume: list[str] | None = None  # the command line that finishes it
     replanned: bool = False  # the plan is its config.yaml's, expanded again (no sweep.json)
+    redefined: int = 0  # results of cells today's plan defines anew: --resume reruns them too
 
     def count(self, state: str) -> int:
         return sum(c.state == state for c in self.cells)
@@ -82,7 +83,8 @@ class SweepProgress:
         head = self._head()
         if head is None:
             return None
-        tail = [self.not_measured(), resume_text(self.resume if self._unfinished() else None)]
+        resume = self.resume if self._unfinished() else None
+        tail = [self.not_measured(), resume_text(resume, self.redefined)]
         return " ".join([head, *(t for t in tail if t)])
 
     def _unfinished(self) -> bool:
@@ -179,7 +181,10 @@ def sweep_progress(
         replanned = _replanned(experiment, plan, started, names) if plan else None
         if replanned is not None and any(c.state in NO_RESULT for c in replanned):
             during = next((c for c in replanned if c.state == "stopped"), None)
-            return SweepProgress("unknown", replanned, by, during, None, resume, replanned=True)
+            ids = {entry.id for entry in plan}
+            ok = [r for r in experiment.results if r.status.value == "ok"]
+            redefined = sum(r.cell_id not in ids for r in ok)
+            return SweepProgress("unknown", replanned, by, during, None, resume, True, redefined)
         cells = [_from_result(r, r.cell.shape_label) for r in experiment.results]
         cells += [CellProgress(i, i, "unreadable", why) for i, why in unreadable.items()]
         if not started:
