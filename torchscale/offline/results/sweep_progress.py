@@ -9,7 +9,7 @@ result is all it can tell."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -191,18 +191,37 @@ def sweep_progress(
             return SweepProgress("complete", cells)
         cut = [CellProgress(i, label_of_cell_id(i), "stopped", _cut_why(i, names)) for i in started]
         return SweepProgress("unknown", [*cells, *cut], by, cut[0], None, resume)
-    cells = []
-    during = None
     by = f" by {state.stopped_by}" if state.stopped_by else ""
     # 'running' with a reason: handed on (Kubernetes) or its follower gone (Slurm): the cells
     # without a result are still to come or lost, and none of them was cut short by a stop
     unfollowed = state.phase == "running" and state.stopped_by is not None
-    for entry in state.planned:
-        cut_now = entry.id == state.during or (state.phase == "running" and entry.id in started)
-        if cut_now and not unfollowed:
-            why = f"stopped{by} while it ran" if entry.id == state.during else CUT_SHORT
-            during = during or CellProgress(entry.id, entry.label, "stopped", why)
-            cells.append(CellProgress(entry.id, entry.label, "stopped", why))
+    cut = {} if unfollowed else {i: CUT_SHORT for i in started if state.phase == "running"}
+    if state.during is not None and not unfollowed:
+        cut[state.during] = f"stopped{by} while it ran"
+    never = NOT_YET if state.phase == "running" else NOT_REACHED
+    never = state.stopped_by if unfollowed and state.stopped_by else never
+    gone = UNREACHED if state.phase == "stopped" else PENDING
+    cells = _cells(state.planned, results, unreadable, cut, (gone, never))
+    during = next((c for c in cells if c.state == "stopped"), None)
+    # results kept from an earlier plan of the experiment are not this plan's cells: the
+    # report's tables still show them, the count of planned cells does not
+    return SweepProgress(state.phase, cells, state.stopped_by, during, state.finished, resume)
+
+
+def _cells(
+    plan: Sequence[PlannedCell],
+    results: Mapping[str, CellResult],
+    unreadable: Mapping[str, str],
+    cut: Mapping[str, str],
+    gone: tuple[str, str],
+) -> list[CellProgress]:
+    """Each planned cell's state, by its id: cut short (`cut`: why; before its result, which
+    a resumed cell stopped again keeps from before), its result, unreadable, skipped by the
+    plan, else `gone` (state, why)."""
+    cells = []
+    for entry in plan:
+        if entry.id in cut:
+            cells.append(CellProgress(entry.id, entry.label, "stopped", cut[entry.id]))
         elif entry.id in results:
             cells.append(_from_result(results[entry.id], entry.label))
         elif entry.id in unreadable:
@@ -211,13 +230,8 @@ def sweep_progress(
             why = say(entry.skip) if entry.skip is not None else entry.skip_reason
             cells.append(CellProgress(entry.id, entry.label, "skipped", why))
         else:
-            never = NOT_YET if state.phase == "running" else NOT_REACHED
-            never = state.stopped_by if unfollowed and state.stopped_by else never
-            gone = UNREACHED if state.phase == "stopped" else PENDING
-            cells.append(CellProgress(entry.id, entry.label, gone, never))
-    # results kept from an earlier plan of the experiment are not this plan's cells: the
-    # report's tables still show them, the count of planned cells does not
-    return SweepProgress(state.phase, cells, state.stopped_by, during, state.finished, resume)
+            cells.append(CellProgress(entry.id, entry.label, *gone))
+    return cells
 
 
 CUT_SHORT = "started (its spec is written) with no result: stopped, killed or still running"
@@ -239,25 +253,16 @@ def _replanned(
     the folder by label (a newer torchscale may define the same cell anew: another id); None
     where a result or a started cell is not in the plan (the config does not describe the
     folder)."""
-    by_label = {r.cell.shape_label: r for r in experiment.results}
-    unreadable = {
-        label_of_cell_id(p.stem): why for p, why in experiment.skipped if p.parent.name == "cells"
-    }
-    cut = {label_of_cell_id(i): i for i in started}
-    labels = {entry.label for entry in plan}
-    if not (set(by_label) | set(unreadable) | set(cut)) <= labels:
+    ids = {entry.label: entry.id for entry in plan}
+    unreadable = [(p.stem, why) for p, why in experiment.skipped if p.parent.name == "cells"]
+    found = [r.cell.shape_label for r in experiment.results]
+    found += [label_of_cell_id(i) for i, _ in unreadable] + [label_of_cell_id(i) for i in started]
+    if not set(found) <= set(ids):
         return None
-    cells = []
-    for entry in plan:
-        if entry.label in by_label:
-            cells.append(_from_result(by_label[entry.label], entry.label))
-        elif entry.label in unreadable:
-            cells.append(CellProgress(entry.id, entry.label, "unreadable", unreadable[entry.label]))
-        elif entry.label in cut:
-            why = _cut_why(cut[entry.label], signals)
-            cells.append(CellProgress(entry.id, entry.label, "stopped", why))
-        elif entry.skip is not None:
-            cells.append(CellProgress(entry.id, entry.label, "skipped", say(entry.skip)))
-        else:
-            cells.append(CellProgress(entry.id, entry.label, UNREACHED, NOT_REACHED))
-    return cells
+    return _cells(
+        plan,
+        {ids[r.cell.shape_label]: r for r in experiment.results},
+        {ids[label_of_cell_id(i)]: why for i, why in unreadable},
+        {ids[label_of_cell_id(i)]: _cut_why(i, signals) for i in started},
+        (UNREACHED, NOT_REACHED),
+    )
