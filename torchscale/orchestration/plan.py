@@ -289,7 +289,7 @@ class Plan:
 
     @property
     def runnable(self) -> list[PlannedCell]:
-        return [p for p in self.cells if p.skip_reason is None]
+        return [p for p in self.cells if p.skip is None]
 
     def estimate(self, cells: Sequence[PlannedCell] | None = None) -> WallTimeEstimate:
         """A lower bound on the sweep's wall time (of `cells`, default every runnable one):
