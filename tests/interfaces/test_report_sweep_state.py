@@ -213,3 +213,21 @@ def test_failures_name_the_cells_with_no_result_a_row_per_model_and_why(
     both = f"{planned[5].label}, {shapes[7]}"  # the two 2-GPU cells of the model, one row
     assert rows[both] == ("skipped", "needs 2 GPUs; this node has 1")
     assert rows[planned[6].label] == ("not reached", "the sweep stopped before it")
+
+
+def test_a_sweep_stopped_in_its_first_cell_reads_stopped(tmp_path: Path) -> None:
+    """No result and no sweep.json, only its config, env and the first cell's spec: the
+    report named no experiment at all; now every planned cell, with the resume line."""
+    shutil.copytree(SWEEP8, tmp_path / "sweep8")
+    root = tmp_path / "sweep8" / "default_scaling"
+    first = next(r for r in load(root).results if r.cell.shape_label == "tiny-mlp b16 x1 fp32 ddp")
+    shutil.rmtree(root / "cells")
+    (root / "specs").mkdir()
+    (root / "specs" / f"{first.cell_id}.json").write_text("{}", encoding="utf-8")
+    text = _flat(_report(root, "md", tmp_path)).replace("`", "")
+    assert "during cell 1 of 8 (tiny-mlp b16 x1 fp32 ddp): 1 stopped while it ran, 7 not " in text
+    assert (
+        "Not reached: tiny-mlp b16 x2 fp32 ddp, b32 x1 fp32 ddp, b32 x2 fp32 ddp; tiny-gpt2 "
+        in text
+    )
+    assert f"--config {root}/config.yaml --output-dir {root.parent} --resume" in text

@@ -183,7 +183,7 @@ def _read_profiles(
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
     layout = ResultLayout(root)
-    experiment = None
+    experiment, plan = None, None
     if holds_sweep(root):
         problems: list[str] = []  # a corrupt config.yaml or env.json: the cells still count
         experiment = load(root, problems)
@@ -195,7 +195,8 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
             _skip(skipped, path, reason)
         # a plan in sweep.json and no result yet (a Kubernetes run before its first pod
         # ends) is reported: each planned cell "no result yet"
-        if not experiment.results and not (experiment.sweep and experiment.sweep.planned):
+        plan = config_plan(experiment)  # no sweep.json: the cells its config plans
+        if not experiment.results and not (experiment.sweep and experiment.sweep.planned or plan):
             experiment = None
     profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
     comm = _read_each(layout.comm_dir, read_comm, skipped)
@@ -212,7 +213,6 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         _skip(skipped, path, reason)
     if experiment is not None and forecasts.forecasts:
         forecasts = with_pending(forecasts, experiment.results, utc_now())
-    plan = config_plan(experiment) if experiment is not None else None
     return ExperimentSource(
         name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance, forecasts, plan
     )
