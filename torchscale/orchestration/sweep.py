@@ -206,9 +206,7 @@ def run_sweep(
     try:
         # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
         # before any launch; nothing to do when no cell will launch (all skipped or resumed)
-        if any(
-            p.skip is None and _previous_ok(p, store, resume) is None for p in plan.cells
-        ):
+        if any(p.skip is None and _previous_ok(p, store, resume) is None for p in plan.cells):
             ready = prepare_data(plan.data)
             if ready is not None:
                 hooks.on_data(ready)

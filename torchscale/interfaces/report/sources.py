@@ -193,10 +193,11 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         _ = experiment.cells, experiment.ranks, experiment.steps
         for path, reason in experiment.skipped:
             _skip(skipped, path, reason)
-        # a plan in sweep.json and no result yet (a Kubernetes run before its first pod
-        # ends) is reported: each planned cell "no result yet"
         plan = config_plan(experiment)  # no sweep.json: the cells its config plans
-        if not experiment.results and not (experiment.sweep and experiment.sweep.planned or plan):
+        # a plan and no result yet (a Kubernetes run before its first pod ends, a sweep stopped
+        # in its first cell) is reported: each planned cell with its state
+        planned = experiment.sweep.planned if experiment.sweep else plan
+        if not experiment.results and not planned:
             experiment = None
     profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
     comm = _read_each(layout.comm_dir, read_comm, skipped)
