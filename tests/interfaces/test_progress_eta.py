@@ -12,11 +12,11 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.elapsed import duration_text
 from torchscale.interfaces.console import benchmark, streams
 from torchscale.interfaces.console.progress import (
     Finished,
     SweepProgress,
-    duration_text,
     eta_s,
     position_text,
 )

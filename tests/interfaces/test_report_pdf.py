@@ -373,7 +373,7 @@ def test_no_table_header_word_is_broken(fixture_pdf: tuple[Report, Path]) -> Non
     words = {html.unescape(w[2]) for w in WORD.findall(_text(path, "-bbox"))}
     tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]
     assert len(tables) > 10
-    tables.append(pdf.sources_table(report))  # the cover's table ("Not run", "Comm runs")
+    tables.append(pdf.sources_table(report))  # the cover's table ("Skipped", "Comm runs")
     header_words = {word for t in tables for c in t.columns for word in c.label.split()}
     assert {"Steps", "repeat", "Samples/s"} <= header_words <= words
     # a broken word leaves a piece of it on a line of its own ("repea" over "t"): no word of

@@ -14,8 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SHARED_DIR
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.sweep_state import PlannedCell, SweepState
 from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress
 from torchscale.results import load
 
 SWEEP8 = Path(__file__).parents[1] / "fixtures" / "sweep8_v13"
@@ -55,10 +57,12 @@ def test_the_first_line_says_the_sweep_stopped(
     fmt: str, stopped: tuple[Path, list[PlannedCell]], tmp_path: Path
 ) -> None:
     root, planned = stopped
-    text = _flat(_report(root, fmt, tmp_path))
+    text = _flat(_report(root, fmt, tmp_path)).replace("`", "")
     first = (
-        f"Sweep stopped by SIGTERM during cell 7 of 8 ({planned[6].label}): 6 ok, 1 stopped, "
-        "1 not run."
+        f"Sweep stopped by SIGTERM during cell 7 of 8 ({planned[6].label}): 6 measured, 1 "
+        f"stopped while it ran, 1 not reached. Stopped while it ran: {planned[6].label}. Not "
+        f"reached: {planned[7].label}. To finish it: torchscale benchmark --config "
+        f"{root}/config.yaml --output-dir {root.parent} --resume."
     )
     assert first in text
     assert text.index(first) < text.index("These numbers")  # before the usability verdict
@@ -77,7 +81,7 @@ def test_failures_and_sources_list_the_cells_with_no_result(
     rows = {r["cell"]: r for r in table["rows"]}
     assert rows[planned[6].label]["status"] == "stopped"
     assert "stopped by SIGTERM while it ran" in rows[planned[6].label]["reason"]
-    assert rows[planned[7].label]["status"] == "not run"
+    assert rows[planned[7].label]["status"] == "not reached"
 
 
 def test_a_complete_sweep_opens_as_before(tmp_path: Path) -> None:
@@ -90,8 +94,140 @@ def test_a_complete_sweep_opens_as_before(tmp_path: Path) -> None:
 def test_the_h100_sweep_stopped_at_cell_7_reads_stopped(fmt: str, tmp_path: Path) -> None:
     """Its SIGTERM came before sweeps kept a state file: the started cell with no result (its
     signal read from torchrun's own error file) and the 2-GPU cells it skipped lead the
-    report; the cells after it are said to be unrecorded."""
+    report; the cell after it is named from its config.yaml, expanded again."""
     text = _flat(_report(H100_STOPPED, fmt, tmp_path))
-    assert "Sweep stopped by SIGTERM during tiny-gpt2 b32 x1 fp32 ddp" in text
-    assert "3 skipped (needs 2 GPUs; a node has 1)" in text
-    assert "3 of 7" in text
+    assert "Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32 ddp)" in text
+    assert "Skipped by design (needs 2 GPUs; a node has 1" in text
+    assert "tiny-gpt2 b16 x2 fp32 ddp, b32 x2 fp32 ddp" in text  # the cell it never started
+    # its results were measured by an older definition: --resume measures them again, said
+    assert "--resume --set experiment_name=default-sweep" in text.replace("`", "")
+    assert "it runs the 3 kept results' cells again too" in text
+    assert fmt == "term" or "3 of 8" in text  # the cells card counts the cell never started
+
+
+def _first_screen(text: str) -> str:
+    """The md report before its usability verdict: what a reader sees first."""
+    return text[: text.index("These numbers")]
+
+
+@pytest.fixture
+def model_never_ran(tmp_path: Path) -> tuple[Path, list[PlannedCell]]:
+    """sweep8 stopped by SIGTERM during the first cell of its second model (in file order): no
+    result of that model at all, and its two 2-GPU cells skipped by design."""
+    shutil.copytree(SWEEP8, tmp_path / "sweep8")
+    root = tmp_path / "sweep8" / "default_scaling"
+    results = load(root).results
+    needs = Finding(code="plan.needs_gpus", figures={"gpus": 2, "have": 1, "nodes": 1})
+    planned = [
+        PlannedCell(
+            id=r.cell_id,
+            label=r.cell.shape_label,
+            skip=needs
+            if r.cell.model == results[4].cell.model and r.cell.world_size == 2
+            else None,
+        )
+        for r in results
+    ]
+    for entry in planned[4:]:
+        (root / "cells" / f"{entry.id}.json").unlink()
+    state = SweepState(
+        phase="stopped", planned=planned, finished=4, stopped_by="SIGTERM", during=planned[4].id
+    )
+    (root / "sweep.json").write_text(state.model_dump_json(indent=2), encoding="utf-8")
+    return root, planned
+
+
+def test_a_model_that_never_ran_is_named_on_the_first_screen(
+    model_never_ran: tuple[Path, list[PlannedCell]], tmp_path: Path
+) -> None:
+    """Today's md named tiny-gpt2 nowhere: its every cell is named with its state."""
+    root, planned = model_never_ran
+    first = _first_screen(_flat(_report(root, "md", tmp_path)))
+    assert f"Stopped while it ran: {planned[4].label}." in first
+    assert f"Not reached: {planned[6].label}." in first
+    # skipped by design is told apart from not reached, with its why from the code
+    assert f"Skipped by design (needs 2 GPUs; this node has 1): {planned[5].label}, " in first
+
+
+def test_the_short_forms_give_the_command_that_finishes_it(
+    model_never_ran: tuple[Path, list[PlannedCell]], tmp_path: Path
+) -> None:
+    root, _ = model_never_ran
+    command = (
+        f"torchscale benchmark --config {root}/config.yaml --output-dir {root.parent} --resume"
+    )
+    assert command in _first_screen(_flat(_report(root, "md", tmp_path)))
+    assert command in _flat(_report(root, "term", tmp_path))
+    assert command in _flat(_report(root, "html", tmp_path))  # the HTML's first screen
+    recap = CliRunner().invoke(
+        app, ["report", "-s", str(root), "-f", "md", "-o", str(tmp_path / "r.md")]
+    )
+    assert command in _flat(recap.output)  # the terminal answer of a report written to a file
+
+
+def test_a_folder_without_a_state_file_is_planned_from_its_config(tmp_path: Path) -> None:
+    """An older folder (no sweep.json) stopped in its 7th cell: its config.yaml expanded again
+    names the 8th cell, never started (today: 'the cells it never started are not known')."""
+    shutil.copytree(SWEEP8, tmp_path / "sweep8")
+    root = tmp_path / "sweep8" / "default_scaling"
+    cut, never = (
+        next(r for r in load(root).results if r.cell.shape_label == f"tiny-gpt2 b32 x{n} fp32 ddp")
+        for n in (1, 2)
+    )
+    for result in (cut, never):
+        (root / "cells" / f"{result.cell_id}.json").unlink()
+    (root / "specs").mkdir()
+    (root / "specs" / f"{cut.cell_id}.json").write_text("{}", encoding="utf-8")
+    first = _first_screen(_flat(_report(root, "md", tmp_path)))
+    assert "not known" not in first
+    assert f"during cell 7 of 8 ({cut.cell.shape_label})" in first
+    assert f"Not reached: {never.cell.shape_label}." in first
+    assert "--resume" in first
+
+
+def test_a_500_cell_sweep_is_named_in_a_few_lines() -> None:
+    """Counts by state, then the cells not measured by model, collapsed beyond a few."""
+    cells = [
+        CellProgress(f"m{m}b{b}", f"model{m} b{b} x1 fp32 ddp", "not reached")
+        for m in range(10)
+        for b in range(50)
+    ]
+    sentence = SweepProgress("stopped", cells, "SIGTERM").sentence()
+    assert sentence is not None and len(sentence) < 500
+    assert "500 not reached" in sentence
+    assert "model0 (50 cells): b0 x1 fp32 ddp, b1 x1 fp32 ddp, b2 x1 fp32 ddp and 47 more" in (
+        sentence
+    )
+    assert "and 7 more models (350 cells)" in sentence
+
+
+def test_failures_name_the_cells_with_no_result_a_row_per_model_and_why(
+    model_never_ran: tuple[Path, list[PlannedCell]], tmp_path: Path
+) -> None:
+    root, planned = model_never_ran
+    report = json.loads(_report(root, "json", tmp_path))
+    failures = next(s for s in report["sections"] if s["id"] == "failures")
+    (table,) = [b for b in failures["blocks"] if b.get("id") == "failures-cells"]
+    rows = {r["cell"]: (r["status"], r["reason"]) for r in table["rows"]}
+    shapes = [p.label.removeprefix(planned[4].label.split(" ")[0]).strip() for p in planned]
+    both = f"{planned[5].label}, {shapes[7]}"  # the two 2-GPU cells of the model, one row
+    assert rows[both] == ("skipped", "needs 2 GPUs; this node has 1")
+    assert rows[planned[6].label] == ("not reached", "the sweep stopped before it")
+
+
+def test_a_sweep_stopped_in_its_first_cell_reads_stopped(tmp_path: Path) -> None:
+    """No result and no sweep.json, only its config, env and the first cell's spec: the
+    report named no experiment at all; now every planned cell, with the resume line."""
+    shutil.copytree(SWEEP8, tmp_path / "sweep8")
+    root = tmp_path / "sweep8" / "default_scaling"
+    first = next(r for r in load(root).results if r.cell.shape_label == "tiny-mlp b16 x1 fp32 ddp")
+    shutil.rmtree(root / "cells")
+    (root / "specs").mkdir()
+    (root / "specs" / f"{first.cell_id}.json").write_text("{}", encoding="utf-8")
+    text = _flat(_report(root, "md", tmp_path)).replace("`", "")
+    assert "during cell 1 of 8 (tiny-mlp b16 x1 fp32 ddp): 1 stopped while it ran, 7 not " in text
+    assert (
+        "Not reached: tiny-mlp b16 x2 fp32 ddp, b32 x1 fp32 ddp, b32 x2 fp32 ddp; tiny-gpt2 "
+        in text
+    )
+    assert f"--config {root}/config.yaml --output-dir {root.parent} --resume" in text

@@ -16,22 +16,25 @@ OK = CellProgress("a", "m b8 x1 fp32 ddp", "ok")
 FAILED = CellProgress("b", "m b8 x2 fp32 ddp", "failed", "rank 1 raised")
 SKIPPED = CellProgress("c", "m b8 x4 fp32 ddp", "skipped", "needs 4 CPU cores; this node has 2")
 CUT = CellProgress("d", "m b16 x1 fp32 ddp", "stopped", "stopped by SIGHUP while it ran")
-NEVER = CellProgress("e", "m b16 x2 fp32 ddp", "not run", "not run: the sweep stopped before it")
+NEVER = CellProgress("e", "m b16 x2 fp32 ddp", "not reached", "the sweep stopped before it")
 
 
 def test_a_signal_names_itself_and_the_cell_it_cut_short() -> None:
     progress = SweepProgress("stopped", [OK, SKIPPED, CUT, NEVER], "SIGHUP", CUT, 2)
     assert progress.sentence() == (
-        "Sweep stopped by SIGHUP during cell 3 of 4 (m b16 x1 fp32 ddp): 1 ok, 1 skipped "
-        "(needs 4 CPU cores; this node has 2), 1 stopped, 1 not run."
+        "Sweep stopped by SIGHUP during cell 3 of 4 (m b16 x1 fp32 ddp): 1 measured, 1 skipped "
+        "by design, 1 stopped while it ran, 1 not reached. Stopped while it ran: m b16 x1 fp32 "
+        "ddp. Not reached: m b16 x2 fp32 ddp. Skipped by design (needs 4 CPU cores; this node "
+        "has 2): m b8 x4 fp32 ddp."
     )
 
 
 def test_fail_fast_says_it_stopped_after_the_failure() -> None:
     progress = SweepProgress("stopped", [OK, FAILED, NEVER], "--fail-fast", None, 2)
     assert progress.sentence() == (
-        "Sweep stopped by --fail-fast after its first failed cell, of 3 planned: 1 ok, 1 failed, "
-        "1 not run."
+        "Sweep stopped by --fail-fast after its first failed cell, of 3 planned: 1 measured, "
+        "1 failed, 1 not reached. Failed (rank 1 raised): m b8 x2 fp32 ddp. Not reached: m b16 "
+        "x2 fp32 ddp."
     )
 
 
@@ -40,13 +43,14 @@ def test_a_killed_sweep_is_still_running_by_its_file() -> None:
     sentence = progress.sentence()
     assert sentence is not None
     assert sentence.startswith("Sweep did not finish after cell 1 of 2: its state file still")
-    assert sentence.endswith("1 ok, 1 not run.")
+    assert sentence.endswith("1 measured, 1 not reached. Not reached: m b16 x2 fp32 ddp.")
 
 
 def test_complete_is_silent_but_a_skip_is_said() -> None:
     assert SweepProgress("complete", [OK, FAILED]).sentence() is None
     assert SweepProgress("complete", [OK, SKIPPED]).sentence() == (
-        "1 of 2 planned cells skipped (needs 4 CPU cores; this node has 2)."
+        "1 of 2 planned cells skipped by design. Skipped by design (needs 4 CPU cores; this "
+        "node has 2): m b8 x4 fp32 ddp."
     )
 
 
@@ -79,7 +83,7 @@ PLAN = [PlannedCell(id=f"c{i}", label=f"m b8 x{i} fp32 ddp") for i in range(4)]
 def test_a_resumed_cell_stopped_again_is_the_one_stopped_not_its_old_result() -> None:
     state = SweepState(phase="stopped", planned=PLAN, finished=1, stopped_by="SIGTERM", during="c1")
     progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c0", "c1"]))
-    assert [c.state for c in progress.cells] == ["ok", "stopped", "not run", "not run"]
+    assert [c.state for c in progress.cells] == ["ok", "stopped", "not reached", "not reached"]
     assert progress.during is not None and progress.during.id == "c1"
 
 
@@ -94,7 +98,7 @@ def test_a_killed_sweep_names_the_cell_it_was_in() -> None:
     """SIGKILL leaves 'running': the planned cell with a spec and no result was cut short."""
     state = SweepState(phase="running", planned=PLAN, finished=2)
     progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c0", "c1", "c2"]))
-    assert [c.state for c in progress.cells] == ["ok", "ok", "stopped", "not run"]
+    assert [c.state for c in progress.cells] == ["ok", "ok", "stopped", "no result yet"]
     sentence = progress.sentence()
     assert sentence is not None and sentence.startswith("Sweep did not finish during cell 3 of 4")
 
@@ -111,14 +115,18 @@ def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> Non
     """Kubernetes (handed on) or a detached Slurm follower: 'running' with a reason; a cell the
     plan skipped is skipped, a started one with no result is not yet run, never 'stopped'."""
     by = "handed to Kubernetes; torchscale does not follow its jobs"
-    plan = [*PLAN[:3], PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip_reason="needs 8")]
+    plan = [
+        *PLAN[:3],
+        PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip_reason="needs 8"),
+    ]  # schema 1
     state = SweepState(phase="running", planned=plan, finished=0, stopped_by=by)
     progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c2"]))
-    assert [c.state for c in progress.cells] == ["ok", "ok", "not run", "skipped"]
-    assert progress.cells[2].why == f"no result yet ({by})"
+    assert [c.state for c in progress.cells] == ["ok", "ok", "no result yet", "skipped"]
+    assert progress.cells[2].why == by
     assert progress.during is None
     assert progress.sentence() == (
-        f"Sweep not followed to its end ({by}): 2 ok, 1 not run, 1 skipped (needs 8)."
+        f"Sweep not followed to its end ({by}): 2 measured, 1 no result yet, 1 skipped by "
+        "design. No result yet: m b8 x2 fp32 ddp. Skipped by design (needs 8): m b8 x3 fp32 ddp."
     )
 
 
@@ -126,7 +134,10 @@ def test_a_detached_follower_says_why_it_cannot_tell_more() -> None:
     by = "its follower was stopped; the Slurm jobs go on (benchmark --status DIR)"
     state = SweepState(phase="running", planned=PLAN, finished=1, stopped_by=by)
     progress = sweep_progress(_experiment(state, ok=["c0"], started=[]))
-    assert progress.sentence() == f"Sweep not followed to its end ({by}): 1 ok, 3 not run."
+    assert progress.sentence() == (
+        f"Sweep not followed to its end ({by}): 1 measured, 3 no result yet. No result yet: "
+        "m b8 x1 fp32 ddp, b8 x2 fp32 ddp, b8 x3 fp32 ddp."
+    )
 
 
 def test_without_a_state_file_torchruns_error_file_names_the_signal(tmp_path: Path) -> None:

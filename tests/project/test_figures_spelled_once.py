@@ -108,7 +108,6 @@ NOT_YET: dict[str, int] = {
     "interfaces/console/forecasts.py": 1,
     "interfaces/console/live_table.py": 4,
     "interfaces/console/profile.py": 9,
-    "interfaces/console/progress.py": 2,
     "interfaces/console/report_summary.py": 2,
     "interfaces/console/sweep_tables.py": 2,
     "interfaces/report/diagnosis_text.py": 4,

@@ -159,6 +159,8 @@ EVIDENCE: frozenset[str] = frozenset(
         "comm_result.CommRow.reason",
         "max_batch.MaxBatchProbe.reason",
         "perf.Probe.error",
+        # schema 1's words: read from old files and shown as stored; schema 2 writes `skip`
+        "sweep_state.PlannedCell.skip_reason",
     }
 )
 
@@ -201,7 +203,6 @@ NOT_YET: frozenset[str] = frozenset(
         "profile_analysis.ProfileAnalysis.mismatches",
         "profile_analysis.ProfileAnalysis.notes",
         "profile_analysis.ProfileAnalysis.unavailable",
-        "sweep_state.PlannedCell.skip_reason",
         "validate_report.CheckResult.detail",
         "validate_report.CheckResult.hint",
         "validate_report.CheckResult.title",

@@ -30,6 +30,7 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_tasks import unsupported
 from torchscale.contracts.parallel_shapes import (
     compile_problem,
@@ -51,6 +52,7 @@ from torchscale.contracts.training_defaults import (
     resolve_fused_optimizer,
     resolve_loss,
 )
+from torchscale.contracts.wording import say
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
@@ -166,8 +168,13 @@ class PlannedCell:
     measurement: MeasurementConfig = field(repr=False)
     data: DataConfig = field(repr=False)
     launch: LaunchSettings = field(repr=False)
-    skip_reason: str | None = None  # set: recorded as 'skipped', never launched
+    skip: Finding | None = None  # set: recorded as 'skipped', never launched (why, as a code)
     warnings: tuple[CellWarning, ...] = ()
+
+    @property
+    def skip_reason(self) -> str | None:
+        """Why the plan skips the cell, in words (None: it runs)."""
+        return say(self.skip) if self.skip is not None else None
 
     def worker_spec(
         self, result_path: Path, steps_path: Path, acceptance_dirs: Sequence[Path] = ()
@@ -282,7 +289,7 @@ class Plan:
 
     @property
     def runnable(self) -> list[PlannedCell]:
-        return [p for p in self.cells if p.skip_reason is None]
+        return [p for p in self.cells if p.skip is None]
 
     def estimate(self, cells: Sequence[PlannedCell] | None = None) -> WallTimeEstimate:
         """A lower bound on the sweep's wall time (of `cells`, default every runnable one):
@@ -420,30 +427,21 @@ def _data_definition(config: BenchConfig) -> dict[str, Any]:
 
 def _skip_or_warn(
     cell: CellIdentity, shape: Shape, machine: Machine
-) -> tuple[str | None, tuple[CellWarning, ...]]:
-    """(skip reason, warnings) of a cell on nodes like `machine`."""
+) -> tuple[Finding | None, tuple[CellWarning, ...]]:
+    """(why the cell is skipped, warnings) of a cell on nodes like `machine`."""
     if shape.problem is not None:
-        return shape.problem, ()
+        return infeasible(shape.problem), ()
     if cell.device == "cuda":
-        source = f" ({machine.gpus_source})" if machine.gpus_source else ""
+        # counted here unless a source says where (a partition, a config)
+        gpus = {"have": machine.gpu_count, "source": machine.gpus_source}
         if machine.gpu_count == 0:
-            if source:
-                return f"device 'cuda' requested but a node has no GPU{source}", ()
-            return "device 'cuda' requested but no CUDA GPU is visible", ()
+            return Finding(code=NO_GPU, figures=gpus), ()
         if shape.nproc_per_node > machine.gpu_count:
-            if shape.nodes == 1:
-                # counted here unless a source says where (a partition, a config)
-                which = "a node" if source else "this node"
-                return (
-                    f"needs {shape.nproc_per_node} GPUs; {which} has {machine.gpu_count}{source}"
-                ), ()
-            return (
-                f"needs {shape.nproc_per_node} GPUs on each of {shape.nodes} nodes; a node has "
-                f"{machine.gpu_count}{source}"
-            ), ()
+            figures = {**gpus, "gpus": shape.nproc_per_node, "nodes": shape.nodes}
+            return Finding(code=NEEDS_GPUS, figures=figures), ()
         return None, ()
     if cell.backend == "nccl":
-        return "backend 'nccl' needs CUDA GPUs; none is visible", ()
+        return Finding(code=NCCL_WITHOUT_CUDA), ()
     warnings: list[CellWarning] = []
     if cell.precision == "amp":
         amp = "amp (fp16 autocast) on CPU is slow and not representative of GPUs"
@@ -582,6 +580,18 @@ def _identity(
     )
 
 
+# why the plan skips a cell: its nodes' GPUs (worded in contracts/wording/plan_skips.py)
+NEEDS_GPUS = "plan.needs_gpus"
+NO_GPU = "plan.no_gpu"
+NCCL_WITHOUT_CUDA = "plan.nccl_without_cuda"
+# a check that still answers in words (data source, mesh, model): its line, quoted
+INFEASIBLE = "plan.infeasible"
+
+
+def infeasible(said: str | None) -> Finding | None:
+    return Finding(code=INFEASIBLE, figures={"said": said}) if said is not None else None
+
+
 def _feasibility(
     config: BenchConfig,
     machine: Machine,
@@ -589,15 +599,15 @@ def _feasibility(
     shape: Shape,
     model: ModelSpec,
     training: TrainingConfig,
-) -> tuple[str | None, tuple[CellWarning, ...]]:
-    """(skip reason, warnings) of the cell, the first problem found: the nodes, then the data
-    source, then the model-parallel layout; a skipped cell is recorded, never launched."""
+) -> tuple[Finding | None, tuple[CellWarning, ...]]:
+    """(why the cell is skipped, warnings) of the cell, the first problem found: the nodes, then
+    the data source, then the model-parallel layout; a skipped cell is recorded, never launched."""
     skip, warnings = _skip_or_warn(cell, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
-        skip = unsupported(config.data.source, model.name)
+        skip = infeasible(unsupported(config.data.source, model.name))
     parallel = cell.parallel
     if skip is None and parallel is not None:  # the mesh or model cannot run this layout
-        skip = (
+        skip = infeasible(
             world_problem(cell.strategy, parallel, cell.world_size)
             or node_problem(
                 parallel,

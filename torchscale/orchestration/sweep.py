@@ -176,7 +176,7 @@ def priced(result: CellResult, price_per_gpu_hour: float | None) -> CellResult:
 
 def _previous_ok(planned: PlannedCell, store: ResultStore, resume: bool) -> CellResult | None:
     """With --resume, the stored ok result of exactly this cell definition (any version)."""
-    if not resume or planned.skip_reason is not None:
+    if not resume or planned.skip is not None:
         return None
     return store.finished_ok(planned.cell.id, planned.cell.definition_sha256)
 
@@ -206,9 +206,7 @@ def run_sweep(
     try:
         # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
         # before any launch; nothing to do when no cell will launch (all skipped or resumed)
-        if any(
-            p.skip_reason is None and _previous_ok(p, store, resume) is None for p in plan.cells
-        ):
+        if any(p.skip is None and _previous_ok(p, store, resume) is None for p in plan.cells):
             ready = prepare_data(plan.data)
             if ready is not None:
                 hooks.on_data(ready)
@@ -216,8 +214,8 @@ def run_sweep(
             current = planned.cell.id
             previous = _previous_ok(planned, store, resume)
             reused = previous is not None
-            hooks.on_start(planned, index, total, planned.skip_reason is None and not reused)
-            if planned.skip_reason is not None:
+            hooks.on_start(planned, index, total, planned.skip is None and not reused)
+            if planned.skip is not None:
                 error = CellError(reason=planned.skip_reason)
                 result = unmeasured_result(planned, Status.SKIPPED, error)
                 store.write_cell(result)
@@ -265,10 +263,7 @@ def run_sweep(
 
 def planned_cells(plan: Plan) -> list[PlannedEntry]:
     """The plan's cells as the sweep state lists them, in plan order."""
-    return [
-        PlannedEntry(id=p.cell.id, label=p.cell.shape_label, skip_reason=p.skip_reason)
-        for p in plan.cells
-    ]
+    return [PlannedEntry(id=p.cell.id, label=p.cell.shape_label, skip=p.skip) for p in plan.cells]
 
 
 def stopped_by(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from torchscale.offline.analysis.prediction.forecast import (
 )
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import read_cells, read_comm, read_folder
+from torchscale.offline.results.experiment import holds_sweep
 from torchscale.offline.results.forecast_store import (
     new_forecast_id,
     read_forecasts,
@@ -57,11 +58,10 @@ def experiments_in(source: Path) -> list[Path]:
     """`source` if it holds cells/, else its sub-folders that do; none is a UsageError."""
     if not source.is_dir():
         raise ResultsInputError(f"{source}: no such results directory")
-    if (source / "cells").is_dir():
-        roots = [source]
-    else:
-        roots = sorted(p.parent for p in source.glob("*/cells") if p.is_dir())
-    roots = [r for r in roots if any((r / "cells").glob("*.json"))]
+    roots = (
+        [source] if holds_sweep(source) else sorted(p for p in source.iterdir() if holds_sweep(p))
+    )
+    roots = [r for r in roots if any(ResultLayout(r).cells_dir.glob("*.json"))]
     if not roots:
         raise ResultsInputError(f"{source}: no measured cells (cells/*.json) to forecast from")
     return roots

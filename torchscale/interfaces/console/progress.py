@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from torchscale.contracts.wording.elapsed import duration_text
 from torchscale.interfaces.report.progress import Step
 
 
@@ -37,18 +38,6 @@ def eta_s(remaining: Sequence[float | None], finished: Sequence[Finished]) -> fl
         estimated = sum(e for e in done_estimates if e is not None)
         return sum(e for e in remaining if e is not None) * measured / estimated
     return measured / len(finished) * len(remaining)
-
-
-def duration_text(seconds: float) -> str:
-    """'45s', '3m05s', '2h04m': short enough for a progress line."""
-    whole = max(0, round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
 
 
 def eta_text(eta: float | None) -> str:

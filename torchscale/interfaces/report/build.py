@@ -46,7 +46,7 @@ from torchscale.interfaces.report.sections import baseline as baseline_section
 from torchscale.interfaces.report.short import kept_sections, left_out_line, trim
 from torchscale.interfaces.report.sources import ExperimentSource, Sources
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
-from torchscale.offline.results.sweep_progress import sweep_progress
+from torchscale.offline.results.sweep_progress import NO_RESULT, sweep_progress
 
 
 def default_title(sources: Sources, baseline: Sources | None) -> str:
@@ -101,8 +101,8 @@ def source_summary(
         if source.experiment is not None:
             statuses = [r.status.value for r in source.experiment.results]
             versions = set(source.experiment.versions.values())
-            progress = sweep_progress(source.experiment).cells
-            unfinished = sum(c.state in ("stopped", "not run") for c in progress)
+            progress = sweep_progress(source.experiment, source.plan).cells
+            unfinished = sum(c.state in NO_RESULT for c in progress)
         versions |= {p.analysis.schema_version for p in source.profiles}
         out.append(
             Source(

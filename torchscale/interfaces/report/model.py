@@ -265,7 +265,11 @@ class Source(_Model):
         parts = []
         files = self.cells + self.unreadable
         if files:
-            by_status = ((self.ok, "ok"), (self.failed, "failed"), (self.skipped, "not run"))
+            by_status = (
+                (self.ok, "ok"),
+                (self.failed, "failed"),
+                (self.skipped, "skipped by design"),
+            )
             counts = [f"{n} {what}" for n, what in by_status if n]
             head = f"{self.cells} cell{_s(self.cells)}"
             if self.unreadable:

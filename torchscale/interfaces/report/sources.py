@@ -17,8 +17,10 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.schema.sweep_state import PlannedCell
 from torchscale.contracts.schema.validate_report import ValidateReport
 from torchscale.interfaces.report.model import Skipped
+from torchscale.interfaces.report.replan import config_plan
 from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.offline.results.documents import (
     Read,
@@ -29,7 +31,7 @@ from torchscale.offline.results.documents import (
     read_profile_analysis,
     read_validate_report,
 )
-from torchscale.offline.results.experiment import Experiment, load
+from torchscale.offline.results.experiment import Experiment, holds_sweep, load
 from torchscale.offline.results.forecast_store import (
     StoredForecasts,
     read_forecasts,
@@ -78,6 +80,7 @@ class ExperimentSource:
     max_batch: list[MaxBatchResult] = field(default_factory=list)
     acceptance: list[ValidateReport] = field(default_factory=list)  # validate perf/burn
     forecasts: StoredForecasts = field(default_factory=StoredForecasts)  # predict, its scores
+    plan: list[PlannedCell] | None = None  # no sweep.json: its config's cells (replan.py)
 
 
 @dataclass
@@ -131,16 +134,13 @@ def _json_files(folder: Path) -> list[Path]:
 
 
 def is_experiment_dir(path: Path) -> bool:
-    """A sweep (`cells/`, or only its `sweep.json`: a Kubernetes run before its first result),
-    a directory of profiled runs (`profile/<run>/`) or of comm runs."""
+    """A sweep (`holds_sweep`), a directory of profiled runs (`profile/<run>/`), of comm runs
+    or of validate reports."""
     layout = ResultLayout(path)
-    measured = _is_dir(layout.cells_dir) or _json_files(layout.comm_dir)
-    if measured or _json_files(layout.acceptance_dir):
+    if holds_sweep(path) or _json_files(layout.comm_dir) or _json_files(layout.acceptance_dir):
         return True
     profile = layout.profiles_dir
     try:
-        if layout.sweep_state_path.is_file():
-            return True
         return _is_dir(profile) and any(_is_profile_run(p) for p in profile.iterdir())
     except OSError:
         return False
@@ -183,8 +183,8 @@ def _read_profiles(
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
     layout = ResultLayout(root)
-    experiment = None
-    if _is_dir(layout.cells_dir) or layout.sweep_state_path.is_file():
+    experiment, plan = None, None
+    if holds_sweep(root):
         problems: list[str] = []  # a corrupt config.yaml or env.json: the cells still count
         experiment = load(root, problems)
         for problem in problems:
@@ -193,9 +193,11 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         _ = experiment.cells, experiment.ranks, experiment.steps
         for path, reason in experiment.skipped:
             _skip(skipped, path, reason)
-        # a plan in sweep.json and no result yet (a Kubernetes run before its first pod
-        # ends) is reported: each planned cell "no result yet"
-        if not experiment.results and not (experiment.sweep and experiment.sweep.planned):
+        plan = config_plan(experiment)  # no sweep.json: the cells its config plans
+        # a plan and no result yet (a Kubernetes run before its first pod ends, a sweep stopped
+        # in its first cell) is reported: each planned cell with its state
+        planned = experiment.sweep.planned if experiment.sweep else plan
+        if not experiment.results and not planned:
             experiment = None
     profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
     comm = _read_each(layout.comm_dir, read_comm, skipped)
@@ -213,7 +215,7 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
     if experiment is not None and forecasts.forecasts:
         forecasts = with_pending(forecasts, experiment.results, utc_now())
     return ExperimentSource(
-        name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance, forecasts
+        name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance, forecasts, plan
     )
 
 

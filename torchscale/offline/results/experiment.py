@@ -132,6 +132,22 @@ def _read_mapping(path: Path, parse: Any, what: str, problems: list[str] | None)
     return {}
 
 
+def holds_sweep(path: Path) -> bool:
+    """Whether `path` is a benchmark sweep's folder: its results (`cells/`), its state
+    (`sweep.json`) or the spec of a cell it started (`specs/`: stopped before a first result,
+    before sweeps kept a state file). The one test of it: the report, the loader and predict
+    ask here."""
+    layout = ResultLayout(path)
+    try:
+        return (
+            layout.cells_dir.is_dir()
+            or layout.sweep_state_path.is_file()
+            or layout.specs_dir.is_dir()
+        )
+    except OSError:
+        return False
+
+
 def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experiment:
     """Read the results directory of one experiment (`<output>/<experiment_name>`).
 
@@ -142,12 +158,8 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     """
     layout = ResultLayout(Path(path))
     root = layout.root
-    if not layout.cells_dir.is_dir() and not layout.sweep_state_path.is_file():
-        inner = (
-            sorted(p.parent.name for p in root.glob("*/cells") if p.is_dir())
-            if root.is_dir()
-            else []
-        )
+    if not holds_sweep(root):
+        inner = sorted(p.name for p in root.iterdir() if holds_sweep(p)) if root.is_dir() else []
         names = ", ".join(inner)
         hint = f"; it holds experiment(s) {names}: pass one" if inner else ""
         raise ResultsError(f"{root} is not a torchscale results directory (no cells/){hint}")

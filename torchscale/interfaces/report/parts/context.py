@@ -42,7 +42,12 @@ from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
 from torchscale.offline.results.profile_versions import compile_mode
-from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress, sweep_progress
+from torchscale.offline.results.sweep_progress import (
+    NO_RESULT,
+    CellProgress,
+    SweepProgress,
+    sweep_progress,
+)
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.parts.usable import Usability
@@ -396,18 +401,25 @@ class Context:
     def progress(self) -> list[tuple[str, SweepProgress]]:
         """Each experiment's sweep: every planned cell with its state (offline/results)."""
         return [
-            (s.name, sweep_progress(s.experiment))
+            (s.name, sweep_progress(s.experiment, s.plan))
             for s in self.sources.experiments
             if s.experiment is not None
         ]
 
     def unreached(self) -> list[tuple[str, CellProgress]]:
-        """Planned cells with no result: the one a stop cut short, those never reached."""
+        """Planned cells with no result: the one a stop cut short, those never reached, those
+        the plan skipped by design and wrote no result for."""
+        kept = {
+            (s.name, r.cell_id)
+            for s in self.sources.experiments
+            if s.experiment is not None
+            for r in s.experiment.results
+        }
         return [
             (name, cell)
             for name, progress in self.progress
             for cell in progress.cells
-            if cell.state in ("stopped", "not run")
+            if cell.state in (*NO_RESULT, "skipped") and (name, cell.id) not in kept
         ]
 
     @property

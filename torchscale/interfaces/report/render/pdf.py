@@ -182,7 +182,7 @@ def table_layout(table: Table) -> TableLayout:
 
 def sources_table(report: Report) -> Table:
     """The report's sources as a table block, laid out like every other table."""
-    counts = {"cells": "Cells", "ok": "OK", "failed": "Failed", "skipped": "Not run"}
+    counts = {"cells": "Cells", "ok": "OK", "failed": "Failed", "skipped": "Skipped"}
     if any(source.unfinished for source in report.sources):  # a stopped sweep's unrun cells
         counts["unfinished"] = "Planned, no result"
     counts |= {"unreadable": "Unreadable", "profiles": "Profiles", "comm_runs": "Comm runs"}

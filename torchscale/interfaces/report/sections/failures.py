@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.wording.sweep import cells_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, records, text
 
@@ -55,9 +56,15 @@ def build(ctx: Context) -> Section:
         fallback = text(row["error"]) or "no reason recorded"
         rows.append(_row(ctx.label(row), str(row["status"]), result.error, fallback))
     unreached = ctx.unreached()
-    for experiment, cell in unreached:  # planned, no result: cut short, or never reached
-        label = f"{cell.label} [{experiment}]" if ctx.multi else cell.label
-        rows.append(_row(label, cell.state, None, cell.why or "no result"))
+    # planned, no result (cut short, never reached, skipped): a row per model and why, so a
+    # stopped 500-cell sweep is a few rows, its cells named and collapsed by the wording
+    groups: dict[tuple[str, str, str | None, str], list[tuple[str, str]]] = {}
+    for experiment, cell in unreached:
+        key = (experiment, cell.state, cell.why, cell.model)
+        groups.setdefault(key, []).append((cell.model, cell.label))
+    for (experiment, state, why, _), cells in groups.items():
+        label = f"{cells_text(cells)} [{experiment}]" if ctx.multi else cells_text(cells)
+        rows.append(_row(label, state, None, why or "no result"))
     for experiment, unanalysed in ctx.unanalysed:
         run = unanalysed.result
         label = (

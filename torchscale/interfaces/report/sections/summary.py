@@ -89,7 +89,7 @@ from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED
 from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
-from torchscale.offline.results.sweep_progress import label_of_cell_id
+from torchscale.offline.results.sweep_progress import PENDING, UNREACHED, label_of_cell_id
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
@@ -328,15 +328,17 @@ def _busy(ctx: Context, measured: pd.DataFrame) -> str | None:
 
 
 def _cells_figure(ctx: Context) -> KeyFigure:
-    """'4 of 8' cells measured, the rest by why: failed, not run (the sweep skipped them),
+    """'4 of 8' cells measured, the rest by why: failed, stopped, not reached, skipped by design,
     unreadable (their result file could not be used): every cell file counts."""
     cells = ctx.cells
     ok = int((cells["status"] == "ok").sum())
     failed = int(cells["status"].isin(["failed", "oom", "timeout"]).sum())
-    not_run = int((cells["status"] == "skipped").sum())
+    skipped = int((cells["status"] == "skipped").sum())  # by design: the plan's skip
     unreached = ctx.unreached()
     stopped = sum(c.state == "stopped" for _, c in unreached)
-    not_run += len(unreached) - stopped  # planned, never reached: the sweep stopped first
+    not_reached = sum(c.state == UNREACHED for _, c in unreached)  # the sweep stopped first
+    pending = sum(c.state == PENDING for _, c in unreached)  # handed on, or going on
+    skipped += sum(c.state == "skipped" for _, c in unreached)  # skipped with no result file
     unreadable = ctx.unreadable
     total = len(cells) + unreadable + len(unreached)
     if not total:
@@ -348,7 +350,9 @@ def _cells_figure(ctx: Context) -> KeyFigure:
     why = (
         (failed, "failed"),
         (stopped, "stopped"),
-        (not_run, "not run"),
+        (not_reached, "not reached"),
+        (pending, "no result yet"),
+        (skipped, "skipped by design"),
         (unreadable, "unreadable"),
     )
     note = ", ".join(f"{count} {what}" for count, what in why if count)

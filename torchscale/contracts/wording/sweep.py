@@ -1,0 +1,86 @@
+"""Words for how far a sweep got (offline/results/sweep_progress.py): each planned cell's state,
+the cells not measured named compactly (by state, then by model, collapsed beyond a few, so a
+500-cell sweep reads in a few lines) and the command line that finishes it."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+# a cell's state, as its counts and lists name it (an unknown state is shown as itself)
+STATES = {
+    "ok": "measured",
+    "failed": "failed",
+    "oom": "out of memory",
+    "timeout": "timed out",
+    "stopped": "stopped while it ran",
+    "skipped": "skipped by design",
+    "not reached": "not reached",
+    "no result yet": "no result yet",
+    "unreadable": "unreadable",
+}
+SHOWN = 3  # cells named per model, models named per state, reasons per state
+
+
+def state_words(state: str) -> str:
+    return STATES.get(state, state)
+
+
+def counts_text(counts: Sequence[tuple[str, int]]) -> str:
+    """'6 measured, 1 stopped while it ran, 1 not reached'."""
+    return ", ".join(f"{n} {state_words(state)}" for state, n in counts)
+
+
+def _model_group(model: str, labels: Sequence[str]) -> str:
+    """'tiny-mlp b16 x2 fp32 ddp, b32 x2 fp32 ddp' or, beyond SHOWN, 'tiny-mlp (12 cells):
+    b16 x2 fp32 ddp, ... and 9 more'."""
+    shapes = [label.removeprefix(model).strip() for label in labels]
+    if len(labels) <= SHOWN:
+        return f"{model} {', '.join(shapes)}"
+    more = len(labels) - SHOWN
+    return f"{model} ({len(labels)} cells): {', '.join(shapes[:SHOWN])} and {more} more"
+
+
+def cells_text(cells: Sequence[tuple[str, str]]) -> str:
+    """(model, label) pairs named by model, in their order, collapsed beyond SHOWN models."""
+    models: dict[str, list[str]] = {}
+    for model, label in cells:
+        models.setdefault(model, []).append(label)
+    groups = [_model_group(m, labels) for m, labels in list(models.items())[:SHOWN]]
+    if len(models) > SHOWN:
+        rest = sum(len(labels) for labels in list(models.values())[SHOWN:])
+        groups.append(f"and {len(models) - SHOWN} more models ({rest} cells)")
+    return "; ".join(groups)
+
+
+def reasons_text(reasons: Sequence[str]) -> str:
+    """Distinct reasons, the first SHOWN of them, in brackets ('' when none)."""
+    if not reasons:
+        return ""
+    more = f"; and {len(reasons) - SHOWN} other reasons" if len(reasons) > SHOWN else ""
+    return f" ({'; '.join(reasons[:SHOWN])}{more})"
+
+
+def not_measured_text(
+    states: Sequence[tuple[str, Sequence[str], Sequence[tuple[str, str]]]],
+) -> str:
+    """'Skipped by design (needs 2 GPUs; this node has 1): tiny-mlp b16 x2 fp32 ddp. Not
+    reached: ...', a sentence per state, from (state, its reasons, its (model, label) cells)."""
+    return " ".join(
+        f"{state_words(state).capitalize()}{reasons_text(reasons)}: {cells_text(cells)}."
+        for state, reasons, cells in states
+    )
+
+
+def resume_text(argv: Sequence[str] | None, redefined: int = 0) -> str:
+    """The command that finishes the sweep, as a line to copy ('' when there is none), and
+    how many kept results it runs again (their cells' definitions changed since)."""
+    if not argv:
+        return ""
+    again = (
+        f" (it runs the {redefined} kept results' cells again too: this torchscale defines "
+        "them anew)"
+        if redefined
+        else ""
+    )
+    return f"To finish it: `{shlex.join(argv)}`{again}."
