@@ -35,11 +35,14 @@ def gpu_name(environment: dict[str, Any]) -> str | None:
 def _cells(ctx: Context) -> pd.DataFrame:
     """The pooled measured cells, each with its GPU's name and, where priced, its cost."""
     hosts = {s.name: s.experiment.environment for s in ctx.sources.experiments if s.experiment}
+    gpus = {  # by cell id: a pooled row's experiment names all its runs'
+        str(row["cell_id"]): gpu_name(
+            ctx.result(row).environment or hosts.get(str(row["experiment"])) or {}
+        )
+        for row in records(ctx.ok[ctx.ok["device"].astype(str) != "cpu"])
+    }
     cells = ctx.measured_pooled.copy()
-    cells["gpu"] = [
-        gpu_name(ctx.result(row).environment or hosts.get(str(row["experiment"])) or {})
-        for row in records(cells)
-    ]
+    cells["gpu"] = cells["cell_id"].astype(str).map(gpus)
     priced = ctx.pooled_priced
     if priced is not None:
         cells[COST_COLUMNS] = priced.loc[cells.index, COST_COLUMNS]
