@@ -151,3 +151,22 @@ def test_a_scored_forecast_narrower_than_the_width_is_a_call() -> None:
         "gpt2", measured, pd.DataFrame(), [_forecast(8, 0.7, 0.95)], scored
     )
     assert wide is not None and wide.code == "decision.not_decidable"
+
+
+def test_fsdp_on_one_gpu_is_never_the_cell_decided_on() -> None:
+    """Made the fastest with a low MFU, FSDP at world 1 (it shards nothing) is left out: the
+    call is the DDP cell's."""
+    ddp = _cell(1, 400.0, mfu=0.40, mfu_low=0.37, mfu_high=0.43)
+    fsdp = {**_cell(1, 900.0, mfu=0.05, mfu_low=0.04, mfu_high=0.06), "strategy": "fsdp"}
+    call = decision.decide_model("gpt2", pd.DataFrame([ddp, fsdp]), pd.DataFrame())
+    assert call is not None and call.code == "decision.step_on_par"
+    assert call.figures["mfu"] == 0.40
+
+
+def test_an_input_wait_is_a_fix_only_by_its_whole_interval() -> None:
+    waits = {"data_share": 0.2, "data_share_high": 0.25}
+    call = decision.decide_model("gpt2", _cells(**waits, data_share_low=0.15), _scaling(0.88, 0.93))
+    assert call is not None and call.code == "decision.fix_input"
+    assert wording.say(call).startswith("gpt2: fix the input pipeline first: the step waits for")
+    call = decision.decide_model("gpt2", _cells(**waits, data_share_low=0.05), _scaling(0.88, 0.93))
+    assert call is not None and call.code == "decision.buy"

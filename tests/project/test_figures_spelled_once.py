@@ -110,7 +110,6 @@ NOT_YET: dict[str, int] = {
     "interfaces/console/cells.py": 4,
     "interfaces/console/comm.py": 11,
     "interfaces/console/dry_run.py": 2,
-    "interfaces/console/forecasts.py": 1,
     "interfaces/console/live_table.py": 4,
     "interfaces/console/profile.py": 9,
     "interfaces/console/progress.py": 3,

@@ -114,7 +114,7 @@ def _terms(members: Sequence[Forecast], width: int) -> list[Any]:
         k = forecast.key
         out.append(prose(f"{k.world_size} {ranks_header(k.device)}, {k.nodes} node(s):", width))
         for term in forecast.terms:
-            text = f"- {term.name}: {figure(term.seconds, 1e3)} ms: {term.how}"
+            text = f"- {term.name}: {seconds_text(term.seconds)}: {term.how}"
             out.append(prose(text, width, "  "))
     return out
 

@@ -2,8 +2,8 @@
 (docs/reporting.md, "The decision line"). Pure: the report's tables in, findings out.
 
 The rule, in order, over a model's GPU cells (never a CPU run: a CPU rank's scaling says
-nothing about buying GPUs), leaving out cells on a busy machine; the cell decided on is the
-fastest at the largest world size measured (what would be bought):
+nothing about buying GPUs), leaving out cells on a busy machine and FSDP on one device; the cell
+decided on is the fastest at the largest world size measured (what would be bought):
 1. fix first where the diagnosis says so: the GPU waits for the host (`host_bound`), the input
    pipeline holds the step (its data share, whole interval, at least FIX_SHARE), or a named
    straggler costs the others at least FIX_SHARE of the step (the wait for peers, whole
@@ -29,6 +29,7 @@ from torchscale.contracts.schema.forecast import Forecast
 from torchscale.offline.analysis.cost import cost_per_million
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.prediction.score import TrackRecord
+from torchscale.offline.analysis.ranking import comparable
 
 MAX_WIDTH = 0.10  # an efficiency (or MFU) interval wider than 10 points of linear: no call
 GOOD_EFFICIENCY = 0.80  # more GPUs pay from 80 % of linear kept; below it, fix the scaling
@@ -75,13 +76,14 @@ def _is_true(value: Any) -> bool:
 
 
 def _gpu_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """The measured GPU cells not on a busy machine."""
+    """The measured GPU cells not on a busy machine, that may be ranked (never FSDP on one
+    device, which shards nothing)."""
     if cells.empty:
         return cells
     rows = cells[(cells["device"].astype(str) != "cpu") & cells["samples_per_s"].notna()]
     if "busy_machine" in rows:
         rows = rows[~rows["busy_machine"].map(_is_true)]
-    return rows
+    return comparable(rows)
 
 
 def _pick(rows: pd.DataFrame) -> dict[str, Any]:
