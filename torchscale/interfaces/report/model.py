@@ -236,8 +236,25 @@ class Decision(_Model):
         the baseline first (what a pull request's reader asks), then the buy-or-fix calls, the
         models, the best."""
         first = [self.baseline] if self.baseline is not None else []
-        said = [Text(text=wording.say(c), severity=call_severity(c)) for c in self.calls]
+        said = [
+            Text(text=wording.say(c), severity=call_severity(c)) for c in alike_once(self.calls)
+        ]
         return [*first, *said, *self.models, *([self.best] if self.best is not None else [])]
+
+
+def alike_once(calls: list[Finding]) -> list[Finding]:
+    """Models given the same call on the same figures, as one call naming them all ('tiny-gpt2
+    and tiny-mlp: fix the host first ...'): the first screen has no room for a line each."""
+    grouped: dict[str, list[Finding]] = {}
+    for call in calls:
+        rest = {k: v for k, v in call.figures.items() if k != "model"}
+        grouped.setdefault(call.code + repr(sorted(rest.items())), []).append(call)
+    said = []
+    for alike in grouped.values():
+        models = [str(c.figure("model")) for c in alike]
+        who = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
+        said.append(alike[0].model_copy(update={"figures": {**alike[0].figures, "model": who}}))
+    return said
 
 
 def call_severity(call: Finding) -> Severity:
