@@ -118,10 +118,13 @@ def _points(share: float) -> str:
 
 
 def _not_decidable(figures: Mapping[str, Any]) -> str:
+    """'gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 points wide) is wider
+    than 10.0 points; more repeats narrow it'."""
     width = figures.get("width")
     said = f" ({_points(width)} wide)" if width is not None else ""
+    what = f"{figures['what']}'s " if figures.get("what") else ""
     return (
-        f"{figures['model']}: no buy-or-fix call: its interval{said} is wider than "
+        f"{figures['model']}: no buy-or-fix call: its {what}interval{said} is wider than "
         f"{_points(figures['max_width'])}; more repeats narrow it"
     )
 

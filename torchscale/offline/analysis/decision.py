@@ -123,12 +123,13 @@ def _fix_first(model: str, row: Mapping[str, Any]) -> Finding | None:
     return None
 
 
-def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, bool]:
-    """(the MFU call against the reference, whether an interval was there but too wide)."""
+def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, float | None]:
+    """(the MFU call against the reference, or None and the width of an MFU interval that was
+    there but too wide to call)."""
     reference = reference_for(row.get("gpu"))
     mfu, low, high = (finite(row.get(k)) for k in ("mfu", "mfu_low", "mfu_high"))
     if reference is None or mfu is None or low is None or high is None:
-        return None, False
+        return None, None
     figures = {
         "model": model,
         "mfu": mfu,
@@ -140,10 +141,10 @@ def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, bool]:
         "source": reference.source,
     }
     if high < LOW_MFU_FRACTION * reference.mfu:
-        return Finding(code="decision.fix_mfu", figures=figures), False
+        return Finding(code="decision.fix_mfu", figures=figures), None
     if low >= LOW_MFU_FRACTION * reference.mfu and high - low <= MAX_WIDTH:
-        return Finding(code="decision.step_on_par", figures=figures), False
-    return None, high - low > MAX_WIDTH
+        return Finding(code="decision.step_on_par", figures=figures), None
+    return None, high - low if high - low > MAX_WIDTH else None
 
 
 def _scaling_call(figures: dict[str, Any]) -> Finding | None:
@@ -261,7 +262,7 @@ def decide_model(
     fix = _fix_first(model, pick)
     if fix is not None:
         return fix
-    mfu, mfu_wide = _mfu(model, pick)
+    mfu, mfu_width = _mfu(model, pick)
     if mfu is not None and mfu.code == "decision.fix_mfu":
         return mfu
     call, width = _measured(model, scaling)
@@ -272,8 +273,10 @@ def decide_model(
         return call
     if mfu is not None:
         return mfu
-    if width is not None or mfu_wide:
-        figures = {"model": model, "width": width, "max_width": MAX_WIDTH}
+    if width is not None or mfu_width is not None:
+        what = "scaling efficiency" if width is not None else "MFU"
+        shown = width if width is not None else mfu_width
+        figures = {"model": model, "what": what, "width": shown, "max_width": MAX_WIDTH}
         return Finding(code="decision.not_decidable", figures=figures)
     return None
 
