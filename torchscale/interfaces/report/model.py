@@ -227,7 +227,7 @@ class Decision(_Model):
     )
     calls: list[Finding] = Field(
         default_factory=list,
-        description="schema 10: each model's buy-or-fix call, where the figures carry one "
+        description="each model's buy-or-fix call, where the figures carry one "
         "(docs/reporting.md, 'The decision line'), worded when shown",
     )
 
