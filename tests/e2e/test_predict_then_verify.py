@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from torchscale.contracts.wording.rule_figures import error_pct as percent
 from torchscale.interfaces.cli.app import app
-from torchscale.offline.analysis.prediction.score import measured_step_s, percent, track_record
+from torchscale.offline.analysis.prediction.score import measured_step_s, track_record
 from torchscale.offline.results.forecast_store import read_forecasts
 from torchscale.offline.results.versions import read_cell_result
 

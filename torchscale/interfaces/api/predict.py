@@ -11,6 +11,7 @@ from pathlib import Path
 from torchscale.contracts.errors import EXIT_USAGE, ResultsInputError, UsageError, describe_os_error
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey
+from torchscale.contracts.wording.figures import ms
 from torchscale.offline.analysis.prediction.forecast import (
     FORECAST_STRATEGIES,
     Group,
@@ -197,8 +198,8 @@ def _one(
         for cell in source.cells:
             if (cell.world_size, cell.nodes) == (world, nodes):
                 return Refusal(
-                    f"{label} b{batch} x{world} {precision} {strategy}",
-                    f"measured: median step {cell.step.value * 1000:.3g} ms (cells/"
+                    " ".join([label, f"b{batch}", f"x{world}", precision, strategy]),
+                    f"measured: median step {ms(cell.step.value)} (cells/"
                     f"{cell.cell_id}.json); a forecast there would be a fit of that cell",
                 )
     key = ForecastKey(

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from torchscale.contracts.schema.forecast import DOMINANT_WORDS
 from torchscale.contracts.wording.figures import (
     ValueFormatter,
     figure_with_interval,
@@ -16,9 +17,8 @@ from torchscale.contracts.wording.figures import (
     quantum_of,
     seconds_text,
 )
-from torchscale.contracts.schema.forecast import DOMINANT_WORDS
+from torchscale.contracts.wording.rule_figures import error_pct
 from torchscale.interfaces.console.lines import Line, hanging
-from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _terms(members: Sequence[Forecast], width: int) -> list[Any]:
         k = forecast.key
         out.append(prose(f"{k.world_size} {ranks_header(k.device)}, {k.nodes} node(s):", width))
         for term in forecast.terms:
-            text = f"- {term.name}: {figure(term.seconds, 1e3)} ms: {term.how}"
+            text = f"- {term.name}: {seconds_text(term.seconds)}: {term.how}"
             out.append(prose(text, width, "  "))
     return out
 
@@ -165,7 +165,7 @@ def score_line(scored: ScoredForecast, cell_name: str) -> Line:
         "info",
         f"forecast for {cell_name}: {_predicted(made.forecast_step_s, step.low, step.high)} "
         "predicted, measured "
-        f"{_seconds(made.measured_step_s)}: {held}, error {percent(made.error, signed=True)}",
+        f"{_seconds(made.measured_step_s)}: {held}, error {error_pct(made.error, signed=True)}",
     )
 
 

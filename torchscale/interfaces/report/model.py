@@ -9,10 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.figures import ValueFormat as ValueFormat
 
 # what each version added: docs/reporting.md, "Report schema versions"
-REPORT_SCHEMA_VERSION: Literal[9] = 9
+REPORT_SCHEMA_VERSION: Literal[10] = 10
 
 Severity = Literal["info", "good", "warn", "bad"]
 # a section's id is its module's name under report/sections/ (summary, scaling, ..., glossary):
@@ -223,12 +225,42 @@ class Decision(_Model):
     actions: list[Text] = Field(
         default_factory=list, description="what to fix or buy, most urgent first"
     )
+    calls: list[Finding] = Field(
+        default_factory=list,
+        description="each model's buy-or-fix call, where the figures carry one "
+        "(docs/reporting.md, 'The decision line'), worded when shown",
+    )
 
     def lines(self) -> list[Text]:
         """The lines under the headline, in reading order (actions apart): the verdict against
-        the baseline first (what a pull request's reader asks), then the models, the best."""
+        the baseline first (what a pull request's reader asks), then the buy-or-fix calls, the
+        models, the best."""
         first = [self.baseline] if self.baseline is not None else []
-        return [*first, *self.models, *([self.best] if self.best is not None else [])]
+        said = [
+            Text(text=wording.say(c), severity=call_severity(c)) for c in alike_once(self.calls)
+        ]
+        return [*first, *said, *self.models, *([self.best] if self.best is not None else [])]
+
+
+def alike_once(calls: list[Finding]) -> list[Finding]:
+    """Models given the same call on the same figures, as one call naming them all ('tiny-gpt2
+    and tiny-mlp: fix the host first ...'): the first screen has no room for a line each."""
+    grouped: dict[str, list[Finding]] = {}
+    for call in calls:
+        rest = {k: v for k, v in call.figures.items() if k != "model"}
+        grouped.setdefault(call.code + repr(sorted(rest.items())), []).append(call)
+    said = []
+    for alike in grouped.values():
+        models = [str(c.figure("model")) for c in alike]
+        who = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
+        said.append(alike[0].model_copy(update={"figures": {**alike[0].figures, "model": who}}))
+    return said
+
+
+def call_severity(call: Finding) -> Severity:
+    """A call to fix something is a warning; a call to buy, or none, is information (a green
+    mark stays with figures of quiet, reliable cells)."""
+    return "warn" if call.code.startswith("decision.fix_") else "info"
 
 
 class Section(_Model):
@@ -295,7 +327,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3, 4, 5, 6, 7, 8, 9] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6, 7, 8, 9, 10] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")

@@ -15,6 +15,8 @@ from typing import Literal
 import pandas as pd
 
 from torchscale.contracts.errors import UsageError
+from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.rule_figures import plain_figure, robust_z
 
 # MAD x 1.4826 estimates the standard deviation of a normal sample: the "robust sd".
 MAD_TO_SD = 1.4826
@@ -32,13 +34,6 @@ VERDICT_NO_VALUE = "not judged: no value"
 _INPUT_COLUMNS = ("node", "gpu", "check", "value", "higher_is_better")
 _JUDGEMENT = ("fleet_median", "relative_gap", "robust_z", "verdict", "evidence")
 FLEET_COLUMNS = [*_INPUT_COLUMNS[:4], *_JUDGEMENT]  # node, gpu, check, value, then the judgement
-
-
-def _fmt(value: float) -> str:
-    """A figure as a person reads it: 612, 780, 23.4, 1234, 0.0123."""
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def _gpu(gpu: object) -> object:
@@ -98,7 +93,7 @@ def fleet_outliers(
                 record.update(verdict=VERDICT_NO_VALUE, evidence=f"{where}: {check} has no value")
                 continue
             if n_nodes < MIN_FLEET_NODES:
-                few = f"{where}: {check} {_fmt(value)}, measured on {n_nodes} node(s) only"
+                few = f"{where}: {check} {plain_figure(value)}, measured on {n_nodes} node(s) only"
                 record.update(verdict=VERDICT_FEW_NODES, evidence=few)
                 continue
             delta = float(value) - median
@@ -109,11 +104,10 @@ def fleet_outliers(
             record["relative_gap"] = relative
             record["robust_z"] = z
             record["verdict"] = VERDICT_OUTLIER if worse_by > limit else VERDICT_OK
-            z_text = f"{z:.1f}" if math.isfinite(z) else f"{z} (MAD 0)"
-            rel_text = f"{relative * 100:+.1f} %" if math.isfinite(relative) else "n/a"
+            rel_text = format_value(relative, "change_pct") if math.isfinite(relative) else "n/a"
             record["evidence"] = (
-                f"{where}: {check} {_fmt(value)} vs fleet median {_fmt(median)} "
-                f"({rel_text}, robust z {z_text})"
+                f"{where}: {check} {plain_figure(value)} vs fleet median {plain_figure(median)} "
+                f"({rel_text}, robust z {robust_z(z)})"
             )
     result = pd.DataFrame.from_records(records, columns=FLEET_COLUMNS, index=positions)
     return result.sort_index()

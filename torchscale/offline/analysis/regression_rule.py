@@ -12,8 +12,15 @@ from typing import Literal
 import numpy as np
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.wording.figures import change_text
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
+from torchscale.contracts.wording.figures import change_text
+from torchscale.contracts.wording.rule_figures import (
+    p_figure,
+    round_pct,
+    setting,
+    setting_pct,
+)
+from torchscale.contracts.wording.rule_figures import p_value as p_text
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
 
@@ -73,23 +80,24 @@ class RegressionRule:
 
     def describe(self) -> str:
         """The rule in one paragraph, with its parameters (printed in every report)."""
-        e = f"{self.min_effect * 100:g} %"
+        e = setting_pct(self.min_effect)
         return (
             f"A change is a regression (or an improvement) only when all three hold, on the "
             f"per-run figures of both sides when each holds several runs of the cell (each "
             f"run's median; the same config run again, each its own launch), else on the "
             f"per-repeat figures of one run (each repeat is one measured window): the "
-            f"{self.test} gives p < {self.alpha:g}; the ratio of the medians (now / "
-            f"baseline) differs from 1 by at least {e}; and its {LEVEL * 100:g} % "
+            f"{self.test} gives p < {setting(self.alpha)}; the ratio of the medians (now / "
+            f"baseline) differs from 1 by at least {e}; and its {setting_pct(LEVEL)} "
             f"interval (percentile bootstrap; Welch's t on the log ratio when a side holds "
             f"fewer than {SMALL}) lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
-            f"runs or repeats for any distribution-free test to reach p < {self.alpha:g} "
-            f'(3 vs 3 give at best {min_p_value(3, 3):.2g}) the verdict is "not enough repeats" '
+            f"runs or repeats for any distribution-free test to reach p < {setting(self.alpha)} "
+            f"(3 vs 3 give at best {p_figure(min_p_value(3, 3))}) the verdict is "
+            '"not enough repeats" '
             f"(need {self.repeats_needed} per side), never a regression: not judged, its change "
             "shown. When either side ran on a busy machine (its host-load record: other processes "
             "took its cores), the pair is judged only if both were loaded alike (other processes' "
-            f"cores within {OTHER_CORES_PER_RANK:g} per rank) and each side holds several runs; "
-            'otherwise it is "not judged: busy machine", neither a regression nor a pass.'
+            f"cores within {setting(OTHER_CORES_PER_RANK)} per rank) and each side holds several "
+            'runs; otherwise it is "not judged: busy machine", neither a regression nor a pass.'
         )
 
 
@@ -253,8 +261,8 @@ def judge_change(
         why = (
             f"one of the {unit} has no spread"
             if min(nb, nc) < 2
-            else f"too few for a test free of assumptions to reach p < {rule.alpha:g} (at best "
-            f"{floor:.2g})"
+            else f"too few for a test free of assumptions to reach p < {setting(rule.alpha)} (at "
+            f"best {p_figure(floor)})"
         )
         reason = f"{nb} vs {nc} {unit}: {why}; need {rule.repeats_needed} per side"
         lo = None if low is None else low - 1
@@ -263,13 +271,13 @@ def judge_change(
     p_value = welch_log_p(base, now)
     lo, hi = low - 1, high - 1
     beyond = hi < -rule.min_effect if change < 0 else lo > rule.min_effect
-    evidence = f"p = {p_value:.2g} over {nb} vs {nc} {unit}, change {change_text(change, lo, hi)}"
-    e = f"{rule.min_effect * 100:g} %"
+    evidence = f"{p_text(p_value)} over {nb} vs {nc} {unit}, change {change_text(change, lo, hi)}"
+    e = setting_pct(rule.min_effect)
     blind = detectable_regression(
         low, high, rule.min_effect, higher_is_better=higher_is_better, units=nb + nc
     )
     if p_value >= rule.alpha:
-        why = f"p >= {rule.alpha:g}"
+        why = f"p >= {setting(rule.alpha)}"
     elif abs(change) < rule.min_effect:
         why = f"the change is smaller than {e}"
     elif not beyond:
@@ -281,8 +289,8 @@ def judge_change(
     sees = ""
     if blind is not None:
         sees = (
-            f"; at this spread only a regression of about {blind * 100:.0f} % or more would be "
-            f"found {POWER * 100:g} % of the time"
+            f"; at this spread only a regression of about {round_pct(blind)} or more would be "
+            f"found {setting_pct(POWER)} of the time"
         )
     reason = f"{why} ({evidence}){sees}"
     return Verdict(change, lo, hi, p_value, nb, nc, "no significant change", reason, blind)

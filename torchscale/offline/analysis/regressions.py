@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
+from torchscale.contracts.wording.rule_figures import one_decimal, setting
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regression_rule import (
     METRICS,
@@ -237,7 +238,7 @@ def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]
     if not (_busy(cur) or _busy(base)):
         return None, None
     now, then = finite(cur.get(OTHER_COLUMN)), finite(base.get(OTHER_COLUMN))
-    shown = {k: "?" if v is None else f"{v:.1f}" for k, v in (("base", then), ("now", now))}
+    shown = {k: "?" if v is None else one_decimal(v) for k, v in (("base", then), ("now", now))}
     if now is None or then is None:
         why = "one side has no host-load record, so the loads cannot be compared"
         return LOAD_WHY.format(**shown, why=why), None
@@ -245,7 +246,8 @@ def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]
     limit = OTHER_CORES_PER_RANK * ranks
     if abs(now - then) >= limit:
         gap = abs(now - then)
-        why = f"{gap:.1f} core(s) apart, at least {limit:g} ({OTHER_CORES_PER_RANK:g} per rank)"
+        per_rank = setting(OTHER_CORES_PER_RANK)
+        why = f"{one_decimal(gap)} core(s) apart, at least {setting(limit)} ({per_rank} per rank)"
         return LOAD_WHY.format(**shown, why=why), None
     return None, ALIKE_NOTE.format(**shown)
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, Intervals
+from torchscale.contracts.wording.rule_figures import setting
 
 LEVEL = 0.95
 SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
@@ -31,7 +32,7 @@ REPEATS_METHOD = "Student t on log {name}, {n} repeats, widened by between-run d
 THROUGHPUT_INTERVAL = (
     "Student t on log throughput over the repeats (n - 1 degrees of freedom), centred on their "
     "median and widened in quadrature by the drift between runs that one run's repeats cannot "
-    f"see (sd {BETWEEN_RUN_SD:g} of log throughput, measured); one repeat: spread unknown"
+    f"see (sd {setting(BETWEEN_RUN_SD)} of log throughput, measured); one repeat: spread unknown"
 )
 # the rate's interval this many times the median step's, relative: two figures of one cell that
 # read as disagreeing, so where both are shown the reader is told why (`two_scopes`)
@@ -87,15 +88,15 @@ def judged(
         )
     edge = None
     if lower is not None and low <= lower:
-        edge = f"{lower:g}"
+        edge = setting(lower)
     elif upper is not None and high > upper:
-        edge = f"above {upper:g}"
+        edge = f"above {setting(upper)}"
     if lower is not None:
         low, high = max(low, lower), max(high, lower)
     if upper is not None:
         low, high = min(low, upper), min(high, upper)
     if edge is None and lower is not None and value <= lower:
-        edge = f"{lower:g}"  # a point at or below the domain's edge is noise whatever the spread
+        edge = setting(lower)  # a point at or below the domain's edge is noise whatever the spread
     if edge is not None:
         reason = NOISE.format(edge=edge)
         return Estimate(
@@ -249,7 +250,7 @@ def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
     bootstrap interval from SMALL (4) steps on; with 2-3 steps no interval ("range of 3 steps,
     no interval": a percentile of 3 steps has no t interval, and their bootstrap would only be
     their range)."""
-    name = f"p{q:g}" if q != 50 else "median"
+    name = f"p{setting(q)}" if q != 50 else "median"
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no steps")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.wording.rule_figures import p_value, setting_pct, whole_pct_interval
 from torchscale.interfaces.report.model import KeyFigure
 from torchscale.interfaces.report.parts.context import Context, interval, plural, records
 from torchscale.offline.analysis.numbers import finite
@@ -17,20 +18,10 @@ NO_CHANGE = "no significant change"
 LARGEST_CHANGES = 3  # cells named on the first screen (summary, the gate's stderr)
 
 
-def int_pct(value: float) -> str:
-    """'-49 %', '+3 %', '-0.4 %' (whole percent, a decimal under 1 %)."""
-    pct = value * 100
-    return f"{pct:+.1f} %" if abs(pct) < 1 else f"{pct:+.0f} %"
-
-
 def change_text(change: float | None, low: float | None, high: float | None) -> str | None:
     """A change with its 95 % interval in one short form: '-49 % [-61, -33]' (whole percent;
     '-49 % [interval unknown]' without one); None without a change."""
-    if change is None:
-        return None
-    if low is None or high is None:
-        return f"{int_pct(change)} [interval unknown]"
-    return f"{int_pct(change)} [{low * 100:+.0f}, {high * 100:+.0f}]"
+    return None if change is None else whole_pct_interval(change, low, high)
 
 
 def units_judged(row: dict[str, Any]) -> str:
@@ -57,7 +48,7 @@ def short_verdict(row: dict[str, Any]) -> str:
         return "not judged: busy machine"
     if verdict == "no significant change":
         p = finite(row.get("samples_per_s_p_value"))
-        return f"{verdict} (p = {p:.2g})" if p is not None else verdict
+        return f"{verdict} ({p_value(p)})" if p is not None else verdict
     return verdict
 
 
@@ -100,7 +91,7 @@ def regression_figure(comparison: Comparison, label: str) -> KeyFigure:
         parts.append(f"{comparison.improvements} improved (never counted)")
     hidden = unconfirmed(comparison)
     if hidden:
-        e = f"{comparison.rule.min_effect * 100:g} %"
+        e = setting_pct(comparison.rule.min_effect)
         parts.append(
             f"{hidden} judged 'no significant change' although throughput fell more than {e}"
         )

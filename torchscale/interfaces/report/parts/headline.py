@@ -42,6 +42,7 @@ from torchscale.interfaces.report.parts.context import (
     records,
     repeats_of,
 )
+from torchscale.interfaces.report.parts.decision import calls, gpu_name
 from torchscale.interfaces.report.parts.findings import action_text
 from torchscale.interfaces.report.parts.gpu_summary import gpu_phrase
 from torchscale.interfaces.report.parts.run_verdicts import (
@@ -61,7 +62,6 @@ MAX_PROFILE_LINES = 2  # profiled runs named under a sweep's models
 MAX_ACTIONS = 4
 MAX_DESCRIPTION = 300  # characters of the configs' description in the header
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_VENDOR_PREFIX = re.compile(r"^NVIDIA\s+", re.IGNORECASE)
 
 
 # ---------------------------------------------------------------- hardware, dates, description
@@ -104,18 +104,6 @@ def _runs(ctx: Context) -> list[_Run]:
                 environment["device_name"] = comm.device_name
             runs.append(_Run(comm.device, comm.world_size, comm.nodes, environment))
     return runs
-
-
-def gpu_name(environment: dict[str, Any]) -> str | None:
-    """The GPU a rank ran on ('H100 80GB HBM3'; NVIDIA's prefix dropped, the rest as the
-    driver names it), or None when not recorded."""
-    name = environment.get("device_name")
-    if not name:
-        gpus = environment.get("gpus")
-        name = gpus[0] if isinstance(gpus, list) and gpus else None
-    if not name:
-        return None
-    return _VENDOR_PREFIX.sub("", str(name)).strip() or None
 
 
 def _cpu_name(environment: dict[str, Any]) -> str:
@@ -473,6 +461,7 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
         best=_best_line(ctx, priced, usable) if measured else None,
         baseline=_baseline_line(ctx),
         actions=_actions(ctx, usable),
+        calls=calls(ctx, usable.usable),
     )
     diagnosed = [
         t

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from torchscale.contracts.wording.rule_figures import p_figure, setting, setting_pct
 from torchscale.interfaces.report.model import (
     Band,
     Block,
@@ -78,24 +79,24 @@ def _rule_table(rule: RegressionRule) -> Table:
             "by how few they are (4 vs 4 reach p < alpha whenever the sides are far apart "
             "for their spread)",
         },
-        {"parameter": "alpha", "value": f"{rule.alpha:g}", "meaning": "p must be below it"},
+        {"parameter": "alpha", "value": setting(rule.alpha), "meaning": "p must be below it"},
         {
             "parameter": "minimum effect",
-            "value": f"{e * 100:g} %",
+            "value": setting_pct(e),
             "meaning": "|ratio of medians - 1| must reach it",
         },
         {
             "parameter": "interval",
-            "value": f"{LEVEL * 100:g} % percentile bootstrap of the ratio of medians "
+            "value": f"{setting_pct(LEVEL)} percentile bootstrap of the ratio of medians "
             f"(Welch's t on the log ratio when a side holds fewer than {SMALL})",
-            "meaning": f"must lie entirely below {1 - e:g} (or above {1 + e:g})",
+            "meaning": f"must lie entirely below {setting(1 - e)} (or above {setting(1 + e)})",
         },
         {
             "parameter": "repeats needed",
             "value": f"{rule.repeats_needed} per side",
-            "meaning": f"fewer: no test free of distribution assumptions can reach p < "
-            f"{rule.alpha:g} (3 vs 3: at best {min_p_value(3, 3):.2g}): not enough repeats, "
-            "not judged",
+            "meaning": "fewer: no test free of distribution assumptions can reach p < "
+            f"{setting(rule.alpha)} (3 vs 3: at best {p_figure(min_p_value(3, 3))}): not enough "
+            "repeats, not judged",
         },
     ]
     return Table(
@@ -165,8 +166,8 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
         }
         for row in records(comparison.pairs)
     ]
-    level = f"{LEVEL * 100:g} %"
-    found = f"{POWER * 100:g} % of the time"
+    level = setting_pct(LEVEL)
+    found = f"{setting_pct(POWER)} of the time"
     return Table(
         id="baseline-changes",
         title="Throughput and step time against the baseline",
@@ -276,10 +277,11 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
         y_label="change",
         y_format="change_pct",
         series=series,
-        bands=[Band(low=-e, high=e, label=f"noise band: within ±{e * 100:g} %, never judged")],
-        note=f"colour: the cell's verdict by the rule; whiskers: the {LEVEL * 100:g} % "
+        bands=[Band(low=-e, high=e, label=f"noise band: within ±{setting_pct(e)}, never judged")],
+        note=f"colour: the cell's verdict by the rule; whiskers: the {setting_pct(LEVEL)} "
         "bootstrap interval of the change; a change is judged only when the whole interval lies "
-        f"beyond -{e * 100:g} % or +{e * 100:g} % (outside the grey band) and the test agrees",
+        f"beyond -{setting_pct(e)} or +{setting_pct(e)} (outside the grey band) and the test "
+        "agrees",
     )
 
 
@@ -382,7 +384,7 @@ def _largest_table(ctx: Context, comparison: Comparison) -> Table:
         }
         for row in records(largest_changes(comparison, LARGEST_TABLE))
     ]
-    level = f"{LEVEL * 100:g} %"
+    level = setting_pct(LEVEL)
     return Table(
         id=LARGEST_TABLE_ID,
         title="Largest changes against the baseline (judged or not)",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording import forecast_terms as terms_words
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, ring_steps
 from torchscale.offline.analysis.prediction.figures import (
     Figure,
@@ -153,10 +154,16 @@ def collective_time(
         half = seconds * fit.relative_error
         parts.append(Figure(seconds, half, half))
         hows.append(
-            f"{op} {size} B in {buckets} bucket(s): {buckets} x {ring_steps(op, world_size)} "
-            f"steps x {fit.alpha_s * 1e6:.3g} us + "
-            f"{size} B x {busbw_factor(op, world_size):.3g} x {fit.beta_s_per_byte * 1e9:.3g} "
-            f"ns/B ({fit.run_id})"
+            terms_words.collective(
+                op,
+                size,
+                buckets,
+                ring_steps(op, world_size),
+                fit.alpha_s,
+                busbw_factor(op, world_size),
+                fit.beta_s_per_byte,
+                fit.run_id,
+            )
         )
     return combine([1.0] * len(parts), parts), "; ".join(hows)
 
@@ -230,22 +237,12 @@ def exposed_from_comm(
         most = min(t_n.value, reference.own_work.value)
         overlap = Figure(0.0, 0.0, most)
         if world_size > 1:
-            assumptions.append(
-                "no multi-rank cell measured the overlap: nothing assumed hidden behind "
-                f"backward, the interval down to all of it hidden up to the own work "
-                f"({most * 1e3:.3g} ms less); a step can also pay more than the comm run's "
-                "collective (ranks arriving apart, bucket copies, a CPU collective on the "
-                "ranks' cores), which this interval does not hold; measure 2 ranks to learn "
-                "both"
-            )
+            assumptions.append(terms_words.nothing_hidden(most))
     exposed = combine([1.0, 1.0], [base, floor_at_zero(combine([1.0, -1.0], [t_n, overlap]))])
     if world_size == 1:
         exposed = base
-    how = (
-        f"exposed at one rank {base.value * 1e3:.3g} ms + max(0, T - H), T = {how}; "
-        f"H (hidden by backward; below 0: paid beyond the comm run's collective) = "
-        f"{overlap.value * 1e3:.3g} ms"
-        + (f" (from {', '.join(c.cell_id for c in used)})" if used else "")
+    how = terms_words.exposed_at_one_rank(base.value, how, overlap.value) + (
+        f" (from {', '.join(c.cell_id for c in used)})" if used else ""
     )
     basis = sorted({f"comm/{f.run_id}.json" for by_op in fits.values() for f in by_op})
     return ExposedForecast(exposed, how, assumptions, basis)
@@ -273,14 +270,10 @@ def exposed_from_cells(
     capped = _one_rank_cost(cells)
     figures = [capped if c.world_size == 1 else c.exposed for c in cells]
     exposed = floor_at_zero(combine(weights, figures))
-    points = ", ".join(
-        f"f({c.world_size})={x:.3g}: {f.value * 1e3:.3g} ms"
-        for c, x, f in zip(cells, xs, figures, strict=True)
+    points = terms_words.bus_points(
+        (c.world_size, x, f.value) for c, x, f in zip(cells, xs, figures, strict=True)
     )
-    how = (
-        f"exposed transfer over the bus factor ({how_fit}: {points}) "
-        f"read at f({world_size})={at:.3g}"
-    )
+    how = terms_words.over_bus_factor(how_fit, points, world_size, at)
     assumptions = [
         "no comm run: exposed communication scaled with the bus bytes from the measured "
         "cells, the share hidden behind backward assumed as measured; run `torchscale comm` "

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchscale.contracts.wording import forecast_terms as terms_words
 from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 
@@ -104,12 +105,7 @@ def reference_cell(
     crowded = [c for c in cells if c.ranks_per_node == fewest]
     same = [c for c in crowded if threads is not None and c.threads == threads]
     cell = max(same or crowded, key=lambda c: c.world_size)
-    return cell, (
-        f"no measured cell ran as few as {ranks_per_host:g} rank(s) per host: own work from "
-        f"{cell.cell_id}, the fewest ({fewest:g} per host), with the cache, memory and core "
-        "sharing of its ranks kept in (an upper side); measure a cell at this many ranks per "
-        "host to know it"
-    )
+    return cell, terms_words.few_ranks(ranks_per_host, cell.cell_id, fewest)
 
 
 def forecast_compute(
@@ -123,11 +119,7 @@ def forecast_compute(
         threads, thread_note = threads_at(cells, ranks_per_host, cores)
     reference, crowded_note = reference_cell(cells, ranks_per_host, threads)
     own = reference.own_work
-    how_compute = (
-        f"own work (median phases) measured at {reference.world_size} rank(s)"
-        + (f", {reference.threads} thread(s) each" if reference.threads else "")
-        + f": {own.value * 1e3:.4g} ms"
-    )
+    how_compute = terms_words.own_work(reference.world_size, reference.threads, own.value)
     if device != "cpu":
         gpu = "GPU ranks share no compute: host CPU and PCIe contention not modelled"
         notes = [note for note in (crowded_note, gpu) if note]
@@ -148,10 +140,7 @@ def forecast_compute(
             "host's cores; run with measurement.telemetry.enabled to record them"
         )
     if ranks_per_host > reference.ranks_per_node:
-        assumptions.append(
-            f"ranks sharing caches and memory bandwidth below the cores: as measured at "
-            f"{reference.ranks_per_node:g} rank(s) per host, not extrapolated"
-        )
+        assumptions.append(terms_words.shared_caches(reference.ranks_per_node))
     # own work at the target = the reference's x thread factor x shared / shared_ref: the thread
     # factor's high end u / d (its low end 1), each time-sharing the middle of its range +- half
     thread, shared, half, shared_ref, half_ref = 1.0, 1.0, 0.0, 1.0, 0.0
@@ -167,29 +156,12 @@ def forecast_compute(
         c.threads is not None and c.ranks_per_node * c.threads > (cores or 0) for c in cells
     )
     if shared > 1 and not measured_past and demand is not None:
-        fair, busiest = shared - half, shared + half
-        turns = (
-            f"the slowest between {fair:.3g}x (shared out perfectly) and {busiest:.3g}x (the "
-            "busiest core's ranks); taken as the middle, both ends in the interval"
-            if half > 0
-            else f"{shared:.3g}x slower (they share the cores evenly)"
-        )
-        assumptions.append(
-            f"past the cores ({ranks_per_host:g} ranks x {demand:.2g} busy cores on {cores}): "
-            f"ranks take turns, {turns}; the scheduler's wake-up latency in each collective "
-            "and other processes' CPU are not modelled (no measured cell ran past the cores: "
-            "measure one)"
-        )
+        assumptions.append(terms_words.past_the_cores(ranks_per_host, demand, cores, shared, half))
     # the cores a rank kept busy count OpenMP's spin-waits too, so with fewer threads its
     # work slows by between 1 (no useful parallelism) and u / d (all of it useful): the middle,
     # with both ends in the interval
     if thread > 1:
-        assumptions.append(
-            f"fewer threads per rank here ({threads}) than at the reference "
-            f"({reference.threads}): its work slows between 1x and {thread:.3g}x (the cores "
-            "it kept busy include OpenMP's spin-waits); taken as the middle, both ends in the "
-            "interval; measure a cell at this thread count to know it"
-        )
+        assumptions.append(terms_words.fewer_threads(threads, reference.threads, thread))
     middle = (1.0 + thread) / 2
     sharing = max(1.0, shared / shared_ref)
     # the reference is no more ranks per host than the target: sharing only adds
@@ -202,15 +174,18 @@ def forecast_compute(
     spread = math.hypot(thread_spread, own.value * middle * sharing * sharing_relative)
     base = own.scaled(factor - 1.0)
     contention = Figure(base.value, math.hypot(base.below, spread), math.hypot(base.above, spread))
-    how = (
-        f"{own.value * 1e3:.4g} ms x (factor - 1), factor = thread {middle:.3g} (between 1 "
-        f"and u / d = {busy if busy is not None else 0:.3g} busy cores at "
-        f"{reference.threads or '?'} thread(s) / {demand if demand is not None else 0:.3g} at "
-        f"{threads or '?'}) x time-sharing {shared:.3g} (between max(1, {ranks_per_host:g} x "
-        f"{demand if demand is not None else 0:.3g} / {cores or '?'} cores) and the busiest "
-        f"core's ceil({ranks_per_host:g} / {cores or '?'}) x min(1, "
-        f"{demand if demand is not None else 0:.3g})) / {shared_ref:.3g} at the reference "
-        f"= {factor:.3g}"
+    how = terms_words.contention_formula(
+        own.value,
+        middle,
+        busy,
+        reference.threads,
+        demand,
+        threads,
+        shared,
+        ranks_per_host,
+        cores,
+        shared_ref,
+        factor,
     )
     return ComputeForecast(
         reference, own, contention, factor, sharing, how_compute, how, assumptions, sharing_relative

@@ -10,10 +10,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from torchscale.contracts.wording.figures import pct
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm, TermName
+from torchscale.contracts.wording import forecast_terms as terms_words
+from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.prediction.communication import (
     DEFAULT_BUCKET_BYTES,
     exposed_from_cells,
@@ -127,10 +128,7 @@ def forecast_step(
             shared.value, math.hypot(shared.below, spread), math.hypot(shared.above, spread)
         )
         contention = total([contention, shared])
-        how_contention += (
-            f"; + exposed communication {exposed.seconds.value * 1e3:.3g} ms x "
-            f"(time-sharing {compute.sharing:.3g} - 1): the collective runs on the ranks' cores"
-        )
+        how_contention += terms_words.shared_collective(exposed.seconds.value, compute.sharing)
     terms: list[tuple[TermName, Figure, str]] = [
         ("compute", compute.compute, compute.how_compute),
         ("contention", contention, how_contention),
@@ -194,8 +192,7 @@ def model_error(
     worst = tested.worst
     parts = []
     if worst is not None:
-        errors = ", ".join(f"w={w}: {e * 100:+.1f} %" for w, e in sorted(tested.errors.items()))
-        parts.append(f"back-testing the measured sizes ({errors})")
+        parts.append(terms_words.back_tested(sorted(tested.errors.items())))
     else:
         parts.append("no measured size could be back-tested")
     if spread is not None:
@@ -203,7 +200,7 @@ def model_error(
     error = max(worst or 0.0, spread or 0.0)
     if worst is None:  # nothing checks the model here: as far as such forecasts have missed
         miss, source = missed or (UNTESTED_MISS, "the stated default until a track record exists")
-        parts.append(f"forecasts have missed by up to {miss * 100:.0f} % ({source})")
+        parts.append(terms_words.missed_by(miss, source))
         error = max(error, miss)
     return error, f"model error: {'; '.join(parts)}: interval widened by {pct(error)}"
 
@@ -226,10 +223,7 @@ def no_narrower_than_inputs(
     if half <= (figure.below + figure.above) / 2:
         return figure, None
     floor = Figure(figure.value, max(figure.below, half), max(figure.above, half))
-    return floor, (
-        f"interval no narrower than its noisiest input: ±{widest * 100:.0f} %, the throughput of "
-        f"cells/{cell.cell_id}.json"
-    )
+    return floor, terms_words.no_narrower(widest, cell.cell_id)
 
 
 def _samples_per_s(world: int, batch: int, step: Figure) -> Figure:
@@ -290,10 +284,7 @@ def build_forecast(
     tested = back_test(cells, runs, measured_strategy, key.device)
     figure = floor_at_zero(step.step)
     if figure.value <= 0:  # a step of no time has no throughput: the cells contradict each other
-        return (
-            f"its terms add up to {step.step.value * 1e3:.2f} ms, no step: the measured cells "
-            "disagree (measure them again on a quieter machine)"
-        )
+        return terms_words.no_step(step.step.value)
     error, why = model_error(tested, cells, missed)
     if error is not None:
         figure = widened(figure, error)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
+from torchscale.contracts.wording import forecast_terms as terms_words
 from torchscale.offline.analysis.prediction.figures import Figure, of_estimate
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
@@ -150,16 +151,15 @@ def noisy_cells(cells: Sequence[MeasuredCell]) -> list[str]:
             usual = statistics.median(others)
             if cell.step_cv <= NOISY_RATIO * usual:
                 continue
-            than = f"{NOISY_RATIO:g} x its siblings' {usual:.2g}"
+            than = terms_words.siblings(NOISY_RATIO, usual)
         else:
             if cell.step_cv <= NOISY_ALONE_CV:
                 continue
             than = "1: a std above the mean"
         lines.append(
-            f"{cell.cell_id} was far noisier than its peers (step CV {cell.step_cv:.2g}, above "
-            f"{than}; mean step {cell.mean_step_s * 1e3:.3g} ms, median "
-            f"{cell.step.value * 1e3:.3g} ms): a busy machine? Forecast from its median; "
-            "measure it again when quiet"
+            terms_words.far_noisier(
+                cell.cell_id, cell.step_cv, than, cell.mean_step_s, cell.step.value
+            )
         )
     return lines
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+from torchscale.contracts.wording.rule_figures import error_pct
 
 
 def measured_step_s(result: CellResult) -> float | None:
@@ -132,7 +133,7 @@ class TrackRecord:
             return "forecasts scored: 0"
         held = "inside its interval" if self.count == 1 else "inside their intervals"
         return (
-            f"forecasts scored: {self.count}; median error {percent(self.median_abs_error)}; "
+            f"forecasts scored: {self.count}; median error {error_pct(self.median_abs_error)}; "
             f"{self.inside} of {self.count} {held}"
         )
 
@@ -143,11 +144,3 @@ def track_record(scores: Sequence[ForecastScore]) -> TrackRecord:
         return TrackRecord(0, None, 0)
     errors = [abs(s.error) for s in scores]
     return TrackRecord(len(scores), statistics.median(errors), sum(s.inside for s in scores))
-
-
-def percent(ratio: float, signed: bool = False) -> str:
-    """A ratio as people read an error: 0.061 -> '6 %', 0.0042 -> '0.4 %' (a whole percent
-    from 1 % up, one decimal below; '+5 %' signed)."""
-    shown = abs(ratio) * 100
-    text = f"{shown:.0f} %" if shown >= 0.995 else f"{shown:.1f} %"
-    return ("-" if ratio < 0 else "+") + text if signed else text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from torchscale.contracts.wording import forecast_terms as terms_words
 from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
@@ -39,10 +40,8 @@ def forecast_stragglers(
     low, high = math.sqrt(dof / chi2.ppf(0.975, dof)), math.sqrt(dof / chi2.ppf(0.025, dof))
     s = reference.jitter_s * scale
     sigma = Figure(s, s - s * low, s * high - s)
-    how = (
-        f"sigma x e({world_size}) = {s * 1e3:.3g} ms x {e_n:.3f}; sigma = (p50 - min) / e(steps) "
-        f"of each rank's own-work steps at {reference.world_size} rank(s), median over ranks, "
-        f"{reference.jitter_s * 1e3:.3g} ms x {scale:.3g} (own work here / there)"
+    how = terms_words.straggler_jitter(
+        world_size, s, e_n, reference.world_size, reference.jitter_s, scale
     )
     assumptions = []
     if world_size > 1 and reference.world_size == 1:

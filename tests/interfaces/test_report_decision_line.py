@@ -1,0 +1,87 @@
+"""The decision line on the first screen (docs/reporting.md, "The decision line"): a buy-or-fix
+call stored as a finding in the report's `decision.calls`, worded in every format, from kept GPU
+results; none from a CPU sweep, none from numbers that cannot be used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchscale.interfaces.console import report_summary
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.model import Report
+from torchscale.interfaces.report.render import markdown
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sources import read_sources
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIRST_H100_RUN = Path(__file__).resolve().parents[3] / "shared" / "gpu" / "h100-2026-11-26"
+GENERATED_AT = "2026-11-27T00:00:00Z"
+
+
+def _report(source: Path, price: float | None = None) -> Report:
+    options = ReportOptions(generated_at=GENERATED_AT, cost_per_gpu_hour=price)
+    return build_report(read_sources(source), options)
+
+
+def _codes(report: Report) -> list[str]:
+    assert report.decision is not None
+    return [call.code for call in report.decision.calls]
+
+
+def test_a_cpu_sweep_gets_no_call() -> None:
+    """The CPU sweep's scaling intervals are as narrow as ±3.3 %: still no call (CPU ranks say
+    nothing about buying GPUs), and nothing on its first screen says buy or fix."""
+    report = _report(FIXTURES / "sweep8_v13", price=2.5)
+    assert _codes(report) == []
+    assert report.decision is not None
+    assert not any("buy" in line.text for line in report.decision.lines())
+
+
+def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
+    """One H100, GPT-2 b16 at MFU 39.8 % ±3.1 %: on par with the kept reference's 40.2 % on the
+    same GPU (tests/fixtures/h100_schema16/ref.out.txt); at one GPU, no buy."""
+    report = _report(FIXTURES / "h100_schema16" / "default-sweep", price=2.5)
+    assert _codes(report) == ["decision.step_on_par"]
+    call = report.decision.calls[0] if report.decision else None
+    assert call is not None and call.figures["reference_mfu"] == 0.402
+    said = (
+        "gpt2: the step is on par: MFU 39.8 % ±3.1 % against 40.2 %, a plain PyTorch GPT-2 "
+        "loop's on an H100 (benchmarks/workload_reference.py); measure 2 GPUs or more before "
+        "buying"
+    )
+    assert report.decision is not None and report.decision.lines()[0].text == said
+    # the same words in the Markdown and the terminal's short form, from the stored finding
+    assert said in markdown.render(report).decode().replace("\n", " ")
+    short = " ".join(" ".join(report_summary.summary(report, 200)).split())
+    assert "gpt2: the step is on par: MFU 39.8 % ±3.1 %" in short
+    # stored as a code with its figures, never as the sentence
+    stored = report.model_dump(mode="json")["decision"]["calls"]
+    assert stored[0]["code"] == "decision.step_on_par" and "text" not in stored[0]
+    assert said not in str(stored)
+
+
+@pytest.mark.skipif(not FIRST_H100_RUN.is_dir(), reason="../shared/gpu/h100-2026-11-26 is absent")
+def test_host_bound_gpu_cells_are_told_to_fix_the_host_first() -> None:
+    """The first H100 run's tiny models: the GPU waits for the host; the call is the fix, not
+    their MFU of 0.3 % and less. Two models with the same call on the same figures read as one
+    line (the stopped sweep's term page has no room for two)."""
+    report = _report(FIRST_H100_RUN / "default-sweep")
+    assert _codes(report) == ["decision.fix_host", "decision.fix_host"]
+    assert report.decision is not None
+    first, second = report.decision.lines()[:2]
+    assert first.severity == "warn"
+    assert first.text == (
+        "tiny-gpt2 and tiny-mlp: fix the host first: the GPU waits for Python and kernel "
+        "launches (host-bound); more GPUs would wait too"
+    )
+    assert "fix the host first" not in second.text
+
+
+def test_numbers_that_cannot_be_used_get_no_call() -> None:
+    """The H200 zoo (2 repeats, throughput not measurable): ViT-B/16's MFU 8.6 % [4.4, 16.5] is
+    wholly under half the reference's, but the headline says these numbers cannot be used."""
+    report = _report(FIXTURES / "h200_zoo_compiled")
+    assert report.decision is not None and report.decision.usable == "no"
+    assert _codes(report) == []

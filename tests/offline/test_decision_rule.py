@@ -1,0 +1,177 @@
+"""The decision line's rule (offline/analysis/decision.py) on synthetic tables: a call only from
+an interval no wider than MAX_WIDTH, never from a CPU run, the fix before the buy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from torchscale.contracts import wording
+from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm
+from torchscale.offline.analysis import decision
+from torchscale.offline.analysis.prediction.score import TrackRecord
+
+
+def _cell(world: int, rate: float, **more: Any) -> dict[str, Any]:
+    return {
+        "model_label": "gpt2",
+        "batch_size": 16,
+        "precision": "bf16",
+        "strategy": "ddp",
+        "device": "cuda",
+        "world_size": world,
+        "samples_per_s": rate,
+        "tokens_per_s": rate * 1024,
+        "gpu": "H100 80GB HBM3",
+        **more,
+    }
+
+
+def _scaling(low: float, high: float, device: str = "cuda", **more: Any) -> pd.DataFrame:
+    row = {**_cell(8, 3200.0), "device": device, "base_world_size": 2}
+    row.update(efficiency=(low + high) / 2, efficiency_low=low, efficiency_high=high, **more)
+    return pd.DataFrame([row])
+
+
+def _cells(device: str = "cuda", **more: Any) -> pd.DataFrame:
+    rows = [_cell(2, 900.0, **more), _cell(8, 3200.0, **more)]
+    return pd.DataFrame(rows).assign(device=device)
+
+
+def test_a_measured_efficiency_narrower_than_the_width_is_a_call() -> None:
+    call = decision.decide_model("gpt2", _cells(), _scaling(0.88, 0.93, cost_per_m_tokens=0.41))
+    assert call is not None and call.code == "decision.buy"
+    said = wording.say(call)
+    assert said.startswith("gpt2: more GPUs pay: 2 -> 8 GPUs keeps ")
+    assert "of linear (measured); $0.41 per M tokens at 8 GPUs" in said
+
+
+def test_an_efficiency_wider_than_the_width_is_no_call_and_says_why() -> None:
+    call = decision.decide_model("gpt2", _cells(), _scaling(0.70, 0.95))
+    assert call is not None and call.code == "decision.not_decidable"
+    assert wording.say(call) == (
+        "gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 points wide) is "
+        "wider than 10.0 points; more repeats narrow it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "code"),
+    [(0.60, 0.66, "decision.fix_scaling"), (0.76, 0.84, "decision.scaling_borderline")],
+)
+def test_a_narrow_efficiency_below_or_across_the_line(low: float, high: float, code: str) -> None:
+    call = decision.decide_model("gpt2", _cells(), _scaling(low, high))
+    assert call is not None and call.code == code
+
+
+def test_a_cpu_run_never_gets_a_call() -> None:
+    """However narrow its interval: a CPU rank's scaling says nothing about buying GPUs."""
+    assert decision.decide_model("gpt2", _cells("cpu"), _scaling(0.88, 0.93, "cpu")) is None
+    assert decision.decide(_cells("cpu"), _scaling(0.88, 0.93, "cpu")) == []
+
+
+def test_the_host_comes_before_the_buy() -> None:
+    call = decision.decide_model("gpt2", _cells(host_bound=True), _scaling(0.88, 0.93))
+    assert call is not None and call.code == "decision.fix_host"
+
+
+def test_a_straggler_costs_a_fix_only_above_the_share_by_its_whole_interval() -> None:
+    costly = {"straggler_named": True, "straggler_rank": 3}
+    shares = {"wait_for_peers_share": 0.15, "wait_for_peers_share_high": 0.2}
+    call = decision.decide_model(
+        "gpt2", _cells(**costly, **shares, wait_for_peers_share_low=0.11), _scaling(0.88, 0.93)
+    )
+    assert call is not None and call.code == "decision.fix_straggler"
+    assert "the others wait for rank 3 " in wording.say(call)
+    noisy = _cells(**costly, **shares, wait_for_peers_share_low=0.05)
+    call = decision.decide_model("gpt2", noisy, _scaling(0.88, 0.93))
+    assert call is not None and call.code == "decision.buy"
+
+
+def test_low_mfu_is_called_low_against_the_reference_on_the_same_gpu() -> None:
+    low = {"mfu": 0.086, "mfu_low": 0.044, "mfu_high": 0.165}
+    call = decision.decide_model("vit", _cells(**low).assign(gpu="H200"), pd.DataFrame())
+    assert call is not None and call.code == "decision.fix_mfu"
+    assert "under 50.0 % of 42.4 %, a plain PyTorch GPT-2 loop's on an H200" in wording.say(call)
+    # no reference on this GPU: nothing borrowed from another
+    assert decision.decide_model("vit", _cells(**low).assign(gpu="A100"), pd.DataFrame()) is None
+    # an interval reaching from under half the reference to above it: no call, and why
+    wide = {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240}
+    call = decision.decide_model("bert", _cells(**wide).assign(gpu="H200"), pd.DataFrame())
+    assert call is not None and call.code == "decision.not_decidable"
+    assert "its MFU's interval (19.2 points wide)" in wording.say(call)
+
+
+def _estimate(value: float, low: float, high: float) -> Estimate:
+    return Estimate(value=value, low=low, high=high, n=4, method="test", measurable=True)
+
+
+def _forecast(world: int, low: float, high: float) -> Forecast:
+    key = ForecastKey(
+        model="gpt2",
+        label="gpt2",
+        batch_size=16,
+        precision="bf16",
+        strategy="ddp",
+        world_size=world,
+        device="cuda",
+    )
+    step = _estimate(0.04, 0.039, 0.041)
+    return Forecast(
+        id=f"f{world}",
+        created_at="2026-11-27T00:00:00Z",
+        key=key,
+        basis=["cells/a.json"],
+        step_s=step,
+        samples_per_s=_estimate(world * 16 / 0.04, world * 16 / 0.041, world * 16 / 0.039),
+        scaling_efficiency=_estimate((low + high) / 2, low, high),
+        dominant="compute",
+        terms=[ForecastTerm(name="compute", seconds=step, how="test")],
+    )
+
+
+def test_a_scored_forecast_narrower_than_the_width_is_a_call() -> None:
+    measured = pd.DataFrame([_cell(2, 900.0, price_per_gpu_hour=2.5)])
+    scored = TrackRecord(count=4, median_abs_error=0.05, inside=4)
+    call = decision.decide_model(
+        "gpt2", measured, pd.DataFrame(), [_forecast(8, 0.88, 0.93)], scored
+    )
+    assert call is not None and call.code == "decision.buy"
+    said = wording.say(call)
+    assert "2 -> 8 GPUs keeps " in said
+    assert "of linear by the forecast: measured at 2 (4 forecasts scored, 4 held)" in said
+    assert "per M tokens at 8 GPUs" in said
+    # too few scored, or too many missed: the forecast decides nothing
+    for record in (TrackRecord(2, 0.05, 2), TrackRecord(10, 0.05, 8)):
+        assert (
+            decision.decide_model(
+                "gpt2", measured, pd.DataFrame(), [_forecast(8, 0.88, 0.93)], record
+            )
+            is None
+        )
+    wide = decision.decide_model(
+        "gpt2", measured, pd.DataFrame(), [_forecast(8, 0.7, 0.95)], scored
+    )
+    assert wide is not None and wide.code == "decision.not_decidable"
+
+
+def test_fsdp_on_one_gpu_is_never_the_cell_decided_on() -> None:
+    """Made the fastest with a low MFU, FSDP at world 1 (it shards nothing) is left out: the
+    call is the DDP cell's."""
+    ddp = _cell(1, 400.0, mfu=0.40, mfu_low=0.37, mfu_high=0.43)
+    fsdp = {**_cell(1, 900.0, mfu=0.05, mfu_low=0.04, mfu_high=0.06), "strategy": "fsdp"}
+    call = decision.decide_model("gpt2", pd.DataFrame([ddp, fsdp]), pd.DataFrame())
+    assert call is not None and call.code == "decision.step_on_par"
+    assert call.figures["mfu"] == 0.40
+
+
+def test_an_input_wait_is_a_fix_only_by_its_whole_interval() -> None:
+    waits = {"data_share": 0.2, "data_share_high": 0.25}
+    call = decision.decide_model("gpt2", _cells(**waits, data_share_low=0.15), _scaling(0.88, 0.93))
+    assert call is not None and call.code == "decision.fix_input"
+    assert wording.say(call).startswith("gpt2: fix the input pipeline first: the step waits for")
+    call = decision.decide_model("gpt2", _cells(**waits, data_share_low=0.05), _scaling(0.88, 0.93))
+    assert call is not None and call.code == "decision.buy"

@@ -1,0 +1,142 @@
+"""Words for the decision line: one buy-or-fix call per model (offline/analysis/decision.py,
+docs/reporting.md "The decision line"). Figures: `model`; a scaling call's `basis`
+('measured' or 'forecast'), `base` and `world` (GPU counts), `efficiency` with `low` and
+`high`, `good` (the efficiency more GPUs pay from), `cost_per_m_tokens` (None: no price), and a
+forecast's `measured_at`, `scored` and `held`; an MFU call's `mfu`, `low`, `high`, `gpu`,
+`reference_mfu`, `fraction` and `source`; a share's `share`, `low`, `high`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.wording.figures import (
+    figure_with_interval,
+    format_value,
+    pct,
+    value_format,
+)
+
+REFERENCE_LOOP = "a plain PyTorch GPT-2 loop's"  # what benchmarks/workload_reference.py runs
+
+
+def _pct(figures: Mapping[str, Any], value: str = "efficiency") -> str:
+    """'91.0 % [88.0, 93.0]', '91.0 % ±2.5 %': as every interval is spelled."""
+    return figure_with_interval(
+        figures[value], figures["low"], figures["high"], value_format("ratio_pct")
+    )
+
+
+def _cost(figures: Mapping[str, Any]) -> str:
+    cost = figures.get("cost_per_m_tokens")
+    if cost is None:
+        return ""
+    return f"; {format_value(cost, 'money')} per M tokens at {figures['world']} GPUs"
+
+
+def _span(figures: Mapping[str, Any]) -> str:
+    """'2 -> 8 GPUs keeps 91.0 % [88.0, 93.0] of linear (measured)', or '... by the forecast:
+    measured at 2 (3 forecasts scored, 3 held)'."""
+    said = f"{figures['base']} -> {figures['world']} GPUs keeps {_pct(figures)} of linear"
+    if figures.get("basis") != "forecast":
+        return f"{said} (measured){_cost(figures)}"
+    at = ", ".join(str(w) for w in figures.get("measured_at") or [figures["base"]])
+    record = f"{figures['scored']} forecasts scored, {figures['held']} held"
+    return f"{said} by the forecast: measured at {at} ({record}){_cost(figures)}"
+
+
+def _buy(figures: Mapping[str, Any]) -> str:
+    return f"{figures['model']}: more GPUs pay: {_span(figures)}"
+
+
+def _fix_scaling(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: fix the scaling before buying GPUs: {_span(figures)}, under "
+        f"{pct(figures['good'])}"
+    )
+
+
+def _borderline(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: no buy-or-fix call: {_span(figures)}, across the "
+        f"{pct(figures['good'])} line"
+    )
+
+
+def _reference(figures: Mapping[str, Any]) -> str:
+    """ "40.2 %, a plain PyTorch GPT-2 loop's on an H100 (benchmarks/workload_reference.py)":
+    where the figure was measured is the finding's `source`, cited in docs/reporting.md."""
+    return (
+        f"{pct(figures['reference_mfu'])}, {REFERENCE_LOOP} on an {figures['gpu']} "
+        "(benchmarks/workload_reference.py)"
+    )
+
+
+def _fix_mfu(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: fix the step before buying GPUs: MFU {_pct(figures, 'mfu')} is "
+        f"low, under {pct(figures['fraction'])} of {_reference(figures)}"
+    )
+
+
+def _step_on_par(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: the step is on par: MFU {_pct(figures, 'mfu')} against "
+        f"{_reference(figures)}; measure 2 GPUs or more before buying"
+    )
+
+
+def _fix_host(figures: Mapping[str, Any]) -> str:
+    busy = figures.get("busy_share")
+    said = (
+        f"the GPU is busy {pct(busy)} of the step, waiting for Python and kernel launches"
+        if busy is not None
+        else "the GPU waits for Python and kernel launches (host-bound)"
+    )
+    return f"{figures['model']}: fix the host first: {said}; more GPUs would wait too"
+
+
+def _fix_input(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: fix the input pipeline first: the step waits for data "
+        f"{_pct(figures, 'share')} of the time"
+    )
+
+
+def _fix_straggler(figures: Mapping[str, Any]) -> str:
+    rank = figures.get("rank")
+    who = f"rank {rank}" if rank is not None else "a straggler"
+    return (
+        f"{figures['model']}: fix the straggler first: the others wait for {who} "
+        f"{_pct(figures, 'share')} of the step"
+    )
+
+
+def _points(share: float) -> str:
+    """An interval's width in percentage points: 0.1 -> '10.0 points'."""
+    return f"{share * 100:.1f} points"
+
+
+def _not_decidable(figures: Mapping[str, Any]) -> str:
+    """'gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 points wide) is wider
+    than 10.0 points; more repeats narrow it'."""
+    width = figures.get("width")
+    said = f" ({_points(width)} wide)" if width is not None else ""
+    what = f"{figures['what']}'s " if figures.get("what") else ""
+    return (
+        f"{figures['model']}: no buy-or-fix call: its {what}interval{said} is wider than "
+        f"{_points(figures['max_width'])}; more repeats narrow it"
+    )
+
+
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "decision.buy": _buy,
+    "decision.fix_scaling": _fix_scaling,
+    "decision.scaling_borderline": _borderline,
+    "decision.fix_mfu": _fix_mfu,
+    "decision.step_on_par": _step_on_par,
+    "decision.fix_host": _fix_host,
+    "decision.fix_input": _fix_input,
+    "decision.fix_straggler": _fix_straggler,
+    "decision.not_decidable": _not_decidable,
+}
