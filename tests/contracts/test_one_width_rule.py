@@ -1,4 +1,5 @@
-"""One rule for a figure wider than itself, and one spelling of a change: `contracts/wording/figures.py`
+"""One rule for a figure wider than itself, and one spelling of a change:
+`contracts/wording/figures.py`
 holds `too_wide` and the repeats' plural, and the report's estimates, the ranking of leads and
 the leads' words call them (each kept its own copy, so the three could drift apart)."""
 

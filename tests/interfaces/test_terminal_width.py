@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.api import build_report
-from torchscale.contracts.wording.figures import format_value
 from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.console import streams

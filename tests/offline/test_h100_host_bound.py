@@ -12,9 +12,9 @@ from pathlib import Path
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
 from torchscale.contracts import wording
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.finding import Finding as Verdict
 from torchscale.contracts.schema.cell_result import CellResult, HostBound
+from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
 from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict

@@ -72,8 +72,10 @@ def _spells(node: ast.AST) -> bool:
         return getattr(node.func, "id", "") == "format" and len(node.args) == 2
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         left = node.left
-        return isinstance(left, ast.Constant) and isinstance(left.value, str) and bool(
-            re.search(r"%[\d.]*[dfeg]", left.value)
+        return (
+            isinstance(left, ast.Constant)
+            and isinstance(left.value, str)
+            and bool(re.search(r"%[\d.]*[dfeg]", left.value))
         )
     return False
 

@@ -255,9 +255,9 @@ def stored_text_fields() -> set[str]:
 
     for module in modules:
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BaseModel):
-                if value.__module__ == module.__name__:
-                    walk(value)
+            ours = isinstance(value, type) and value.__module__ == module.__name__
+            if ours and issubclass(value, BaseModel):
+                walk(value)
     return fields
 
 

@@ -30,7 +30,8 @@ def _joined(*modules: Any) -> dict[str, Phrase]:
 def _phrase_modules() -> list[Any]:
     """Every module of this package that words codes: a new domain is a new module, found
     here, so adding one edits nothing shared."""
-    modules = [importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)]
+    names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)]
+    modules = [importlib.import_module(name) for name in names]
     return [module for module in modules if hasattr(module, "PHRASES")]
 
 

@@ -112,7 +112,8 @@ def size_bytes(value: float) -> str:
         size /= 1024
         unit += 1
     # three figures, as every other figure: '164 MiB', '1.52 GiB', never '164.0 MiB'
-    return f"{size:.0f} {BYTE_UNITS[unit]}" if unit == 0 else f"{_three_figures(size)} {BYTE_UNITS[unit]}"
+    shown = f"{size:.0f}" if unit == 0 else _three_figures(size)
+    return f"{shown} {BYTE_UNITS[unit]}"
 
 
 def points(difference: float) -> str:

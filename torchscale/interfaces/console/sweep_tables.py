@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.wording.figures import figure_with_interval, readable, value_format
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
+from torchscale.contracts.wording.figures import figure_with_interval, readable, value_format
 from torchscale.contracts.wording.share_bound import share_bound
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.contracts.wording.figures import ms, pct, pct_bound, seconds_text, share_figure, share_text
 from torchscale.contracts.schema.cell_result import (
     CellResult,
     CrossCheck,
@@ -22,6 +21,14 @@ from torchscale.contracts.schema.cell_result import (
     Estimate,
     Finding,
     StragglerVerdict,
+)
+from torchscale.contracts.wording.figures import (
+    ms,
+    pct,
+    pct_bound,
+    seconds_text,
+    share_figure,
+    share_text,
 )
 from torchscale.contracts.wording.host_bound import LAUNCH_TIME
 from torchscale.offline.analysis.diagnosis.inflation import (

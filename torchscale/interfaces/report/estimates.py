@@ -1,11 +1,13 @@
-"""Text of an Estimate for a report's tables, by the one rule of contracts/wording/figures.py: a figure
-with its interval, or not measurable above noise (never a value it cannot have)."""
+"""Text of an Estimate for a report's tables, by the one rule of contracts/wording/figures.py:
+a figure with its interval, or not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.wording.figures import (
     figure_quantum,
     figure_with_interval,
@@ -18,8 +20,6 @@ from torchscale.contracts.wording.figures import (
     too_wide,
     value_format,
 )
-from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.report.model import ValueFormat
 
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"

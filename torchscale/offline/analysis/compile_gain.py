@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.offline.analysis.ranking import (
     fsdp_on_one,
     lead,

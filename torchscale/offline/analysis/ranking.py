@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.figures import too_wide
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
 from torchscale.offline.analysis.uncertainty import ratio_method, ratio_of_medians

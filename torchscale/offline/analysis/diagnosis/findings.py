@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from torchscale.contracts.wording.figures import pct, share_text
 from torchscale.contracts.schema.cell_result import Estimate, Finding, StepSplit, StragglerVerdict
+from torchscale.contracts.wording.figures import pct, share_text
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -29,6 +28,7 @@ from torchscale.contracts.schema.cell_result import (
     StepSplit,
     StragglerVerdict,
 )
+from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase

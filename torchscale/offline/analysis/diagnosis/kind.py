@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from torchscale.contracts.wording.figures import gap_text
 from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
+from torchscale.contracts.wording.figures import gap_text
 from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.wording.figures import pct
 from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,

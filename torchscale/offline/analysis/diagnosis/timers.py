@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.wording.figures import pct
 from torchscale.contracts.schema.cell_result import CrossCheck, StepPart, StepSplit
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
@@ -27,6 +26,7 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
+from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.diagnosis.held_launches import late_launcher
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
