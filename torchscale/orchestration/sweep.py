@@ -216,7 +216,7 @@ def run_sweep(
             reused = previous is not None
             hooks.on_start(planned, index, total, planned.skip is None and not reused)
             if planned.skip is not None:
-                error = CellError(reason=planned.skip_reason)
+                error = CellError(reason=planned.skip_reason or planned.skip.code)
                 result = unmeasured_result(planned, Status.SKIPPED, error)
                 store.write_cell(result)
             else:

@@ -179,6 +179,7 @@ def sweep_progress(
         signals = set(names.values())
         by = signals.pop() if len(signals) == 1 else None  # the sweep's stop, when it is one
         replanned = _replanned(experiment, plan, started, names) if plan else None
+        plan = plan or ()
         if replanned is not None and any(c.state in NO_RESULT for c in replanned):
             during = next((c for c in replanned if c.state == "stopped"), None)
             ids = {entry.id for entry in plan}
@@ -195,13 +196,15 @@ def sweep_progress(
     # 'running' with a reason: handed on (Kubernetes) or its follower gone (Slurm): the cells
     # without a result are still to come or lost, and none of them was cut short by a stop
     unfollowed = state.phase == "running" and state.stopped_by is not None
-    cut = {} if unfollowed else {i: CUT_SHORT for i in started if state.phase == "running"}
+    cut_short: dict[str, str] = {}
+    if not unfollowed and state.phase == "running":
+        cut_short = {i: CUT_SHORT for i in started}
     if state.during is not None and not unfollowed:
-        cut[state.during] = f"stopped{by} while it ran"
+        cut_short[state.during] = f"stopped{by} while it ran"
     never = NOT_YET if state.phase == "running" else NOT_REACHED
     never = state.stopped_by if unfollowed and state.stopped_by else never
     gone = UNREACHED if state.phase == "stopped" else PENDING
-    cells = _cells(state.planned, results, unreadable, cut, (gone, never))
+    cells = _cells(state.planned, results, unreadable, cut_short, (gone, never))
     during = next((c for c in cells if c.state == "stopped"), None)
     # results kept from an earlier plan of the experiment are not this plan's cells: the
     # report's tables still show them, the count of planned cells does not

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
+from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.offline.analysis import compile_gain as gains
 from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
@@ -177,7 +178,7 @@ def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) 
         return failed("max_batch", title, "the search left no result", "see the sweep's log")
     bad = [r for r in results if r.status != "ok"]
     if bad:
-        detail = f"{bad[0].label}: {bad[0].reason}"
+        detail = f"{bad[0].label}: {reason_words(bad[0])}"
         return failed("max_batch", title, detail, "see max_batch/ in the folder")
     one = results[0]
     probes = len(one.probes)
