@@ -29,7 +29,7 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     with_inflation,
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
-from torchscale.offline.analysis.trace.profile_record import findings_for_target
+from torchscale.offline.analysis.profile.profile_record import findings_for_target
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.upgrades.edge_steps import read_step_records
 

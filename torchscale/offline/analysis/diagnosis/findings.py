@@ -10,7 +10,7 @@ or under MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-t
 profiled step is as large as the effect, and a fix would not show.
 
 `--target` picks which findings a profile reports and how they rank
-(`trace.profile_record.findings_for_target`, by TARGET_CATEGORIES).
+(`profile.profile_record.findings_for_target`, by TARGET_CATEGORIES).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from torchscale.contracts.schema.profile_analysis import (
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.trace import kernels
-from torchscale.offline.analysis.trace.cross_rank import TraceAnalyses
+from torchscale.offline.analysis.profile.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace.reduction import RankReduction
 
 
