@@ -146,6 +146,12 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
     assert appendix.rows[0]["figure"] == "5.0 % ±4.0 %"
     # never beside the headline: no cross-check detail in the summary
     assert not any("rank 0 faster under no_sync" in t for t in texts(report, "summary"))
+    # the one line is said on every surface, from the stored checks: the summary's table is
+    # the first screen of Markdown and the terminal, which show no Bottlenecks section
+    (summary,) = [r for r in table(report, "summary-diagnoses").rows if r["run"] == CELL]
+    assert summary["checks"] == row["checks"]
+    for first_screen in (markdown.render(report), term.render(report, full=False)):
+        assert b"cross-checks disagree: no_sync windows" in first_screen
 
 
 def test_summary_columns_carry_the_diagnosis(tmp_path: Path) -> None:
