@@ -191,3 +191,56 @@ def test_rewording_a_warning_moves_it_in_no_table(tmp_path: Path) -> None:
         ]
         path.write_text(result.model_copy(update={"warnings": reworded}).model_dump_json())
     assert _warnings_table(root) == before
+
+
+# the keys of `unavailable` the split and its verdict decide, and the one module that writes them
+SPLIT_WRITER = PACKAGE / "offline" / "results" / "split_figures.py"
+
+
+def _split_reason_writes(tree: ast.AST) -> list[str]:
+    """Where a module writes a reason of the split itself: `unavailable[<split key>] = ...`,
+    or a call of `split_unavailable` (the split's null shares) to fill a result's reasons."""
+    from torchscale.offline.results.split_figures import SPLIT_KEYS
+
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            if isinstance(key, ast.Constant) and key.value in SPLIT_KEYS:
+                found.append(f"{node.lineno}: unavailable[{key.value!r}] =")
+        called = node.func if isinstance(node, ast.Call) else None
+        if getattr(called, "id", getattr(called, "attr", None)) == "split_unavailable":
+            found.append(f"{node.lineno}: split_unavailable(...)")
+    return found
+
+
+def test_the_split_reasons_have_one_writer() -> None:
+    """The ranks' result and a profiled run's rewritten result say why a split figure is null
+    through one function (`split_figures.split_reasons`): two writers gave two answers."""
+    writers = {
+        str(path.relative_to(PACKAGE)): found
+        for path, tree in _modules()
+        if path != SPLIT_WRITER and (found := _split_reason_writes(tree))
+    }
+    assert writers == {}
+
+
+def test_the_rewritten_reasons_are_the_ranks_own() -> None:
+    """By value: a kept two-rank result's split reasons are what the one writer gives for its
+    diagnosis, so a profiled run's rewrite (`with_split_reasons`) changes nothing it need not."""
+    from torchscale.offline.results.split_figures import SPLIT_KEYS, with_split_reasons
+
+    checked = 0
+    for path, data in _stored_cells():
+        if data.get("schema_version") != RESULT_SCHEMA_VERSION:
+            continue
+        result = CellResult.model_validate(data)
+        if result.diagnosis is None or result.diagnosis.ranks < 2:
+            continue
+        stored = {k: v for k, v in result.unavailable.items() if k in SPLIT_KEYS}
+        rewritten = with_split_reasons(result, result.diagnosis)
+        assert {k: v for k, v in rewritten.items() if k in SPLIT_KEYS} == stored, path
+        checked += 1
+    if not checked:
+        pytest.skip("no kept multi-rank result of the current schema")

@@ -23,3 +23,35 @@ def test_no_mirrored_field_reappears_in_the_profile_analysis() -> None:
 def test_the_per_rank_figures_hold_no_copy_of_the_diagnosis() -> None:
     # a rank's parts are its own step model (the diagnosis keeps only the mean over ranks)
     assert sorted(set(RankFigures.model_fields) & {"straggler", "whatif", "diagnosis"}) == []
+
+
+def test_a_ranks_phase_record_has_one_reader() -> None:
+    """`rank<k>.phases.json` is read by one function (`profile_windows.read_phase_record`),
+    for the traced step times and the waits for a CPU alike: no other module names the file
+    (by `phases_name` or by its spelling) outside its definition and its writer."""
+    import ast
+
+    from tests.conftest import REPO_ROOT
+
+    package = REPO_ROOT / "torchscale"
+    allowed = {
+        "contracts/worker_spec.py",  # the name, once
+        "rank/worker/capture.py",  # the writer
+        "offline/results/profile_windows.py",  # the reader
+    }
+    naming = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            called = node.func if isinstance(node, ast.Call) else None
+            by_name = getattr(called, "id", getattr(called, "attr", None)) == "phases_name"
+            # a file name built in place (f"rank{rank}.phases.json"), not words about it
+            spelled = isinstance(node, ast.JoinedStr) and any(
+                isinstance(part, ast.Constant) and str(part.value).startswith(".phases.json")
+                for part in node.values
+            )
+            if by_name or spelled:
+                naming.add(str(path.relative_to(package)))
+    assert naming - allowed == set()
+    reader = (package / "offline/results/profile_windows.py").read_text(encoding="utf-8")
+    assert reader.count("phases_name(") == 1

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
+from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
@@ -37,17 +39,26 @@ from torchscale.offline.results.upgrades.edge_steps import read_step_records
 LAST_UNJUDGED = 6
 
 
+def read_phase_record(directory: Path, rank: int) -> dict[str, Any] | None:
+    """Rank `rank`'s `rank<k>.phases.json` in `directory` (written by rank/worker/capture.py),
+    the one reader of it: its traced step times here, its waits for a CPU for the trace
+    analysis (orchestration/profiling/analyze.py). None when it is absent, unreadable or not
+    a record (traces of other jobs have none)."""
+    try:
+        record = json.loads((directory / phases_name(rank)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[float]], str]:
     """Each rank's traced step times from its `rank<k>.phases.json` (absent or unreadable
     files are left out) and the step timer they name."""
     times: dict[int, list[float]] = {}
     timing = "unknown"
     for rank in range(world_size):
-        try:
-            record = json.loads((directory / f"rank{rank}.phases.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        steps = record.get("step_s") if isinstance(record, dict) else None
+        record = read_phase_record(directory, rank)
+        steps = record.get("step_s") if record is not None else None
         if isinstance(steps, list) and steps:
             times[rank] = [float(s) for s in steps if isinstance(s, (int, float))]
             timing = str(record.get("timing", timing))

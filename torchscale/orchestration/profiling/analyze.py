@@ -21,10 +21,9 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.offline.analysis.profile.combine import combine
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
-from torchscale.offline.results.profile_windows import timer_diagnosis
+from torchscale.offline.results.profile_windows import read_phase_record, timer_diagnosis
 from torchscale.offline.traces.rank_trace import RankTrace
 from torchscale.orchestration.profiling.overhead import capture_overhead
-from torchscale.orchestration.profiling.phase_records import read_phase_record
 
 log = logging.getLogger(__name__)
 
