@@ -27,7 +27,7 @@ from torchscale.offline.analysis.trace.collective_matching import (
     sync_stall,
 )
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
-from torchscale.offline.analysis.profile.profile_record import findings_for_target
+from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS

@@ -31,7 +31,6 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     with_inflation,
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
-from torchscale.offline.analysis.profile.profile_record import findings_for_target
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.upgrades.edge_steps import read_step_records
 
@@ -160,11 +159,8 @@ def judged_against_windows(
         return analysis
     judged = with_inflation(diagnosis, timer_diagnosis(directory, result), inflation)
     judged = with_caveat(judged, diagnosis.caveat)
-    kept, others = findings_for_target(judged.findings, analysis.target)
     times, timing = traced_step_times(directory, result.cell.world_size)
     # the note of the same comparison, on the means the diagnosis was judged by
     notes = [n for n in analysis.notes if not n.startswith(f"{OVERHEAD_NOTE} (")]
     notes.append(overhead_line(analysis.tool, inflation, len(times), timing))
-    return analysis.model_copy(
-        update={"diagnosis": judged, "findings": kept, "other_findings": others, "notes": notes}
-    )
+    return analysis.model_copy(update={"diagnosis": judged, "notes": notes})

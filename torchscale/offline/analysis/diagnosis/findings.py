@@ -10,7 +10,7 @@ or under MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-t
 profiled step is as large as the effect, and a fix would not show.
 
 `--target` picks which findings a profile reports and how they rank
-(`profile.profile_record.findings_for_target`, by TARGET_CATEGORIES).
+(`contracts/schema/profile_analysis.py`, TARGET_CATEGORIES), when the analysis is read.
 """
 
 from __future__ import annotations
@@ -32,14 +32,6 @@ PHASE_WORDS = {
     "forward": "forward pass",
     "backward": "backward pass",
     "optimizer": "optimizer step",
-}
-# per target: the categories it reports, in the order it ranks them (None: all, by cost)
-TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
-    "sync_stalls": ("straggler", "load_imbalance"),
-    "comm": ("exposed_comm", "straggler", "load_imbalance"),
-    "compute": ("host_bound", "data_wait"),
-    "memory": (),
-    "all": None,
 }
 # waits are "spread over the ranks" when the rank that waits least still waits at least this
 # share of what the rank that waits most does (below it, that rank is the one waited for)
