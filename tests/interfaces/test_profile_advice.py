@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from torchscale.contracts.schema.cell_result import Finding
+from torchscale.contracts.schema.cell_result import Problem
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, Report, ReportFinding
 from torchscale.interfaces.report.request import ReportOptions
@@ -62,7 +62,7 @@ def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -
 def test_the_verdict_alone_marks_a_straggler_injected() -> None:
     """From result schema 14 the verdict says it (`StragglerVerdict.injected`), with or without
     the delays' record."""
-    item = Finding(
+    item = Problem(
         title="rank 1 slower",
         category="straggler",
         cost_pct=40.0,

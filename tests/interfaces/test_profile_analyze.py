@@ -295,7 +295,8 @@ def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
     old["schema_version"] = 1
     old["ranks"] = [{k: v for k, v in r.items() if k != "parts"} for r in old["ranks"]]
     old["findings"] = [
-        {k: v for k, v in f.items() if k != "cost_share"} for f in current["diagnosis"]["findings"]
+        {**{k: v for k, v in f.items() if k != "cost_share"}, "cost_pct": 10.0}
+        for f in current["diagnosis"]["findings"]
     ]
     old |= {"cycle_us": 1.0, "sync_stall_pct": 12.5, "exposed_comm_pct": 3.0, "straggler": None}
     old["whatif"] = [{"rank": 1, "saved_us_per_step": 5.0, "speedup_pct": 2.0}]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Finding
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
@@ -18,6 +18,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     rank_findings,
 )
 from torchscale.offline.analysis.diagnosis.traces import build_step_model
+from torchscale.offline.analysis.diagnosis.inflation import disagreement
 from torchscale.offline.analysis.trace import intervals as iv
 from torchscale.offline.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
 from torchscale.offline.analysis.trace.clock import arrivals, estimate_offsets
@@ -1125,8 +1126,8 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
 
 
 def test_targets_select_and_rank_findings() -> None:
-    def make(category: str, cost: float) -> Finding:
-        return Finding(title=category, category=category, cost_pct=cost, recommendation="fix")
+    def make(category: str, cost: float) -> Problem:
+        return Problem(title=category, category=category, cost_pct=cost, recommendation="fix")
 
     found = [
         make("exposed_comm", 0.30),
@@ -1193,7 +1194,7 @@ def test_a_gap_nobody_waits_for_stays_named_and_costs_nothing() -> None:
     diagnosis = out["diagnosis"]
     # the diagnosis' verdict is the model's, said not injected (no delay was)
     assert diagnosis.straggler == verdict.model_copy(update={"injected": False})
-    assert diagnosis.disagreement is None
+    assert disagreement(diagnosis.cross_checks) is None
     # nobody waits for it: it would save nothing, whatever its extra work
     w = diagnosis.whatif
     assert w is not None and w.rank == 1 and w.named

@@ -202,12 +202,14 @@ def _split_reason_writes(tree: ast.AST) -> list[str]:
     or a call of `split_unavailable` (the split's null shares) to fill a result's reasons."""
     from torchscale.offline.results.split_figures import SPLIT_KEYS
 
+    # `diagnosis` is also a profile analysis' own key, with its own writer
+    split_keys = [key for key in SPLIT_KEYS if key != "diagnosis"]
     found = []
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else []
         for target in targets:
             key = target.slice if isinstance(target, ast.Subscript) else None
-            if isinstance(key, ast.Constant) and key.value in SPLIT_KEYS:
+            if isinstance(key, ast.Constant) and key.value in split_keys:
                 found.append(f"{node.lineno}: unavailable[{key.value!r}] =")
         called = node.func if isinstance(node, ast.Call) else None
         if getattr(called, "id", getattr(called, "attr", None)) == "split_unavailable":
@@ -226,21 +228,41 @@ def test_the_split_reasons_have_one_writer() -> None:
     assert writers == {}
 
 
-def test_the_rewritten_reasons_are_the_ranks_own() -> None:
-    """By value: a kept two-rank result's split reasons are what the one writer gives for its
-    diagnosis, so a profiled run's rewrite (`with_split_reasons`) changes nothing it need not."""
-    from torchscale.offline.results.split_figures import SPLIT_KEYS, with_split_reasons
+def _scaled_copies(node: object, path: str = "") -> list[str]:
+    """Numbers stored beside an interval that are that interval's value again, as is or in %
+    (`cost_pct` was 100 x `cost_share.value`): a second name for one figure."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        numbers = {
+            k: v for k, v in node.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        for key, child in node.items():
+            value = child.get("value") if isinstance(child, dict) and "measurable" in child else None
+            if not isinstance(value, float) or value == 0.0:
+                continue
+            for name, number in numbers.items():
+                if any(abs(number - k * value) <= 1e-9 * abs(number) for k in (1.0, 100.0)):
+                    found.append(f"{path}.{name} = {key}.value")
+        for key, child in node.items():
+            found += _scaled_copies(child, f"{path}.{key}")
+    elif isinstance(node, list):
+        for child in node:
+            found += _scaled_copies(child, f"{path}[*]")
+    return found
 
+
+def test_no_kept_result_stores_a_figure_twice() -> None:
+    """By value, over every kept result as today's schema stores it: no number beside an
+    interval is that interval's value again (a finding's cost is its `cost_share`; its
+    percentage is read off it), and the straggler's host kind is one field (`kind`)."""
     checked = 0
     for path, data in _stored_cells():
-        if data.get("schema_version") != RESULT_SCHEMA_VERSION:
+        result, _, problem = parse_cell_result(data)
+        if result is None or result.diagnosis is None:
             continue
-        result = CellResult.model_validate(data)
-        if result.diagnosis is None or result.diagnosis.ranks < 2:
-            continue
-        stored = {k: v for k, v in result.unavailable.items() if k in SPLIT_KEYS}
-        rewritten = with_split_reasons(result, result.diagnosis)
-        assert {k: v for k, v in rewritten.items() if k in SPLIT_KEYS} == stored, path
-        checked += 1
-    if not checked:
-        pytest.skip("no kept multi-rank result of the current schema")
+        stored = result.model_dump(mode="json")
+        assert _scaled_copies(stored) == [], path
+        verdict = stored["diagnosis"]["straggler"] or {}
+        assert "host_bound" not in verdict and "disagreement" not in stored["diagnosis"], path
+        checked += bool(result.diagnosis.findings)
+    assert checked  # kept results with findings were compared

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StepPart
+from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Problem, StepPart
 from torchscale.contracts.versioned import Record
 
 # what each version added and how older files are read: docs/results.md, "Profile analysis
@@ -115,12 +115,12 @@ class BeforeDiagnosis(Record):
     )
     straggler: StragglerFigures | None = None
     whatif: list[WhatIf] = Field(default_factory=list)
-    findings: list[Finding] = Field(
+    findings: list[Problem] = Field(
         default_factory=list, description="schema 1's findings (from schema 10 on the diagnosis')"
     )
 
 
-FindingFigures = Finding  # the diagnosis' findings (schema 3: one class for both files)
+FindingFigures = Problem  # the diagnosis' findings (schema 3: one class for both files)
 # per `--target`: the finding categories it reports, in the order it ranks them (None: all, by
 # cost); what the target does to the diagnosis' findings (`target_findings`), never stored
 TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
@@ -133,8 +133,8 @@ TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
 
 
 def findings_for_target(
-    findings: list[Finding], target: str
-) -> tuple[list[Finding], list[Finding]]:
+    findings: list[Problem], target: str
+) -> tuple[list[Problem], list[Problem]]:
     """(the target's findings in its order, the others by cost): the diagnosis' findings
     split for `--target`; within a target, categories rank in its order, then by cost."""
     order = TARGET_CATEGORIES.get(target)
@@ -222,16 +222,16 @@ class ProfileAnalysis(Record):
     analysis_s: float | None = Field(default=None, description="wall time of the analysis")
 
     @property
-    def findings(self) -> list[Finding]:
+    def findings(self) -> list[Problem]:
         """The target's findings, ranked for it: the diagnosis' (schema 1: its own)."""
         return self._split()[0]
 
     @property
-    def other_findings(self) -> list[Finding]:
+    def other_findings(self) -> list[Problem]:
         """The findings the target leaves out, by cost."""
         return self._split()[1]
 
-    def _split(self) -> tuple[list[Finding], list[Finding]]:
+    def _split(self) -> tuple[list[Problem], list[Problem]]:
         if self.diagnosis is not None:
             return findings_for_target(self.diagnosis.findings, self.target)
         before = self.before_diagnosis

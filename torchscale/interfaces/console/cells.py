@@ -13,7 +13,7 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     value_format,
 )
-from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.contracts.schema.cell_result import CellResult, Problem
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
@@ -115,7 +115,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     return lines
 
 
-def host_bound_finding(result: CellResult) -> Finding | None:
+def host_bound_finding(result: CellResult) -> Problem | None:
     """The diagnosis' host-bound verdict (one per cell at most), by its fields."""
     findings = result.diagnosis.findings if result.diagnosis is not None else []
     return next((f for f in findings if is_host_bound_verdict(f)), None)

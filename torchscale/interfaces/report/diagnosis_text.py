@@ -20,7 +20,7 @@ from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
     Estimate,
-    Finding,
+    Problem,
     StragglerVerdict,
 )
 from torchscale.contracts.wording.host_bound import LAUNCH_TIME
@@ -198,7 +198,7 @@ def whatif_text(diagnosis: Diagnosis) -> str | None:
     return f"What-if: rank {w.rank} {on_par}, steps up to {share_text(w.share)} shorter"
 
 
-def finding_line(number: int, finding: Finding, injected: bool = False) -> str:
+def finding_line(number: int, finding: Problem, injected: bool = False) -> str:
     """'  1. <title> (40.1 % of the step)'; a straggler finding the run's own delay made
     (`injected`) says so after its title."""
     cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
-from torchscale.contracts.schema.cell_result import CellResult, Finding, StragglerVerdict
+from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
 from torchscale.contracts.wording import words
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
@@ -83,7 +83,7 @@ INJECTED_GENERIC = "artificial: --inject-delay delayed this rank on purpose"
 
 
 def diagnosis_finding(
-    item: Finding,
+    item: Problem,
     *,
     source: str,
     caveat: str | None,
@@ -146,7 +146,7 @@ def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
 
 
 def _findings(
-    items: list[Finding],
+    items: list[Problem],
     source: str,
     caveat: str | None,
     result: CellResult | None,

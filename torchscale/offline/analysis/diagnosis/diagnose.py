@@ -21,7 +21,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
-    Finding,
+    Problem,
     RankWait,
     StepSplit,
     StragglerVerdict,
@@ -36,7 +36,6 @@ from torchscale.offline.analysis.diagnosis.findings import (
 )
 from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
-    disagreement,
     phase_timer_checks,
     with_inflation,
 )
@@ -273,7 +272,7 @@ def _assemble(
     source: str,
     waits: Sequence[RankWait],
     whatif: WhatIf | None,
-    findings: Sequence[Finding],
+    findings: Sequence[Problem],
     evidence: RunEvidence,
     extra_checks: Sequence[CrossCheck] = (),
 ) -> Diagnosis:
@@ -290,7 +289,6 @@ def _assemble(
         rank_waits=list(waits),
         whatif=whatif,
         findings=list(findings),
-        disagreement=disagreement(checks),
     )
     return with_caveat(diagnosis, evidence.caveat)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from torchscale.contracts.wording.figures import pct, share_text
-from torchscale.contracts.schema.cell_result import Estimate, Finding, StepSplit, StragglerVerdict
+from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -55,12 +55,11 @@ class RankedFinding:
         """The cost's point value (share of the step)."""
         return float(self.cost.value or 0.0)
 
-    def stored(self) -> Finding:
+    def stored(self) -> Problem:
         """The finding as a result stores it (`CellResult.diagnosis.findings`)."""
-        return Finding(
+        return Problem(
             title=self.title,
             category=self.category,
-            cost_pct=100 * self.cost_fraction,
             cost_share=self.cost,
             evidence=list(self.evidence),
             recommendation=self.recommendation,
@@ -608,7 +607,7 @@ def host_bound_finding(
     return RankedFinding(title, cost, evidence, fix, "host_bound")
 
 
-def is_host_bound_verdict(finding: Finding) -> bool:
+def is_host_bound_verdict(finding: Problem) -> bool:
     """The cell's host-bound verdict among its stored findings, by its fields (category and
     cost estimator), never by its words: a result stored with it, in whatever wording, is
     found again."""

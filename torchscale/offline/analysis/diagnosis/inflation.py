@@ -24,7 +24,7 @@ from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
     Estimate,
-    Finding,
+    Problem,
     StepPart,
     StepSplit,
     StragglerVerdict,
@@ -309,11 +309,9 @@ def with_inflation(
 
 
 def _with_checks(
-    diagnosis: Diagnosis, checks: list[CrossCheck], findings: list[Finding]
+    diagnosis: Diagnosis, checks: list[CrossCheck], findings: list[Problem]
 ) -> Diagnosis:
-    return diagnosis.model_copy(
-        update={"cross_checks": checks, "findings": findings, "disagreement": disagreement(checks)}
-    )
+    return diagnosis.model_copy(update={"cross_checks": checks, "findings": findings})
 
 
 def inflation_of(diagnosis: Diagnosis) -> Estimate | None:

@@ -132,7 +132,7 @@ def named_as(
     """`verdict` naming `rank` a straggler of `kind` by a kind rule that looks past its own-work
     test (host.py, held_launches.py, late_collectives.py): no slow phase, nothing withdrawn,
     `gap` its own work over the others', `p_value` the rule's test; `figures`: the rule's own
-    (late_s, host_wait_s, host_bound)."""
+    (late_s, host_wait_s)."""
     update = {
         "named": True,
         "rank": rank,
