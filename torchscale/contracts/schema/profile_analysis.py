@@ -223,7 +223,8 @@ class ProfileAnalysis(Record):
 
     @property
     def findings(self) -> list[Problem]:
-        """The target's findings, ranked for it: the diagnosis' (schema 1: its own)."""
+        """The target's findings, ranked for it: the diagnosis' (schema 1: its own, as
+        stored)."""
         return self._split()[0]
 
     @property
@@ -234,8 +235,8 @@ class ProfileAnalysis(Record):
     def _split(self) -> tuple[list[Problem], list[Problem]]:
         if self.diagnosis is not None:
             return findings_for_target(self.diagnosis.findings, self.target)
-        before = self.before_diagnosis
-        return findings_for_target(before.findings if before else [], self.target)
+        before = self.before_diagnosis  # schema 1 stored the findings it showed, as shown
+        return (list(before.findings) if before else []), []
 
     @model_validator(mode="before")
     @classmethod

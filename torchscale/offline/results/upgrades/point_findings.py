@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from torchscale.contracts.cell import CellIdentity
-from torchscale.contracts.schema.cell_result import CellResult, Problem
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, Problem
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 
@@ -71,7 +71,9 @@ def _finding(title: str, category: str, share: float, evidence: list[str], advic
     return Problem(
         title=title,
         category=category,
-        cost_pct=share * 100,
+        cost_share=Estimate(
+            value=share, low=None, high=None, n=1, method=NO_INTERVAL, measurable=True
+        ),
         evidence=evidence,
         recommendation=advice,
     )
