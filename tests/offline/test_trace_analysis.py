@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
+from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
@@ -17,8 +18,8 @@ from torchscale.offline.analysis.diagnosis.findings import (
     finding_inputs,
     rank_findings,
 )
-from torchscale.offline.analysis.diagnosis.traces import build_step_model
 from torchscale.offline.analysis.diagnosis.inflation import disagreement
+from torchscale.offline.analysis.diagnosis.traces import build_step_model
 from torchscale.offline.analysis.trace import intervals as iv
 from torchscale.offline.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
 from torchscale.offline.analysis.trace.clock import arrivals, estimate_offsets
@@ -28,7 +29,6 @@ from torchscale.offline.analysis.trace.collective_matching import (
     sync_stall,
 )
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
-from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS

@@ -237,7 +237,9 @@ def _scaled_copies(node: object, path: str = "") -> list[str]:
             k: v for k, v in node.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         }
         for key, child in node.items():
-            value = child.get("value") if isinstance(child, dict) and "measurable" in child else None
+            value = (
+                child.get("value") if isinstance(child, dict) and "measurable" in child else None
+            )
             if not isinstance(value, float) or value == 0.0:
                 continue
             for name, number in numbers.items():
@@ -257,7 +259,7 @@ def test_no_kept_result_stores_a_figure_twice() -> None:
     percentage is read off it), and the straggler's host kind is one field (`kind`)."""
     checked = 0
     for path, data in _stored_cells():
-        result, _, problem = parse_cell_result(data)
+        result, _, _ = parse_cell_result(data)
         if result is None or result.diagnosis is None:
             continue
         stored = result.model_dump(mode="json")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.schema.cell_result import CellResult, Problem
 from torchscale.contracts.wording.figures import (
     format_value,
     plus_minus,
@@ -13,7 +14,6 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     value_format,
 )
-from torchscale.contracts.schema.cell_result import CellResult, Problem
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word

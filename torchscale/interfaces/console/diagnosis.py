@@ -5,8 +5,8 @@ terminal's tags, and what `-v` adds; the findings by title.
 
 from __future__ import annotations
 
-from torchscale.contracts.wording.figures import ms, seconds_text, share_text
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
+from torchscale.contracts.wording.figures import ms, seconds_text, share_text
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
     PART_WORDS,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, StragglerFigures, WhatIf
 from torchscale.contracts.share_bound import share_bound
+from torchscale.contracts.wording import spelled
 
 ONE_RANK = (
     "one rank in the input: waiting for peers needs the same collectives on two or more ranks"
@@ -78,7 +79,7 @@ def not_measurable(estimate: Estimate) -> str:
     """How large a figure inside its noise could be, or why it has no interval."""
     if estimate.high is None:
         return estimate.reason or "no interval"
-    return f"< {share_bound(estimate.high)} % of the step"
+    return f"{spelled.under_pct(share_bound(estimate.high))} of the step"
 
 
 def own_straggler(analysis: ProfileAnalysis) -> StragglerFigures | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.report.diagnosis_text import (
     VERDICT_WORDS,
     acted,

@@ -28,6 +28,7 @@ from torchscale.contracts.schema.cell_result import (
     WhatIf,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
@@ -107,7 +108,7 @@ def busy_caveat(telemetry: Telemetry | None) -> str | None:
     busy = [h for h in hosts if h.busy]
     if busy:
         host = busy[0]
-        cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
+        cores = spelled.one_decimal(host.other_cores) if host.other_cores is not None else "?"
         return BUSY_CAVEAT.format(cores=cores, host=host.host)
     # a host whose ranks outnumber its cores (None: the core count was not read)
     crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]

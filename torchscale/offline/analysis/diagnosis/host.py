@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.wording.figures import gap_text
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
+from torchscale.contracts.wording.figures import gap_text
 from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,

@@ -19,8 +19,8 @@ from torchscale.contracts.schema.profile_analysis import (
     StepStall,
 )
 from torchscale.offline.analysis.diagnosis import traces as step_model
-from torchscale.offline.analysis.trace import kernels
 from torchscale.offline.analysis.profile.cross_rank import TraceAnalyses
+from torchscale.offline.analysis.trace import kernels
 from torchscale.offline.analysis.trace.reduction import RankReduction
 
 

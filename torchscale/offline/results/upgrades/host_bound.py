@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
 from torchscale.contracts.wording.figures import share_text
-from torchscale.contracts.schema.cell_result import CellResult, Problem, HostBound
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     host_bound_finding,
