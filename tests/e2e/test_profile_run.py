@@ -26,7 +26,11 @@ from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
-from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK, TRACES_STRAGGLER
+from torchscale.offline.analysis.diagnosis.inflation import (
+    INFLATION_CHECK,
+    TRACES_STRAGGLER,
+    disagreement,
+)
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.versions import read_cell_result
 
@@ -163,8 +167,9 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     ]
     # under load the timers' split may leave the traces' intervals: then one line says so (the
     # profiler's inflation is said on the Step line instead)
-    assert (diagnosis.disagreement is None) == (not differ)
-    assert all(name in (diagnosis.disagreement or "") for name in differ)
+    line = disagreement(diagnosis.cross_checks)
+    assert (line is None) == (not differ)
+    assert all(name in (line or "") for name in differ)
     wait = next(p for p in diagnosis.parts if p.name == "wait_for_peers")
     assert analysis.findings[0].cost_share == wait.share
     whatif = diagnosis.whatif

@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from torchscale.contracts.schema.cell_result import Finding
+from torchscale.contracts.schema.cell_result import Problem
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, Report, ReportFinding
 from torchscale.interfaces.report.parts.findings import INJECTED_ADVICE, diagnosis_finding
@@ -46,11 +46,13 @@ def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -
     shutil.copytree(FIXTURE, source)
     (analysis_path,) = source.glob("*/profile/*/analysis.json")
     analysis = json.loads(analysis_path.read_text(encoding="utf-8"))
-    for item in analysis["findings"]:
-        item["category"] = "exposed_comm"  # not the straggler: its own advice stays
-        item["recommendation"] += "; set GLOO_SOCKET_IFNAME to the fast interface"
+    analysis["target"] = "comm"  # which reports exposed communication
+    for item in analysis["diagnosis"]["findings"]:  # the one copy (schema 10)
+        if item["category"] == "straggler":
+            item["category"] = "exposed_comm"  # not the straggler: its own advice stays
+            item["recommendation"] += "; set GLOO_SOCKET_IFNAME to the fast interface"
     analysis_path.write_text(json.dumps(analysis), encoding="utf-8")
-    found = findings(build(source))
+    found = [f for f in findings(build(source)) if "rank 1" in f.title]
     assert found
     for finding in found:
         assert "SOCKET_IFNAME" not in (finding.recommendation or "")
@@ -60,7 +62,7 @@ def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -
 def test_the_verdict_alone_marks_a_straggler_injected() -> None:
     """From result schema 14 the verdict says it (`StragglerVerdict.injected`), with or without
     the delays' record."""
-    item = Finding(
+    item = Problem(
         title="rank 1 slower",
         category="straggler",
         cost_pct=40.0,

@@ -294,7 +294,10 @@ def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
     }
     old["schema_version"] = 1
     old["ranks"] = [{k: v for k, v in r.items() if k != "parts"} for r in old["ranks"]]
-    old["findings"] = [{k: v for k, v in f.items() if k != "cost_share"} for f in old["findings"]]
+    old["findings"] = [
+        {**{k: v for k, v in f.items() if k != "cost_share"}, "cost_pct": 10.0}
+        for f in current["diagnosis"]["findings"]
+    ]
     old |= {"cycle_us": 1.0, "sync_stall_pct": 12.5, "exposed_comm_pct": 3.0, "straggler": None}
     old["whatif"] = [{"rank": 1, "saved_us_per_step": 5.0, "speedup_pct": 2.0}]
     path = tmp_path / "analysis.json"
@@ -305,6 +308,8 @@ def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
     assert "schema 1" in analysis.unavailable["diagnosis"]
     assert profile_figures.sync_stall_pct(analysis).value == 12.5
     assert [w.rank for w in profile_figures.own_whatifs(analysis)] == [1]
+    # its own findings, kept apart with its other figures of then
+    assert len(analysis.findings) + len(analysis.other_findings) == len(old["findings"])
 
 
 # ------------------------------------------------------------------------------- bad input

@@ -34,7 +34,7 @@ from tests.interfaces.test_report_uncertainty import (
     with_attribution,
 )
 from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
-from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, findings_for_target
 from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
@@ -114,7 +114,7 @@ def test_the_straggler_line_is_the_terminals(busy_report: Report) -> None:
     ranks = table(busy_report, "latency-ranks")
     assert CAVEAT in (ranks.note or "")
     texts_ = rendered(busy_report)
-    assert line in texts_["html"] and json.dumps(line) in texts_["json"]
+    assert line in texts_["html"] and json.dumps(line, ensure_ascii=False) in texts_["json"]
 
 
 def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
@@ -146,6 +146,12 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
     assert appendix.rows[0]["figure"] == "5.0 % ±4.0 %"
     # never beside the headline: no cross-check detail in the summary
     assert not any("rank 0 faster under no_sync" in t for t in texts(report, "summary"))
+    # the one line is said on every surface, from the stored checks: the summary's table is
+    # the first screen of Markdown and the terminal, which show no Bottlenecks section
+    (summary,) = [r for r in table(report, "summary-diagnoses").rows if r["run"] == CELL]
+    assert summary["checks"] == row["checks"]
+    for first_screen in (markdown.render(report), term.render(report, full=False)):
+        assert b"cross-checks disagree: no_sync windows" in first_screen
 
 
 def test_summary_columns_carry_the_diagnosis(tmp_path: Path) -> None:
@@ -289,7 +295,6 @@ def profile_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Di
         update={
             "schema_version": 3,
             "diagnosis": diagnosis,
-            "findings": diagnosis.findings,
             "unavailable": unavailable,
         }
     )
@@ -357,7 +362,10 @@ def test_a_profile_gives_one_verdict_and_carries_its_caveat(
     report, diagnosis = profile_report
     (findings,) = blocks_of(report, "bottlenecks", Findings)
     mine = [f for f in findings.findings if f.source.startswith(PROFILED)]
-    assert len(mine) == len(diagnosis.findings)  # no phase-timer finding beside the traces'
+    # the target's share of the diagnosis' findings (schema 10: split when read), and no
+    # phase-timer finding beside the traces'
+    kept, _ = findings_for_target(diagnosis.findings, "sync_stalls")
+    assert len(mine) == len(kept)
     assert all(f.caveat == CAVEAT and CAVEAT not in f.evidence for f in mine)
     # the straggler table lists sweep runs: the profile says its verdict with its profile
     assert not any(

@@ -30,8 +30,8 @@ from torchscale.contracts.schema.cell_result import (
     CellResult,
     Diagnosis,
     Estimate,
-    Finding,
     Intervals,
+    Problem,
     StepPart,
     StepSplit,
     StragglerVerdict,
@@ -155,7 +155,7 @@ def named_attribution() -> StepSplit:
 
 
 def diagnosis_of(
-    model: StepSplit, findings: list[Finding] | None = None, caveat: str | None = None
+    model: StepSplit, findings: list[Problem] | None = None, caveat: str | None = None
 ) -> Diagnosis:
     """The phase timers' diagnosis around a hand-made step model, with its findings and the
     busy-machine caveat as `analysis.diagnosis.with_caveat` keeps it."""
@@ -629,7 +629,7 @@ def test_a_straggler_the_test_does_not_name_is_not_named(tmp_path: Path) -> None
         assert "rank 1 is the straggler" not in text, name
 
 
-STRAGGLER_FINDING = Finding(
+STRAGGLER_FINDING = Problem(
     title="gloo: rank 1 finishing backward pass slower than the other ranks",
     category="straggler",
     cost_pct=30.0,

@@ -83,7 +83,8 @@ def test_point_figures_read_at_load_as_a_diagnosis_with_their_own_findings() -> 
     assert [f.category for f in diagnosis.findings] == ["exposed_comm"]
     (finding,) = diagnosis.findings
     assert finding.cost_pct == pytest.approx(100 * raw["communication"]["comm_overhead"])
-    assert finding.title.startswith(cell_words(result.cell)) and finding.cost_share is None
+    assert finding.title.startswith(cell_words(result.cell))
+    assert finding.cost_share.low is None and finding.cost_share.high is None  # no interval
     assert diagnosis.straggler is not None and not diagnosis.straggler.named
 
 

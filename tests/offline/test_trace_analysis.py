@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Finding
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
+from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
@@ -17,6 +18,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     finding_inputs,
     rank_findings,
 )
+from torchscale.offline.analysis.diagnosis.inflation import disagreement
 from torchscale.offline.analysis.diagnosis.traces import build_step_model
 from torchscale.offline.analysis.trace import intervals as iv
 from torchscale.offline.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
@@ -27,7 +29,6 @@ from torchscale.offline.analysis.trace.collective_matching import (
     sync_stall,
 )
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
-from torchscale.offline.analysis.trace.profile_record import findings_for_target
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS
@@ -1125,8 +1126,8 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
 
 
 def test_targets_select_and_rank_findings() -> None:
-    def make(category: str, cost: float) -> Finding:
-        return Finding(title=category, category=category, cost_pct=cost, recommendation="fix")
+    def make(category: str, cost: float) -> Problem:
+        return Problem(title=category, category=category, cost_pct=cost, recommendation="fix")
 
     found = [
         make("exposed_comm", 0.30),
@@ -1193,7 +1194,7 @@ def test_a_gap_nobody_waits_for_stays_named_and_costs_nothing() -> None:
     diagnosis = out["diagnosis"]
     # the diagnosis' verdict is the model's, said not injected (no delay was)
     assert diagnosis.straggler == verdict.model_copy(update={"injected": False})
-    assert diagnosis.disagreement is None
+    assert disagreement(diagnosis.cross_checks) is None
     # nobody waits for it: it would save nothing, whatever its extra work
     w = diagnosis.whatif
     assert w is not None and w.rank == 1 and w.named

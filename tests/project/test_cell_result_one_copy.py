@@ -191,3 +191,80 @@ def test_rewording_a_warning_moves_it_in_no_table(tmp_path: Path) -> None:
         ]
         path.write_text(result.model_copy(update={"warnings": reworded}).model_dump_json())
     assert _warnings_table(root) == before
+
+
+# the keys of `unavailable` the split and its verdict decide, and the one module that writes them
+SPLIT_WRITER = PACKAGE / "offline" / "results" / "split_figures.py"
+
+
+def _split_reason_writes(tree: ast.AST) -> list[str]:
+    """Where a module writes a reason of the split itself: `unavailable[<split key>] = ...`,
+    or a call of `split_unavailable` (the split's null shares) to fill a result's reasons."""
+    from torchscale.offline.results.split_figures import SPLIT_KEYS
+
+    # `diagnosis` is also a profile analysis' own key, with its own writer
+    split_keys = [key for key in SPLIT_KEYS if key != "diagnosis"]
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            if isinstance(key, ast.Constant) and key.value in split_keys:
+                found.append(f"{node.lineno}: unavailable[{key.value!r}] =")
+        called = node.func if isinstance(node, ast.Call) else None
+        if getattr(called, "id", getattr(called, "attr", None)) == "split_unavailable":
+            found.append(f"{node.lineno}: split_unavailable(...)")
+    return found
+
+
+def test_the_split_reasons_have_one_writer() -> None:
+    """The ranks' result and a profiled run's rewritten result say why a split figure is null
+    through one function (`split_figures.split_reasons`): two writers gave two answers."""
+    writers = {
+        str(path.relative_to(PACKAGE)): found
+        for path, tree in _modules()
+        if path != SPLIT_WRITER and (found := _split_reason_writes(tree))
+    }
+    assert writers == {}
+
+
+def _scaled_copies(node: object, path: str = "") -> list[str]:
+    """Numbers stored beside an interval that are that interval's value again, as is or in %
+    (`cost_pct` was 100 x `cost_share.value`): a second name for one figure."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        numbers = {
+            k: v for k, v in node.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        for key, child in node.items():
+            value = (
+                child.get("value") if isinstance(child, dict) and "measurable" in child else None
+            )
+            if not isinstance(value, float) or value == 0.0:
+                continue
+            for name, number in numbers.items():
+                if any(abs(number - k * value) <= 1e-9 * abs(number) for k in (1.0, 100.0)):
+                    found.append(f"{path}.{name} = {key}.value")
+        for key, child in node.items():
+            found += _scaled_copies(child, f"{path}.{key}")
+    elif isinstance(node, list):
+        for child in node:
+            found += _scaled_copies(child, f"{path}[*]")
+    return found
+
+
+def test_no_kept_result_stores_a_figure_twice() -> None:
+    """By value, over every kept result as today's schema stores it: no number beside an
+    interval is that interval's value again (a finding's cost is its `cost_share`; its
+    percentage is read off it), and the straggler's host kind is one field (`kind`)."""
+    checked = 0
+    for path, data in _stored_cells():
+        result, _, _ = parse_cell_result(data)
+        if result is None or result.diagnosis is None:
+            continue
+        stored = result.model_dump(mode="json")
+        assert _scaled_copies(stored) == [], path
+        verdict = stored["diagnosis"]["straggler"] or {}
+        assert "host_bound" not in verdict and "disagreement" not in stored["diagnosis"], path
+        checked += bool(result.diagnosis.findings)
+    assert checked  # kept results with findings were compared

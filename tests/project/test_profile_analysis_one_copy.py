@@ -5,6 +5,8 @@ and only a schema-1 analysis (no diagnosis) keeps its own, apart (`before_diagno
 
 from __future__ import annotations
 
+import pytest
+
 from torchscale.contracts.schema.profile_analysis import (
     BEFORE_SCHEMA_8,
     ProfileAnalysis,
@@ -23,3 +25,86 @@ def test_no_mirrored_field_reappears_in_the_profile_analysis() -> None:
 def test_the_per_rank_figures_hold_no_copy_of_the_diagnosis() -> None:
     # a rank's parts are its own step model (the diagnosis keeps only the mean over ranks)
     assert sorted(set(RankFigures.model_fields) & {"straggler", "whatif", "diagnosis"}) == []
+
+
+def test_a_ranks_phase_record_has_one_reader() -> None:
+    """`rank<k>.phases.json` is read by one function (`profile_windows.read_phase_record`),
+    for the traced step times and the waits for a CPU alike: no other module names the file
+    (by `phases_name` or by its spelling) outside its definition and its writer."""
+    import ast
+
+    from tests.conftest import REPO_ROOT
+
+    package = REPO_ROOT / "torchscale"
+    allowed = {
+        "contracts/worker_spec.py",  # the name, once
+        "rank/worker/capture.py",  # the writer
+        "offline/results/profile_windows.py",  # the reader
+    }
+    naming = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            called = node.func if isinstance(node, ast.Call) else None
+            by_name = getattr(called, "id", getattr(called, "attr", None)) == "phases_name"
+            # a file name built in place (f"rank{rank}.phases.json"), not words about it
+            spelled = isinstance(node, ast.JoinedStr) and any(
+                isinstance(part, ast.Constant) and str(part.value).startswith(".phases.json")
+                for part in node.values
+            )
+            if by_name or spelled:
+                naming.add(str(path.relative_to(package)))
+    assert naming - allowed == set()
+    reader = (package / "offline/results/profile_windows.py").read_text(encoding="utf-8")
+    assert reader.count("phases_name(") == 1
+
+
+def _copies(document: object) -> dict[str, list[str]]:
+    """Each object or list stored at two places under different names (list members of one
+    list count as one place), by value: {its JSON: the paths}. Intervals (`Estimate`s: every
+    zero share reads alike) are left out; they are figures, not facts a second field mirrors."""
+    import json
+    from collections import defaultdict
+
+    seen: dict[str, set[str]] = defaultdict(set)
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            if node and path and "measurable" not in node:
+                seen[json.dumps(node, sort_keys=True)].add(path)
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            if node and path:
+                seen[json.dumps(node, sort_keys=True)].add(path)
+            for value in node:
+                walk(value, f"{path}[*]")
+
+    walk(document, "")
+    return {value: sorted(paths) for value, paths in seen.items() if len(paths) > 1}
+
+
+def _kept_analyses() -> list[tuple[str, ProfileAnalysis]]:
+    from tests.conftest import REPO_ROOT
+    from torchscale.offline.results.profile_versions import read_analysis
+
+    found = []
+    for path in sorted((REPO_ROOT / "tests" / "fixtures").rglob("analysis.json")):
+        analysis, problem = read_analysis(path)
+        assert analysis is not None, (path, problem)
+        found.append((str(path), analysis))
+    return found
+
+
+def test_a_kept_analysis_stores_each_finding_once() -> None:
+    """By value, over every kept analysis as today's schema stores it: no finding (nor any
+    other object) is held under two names; the target's findings are the diagnosis', split
+    when read."""
+    kept = _kept_analyses()
+    if not kept:
+        pytest.skip("no kept profile analysis under tests/fixtures")
+    with_findings = 0
+    for path, analysis in kept:
+        assert _copies(analysis.model_dump(mode="json")) == {}, path
+        with_findings += bool(analysis.findings or analysis.other_findings)
+    assert with_findings  # the check saw findings to compare

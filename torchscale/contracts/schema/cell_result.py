@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from torchscale.contracts import finding
 from torchscale.contracts.cell import CellIdentity, Status
@@ -19,7 +19,7 @@ from torchscale.contracts.versioned import Record
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 19
+RESULT_SCHEMA_VERSION = 20
 
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
@@ -232,18 +232,13 @@ class StragglerVerdict(Record):
         "runnable, not running: Linux run_delay) minus the median of the others'; null: not "
         "measured (not Linux, or an older result)",
     )
-    host_bound: bool | None = Field(
-        default=None,
-        description="schema 12: true when the candidate's extra time is its wait for a CPU "
-        "(schema 12: nobody was then named; schema 13: named with kind host); null: the wait "
-        "was not measured",
-    )
     kind: StragglerKind | None = Field(
         default=None,
         description="schema 13: what the named rank's extra time is: compute (its own work "
         "takes longer), input (it waits for its data), host (it was held off the CPU), "
         "communication (its collectives start late while its work is on par); null: nobody "
-        "named, or an older result",
+        "named, or an older result; host where nobody is named: a schema-12 verdict the "
+        "candidate's wait for a CPU withdrew",
     )
     kind_basis: str | None = Field(
         default=None, description="schema 13: the evidence that decided the kind, in words"
@@ -267,6 +262,25 @@ class StragglerVerdict(Record):
     )
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")
+
+    @property
+    def host_bound(self) -> bool:
+        """The candidate's extra time is its wait for a CPU (kind host, named or, schema 12,
+        withdrawn by it)."""
+        return self.kind == "host"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_once(cls, data: Any) -> Any:
+        """Up to result schema 19 and analysis schema 9 `host_bound` was stored beside `kind`
+        (true exactly where kind is host, but for schema 12, which had no kind: there it
+        becomes kind host, the name withdrawn as it was)."""
+        if not isinstance(data, dict) or "host_bound" not in data:
+            return data
+        data = dict(data)
+        if data.pop("host_bound") and data.get("kind") is None:
+            data["kind"] = "host"
+        return data
 
     def headline_gap(self) -> Estimate | None:
         """The gap every surface prints for this verdict: what the named rank costs per step.
@@ -330,20 +344,48 @@ class WhatIf(Record):
     method: str
 
 
-class Finding(Record):
-    """One problem of the run: who and what, its cost (a part of the step model), the figures
-    behind it and a concrete next step."""
+class Problem(Record):
+    """One problem of the run, ranked by its cost: who and what, its cost (a part of the step
+    model), the figures behind it and a concrete next step. (A `contracts.finding.Finding` is
+    a verdict's code and figures; this is the diagnosis' ranked problem.)"""
 
     title: str
     category: str = Field(
         description="straggler | load_imbalance | exposed_comm | data_wait | host_bound"
     )
-    cost_pct: float = Field(description="share of the step, % (the cost_share's value)")
-    cost_share: Estimate | None = Field(
-        default=None, description="the cost as a share of the step with its interval"
-    )
+    cost_share: Estimate = Field(description="the cost as a share of the step with its interval")
     evidence: list[str] = Field(default_factory=list)
     recommendation: str
+
+    @property
+    def cost_pct(self) -> float:
+        """The cost's point value in % (0 where it is not measurable)."""
+        return 100.0 * float(self.cost_share.value or 0.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cost_once(cls, data: Any) -> Any:
+        """Up to result schema 19 and analysis schema 9 the cost was stored twice (`cost_pct`
+        beside `cost_share`): the copy dropped, a point share made of it where it stood alone."""
+        if not isinstance(data, dict) or "cost_pct" not in data:
+            return data
+        data = dict(data)
+        pct = data.pop("cost_pct")
+        if data.get("cost_share") is None:
+            data["cost_share"] = {
+                "value": float(pct) / 100.0,
+                "low": None,
+                "high": None,
+                "n": 1,
+                "method": STORED_POINT_COST,
+                "measurable": True,
+                "reason": "no interval",
+            }
+        return data
+
+
+# how a cost stored only as a point percentage (cost_pct, no interval) reads as a share
+STORED_POINT_COST = "stored as a point percentage (cost_pct), no interval"
 
 
 class NoSyncWindow(Record):
@@ -375,12 +417,9 @@ class Diagnosis(StepSplit):
     source: DiagnosisSource = Field(description="the evidence the figures come from")
     rank_waits: list[RankWait] = Field(default_factory=list)
     whatif: WhatIf | None = None
-    findings: list[Finding] = Field(default_factory=list, description="most expensive first")
+    findings: list[Problem] = Field(default_factory=list, description="most expensive first")
     caveat: str | None = Field(
         default=None, description="why the verdict may be the machine's, not the workload's"
-    )
-    disagreement: str | None = Field(
-        default=None, description="one line when a cross-check disagrees; null when none does"
     )
     rule: str | None = Field(
         default=None,
@@ -396,6 +435,15 @@ class Diagnosis(StepSplit):
     def part(self, name: str) -> StepPart | None:
         """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""
         return next((p for p in self.parts if p.name == name), None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _checks_once(cls, data: Any) -> Any:
+        """Up to result schema 19 and analysis schema 9 a disagreeing cross-check was also
+        stored as a line (`disagreement`): dropped, as every surface says it from the checks."""
+        if isinstance(data, dict) and "disagreement" in data:
+            data = {k: v for k, v in data.items() if k != "disagreement"}
+        return data
 
 
 class Intervals(Record):
@@ -663,7 +711,7 @@ class FixedCosts(Record):
 
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[19] = 19
+    schema_version: Literal[20] = 20
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StepPart
+from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Problem, StepPart
 from torchscale.contracts.versioned import Record
 
 # what each version added and how older files are read: docs/results.md, "Profile analysis
 # versions"
-ANALYSIS_SCHEMA_VERSION = 9
+ANALYSIS_SCHEMA_VERSION = 10
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -115,9 +115,34 @@ class BeforeDiagnosis(Record):
     )
     straggler: StragglerFigures | None = None
     whatif: list[WhatIf] = Field(default_factory=list)
+    findings: list[Problem] = Field(
+        default_factory=list, description="schema 1's findings (from schema 10 on the diagnosis')"
+    )
 
 
-FindingFigures = Finding  # the diagnosis' findings (schema 3: one class for both files)
+FindingFigures = Problem  # the diagnosis' findings (schema 3: one class for both files)
+# per `--target`: the finding categories it reports, in the order it ranks them (None: all, by
+# cost); what the target does to the diagnosis' findings (`target_findings`), never stored
+TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
+    "sync_stalls": ("straggler", "load_imbalance"),
+    "comm": ("exposed_comm", "straggler", "load_imbalance"),
+    "compute": ("host_bound", "data_wait"),
+    "memory": (),
+    "all": None,
+}
+
+
+def findings_for_target(
+    findings: list[Problem], target: str
+) -> tuple[list[Problem], list[Problem]]:
+    """(the target's findings in its order, the others by cost): the diagnosis' findings
+    split for `--target`; within a target, categories rank in its order, then by cost."""
+    order = TARGET_CATEGORIES.get(target)
+    if order is None:
+        return list(findings), []
+    kept = [f for f in findings if f.category in order]
+    kept.sort(key=lambda f: (order.index(f.category), -f.cost_pct))
+    return kept, [f for f in findings if f.category not in order]
 
 
 class KernelFigures(Record):
@@ -140,7 +165,7 @@ class StepStall(Record):
 
 class ProfileAnalysis(Record):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9] = 9
+    schema_version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = 10
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"
@@ -183,12 +208,6 @@ class ProfileAnalysis(Record):
     before_diagnosis: BeforeDiagnosis | None = Field(
         default=None, description="schema 1's own headline figures (it has no diagnosis)"
     )
-    findings: list[FindingFigures] = Field(
-        default_factory=list, description="the target's findings, ranked for it"
-    )
-    other_findings: list[FindingFigures] = Field(
-        default_factory=list, description="schema 2: findings the target leaves out, by cost"
-    )
     top_kernels: list[KernelFigures] = Field(
         default_factory=list, description="schema 2: device kernels by total time (GPU traces)"
     )
@@ -202,6 +221,23 @@ class ProfileAnalysis(Record):
     unavailable: dict[str, str] = Field(default_factory=dict)
     analysis_s: float | None = Field(default=None, description="wall time of the analysis")
 
+    @property
+    def findings(self) -> list[Problem]:
+        """The target's findings, ranked for it: the diagnosis' (schema 1: its own, as
+        stored)."""
+        return self._split()[0]
+
+    @property
+    def other_findings(self) -> list[Problem]:
+        """The findings the target leaves out, by cost."""
+        return self._split()[1]
+
+    def _split(self) -> tuple[list[Problem], list[Problem]]:
+        if self.diagnosis is not None:
+            return findings_for_target(self.diagnosis.findings, self.target)
+        before = self.before_diagnosis  # schema 1 stored the findings it showed, as shown
+        return (list(before.findings) if before else []), []
+
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
@@ -209,31 +245,49 @@ class ProfileAnalysis(Record):
         schema 2's attribution is read as a diagnosis decided by the traces; before schema 8
         the headline figures were copies of the diagnosis: dropped where it holds them,
         folded into it where it lacks them (schema 2's what-if), and kept apart
-        (`before_diagnosis`) where there is no diagnosis."""
-        if not isinstance(data, dict) or data.get("schema_version", 8) >= 8:
+        (`before_diagnosis`) where there is no diagnosis. Before schema 10 the target's split
+        of the diagnosis' findings was stored beside it (`findings`, `other_findings`): dropped,
+        as it is read off the diagnosis (schema 1 keeps its own in `before_diagnosis`)."""
+        if not isinstance(data, dict) or data.get("schema_version", 10) >= 10:
             return data
         data = dict(data)
-        unavailable = dict(data.get("unavailable") or {})
-        if data["schema_version"] == 1:
-            unavailable.setdefault("diagnosis", V1_ATTRIBUTION)
-        if data["schema_version"] in (1, 2):
-            attribution = data.pop("attribution", None)
-            if "attribution" in unavailable:
-                unavailable["diagnosis"] = unavailable.pop("attribution")
-            if isinstance(attribution, dict):
-                data["diagnosis"] = {**attribution, "source": "traces"}
-        data.pop("cycle_us", None)  # the median of ranks[].step_us
-        figures = {key: data.pop(key) for key in BEFORE_SCHEMA_8 if key in data}
+        stored = [*(data.pop("findings", None) or []), *(data.pop("other_findings", None) or [])]
+        if data["schema_version"] < 8:
+            data = _before_schema_8(data)
         diagnosis = data.get("diagnosis")
-        if diagnosis is None:
-            data["before_diagnosis"] = figures
-        else:
-            unavailable = {k: v for k, v in unavailable.items() if k not in BEFORE_SCHEMA_8}
-            data["arrival_shares"] = (figures.get("straggler") or {}).get("shares") or {}
-            if isinstance(diagnosis, dict) and diagnosis.get("whatif") is None:
-                data["diagnosis"] = {**diagnosis, "whatif": _folded_whatif(figures, diagnosis)}
-        data["unavailable"] = unavailable
+        if isinstance(diagnosis, dict) and stored and not diagnosis.get("findings"):
+            by_cost = sorted(stored, key=lambda f: -float(f.get("cost_pct") or 0.0))
+            data["diagnosis"] = {**diagnosis, "findings": by_cost}
+        elif diagnosis is None and stored:
+            data["before_diagnosis"] = {**(data.get("before_diagnosis") or {}), "findings": stored}
         return data
+
+
+def _before_schema_8(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1-7: the step model (schema 1: none, said in `unavailable`), schema 2's
+    attribution read as a diagnosis, the headline figures that copied it dropped or kept
+    apart."""
+    unavailable = dict(data.get("unavailable") or {})
+    if data["schema_version"] == 1:
+        unavailable.setdefault("diagnosis", V1_ATTRIBUTION)
+    if data["schema_version"] in (1, 2):
+        attribution = data.pop("attribution", None)
+        if "attribution" in unavailable:
+            unavailable["diagnosis"] = unavailable.pop("attribution")
+        if isinstance(attribution, dict):
+            data["diagnosis"] = {**attribution, "source": "traces"}
+    data.pop("cycle_us", None)  # the median of ranks[].step_us
+    figures = {key: data.pop(key) for key in BEFORE_SCHEMA_8 if key in data}
+    diagnosis = data.get("diagnosis")
+    if diagnosis is None:
+        data["before_diagnosis"] = figures
+    else:
+        unavailable = {k: v for k, v in unavailable.items() if k not in BEFORE_SCHEMA_8}
+        data["arrival_shares"] = (figures.get("straggler") or {}).get("shares") or {}
+        if isinstance(diagnosis, dict) and diagnosis.get("whatif") is None:
+            data["diagnosis"] = {**diagnosis, "whatif": _folded_whatif(figures, diagnosis)}
+    data["unavailable"] = unavailable
+    return data
 
 
 # the headline figures an analysis stored beside its diagnosis before schema 8

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
-from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.contracts.schema.cell_result import CellResult, Problem
 from torchscale.contracts.wording.figures import (
     format_value,
     plus_minus,
@@ -115,7 +115,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     return lines
 
 
-def host_bound_finding(result: CellResult) -> Finding | None:
+def host_bound_finding(result: CellResult) -> Problem | None:
     """The diagnosis' host-bound verdict (one per cell at most), by its fields."""
     findings = result.diagnosis.findings if result.diagnosis is not None else []
     return next((f for f in findings if is_host_bound_verdict(f)), None)

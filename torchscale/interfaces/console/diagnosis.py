@@ -5,7 +5,7 @@ terminal's tags, and what `-v` adds; the findings by title.
 
 from __future__ import annotations
 
-from torchscale.contracts.schema.cell_result import Diagnosis, Finding
+from torchscale.contracts.schema.cell_result import Diagnosis, Problem
 from torchscale.contracts.wording.figures import ms, seconds_text, share_text
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
@@ -72,7 +72,7 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
 
 
 def findings_lines(
-    findings: list[Finding],
+    findings: list[Problem],
     *,
     verbose: bool,
     heading: str = "Found {n} bottleneck(s):",

@@ -10,6 +10,7 @@ from pathlib import Path
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import ms, pct, readable, share_text
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
@@ -34,13 +35,7 @@ TARGET_DETAILS = {
 }
 
 
-def _us(us: float) -> str:
-    """Microseconds as ms (or s from 10 s on), three significant figures at least."""
-    seconds = us / 1e6
-    if abs(seconds) >= 10:
-        return f"{seconds:.2f} s"
-    ms = seconds * 1e3
-    return f"{ms:.2f} ms" if abs(ms) >= 1 else f"{ms:.3f} ms"
+_us = spelled.profile_us  # microseconds as ms (or s from 10 s on)
 
 
 def parts_text(parts: list[StepPart]) -> str:
@@ -79,12 +74,13 @@ def run_lines(
         return lines
     figures = []
     if result.throughput is not None:
-        figures.append(f"{readable(result.throughput.samples_per_s)} samples/s")
+        figures.append(spelled.samples_per_s(readable(result.throughput.samples_per_s)))
     if result.step_time is not None:
         figures.append(f"step {ms(result.step_time.p50)} median")
     lines = [Line("head", f"> [RUN] {run_name(result)}: {', '.join(['ok', *figures])}")]
     for delay in result.injected_delays:
-        what = f"rank {delay.rank} +{delay.ms:g} ms in {delay.phase} each step (artificial)"
+        what = f"rank {delay.rank} +{spelled.ms_plain(delay.ms)} in {delay.phase} each step"
+        what += " (artificial)"
         lines.append(Line("warn", f"> [WARN] injected delay: {what}"))
     return lines + traced_step_lines(result, analysis)
 
@@ -109,7 +105,7 @@ def traced_step_lines(result: CellResult, analysis: ProfileAnalysis | None) -> l
     ratio = traced / untraced
     if abs(ratio - 1.0) < TRACED_STEP_TOLERANCE:
         return []
-    how = f"{ratio:.1f}x slower" if ratio > 1 else f"{1 / ratio:.1f}x faster"
+    how = f"{spelled.times(ratio)} slower" if ratio > 1 else f"{spelled.times(1 / ratio)} faster"
     text = f"traced steps ran {how} ({ms(traced)} vs {ms(untraced)}): shares are of {ms(traced)}"
     return [Line("info", f"> [RUN] {text}")]
 
@@ -118,15 +114,14 @@ def _run_memory_lines(result: CellResult) -> list[Line]:
     memory = result.memory
     if memory is None:
         return []
-    mib = 2**20
     peaks = (
         ("peak allocated", memory.peak_allocated_bytes, ""),
         ("peak reserved", memory.peak_reserved_bytes, ""),
         ("peak RSS", memory.peak_rss_bytes, " (largest rank)"),
     )
-    figures = [f"{name} {size / mib:,.0f} MiB{of}" for name, size, of in peaks if size is not None]
+    figures = [f"{name} {spelled.mib(size)}{of}" for name, size, of in peaks if size is not None]
     static = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_state_bytes
-    figures.append(f"parameters + gradients + optimizer state {static / mib:,.1f} MiB per rank")
+    figures.append(f"parameters + gradients + optimizer state {spelled.mib(static, 1)} per rank")
     return [Line("info", f"> [RUN] memory (measured windows, no profiler): {', '.join(figures)}")]
 
 
@@ -153,7 +148,8 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
     lines = []
     if analysis.overlap_pct is not None:
         text = (
-            f"> [ANALYSIS] Compute/communication overlap: {analysis.overlap_pct:.1f} % of the "
+            "> [ANALYSIS] Compute/communication overlap: "
+            f"{spelled.percent_one(analysis.overlap_pct)} of the "
             "communication time (HTA definition; the share of the step is the Step line's)"
         )
         lines.append(Line("info", text))
@@ -209,9 +205,7 @@ DETAILS = dict(waits=_wait_lines, comm=_comm_lines, compute=_compute_lines, memo
 
 
 def _finding_cost(finding: FindingFigures) -> str:
-    if finding.cost_share is not None:
-        return f"{share_text(finding.cost_share)} of the step"
-    return f"{finding.cost_pct:.1f} % of the step"
+    return f"{share_text(finding.cost_share)} of the step"
 
 
 def traced_steps(analysis: ProfileAnalysis) -> int:

@@ -19,9 +19,10 @@ from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
     Estimate,
-    Finding,
+    Problem,
     StragglerVerdict,
 )
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import (
     ms,
     pct,
@@ -97,7 +98,7 @@ def _traced(diagnosis: Diagnosis) -> str:
     inflation = inflation_of(diagnosis)
     if inflation is None or inflation.value is None:
         return _maybe_traced(diagnosis)
-    added = f"{inflation.value * 100:+.0f} %"
+    added = spelled.pct_signed_whole(inflation.value)
     if diagnosis.source == "traces":
         return f" traced, {added} over the untraced step"
     return f" untraced (the profiler added {added})"
@@ -111,10 +112,10 @@ def _maybe_traced(diagnosis: Diagnosis) -> str:
     estimate = uncleared_inflation(diagnosis)
     if estimate is None or estimate.value is None:
         return ""
-    low, high = (100 * (x or 0.0) for x in (estimate.low, estimate.high))
+    low, high = (spelled.signed_whole(100 * (x or 0.0)) for x in (estimate.low, estimate.high))
     return (
-        f" traced ({estimate.value * 100:+.0f} % [{low:+.0f}, {high:+.0f}] over the untraced "
-        "step: not measurable)"
+        f" traced ({spelled.pct_signed_whole(estimate.value)} [{low}, {high}] over the "
+        "untraced step: not measurable)"
     )
 
 
@@ -184,7 +185,7 @@ def _kind_text(verdict: StragglerVerdict) -> str:
 
 def straggler_test_text(verdict: StragglerVerdict) -> str:
     """What -v adds: the test, its threshold and its p, and what decided the kind."""
-    p = f"p = {verdict.p_value:.2g}" if verdict.p_value is not None else "no p (not tested)"
+    p = spelled.p_value(verdict.p_value) if verdict.p_value is not None else "no p (not tested)"
     floor = f"{ms(verdict.min_effect_s)}" if verdict.min_effect_s is not None else "?"
     text = f"{verdict.test}; this run: interval {seconds_text(verdict.gap_s, signed=True)}"
     text += f" against a minimum effect of {floor}; paired per-step test: {p}"
@@ -205,10 +206,10 @@ def whatif_text(diagnosis: Diagnosis) -> str | None:
     return f"What-if: rank {w.rank} {on_par}, steps up to {share_text(w.share)} shorter"
 
 
-def finding_line(number: int, finding: Finding, injected: bool = False) -> str:
+def finding_line(number: int, finding: Problem, injected: bool = False) -> str:
     """'  1. <title> (40.1 % of the step)'; a straggler finding the run's own delay made
     (`injected`) says so after its title."""
-    cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
+    cost = _point(finding.cost_share)
     mark = INJECTED if injected and finding.category == "straggler" else ""
     return f">   {number}. {finding.title}{mark} ({cost})"
 

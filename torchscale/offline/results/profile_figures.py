@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, StragglerFigures, WhatIf
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.share_bound import share_bound
 
 ONE_RANK = (
@@ -78,7 +79,7 @@ def not_measurable(estimate: Estimate) -> str:
     """How large a figure inside its noise could be, or why it has no interval."""
     if estimate.high is None:
         return estimate.reason or "no interval"
-    return f"< {share_bound(estimate.high)} % of the step"
+    return f"{spelled.under_pct(share_bound(estimate.high))} of the step"
 
 
 def own_straggler(analysis: ProfileAnalysis) -> StragglerFigures | None:

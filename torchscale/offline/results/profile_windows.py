@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
+from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
@@ -29,12 +31,23 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     with_inflation,
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
-from torchscale.offline.analysis.trace.profile_record import findings_for_target
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.upgrades.edge_steps import read_step_records
 
 # the newest analysis schema whose diagnosis was not judged against the measured windows
 LAST_UNJUDGED = 6
+
+
+def read_phase_record(directory: Path, rank: int) -> dict[str, Any] | None:
+    """Rank `rank`'s `rank<k>.phases.json` in `directory` (written by rank/worker/capture.py),
+    the one reader of it: its traced step times here, its waits for a CPU for the trace
+    analysis (orchestration/profiling/analyze.py). None when it is absent, unreadable or not
+    a record (traces of other jobs have none)."""
+    try:
+        record = json.loads((directory / phases_name(rank)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[float]], str]:
@@ -43,11 +56,8 @@ def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[
     times: dict[int, list[float]] = {}
     timing = "unknown"
     for rank in range(world_size):
-        try:
-            record = json.loads((directory / f"rank{rank}.phases.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        steps = record.get("step_s") if isinstance(record, dict) else None
+        record = read_phase_record(directory, rank)
+        steps = record.get("step_s") if record is not None else None
         if isinstance(steps, list) and steps:
             times[rank] = [float(s) for s in steps if isinstance(s, (int, float))]
             timing = str(record.get("timing", timing))
@@ -149,11 +159,8 @@ def judged_against_windows(
         return analysis
     judged = with_inflation(diagnosis, timer_diagnosis(directory, result), inflation)
     judged = with_caveat(judged, diagnosis.caveat)
-    kept, others = findings_for_target(judged.findings, analysis.target)
     times, timing = traced_step_times(directory, result.cell.world_size)
     # the note of the same comparison, on the means the diagnosis was judged by
     notes = [n for n in analysis.notes if not n.startswith(f"{OVERHEAD_NOTE} (")]
     notes.append(overhead_line(analysis.tool, inflation, len(times), timing))
-    return analysis.model_copy(
-        update={"diagnosis": judged, "findings": kept, "other_findings": others, "notes": notes}
-    )
+    return analysis.model_copy(update={"diagnosis": judged, "notes": notes})

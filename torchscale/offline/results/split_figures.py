@@ -71,14 +71,29 @@ def split_unavailable(model: StepSplit) -> dict[str, str]:
     return unavailable
 
 
+WORLD_1_STRAGGLER = "world size 1: no other rank to be slower than"
+WORLD_1_COMM = "world size 1: no gradient communication to expose"
+# the keys of `unavailable` that the split and its verdict decide (`split_reasons`)
+SPLIT_KEYS = ("diagnosis", "straggler", "comm_overhead", "sync_overhead", "load_imbalance")
+
+
+def split_reasons(diagnosis: Diagnosis | None, world: int, why_not: str) -> dict[str, str]:
+    """Why the split's shares and the straggler are null, for `unavailable` (the SPLIT_KEYS):
+    the one writer of them, for the ranks' result (rank/worker/aggregate.py) and for a result
+    a profiled run's diagnosis replaces (`with_split_reasons`); `why_not`: why there is no
+    diagnosis, where there is none."""
+    if diagnosis is not None and world > 1:
+        verdict = diagnosis.straggler
+        named = verdict is None or verdict.named
+        return ({} if named else {"straggler": verdict.summary}) | split_unavailable(diagnosis)
+    straggler = WORLD_1_STRAGGLER if world == 1 else why_not
+    comm = WORLD_1_COMM if world == 1 else why_not
+    reasons = {"straggler": straggler}
+    reasons |= dict.fromkeys(("comm_overhead", "sync_overhead", "load_imbalance"), comm)
+    return reasons | ({"diagnosis": why_not} if diagnosis is None else {})
+
+
 def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, str]:
     """`result`'s unavailable once `diagnosis` replaces its diagnosis (a profiled run's)."""
-    unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
-    if diagnosis.ranks > 1:
-        for key in ("comm_overhead", "load_imbalance"):
-            unavailable.pop(key, None)
-        unavailable.update(split_unavailable(diagnosis))
-    verdict = diagnosis.straggler
-    if verdict is not None and not verdict.named:
-        unavailable["straggler"] = verdict.summary
-    return unavailable
+    kept = {k: v for k, v in result.unavailable.items() if k not in SPLIT_KEYS}
+    return kept | split_reasons(diagnosis, diagnosis.ranks, "")

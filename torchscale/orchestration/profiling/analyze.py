@@ -2,7 +2,7 @@
 
 Memory stays bounded by one rank: each rank's trace is parsed, reduced to small per-step tables
 (`analysis.trace.reduce.reduce_rank`) and dropped before the next rank is read; the reductions
-are combined by `analysis.trace.reduce.combine`. This module does the reading and the writing.
+are combined by `analysis.profile.combine.combine`. This module does the reading and the writing.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import ResultsError, TraceInputError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.offline.analysis.trace.reduce import RankReduction, combine, reduce_rank
-from torchscale.offline.results.profile_windows import timer_diagnosis
+from torchscale.offline.analysis.profile.combine import combine
+from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
+from torchscale.offline.results.profile_windows import read_phase_record, timer_diagnosis
 from torchscale.offline.traces.rank_trace import RankTrace
 from torchscale.orchestration.profiling.overhead import capture_overhead
-from torchscale.orchestration.profiling.phase_records import read_phase_record
 
 log = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ from torchscale.offline.analysis.uncertainty import (
     median_of_repeats,
     percentile_of_steps,
 )
-from torchscale.offline.results.split_figures import split_unavailable
+from torchscale.offline.results.split_figures import split_reasons
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
 from torchscale.rank.worker.busy_trace import CPU_REASON, host_bound_record
@@ -432,23 +432,12 @@ def diagnosis_record(
             )
         )
     world = len(ranks)
-    unavailable: dict[str, str] = {}
+    unavailable = split_reasons(diagnosis, world, why_not)
     if diagnosis is not None and world > 1:
-        if diagnosis.straggler is not None and not diagnosis.straggler.named:
-            unavailable["straggler"] = diagnosis.straggler.summary
-        unavailable.update(split_unavailable(diagnosis))
         # the median free-running step over every rank's no_sync windows
         pooled = [t for steps in no_sync.per_rank.values() for t in steps] if no_sync else []
         window = NoSyncWindow(step_s=statistics.median(pooled) if pooled else None)
         diagnosis = diagnosis.model_copy(update={"no_sync": window})
-    else:
-        unavailable["straggler"] = (
-            "world size 1: no other rank to be slower than" if world == 1 else why_not
-        )
-        reason = "world size 1: no gradient communication to expose" if world == 1 else why_not
-        unavailable |= dict.fromkeys(("comm_overhead", "sync_overhead", "load_imbalance"), reason)
-    if diagnosis is None:
-        unavailable["diagnosis"] = why_not
     return diagnosis, unavailable
 
 

@@ -76,7 +76,8 @@ def profiled_comm(
     reductions: Mapping[int, RankReduction | str | None], scope_text: str
 ) -> tuple[ProfiledComm | None, str | None]:
     """Rank 0: the figures from every rank's reduction, or why there are none (pure)."""
-    from torchscale.offline.analysis.trace.reduce import combine, share_pct
+    from torchscale.offline.analysis.profile.combine import combine
+    from torchscale.offline.analysis.profile.profile_record import share_pct
 
     problems = [r for r in reductions.values() if isinstance(r, str)]
     if problems:

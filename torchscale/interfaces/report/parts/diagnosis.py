@@ -102,6 +102,7 @@ def diagnoses_table(ctx: Context) -> Block | None:
                 "straggler": straggler_text(verdict, diagnosis.ranks),
                 "whatif": whatif_text(diagnosis),
                 "caveat": diagnosis.caveat,
+                "checks": disagreement_text(diagnosis),
                 "_named": named,
                 "_stall": (stall.share.value or 0.0) if stall is not None else 0.0,
                 "_severity": "warn" if named or diagnosis.caveat else "info",
@@ -127,9 +128,11 @@ def diagnoses_table(ctx: Context) -> Block | None:
         col("straggler", "Straggler"),
         col("whatif", "What-if"),
         col("caveat", "Caveat"),
+        col("checks", "Cross-checks"),
     ]
-    # a what-if exists only beside a named straggler, a caveat only on a busy machine
-    optional = ("whatif", "caveat")
+    # a what-if exists only beside a named straggler, a caveat only on a busy machine, a
+    # cross-check's line only where one disputes the verdict (every format shows this table)
+    optional = ("whatif", "caveat", "checks")
     shown = [c for c in columns if c.key not in optional or any(r.get(c.key) for r in rows)]
     return Table(
         id="summary-diagnoses",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
-from torchscale.contracts.schema.cell_result import CellResult, Finding, StragglerVerdict
-from torchscale.contracts.wording import words
+from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
+from torchscale.contracts.wording import spelled, words
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.parts.context import (
@@ -67,8 +67,8 @@ def _injected_note(result: CellResult, rank: int | None) -> str | None:
     for delay in result.injected_delays:
         if rank is None or delay.rank == rank:
             return (
-                f"artificial: --inject-delay made rank {delay.rank} sleep {delay.ms:g} ms in "
-                f"its {delay.phase} phase every step"
+                f"artificial: --inject-delay made rank {delay.rank} sleep "
+                f"{spelled.ms_plain(delay.ms)} in its {delay.phase} phase every step"
             )
     return None
 
@@ -83,7 +83,7 @@ INJECTED_GENERIC = "artificial: --inject-delay delayed this rank on purpose"
 
 
 def diagnosis_finding(
-    item: Finding,
+    item: Problem,
     *,
     source: str,
     caveat: str | None,
@@ -146,7 +146,7 @@ def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
 
 
 def _findings(
-    items: list[Finding],
+    items: list[Problem],
     source: str,
     caveat: str | None,
     result: CellResult | None,
@@ -192,7 +192,7 @@ def slowdown_finding(
         "binding, PCIe sharing)"
     )
     return ReportFinding(
-        title=f"{label}: each rank computes {slowest / before:.2f}x slower than at "
+        title=f"{label}: each rank computes {spelled.times(slowest / before, 2)} slower than at "
         f"{ranks(base.cell.world_size, base.cell.device)}",
         cost_pct=share * 100,
         source=label,
@@ -223,14 +223,15 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
             f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
         )
         if rank.sm_clock_mhz is not None:
-            line += f"; SM clock mean {rank.sm_clock_mhz.mean:.0f} MHz"
+            line += f"; SM clock mean {spelled.mhz(rank.sm_clock_mhz.mean)}"
         if rank.temperature_c is not None:
-            line += f", up to {rank.temperature_c.max:.0f} C"
+            line += f", up to {spelled.celsius(rank.temperature_c.max)}"
         if rank.power_w is not None:
-            line += f", power mean {rank.power_w.mean:.0f} W"
+            line += f", power mean {spelled.watts(rank.power_w.mean)}"
         evidence.append(line)
     evidence.append(
-        f"sampled every {telemetry.interval_ms} ms over {telemetry.windows} measured window(s)"
+        f"sampled every {spelled.ms_count(telemetry.interval_ms)} over {telemetry.windows} "
+        "measured window(s)"
     )
     reasons = ", ".join(telemetry.throttle_reasons)
     if set(telemetry.throttle_reasons) <= {POWER_CAP}:
@@ -293,7 +294,11 @@ def action_text(finding: ReportFinding) -> str:
     step), in tiny-gpt2 b16 x2 fp32 ddp: hide or shrink gradient communication (how: ...)');
     the technical detail after the
     clause (bucket_cap_mb, no_sync(), comm hooks) stays with the finding in Bottlenecks."""
-    cost = f" ({finding.cost_pct:.1f} % of the step)" if finding.cost_pct is not None else ""
+    cost = (
+        f" ({spelled.percent_one(finding.cost_pct)} of the step)"
+        if finding.cost_pct is not None
+        else ""
+    )
     # the run it is of: its figures are that run's, not the best configuration's above it
     named = finding.title.startswith(finding.source)  # a slowdown's title names it already
     said = f"{finding.title}{cost}" + ("" if named else f", in {finding.source}")

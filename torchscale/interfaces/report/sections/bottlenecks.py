@@ -10,6 +10,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import spelled
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
     disagreement_text,
@@ -288,7 +289,8 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
     ]
     if result is not None and result.injected_delays:
         delays = "; ".join(
-            f"rank {d.rank} sleeps {d.ms:g} ms in {d.phase}" for d in result.injected_delays
+            f"rank {d.rank} sleeps {spelled.ms_plain(d.ms)} in {d.phase}"
+            for d in result.injected_delays
         )
         blocks.append(
             Text(
@@ -447,7 +449,7 @@ def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | Non
         note = (
             f"No GPU clock throttling during the measured windows of {len(read)} GPU run(s): no "
             "thermal or hardware slowdown in two or more NVML clocks-event samples (every "
-            f"{'/'.join(map(str, intervals))} ms){limit}."
+            f"{spelled.ms_list(intervals)}){limit}."
         )
     why = None
     if unread:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.uncertainty import (
     SMALL,
     GapTest,
@@ -166,4 +167,4 @@ def _period(
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:+.2g} ms" if abs(seconds) < 0.01 else f"{seconds * 1e3:+.3g} ms"
+    return spelled.ms_signed_sig(seconds, 2 if abs(seconds) < 0.01 else 3)

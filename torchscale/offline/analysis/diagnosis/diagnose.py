@@ -21,13 +21,14 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
-    Finding,
+    Problem,
     RankWait,
     StepSplit,
     StragglerVerdict,
     WhatIf,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
@@ -36,7 +37,6 @@ from torchscale.offline.analysis.diagnosis.findings import (
 )
 from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
-    disagreement,
     phase_timer_checks,
     with_inflation,
 )
@@ -108,7 +108,7 @@ def busy_caveat(telemetry: Telemetry | None) -> str | None:
     busy = [h for h in hosts if h.busy]
     if busy:
         host = busy[0]
-        cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
+        cores = spelled.one_decimal(host.other_cores) if host.other_cores is not None else "?"
         return BUSY_CAVEAT.format(cores=cores, host=host.host)
     # a host whose ranks outnumber its cores (None: the core count was not read)
     crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]
@@ -273,7 +273,7 @@ def _assemble(
     source: str,
     waits: Sequence[RankWait],
     whatif: WhatIf | None,
-    findings: Sequence[Finding],
+    findings: Sequence[Problem],
     evidence: RunEvidence,
     extra_checks: Sequence[CrossCheck] = (),
 ) -> Diagnosis:
@@ -290,7 +290,6 @@ def _assemble(
         rank_waits=list(waits),
         whatif=whatif,
         findings=list(findings),
-        disagreement=disagreement(checks),
     )
     return with_caveat(diagnosis, evidence.caveat)
 

@@ -10,7 +10,7 @@ or under MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-t
 profiled step is as large as the effect, and a fix would not show.
 
 `--target` picks which findings a profile reports and how they rank
-(`trace.profile_record.findings_for_target`, by TARGET_CATEGORIES).
+(`contracts/schema/profile_analysis.py`, TARGET_CATEGORIES), when the analysis is read.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import Estimate, Finding, StepSplit, StragglerVerdict
+from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import pct, share_text
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
@@ -32,14 +33,6 @@ PHASE_WORDS = {
     "forward": "forward pass",
     "backward": "backward pass",
     "optimizer": "optimizer step",
-}
-# per target: the categories it reports, in the order it ranks them (None: all, by cost)
-TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
-    "sync_stalls": ("straggler", "load_imbalance"),
-    "comm": ("exposed_comm", "straggler", "load_imbalance"),
-    "compute": ("host_bound", "data_wait"),
-    "memory": (),
-    "all": None,
 }
 # waits are "spread over the ranks" when the rank that waits least still waits at least this
 # share of what the rank that waits most does (below it, that rank is the one waited for)
@@ -63,12 +56,11 @@ class RankedFinding:
         """The cost's point value (share of the step)."""
         return float(self.cost.value or 0.0)
 
-    def stored(self) -> Finding:
+    def stored(self) -> Problem:
         """The finding as a result stores it (`CellResult.diagnosis.findings`)."""
-        return Finding(
+        return Problem(
             title=self.title,
             category=self.category,
-            cost_pct=100 * self.cost_fraction,
             cost_share=self.cost,
             evidence=list(self.evidence),
             recommendation=self.recommendation,
@@ -209,6 +201,11 @@ def _device_word(device_type: str) -> str:
     return "rank" if device_type == "cpu" else ("GPU" if device_type == "cuda" else "device")
 
 
+def _devices(device_type: str) -> str:
+    """The plural: 'ranks', 'GPUs', 'devices'."""
+    return _device_word(device_type) + "s"
+
+
 def _who(device_type: str, rank: int) -> str:
     word = _device_word(device_type)
     return f"rank {rank}" if word == "rank" else f"{word}-{rank}"
@@ -219,10 +216,6 @@ def _backend_word(backend: str | None) -> str:
         return ""
     b = backend.split(",")[0].split(":")[-1].strip()
     return b.upper() if b.lower() in ("nccl", "rccl", "hccl") else b
-
-
-def _us(x: float) -> str:
-    return f"{x / 1000.0:.2f} ms" if abs(x) >= 1000 else f"{x:.0f} us"
 
 
 def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
@@ -268,22 +261,23 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
         than = (
             _who(i.device_type, i.straggler_peer)
             if i.straggler_peer is not None
-            else f"the other {_device_word(i.device_type)}s"
+            else f"the other {_devices(i.device_type)}"
         )
         title = f"{prefix}{who} finishing {PHASE_WORDS.get(v.phase, v.phase)} slower than {than}"
     else:
-        title = f"{prefix}{who} is slower than the other {_device_word(i.device_type)}s"
+        title = f"{prefix}{who} is slower than the other {_devices(i.device_type)}"
     evidence = [f"step model: {v.summary}"]
     if v.phase is not None and v.phase_gap_s is not None and v.phase_gap_s.value is not None:
         evidence.append(
-            f"its {PHASE_WORDS.get(v.phase, v.phase)} takes {_us(v.phase_gap_s.value * 1e6)} "
-            "longer than the median of the other ranks, step by step"
+            f"its {PHASE_WORDS.get(v.phase, v.phase)} takes "
+            f"{spelled.trace_seconds(v.phase_gap_s.value)} longer than the median of the other "
+            "ranks, step by step"
         )
     if (s := i.arrival) is not None:
         evidence.append(
             f"cross-check: {who} arrived last at {s.instances_last} of {s.instances} matched "
-            f"collectives ({s.share_last * 100:.0f} %; chance alone: "
-            f"{s.expected_share * 100:.0f} %)"
+            f"collectives ({spelled.pct_whole(s.share_last)}; chance alone: "
+            f"{spelled.pct_whole(s.expected_share)})"
         )
     elif i.arrival_reason:
         evidence.append(f"cross-check, arrival order: {i.arrival_reason}")
@@ -459,7 +453,8 @@ def _exposed_comm(i: FindingInputs) -> RankedFinding | None:
         evidence.append(f"all communication, hidden or not: {pct(i.comm_frac)} of the step")
     if i.overlap_pct is not None:
         evidence.append(
-            f"compute/communication overlap: {i.overlap_pct:.0f} % of the communication time "
+            f"compute/communication overlap: {spelled.percent_whole(i.overlap_pct)} of the "
+            "communication time "
             "(HTA definition)"
         )
     model_parallel = MODEL_PARALLEL_FIX.get(i.strategy or "")
@@ -576,7 +571,8 @@ def host_bound_finding(
     if busy_share is not None:
         share = min(max(busy_share, 0.0), 1.0)
         evidence = [
-            f"GPU busy {_us(gpu_busy_s * 1e6)} of a {_us(step_s * 1e6)} step ({method})"
+            f"GPU busy {spelled.trace_seconds(gpu_busy_s)} of a {spelled.trace_seconds(step_s)} "
+            f"step ({method})"
             if gpu_busy_s is not None and step_s is not None
             else f"GPU busy {pct(share)} of the step ({method})"
         ]
@@ -616,7 +612,7 @@ def host_bound_finding(
     return RankedFinding(title, cost, evidence, fix, "host_bound")
 
 
-def is_host_bound_verdict(finding: Finding) -> bool:
+def is_host_bound_verdict(finding: Problem) -> bool:
     """The cell's host-bound verdict among its stored findings, by its fields (category and
     cost estimator), never by its words: a result stored with it, in whatever wording, is
     found again."""
@@ -626,4 +622,4 @@ def is_host_bound_verdict(finding: Finding) -> bool:
 
 def pct_small(x: float) -> str:
     """A share too small for one decimal keeps its first significant digits."""
-    return pct(x) if x >= 0.001 else f"{100.0 * x:.2g} %"
+    return pct(x) if x >= 0.001 else spelled.pct_small(x)

@@ -148,7 +148,6 @@ def _named(
         basis=basis,
         summary=summary,
         late_s=held,
-        host_bound=False,
     )
 
 

@@ -97,7 +97,7 @@ def cpu_wait_check(
         else f"rank {candidate} not held off the CPU more than the others ({reckoned})"
     )
     left_text = f"its gap less that: {gap_text(left.mean_s, left.low_s, left.high_s)} per step"
-    updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
+    updated = verdict.model_copy(update={"host_wait_s": host_est})
     agrees: bool | None = None
     detail = f"{waited} (not a straggler either way)"
     if not verdict.named and not verdict.withdrawn_by:
@@ -128,7 +128,7 @@ def cpu_wait_check(
             figures = (g.value, g.low, g.high) if g is not None else (None, None, None)
             summary = named_summary(candidate, "host", figures, verdict.phase, verdict.pattern)
             updated = updated.model_copy(
-                update={"kind": "host", "kind_basis": basis, "host_bound": True, "summary": summary}
+                update={"kind": "host", "kind_basis": basis, "summary": summary}
             )
             detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
         else:
@@ -202,5 +202,4 @@ def _held_verdict(
         basis=basis,
         summary=summary,
         host_wait_s=held_est,
-        host_bound=True,
     )

@@ -23,11 +23,12 @@ from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
     Estimate,
-    Finding,
+    Problem,
     StepPart,
     StepSplit,
     StragglerVerdict,
 )
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
@@ -83,8 +84,8 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
                 differ.append(text)
         elif not same:
             other.append(text)
-    step_ms = (cell.step_s.value or 0.0) * 1e3
-    detail = f"measured windows: step {step_ms:.3g} ms: {_split_words(cell.parts)}"
+    step = spelled.ms_sig(cell.step_s.value or 0.0)
+    detail = f"measured windows: step {step}: {_split_words(cell.parts)}"
     if differ:
         detail += "; the waits differ: " + "; ".join(differ)
     elif judged_on:
@@ -213,7 +214,7 @@ def traced_inflation(
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+    return spelled.ms_sig(seconds)
 
 
 def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> str:
@@ -272,15 +273,15 @@ def with_inflation(
         low = share.low * step_s if share is not None and share.low is not None else value
         if low <= added_high:
             withheld.append(
-                f"{finding.title}, {_ms(value)} a step ({finding.cost_pct:.1f} % of the traced "
-                "step)"
+                f"{finding.title}, {_ms(value)} a step ({spelled.percent_one(finding.cost_pct)} of "
+                "the traced step)"
             )
         else:
             kept.append(finding)
     added = _ms(inflation.traced_s - inflation.untraced_s)
     if inflation.low is not None and inflation.high is not None:
         low, high = (inflation.untraced_s * x * 1e3 for x in (inflation.low, inflation.high))
-        added += f" [{low:.3g}, {high:.3g}]"
+        added += f" [{spelled.sig(low)}, {spelled.sig(high)}]"
     overhead = (
         f"; withheld as profiler overhead (within the +{added} a step the profiler added): "
         + "; ".join(withheld)
@@ -309,11 +310,9 @@ def with_inflation(
 
 
 def _with_checks(
-    diagnosis: Diagnosis, checks: list[CrossCheck], findings: list[Finding]
+    diagnosis: Diagnosis, checks: list[CrossCheck], findings: list[Problem]
 ) -> Diagnosis:
-    return diagnosis.model_copy(
-        update={"cross_checks": checks, "findings": findings, "disagreement": disagreement(checks)}
-    )
+    return diagnosis.model_copy(update={"cross_checks": checks, "findings": findings})
 
 
 def inflation_of(diagnosis: Diagnosis) -> Estimate | None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import gap_text
 from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
@@ -132,7 +133,7 @@ def named_as(
     """`verdict` naming `rank` a straggler of `kind` by a kind rule that looks past its own-work
     test (host.py, held_launches.py, late_collectives.py): no slow phase, nothing withdrawn,
     `gap` its own work over the others', `p_value` the rule's test; `figures`: the rule's own
-    (late_s, host_wait_s, host_bound)."""
+    (late_s, host_wait_s)."""
     update = {
         "named": True,
         "rank": rank,
@@ -157,8 +158,8 @@ def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
     beside it, `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided
     bound does: too few steps agree), or its mean is below the minimum effect (`share` of
     the mean step `step_s`)."""
-    floor = f"the {share * 100:.0f} % minimum effect ({gap.min_effect_s * 1e3:.3g} ms of a "
-    floor += f"{step_s * 1e3:.3g} ms step)"
+    floor = f"the {spelled.pct_whole(share)} minimum effect ({spelled.ms_sig(gap.min_effect_s)}"
+    floor += f" of a {spelled.ms_sig(step_s)} step)"
     low, high = gap.low_s, gap.high_s
     if high is not None and high <= 0:
         return "no rank's own work is above the others'"

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
@@ -83,19 +84,20 @@ def late_collectives(
     )
     order = (
         f"it arrives last at {late.instances_last} of {late.instances} matched collectives "
-        f"(chance: {late.expected_share * 100:.0f} %)"
+        f"(chance: {spelled.pct_whole(late.expected_share)})"
         if late is not None
         else "the others wait for it the most (arrival order alone does not single it out: "
         f"{arrival.reason if arrival is not None else 'no matched collectives'})"
     )
     basis = (
         f"{order}, the others wait {pct(share.value)} of the step "
-        f"longer than it does (at least {MIN_EFFECT_SHARE * 100:.0f} %), and its own work is not "
-        f"significantly above theirs ({work.mean_s * 1e3:+.3g} ms per step) nor explains "
-        f"that wait (the wait exceeds its work gap by {unexplained.value * 1e3:+.3g} ms per "
-        f"step, 95 % interval from {unexplained.low * 1e3:+.3g} ms)"
+        f"longer than it does (at least {spelled.pct_whole(MIN_EFFECT_SHARE)}), and its own "
+        f"work is not significantly above theirs ({spelled.ms_signed_sig(work.mean_s)} per "
+        "step) nor explains that wait (the wait exceeds its work gap by "
+        f"{spelled.ms_signed_sig(unexplained.value)} per step, 95 % interval from "
+        f"{spelled.ms_signed_sig(unexplained.low)})"
     )
-    on_par = f"{work.mean_s * 1e3:+.3g} ms, step {mean_step * 1e3:.3g} ms"
+    on_par = f"{spelled.ms_signed_sig(work.mean_s)}, step {spelled.ms_sig(mean_step)}"
     summary = late_summary(rank, (seconds.value, seconds.low, seconds.high), on_par)
     return named_as(
         verdict,

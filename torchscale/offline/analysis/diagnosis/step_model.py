@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.uncertainty import (
     GapTest,
     judged,
@@ -131,7 +132,7 @@ def wide(
 
 
 def ms(value: float | None) -> str:
-    return "?" if value is None else f"{value * 1e3:+.3g} ms"
+    return "?" if value is None else spelled.ms_signed_sig(value)
 
 
 def gap_estimate(test: GapTest) -> Estimate:

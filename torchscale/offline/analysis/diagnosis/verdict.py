@@ -18,6 +18,7 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, pattern_words
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
 from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
@@ -247,7 +248,7 @@ def paired_check(paired: GapTest | None, verdict: StragglerVerdict) -> CrossChec
     if paired is None or rank is None:
         return None
     estimate = gap_estimate(paired)
-    p = f"p = {paired.p_value:.2g}" if paired.p_value is not None else "no p-value"
+    p = spelled.p_value(paired.p_value) if paired.p_value is not None else "no p-value"
     slower = paired.p_value is not None and paired.p_value < ALPHA
     return CrossCheck(
         name="paired per-step test",
@@ -389,7 +390,7 @@ def others_wait_check(
             "step) is not a straggler's size either"
             if agrees
             else f"the other ranks wait for peers longer than rank {candidate}, above the "
-            f"minimum effect ({min_share * 100:.1f} %), though its own work is not "
+            f"minimum effect ({spelled.pct_one(min_share)}), though its own work is not "
             f"significantly above theirs: its delay may lie outside the work the {source} measure"
         )
     name = f"others' wait for it ({source})"
@@ -464,7 +465,7 @@ def arrival_check(
     contradiction = None
     if top is not None and top.rank != candidate:
         contradiction = (
-            f"rank {top.rank} arrives last at {top.share_last * 100:.0f} % of the matched "
+            f"rank {top.rank} arrives last at {spelled.pct_whole(top.share_last)} of the matched "
             "collectives"
         )
     agrees: bool | None
@@ -473,7 +474,7 @@ def arrival_check(
         # test; an arrival order that does not stand out confirms nothing and denies nothing
         agrees = None if top is None else top.rank == candidate
         detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
-            f" (chance: {top.expected_share * 100:.0f} %, p = {top.p_value:.2g})"
+            f" (chance: {spelled.pct_whole(top.expected_share)}, {spelled.p_value(top.p_value)})"
             if agrees and top
             else f"; {contradiction or reason}"
         )
@@ -484,9 +485,9 @@ def arrival_check(
         elif top.rank == candidate:
             detail = (
                 f"rank {candidate} arrives last at {k} of {n} matched collectives (chance: "
-                f"{top.expected_share * 100:.0f} %, p = {top.p_value:.2g}): arrival order alone "
-                "would name it, but its own work is not significantly above the others' (its "
-                "delay may lie outside the work the traces measure)"
+                f"{spelled.pct_whole(top.expected_share)}, {spelled.p_value(top.p_value)}): "
+                "arrival order alone would name it, but its own work is not significantly above "
+                "the others' (its delay may lie outside the work the traces measure)"
             )
         else:
             detail = (

@@ -1,5 +1,6 @@
 """The top device kernels, a per-rank table (`top_kernels`, a reducer of
-registry.py) and its figures over every rank (`kernel_figures`, read by reduce.py's `combine`).
+registry.py) and its figures over every rank (`kernel_figures`, read by
+`profile/profile_record.py`).
 
 A rank keeps its TOP_KERNELS largest kernels and one row for the rest, so each rank's table
 stays small while the shares of compute over ranks stay exact.

@@ -1,6 +1,6 @@
 """What is kept of one rank's trace once its events are dropped (`RankReduction`): the record
-`reduce.reduce_rank` writes and the cross-rank analyses (`cross_rank.analyse`) and the stored
-profile analysis (`profile_record.profile_analysis`) read.
+`reduce.reduce_rank` writes and the cross-rank analyses (`profile/cross_rank.analyse`) and
+the stored profile analysis (`profile/profile_record.profile_analysis`) read.
 """
 
 from __future__ import annotations

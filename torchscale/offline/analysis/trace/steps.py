@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     from_frame,
@@ -107,9 +108,9 @@ def step_table(events: pd.DataFrame) -> Steps:
     table["partial"] = table["dur"] < PARTIAL_FRACTION * median
     for _, row in table[table["partial"]].iterrows():
         notes.append(
-            f"step {int(row['step'])} lasted {float(row['dur']):.0f} us, under "
-            f"{PARTIAL_FRACTION:g}x the median {median:.0f} us: partial (cut by the capture), "
-            "left out of the figures"
+            f"step {int(row['step'])} lasted {spelled.us_whole(float(row['dur']))}, under "
+            f"{spelled.plain_times(PARTIAL_FRACTION)} the median {spelled.us_whole(median)}: "
+            "partial (cut by the capture), left out of the figures"
         )
     return Steps(table[STEP_COLUMNS], notes)
 

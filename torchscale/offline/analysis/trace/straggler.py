@@ -24,6 +24,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.wording import spelled
 from torchscale.offline.analysis.trace.clock import Arrivals
 from torchscale.offline.analysis.trace.collective_matching import Matched, stack_steps
 
@@ -110,14 +111,15 @@ def attribute_straggler(
     if share < threshold:
         return unnamed(
             f"no rank stands out: the most frequent last arriver, rank {top}, is last at "
-            f"{share * 100:.0f} % of its collectives (threshold {threshold * 100:.0f} %)"
+            f"{spelled.pct_whole(share)} of its collectives (threshold "
+            f"{spelled.pct_whole(threshold)})"
         )
     if len(ordered) > 1 and float(ordered["share"].iloc[1]) == share:
         return unnamed(f"ranks {top} and {int(ordered.index[1])} are last equally often")
     if p_value > P_VALUE:
         return unnamed(
             f"rank {top} is last at {k} of {n} collectives: too few to rule out chance "
-            f"(p = {p_value:.2g})"
+            f"({spelled.p_value(p_value)})"
         )
     mine = decided[(decided["rank"] == top) & decided["last_by_duration"].astype(bool)]
     keys = mine.set_index(["group", "index"]).index
@@ -126,8 +128,8 @@ def attribute_straggler(
     lateness = float(others.groupby(level=[0, 1])["wait_us"].median().mean())
     if not lateness >= MIN_LATENESS_US:
         return unnamed(
-            f"rank {top} is last most often but only {lateness:.1f} us late on average "
-            f"(under {MIN_LATENESS_US:g} us: noise)"
+            f"rank {top} is last most often but only {spelled.us_one(lateness)} late on "
+            f"average (under {spelled.plain_us(MIN_LATENESS_US)}: noise)"
         )
     arrival_late = None
     if arrivals is not None and not arrivals.table.empty:
@@ -139,8 +141,8 @@ def attribute_straggler(
     found = Straggler(top, share, k, n, p, p_value, lateness, arrival_late, op)
     _attribute_phase(found, phases_by_rank, steps_by_rank)
     reason = (
-        f"rank {top} arrives last at {share * 100:.0f} % of its collectives (chance: "
-        f"{p * 100:.0f} %), {lateness:.0f} us late on average"
+        f"rank {top} arrives last at {spelled.pct_whole(share)} of its collectives (chance: "
+        f"{spelled.pct_whole(p)}), {spelled.us_whole(lateness)} late on average"
     )
     return StragglerAnalysis(found, reason, shares)
 

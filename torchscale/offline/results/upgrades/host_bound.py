@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
+from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
 from torchscale.contracts.wording.figures import share_text
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -67,7 +67,7 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     )
 
 
-def host_bound_of(result: CellResult) -> Finding | None:
+def host_bound_of(result: CellResult) -> Problem | None:
     """The finding a host-bound GPU cell gets; None for every other cell."""
     record = result.host_bound
     if result.cell.device != "cuda" or record is None or not record.host_bound:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from torchscale.contracts.cell import CellIdentity
-from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, Problem
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 
@@ -67,17 +67,19 @@ def cell_words(cell: CellIdentity) -> str:
     )
 
 
-def _finding(title: str, category: str, share: float, evidence: list[str], advice: str) -> Finding:
-    return Finding(
+def _finding(title: str, category: str, share: float, evidence: list[str], advice: str) -> Problem:
+    return Problem(
         title=title,
         category=category,
-        cost_pct=share * 100,
+        cost_share=Estimate(
+            value=share, low=None, high=None, n=1, method=NO_INTERVAL, measurable=True
+        ),
         evidence=evidence,
         recommendation=advice,
     )
 
 
-def straggler_finding(result: CellResult, older: OlderBlocks) -> Finding | None:
+def straggler_finding(result: CellResult, older: OlderBlocks) -> Problem | None:
     """The slowest rank by compute, where the others wait for it at least `STRAGGLER_MIN` of
     the step (and a share it can have). No injected-delay note: the report marks a straggler
     the run delayed on purpose, for every diagnosis alike."""
@@ -121,7 +123,7 @@ def _comm_advice(result: CellResult) -> str:
     )
 
 
-def exposed_comm_finding(result: CellResult, older: OlderBlocks) -> Finding | None:
+def exposed_comm_finding(result: CellResult, older: OlderBlocks) -> Problem | None:
     """Communication not hidden behind the slowest rank's compute, at least
     `EXPOSED_COMM_MIN` of the step (and a share it can have)."""
     comm = older.communication
@@ -143,7 +145,7 @@ def exposed_comm_finding(result: CellResult, older: OlderBlocks) -> Finding | No
     return _finding(title, "exposed_comm", share, evidence, _comm_advice(result))
 
 
-def profiled_comm_finding(result: CellResult) -> Finding | None:
+def profiled_comm_finding(result: CellResult) -> Problem | None:
     """A tensor-parallel cell's exposed transfer in its profiled steps (no no_sync window),
     at least `EXPOSED_COMM_MIN` of the step (and a share it can have)."""
     profiled = result.parallel.profiled_comm if result.parallel is not None else None
@@ -160,7 +162,7 @@ def profiled_comm_finding(result: CellResult) -> Finding | None:
     return _finding(title, "exposed_comm", share, evidence, TP_ADVICE)
 
 
-def data_wait_finding(result: CellResult) -> Finding | None:
+def data_wait_finding(result: CellResult) -> Problem | None:
     """The step waits for its batch at least `DATA_WAIT_MIN` of the step: the DataLoader or
     the storage under it (never for synthetic data, made on the device once)."""
     data = result.data
@@ -187,7 +189,7 @@ def data_wait_finding(result: CellResult) -> Finding | None:
     )
 
 
-def point_figure_findings(result: CellResult, older: OlderBlocks) -> list[Finding]:
+def point_figure_findings(result: CellResult, older: OlderBlocks) -> list[Problem]:
     """The findings of a result judged by its point figures, most expensive first: the data
     wait, and with two ranks or more the straggler and exposed communication."""
     found = [data_wait_finding(result)]

@@ -9,7 +9,7 @@ what-if are derived: those need the per-step table, which the stored model does 
 
 from __future__ import annotations
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Estimate, Finding
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Estimate, Problem
 from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
 from torchscale.offline.analysis.diagnosis.findings import FindingInputs, rank_findings
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
@@ -20,7 +20,7 @@ def _share(diagnosis: Diagnosis, name: str) -> Estimate | None:
     return part.share if part is not None else None
 
 
-def stored_model_findings(result: CellResult, diagnosis: Diagnosis) -> list[Finding]:
+def stored_model_findings(result: CellResult, diagnosis: Diagnosis) -> list[Problem]:
     """The findings of `diagnosis` (a stored model, decided by the phase timers) for its run,
     most expensive first."""
     several = diagnosis.ranks > 1

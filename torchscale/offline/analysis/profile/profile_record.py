@@ -11,7 +11,6 @@ from collections.abc import Iterable
 import pandas as pd
 
 from torchscale import __version__
-from torchscale.contracts.schema.cell_result import Finding
 from torchscale.contracts.schema.profile_analysis import (
     ClockOffset,
     OpFigures,
@@ -19,10 +18,9 @@ from torchscale.contracts.schema.profile_analysis import (
     RankFigures,
     StepStall,
 )
-from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
+from torchscale.offline.analysis.profile.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace import kernels
-from torchscale.offline.analysis.trace.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace.reduction import RankReduction
 
 
@@ -89,9 +87,7 @@ def profile_analysis(
     if inputs.overlap_pct is None:
         unavailable["overlap_pct"] = "no communication in the traced steps"
     notes += list(inputs.notes)
-    kept, others = findings_for_target(diagnosis.findings if diagnosis else [], target)
-    analysis.findings = kept
-    analysis.other_findings = others
+    # the target's findings are the diagnosis', split when read (`ProfileAnalysis.findings`)
     if target == "memory":
         unavailable.setdefault("memory.allocations", MEMORY_UNAVAILABLE)
     analysis.notes = list(dict.fromkeys(notes))
@@ -109,19 +105,6 @@ MEMORY_UNAVAILABLE = (
     "events (torch.profiler profile_memory) and the trace reader does not read them; the "
     "peaks of the measured windows are in the run's result.json (memory)"
 )
-
-
-def findings_for_target(
-    findings: list[Finding], target: str
-) -> tuple[list[Finding], list[Finding]]:
-    """(the target's findings in its order, the others by cost): the diagnosis' findings
-    split for `--target`; within a target, categories rank in its order, then by cost."""
-    order = ranked_findings.TARGET_CATEGORIES.get(target)
-    if order is None:
-        return list(findings), []
-    kept = [f for f in findings if f.category in order]
-    kept.sort(key=lambda f: (order.index(f.category), -f.cost_pct))
-    return kept, [f for f in findings if f.category not in order]
 
 
 def _op_figures(usable: pd.DataFrame) -> list[OpFigures]:
