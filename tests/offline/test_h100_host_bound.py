@@ -12,16 +12,16 @@ from pathlib import Path
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
 from torchscale.contracts import wording
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.finding import Finding as Verdict
 from torchscale.contracts.schema.cell_result import CellResult, HostBound
+from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
 from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
 from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.offline.results import load
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE, EDGE_WARNING
+from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
 from torchscale.offline.results.upgrades.host_bound import ARITHMETIC_METHOD, with_host_bound
 from torchscale.offline.results.versions import read_cell_result
 
@@ -112,9 +112,9 @@ def test_old_h100_cells_are_read_without_each_windows_first_step(tmp_path: Path)
     assert result.ranks[0].step_time.count == 36
     assert result.intervals is not None and result.intervals.step_p50_s.n == 36
     assert result.unavailable["step_time"] == EDGE_NOTE
-    texts = [w.text for w in result.warnings]
-    assert texts.count(EDGE_WARNING) == 1  # every surface listing warnings says it
-    assert not any(w.startswith("High variance in step time") for w in texts)
+    codes = [w.finding.code for w in result.warnings if w.finding is not None]
+    assert codes.count("warning.edge_steps_dropped") == 1  # every surface listing them says it
+    assert "warning.step_time_cv" not in codes
     row = cells_table([result]).iloc[0]
     # its repeats lie within ±7.2 % of their median: too few of them, and the steps settled
     assert row["reliability"] == "too few repeats"

@@ -24,6 +24,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.scaling_efficiency import (
     BASE,
@@ -247,9 +248,11 @@ def test_high_variance_warning_only_above_the_threshold() -> None:
     cv = _pooled_cv(list(times) * 6)
     ranks = [make_rank(0, [1, 1, 1], times), make_rank(1, [1, 1, 1], times)]
     below = run(ranks, make_spec(cv_warn=cv * 1.01))
-    assert not [w.text for w in below.warnings if "variance" in w.text.lower()]
+    assert not [warning_words(w) for w in below.warnings if "variance" in warning_words(w).lower()]
     above = run(ranks, make_spec(cv_warn=cv * 0.99))
-    (warning,) = [w.text for w in above.warnings if "variance" in w.text.lower()]
+    (warning,) = [
+        warning_words(w) for w in above.warnings if "variance" in warning_words(w).lower()
+    ]
     assert warning.startswith("High variance in step time")
     assert f"{cv:.2f}" in warning
 
@@ -588,7 +591,7 @@ def test_noise_in_the_sync_wait_is_named() -> None:
     """The step is noisy and its noise is the wait: the published warning, with the share."""
     ranks = [_rank_with_phases(r, JITTERY, STEADY) for r in (0, 1)]
     result = run(ranks, make_spec(world=2, cv_warn=0.05))
-    (warning,) = [w.text for w in result.warnings if "gradient sync" in w.text]
+    (warning,) = [warning_words(w) for w in result.warnings if "gradient sync" in warning_words(w)]
     assert warning.startswith("High variance in gradient sync time: CV ")
     assert "100 % of the step-time variance" in warning
 
@@ -596,8 +599,12 @@ def test_noise_in_the_sync_wait_is_named() -> None:
 def test_noise_in_compute_is_not_called_sync_noise() -> None:
     ranks = [_rank_with_phases(r, STEADY, JITTERY) for r in (0, 1)]
     result = run(ranks, make_spec(world=2, cv_warn=0.05))
-    assert [w.text for w in result.warnings if "High variance in step time" in w.text]
-    assert not [w.text for w in result.warnings if "gradient sync" in w.text]
+    assert [
+        warning_words(w)
+        for w in result.warnings
+        if "High variance in step time" in warning_words(w)
+    ]
+    assert not [warning_words(w) for w in result.warnings if "gradient sync" in warning_words(w)]
 
 
 def test_a_steady_step_never_warns_of_its_sync() -> None:

@@ -36,6 +36,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.schema.cell_result import CellResult, StragglerVerdict
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec, parse_delay
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.offline.results.split_figures import split_figures
@@ -333,7 +334,7 @@ def test_injected_delays_are_recorded_and_flagged() -> None:
         {"rank": 1, "phase": "backward", "ms": 50.0}
     ]
     assert named(result).injected
-    (warning,) = [w.text for w in result.warnings if "Injected delay" in w.text]
+    (warning,) = [warning_words(w) for w in result.warnings if "Injected delay" in warning_words(w)]
     assert "1:backward:50" in warning and "artificial" in warning
 
 

@@ -36,9 +36,11 @@ from torchscale.contracts.cell_settings import (
     TelemetryConfig,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import throttle_warning
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
 from torchscale.offline.results.versions import (
@@ -511,11 +513,16 @@ def test_throttling_is_a_warning() -> None:
     telemetry, _, warnings = combine(ranks, 100, 1, 10, None)
     assert telemetry.throttled is True and telemetry.throttle_reasons == ["HwThermalSlowdown"]
     assert telemetry.clock_verdict == "throttled"
-    assert [(w.kind, w.text) for w in warnings] == [
-        ("throttling", throttle_warning(rank_verdicts(ranks)))
+    assert [(w.kind, w.finding) for w in warnings] == [
+        (
+            "throttling",
+            Finding(code="warning.throttled", figures=throttle_warning(rank_verdicts(ranks))),
+        )
     ]
-    assert warnings[0].text.startswith("GPU clocks throttled during the measured windows: rank 1")
-    assert basis in warnings[0].text and "rank 0" not in warnings[0].text
+    said = warning_words(warnings[0])
+    assert said.startswith("GPU clocks throttled during the measured windows: rank 1")
+    # what the verdict rests on is said once, by the rank's own clock verdict
+    assert basis not in said and "rank 0" not in said
     at_limit = [ranks[0], rank_telemetry(1)]
     telemetry, unavailable, warnings = combine(at_limit, 100, 1, 10, None)
     assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
@@ -687,7 +694,7 @@ def test_real_cpu_cell_has_cpu_telemetry(cpu_cell: CellResult) -> None:
         assert cpu_cell.unavailable[f"telemetry.{name}"]
     assert cpu_cell.unavailable["telemetry.energy_j"] == CPU_NO_ENERGY
     assert telemetry.throttled is None
-    assert not any("throttl" in w.text for w in cpu_cell.warnings)
+    assert not any("throttl" in warning_words(w) for w in cpu_cell.warnings)
 
 
 @pytest.mark.slow  # a real torchrun cell
@@ -899,7 +906,7 @@ def test_aggregate_carries_telemetry_allocator_and_throttle_warning() -> None:
     assert telemetry.tokens_per_joule == pytest.approx(1.92 * 16)
     assert telemetry.interval_ms == spec.measurement.telemetry.interval_ms
     assert telemetry.windows == 3
-    assert any(w.text.startswith("GPU clocks throttled") for w in result.warnings)
+    assert any(warning_words(w).startswith("GPU clocks throttled") for w in result.warnings)
     memory = result.memory
     assert memory is not None
     assert (memory.alloc_retries, memory.oom_count) == (3, 0)

@@ -19,8 +19,11 @@ from torchscale.contracts.versioned import Record
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 19
+RESULT_SCHEMA_VERSION = 20
 
+
+# a stored code and its figures (contracts/finding.py; `Finding` below is the diagnosis')
+Code = finding.Finding
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
 WarningKind = Literal[
@@ -30,11 +33,21 @@ WarningKind = Literal[
 
 class CellWarning(Record):
     """One warning of a run: its kind, set by the code that writes it (so its words may change
-    without moving it in a table), and its words (schema 17; older results' plain words were
-    classified once, by the upgrade)."""
+    without moving it in a table), and what it is as a finding (schema 20), worded when shown
+    (contracts/wording/cell_warnings.py). A warning an older version wrote in words the
+    upgrade does not recognise keeps them in `text`, shown as stored."""
 
     kind: WarningKind
-    text: str
+    finding: Code | None = Field(
+        default=None, description="schema 20: the warning's code and figures"
+    )
+    text: str | None = Field(
+        default=None, description="an older version's words, kept where no code was recognised"
+    )
+
+    @classmethod
+    def of(cls, kind: WarningKind, code: str, figures: dict[str, Any]) -> CellWarning:
+        return cls(kind=kind, finding=Code(code=code, figures=figures))
 
 
 class Estimate(Record):
@@ -663,7 +676,7 @@ class FixedCosts(Record):
 
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[19] = 19
+    schema_version: Literal[20] = 20
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.figures import (
     format_value,
     plus_minus,
@@ -13,7 +15,6 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     value_format,
 )
-from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
@@ -139,8 +140,8 @@ def _shown_warnings(result: CellResult, verbose: bool) -> list[str]:
     already said it (its figures are in the result and behind -v): one machine, said once."""
     caveat = result.diagnosis.caveat if result.diagnosis is not None else None
     if verbose or caveat is None or not caveat.startswith("busy machine"):
-        return [w.text for w in result.warnings]
-    return [w.text for w in result.warnings if w.kind != "busy machine"]
+        return [warning_words(w) for w in result.warnings]
+    return [warning_words(w) for w in result.warnings if w.kind != "busy machine"]
 
 
 def compile_lines(result: CellResult) -> list[Line]:

@@ -149,14 +149,13 @@ def sync_variance_warning(table: pd.DataFrame, threshold: float) -> list[CellWar
     share = float(both.cov().loc["grad_sync_wait", "step_s"] / step.var())
     if share < SYNC_VARIANCE_SHARE:
         return []
-    # above 1 (other parts varying against the wait) a share would read as impossible
-    part = f"{min(share, 1.0) * 100:.0f} % of" if share < 1.005 else "most of"
-    text = (
-        f"High variance in gradient sync time: CV {wait.std() / wait.mean():.2f}, {part} the "
-        f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "
-        "for peers, not compute"
-    )
-    return [CellWarning(kind="high variance", text=text)]
+    figures = {
+        "wait_cv": float(wait.std() / wait.mean()),
+        "share": share,
+        "step_cv": step_cv,
+        "threshold": threshold,
+    }
+    return [CellWarning.of("high variance", "warning.sync_variance", figures)]
 
 
 def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
@@ -389,8 +388,8 @@ def step_time_warning(pooled: StepTimeStats, threshold: float) -> list[CellWarni
     """The published "High variance in step time" warning, when the pooled CV is above it."""
     if pooled.cv <= threshold:
         return []
-    text = f"High variance in step time: CV {pooled.cv:.2f} > {threshold:.2f}"
-    return [CellWarning(kind="high variance", text=text)]
+    figures = {"cv": pooled.cv, "threshold": threshold}
+    return [CellWarning.of("high variance", "warning.step_time_cv", figures)]
 
 
 def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWarning]]:
@@ -398,13 +397,7 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
     artificial (a result never passes an injected straggler off as a measured one)."""
     delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
     return delays, [
-        CellWarning(
-            kind="injected delay",
-            text=f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
-            f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
-            "imbalance it causes are artificial",
-        )
-        for delay in spec.inject_delay
+        CellWarning.of("injected delay", "warning.injected_delay", d.model_dump()) for d in delays
     ]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
     disagreement_text,
@@ -385,7 +386,7 @@ def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         {
             "cell": label,
             "kind": warning.kind,
-            "warning": warning.text,
+            "warning": warning_words(warning),
             "_severity": "info" if warning.kind == "injected delay" else "warn",
         }
         for label, result in runs
