@@ -11,6 +11,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellWarning, StepTimeStats
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import coded, why
 from torchscale.offline.results.upgrades.stored_words import SENTENCES, upgrade_v19
 from torchscale.rank.worker.aggregate import step_time_warning
 
@@ -124,3 +125,29 @@ def test_todays_writer_stores_a_code_and_figures_never_words() -> None:
     assert warning.text is None and warning.finding is not None
     assert warning.finding.figures == {"cv": 0.3, "threshold": 0.1}
     assert warning_words(warning) == "High variance in step time: CV 0.30 > 0.10"
+
+
+def test_a_reason_stored_in_a_codes_words_reads_as_the_code_and_the_straggler_copy_goes() -> None:
+    summary = "no straggler: rank 1 +0.2 ms/step, nobody named (could be noise)"
+    data = {
+        "schema_version": 19,
+        "warnings": [],
+        "diagnosis": {"straggler": {"summary": summary}},
+        "unavailable": {
+            "straggler": summary,  # a copy of the verdict's words
+            "sync_overhead": say(coded("unavailable.sync_overhead_cross_check")),
+            "flops": "FlopCounterMode failed: RuntimeError",  # not a code's words: as stored
+        },
+    }
+    assert upgrade_v19(data)["unavailable"] == {
+        "sync_overhead": {"code": "unavailable.sync_overhead_cross_check", "figures": {}},
+        "flops": "FlopCounterMode failed: RuntimeError",
+    }
+
+
+def test_one_rank_says_why_as_a_code() -> None:
+    from tests.rank.test_aggregate import make_rank, make_spec, run
+
+    result = run([make_rank(0, [1, 1, 1])], make_spec(world=1))
+    assert result.unavailable["straggler"] == coded("unavailable.one_rank_straggler")
+    assert why(result.unavailable["straggler"]) == "world size 1: no other rank to be slower than"

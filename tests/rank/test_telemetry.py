@@ -37,6 +37,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import say
 from torchscale.contracts.gpu_clocks import throttle_warning
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
@@ -844,7 +845,7 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
     assert "throttling" not in unavailable
-    assert unavailable["telemetry"] == V3_TELEMETRY  # the other cells are version 3
+    assert unavailable["telemetry"] == say(V3_TELEMETRY)  # the other cells are version 3
 
 
 def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> None:
@@ -867,7 +868,7 @@ def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> N
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
     assert unavailable["throttling"].startswith("1 GPU run(s) without readable clocks-event")
-    assert V3_TELEMETRY in unavailable["throttling"]
+    assert say(V3_TELEMETRY) in unavailable["throttling"]
     findings = [
         f for s in report.sections for b in s.blocks if b.type == "findings" for f in b.findings
     ]

@@ -24,6 +24,8 @@ RESULT_SCHEMA_VERSION = 20
 
 # a stored code and its figures (contracts/finding.py; `Finding` below is the diagnosis')
 Code = finding.Finding
+# why a figure is null: a code and its figures, or words a reason not yet coded is stored in
+Reason = Code | str
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
 WarningKind = Literal[
@@ -729,8 +731,11 @@ class CellResult(Record):
         default=None, description="what the cell paid before measuring, itemised (schema 16)"
     )
     warnings: list[CellWarning] = Field(default_factory=list)
-    unavailable: dict[str, str] = Field(
-        default_factory=dict, description="metric -> why it could not be measured here"
+    unavailable: dict[str, Reason] = Field(
+        default_factory=dict,
+        description="metric -> why it could not be measured here: a code and its figures "
+        "(schema 20, worded by contracts/wording/unavailable.py), or words for a reason not "
+        "yet coded",
     )
     error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
     environment: dict[str, Any] = Field(default_factory=dict)

@@ -15,6 +15,7 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     value_format,
 )
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
@@ -104,7 +105,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     if result.cell.world_size > 1 or result.diagnosis is not None:
         lines += diagnosis_lines(
             result.diagnosis,
-            result.unavailable.get("diagnosis"),
+            why(result.unavailable.get("diagnosis")),
             verbose=verbose,
             compute=compute_word(result),
         )

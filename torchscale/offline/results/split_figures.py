@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, NoSyncWindow, StepSplit
+from torchscale.contracts.schema.cell_result import (
+    CellResult,
+    Diagnosis,
+    NoSyncWindow,
+    Reason,
+    StepSplit,
+)
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.results.upgrades.point_figures import BASIS, PROFILED_BASIS, SYNC_STEP
 
-SYNC_OVERHEAD_GONE = (
-    "schema 8: the pooled no_sync figure is a cross-check of the step model "
-    "(attribution.cross_checks), not a headline"
-)
+SYNC_OVERHEAD_GONE = coded("unavailable.sync_overhead_cross_check")
 
 
 @dataclass(frozen=True)
@@ -60,25 +64,24 @@ def split_figures(result: CellResult) -> SplitFigures:
     )
 
 
-def split_unavailable(model: StepSplit) -> dict[str, str]:
+def split_unavailable(model: StepSplit) -> dict[str, Reason]:
     """Why a share of the split is null (not measurable above noise), for `unavailable`."""
-    unavailable = {}
+    unavailable: dict[str, Reason] = {}
     for key, name in (("comm_overhead", "exposed_transfer"), ("load_imbalance", "wait_for_peers")):
         part = next(p for p in model.parts if p.name == name)
         if part.share.value is None:
-            unavailable[key] = part.share.reason or "not measurable above noise"
+            unavailable[key] = part.share.reason or coded("unavailable.not_measurable")
     unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
     return unavailable
 
 
-def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, str]:
+def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, Reason]:
     """`result`'s unavailable once `diagnosis` replaces its diagnosis (a profiled run's)."""
     unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
     if diagnosis.ranks > 1:
         for key in ("comm_overhead", "load_imbalance"):
             unavailable.pop(key, None)
         unavailable.update(split_unavailable(diagnosis))
-    verdict = diagnosis.straggler
-    if verdict is not None and not verdict.named:
-        unavailable["straggler"] = verdict.summary
+    if diagnosis.straggler is not None:  # its verdict says why nobody is named, once
+        unavailable.pop("straggler", None)
     return unavailable

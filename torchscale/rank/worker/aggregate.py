@@ -33,6 +33,7 @@ from torchscale.contracts.schema.cell_result import (
     PhaseTimes,
     ProfileRecord,
     RankStats,
+    Reason,
     StepTimeStats,
     Throughput,
 )
@@ -44,6 +45,7 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -203,7 +205,7 @@ def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> Profi
     )
 
 
-def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], dict[str, str]]:
+def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], dict[str, Reason]]:
     """Memory's allocator fields for the cell, each the worst of any rank (most retries and
     OOMs, highest fragmentation, largest stranded bytes), or null with the reason on CPU."""
     stats = [r.allocator for r in ranks if r.allocator is not None]
@@ -218,13 +220,13 @@ def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], 
     }
     unavailable = {}
     if not fragmentation:
-        unavailable["memory.fragmentation"] = "the allocator reserved nothing in the windows"
+        unavailable["memory.fragmentation"] = coded("unavailable.nothing_reserved")
     return fields, unavailable
 
 
 def cell_telemetry(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts, samples: int
-) -> tuple[Telemetry | None, dict[str, str], list[CellWarning]]:
+) -> tuple[Telemetry | None, dict[str, Reason], list[CellWarning]]:
     """(telemetry, unavailable, warnings) of the cell from every rank's summary."""
     per_rank = [r.telemetry for r in ranks if r.telemetry is not None]
     if not per_rank:
@@ -264,10 +266,10 @@ def data_pipeline(
     steps: int,
     read_steps: int,
     facts: CellFacts,
-) -> tuple[DataPipeline, dict[str, str]]:
+) -> tuple[DataPipeline, dict[str, Reason]]:
     """`data` of the cell: the slowest rank's median data wait, its share of the median step,
     the loader's settings and the bytes of samples consumed per second of measured windows."""
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     per_rank = [(m or {}).get("data") for _, m in sorted(phases.items())]
     known = [w for w in per_rank if w is not None]
     wait = max(known) if known else None
@@ -290,7 +292,7 @@ def data_pipeline(
     if record and window_s > 0 and steps:
         rate = record * samples_per_step * steps * spec.measurement.repeats / window_s
     else:
-        unavailable["data.read_bytes_per_s"] = "no measured window time"
+        unavailable["data.read_bytes_per_s"] = coded("unavailable.no_window_time")
     notes = list(info.get("notes") or [])
     caveat = _epochs_note(info, spec, world, read_steps)
     if caveat is not None:
@@ -337,16 +339,16 @@ def window_walls(ranks: Sequence[RankMeasurement], repeats: int) -> list[float]:
 
 def throughput_record(
     ranks: Sequence[RankMeasurement], counts: SampleCounts, facts: CellFacts
-) -> tuple[Throughput, dict[str, str]]:
+) -> tuple[Throughput, dict[str, Reason]]:
     """Global samples (and tokens) per second: the median over repeats, with its spread."""
     per_repeat = [
         counts.global_batch * counts.steps / wall for wall in window_walls(ranks, counts.repeats)
     ]
     samples_per_s, spread = median_and_spread(per_repeat)
     tokens = samples_per_s * facts.tokens_per_sample if facts.tokens_per_sample else None
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if tokens is None:
-        unavailable["tokens_per_s"] = "not a language model"
+        unavailable["tokens_per_s"] = coded("unavailable.not_language_model")
     return Throughput(
         samples_per_s=samples_per_s,
         samples_per_s_per_device=samples_per_s / counts.world,
@@ -358,7 +360,7 @@ def throughput_record(
 
 def rank_records(
     ranks: Sequence[RankMeasurement], phases: dict[int, dict[str, float | None] | None]
-) -> tuple[list[RankStats], dict[str, str]]:
+) -> tuple[list[RankStats], dict[str, Reason]]:
     """Each rank's own figures, and why a phase has no timing (on every rank, or on some)."""
     stats = [
         RankStats(
@@ -373,7 +375,7 @@ def rank_records(
         )
         for r in ranks
     ]
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if all(p is None for p in phases.values()):
         unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
     else:
@@ -403,7 +405,7 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
 
 def diagnosis_record(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame, injected: Sequence[int]
-) -> tuple[Diagnosis | None, dict[str, str]]:
+) -> tuple[Diagnosis | None, dict[str, Reason]]:
     """(diagnosis, unavailable): the one model of the step from the phase timers (a straggler
     on a rank of `injected` marked artificial) with the no_sync window beside it; with one
     rank or no model, why its straggler and communication figures are empty."""
@@ -425,10 +427,8 @@ def diagnosis_record(
             )
         )
     world = len(ranks)
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if diagnosis is not None and world > 1:
-        if diagnosis.straggler is not None and not diagnosis.straggler.named:
-            unavailable["straggler"] = diagnosis.straggler.summary
         unavailable.update(split_unavailable(diagnosis))
         # the median free-running step over every rank's no_sync windows
         pooled = [t for steps in no_sync.per_rank.values() for t in steps] if no_sync else []
@@ -436,9 +436,9 @@ def diagnosis_record(
         diagnosis = diagnosis.model_copy(update={"no_sync": window})
     else:
         unavailable["straggler"] = (
-            "world size 1: no other rank to be slower than" if world == 1 else why_not
+            coded("unavailable.one_rank_straggler") if world == 1 else why_not
         )
-        reason = "world size 1: no gradient communication to expose" if world == 1 else why_not
+        reason = coded("unavailable.one_rank_communication") if world == 1 else why_not
         unavailable |= dict.fromkeys(("comm_overhead", "sync_overhead", "load_imbalance"), reason)
     if diagnosis is None:
         unavailable["diagnosis"] = why_not
@@ -447,7 +447,7 @@ def diagnosis_record(
 
 def compute_record(
     ranks: Sequence[RankMeasurement], facts: CellFacts, throughput: Throughput, counts: SampleCounts
-) -> tuple[Compute, dict[str, str]]:
+) -> tuple[Compute, dict[str, Reason]]:
     """FLOPs, achieved TFLOP/s and MFU against the spec-sheet and the measured peak, each
     null with its reason."""
     flops = ranks[0].flops_per_step
@@ -456,7 +456,7 @@ def compute_record(
     # per_rank_step / group (a whole replica under ddp and fsdp)
     per_step = counts.per_rank_step / counts.group
     achieved = flops * throughput.samples_per_s_per_device / per_step / 1e12 if flops else None
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
     if flops is None:
         unavailable["flops"] = ranks[0].flops_note or "not counted"
@@ -484,7 +484,7 @@ def compute_record(
     ), unavailable
 
 
-def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, str]]:
+def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, Reason]]:
     """Static memory (parameters, gradients, optimizer state), the peaks of the worst rank,
     what the static part leaves (activations and workspace) and the allocator's figures."""
     static = ranks[0].static
@@ -494,9 +494,9 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
 
     peak_alloc = worst("peak_allocated")
     non_static = peak_alloc - sum(static.values()) if peak_alloc is not None else None
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if peak_alloc is None:
-        unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
+        unavailable["peak_allocated"] = coded("unavailable.no_allocator_on_cpu")
     allocator, why_not_allocator = allocator_totals(ranks)
     unavailable.update(why_not_allocator)
     return Memory(
@@ -523,7 +523,9 @@ def read_steps(rank: RankMeasurement) -> int:
     )
 
 
-def host_bound_block(ranks: Sequence[RankMeasurement]) -> tuple[HostBound | None, dict[str, str]]:
+def host_bound_block(
+    ranks: Sequence[RankMeasurement],
+) -> tuple[HostBound | None, dict[str, Reason]]:
     """The busy trace's verdict for a GPU cell (every rank traced); null with the reason on
     CPU, where every step is host time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
@@ -550,10 +552,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     ranks = sorted(ranks, key=lambda r: r.rank)
     counts = sample_counts(spec, ranks)
     threshold = spec.measurement.cv_warn_threshold
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     warnings: list[CellWarning] = []
 
-    def known(block: tuple[T, dict[str, str]]) -> T:
+    def known(block: tuple[T, dict[str, Reason]]) -> T:
         """The block, with why its null fields are null kept in `unavailable`."""
         unavailable.update(block[1])
         return block[0]

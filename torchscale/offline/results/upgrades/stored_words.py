@@ -1,9 +1,11 @@
 """Version 19 -> 20 (the cell's own words): a warning of schema 16-19 was stored as a sentence;
 20 stores its code and figures (`CellWarning.finding`, worded by
-contracts/wording/cell_warnings.py). Each sentence those versions wrote is recognised here
-and turned back into its figures; a warning whose figures live elsewhere in the result (the
-busy machine, a shared GPU, throttled clocks) is rebuilt from them. Words not recognised (an
-older version's) stay as stored, in `text`.
+contracts/wording/cell_warnings.py), and so a reason of `unavailable` whose words are a code's
+(contracts/wording/unavailable.py); the straggler verdict's summary copied into
+`unavailable["straggler"]` is dropped (the verdict says it). Each sentence those versions
+wrote is recognised here and turned back into its figures; a warning whose figures live
+elsewhere in the result (the busy machine, a shared GPU, throttled clocks) is rebuilt from
+them. Words not recognised (an older version's) stay as stored.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+
+from torchscale.contracts.wording.unavailable import SAID
 
 Figures = dict[str, Any]
 
@@ -192,6 +196,34 @@ def coded_warnings(data: dict[str, Any]) -> list[Any]:
     return out
 
 
+# a reason of `unavailable` stored in the words its code says today (figure-less codes)
+REASONS: dict[str, str] = {words: code for code, words in SAID.items()}
+
+
+def coded_unavailable(data: dict[str, Any]) -> dict[str, Any]:
+    """The result's `unavailable` with a code for each reason whose words are a code's, and
+    without the copy of a straggler verdict's summary (the verdict says it, once)."""
+    unavailable = data.get("unavailable")
+    if not isinstance(unavailable, dict):
+        return unavailable
+    diagnosis = data.get("diagnosis") or {}
+    verdict = diagnosis.get("straggler") if isinstance(diagnosis, dict) else None
+    summary = verdict.get("summary") if isinstance(verdict, dict) else None
+    out: dict[str, Any] = {}
+    for metric, reason in unavailable.items():
+        if metric == "straggler" and summary is not None and reason == summary:
+            continue
+        code = REASONS.get(reason) if isinstance(reason, str) else None
+        out[metric] = {"code": code, "figures": {}} if code is not None else reason
+    return out
+
+
 def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
     """Version 19 -> 20: stored sentences become codes with their figures."""
-    return {**data, "warnings": coded_warnings(data), "schema_version": 20}
+    warnings = coded_warnings(data)
+    return {
+        **data,
+        "warnings": warnings,
+        "unavailable": coded_unavailable(data),
+        "schema_version": 20,
+    }
