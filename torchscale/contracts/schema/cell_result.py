@@ -414,14 +414,14 @@ class Diagnosis(StepSplit):
 
 
 class Intervals(Record):
-    """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty")."""
+    """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty"). MFU
+    is not stored here (schema 20): it scales with throughput, so its interval is the
+    throughput's scaled by `compute.mfu` (offline/analysis/uncertainty.py, `mfu_estimate`)."""
 
     samples_per_s: Estimate = Field(description="global throughput, median over repeats")
     step_p50_s: Estimate
     step_p95_s: Estimate
     step_p99_s: Estimate
-    mfu: Estimate | None = Field(default=None, description="scales with throughput")
-    mfu_measured: Estimate | None = Field(default=None, description="scales with throughput")
 
 
 class InjectedDelay(Record):

@@ -99,7 +99,10 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             p50 = plus_minus(intervals.step_p50_s, seconds)
             p95 = plus_minus(intervals.step_p95_s, seconds)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
-        if (scopes := two_scopes(intervals)) is not None:  # why the two intervals differ
+        has_mfu = result.compute is not None and result.compute.mfu is not None
+        if (
+            scopes := two_scopes(intervals, mfu=has_mfu)
+        ) is not None:  # why the two intervals differ
             lines.append(Line("info", f"> [INFO] Intervals: {wording.say(scopes)}"))
     lines += host_bound_lines(result, verbose=verbose)
     if result.cell.world_size > 1 or result.diagnosis is not None:

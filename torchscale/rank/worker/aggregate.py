@@ -57,7 +57,6 @@ from torchscale.offline.analysis.diagnosis import (
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import (
-    in_proportion,
     median_of_repeats,
     percentile_of_steps,
 )
@@ -167,24 +166,15 @@ def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
     return NoSyncSteps({r.rank: list(r.no_sync.step_s) for r in ranks if r.no_sync})
 
 
-def headline_intervals(
-    per_repeat: Sequence[float],
-    step_times: Sequence[float],
-    mfu: float | None,
-    mfu_measured: float | None = None,
-) -> Intervals:
-    """Throughput (median of repeats), latency percentiles (steps) and MFU (against both
-    peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak): the
-    throughput's estimate scaled (`in_proportion`), never one of its own."""
-    throughput = median_of_repeats(per_repeat)
-    base = statistics.median(per_repeat) if per_repeat else 0.0
+def headline_intervals(per_repeat: Sequence[float], step_times: Sequence[float]) -> Intervals:
+    """Throughput (median of repeats) and latency percentiles (steps) with intervals. MFU is
+    throughput times a constant (FLOPs per sample / peak): its interval is the throughput's,
+    scaled where it is read (`uncertainty.mfu_estimate`), never stored a second time."""
     return Intervals(
-        samples_per_s=throughput,
+        samples_per_s=median_of_repeats(per_repeat),
         step_p50_s=percentile_of_steps(step_times, 50),
         step_p95_s=percentile_of_steps(step_times, 95),
         step_p99_s=percentile_of_steps(step_times, 99),
-        mfu=in_proportion(throughput, mfu, base),
-        mfu_measured=in_proportion(throughput, mfu_measured, base),
     )
 
 
@@ -612,9 +602,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         step_time=pooled,
         ranks=rank_stats,
         diagnosis=diagnosis,
-        intervals=headline_intervals(
-            throughput.repeats, step_times, compute.mfu, compute.mfu_measured
-        ),
+        intervals=headline_intervals(throughput.repeats, step_times),
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
         telemetry=telemetry,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
-from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
+from torchscale.contracts.wording.figures import share_text
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     host_bound_finding,
@@ -24,6 +24,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     pct_small,
 )
 from torchscale.offline.analysis.trace.gpu_busy import measured_verdict
+from torchscale.offline.analysis.uncertainty import mfu_estimate
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
@@ -47,7 +48,7 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     why = why.partition("; MFU ")[0].removesuffix(NO_MFU)
     mfu = result.compute.mfu if result.compute is not None else None
     step_s = result.step_time.p50 if result.step_time is not None else None
-    spread = result.intervals.mfu if result.intervals is not None else None  # as tables spell it
+    spread = mfu_estimate(result)  # as tables spell it
     shown = share_text(spread) if spread is not None and spread.value is not None else None
     if mfu is None:
         bound, method, reason = None, NOT_MEASURED, f"{why}{NO_MFU}"
@@ -82,7 +83,7 @@ def host_bound_of(result: CellResult) -> Finding | None:
         step_s=record.step_s,
         compiled=result.compile is not None
         or (result.warmup is not None and result.warmup.compile_s is not None),
-        mfu_interval=result.intervals.mfu if result.intervals is not None else None,
+        mfu_interval=mfu_estimate(result),
     ).stored()
 
 

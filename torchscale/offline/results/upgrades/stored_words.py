@@ -218,11 +218,20 @@ def coded_unavailable(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _without_mfu(intervals: Any) -> Any:
+    """The headline intervals less MFU's, which only scaled the throughput's (its interval is
+    derived where it is read: `uncertainty.mfu_estimate`)."""
+    if not isinstance(intervals, dict):
+        return intervals
+    return {k: v for k, v in intervals.items() if k not in ("mfu", "mfu_measured")}
+
+
 def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
     """Version 19 -> 20: stored sentences become codes with their figures."""
     warnings = coded_warnings(data)
     return {
         **data,
+        "intervals": _without_mfu(data.get("intervals")),
         "warnings": warnings,
         "unavailable": coded_unavailable(data),
         "schema_version": 20,
