@@ -7,6 +7,9 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.contracts.wording.cell_figures import megabytes_per_s
+from torchscale.contracts.wording.cell_figures import ms_glued as _ms
+from torchscale.contracts.wording.cell_figures import pct_fine as _pct
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.figures import (
     format_value,
@@ -63,15 +66,6 @@ REUSED = "ok in a previous run (--resume), not rerun"  # a cell --resume kept
 
 def reused_line(result: CellResult) -> Line:
     return Line("info", f"> [INFO] {cell_name(result.cell)}: {REUSED}")
-
-
-def _pct(value: float) -> str:
-    """One decimal, two below 1 % (a '±0.0 %' would hide that the interval was measured)."""
-    return f"{value * 100:.2f} %" if abs(value) < 0.01 else f"{value * 100:.1f} %"
-
-
-def _ms(value: float) -> str:
-    return f"{value * 1e3:.1f}ms"
 
 
 def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
@@ -227,7 +221,7 @@ def headline_lines(result: CellResult) -> list[Line]:
         workers = f", {data.num_workers} worker(s) per rank" if data.num_workers else ""
         share = f" ({_pct(data.share)} of the step)" if data.share is not None else ""
         read = (
-            f", read {readable(data.read_bytes_per_s / 1e6)} MB/s"
+            f", read {megabytes_per_s(data.read_bytes_per_s)}"
             if data.read_bytes_per_s is not None
             else ""
         )

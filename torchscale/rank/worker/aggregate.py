@@ -45,6 +45,7 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
+from torchscale.contracts.wording.cell_figures import gigabytes, megabytes, ratio
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
@@ -242,9 +243,9 @@ def _epochs_note(
     read = steps_per_rank * spec.cell.batch_size * spec.training.grad_accum_steps
     epochs = read / per_rank if per_rank else 0.0
     return (
-        f"the dataset ({dataset / 1e6:,.0f} MB) is smaller than this host's memory "
-        f"({memory / 1e9:,.1f} GB): after the first epoch samples may come from the page cache, "
-        f"not the storage (each rank read {epochs:.2f} epochs of its share in this cell)"
+        f"the dataset ({megabytes(dataset)}) is smaller than this host's memory "
+        f"({gigabytes(memory)}): after the first epoch samples may come from the page cache, "
+        f"not the storage (each rank read {ratio(epochs)} epochs of its share in this cell)"
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
+from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import share_text
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -56,7 +57,7 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
         bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {shown or pct_small(mfu)}"
     else:
         bound, method = None, NOT_MEASURED
-        floor = f"{HOST_BOUND_MFU * 100:g} %"
+        floor = percent_setting(HOST_BOUND_MFU)
         reason = f"{why}; MFU {shown or pct_small(mfu)}, at least {floor}: not judged"
     return HostBound(
         gpu_busy_s=None,
