@@ -47,6 +47,17 @@ SAID: dict[str, str] = {
     "unavailable.nothing_reserved": "the allocator reserved nothing in the windows",
     "unavailable.no_window_time": "no measured window time",
     "unavailable.not_measurable": "not measurable above noise",
+    "unavailable.synthetic_nothing_read": "synthetic batches are made on the device: nothing is "
+    "read",
+    "unavailable.no_data_phase": "no phase timing: the data wait was not measured",
+    "unavailable.phase_timing_off": "phase timing was off",
+    "unavailable.flops_not_counted": "not counted",
+    "unavailable.no_flop_count": "no FLOP count",
+    "unavailable.no_stage_busy_time": "no busy time was recorded by the stages",
+    "unavailable.compile_time_unread": "torch._dynamo's compile time could not be read",
+    "unavailable.no_price": "no price: set cost.per_gpu_hour in the config or "
+    "--cost-per-gpu-hour in the report",
+    "unavailable.no_tokens": "the model has no tokens (tokens/s is not defined for it)",
 }
 
 

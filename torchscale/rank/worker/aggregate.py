@@ -87,8 +87,8 @@ NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUD
 TELEMETRY_OFF = "measurement.telemetry.enabled is false"
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
 DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
-NOTHING_READ = "synthetic batches are made on the device: nothing is read"
-NO_DATA_PHASE = "no phase timing: the data wait was not measured"
+NOTHING_READ = coded("unavailable.synthetic_nothing_read")
+NO_DATA_PHASE = coded("unavailable.no_data_phase")
 LOADER_FACTS = ("num_workers", "pin_memory", "prefetch_factor", "dir", "dataset_bytes", "samples")
 # the gradient sync wait's share of the step-time variance from which a noisy step is said to
 # be noisy in its sync ("High variance in gradient sync time"): at least half of it
@@ -273,7 +273,8 @@ def data_pipeline(
         # a plug-in's own batches (torchscale/rank/data/plugin_batches.py) are `synthetic` to
         # the schema: their info says where they came from in notes, and why nothing is counted
         told = info if isinstance(info, dict) else {}
-        unavailable["data.read_bytes_per_s"] = str(told.get("not_read") or NOTHING_READ)
+        said = told.get("not_read")  # a plug-in's own words for why nothing is counted
+        unavailable["data.read_bytes_per_s"] = str(said) if said else NOTHING_READ
         notes = [str(n) for n in told.get("notes") or []]
         return DataPipeline(source=spec.data.source, notes=notes, **waited), unavailable
     world = len(phases)
@@ -368,7 +369,9 @@ def rank_records(
     ]
     unavailable: dict[str, Reason] = {}
     if all(p is None for p in phases.values()):
-        unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
+        unavailable["phases"] = ranks[0].phase_notes.get(
+            "phases", coded("unavailable.phase_timing_off")
+        )
     else:
         for phase in STEP_PHASES:
             notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
@@ -450,9 +453,9 @@ def compute_record(
     unavailable: dict[str, Reason] = {}
     mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
     if flops is None:
-        unavailable["flops"] = ranks[0].flops_note or "not counted"
+        unavailable["flops"] = ranks[0].flops_note or coded("unavailable.flops_not_counted")
     if mfu is None:
-        unavailable["mfu"] = mfu_bug or facts.peak_note or "no FLOP count"
+        unavailable["mfu"] = mfu_bug or facts.peak_note or coded("unavailable.no_flop_count")
     measured_peak = cell_measured_peak(
         [r.measured_peak or MeasuredPeak(None, "not looked for") for r in ranks]
     )
@@ -461,7 +464,7 @@ def compute_record(
         unavailable["mfu_measured"] = (
             measured_bug
             or (measured_peak.basis if measured_peak.tflops is None else None)
-            or unavailable.get("flops", "no FLOP count")
+            or unavailable.get("flops", coded("unavailable.no_flop_count"))
         )
     return Compute(
         flops_per_step=flops,
