@@ -151,3 +151,17 @@ def test_one_rank_says_why_as_a_code() -> None:
     result = run([make_rank(0, [1, 1, 1])], make_spec(world=1))
     assert result.unavailable["straggler"] == coded("unavailable.one_rank_straggler")
     assert why(result.unavailable["straggler"]) == "world size 1: no other rank to be slower than"
+
+
+def test_what_an_older_schema_did_not_record_is_a_code() -> None:
+    from pathlib import Path
+
+    from torchscale.offline.results.versions import read_cell_result
+
+    read = read_cell_result(
+        Path(__file__).parents[1]
+        / "fixtures/results_v3/v3_fixture/cells/tiny-gpt2__b8__w2__fp32__ddp__5ca6a1b4.json"
+    )
+    assert read.version == 3 and read.result is not None
+    assert read.result.unavailable["telemetry"] == coded("older.v3_telemetry")
+    assert why(read.result.unavailable["telemetry"]) == "version 3 result: no telemetry"

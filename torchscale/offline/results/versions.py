@@ -10,7 +10,7 @@ versions").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _explained(out: dict[str, Any], reasons: dict[str, str]) -> dict[str, Any]:
+def _explained(out: dict[str, Any], reasons: Mapping[str, Any]) -> dict[str, Any]:
     """`out` whose measured cell says why in `unavailable` for each of `reasons` it does not
     explain already (a cell that did not finish has no figures to explain)."""
     if out.get("status") == "ok":

@@ -12,7 +12,7 @@ shown (torchscale/offline/results/split_figures.py), so each quantity is stored 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -209,7 +209,7 @@ def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], 
         "fragmentation": max(fragmentation) if fragmentation else None,
         "inactive_split_peak_bytes": max(s.inactive_split_peak_bytes for s in stats),
     }
-    unavailable = {}
+    unavailable: dict[str, Reason] = {}
     if not fragmentation:
         unavailable["memory.fragmentation"] = coded("unavailable.nothing_reserved")
     return fields, unavailable
@@ -222,13 +222,14 @@ def cell_telemetry(
     per_rank = [r.telemetry for r in ranks if r.telemetry is not None]
     if not per_rank:
         return None, {"telemetry": TELEMETRY_OFF}, []
-    return combine(
+    telemetry, why_not, warnings = combine(
         per_rank,
         interval_ms=spec.measurement.telemetry.interval_ms,
         windows=len(ranks[0].windows),
         samples_processed=samples,
         tokens_per_sample=facts.tokens_per_sample,
     )
+    return telemetry, dict(why_not), warnings
 
 
 def _epochs_note(
@@ -549,7 +550,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     unavailable: dict[str, Reason] = {}
     warnings: list[CellWarning] = []
 
-    def known(block: tuple[T, dict[str, Reason]]) -> T:
+    def known(block: tuple[T, Mapping[str, Reason]]) -> T:
         """The block, with why its null fields are null kept in `unavailable`."""
         unavailable.update(block[1])
         return block[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity
+from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity, Reason
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
@@ -21,11 +21,11 @@ NOT_READ = "torch._dynamo's counters were not read"
 
 def compile_record(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[CompileActivity | None, list[CellWarning], dict[str, str]]:
+) -> tuple[CompileActivity | None, list[CellWarning], dict[str, Reason]]:
     """(compile, warnings, unavailable) of a cell; None for a cell that does not compile."""
     if not spec.training.compile or not ranks:
         return None, [], {}
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     warmup_steps = min(len(r.warmup_compiled) for r in ranks)
     compiling = [i for i in range(warmup_steps) if any(r.warmup_compiled[i] for r in ranks)]
     windows = [r.window_compiles for r in ranks]

@@ -200,7 +200,7 @@ def coded_warnings(data: dict[str, Any]) -> list[Any]:
 REASONS: dict[str, str] = {words: code for code, words in SAID.items()}
 
 
-def coded_unavailable(data: dict[str, Any]) -> dict[str, Any]:
+def coded_unavailable(data: dict[str, Any]) -> Any:
     """The result's `unavailable` with a code for each reason whose words are a code's, and
     without the copy of a straggler verdict's summary (the verdict says it, once)."""
     unavailable = data.get("unavailable")

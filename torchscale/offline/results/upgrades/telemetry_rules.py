@@ -30,7 +30,7 @@ from torchscale.contracts.gpu_clocks import (
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankTelemetry
 from torchscale.contracts.wording import words
 from torchscale.offline.results.upgrades.stored_words import THROTTLED
@@ -145,7 +145,7 @@ def with_verdicts(
     result: CellResult,
     ranks: list[RankTelemetry],
     update: dict[str, object],
-    unavailable: dict[str, str],
+    unavailable: dict[str, Reason],
 ) -> CellResult:
     """The result with `ranks` and the cell's clock verdict, throttled flag and throttling
     warning following their verdicts (`update`, `unavailable`: the re-judged totals so far)."""
