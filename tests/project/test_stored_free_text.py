@@ -5,7 +5,9 @@ evidence (an exception's message, a log's tail, a job's root cause). A reason, a
 warning or a note is a finding (`contracts/finding.py`: a code and its figures), worded at
 render time by `contracts/wording/`.
 
-A new `str` field fails here until it is classified. NOT_YET lists the sentences still stored;
+A field kept only for the words an older version stored, where its reader recognised no code
+(never written today), is listed in STORED_WORDS. A new `str` field fails here until it is
+classified. NOT_YET lists the sentences still stored;
 it must match the schemas exactly, so it can only shrink.
 """
 
