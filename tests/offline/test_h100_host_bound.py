@@ -19,9 +19,10 @@ from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
 from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
 from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
+from torchscale.offline.analysis.uncertainty import mfu_estimate
 from torchscale.offline.results import load
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE, EDGE_WARNING
+from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
 from torchscale.offline.results.upgrades.host_bound import ARITHMETIC_METHOD, with_host_bound
 from torchscale.offline.results.versions import read_cell_result
 
@@ -49,8 +50,8 @@ def test_the_tiny_h100_cells_are_host_bound_by_arithmetic_first_on_every_surface
         assert first.title.startswith("host-bound (by arithmetic):")
         assert "waits for Python/launches" in first.title
         # its MFU spelled as the GPU table spells it, with the interval the result carries
-        assert result.intervals is not None and result.intervals.mfu is not None
-        assert f"MFU {share_text(result.intervals.mfu)}, " in first.title, first.title
+        assert (mfu := mfu_estimate(result)) is not None
+        assert f"MFU {share_text(mfu)}, " in first.title, first.title
         # these cells were compiled (compile on by default on CUDA then): the fix does not
         # offer torch.compile again
         assert "CUDA graphs (torch.compile mode='reduce-overhead'" in first.recommendation
@@ -90,11 +91,11 @@ def test_the_compiled_gpt2_cell_is_not_host_bound() -> None:
     assert _host_findings(result) == []
     assert cells_table([result])["host_bound"].isna().all()
     # its reason states the MFU as the GPU table does, once, however often it is judged
-    assert result.intervals is not None and result.intervals.mfu is not None
+    assert (mfu := mfu_estimate(result)) is not None
     again = with_host_bound(with_host_bound(result)).host_bound
     assert again is not None and again.reason is not None
     assert again.reason.count("; MFU ") == 1
-    assert f"MFU {share_text(result.intervals.mfu)}, at least 1 %" in again.reason
+    assert f"MFU {share_text(mfu)}, at least 1 %" in again.reason
     # without an MFU, the missing clause is said once too
     no_mfu = result.model_copy(update={"compute": result.compute.model_copy(update={"mfu": None})})
     twice = with_host_bound(with_host_bound(no_mfu)).host_bound
@@ -112,9 +113,9 @@ def test_old_h100_cells_are_read_without_each_windows_first_step(tmp_path: Path)
     assert result.ranks[0].step_time.count == 36
     assert result.intervals is not None and result.intervals.step_p50_s.n == 36
     assert result.unavailable["step_time"] == EDGE_NOTE
-    texts = [w.text for w in result.warnings]
-    assert texts.count(EDGE_WARNING) == 1  # every surface listing warnings says it
-    assert not any(w.startswith("High variance in step time") for w in texts)
+    codes = [w.finding.code for w in result.warnings if w.finding is not None]
+    assert codes.count("warning.edge_steps_dropped") == 1  # every surface listing them says it
+    assert "warning.step_time_cv" not in codes
     row = cells_table([result]).iloc[0]
     # its repeats lie within ±7.2 % of their median: too few of them, and the steps settled
     assert row["reliability"] == "too few repeats"

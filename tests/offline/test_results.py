@@ -28,6 +28,7 @@ import torchscale.results
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import ResultsError
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.uncertainty import median_of_repeats
 from torchscale.offline.results.frame import COLUMNS
@@ -58,6 +59,7 @@ from torchscale.offline.results.versions import (
     upgrade_v16,
     upgrade_v17,
     upgrade_v18,
+    upgrade_v19,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -225,12 +227,12 @@ def test_v2_comm_overhead_becomes_sync_overhead() -> None:
     assert comm.no_sync_step_s == old["communication"]["step_time_no_sync_s"]
     assert comm.comm_overhead is None and comm.load_imbalance is None
     assert new.unavailable["comm_overhead"] == V2_COMM_OVERHEAD
-    assert "sync_overhead" in new.unavailable["comm_overhead"]
+    assert "sync_overhead" in str(why(new.unavailable["comm_overhead"]))
     assert old["straggler_rank"] is not None
     assert new.diagnosis is not None and new.diagnosis.straggler is None
     assert new.unavailable["straggler"] == V2_STRAGGLER
     assert new.ranks[0].phases is None and new.ranks[0].compute_time is None
-    assert "no per-step phase timing" in new.unavailable["phases"]
+    assert "no per-step phase timing" in str(why(new.unavailable["phases"]))
     row = experiment.cells.set_index("cell_id").loc[V2_DDP_W2]
     assert row["sync_overhead"] == pytest.approx(old["communication"]["comm_overhead"])
     assert pd.isna(row["comm_overhead"])
@@ -247,8 +249,8 @@ def test_v2_unmeasured_comm_keeps_its_reason(cell_id: str) -> None:
     old = raw_v2(cell_id)
     new = torchscale.results.load(V2_DIR).result(cell_id)
     assert split_figures(new) == SplitFigures()
-    assert new.unavailable["comm_overhead"] == old["unavailable"]["comm_overhead"]
-    assert new.unavailable["sync_overhead"] == old["unavailable"]["comm_overhead"]
+    assert why(new.unavailable["comm_overhead"]) == old["unavailable"]["comm_overhead"]
+    assert why(new.unavailable["sync_overhead"]) == old["unavailable"]["comm_overhead"]
 
 
 def test_upgrade_v2_does_not_touch_its_input() -> None:
@@ -260,7 +262,8 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
     upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
-    CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded)))))
+    upgraded = upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded))))
+    CellResult.model_validate(upgrade_v19(upgraded))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -324,7 +327,8 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
     upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
-    CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded)))))
+    upgraded = upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded))))
+    CellResult.model_validate(upgrade_v19(upgraded))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -494,7 +498,7 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     assert problem is None and version == 7 and result is not None
     assert result.schema_version == RESULT_SCHEMA_VERSION
     assert is_point_figures(result.diagnosis) and result.intervals is None
-    assert "schema 7 or older" in result.unavailable["diagnosis"]
+    assert "schema 7 or older" in str(why(result.unavailable["diagnosis"]))
     assert split_figures(result).comm_overhead == raw["communication"]["comm_overhead"]
     from torchscale.offline.results.frame import cells_table
 

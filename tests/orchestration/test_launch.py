@@ -13,6 +13,7 @@ import pytest
 
 from torchscale.contracts.cell import Device
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.error_files import read_error_file
@@ -630,7 +631,9 @@ def test_a_result_written_before_a_hung_shutdown_is_kept(tmp_path: Path) -> None
     attempt = run_attempt(_script_command(tmp_path, script), 3.0, lambda: _read(out))
     assert attempt.outcome.timed_out
     assert attempt.written == "42" and attempt.failure is None
-    assert any("killed in their shutdown; measurement kept" in w.text for w in attempt.warnings)
+    assert any(
+        "killed in their shutdown; measurement kept" in warning_words(w) for w in attempt.warnings
+    )
 
 
 def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
@@ -638,7 +641,7 @@ def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
     script = f"import pathlib, sys; pathlib.Path({str(out)!r}).write_text('7'); sys.exit(3)"
     attempt = run_attempt(_script_command(tmp_path, script), 30.0, lambda: _read(out))
     assert attempt.written == "7" and attempt.failure is None
-    assert [w.text for w in attempt.warnings] == [
+    assert [warning_words(w) for w in attempt.warnings] == [
         f"torchrun exited with 3 after the result was written (shutdown failure; measurement "
         f"kept): see {tmp_path / 'logs'}"
     ]

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from torchscale.contracts.errors import ConfigError
 from torchscale.contracts.training_defaults import COMPILE_MIN_PARAMETERS
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.orchestration.config import load_config
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
@@ -122,7 +123,7 @@ def test_compile_left_null_stays_eager_on_cuda_for_small_models_and_says_why() -
     def planned(model: str, **training: Any) -> tuple[bool | None, tuple[str, ...]]:
         config = make_config(models=[model], training=training, on_cuda=None, device="cuda")
         [cell] = build_plan(config, GPU_BOX)
-        return cell.training.compile, tuple(w.text for w in cell.warnings)
+        return cell.training.compile, tuple(warning_words(w) for w in cell.warnings)
 
     compiled, warnings = planned("tiny-mlp")
     assert compiled is False

@@ -28,6 +28,7 @@ import torchscale.contracts.atomic
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import OutputDirError, ResultsError
 from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.store import ResultStore, check_output_dir
 
@@ -321,9 +322,13 @@ def test_a_finished_attempt_is_moved_into_cells(
     monkeypatch.setattr(attempt, "run_launch", finished)
     outcome = sweep.run_sweep(plan, store, {})
     (result,) = outcome.results
-    assert [w.text for w in result.warnings] == ["new"]
+    assert [warning_words(w) for w in result.warnings] == ["new"]
     stored = store.read_cell(planned.cell.id)
-    assert stored is not None and [w.text for w in stored.warnings] == ["new"] and stored.launch
+    assert (
+        stored is not None
+        and [warning_words(w) for w in stored.warnings] == ["new"]
+        and stored.launch
+    )
     assert store.steps_path(planned.cell.id).read_text(encoding="utf-8") == '{"rank": 0}\n'
     assert not store.attempt_result_path(planned.cell.id).exists()
     assert not store.attempt_steps_path(planned.cell.id).exists()

@@ -17,6 +17,7 @@ import pytest
 
 from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
 from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.rule_figures import error_pct as percent
 from torchscale.offline.results.forecast_store import read_forecasts, write_forecast
 from torchscale.offline.results.store import ResultStore
@@ -131,7 +132,8 @@ def test_a_node_with_fewer_cpus_than_ranks_is_a_cell_warning(tmp_path: Path) -> 
     planned = driver.cell_as_run(allocation, allocation.cells[0], 1)
     assert planned.launch.omp_num_threads == 1
     assert any(
-        "1 CPU(s) on the first node for 8 rank(s)" in w.text and "cpus_per_task" in w.text
+        "1 CPU(s) on the first node for 8 rank(s)" in warning_words(w)
+        and "cpus_per_task" in warning_words(w)
         for w in planned.warnings
     ), planned.warnings
 
@@ -168,12 +170,12 @@ def test_the_driver_launches_each_cell_with_the_threads_its_step_has(
     assert driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120) == 0
     planned, command = launched[0]
     assert command.env["OMP_NUM_THREADS"] == "10" and command.omp_num_threads == 10
-    assert not [w for w in planned.warnings if "CPU(s)" in w.text]
+    assert not [w for w in planned.warnings if "CPU(s)" in warning_words(w)]
     monkeypatch.setattr(cpus, "usable_cores", lambda: 2)
     launched.clear()
     driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120)
     assert launched[0][1].env["OMP_NUM_THREADS"] == "1"
-    assert [w for w in launched[0][0].warnings if "2 CPU(s) on the first node" in w.text]
+    assert [w for w in launched[0][0].warnings if "2 CPU(s) on the first node" in warning_words(w)]
 
 
 def test_the_driver_scores_the_forecasts_of_each_cell_it_ran(

@@ -5,7 +5,9 @@ evidence (an exception's message, a log's tail, a job's root cause). A reason, a
 warning or a note is a finding (`contracts/finding.py`: a code and its figures), worded at
 render time by `contracts/wording/`.
 
-A new `str` field fails here until it is classified. NOT_YET lists the sentences still stored;
+A field kept only for the words an older version stored, where its reader recognised no code
+(never written today), is listed in STORED_WORDS. A new `str` field fails here until it is
+classified. NOT_YET lists the sentences still stored;
 it must match the schemas exactly, so it can only shrink.
 """
 
@@ -165,13 +167,17 @@ EVIDENCE: frozenset[str] = frozenset(
 )
 
 
+# An older version's words, kept only where its reader did not recognise them as a code
+# (never written today), and shown as stored.
+STORED_WORDS: frozenset[str] = frozenset({"cell_result.CellWarning.text"})
+
+
 # Sentences still stored; each goes to a finding.
 NOT_YET: frozenset[str] = frozenset(
     {
         "burn_in.Interval.slowdown",
         "burn_in.RankBurn.unavailable",
         "cell_result.CellResult.unavailable",
-        "cell_result.CellWarning.text",
         "cell_result.CrossCheck.detail",
         "cell_result.DataPipeline.notes",
         "cell_result.Diagnosis.caveat",
@@ -262,12 +268,12 @@ def stored_text_fields() -> set[str]:
 
 def test_every_stored_text_field_is_an_identifier_or_quoted_evidence() -> None:
     found = stored_text_fields()
-    unclassified = found - IDENTIFIERS - EVIDENCE - NOT_YET
+    unclassified = found - IDENTIFIERS - EVIDENCE - STORED_WORDS - NOT_YET
     assert not unclassified, f"stored text fields that may hold sentences: {sorted(unclassified)}"
 
 
 def test_the_lists_name_only_fields_that_exist() -> None:
     found = stored_text_fields()
-    for listed in (IDENTIFIERS, EVIDENCE, NOT_YET):
+    for listed in (IDENTIFIERS, EVIDENCE, STORED_WORDS, NOT_YET):
         assert listed <= found, f"listed but gone (delete): {sorted(listed - found)}"
     assert not IDENTIFIERS & EVIDENCE and not IDENTIFIERS & NOT_YET and not EVIDENCE & NOT_YET

@@ -16,7 +16,8 @@ from tests.h100_replay import WORKLOAD, h100_cell, needs_h100
 from torchscale.contracts.gpu_clocks import judge_clocks, sku_max_sm_mhz
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording import say
+from torchscale.contracts.wording import say, words
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.sampler import Sampler
@@ -48,7 +49,9 @@ def verdict_of(**fields: Any) -> tuple[str | None, bool | None, list[str]]:
     rank = summarise_rank(0, "h", sampled_gpu(**fields), floor_s=0.0, counter_step_s=0.0)
     telemetry, _, warnings = combine([rank], 10, 1, 8, None)
     assert all(w.kind == "throttling" for w in warnings)
-    return rank.clock_verdict, telemetry.throttled, [w.text for w in warnings]
+    # the warning names the rank; why it throttled is said once, by the rank's clock verdict
+    why = words(rank.clock_finding, rank.clock_basis)
+    return rank.clock_verdict, telemetry.throttled, [f"{warning_words(w)}: {why}" for w in warnings]
 
 
 def test_hardware_slowdown_bits_throttle() -> None:
@@ -249,7 +252,9 @@ def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
     basis = say(rank.clock_finding)
     assert basis.startswith("at its power limit (normal under dense load): SwPowerCap")
     assert "SM clock mean 1970 MHz, 99 % of its 1980 MHz max (the SKU table's)" in basis
-    assert not any("throttled" in w.text or "cooling" in w.text for w in result.warnings)
+    assert not any(
+        "throttled" in warning_words(w) or "cooling" in warning_words(w) for w in result.warnings
+    )
 
 
 @needs_h100

@@ -29,6 +29,7 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.versions import V10_COMPILE, parse_cell_result
 from torchscale.rank.worker import measure as measure_module
@@ -242,8 +243,8 @@ def test_a_recompile_inside_a_window_is_counted_and_warned(
         assert record.graph_breaks_in_windows is not None and record.graph_breaks_in_windows >= 1
         assert record.compile_s_in_windows is not None and record.compile_s_in_windows > 0
         assert len(warnings) == 1
-        assert "recompiled inside the measured windows" in warnings[0].text
-        assert "rank(s) 0" in warnings[0].text
+        assert "recompiled inside the measured windows" in warning_words(warnings[0])
+        assert "rank(s) 0" in warning_words(warnings[0])
     else:
         assert record.recompiles_in_windows == 0 and record.graph_breaks_in_windows == 0
         assert record.compile_s_in_windows == 0.0
@@ -278,7 +279,7 @@ def test_an_eager_cell_has_no_compile_record() -> None:
         make_spec(), [make_rank(0, [0.04] * 3), make_rank(1, [0.04] * 3)], make_facts()
     )
     assert result.compile is None
-    assert not any("compile" in w.text for w in result.warnings)
+    assert not any("compile" in warning_words(w) for w in result.warnings)
 
 
 def test_the_cell_reports_the_most_any_rank_compiled_in_its_windows_and_warns() -> None:
@@ -292,7 +293,7 @@ def test_the_cell_reports_the_most_any_rank_compiled_in_its_windows_and_warns() 
     assert record.compiling_warmup_steps == [0] and record.extra_warmup_steps == 1
     assert (record.recompiles_in_windows, record.graph_breaks_in_windows) == (2, 1)
     assert record.compile_s_in_windows == 1.5 and record.graph_breaks == 2
-    [warning] = [w.text for w in result.warnings if "torch.compile" in w.text]
+    [warning] = [warning_words(w) for w in result.warnings if "torch.compile" in warning_words(w)]
     assert "recompiled inside the measured windows" in warning
     assert "2 frame(s), 1.50 s of compiling, 1 graph break(s) on rank(s) 1" in warning
 
@@ -303,7 +304,7 @@ def test_with_no_warm_up_the_first_compile_in_the_window_is_named_as_such() -> N
         compiled_rank(1, CompileCounts(3, 0, 41.0)),
     ]
     _, warnings, _ = compile_record(compiled(make_spec(), warmup_steps=0), ranks)
-    assert len(warnings) == 1 and "warmup_steps 0" in warnings[0].text
+    assert len(warnings) == 1 and "warmup_steps 0" in warning_words(warnings[0])
 
 
 def test_unreadable_counters_leave_the_figures_null_with_the_reason() -> None:

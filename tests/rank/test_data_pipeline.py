@@ -30,6 +30,7 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.errors import DataError
 from torchscale.contracts.model_tasks import unsupported
+from torchscale.contracts.wording.unavailable import why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.frame import COLUMNS
@@ -468,7 +469,7 @@ def test_synthetic_cells_keep_their_data_wait_and_no_loader() -> None:
     assert data is not None and data.source == "synthetic"
     assert data.wait_s == pytest.approx(0.0002)
     assert data.num_workers is None and data.read_bytes_per_s is None
-    assert "nothing is read" in result.unavailable["data.read_bytes_per_s"]
+    assert "nothing is read" in str(why(result.unavailable["data.read_bytes_per_s"]))
 
 
 # ====================================================================== one real torchrun

@@ -24,6 +24,7 @@ from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.results.frame import cells_table
 from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import NvmlSource
@@ -66,7 +67,7 @@ def test_other_cores_are_the_host_less_the_cells_own() -> None:
     assert load.finding is not None and load.finding.code == "busy.contended"
     (warning,) = busy_warnings([load])
     assert warning.kind == "busy machine"
-    assert warning.text == (
+    assert warning_words(warning) == (
         "busy machine: on h, other processes used 0.90 of 2 cores, the cell's 2 rank(s) 1.1 "
         "(0.90 free): busy from 0.11, enough to slow it by 82 % or more; load average up to 2.7 "
         "during the measured windows; timings may be slowed or noisy"
@@ -87,8 +88,10 @@ def test_ranks_that_outnumber_the_cores_are_busy_beside_a_core_of_others() -> No
     load = host_load("h", ranks)
     assert load.other_cores == pytest.approx(0.9) and load.busy is True
     (warning,) = busy_warnings([load])
-    assert warning.text.startswith("busy machine: on h, other processes used 0.90 of 2 cores")
-    assert "the cell's 4 rank(s) 1.1 (0.90 free)" in warning.text
+    assert warning_words(warning).startswith(
+        "busy machine: on h, other processes used 0.90 of 2 cores"
+    )
+    assert "the cell's 4 rank(s) 1.1 (0.90 free)" in warning_words(warning)
 
 
 def test_rounding_below_zero_is_clamped() -> None:
@@ -132,9 +135,11 @@ def test_each_host_has_its_own_figures_and_pids() -> None:
     assert hosts[1].other_gpu_processes == 1 and hosts[1].other_gpu_pids == [77]
     assert hosts[0].other_gpu_processes == 0
     warnings = busy_warnings(hosts)
-    assert warnings[0].text.startswith("busy machine: on a, other processes used 1.0 of 2 cores")
-    assert " on b " not in warnings[0].text
-    assert warnings[1].text == (
+    assert warning_words(warnings[0]).startswith(
+        "busy machine: on a, other processes used 1.0 of 2 cores"
+    )
+    assert " on b " not in warning_words(warnings[0])
+    assert warning_words(warnings[1]) == (
         "GPU shared: 1 other compute process(es) on the cell's GPUs during the measured windows "
         "(b: 1 (PID 77)); their kernels time-share the GPU with the cell's: timings may be "
         "slowed or noisy"
@@ -163,7 +168,7 @@ def test_pids_of_another_namespace_are_counted_not_named() -> None:
     assert load.other_gpu_processes == 1 and load.other_gpu_pids == []
     assert load.unavailable["other_gpu_pids"] == NAMESPACE_PIDS
     (warning,) = busy_warnings([load])
-    assert "(h: 1 (PIDs of another PID namespace))" in warning.text
+    assert "(h: 1 (PIDs of another PID namespace))" in warning_words(warning)
 
 
 def test_what_is_missing_is_null_with_the_reason() -> None:
@@ -207,7 +212,7 @@ def test_combine_carries_the_hosts_and_the_busy_warning_after_throttling() -> No
     telemetry, unavailable, warnings = combine(ranks, 100, 2, 100, None)
     assert telemetry.hosts is not None and telemetry.hosts[0].busy is True
     assert "telemetry.hosts" not in unavailable
-    assert [w.text.split(":")[0] for w in warnings] == [
+    assert [warning_words(w).split(":")[0] for w in warnings] == [
         "GPU clocks throttled during the measured windows",
         "busy machine",
     ]

@@ -36,9 +36,12 @@ from torchscale.contracts.cell_settings import (
     TelemetryConfig,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import throttle_warning
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
 from torchscale.offline.results.versions import (
@@ -511,11 +514,16 @@ def test_throttling_is_a_warning() -> None:
     telemetry, _, warnings = combine(ranks, 100, 1, 10, None)
     assert telemetry.throttled is True and telemetry.throttle_reasons == ["HwThermalSlowdown"]
     assert telemetry.clock_verdict == "throttled"
-    assert [(w.kind, w.text) for w in warnings] == [
-        ("throttling", throttle_warning(rank_verdicts(ranks)))
+    assert [(w.kind, w.finding) for w in warnings] == [
+        (
+            "throttling",
+            Finding(code="warning.throttled", figures=throttle_warning(rank_verdicts(ranks))),
+        )
     ]
-    assert warnings[0].text.startswith("GPU clocks throttled during the measured windows: rank 1")
-    assert basis in warnings[0].text and "rank 0" not in warnings[0].text
+    said = warning_words(warnings[0])
+    assert said.startswith("GPU clocks throttled during the measured windows: rank 1")
+    # what the verdict rests on is said once, by the rank's own clock verdict
+    assert basis not in said and "rank 0" not in said
     at_limit = [ranks[0], rank_telemetry(1)]
     telemetry, unavailable, warnings = combine(at_limit, 100, 1, 10, None)
     assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
@@ -687,7 +695,7 @@ def test_real_cpu_cell_has_cpu_telemetry(cpu_cell: CellResult) -> None:
         assert cpu_cell.unavailable[f"telemetry.{name}"]
     assert cpu_cell.unavailable["telemetry.energy_j"] == CPU_NO_ENERGY
     assert telemetry.throttled is None
-    assert not any("throttl" in w.text for w in cpu_cell.warnings)
+    assert not any("throttl" in warning_words(w) for w in cpu_cell.warnings)
 
 
 @pytest.mark.slow  # a real torchrun cell
@@ -837,7 +845,7 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
     assert "throttling" not in unavailable
-    assert unavailable["telemetry"] == V3_TELEMETRY  # the other cells are version 3
+    assert unavailable["telemetry"] == say(V3_TELEMETRY)  # the other cells are version 3
 
 
 def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> None:
@@ -860,7 +868,7 @@ def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> N
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
     assert unavailable["throttling"].startswith("1 GPU run(s) without readable clocks-event")
-    assert V3_TELEMETRY in unavailable["throttling"]
+    assert say(V3_TELEMETRY) in unavailable["throttling"]
     findings = [
         f for s in report.sections for b in s.blocks if b.type == "findings" for f in b.findings
     ]
@@ -899,7 +907,7 @@ def test_aggregate_carries_telemetry_allocator_and_throttle_warning() -> None:
     assert telemetry.tokens_per_joule == pytest.approx(1.92 * 16)
     assert telemetry.interval_ms == spec.measurement.telemetry.interval_ms
     assert telemetry.windows == 3
-    assert any(w.text.startswith("GPU clocks throttled") for w in result.warnings)
+    assert any(warning_words(w).startswith("GPU clocks throttled") for w in result.warnings)
     memory = result.memory
     assert memory is not None
     assert (memory.alloc_retries, memory.oom_count) == (3, 0)

@@ -9,8 +9,10 @@ import json
 import pytest
 
 from tests.h100_replay import DEFAULT_SWEEP, h100_cell, needs_h100
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Tf32Settings, tf32_off_warning
 from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.wording import say
 
 H100 = "NVIDIA H100 80GB HBM3"
 OFF = "torch.backends.cuda.matmul.allow_tf32=False"
@@ -23,8 +25,9 @@ def settings(matmul: bool | None, conv: bool | None = True) -> Tf32Settings:
 
 
 def test_an_fp32_cell_with_tf32_matmuls_off_is_warned_with_the_peaks_and_the_way_out() -> None:
-    warning = tf32_off_warning(H100, "fp32", False, settings(False))
-    assert warning is not None
+    figures = tf32_off_warning(H100, "fp32", False, settings(False))
+    assert figures is not None
+    warning = say(Finding(code="warning.tf32_off", figures=figures))
     assert warning.startswith("fp32 matmuls with TF32 off (torch's default): slower than TF32")
     assert "67 against 494 TFLOP/s" in warning  # the H100 SXM row's fp32 and tf32 peaks
     assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" in warning and "precision: bf16" in warning
@@ -76,7 +79,7 @@ def test_rank_zeros_setup_warning_lands_in_the_cells_warnings() -> None:
 
     warning = tf32_off_warning(H100, "fp32", False, settings(False))
     assert warning is not None
-    typed = CellWarning(kind="other", text=warning)
+    typed = CellWarning.of("other", "warning.tf32_off", warning)
     facts = replace(make_facts(peak=67.0), warnings=(typed,))
     result = aggregate(make_spec(world=1), [make_rank(0, [1, 1, 1])], facts)
     assert typed in result.warnings

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit
@@ -189,7 +189,6 @@ def counter_not_measurable(
     )
 
 
-THROTTLE_WARNING = "GPU clocks throttled during the measured windows: "
 # worst first: a cell's verdict is its worst GPU's
 VERDICT_ORDER: tuple[ClockVerdict, ...] = (
     "throttled",
@@ -237,9 +236,9 @@ def cell_verdict(
     return worst, False, [], None
 
 
-def throttle_warning(ranks: Sequence[RankVerdict]) -> str | None:
-    """The result's warning when a GPU's verdict is throttled: what each rests on."""
-    parts = [f"rank {r.rank} ({r.gpu}): {r.why}" for r in ranks if r.verdict == "throttled"]
-    if not parts:
-        return None
-    return THROTTLE_WARNING + "; ".join(parts) + " (the figures were measured below full clocks)"
+def throttle_warning(ranks: Sequence[RankVerdict]) -> dict[str, Any] | None:
+    """The figures of the result's warning when a GPU's verdict is throttled (code
+    `warning.throttled`): which ranks, on which GPU; what each verdict rests on is its own
+    finding, stored once in the rank's telemetry."""
+    hot = [{"rank": r.rank, "gpu": r.gpu} for r in ranks if r.verdict == "throttled"]
+    return {"ranks": hot} if hot else None

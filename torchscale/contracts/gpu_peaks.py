@@ -229,19 +229,14 @@ def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settin
     return Peak(tflops, None, basis)
 
 
-TF32_HOW = (
-    "for TF32 set launcher.env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE: '1', or train in bf16 "
-    "(precision: bf16)"
-)
-
-
 def tf32_off_warning(
     device_name: str, precision: str, conv_net: bool, tf32: Tf32Settings
-) -> str | None:
-    """The cell's warning when its model's FLOPs ran as plain fp32 on a GPU with TF32 units
-    (torch leaves TF32 matmuls off by default, which an fp32 cell then measures at the far
-    lower fp32 peak); None otherwise, and where a deciding setting is unreadable (MFU says
-    so). A conv net whose convolutions may use TF32 (cuDNN's default) is not warned."""
+) -> dict[str, float] | None:
+    """The figures of the cell's warning (`warning.tf32_off`) when its model's FLOPs ran as
+    plain fp32 on a GPU with TF32 units (torch leaves TF32 matmuls off by default, which an
+    fp32 cell then measures at the far lower fp32 peak); None otherwise, and where a deciding
+    setting is unreadable (MFU says so). A conv net whose convolutions may use TF32 (cuDNN's
+    default) is not warned."""
     if precision != "fp32" or tf32.matmul is not False or (conv_net and tf32.conv):
         return None
     if MIG.search(device_name):
@@ -249,7 +244,4 @@ def tf32_off_warning(
     row = lookup(device_name)
     if row is None or "tf32" not in row.tflops or "fp32" not in row.tflops:
         return None
-    return (
-        f"fp32 matmuls with TF32 off (torch's default): slower than TF32 on this GPU "
-        f"(dense peak {row.tflops['fp32']:g} against {row.tflops['tf32']:g} TFLOP/s); {TF32_HOW}"
-    )
+    return {"fp32_tflops": row.tflops["fp32"], "tf32_tflops": row.tflops["tf32"]}

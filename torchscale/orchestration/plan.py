@@ -444,14 +444,10 @@ def _skip_or_warn(
         return Finding(code=NCCL_WITHOUT_CUDA), ()
     warnings: list[CellWarning] = []
     if cell.precision == "amp":
-        amp = "amp (fp16 autocast) on CPU is slow and not representative of GPUs"
-        warnings.append(CellWarning(kind="other", text=amp))
+        warnings.append(CellWarning.of("other", "warning.cpu_amp", {}))
     if shape.nproc_per_node > machine.cpu_cores:
-        text = (
-            f"{shape.nproc_per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
-            "timings include contention"
-        )
-        warnings.append(CellWarning(kind="contention", text=text))
+        figures = {"ranks": shape.nproc_per_node, "cores": machine.cpu_cores}
+        warnings.append(CellWarning.of("contention", "warning.cpu_oversubscribed", figures))
     return None, tuple(warnings)
 
 
@@ -499,7 +495,7 @@ def plan_cell(
     skip, warnings = _feasibility(config, machine, identity, shape, model, training)
     note = compile_note(config.training.compile, device, pipeline, parameters)
     if note is not None and skip is None:
-        warnings = (*warnings, CellWarning(kind="other", text=note))
+        warnings = (*warnings, CellWarning.of("other", "warning.compile_off_small_model", note))
     launch = LaunchSettings(
         nproc_per_node=shape.nproc_per_node,
         nnodes=shape.nodes,

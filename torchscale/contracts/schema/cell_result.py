@@ -22,6 +22,11 @@ from torchscale.contracts.versioned import Record
 RESULT_SCHEMA_VERSION = 20
 
 
+# a stored code and its figures (contracts/finding.py; `Finding` below is the diagnosis')
+Code = finding.Finding
+# why a figure is null: a code and its figures, or words a reason not yet coded is stored in
+Reason = Code | str
+
 # what a warning is about: the kind tables group warnings by, set where the warning is made
 WarningKind = Literal[
     "high variance", "throttling", "injected delay", "busy machine", "contention", "other"
@@ -30,11 +35,21 @@ WarningKind = Literal[
 
 class CellWarning(Record):
     """One warning of a run: its kind, set by the code that writes it (so its words may change
-    without moving it in a table), and its words (schema 17; older results' plain words were
-    classified once, by the upgrade)."""
+    without moving it in a table), and what it is as a finding (schema 20), worded when shown
+    (contracts/wording/cell_warnings.py). A warning an older version wrote in words the
+    upgrade does not recognise keeps them in `text`, shown as stored."""
 
     kind: WarningKind
-    text: str
+    finding: Code | None = Field(
+        default=None, description="schema 20: the warning's code and figures"
+    )
+    text: str | None = Field(
+        default=None, description="an older version's words, kept where no code was recognised"
+    )
+
+    @classmethod
+    def of(cls, kind: WarningKind, code: str, figures: dict[str, Any]) -> CellWarning:
+        return cls(kind=kind, finding=Code(code=code, figures=figures))
 
 
 class Estimate(Record):
@@ -447,14 +462,14 @@ class Diagnosis(StepSplit):
 
 
 class Intervals(Record):
-    """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty")."""
+    """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty"). MFU
+    is not stored here (schema 20): it scales with throughput, so its interval is the
+    throughput's scaled by `compute.mfu` (offline/analysis/uncertainty.py, `mfu_estimate`)."""
 
     samples_per_s: Estimate = Field(description="global throughput, median over repeats")
     step_p50_s: Estimate
     step_p95_s: Estimate
     step_p99_s: Estimate
-    mfu: Estimate | None = Field(default=None, description="scales with throughput")
-    mfu_measured: Estimate | None = Field(default=None, description="scales with throughput")
 
 
 class InjectedDelay(Record):
@@ -764,8 +779,11 @@ class CellResult(Record):
         default=None, description="what the cell paid before measuring, itemised (schema 16)"
     )
     warnings: list[CellWarning] = Field(default_factory=list)
-    unavailable: dict[str, str] = Field(
-        default_factory=dict, description="metric -> why it could not be measured here"
+    unavailable: dict[str, Reason] = Field(
+        default_factory=dict,
+        description="metric -> why it could not be measured here: a code and its figures "
+        "(schema 20, worded by contracts/wording/unavailable.py), or words for a reason not "
+        "yet coded",
     )
     error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
     environment: dict[str, Any] = Field(default_factory=dict)

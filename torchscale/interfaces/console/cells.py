@@ -7,6 +7,10 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem
+from torchscale.contracts.wording.cell_figures import megabytes_per_s
+from torchscale.contracts.wording.cell_figures import ms_glued as _ms
+from torchscale.contracts.wording.cell_figures import pct_fine as _pct
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.figures import (
     format_value,
     plus_minus,
@@ -14,6 +18,7 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     value_format,
 )
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
@@ -63,15 +68,6 @@ def reused_line(result: CellResult) -> Line:
     return Line("info", f"> [INFO] {cell_name(result.cell)}: {REUSED}")
 
 
-def _pct(value: float) -> str:
-    """One decimal, two below 1 % (a '±0.0 %' would hide that the interval was measured)."""
-    return f"{value * 100:.2f} %" if abs(value) < 0.01 else f"{value * 100:.1f} %"
-
-
-def _ms(value: float) -> str:
-    return f"{value * 1e3:.1f}ms"
-
-
 def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     """The published per-cell lines (throughput, latency) with their intervals, then the
     run's diagnosis (`report/diagnosis_text.py`; `verbose` adds its cross-checks), then
@@ -97,13 +93,16 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             p50 = plus_minus(intervals.step_p50_s, seconds)
             p95 = plus_minus(intervals.step_p95_s, seconds)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
-        if (scopes := two_scopes(intervals)) is not None:  # why the two intervals differ
+        has_mfu = result.compute is not None and result.compute.mfu is not None
+        if (
+            scopes := two_scopes(intervals, mfu=has_mfu)
+        ) is not None:  # why the two intervals differ
             lines.append(Line("info", f"> [INFO] Intervals: {wording.say(scopes)}"))
     lines += host_bound_lines(result, verbose=verbose)
     if result.cell.world_size > 1 or result.diagnosis is not None:
         lines += diagnosis_lines(
             result.diagnosis,
-            result.unavailable.get("diagnosis"),
+            why(result.unavailable.get("diagnosis")),
             verbose=verbose,
             compute=compute_word(result),
         )
@@ -139,8 +138,8 @@ def _shown_warnings(result: CellResult, verbose: bool) -> list[str]:
     already said it (its figures are in the result and behind -v): one machine, said once."""
     caveat = result.diagnosis.caveat if result.diagnosis is not None else None
     if verbose or caveat is None or not caveat.startswith("busy machine"):
-        return [w.text for w in result.warnings]
-    return [w.text for w in result.warnings if w.kind != "busy machine"]
+        return [warning_words(w) for w in result.warnings]
+    return [warning_words(w) for w in result.warnings if w.kind != "busy machine"]
 
 
 def compile_lines(result: CellResult) -> list[Line]:
@@ -222,7 +221,7 @@ def headline_lines(result: CellResult) -> list[Line]:
         workers = f", {data.num_workers} worker(s) per rank" if data.num_workers else ""
         share = f" ({_pct(data.share)} of the step)" if data.share is not None else ""
         read = (
-            f", read {readable(data.read_bytes_per_s / 1e6)} MB/s"
+            f", read {megabytes_per_s(data.read_bytes_per_s)}"
             if data.read_bytes_per_s is not None
             else ""
         )

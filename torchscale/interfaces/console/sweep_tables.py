@@ -15,8 +15,9 @@ from rich.text import Text
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
-from torchscale.contracts.wording.figures import figure_with_interval, readable, value_format
+from torchscale.contracts.wording.figures import readable, value_format
 from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.table_cells import glued_figure
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.lines import LEVEL_STYLE
@@ -85,8 +86,8 @@ def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
     if missing(value) or missing(low) or missing(high):
         return "-" if missing(value) else readable(float(value))
-    text = figure_with_interval(float(value), float(low), float(high), value_format("readable"))
-    return text.replace(" ±", "±")  # glued: a table cell is one figure
+    # glued: a table cell is one figure
+    return glued_figure(float(value), float(low), float(high), value_format("readable"))
 
 
 def _scaling(r: pd.Series) -> str:

@@ -11,6 +11,9 @@ import math
 
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.unavailable import coded
+
 SECONDS_PER_HOUR = 3600.0
 MILLION = 1e6
 
@@ -63,8 +66,8 @@ def cost_table(cells: pd.DataFrame, price_per_gpu_hour: float | pd.Series) -> pd
     return out
 
 
-NO_PRICE = "no price: set cost.per_gpu_hour in the config or --cost-per-gpu-hour in the report"
-NO_TOKENS = "the model has no tokens (tokens/s is not defined for it)"
+NO_PRICE = coded("unavailable.no_price")
+NO_TOKENS = coded("unavailable.no_tokens")
 
 
 def cell_cost(
@@ -72,12 +75,12 @@ def cell_cost(
     tokens_per_s: float | None,
     world_size: int,
     price_per_gpu_hour: float | None,
-) -> tuple[dict[str, float | None], dict[str, str]]:
+) -> tuple[dict[str, float | None], dict[str, Finding]]:
     """The `cost` fields of one cell result and the reasons for the null ones.
 
     GPU-hours per million samples need only the throughput; the money figures need a price.
     """
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Finding] = {}
     if price_per_gpu_hour is not None:
         check_price(price_per_gpu_hour)
     hours: float | None = None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate, Intervals
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, Intervals
 from torchscale.contracts.wording.rule_figures import setting
 
 LEVEL = 0.95
@@ -203,7 +203,17 @@ def relative_half_width(estimate: Estimate | None) -> float | None:
     return (estimate.high - estimate.low) / 2 / abs(estimate.value)
 
 
-def two_scopes(intervals: Intervals | None) -> Finding | None:
+def mfu_estimate(result: CellResult, *, measured: bool = False) -> Estimate | None:
+    """The cell's MFU (against the spec-sheet peak, or with `measured` the measured one) with
+    its interval: the throughput's, scaled (`in_proportion`); None without either."""
+    compute, thr, intervals = result.compute, result.throughput, result.intervals
+    if compute is None or thr is None or intervals is None:
+        return None
+    value = compute.mfu_measured if measured else compute.mfu
+    return in_proportion(intervals.samples_per_s, value, thr.samples_per_s)
+
+
+def two_scopes(intervals: Intervals | None, *, mfu: bool = False) -> Finding | None:
     """'intervals.two_scopes' where a cell's rate interval is SCOPES_APART times its median
     step's or more (relative): they are two estimators kept on purpose (docs/methodology.md,
     "One estimator per question"), the rate's where a rerun lands, the step's how closely
@@ -219,7 +229,7 @@ def two_scopes(intervals: Intervals | None) -> Finding | None:
         "steps": intervals.step_p50_s.n,
         "rate_half_width": rate,
         "step_half_width": step,
-        "mfu": intervals.mfu is not None,
+        "mfu": mfu,
     }
     return Finding(code="intervals.two_scopes", figures=figures)
 

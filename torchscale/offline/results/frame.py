@@ -14,6 +14,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.offline.analysis.uncertainty import in_proportion, median_of_repeats
@@ -201,7 +202,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_same(cost, "gpu_hours_per_m_samples", "cost_per_m_samples", "cost_per_m_tokens"),
         **_same(result, "parameters", "measured_steps", "repeats", "wall_s"),
         "definition_sha256": cell.definition_sha256,
-        "warnings": "; ".join(w.text for w in result.warnings),
+        "warnings": "; ".join(map(warning_words, result.warnings)),
         "error": result.error.reason if result.error else None,
         # the host-bound verdict (GPU cells; None: not judged) and how it was judged
         **_same(bound, "host_bound", "gpu_busy_share"),

@@ -57,7 +57,9 @@ def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[
     timing = "unknown"
     for rank in range(world_size):
         record = read_phase_record(directory, rank)
-        steps = record.get("step_s") if record is not None else None
+        if record is None:
+            continue
+        steps = record.get("step_s")
         if isinstance(steps, list) and steps:
             times[rank] = [float(s) for s in steps if isinstance(s, (int, float))]
             timing = str(record.get("timing", timing))

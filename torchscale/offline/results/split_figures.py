@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, NoSyncWindow, StepSplit
+from torchscale.contracts.schema.cell_result import (
+    CellResult,
+    Diagnosis,
+    NoSyncWindow,
+    Reason,
+    StepSplit,
+)
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.results.upgrades.point_figures import BASIS, PROFILED_BASIS, SYNC_STEP
 
-SYNC_OVERHEAD_GONE = (
-    "schema 8: the pooled no_sync figure is a cross-check of the step model "
-    "(attribution.cross_checks), not a headline"
-)
+SYNC_OVERHEAD_GONE = coded("unavailable.sync_overhead_cross_check")
 
 
 @dataclass(frozen=True)
@@ -60,40 +64,37 @@ def split_figures(result: CellResult) -> SplitFigures:
     )
 
 
-def split_unavailable(model: StepSplit) -> dict[str, str]:
+def split_unavailable(model: StepSplit) -> dict[str, Reason]:
     """Why a share of the split is null (not measurable above noise), for `unavailable`."""
-    unavailable = {}
+    unavailable: dict[str, Reason] = {}
     for key, name in (("comm_overhead", "exposed_transfer"), ("load_imbalance", "wait_for_peers")):
         part = next(p for p in model.parts if p.name == name)
         if part.share.value is None:
-            unavailable[key] = part.share.reason or "not measurable above noise"
+            unavailable[key] = part.share.reason or coded("unavailable.not_measurable")
     unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
     return unavailable
 
 
-WORLD_1_STRAGGLER = "world size 1: no other rank to be slower than"
-WORLD_1_COMM = "world size 1: no gradient communication to expose"
 # the keys of `unavailable` that the split and its verdict decide (`split_reasons`)
 SPLIT_KEYS = ("diagnosis", "straggler", "comm_overhead", "sync_overhead", "load_imbalance")
 
 
-def split_reasons(diagnosis: Diagnosis | None, world: int, why_not: str) -> dict[str, str]:
+def split_reasons(diagnosis: Diagnosis | None, world: int, why_not: Reason) -> dict[str, Reason]:
     """Why the split's shares and the straggler are null, for `unavailable` (the SPLIT_KEYS):
     the one writer of them, for the ranks' result (rank/worker/aggregate.py) and for a result
     a profiled run's diagnosis replaces (`with_split_reasons`); `why_not`: why there is no
-    diagnosis, where there is none."""
+    diagnosis, where there is none. A verdict that names nobody says why itself, once."""
     if diagnosis is not None and world > 1:
-        verdict = diagnosis.straggler
-        named = verdict is None or verdict.named
-        return ({} if named else {"straggler": verdict.summary}) | split_unavailable(diagnosis)
-    straggler = WORLD_1_STRAGGLER if world == 1 else why_not
-    comm = WORLD_1_COMM if world == 1 else why_not
-    reasons = {"straggler": straggler}
+        return split_unavailable(diagnosis)
+    one_rank = world == 1
+    straggler = coded("unavailable.one_rank_straggler") if one_rank else why_not
+    comm = coded("unavailable.one_rank_communication") if one_rank else why_not
+    reasons: dict[str, Reason] = {"straggler": straggler}
     reasons |= dict.fromkeys(("comm_overhead", "sync_overhead", "load_imbalance"), comm)
     return reasons | ({"diagnosis": why_not} if diagnosis is None else {})
 
 
-def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, str]:
+def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, Reason]:
     """`result`'s unavailable once `diagnosis` replaces its diagnosis (a profiled run's)."""
     kept = {k: v for k, v in result.unavailable.items() if k not in SPLIT_KEYS}
     return kept | split_reasons(diagnosis, diagnosis.ranks, "")

@@ -10,7 +10,7 @@ versions").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,9 @@ from torchscale.contracts.schema.cell_result import (
     CellResult,
 )
 from torchscale.contracts.versioned import read_json, validated, version_problem
-from torchscale.offline.results.upgrades.diagnosis_codes import upgrade_v19
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
+from torchscale.offline.results.upgrades.stored_words import upgrade_v19  # re-exported
 from torchscale.offline.results.upgrades.telemetry_rules import (
     rejudged_power_cap,
     rejudged_telemetry,
@@ -65,7 +66,7 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _explained(out: dict[str, Any], reasons: dict[str, str]) -> dict[str, Any]:
+def _explained(out: dict[str, Any], reasons: Mapping[str, Any]) -> dict[str, Any]:
     """`out` whose measured cell says why in `unavailable` for each of `reasons` it does not
     explain already (a cell that did not finish has no figures to explain)."""
     if out.get("status") == "ok":
@@ -76,16 +77,9 @@ def _explained(out: dict[str, Any], reasons: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-V2_COMM_OVERHEAD = (
-    "version 2 result: its comm_overhead (1 - pooled no_sync median / step) did not split load "
-    "imbalance from communication; it is kept as sync_overhead"
-)
-V2_STRAGGLER = (
-    "version 2 result: its straggler_rank was the rank with the highest median synchronised "
-    "step, which gradient sync makes equal on every rank (noise), not the slowest rank's "
-    "compute; not carried over"
-)
-V2_PHASES = "version 2 result: no per-step phase timing"
+V2_COMM_OVERHEAD = coded("older.v2_comm_overhead")
+V2_STRAGGLER = coded("older.v2_straggler")
+V2_PHASES = coded("older.v2_phases")
 
 
 def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -117,8 +111,8 @@ def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-V3_TELEMETRY = "version 3 result: no telemetry"
-V3_ALLOCATOR = "version 3 result: no CUDA allocator statistics (memory_stats) were recorded"
+V3_TELEMETRY = coded("older.v3_telemetry")
+V3_ALLOCATOR = coded("older.v3_allocator")
 V3_ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
 
 
@@ -142,8 +136,8 @@ def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-V4_DATA = "version 4 result: the input pipeline was not recorded (synthetic data, no data wait)"
-V4_COST = "version 4 result: no price was recorded; give one with --cost-per-gpu-hour"
+V4_DATA = coded("older.v4_data")
+V4_COST = coded("older.v4_cost")
 
 
 def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
@@ -171,13 +165,10 @@ def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-V7_ATTRIBUTION = (
-    "result of schema 7 or older: no attribution with intervals (schema 8); its straggler and "
-    "communication figures are point values without a significance test"
-)
+V7_ATTRIBUTION = coded("older.v7_attribution")
 
 
-V7_HOSTS = "result of schema 7 or older: what else ran on the host was not recorded"
+V7_HOSTS = coded("older.v7_hosts")
 
 
 def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
@@ -188,10 +179,7 @@ def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
     return _explained({**data, "schema_version": 8}, {"attribution": V7_ATTRIBUTION, **hosts})
 
 
-V8_MEASURED_PEAK = (
-    "result of schema 8 or older: no MFU against a measured peak (schema 9, from "
-    "`torchscale validate --level perf`)"
-)
+V8_MEASURED_PEAK = coded("older.v8_measured_peak")
 
 
 def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
@@ -199,10 +187,7 @@ def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
     return _explained({**data, "schema_version": 9}, {"mfu_measured": V8_MEASURED_PEAK})
 
 
-V9_DIAGNOSIS = (
-    "result of schema 9 or older: no per-rank waits or what-if were stored with its step "
-    "model (its findings are derived from the model where it is read)"
-)
+V9_DIAGNOSIS = coded("older.v9_diagnosis")
 
 
 def upgrade_v9(data: dict[str, Any]) -> dict[str, Any]:
@@ -222,11 +207,7 @@ def upgrade_v9(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-V10_COMPILE = (
-    "result of schema 10 or older: recompiles and graph breaks inside the measured windows "
-    "were not counted, and its windows and timeout were sized from every warm-up step, the "
-    "compiling ones included"
-)
+V10_COMPILE = coded("older.v10_compile")
 
 
 def upgrade_v10(data: dict[str, Any]) -> dict[str, Any]:
@@ -285,9 +266,9 @@ def upgrade_v14(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 15}
 
 
-V15_EDGE_STEPS = "version <=15 timed the first step after each window's edge work"
-V15_HOST_BOUND = "result of schema 15 or older: the GPU busy probe did not exist"
-V15_FIXED_COSTS = "result of schema 15 or older: the fixed costs were not itemised"
+V15_EDGE_STEPS = coded("older.v15_edge_steps")
+V15_HOST_BOUND = coded("older.v15_host_bound")
+V15_FIXED_COSTS = coded("older.v15_fixed_costs")
 
 
 def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:

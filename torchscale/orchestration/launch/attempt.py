@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from torchscale.contracts.schema.cell_result import CellWarning
-from torchscale.contracts.wording.units import limit_s
 from torchscale.orchestration.launch.failure import CellFailure, classify_failure
 from torchscale.orchestration.launch.process import ProcessOutcome, run_launch
 from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -47,25 +46,16 @@ def shutdown_warnings(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
 ) -> list[CellWarning]:
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
+    where = {"log_dir": str(command.log_dir)}
     if outcome.killed_after_finish:
-        text = (
-            f"the ranks had not exited {limit_s(outcome.shutdown_grace_s or 0.0)} after the "
-            f"result was written: killed in their shutdown; measurement kept: see {command.log_dir}"
-        )
+        code, figures = "warning.killed_after_result", {"grace_s": outcome.shutdown_grace_s}
     elif outcome.timed_out:
-        text = (
-            f"the ranks had not exited {limit_s(timeout_s)} after the launch (the cell timeout) "
-            f"although the result was written: killed in their shutdown; measurement kept: "
-            f"see {command.log_dir}"
-        )
+        code, figures = "warning.timed_out_after_result", {"timeout_s": timeout_s}
     elif outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
-        text = (
-            f"torchrun exited with {outcome.returncode} after the result was written "
-            f"(shutdown failure; measurement kept): see {command.log_dir}"
-        )
+        code, figures = "warning.exit_after_result", {"returncode": outcome.returncode}
     else:
         return []
-    return [CellWarning(kind="other", text=text)]
+    return [CellWarning.of("other", code, figures | where)]
 
 
 def run_attempt(

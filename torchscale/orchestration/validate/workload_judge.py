@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.max_batch import reason_words
+from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.analysis import compile_gain as gains
 from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
@@ -384,9 +385,10 @@ def _power_gap(result: CellResult) -> str:
     """Why a GPU cell has no power figure: its ranks' reason ('not measurable: ...' where the
     windows were too short to judge, anything else where NVML did not answer)."""
     ranks = result.telemetry.ranks if result.telemetry else []
+    stored = (result.unavailable or {}).get("telemetry.power_w_mean")
     return next(
         (v for rank in ranks for k, v in rank.unavailable.items() if "power" in k),
-        (result.unavailable or {}).get("telemetry.power_w_mean", "no reason recorded"),
+        (why(stored) if stored is not None else None) or "no reason recorded",
     )
 
 

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import DataError, describe_os_error
+from torchscale.contracts.wording.cell_figures import megabytes
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -123,7 +124,7 @@ def _free_bytes(directory: Path) -> int | None:
 
 
 def _mb(count: int | None) -> str:
-    return "?" if count is None else f"{count / MB:,.0f} MB"
+    return "?" if count is None else megabytes(count)
 
 
 def _write_shard(path: Path, size: int, generator: Any) -> None:

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
-from torchscale.contracts import wording
-from torchscale.contracts.busy_machine import BUSY, BUSY_NOTE, UNRESOLVED, busy_finding
+from torchscale.contracts.busy_machine import BUSY, UNRESOLVED, busy_finding
 from torchscale.contracts.clock_reasons import (
     IGNORED_REASONS,
     SLOWDOWN_REASONS,
@@ -550,30 +549,24 @@ def busy_warnings(hosts: Sequence[HostLoad]) -> list[CellWarning]:
     """The result's warnings when other processes competed with the cell: for CPU by the
     busy rule, for a GPU whenever another compute process was on one of the cell's."""
     warnings = []
-    parts = []
-    for h in hosts:
-        if not h.busy or h.finding is None:
-            continue
-        load = f"; load average up to {h.load_avg_1m.max:.1f}" if h.load_avg_1m else ""
-        parts.append(f"on {h.host}, {wording.say(h.finding)}{load}")
-    if parts:
-        text = f"busy machine: {'; '.join(parts)} during the measured windows; {BUSY_NOTE}"
-        warnings.append(CellWarning(kind="busy machine", text=text))
-    shared = []
-    for h in hosts:
-        if not h.other_gpu_processes:
-            continue
-        named = ", ".join(map(str, h.other_gpu_pids)) if h.other_gpu_pids else None
-        which = f"PID {named}" if named else "PIDs of another PID namespace"
-        shared.append(f"{h.host}: {h.other_gpu_processes} ({which})")
+    busy = [
+        {
+            "host": h.host,
+            **h.finding.model_dump(),
+            "load_avg_max": h.load_avg_1m.max if h.load_avg_1m else None,
+        }
+        for h in hosts
+        if h.busy and h.finding is not None
+    ]
+    if busy:
+        warnings.append(CellWarning.of("busy machine", "warning.busy_machine", {"hosts": busy}))
+    shared = [
+        {"host": h.host, "processes": h.other_gpu_processes, "pids": list(h.other_gpu_pids)}
+        for h in hosts
+        if h.other_gpu_processes
+    ]
     if shared:
-        total = sum(h.other_gpu_processes or 0 for h in hosts)
-        text = (
-            f"GPU shared: {total} other compute process(es) on the cell's GPUs during the "
-            f"measured windows ({'; '.join(shared)}); their kernels time-share the GPU with the "
-            f"cell's: {BUSY_NOTE}"
-        )
-        warnings.append(CellWarning(kind="other", text=text))
+        warnings.append(CellWarning.of("other", "warning.gpu_shared", {"hosts": shared}))
     return warnings
 
 
@@ -663,6 +656,6 @@ def combine(
         clock_verdict=verdict,
         hosts=hosts,
     )
-    warning = throttle_warning(verdicts)
-    clocks = [CellWarning(kind="throttling", text=warning)] if warning else []
+    hot = throttle_warning(verdicts)
+    clocks = [CellWarning.of("throttling", "warning.throttled", hot)] if hot else []
     return telemetry, unavailable, clocks + busy_warnings(hosts or [])

@@ -12,7 +12,7 @@ shown (torchscale/offline/results/split_figures.py), so each quantity is stored 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ from torchscale.contracts.schema.cell_result import (
     PhaseTimes,
     ProfileRecord,
     RankStats,
+    Reason,
     StepTimeStats,
     Throughput,
 )
@@ -44,6 +45,8 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
+from torchscale.contracts.wording.cell_figures import gigabytes, megabytes, ratio
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -55,7 +58,6 @@ from torchscale.offline.analysis.diagnosis import (
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import (
-    in_proportion,
     median_of_repeats,
     percentile_of_steps,
 )
@@ -85,8 +87,8 @@ NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUD
 TELEMETRY_OFF = "measurement.telemetry.enabled is false"
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
 DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
-NOTHING_READ = "synthetic batches are made on the device: nothing is read"
-NO_DATA_PHASE = "no phase timing: the data wait was not measured"
+NOTHING_READ = coded("unavailable.synthetic_nothing_read")
+NO_DATA_PHASE = coded("unavailable.no_data_phase")
 LOADER_FACTS = ("num_workers", "pin_memory", "prefetch_factor", "dir", "dataset_bytes", "samples")
 # the gradient sync wait's share of the step-time variance from which a noisy step is said to
 # be noisy in its sync ("High variance in gradient sync time"): at least half of it
@@ -149,14 +151,13 @@ def sync_variance_warning(table: pd.DataFrame, threshold: float) -> list[CellWar
     share = float(both.cov().loc["grad_sync_wait", "step_s"] / step.var())
     if share < SYNC_VARIANCE_SHARE:
         return []
-    # above 1 (other parts varying against the wait) a share would read as impossible
-    part = f"{min(share, 1.0) * 100:.0f} % of" if share < 1.005 else "most of"
-    text = (
-        f"High variance in gradient sync time: CV {wait.std() / wait.mean():.2f}, {part} the "
-        f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "
-        "for peers, not compute"
-    )
-    return [CellWarning(kind="high variance", text=text)]
+    figures = {
+        "wait_cv": float(wait.std() / wait.mean()),
+        "share": share,
+        "step_cv": step_cv,
+        "threshold": threshold,
+    }
+    return [CellWarning.of("high variance", "warning.sync_variance", figures)]
 
 
 def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
@@ -166,24 +167,15 @@ def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
     return NoSyncSteps({r.rank: list(r.no_sync.step_s) for r in ranks if r.no_sync})
 
 
-def headline_intervals(
-    per_repeat: Sequence[float],
-    step_times: Sequence[float],
-    mfu: float | None,
-    mfu_measured: float | None = None,
-) -> Intervals:
-    """Throughput (median of repeats), latency percentiles (steps) and MFU (against both
-    peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak): the
-    throughput's estimate scaled (`in_proportion`), never one of its own."""
-    throughput = median_of_repeats(per_repeat)
-    base = statistics.median(per_repeat) if per_repeat else 0.0
+def headline_intervals(per_repeat: Sequence[float], step_times: Sequence[float]) -> Intervals:
+    """Throughput (median of repeats) and latency percentiles (steps) with intervals. MFU is
+    throughput times a constant (FLOPs per sample / peak): its interval is the throughput's,
+    scaled where it is read (`uncertainty.mfu_estimate`), never stored a second time."""
     return Intervals(
-        samples_per_s=throughput,
+        samples_per_s=median_of_repeats(per_repeat),
         step_p50_s=percentile_of_steps(step_times, 50),
         step_p95_s=percentile_of_steps(step_times, 95),
         step_p99_s=percentile_of_steps(step_times, 99),
-        mfu=in_proportion(throughput, mfu, base),
-        mfu_measured=in_proportion(throughput, mfu_measured, base),
     )
 
 
@@ -204,7 +196,7 @@ def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> Profi
     )
 
 
-def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], dict[str, str]]:
+def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], dict[str, Reason]]:
     """Memory's allocator fields for the cell, each the worst of any rank (most retries and
     OOMs, highest fragmentation, largest stranded bytes), or null with the reason on CPU."""
     stats = [r.allocator for r in ranks if r.allocator is not None]
@@ -217,26 +209,27 @@ def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], 
         "fragmentation": max(fragmentation) if fragmentation else None,
         "inactive_split_peak_bytes": max(s.inactive_split_peak_bytes for s in stats),
     }
-    unavailable = {}
+    unavailable: dict[str, Reason] = {}
     if not fragmentation:
-        unavailable["memory.fragmentation"] = "the allocator reserved nothing in the windows"
+        unavailable["memory.fragmentation"] = coded("unavailable.nothing_reserved")
     return fields, unavailable
 
 
 def cell_telemetry(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts, samples: int
-) -> tuple[Telemetry | None, dict[str, str], list[CellWarning]]:
+) -> tuple[Telemetry | None, dict[str, Reason], list[CellWarning]]:
     """(telemetry, unavailable, warnings) of the cell from every rank's summary."""
     per_rank = [r.telemetry for r in ranks if r.telemetry is not None]
     if not per_rank:
         return None, {"telemetry": TELEMETRY_OFF}, []
-    return combine(
+    telemetry, why_not, warnings = combine(
         per_rank,
         interval_ms=spec.measurement.telemetry.interval_ms,
         windows=len(ranks[0].windows),
         samples_processed=samples,
         tokens_per_sample=facts.tokens_per_sample,
     )
+    return telemetry, dict(why_not), warnings
 
 
 def _epochs_note(
@@ -251,9 +244,9 @@ def _epochs_note(
     read = steps_per_rank * spec.cell.batch_size * spec.training.grad_accum_steps
     epochs = read / per_rank if per_rank else 0.0
     return (
-        f"the dataset ({dataset / 1e6:,.0f} MB) is smaller than this host's memory "
-        f"({memory / 1e9:,.1f} GB): after the first epoch samples may come from the page cache, "
-        f"not the storage (each rank read {epochs:.2f} epochs of its share in this cell)"
+        f"the dataset ({megabytes(dataset)}) is smaller than this host's memory "
+        f"({gigabytes(memory)}): after the first epoch samples may come from the page cache, "
+        f"not the storage (each rank read {ratio(epochs)} epochs of its share in this cell)"
     )
 
 
@@ -265,10 +258,10 @@ def data_pipeline(
     steps: int,
     read_steps: int,
     facts: CellFacts,
-) -> tuple[DataPipeline, dict[str, str]]:
+) -> tuple[DataPipeline, dict[str, Reason]]:
     """`data` of the cell: the slowest rank's median data wait, its share of the median step,
     the loader's settings and the bytes of samples consumed per second of measured windows."""
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     per_rank = [(m or {}).get("data") for _, m in sorted(phases.items())]
     known = [w for w in per_rank if w is not None]
     wait = max(known) if known else None
@@ -281,7 +274,8 @@ def data_pipeline(
         # a plug-in's own batches (torchscale/rank/data/plugin_batches.py) are `synthetic` to
         # the schema: their info says where they came from in notes, and why nothing is counted
         told = info if isinstance(info, dict) else {}
-        unavailable["data.read_bytes_per_s"] = str(told.get("not_read") or NOTHING_READ)
+        said = told.get("not_read")  # a plug-in's own words for why nothing is counted
+        unavailable["data.read_bytes_per_s"] = str(said) if said else NOTHING_READ
         notes = [str(n) for n in told.get("notes") or []]
         return DataPipeline(source=spec.data.source, notes=notes, **waited), unavailable
     world = len(phases)
@@ -291,7 +285,7 @@ def data_pipeline(
     if record and window_s > 0 and steps:
         rate = record * samples_per_step * steps * spec.measurement.repeats / window_s
     else:
-        unavailable["data.read_bytes_per_s"] = "no measured window time"
+        unavailable["data.read_bytes_per_s"] = coded("unavailable.no_window_time")
     notes = list(info.get("notes") or [])
     caveat = _epochs_note(info, spec, world, read_steps)
     if caveat is not None:
@@ -338,16 +332,16 @@ def window_walls(ranks: Sequence[RankMeasurement], repeats: int) -> list[float]:
 
 def throughput_record(
     ranks: Sequence[RankMeasurement], counts: SampleCounts, facts: CellFacts
-) -> tuple[Throughput, dict[str, str]]:
+) -> tuple[Throughput, dict[str, Reason]]:
     """Global samples (and tokens) per second: the median over repeats, with its spread."""
     per_repeat = [
         counts.global_batch * counts.steps / wall for wall in window_walls(ranks, counts.repeats)
     ]
     samples_per_s, spread = median_and_spread(per_repeat)
     tokens = samples_per_s * facts.tokens_per_sample if facts.tokens_per_sample else None
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if tokens is None:
-        unavailable["tokens_per_s"] = "not a language model"
+        unavailable["tokens_per_s"] = coded("unavailable.not_language_model")
     return Throughput(
         samples_per_s=samples_per_s,
         samples_per_s_per_device=samples_per_s / counts.world,
@@ -359,7 +353,7 @@ def throughput_record(
 
 def rank_records(
     ranks: Sequence[RankMeasurement], phases: dict[int, dict[str, float | None] | None]
-) -> tuple[list[RankStats], dict[str, str]]:
+) -> tuple[list[RankStats], dict[str, Reason]]:
     """Each rank's own figures, and why a phase has no timing (on every rank, or on some)."""
     stats = [
         RankStats(
@@ -374,9 +368,11 @@ def rank_records(
         )
         for r in ranks
     ]
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if all(p is None for p in phases.values()):
-        unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
+        unavailable["phases"] = ranks[0].phase_notes.get(
+            "phases", coded("unavailable.phase_timing_off")
+        )
     else:
         for phase in STEP_PHASES:
             notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
@@ -389,8 +385,8 @@ def step_time_warning(pooled: StepTimeStats, threshold: float) -> list[CellWarni
     """The published "High variance in step time" warning, when the pooled CV is above it."""
     if pooled.cv <= threshold:
         return []
-    text = f"High variance in step time: CV {pooled.cv:.2f} > {threshold:.2f}"
-    return [CellWarning(kind="high variance", text=text)]
+    figures = {"cv": pooled.cv, "threshold": threshold}
+    return [CellWarning.of("high variance", "warning.step_time_cv", figures)]
 
 
 def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWarning]]:
@@ -398,19 +394,13 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
     artificial (a result never passes an injected straggler off as a measured one)."""
     delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
     return delays, [
-        CellWarning(
-            kind="injected delay",
-            text=f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
-            f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
-            "imbalance it causes are artificial",
-        )
-        for delay in spec.inject_delay
+        CellWarning.of("injected delay", "warning.injected_delay", d.model_dump()) for d in delays
     ]
 
 
 def diagnosis_record(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame, injected: Sequence[int]
-) -> tuple[Diagnosis | None, dict[str, str]]:
+) -> tuple[Diagnosis | None, dict[str, Reason]]:
     """(diagnosis, unavailable): the one model of the step from the phase timers (a straggler
     on a rank of `injected` marked artificial) with the no_sync window beside it; with one
     rank or no model, why its straggler and communication figures are empty."""
@@ -443,7 +433,7 @@ def diagnosis_record(
 
 def compute_record(
     ranks: Sequence[RankMeasurement], facts: CellFacts, throughput: Throughput, counts: SampleCounts
-) -> tuple[Compute, dict[str, str]]:
+) -> tuple[Compute, dict[str, Reason]]:
     """FLOPs, achieved TFLOP/s and MFU against the spec-sheet and the measured peak, each
     null with its reason."""
     flops = ranks[0].flops_per_step
@@ -452,12 +442,12 @@ def compute_record(
     # per_rank_step / group (a whole replica under ddp and fsdp)
     per_step = counts.per_rank_step / counts.group
     achieved = flops * throughput.samples_per_s_per_device / per_step / 1e12 if flops else None
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
     if flops is None:
-        unavailable["flops"] = ranks[0].flops_note or "not counted"
+        unavailable["flops"] = ranks[0].flops_note or coded("unavailable.flops_not_counted")
     if mfu is None:
-        unavailable["mfu"] = mfu_bug or facts.peak_note or "no FLOP count"
+        unavailable["mfu"] = mfu_bug or facts.peak_note or coded("unavailable.no_flop_count")
     measured_peak = cell_measured_peak(
         [r.measured_peak or MeasuredPeak(None, "not looked for") for r in ranks]
     )
@@ -466,7 +456,7 @@ def compute_record(
         unavailable["mfu_measured"] = (
             measured_bug
             or (measured_peak.basis if measured_peak.tflops is None else None)
-            or unavailable.get("flops", "no FLOP count")
+            or unavailable.get("flops", coded("unavailable.no_flop_count"))
         )
     return Compute(
         flops_per_step=flops,
@@ -480,7 +470,7 @@ def compute_record(
     ), unavailable
 
 
-def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, str]]:
+def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, Reason]]:
     """Static memory (parameters, gradients, optimizer state), the peaks of the worst rank,
     what the static part leaves (activations and workspace) and the allocator's figures."""
     static = ranks[0].static
@@ -490,9 +480,9 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
 
     peak_alloc = worst("peak_allocated")
     non_static = peak_alloc - sum(static.values()) if peak_alloc is not None else None
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     if peak_alloc is None:
-        unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
+        unavailable["peak_allocated"] = coded("unavailable.no_allocator_on_cpu")
     allocator, why_not_allocator = allocator_totals(ranks)
     unavailable.update(why_not_allocator)
     return Memory(
@@ -519,7 +509,9 @@ def read_steps(rank: RankMeasurement) -> int:
     )
 
 
-def host_bound_block(ranks: Sequence[RankMeasurement]) -> tuple[HostBound | None, dict[str, str]]:
+def host_bound_block(
+    ranks: Sequence[RankMeasurement],
+) -> tuple[HostBound | None, dict[str, Reason]]:
     """The busy trace's verdict for a GPU cell (every rank traced); null with the reason on
     CPU, where every step is host time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
@@ -546,10 +538,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     ranks = sorted(ranks, key=lambda r: r.rank)
     counts = sample_counts(spec, ranks)
     threshold = spec.measurement.cv_warn_threshold
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     warnings: list[CellWarning] = []
 
-    def known(block: tuple[T, dict[str, str]]) -> T:
+    def known(block: tuple[T, Mapping[str, Reason]]) -> T:
         """The block, with why its null fields are null kept in `unavailable`."""
         unavailable.update(block[1])
         return block[0]
@@ -606,9 +598,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         step_time=pooled,
         ranks=rank_stats,
         diagnosis=diagnosis,
-        intervals=headline_intervals(
-            throughput.repeats, step_times, compute.mfu, compute.mfu_measured
-        ),
+        intervals=headline_intervals(throughput.repeats, step_times),
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
         telemetry=telemetry,

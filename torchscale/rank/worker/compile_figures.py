@@ -10,8 +10,9 @@ show it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity
+from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity, Reason
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
@@ -20,11 +21,11 @@ NOT_READ = "torch._dynamo's counters were not read"
 
 def compile_record(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[CompileActivity | None, list[CellWarning], dict[str, str]]:
+) -> tuple[CompileActivity | None, list[CellWarning], dict[str, Reason]]:
     """(compile, warnings, unavailable) of a cell; None for a cell that does not compile."""
     if not spec.training.compile or not ranks:
         return None, [], {}
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     warmup_steps = min(len(r.warmup_compiled) for r in ranks)
     compiling = [i for i in range(warmup_steps) if any(r.warmup_compiled[i] for r in ranks)]
     windows = [r.window_compiles for r in ranks]
@@ -53,12 +54,15 @@ def compile_record(
         compile_s_in_windows=seconds,
     )
     warning = compile_in_windows_warning(spec, ranks)
-    warnings = [CellWarning(kind="other", text=warning)] if warning is not None else []
+    warnings = [CellWarning.of("other", "warning.compiled_in_windows", warning)] if warning else []
     return record, warnings, unavailable
 
 
-def compile_in_windows_warning(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> str | None:
-    """The warning for frames compiled inside the measured windows, naming the ranks."""
+def compile_in_windows_warning(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> dict[str, Any] | None:
+    """The figures of the warning for frames compiled inside the measured windows
+    (`warning.compiled_in_windows`), naming the ranks."""
     compiled = [
         (r.rank, r.window_compiles)
         for r in sorted(ranks, key=lambda m: m.rank)
@@ -66,23 +70,10 @@ def compile_in_windows_warning(spec: WorkerSpec, ranks: Sequence[RankMeasurement
     ]
     if not compiled:
         return None
-    frames = max(c.frames for _, c in compiled)
-    seconds = max(c.compile_s for _, c in compiled)
-    breaks = max(c.graph_breaks for _, c in compiled)
-    names = ", ".join(str(rank) for rank, _ in compiled)
-    what = (
-        f"{frames} frame(s), {seconds:.2f} s of compiling"
-        + (f", {breaks} graph break(s)" if breaks else "")
-        + f" on rank(s) {names}"
-    )
-    if spec.measurement.warmup_steps == 0:
-        return (
-            f"torch.compile compiled inside the measured windows ({what}): with "
-            "measurement.warmup_steps 0 its first compile runs in the first window, whose "
-            "steps are timed with the compile in them; give warmup_steps >= 1"
-        )
-    return (
-        f"torch.compile recompiled inside the measured windows ({what}): a guard failed or a "
-        "new code path ran after the warm-up, and those steps are timed with the compile in "
-        "them (TORCH_LOGS=recompiles names the failed guard)"
-    )
+    return {
+        "frames": max(c.frames for _, c in compiled),
+        "compile_s": max(c.compile_s for _, c in compiled),
+        "graph_breaks": max(c.graph_breaks for _, c in compiled),
+        "ranks": [rank for rank, _ in compiled],
+        "first_compile": spec.measurement.warmup_steps == 0,
+    }

@@ -73,7 +73,7 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
         peak = cell_peak(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
         tf32_record = {"matmul": tf32.matmul_source, "conv": tf32.conv_source}
         tf32_off = tf32_off_warning(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
-        warnings = (CellWarning(kind="other", text=tf32_off),) if tf32_off else ()
+        warnings = (CellWarning.of("other", "warning.tf32_off", tf32_off),) if tf32_off else ()
     else:
         name = "cpu"
         peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)

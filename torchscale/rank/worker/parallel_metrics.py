@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.cell import ParallelShape
-from torchscale.contracts.schema.cell_result import ParallelMetrics, ProfiledComm, StageTime, Warmup
+from torchscale.contracts.schema.cell_result import (
+    ParallelMetrics,
+    ProfiledComm,
+    Reason,
+    StageTime,
+    Warmup,
+)
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
@@ -61,7 +68,7 @@ def stage_times(ranks: Sequence[RankMeasurement], layout: ParallelLayout) -> lis
 
 def parallel_metrics(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[ParallelMetrics | None, dict[str, str]]:
+) -> tuple[ParallelMetrics | None, dict[str, Reason]]:
     """`parallel` of a tp/pp/hybrid cell (None for ddp and fsdp) and what it could not give."""
     shape = spec.cell.parallel
     if shape is None:
@@ -69,14 +76,14 @@ def parallel_metrics(
     from torchscale.rank.parallel.rank_layout import theoretical_bubble
     from torchscale.rank.strategy_layouts import layout_of
 
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     layout = layout_of(spec.cell.strategy, shape, len(ranks))
     mesh, names = layout.mesh_shape()
     stages = stage_times(ranks, layout) if layout.uses_pp else []
     measured = statistics.fmean(s.bubble for s in stages) if stages else None
     slowest = max(stages, key=lambda s: s.busy_s).rank if stages else None
     if shape.pp > 1 and not stages:
-        unavailable["parallel.bubble_measured"] = "no busy time was recorded by the stages"
+        unavailable["parallel.bubble_measured"] = coded("unavailable.no_stage_busy_time")
     comm = None
     if shape.tp > 1:
         comm, why = _profiled_comm(spec, ranks)
@@ -116,7 +123,7 @@ def _profiled_comm(
 
 def warmup_record(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[Warmup, dict[str, str]]:
+) -> tuple[Warmup, dict[str, Reason]]:
     """Each warm-up step's slowest rank, and the slowest rank's compile time (or why a
     compiled cell has none)."""
     counts = {len(r.warmup_s) for r in ranks}
@@ -124,5 +131,5 @@ def warmup_record(
     compiles = [r.compile_s for r in ranks if r.compile_s is not None]
     warmup = Warmup(step_s=steps, compile_s=max(compiles) if compiles else None)
     if spec.training.compile and warmup.compile_s is None:
-        return warmup, {"warmup.compile_s": "torch._dynamo's compile time could not be read"}
+        return warmup, {"warmup.compile_s": coded("unavailable.compile_time_unread")}
     return warmup, {}

@@ -11,6 +11,8 @@ from typing import Any
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
     disagreement_text,
@@ -387,7 +389,7 @@ def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         {
             "cell": label,
             "kind": warning.kind,
-            "warning": warning.text,
+            "warning": warning_words(warning),
             "_severity": "info" if warning.kind == "injected delay" else "warn",
         }
         for label, result in runs
@@ -455,8 +457,8 @@ def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | Non
     if unread:
         reasons = sorted(
             {
-                r.unavailable.get("telemetry.throttled")
-                or r.unavailable.get("telemetry")
+                reason_words(r.unavailable.get("telemetry.throttled"))
+                or reason_words(r.unavailable.get("telemetry"))
                 or "no telemetry"
                 for r in unread
             }
@@ -477,7 +479,8 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         result = ctx.result(row)
         tel = result.telemetry
         if tel is None:
-            missing.add(result.unavailable.get("telemetry", "no telemetry in the result"))
+            why_none = reason_words(result.unavailable.get("telemetry"))
+            missing.add(why_none or "no telemetry in the result")
             continue
         rows.append(
             {

@@ -13,6 +13,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
 from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.host_bound import compute_part
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
@@ -90,7 +91,7 @@ def _compute_table(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         for metric, key in (("MFU", "mfu"), ("achieved TFLOP/s", "achieved_tflops")):
             value = finite(row["mfu"]) if key == "mfu" else finite(row["tflops_per_device"])
             if value is None:
-                reason = result.unavailable.get(key) or result.unavailable.get("flops")
+                reason = why(result.unavailable.get(key)) or why(result.unavailable.get("flops"))
                 missing.append((metric, ctx.label(row), reason or "not recorded in the result"))
     columns = [
         col("cell", "Cell"),
@@ -331,9 +332,9 @@ def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
         else:  # no split: why, and the no_sync figures it has beside parts not measurable
             parts = diagnosis.parts if diagnosis is not None else []
             reason = (
-                result.unavailable.get("comm_overhead")
+                why(result.unavailable.get("comm_overhead"))
                 or next((p.share.reason for p in parts if p.share.reason), None)
-                or result.unavailable.get("diagnosis")
+                or why(result.unavailable.get("diagnosis"))
             )
             missing.append((ctx.label(row), reason or "not measured for this cell"))
             if all(v is None for v in figures.values()):
@@ -387,7 +388,7 @@ def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         }
         rows.append(entry)
         if memory.peak_allocated_bytes is None:
-            reason = result.unavailable.get("peak_allocated", "not recorded in the result")
+            reason = why(result.unavailable.get("peak_allocated")) or "not recorded in the result"
             missing.append(("peak allocated and non-static memory", ctx.label(row), reason))
         else:
             with_peak.append(entry)

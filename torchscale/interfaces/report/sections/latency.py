@@ -14,6 +14,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, RankS
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording import noise
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
@@ -432,10 +433,12 @@ def _rank_unavailable(sources: list[RankSource]) -> dict[str, str]:
     for source in sources:
         unavailable = source.result.unavailable
         if all(r.phases is None for r in source.result.ranks):
-            items.append((source.label, unavailable.get("phases", "no phase timing recorded")))
+            items.append(
+                (source.label, why(unavailable.get("phases")) or "no phase timing recorded")
+            )
             continue
         for phase in STEP_PHASES:
-            reason = unavailable.get(f"phases.{phase}")
+            reason = why(unavailable.get(f"phases.{phase}"))
             if reason:
                 items.append((f"{phase}: {source.label}", reason))
     return by_reason(items, "phase times")

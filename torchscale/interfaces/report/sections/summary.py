@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
@@ -270,7 +271,7 @@ def _reliability_figure(ctx: Context) -> KeyFigure | None:
         return None
     counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
     others = ", ".join(f"{counts[level]} {level}" for level in LEVELS[1:] if counts[level])
-    limit = f"{CV_WARN_THRESHOLD * 100:g} %"
+    limit = percent_setting(CV_WARN_THRESHOLD)
     return KeyFigure(
         label="Cells reliable",
         value=f"{counts['reliable']} of {len(measured)}",

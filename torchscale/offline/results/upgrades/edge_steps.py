@@ -25,7 +25,8 @@ from torchscale.offline.analysis.stats import step_stats
 # the newest schema whose windows timed the first step after their edge work
 LAST_TIMED_EDGE = 15
 EDGE_NOTE = "first step of each window excluded: it followed the window's edge work"
-HIGH_VARIANCE = "High variance in step time"
+# the warnings this rule words again: the high variance it judges anew, and its own
+REPLACED = ("warning.step_time_cv", "warning.edge_steps_dropped")
 
 
 def timed_edge(version: int | None) -> bool:
@@ -71,23 +72,15 @@ def _sync_times(
     ]
 
 
-# said once among the cell's warnings, so every surface that lists them tells the reader
-EDGE_WARNING = (
-    "step times read without each window's first step (this result timed the step right "
-    "after its window's edge work, which ran slow); its throughput, the windows' wall time, "
-    "still includes it"
-)
-
-
 def _warnings(warnings: Sequence[CellWarning], pooled: StepTimeStats) -> list[CellWarning]:
     """The high-variance warning as today's worker words it, judged on the steps kept, and
     the warning that says the steps were read so."""
-    old = (HIGH_VARIANCE, EDGE_WARNING)
-    kept = [w for w in warnings if not w.text.startswith(old)]
+    kept = [w for w in warnings if w.finding is None or w.finding.code not in REPLACED]
     if pooled.cv > CV_WARN_THRESHOLD:
-        text = f"{HIGH_VARIANCE}: CV {pooled.cv:.2f} > {CV_WARN_THRESHOLD:.2f}"
-        kept.append(CellWarning(kind="high variance", text=text))
-    kept.append(CellWarning(kind="other", text=EDGE_WARNING))
+        figures = {"cv": pooled.cv, "threshold": CV_WARN_THRESHOLD}
+        kept.append(CellWarning.of("high variance", "warning.step_time_cv", figures))
+    # said once among the cell's warnings, so every surface that lists them tells the reader
+    kept.append(CellWarning.of("other", "warning.edge_steps_dropped", {}))
     return kept
 
 

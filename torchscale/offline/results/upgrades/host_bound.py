@@ -16,6 +16,7 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
+from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import share_text
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -24,6 +25,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     pct_small,
 )
 from torchscale.offline.analysis.trace.gpu_busy import measured_verdict
+from torchscale.offline.analysis.uncertainty import mfu_estimate
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
@@ -47,7 +49,7 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     why = why.partition("; MFU ")[0].removesuffix(NO_MFU)
     mfu = result.compute.mfu if result.compute is not None else None
     step_s = result.step_time.p50 if result.step_time is not None else None
-    spread = result.intervals.mfu if result.intervals is not None else None  # as tables spell it
+    spread = mfu_estimate(result)  # as tables spell it
     shown = share_text(spread) if spread is not None and spread.value is not None else None
     if mfu is None:
         bound, method, reason = None, NOT_MEASURED, f"{why}{NO_MFU}"
@@ -55,7 +57,7 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
         bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {shown or pct_small(mfu)}"
     else:
         bound, method = None, NOT_MEASURED
-        floor = f"{HOST_BOUND_MFU * 100:g} %"
+        floor = percent_setting(HOST_BOUND_MFU)
         reason = f"{why}; MFU {shown or pct_small(mfu)}, at least {floor}: not judged"
     return HostBound(
         gpu_busy_s=None,
@@ -82,7 +84,7 @@ def host_bound_of(result: CellResult) -> Problem | None:
         step_s=record.step_s,
         compiled=result.compile is not None
         or (result.warmup is not None and result.warmup.compile_s is not None),
-        mfu_interval=result.intervals.mfu if result.intervals is not None else None,
+        mfu_interval=mfu_estimate(result),
     ).stored()
 
 

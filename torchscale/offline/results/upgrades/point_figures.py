@@ -37,6 +37,7 @@ from torchscale.contracts.schema.cell_result import (
     StepPart,
     StragglerVerdict,
 )
+from torchscale.contracts.wording.cell_figures import percent_whole
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 from torchscale.offline.results.upgrades.point_findings import (
@@ -205,7 +206,7 @@ def _why_not_named(imbalance: float | None) -> str:
         return "the others' wait for it was not recorded"
     if not 0.0 <= imbalance <= 1.0:
         return f"the others' wait for it is {OUTSIDE}"
-    return f"the others wait for it less than {STRAGGLER_MIN * 100:.0f} % of the step"
+    return f"the others wait for it less than {percent_whole(STRAGGLER_MIN)} of the step"
 
 
 def straggler_verdict(older: OlderBlocks) -> StragglerVerdict | None:

@@ -14,6 +14,8 @@ import math
 
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.schema.cell_result import CellResult, Estimate, Problem
+from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
+from torchscale.contracts.wording.figures import pct as _pct
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 
@@ -52,10 +54,6 @@ def _seconds(value: float | None) -> str:
     )
     decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
     return f"{scaled:,.{decimals}f} {unit}"
-
-
-def _pct(share: float) -> str:
-    return f"{share * 100:.1f} %"
 
 
 def cell_words(cell: CellIdentity) -> str:
@@ -176,7 +174,9 @@ def data_wait_finding(result: CellResult) -> Problem | None:
         f"step for its batch ({_pct(share)} of the median step)",
     ]
     if data.read_bytes_per_s is not None:
-        evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
+        evidence.append(
+            f"read {megabytes_per_s_fixed(data.read_bytes_per_s)} over the measured windows"
+        )
     workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
     return _finding(
         f"{cell_words(result.cell)}: input pipeline waits {_pct(share)} of each step",

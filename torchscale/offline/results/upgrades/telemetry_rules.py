@@ -21,7 +21,6 @@ from torchscale.contracts.gpu_clocks import (
     EDGES_INCLUDED,
     IN_WINDOW,
     POWER_CAP,
-    THROTTLE_WARNING,
     RankVerdict,
     averaged_not_measurable,
     cell_verdict,
@@ -31,9 +30,10 @@ from torchscale.contracts.gpu_clocks import (
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankTelemetry
 from torchscale.contracts.wording import words
+from torchscale.offline.results.upgrades.stored_words import THROTTLED
 
 NOT_RECORDED = "not recorded by results of schema 15 or older"
 
@@ -133,11 +133,19 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
     return with_verdicts(result, ranks, update, unavailable)
 
 
+def _throttle_warning(warning: CellWarning) -> bool:
+    """The cell's throttling warning, judged again with the verdicts: as a finding, or in the
+    words of a version that judged no verdict to rebuild it from."""
+    if warning.finding is not None:
+        return warning.finding.code == "warning.throttled"
+    return (warning.text or "").startswith(THROTTLED)
+
+
 def with_verdicts(
     result: CellResult,
     ranks: list[RankTelemetry],
     update: dict[str, object],
-    unavailable: dict[str, str],
+    unavailable: dict[str, Reason],
 ) -> CellResult:
     """The result with `ranks` and the cell's clock verdict, throttled flag and throttling
     warning following their verdicts (`update`, `unavailable`: the re-judged totals so far)."""
@@ -160,9 +168,9 @@ def with_verdicts(
         unavailable["telemetry.throttled"] = why_not or NOT_RECORDED
     else:
         unavailable.pop("telemetry.throttled", None)
-    warnings = [w for w in result.warnings if not w.text.startswith(THROTTLE_WARNING)]
-    if warning := throttle_warning(verdicts):
-        warnings.append(CellWarning(kind="throttling", text=warning))
+    warnings = [w for w in result.warnings if not _throttle_warning(w)]
+    if hot := throttle_warning(verdicts):
+        warnings.append(CellWarning.of("throttling", "warning.throttled", hot))
     telemetry = result.telemetry.model_copy(update=update)
     return result.model_copy(
         update={"telemetry": telemetry, "warnings": warnings, "unavailable": unavailable}

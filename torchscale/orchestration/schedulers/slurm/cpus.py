@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.host import usable_cores
 
 AUTO_CPUS_PER_GPU = 8
@@ -37,12 +38,9 @@ def step_cpus(env: Mapping[str, str]) -> int:
     return min(cpus, int(slurm)) if slurm.isdigit() and int(slurm) > 0 else cpus
 
 
-def too_few_cpus(cpus: int, ranks: int, where: str) -> str | None:
+def too_few_cpus(cpus: int, ranks: int, where: str) -> Finding | None:
     """The warning when a step has fewer CPUs than ranks on a node, else None."""
     if cpus >= ranks:
         return None
-    return (
-        f"the Slurm step has {cpus} CPU(s) on {where} for {ranks} rank(s): ranks, torchrun and "
-        "NCCL's threads share them and the figures are CPU-bound; set "
-        "launcher.slurm.cpus_per_task (or exclusive: true)"
-    )
+    figures = {"cpus": cpus, "ranks": ranks, "where": where}
+    return Finding(code="warning.slurm_few_cpus", figures=figures)

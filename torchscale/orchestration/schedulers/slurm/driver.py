@@ -84,7 +84,7 @@ def cell_as_run(allocation: Allocation, entry: AllocationCell, cpus: int) -> Pla
     ranks = entry.nproc_per_node
     threads = threads_per_rank(cpus, ranks) if allocation.threads_from_cpus else None
     warning = too_few_cpus(cpus, ranks, "the first node")
-    return entry.planned(threads, (CellWarning(kind="other", text=warning),) if warning else ())
+    return entry.planned(threads, (CellWarning(kind="other", finding=warning),) if warning else ())
 
 
 def comm_as_run(allocation: Allocation, cpus: int) -> Allocation:

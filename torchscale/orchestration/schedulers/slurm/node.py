@@ -18,6 +18,7 @@ import socket
 import sys
 from pathlib import Path, PurePosixPath
 
+from torchscale.contracts import wording
 from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cpus
 
 ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
@@ -76,7 +77,7 @@ def cpu_report(node: int, cpus: int, ranks: int, threads: str) -> list[str]:
     lines = [f"torchscale: {where}: {cpus} CPU(s) for {ranks} rank(s), OMP_NUM_THREADS={threads}"]
     warning = too_few_cpus(cpus, ranks, where)
     if warning:
-        lines.append(f"torchscale: warning: {warning}")
+        lines.append(f"torchscale: warning: {wording.say(warning)}")
     return lines
 
 

@@ -1,0 +1,167 @@
+"""Schema 20 stores a cell's warnings as findings; the reader turns the sentences schema 16-19
+wrote back into their codes and figures (offline/results/upgrades/stored_words.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import CellWarning, StepTimeStats
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import coded, why
+from torchscale.offline.results.upgrades.stored_words import SENTENCES, upgrade_v19
+from torchscale.rank.worker.aggregate import step_time_warning
+
+# one finding per recognised sentence; today's words for it are the words schema 19 wrote
+WRITTEN_BY_19 = [
+    Finding(code="warning.step_time_cv", figures={"cv": 0.27, "threshold": 0.1}),
+    Finding(
+        code="warning.sync_variance",
+        figures={"wait_cv": 0.61, "share": 0.74, "step_cv": 0.22, "threshold": 0.1},
+    ),
+    Finding(
+        code="warning.sync_variance",
+        figures={"wait_cv": 0.61, "share": None, "step_cv": 0.22, "threshold": 0.1},
+    ),
+    Finding(code="warning.injected_delay", figures={"rank": 1, "phase": "backward", "ms": 50.0}),
+    Finding(
+        code="warning.compiled_in_windows",
+        figures={
+            "frames": 2,
+            "compile_s": 1.25,
+            "graph_breaks": 1,
+            "ranks": [0, 1],
+            "first_compile": False,
+        },
+    ),
+    Finding(
+        code="warning.compiled_in_windows",
+        figures={
+            "frames": 3,
+            "compile_s": 4.5,
+            "graph_breaks": 0,
+            "ranks": [0],
+            "first_compile": True,
+        },
+    ),
+    Finding(code="warning.tf32_off", figures={"fp32_tflops": 67.0, "tf32_tflops": 494.0}),
+    Finding(code="warning.cpu_amp", figures={}),
+    Finding(code="warning.cpu_oversubscribed", figures={"ranks": 4, "cores": 2}),
+    Finding(
+        code="warning.compile_off_small_model",
+        figures={"parameters": 22026, "min_parameters": 50_000_000},
+    ),
+    Finding(
+        code="warning.slurm_few_cpus", figures={"cpus": 2, "where": "the first node", "ranks": 4}
+    ),
+    Finding(code="warning.killed_after_result", figures={"grace_s": 30.0, "log_dir": "logs/c"}),
+    Finding(code="warning.timed_out_after_result", figures={"timeout_s": 600.0, "log_dir": "l"}),
+    Finding(code="warning.exit_after_result", figures={"returncode": -6, "log_dir": "logs/c"}),
+]
+
+
+def _read(warnings: list[dict[str, Any]], **rest: Any) -> list[dict[str, Any]]:
+    return upgrade_v19({"schema_version": 19, "warnings": warnings, **rest})["warnings"]
+
+
+@pytest.mark.parametrize("finding", WRITTEN_BY_19, ids=lambda f: f.code)
+def test_each_sentence_schema_19_wrote_reads_back_as_its_code_and_figures(finding: Finding) -> None:
+    (read,) = _read([{"kind": "other", "text": say(finding)}])
+    assert read == {"kind": "other", "finding": finding.model_dump()}
+
+
+def test_every_recognised_sentence_is_covered_above() -> None:
+    assert {code for code, _, _ in SENTENCES} == {f.code for f in WRITTEN_BY_19}
+
+
+def test_warnings_made_of_telemetry_are_rebuilt_from_it_not_parsed() -> None:
+    busy = {"code": "busy.contended", "figures": {"other": 3.0}}
+    telemetry = {
+        "ranks": [
+            {"rank": 0, "gpu_name": "H100", "clock_verdict": "full_clocks"},
+            {"rank": 1, "gpu_name": "H100", "clock_verdict": "throttled"},
+        ],
+        "hosts": [
+            {"host": "a", "busy": True, "finding": busy, "load_avg_1m": {"mean": 1, "max": 2.5}},
+            {"host": "b", "busy": False, "other_gpu_processes": 1, "other_gpu_pids": [77]},
+        ],
+    }
+    read = _read(
+        [
+            {"kind": "busy machine", "text": "busy machine: on a, whatever was said then"},
+            {"kind": "other", "text": "GPU shared: 1 other compute process(es) ..."},
+            {"kind": "throttling", "text": "GPU clocks throttled during the measured windows: x"},
+        ],
+        telemetry=telemetry,
+    )
+    assert [w["finding"] for w in read] == [
+        {
+            "code": "warning.busy_machine",
+            "figures": {"hosts": [{**busy, "host": "a", "load_avg_max": 2.5}]},
+        },
+        {
+            "code": "warning.gpu_shared",
+            "figures": {"hosts": [{"host": "b", "processes": 1, "pids": [77]}]},
+        },
+        {"code": "warning.throttled", "figures": {"ranks": [{"rank": 1, "gpu": "H100"}]}},
+    ]
+
+
+def test_words_not_recognised_stay_as_stored_and_are_shown_as_stored() -> None:
+    old = {"kind": "other", "text": "some sentence an older torchscale wrote"}
+    (read,) = _read([old])
+    assert read == old
+    assert warning_words(CellWarning(**read)) == old["text"]
+
+
+def test_todays_writer_stores_a_code_and_figures_never_words() -> None:
+    pooled = StepTimeStats(
+        count=10, mean=1.0, p50=1.0, p95=1.2, p99=1.3, min=0.8, max=1.4, std=0.3, cv=0.3
+    )
+    (warning,) = step_time_warning(pooled, 0.1)
+    assert warning.text is None and warning.finding is not None
+    assert warning.finding.figures == {"cv": 0.3, "threshold": 0.1}
+    assert warning_words(warning) == "High variance in step time: CV 0.30 > 0.10"
+
+
+def test_a_reason_stored_in_a_codes_words_reads_as_the_code_and_the_straggler_copy_goes() -> None:
+    summary = "no straggler: rank 1 +0.2 ms/step, nobody named (could be noise)"
+    data = {
+        "schema_version": 19,
+        "warnings": [],
+        "diagnosis": {"straggler": {"summary": summary}},
+        "unavailable": {
+            "straggler": summary,  # a copy of the verdict's words
+            "sync_overhead": say(coded("unavailable.sync_overhead_cross_check")),
+            "flops": "FlopCounterMode failed: RuntimeError",  # not a code's words: as stored
+        },
+    }
+    assert upgrade_v19(data)["unavailable"] == {
+        "sync_overhead": {"code": "unavailable.sync_overhead_cross_check", "figures": {}},
+        "flops": "FlopCounterMode failed: RuntimeError",
+    }
+
+
+def test_one_rank_says_why_as_a_code() -> None:
+    from tests.rank.test_aggregate import make_rank, make_spec, run
+
+    result = run([make_rank(0, [1, 1, 1])], make_spec(world=1))
+    assert result.unavailable["straggler"] == coded("unavailable.one_rank_straggler")
+    assert why(result.unavailable["straggler"]) == "world size 1: no other rank to be slower than"
+
+
+def test_what_an_older_schema_did_not_record_is_a_code() -> None:
+    from pathlib import Path
+
+    from torchscale.offline.results.versions import read_cell_result
+
+    read = read_cell_result(
+        Path(__file__).parents[1]
+        / "fixtures/results_v3/v3_fixture/cells/tiny-gpt2__b8__w2__fp32__ddp__5ca6a1b4.json"
+    )
+    assert read.version == 3 and read.result is not None
+    assert read.result.unavailable["telemetry"] == coded("older.v3_telemetry")
+    assert why(read.result.unavailable["telemetry"]) == "version 3 result: no telemetry"

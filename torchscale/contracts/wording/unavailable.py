@@ -1,0 +1,88 @@
+"""Words for why a figure of a cell is null (`CellResult.unavailable`, schema 20: metric -> a
+code and its figures, or the words a reason not yet coded was stored in). The upgrades' notes
+on what an older schema did not record are codes `older.*`; the worker's own reasons are
+`unavailable.*`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.finding import Finding
+
+# the words each figure-less code says, exactly as the versions before 20 stored them (the
+# reader turns a stored sentence back into its code by them: upgrades/stored_words.py)
+SAID: dict[str, str] = {
+    "older.v2_comm_overhead": "version 2 result: its comm_overhead (1 - pooled no_sync median "
+    "/ step) did not split load imbalance from communication; it is kept as sync_overhead",
+    "older.v2_straggler": "version 2 result: its straggler_rank was the rank with the highest "
+    "median synchronised step, which gradient sync makes equal on every rank (noise), not the "
+    "slowest rank's compute; not carried over",
+    "older.v2_phases": "version 2 result: no per-step phase timing",
+    "older.v3_telemetry": "version 3 result: no telemetry",
+    "older.v3_allocator": "version 3 result: no CUDA allocator statistics (memory_stats) were "
+    "recorded",
+    "older.v4_data": "version 4 result: the input pipeline was not recorded (synthetic data, no "
+    "data wait)",
+    "older.v4_cost": "version 4 result: no price was recorded; give one with --cost-per-gpu-hour",
+    "older.v7_attribution": "result of schema 7 or older: no attribution with intervals (schema "
+    "8); its straggler and communication figures are point values without a significance test",
+    "older.v7_hosts": "result of schema 7 or older: what else ran on the host was not recorded",
+    "older.v8_measured_peak": "result of schema 8 or older: no MFU against a measured peak "
+    "(schema 9, from `torchscale validate --level perf`)",
+    "older.v9_diagnosis": "result of schema 9 or older: no per-rank waits or what-if were stored "
+    "with its step model (its findings are derived from the model where it is read)",
+    "older.v10_compile": "result of schema 10 or older: recompiles and graph breaks inside the "
+    "measured windows were not counted, and its windows and timeout were sized from every "
+    "warm-up step, the compiling ones included",
+    "older.v15_edge_steps": "version <=15 timed the first step after each window's edge work",
+    "older.v15_host_bound": "result of schema 15 or older: the GPU busy probe did not exist",
+    "older.v15_fixed_costs": "result of schema 15 or older: the fixed costs were not itemised",
+    "unavailable.sync_overhead_cross_check": "schema 8: the pooled no_sync figure is a "
+    "cross-check of the step model (attribution.cross_checks), not a headline",
+    "unavailable.one_rank_straggler": "world size 1: no other rank to be slower than",
+    "unavailable.one_rank_communication": "world size 1: no gradient communication to expose",
+    "unavailable.not_language_model": "not a language model",
+    "unavailable.no_allocator_on_cpu": "no CUDA caching allocator on CPU (see peak_rss_bytes)",
+    "unavailable.nothing_reserved": "the allocator reserved nothing in the windows",
+    "unavailable.no_window_time": "no measured window time",
+    "unavailable.not_measurable": "not measurable above noise",
+    "unavailable.synthetic_nothing_read": "synthetic batches are made on the device: nothing is "
+    "read",
+    "unavailable.no_data_phase": "no phase timing: the data wait was not measured",
+    "unavailable.phase_timing_off": "phase timing was off",
+    "unavailable.flops_not_counted": "not counted",
+    "unavailable.no_flop_count": "no FLOP count",
+    "unavailable.no_stage_busy_time": "no busy time was recorded by the stages",
+    "unavailable.compile_time_unread": "torch._dynamo's compile time could not be read",
+    "unavailable.no_price": "no price: set cost.per_gpu_hour in the config or "
+    "--cost-per-gpu-hour in the report",
+    "unavailable.no_tokens": "the model has no tokens (tokens/s is not defined for it)",
+}
+
+
+def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda figures: SAID[code]
+
+
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID}
+
+
+def coded(code: str) -> Finding:
+    """The finding of a figure-less reason: `coded('older.v3_telemetry')`."""
+    assert code in SAID, code
+    return Finding(code=code)
+
+
+def why(reason: Finding | str | None) -> str | None:
+    """A null figure's reason in words: its code's, or the words it was stored in."""
+    if isinstance(reason, Finding):
+        from torchscale.contracts import wording
+
+        return wording.say(reason)
+    return reason
+
+
+def reasons(unavailable: Mapping[str, Finding | str]) -> dict[str, str]:
+    """Every reason of an `unavailable` map in words, by metric."""
+    return {metric: str(why(reason)) for metric, reason in unavailable.items()}
