@@ -49,7 +49,7 @@ _SENTENCES: dict[str, str] = {
     "comm.import.inferred_op": r"inferred the op, (?P<op>\w+): (?P<how>.*)",
     "comm.import.inferred_ranks": r"inferred (?P<ranks>\d+) ranks: (?P<how>.*)",
     "comm.import.program_named": (
-        r"the file says (?P<program>\S+): imported as (?P<op>\w+), not (?P<asked>\S+)"
+        r"the file says (?P<program>\S+): imported as (?P<op>\w+), not (?P<asked_op>\S+)"
     ),
     "comm.import.command_differs": r"the command line runs (?P<program>\S+): imported as (?P<op>\w+)",
     "comm.import.file_name_unfit": (

@@ -68,7 +68,7 @@ _PHRASES: dict[str, Phrase] = {
     "comm.import.inferred_op": lambda f: f"inferred the op, {f['op']}: {f['how']}",
     "comm.import.inferred_ranks": _inferred_ranks,
     "comm.import.program_named": lambda f: (
-        f"the file says {f['program']}: imported as {f['op']}, not {f['asked']}"
+        f"the file says {f['program']}: imported as {f['op']}, not {f['asked_op']}"
     ),
     "comm.import.command_differs": lambda f: (
         f"the command line runs {f['program']}: imported as {f['op']}"

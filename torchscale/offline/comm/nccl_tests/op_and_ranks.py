@@ -74,7 +74,7 @@ def _stated_op(run: Run, op: str | None, source: str) -> tuple[str | None, str, 
     if run.program:
         found = program_op(run.program, where)
         if op is not None and program_op(op, where) != found:
-            named = {"program": run.program, "op": found, "asked": op}
+            named = {"program": run.program, "op": found, "asked_op": op}
             return found, "", [Finding(code="comm.import.program_named", figures=named)]
         return found, "", []
     command = run.command
