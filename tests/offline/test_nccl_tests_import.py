@@ -335,7 +335,9 @@ def test_a_planted_bad_row_is_named_in_a_warning() -> None:
     assert "out-of-place: busbw 120 GB/s" in warning and "152.8" in warning
     assert len(result.rows) == 18  # kept as printed
     assert result.rows[14].busbw_gbps == 120.0
-    assert any(w.code == "comm.import.footer_busbw" for w in result.warnings)  # the footer no longer agrees
+    assert any(
+        w.code == "comm.import.footer_busbw" for w in result.warnings
+    )  # the footer no longer agrees
 
 
 def test_a_row_whose_algbw_is_not_size_over_time_is_named() -> None:
@@ -451,9 +453,7 @@ def test_cpu_times_are_not_op_times() -> None:
     text = text.replace("    10.00", "     3.10")  # a launch time: algbw no longer follows from it
     result = _parse(text)
     assert all(r.time_us is None for r in result.rows)
-    assert _said(result) == [
-        "times are CPU launch times (-C 1), not op times: time_us left empty"
-    ]
+    assert _said(result) == ["times are CPU launch times (-C 1), not op times: time_us left empty"]
 
 
 def test_an_empty_redop_column_in_older_output() -> None:

@@ -20,14 +20,18 @@ _BUSY = (
     r"during the run \(the run used (?P<run_cores>[\d.]+)\); timings may be slowed or noisy, "
     r"the smallest sizes first"
 )
-_ROW = r"(?P<loc>\d+|results\[\d+\]) \((?P<size>\d+) B\): (?:(?P<placement>in-place|out-of-place): )?"
+_ROW = (
+    r"(?P<loc>\d+|results\[\d+\]) \((?P<size>\d+) B\): (?:(?P<placement>in-place|out-of-place): )?"
+)
 _ROW_LOC = r"(?:line )?" + _ROW
 
 # code -> the sentence that code's one writer made, its figures as named groups
 _SENTENCES: dict[str, str] = {
     "comm.one_rank": _ONE_RANK,
     "comm.busy_machine": _BUSY,
-    "comm.import.run_failed": r"a run at line (?P<line>\d+) failed before its table \((?P<failure>.*)\)",
+    "comm.import.run_failed": (
+        r"a run at line (?P<line>\d+) failed before its table \((?P<failure>.*)\)"
+    ),
     "comm.import.run_no_rows": (
         r"a run at line (?P<line>\d+) stops after its table header, before any row "
         r"\(output cut short\?\)"
@@ -51,7 +55,9 @@ _SENTENCES: dict[str, str] = {
     "comm.import.program_named": (
         r"the file says (?P<program>\S+): imported as (?P<op>\w+), not (?P<asked_op>\S+)"
     ),
-    "comm.import.command_differs": r"the command line runs (?P<program>\S+): imported as (?P<op>\w+)",
+    "comm.import.command_differs": (
+        r"the command line runs (?P<program>\S+): imported as (?P<op>\w+)"
+    ),
     "comm.import.file_name_unfit": (
         r"the file name (?P<name>.+) suggests (?P<op>\w+), but the table does not fit it"
     ),

@@ -148,7 +148,6 @@ _PHRASES: dict[str, Phrase] = {
 }
 
 
-
 def _in_run(phrase: Phrase) -> Phrase:
     """A warning of one run of a file with several names that run first."""
 

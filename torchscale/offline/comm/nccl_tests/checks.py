@@ -112,9 +112,7 @@ def _busbw_problem(op: str, world: int, fig: Figures) -> Finding | None:
     return Finding(code="comm.import.row_busbw", figures={**figures, "ranks": world})
 
 
-def row_problem(
-    op: str, world: int, raw: RawRow, itemsize: int, cputime: bool
-) -> Finding | None:
+def row_problem(op: str, world: int, raw: RawRow, itemsize: int, cputime: bool) -> Finding | None:
     """The first way a row disagrees with nccl-tests' own definitions, or None; its figures
     name the row (loc, size) and the placement whose figures disagree."""
     row = {"loc": raw.loc, "size": raw.size}
