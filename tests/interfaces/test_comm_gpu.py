@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.cli.app import app
 
@@ -44,6 +45,6 @@ def test_nccl_sweep_on_one_gpu_checks_clean(tmp_path: Path) -> None:
     assert stored.backend == "nccl" and stored.device == "cuda" and stored.world_size == 1
     assert all(r.status == "ok" and r.wrong == 0 for r in stored.rows), result.output
     assert all(r.time_us and r.time_us > 0 for r in stored.rows)
-    assert any("one rank" in w for w in stored.warnings)
+    assert Finding(code="comm.one_rank") in stored.warnings
     assert stored.gate == "unavailable"
     assert result.exit_code == 1  # a gate that cannot judge never passes

@@ -8,7 +8,9 @@ import json
 import shutil
 from pathlib import Path
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommPair, CommResult
+from torchscale.contracts.wording.comm import ONE_RANK
 from torchscale.interfaces.formatting import MAX_LOG_TICKS, thin_ticks
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Chart, Table, Text
@@ -47,7 +49,7 @@ def _run(ranks: int, run_id: str, pairs: bool = False) -> CommResult:
     run.avg_busbw_gbps = average_busbw(rows)
     run.wrong_total = wrong_total(rows)
     if ranks == 1:
-        run.warnings.append("one rank: no data crosses a link")
+        run.warnings.append(Finding(code="comm.one_rank"))
     if pairs:
         run.pairs = [CommPair(a=0, b=1, size_bytes=1024, time_us=10.0, bandwidth_gbps=0.1)]
     return run
@@ -86,7 +88,7 @@ def test_torchscale_and_nccl_tests_side_by_side(tmp_path: Path) -> None:
     assert ours["avg_busbw"] is not None and ours["wrong"] == 0
     heatmap = next(c for c in charts if c.kind == "heatmap")
     assert heatmap.heatmap is not None and heatmap.heatmap.z[0][1] == 0.1
-    assert any("one rank" in t.text for t in texts)
+    assert any(t.text.endswith(f": {ONE_RANK}") for t in texts)  # worded when shown
 
 
 def test_a_corrupt_comm_file_is_left_out_with_its_reason(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_a_schema_1_comm_result_reads_as_findings_in_the_words_it_stored(tmp_pat
     read = read_comm(_v1(tmp_path))
     result = read.doc
     assert result is not None, read.problem
-    assert result.schema_version == 1 and COMM_SCHEMA_VERSION == 2
+    assert result.schema_version == 1 and COMM_SCHEMA_VERSION == 3
     assert result.gate == "failed"
     assert result.gate_finding == Finding(
         code="comm.gate.below", figures={"minimum_gbps": 50.0, "busbw": {"broadcast": 20.0}}

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.errors import TorchScaleError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording import say
 from torchscale.offline.comm.nccl_tests import (
     NcclTestsFormatError,
     parse_text,
@@ -21,7 +23,7 @@ from torchscale.offline.comm.nccl_tests import (
 )
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "nccl_tests_corpus"
-ROW_PROBLEM = re.compile(r"^(run at line \d+: )?line \d+ \(\d+ B\): ")
+ROW_PROBLEM = ("comm.import.row_", "comm.import.more_rows")
 
 
 @dataclass(frozen=True)
@@ -179,10 +181,11 @@ def test_corpus_file_imports_as_expected(name: str) -> None:
     else:
         assert result.nodes == expected.nodes and result.unavailable == {}
     assert tuple(_first_launch(result).get("inferred", {})) == expected.inferred  # type: ignore[arg-type]
+    said = [say(w) for w in result.warnings]
     for part in expected.warnings:
-        assert any(part in w for w in result.warnings), (part, result.warnings)
+        assert any(part in w for w in said), (part, said)
     # every row follows nccl-tests' own formulas: the outputs (and their transcription) are whole
-    assert not [w for w in result.warnings if ROW_PROBLEM.match(w)]
+    assert not [w for w in result.warnings if w.code.startswith(ROW_PROBLEM)]
 
 
 # --- the op ---------------------------------------------------------------------------------------
@@ -224,9 +227,8 @@ def test_op_from_the_file_name(tmp_path: Path) -> None:
 def test_a_file_name_the_table_contradicts_is_ignored() -> None:
     result = _parse(_corpus("deepops_k8s_dgx_a100_table_only.txt"), name="broadcast.txt")
     assert {r.op for r in result.rows} == {"all_reduce"}
-    assert "the file name broadcast.txt suggests broadcast, but the table does not fit it" in (
-        result.warnings
-    )
+    unfit = {"name": "broadcast.txt", "op": "broadcast"}
+    assert Finding(code="comm.import.file_name_unfit", figures=unfit) in result.warnings
 
 
 def test_op_from_the_table() -> None:
@@ -240,7 +242,8 @@ def test_op_from_the_table() -> None:
 def test_the_callers_op_wins_over_a_command_line_and_says_so() -> None:
     result = _parse(_corpus("rtx5090_one_gpu_prompt.txt"), op="reduce_scatter")
     assert {r.op for r in result.rows} == {"reduce_scatter"}  # one rank: both fit the table
-    assert "the command line runs all_reduce_perf: imported as reduce_scatter" in result.warnings
+    said = [say(w) for w in result.warnings]
+    assert "the command line runs all_reduce_perf: imported as reduce_scatter" in said
     assert "inferred" not in result.launch
 
 
@@ -322,10 +325,8 @@ def test_a_command_line_that_disagrees_with_the_table_is_a_warning() -> None:
     command = "mpirun -np 32 /nccl_tests/build/all_reduce_perf -b 8 -e 4G -f2 -g 1\n"
     result = _parse(command + _corpus("deepops_k8s_dgx_a100_table_only.txt"))
     assert result.world_size == 16
-    assert (
-        "the command line asks for 32 ranks (-np 32 x -t 1 x -g 1): the table says 16"
-        in result.warnings
-    )
+    asked = {"asked": 32, "how": "-np 32 x -t 1 x -g 1", "ranks": 16}
+    assert Finding(code="comm.import.command_ranks", figures=asked) in result.warnings
 
 
 # --- pasted shapes --------------------------------------------------------------------------------
@@ -367,8 +368,9 @@ def test_a_table_cut_in_its_last_line_drops_that_line() -> None:
     cut = text[: text.index(last) + len(last) - 22] + "\n"  # ends in "12463   10.7"
     result = _parse(cut)
     assert len(result.rows) == 48 and result.rows[-1].size_bytes == 67108864
-    assert any(w.startswith("dropped the last table line, cut short: ") for w in result.warnings)
-    assert any(w.startswith("no footer ('# Avg bus bandwidth') after") for w in result.warnings)
+    said = [say(w) for w in result.warnings]
+    assert any(w.startswith("dropped the last table line, cut short: ") for w in said)
+    assert Finding(code="comm.import.no_footer", figures={"rows": 24}) in result.warnings
 
 
 def test_a_broken_line_before_the_footer_is_refused() -> None:
@@ -434,8 +436,8 @@ def test_every_corpus_table_reads_the_same_without_its_column_header(name: str) 
     assert [s.op for s in bare.summaries] == [s.op for s in with_header.summaries]
     assert bare.world_size == with_header.world_size
     assert bare.rows == with_header.rows
-    assert any("no column header: read the table's" in w for w in bare.warnings)
-    assert not any("no column header" in w for w in with_header.warnings)
+    assert any("no column header: read the table's" in say(w) for w in bare.warnings)
+    assert not any(w.code == "comm.import.no_column_header" for w in with_header.warnings)
 
 
 def test_rows_alone_import_with_the_op_from_the_file_name() -> None:
@@ -452,7 +454,7 @@ def test_rows_alone_import_with_the_op_from_the_file_name() -> None:
         "op": "from the file name all_reduce_perf_16gpu.txt",
         "ranks": "busbw/algbw = 1.8749 -> 16 (2(n-1)/n)",
     }
-    assert any("no footer" in w for w in result.warnings)
+    assert any(w.code == "comm.import.no_footer" for w in result.warnings)
 
 
 def test_rows_that_fit_no_layout_are_still_refused() -> None:

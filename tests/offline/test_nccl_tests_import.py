@@ -15,6 +15,7 @@ import pytest
 from torchscale.contracts.errors import TorchScaleError, UsageError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 from torchscale.offline.comm.nccl_tests import (
     TYPES,
@@ -38,6 +39,11 @@ def _text(name: str) -> str:
 
 def _parse(text: str, op: str | None = None) -> CommResult:
     return parse_text(text, op=op, source_name="out.txt", run_id="r")
+
+
+def _said(result: CommResult) -> list[str]:
+    """The result's warnings in words, as a report shows them."""
+    return [say(w) for w in result.warnings]
 
 
 def _error(call: Callable[..., object], *args: object, **kwargs: object) -> TorchScaleError:
@@ -215,8 +221,8 @@ def test_run_that_failed_mid_table_keeps_the_rows_before_it() -> None:
     result = _read("failed_midway.txt")
     assert len(result.rows) == 12
     assert result.rows[-1].size_bytes == 1048576
-    assert "the run stopped early: imported the 6 table lines before it" in result.warnings
-    assert any("NCCL WARN" in w for w in result.warnings)
+    assert Finding(code="comm.import.stopped_early", figures={"rows": 6}) in result.warnings
+    assert any("NCCL WARN" in w.figures.get("text", "") for w in result.warnings)
     assert result.status == "failed"  # as torchscale records its own runs that stopped early
     assert result.error is not None and result.error.startswith("line 21: node-c: Test NCCL")
 
@@ -228,7 +234,7 @@ def test_op_missing_is_read_from_the_file_name() -> None:
     result = _read("all_gather_8rank_2host.txt")
     assert {r.op for r in result.rows} == {"all_gather"}
     assert result.launch["inferred"] == {"op": "from the file name all_gather_8rank_2host.txt"}
-    assert result.warnings == [
+    assert _said(result) == [
         "inferred the op, all_gather: from the file name all_gather_8rank_2host.txt"
     ]
 
@@ -247,7 +253,7 @@ def test_op_missing_and_ambiguous_asks_for_it() -> None:
 def test_the_files_own_test_name_wins_over_the_op_argument() -> None:
     result = _read("all_reduce_2gpu.txt", op="all_gather")
     assert {r.op for r in result.rows} == {"all_reduce"}
-    assert result.warnings == [
+    assert _said(result) == [
         "the file says all_reduce_perf: imported as all_reduce, not all_gather"
     ]
 
@@ -325,17 +331,19 @@ def test_a_planted_bad_row_is_named_in_a_warning() -> None:
     assert good in text
     planted = text.replace(good, good[: -len("152.83")] + "120.00")
     result = _parse(planted)
-    [warning] = [w for w in result.warnings if w.startswith("line 20")]
+    [warning] = [w for w in _said(result) if w.startswith("line 20")]
     assert "out-of-place: busbw 120 GB/s" in warning and "152.8" in warning
     assert len(result.rows) == 18  # kept as printed
     assert result.rows[14].busbw_gbps == 120.0
-    assert any("Avg bus bandwidth" in w for w in result.warnings)  # the footer no longer agrees
+    assert any(
+        w.code == "comm.import.footer_busbw" for w in result.warnings
+    )  # the footer no longer agrees
 
 
 def test_a_row_whose_algbw_is_not_size_over_time_is_named() -> None:
     text = _text("all_reduce_2gpu.txt")
     planted = text.replace("   822.28  163.23", "   922.28  163.23")
-    [warning] = [w for w in _parse(planted).warnings if w.startswith("line 21")]
+    [warning] = [w for w in _said(_parse(planted)) if w.startswith("line 21")]
     assert "algbw 163.23 GB/s, but 134217728 B in 922.28 µs is 145.5 GB/s" in warning
 
 
@@ -366,7 +374,7 @@ def test_a_footer_that_disagrees_with_the_rows_is_a_warning() -> None:
     text = _text("all_reduce_2gpu.txt").replace(
         "Avg bus bandwidth    : 49.144", "Avg bus bandwidth : 59.1"
     )
-    [warning] = _parse(text).warnings
+    [warning] = _said(_parse(text))
     assert "Avg bus bandwidth 59.1 GB/s is not the mean busbw of the rows (49.14 GB/s)" in warning
 
 
@@ -431,7 +439,7 @@ def test_timestamp_and_per_iteration_columns() -> None:
     assert len(result.rows) == 8
     assert result.rows[0].time_us == 10.0
     assert result.rows[0].iter_p99_us is None
-    [warning] = result.warnings
+    [warning] = _said(result)
     assert "per-iteration columns (i_min, i_max, i_p99, i_cv%) not imported" in warning
 
 
@@ -445,9 +453,7 @@ def test_cpu_times_are_not_op_times() -> None:
     text = text.replace("    10.00", "     3.10")  # a launch time: algbw no longer follows from it
     result = _parse(text)
     assert all(r.time_us is None for r in result.rows)
-    assert result.warnings == [
-        "times are CPU launch times (-C 1), not op times: time_us left empty"
-    ]
+    assert _said(result) == ["times are CPU launch times (-C 1), not op times: time_us left empty"]
 
 
 def test_an_empty_redop_column_in_older_output() -> None:
@@ -494,7 +500,8 @@ def test_json_rank0_times_are_flagged() -> None:
     args = ["./build/all_reduce_perf", "-g", "2", "-a", "0"]
     result = parse_json(_json(args=args), op=None, source_name="out.json", run_id="r")
     [warning] = result.warnings
-    assert warning.startswith("nccl-tests ran with -a 0: its times are rank 0's")
+    assert warning == Finding(code="comm.import.average_setting", figures={"average": 0})
+    assert say(warning).startswith("nccl-tests ran with -a 0: its times are rank 0's")
 
 
 def test_json_of_a_failed_run_keeps_complete_records() -> None:
@@ -505,7 +512,7 @@ def test_json_of_a_failed_run_keeps_complete_records() -> None:
     doc["errors"] = ["unhandled cuda error"]
     result = parse_json(json.dumps(doc), op=None, source_name="out.json", run_id="r")
     assert len(result.rows) == 16
-    assert result.warnings == ["the run stopped early: imported the 8 table lines before it"]
+    assert _said(result) == ["the run stopped early: imported the 8 table lines before it"]
     assert (result.status, result.error) == ("failed", "errors: unhandled cuda error")
     assert result.wall_s is None
 
@@ -533,7 +540,7 @@ def test_a_log_without_rank_lines() -> None:
         4,
         {"nodes": Finding(code="comm.nodes.no_hosts")},
     )
-    assert result.warnings == ["inferred 4 ranks: busbw/algbw = 1.4994 -> 4 (2(n-1)/n)"]
+    assert _said(result) == ["inferred 4 ranks: busbw/algbw = 1.4994 -> 4 (2(n-1)/n)"]
     table_only = text.split("# Using devices\n")[1] + "\n"
     assert _parse(table_only, op="all_reduce").world_size == 4
 
@@ -541,7 +548,7 @@ def test_a_log_without_rank_lines() -> None:
 def test_a_missing_footer_is_a_warning() -> None:
     result = _read("truncated.txt")
     assert (len(result.rows), result.status) == (8, "ok")
-    assert result.warnings == [
+    assert _said(result) == [
         "no footer ('# Avg bus bandwidth') after the 4 table lines: the output may be cut short"
     ]
 
@@ -574,7 +581,7 @@ def test_split_communicators_use_the_ranks_of_one() -> None:
     text = _output(ranks=4, factor=busbw_factor("all_reduce", 2), rank_lines=lines)
     result = _parse(text)
     assert result.world_size == 2
-    assert result.warnings == ["ranks split into 2 communicators of 2 ranks each"]
+    assert _said(result) == ["ranks split into 2 communicators of 2 ranks each"]
 
 
 def test_default_run_id_keeps_file_name_characters(tmp_path: Path) -> None:

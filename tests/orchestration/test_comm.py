@@ -505,8 +505,9 @@ def test_a_comm_run_on_a_busy_machine_says_so() -> None:
     # 10 s: the launch's 2 ranks used 10 CPU s, this process 0.5: the host 25.5 -> 1.5 others
     busy = LoadEdge(at_s=10.0, host_busy_s=125.5, children_s=15.0, own_s=1.5, cores=2)
     warning = busy_warning(start, busy, ranks=2)
-    assert warning is not None
-    assert warning.startswith("busy machine: other processes used 1.5 of 2 cores during the run")
+    assert warning is not None and warning.code == "comm.busy_machine"
+    assert warning.figures == pytest.approx({"other_cores": 1.5, "cores": 2, "run_cores": 1.05})
+    assert say(warning).startswith("busy machine: other processes used 1.5 of 2 cores during the")
     quiet = LoadEdge(at_s=10.0, host_busy_s=111.0, children_s=15.0, own_s=1.5, cores=2)
     assert busy_warning(start, quiet, ranks=2) is None
     assert busy_warning(None, busy, ranks=2) is None and busy_warning(start, None, ranks=2) is None

@@ -193,7 +193,6 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_telemetry.HostLoad.unavailable",
         "cell_telemetry.RankLoad.unavailable",
         "cell_telemetry.RankTelemetry.unavailable",
-        "comm_result.CommResult.warnings",
         "forecast.Forecast.assumptions",
         "forecast.Forecast.unavailable",
         "forecast.ForecastTerm.how",

@@ -4,8 +4,8 @@ Written by rank 0 of a `torchscale comm` launch, or by `torchscale comm --import
 nccl-tests output file: the same rows either way, so a report puts both side by side. Every
 figure follows nccl-tests' definitions (torchscale/offline/analysis/nccl_bandwidth.py); a row that
 could not be measured carries its status and the reason, never a made-up figure. Verdicts and
-notes are findings (a code and its figures, worded by contracts/wording/comm.py); schema 1 files
-are read by the model itself (`_upgrade`).
+notes and warnings are findings (a code and its figures, worded by contracts/wording/comm.py and
+comm_warnings.py); schema 1 and 2 files are read by the model itself (`_upgrade`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pydantic import Field, model_validator
 
 from torchscale.contracts.comm_gate import gate as judge_gate
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.comm_warnings_v2 import v2_warning
 from torchscale.contracts.versioned import Record
 
-COMM_SCHEMA_VERSION = 2
+COMM_SCHEMA_VERSION = 3
 COMM_KIND = "torchscale.comm"
 
 RowStatus = Literal["ok", "unsupported", "failed"]
@@ -95,7 +96,7 @@ class OpSummary(Record):
 
 class CommResult(Record):
     kind: Literal["torchscale.comm"] = "torchscale.comm"
-    schema_version: Literal[1, 2] = 2
+    schema_version: Literal[1, 2, 3] = 3
     id: str = Field(description="run id, also the file's name")
     source: Literal["torchscale", "nccl-tests"] = "torchscale"
     imported_from: str | None = Field(default=None, description="nccl-tests file read")
@@ -132,7 +133,9 @@ class CommResult(Record):
     skipped: list[Finding] = Field(
         default_factory=list, description="sizes left out, e.g. too small to split over the ranks"
     )
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[Finding] = Field(
+        default_factory=list, description="what to keep in mind reading the figures"
+    )
     unavailable: dict[str, Finding] = Field(
         default_factory=dict, description="what is missing (pairs, nodes) -> why"
     )
@@ -145,11 +148,17 @@ class CommResult(Record):
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
         """Schema 1 stored the gate's verdict, the sizes left out and what was unavailable as
-        sentences: the gate is judged again from the stored footer (the same rule, so the same
-        verdict), the notes become the findings their one writer's sentence held."""
-        if not isinstance(data, dict) or data.get("schema_version") != 1:
+        sentences, schema 2 still its warnings: the gate is judged again from the stored footer
+        (the same rule, so the same verdict), the notes become the findings their one writer's
+        sentence held."""
+        if not isinstance(data, dict) or data.get("schema_version") not in (1, 2):
             return data
+        schema = data["schema_version"]
+        warnings = [v2_warning(text, schema) for text in data.get("warnings") or []]
+        if schema == 2:
+            return {**data, "warnings": warnings}
         upgraded = {k: v for k, v in data.items() if k != "gate_reason"}
+        upgraded["warnings"] = warnings
         upgraded["pairs"] = [
             {k: v for k, v in pair.items() if k not in ("status", "reason")}
             for pair in data.get("pairs") or []

@@ -195,7 +195,7 @@ def footer_lines(result: CommResult) -> list[str]:
         )
     if result.error:
         lines.append(f"# Stopped early ({result.status}): {result.error}")
-    lines += [f"# warning: {w}" for w in result.warnings]
+    lines += [f"# warning: {say(w)}" for w in result.warnings]
     lines += [f"# unavailable: {k}: {say(v)}" for k, v in result.unavailable.items()]
     return lines
 

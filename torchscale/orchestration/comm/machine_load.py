@@ -15,8 +15,8 @@ import resource
 import time
 from dataclasses import dataclass
 
-from torchscale.contracts.busy_machine import BUSY_NOTE, busy_cpu_seconds, is_busy
-from torchscale.contracts.wording.units import cores
+from torchscale.contracts.busy_machine import busy_cpu_seconds, is_busy
+from torchscale.contracts.finding import Finding
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def read_edge() -> LoadEdge | None:
     )
 
 
-def busy_warning(start: LoadEdge | None, end: LoadEdge | None, ranks: int) -> str | None:
+def busy_warning(start: LoadEdge | None, end: LoadEdge | None, ranks: int) -> Finding | None:
     """The busy-machine warning of a launch of `ranks` ranks on this machine between the two
     edges, or None when it was not busy (or could not be read)."""
     if start is None or end is None:
@@ -62,8 +62,5 @@ def busy_warning(start: LoadEdge | None, end: LoadEdge | None, ranks: int) -> st
     other = max(0.0, busy - launch) / wall
     if not is_busy(other, launch / wall, end.cores, ranks):
         return None
-    of = f" of {end.cores}" if end.cores else ""
-    return (
-        f"busy machine: other processes used {cores(other)}{of} cores during the run (the run "
-        f"used {cores(launch / wall)}); {BUSY_NOTE}, the smallest sizes first"
-    )
+    figures = {"other_cores": other, "cores": end.cores, "run_cores": launch / wall}
+    return Finding(code="comm.busy_machine", figures=figures)

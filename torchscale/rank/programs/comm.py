@@ -23,7 +23,6 @@ import torch
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
-from torchscale.contracts.wording.comm import ONE_RANK
 from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
 from torchscale.offline.comm.nccl_footer import add_footer
 from torchscale.offline.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
@@ -213,7 +212,7 @@ def body(spec: CommSpec, group: Group) -> None:
         environment=capture_environment() if rank == 0 else {},
     )
     if ranks == 1:
-        result.warnings.append(ONE_RANK)
+        result.warnings.append(Finding(code="comm.one_rank"))
     unsupported: dict[str, str] = {}
     for op in spec.ops:
         for size in spec.sizes:

@@ -6,6 +6,7 @@ verdict"); a run with no diagnosis says why (`no_diagnosis`) beside its analysis
 from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.comm import gate_words
 from torchscale.interfaces.report.diagnosis_text import (
     INJECTED,
@@ -163,7 +164,7 @@ def _comm_verdict(ctx: Context) -> tuple[Text, Decision]:
         not_ok = sum(r.status != "ok" for r in run.rows)
         if not_ok:
             cautions.append(f"{label}: {not_ok} of {plural(len(run.rows), 'size')} not ok")
-        cautions += [f"{label}: {warning}" for warning in run.warnings]
+        cautions += [f"{label}: {say(warning)}" for warning in run.warnings]
         lines += _comm_line(label, run)
     count = plural(len(runs), "comm run")
     if problems:

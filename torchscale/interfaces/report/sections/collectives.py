@@ -7,6 +7,7 @@ time chart and the table, with the reason."""
 from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.comm import gate_words
 from torchscale.interfaces.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, run_label, slug
@@ -131,7 +132,7 @@ def _notes(runs: list[tuple[str, CommResult]], multi: bool) -> list[Block]:
                     severity="bad" if run.gate == "failed" else "warn",
                 )
             )
-        notes += [Text(text=f"{label}: {w}", severity="warn") for w in run.warnings]
+        notes += [Text(text=f"{label}: {say(w)}", severity="warn") for w in run.warnings]
     return notes
 
 

@@ -13,10 +13,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
-from torchscale.contracts.wording.comm import derived as figure
-from torchscale.contracts.wording.comm import gbps, printed
-from torchscale.contracts.wording.figures import size_bytes as size_bytes_text
-from torchscale.contracts.wording.units import of
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, size_bytes
 from torchscale.offline.comm.nccl_infer import RELATIVE_SLACK  # beyond the printed rounding
 from torchscale.offline.comm.nccl_tests.names import (
@@ -30,7 +28,6 @@ from torchscale.offline.comm.nccl_tests.records import (
     RawRow,
     Run,
     fail,
-    loc_label,
     location,
 )
 
@@ -90,7 +87,7 @@ def _within(value: float, low: float, high: float) -> bool:
     return low - slack <= value <= high + slack
 
 
-def _algbw_problem(size: int, fig: Figures) -> str | None:
+def _algbw_problem(size: int, fig: Figures) -> Finding | None:
     """algbw = S / t, t printed to a few digits: the bounds S / (t +- half a digit)."""
     if fig.time_us is None or fig.algbw is None or fig.time_us <= 0:
         return None
@@ -99,14 +96,11 @@ def _algbw_problem(size: int, fig: Figures) -> str | None:
     fast = size / fast_time / 1e3 if fast_time > 0 else math.inf
     if _within(fig.algbw, slow - fig.algbw_res, fast + fig.algbw_res):
         return None
-    derived = size / fig.time_us / 1e3
-    return (
-        f"algbw {printed(fig.algbw, 'GB/s')}, but {size} B in {printed(fig.time_us, 'µs')} "
-        f"is {gbps(derived)}"
-    )
+    figures = {"algbw": fig.algbw, "time_us": fig.time_us}
+    return Finding(code="comm.import.row_algbw", figures=figures)
 
 
-def _busbw_problem(op: str, world: int, fig: Figures) -> str | None:
+def _busbw_problem(op: str, world: int, fig: Figures) -> Finding | None:
     if fig.algbw is None or fig.busbw is None:
         return None
     factor = busbw_factor(op, world)
@@ -114,29 +108,33 @@ def _busbw_problem(op: str, world: int, fig: Figures) -> str | None:
     high = (fig.algbw + fig.algbw_res) * factor + fig.busbw_res
     if _within(fig.busbw, low, high):
         return None
-    return (
-        f"busbw {printed(fig.busbw, 'GB/s')}, but algbw {of(printed(fig.algbw), figure(factor))} "
-        f"({op}, {world} ranks) is {gbps(fig.algbw * factor)}"
-    )
+    figures = {"busbw": fig.busbw, "algbw": fig.algbw, "factor": factor, "op": op}
+    return Finding(code="comm.import.row_busbw", figures={**figures, "ranks": world})
 
 
-def row_problem(op: str, world: int, raw: RawRow, itemsize: int, cputime: bool) -> str | None:
-    """The first way a row disagrees with nccl-tests' own definitions, or None."""
+def row_problem(op: str, world: int, raw: RawRow, itemsize: int, cputime: bool) -> Finding | None:
+    """The first way a row disagrees with nccl-tests' own definitions, or None; its figures
+    name the row (loc, size) and the placement whose figures disagree."""
+    row = {"loc": raw.loc, "size": raw.size}
     expected = size_bytes(op, raw.count, itemsize, world)
     if raw.size != expected:
-        shape = f"{op} of {of(raw.count, size_bytes_text(itemsize))} on {world} ranks"
-        return f"size {raw.size} B, but {shape} is {expected} B"
+        shape = {"op": op, "count": raw.count, "itemsize": itemsize, "ranks": world}
+        figures = {**row, **shape, "expected": expected}
+        return Finding(code="comm.import.row_size", figures=figures)
     for placement, fig in raw.placements:
         # with -C 1 the time column is the CPU's launch time, not the one algbw comes from
         problem = (None if cputime else _algbw_problem(raw.size, fig)) or _busbw_problem(
             op, world, fig
         )
         if problem:
-            return f"{placement}: {problem}"
+            figures = {**row, "placement": placement, **problem.figures}
+            return Finding(code=problem.code, figures=figures)
     return None
 
 
-def consistency(run: Run, rows: Sequence[RawRow], op: str, world: int, source: str) -> list[str]:
+def consistency(
+    run: Run, rows: Sequence[RawRow], op: str, world: int, source: str
+) -> list[Finding]:
     """A warning per disagreeing row; refused when most disagree (the op or n is wrong)."""
     problems = [
         (raw, p)
@@ -148,15 +146,16 @@ def consistency(run: Run, rows: Sequence[RawRow], op: str, world: int, source: s
         raise fail(
             location(source, raw.loc),
             f"{len(problems)} of {len(rows)} rows disagree with nccl-tests' formulas for "
-            f"{op} on {world} ranks ({problem}): is the op or the rank count wrong?",
+            f"{op} on {world} ranks ({say(problem)}): is the op or the rank count wrong?",
         )
-    notes = [f"{loc_label(raw.loc)} ({raw.size} B): {problem}" for raw, problem in problems]
+    notes = [problem for _, problem in problems]
     if len(notes) > ROW_WARNINGS:
-        notes = [*notes[:ROW_WARNINGS], f"{len(notes) - ROW_WARNINGS} more rows disagree"]
+        more = Finding(code="comm.import.more_rows", figures={"rows": len(notes) - ROW_WARNINGS})
+        notes = [*notes[:ROW_WARNINGS], more]
     return notes
 
 
-def footer_notes(run: Run) -> list[str]:
+def footer_notes(run: Run) -> list[Finding]:
     """The footer against the rows: Avg bus bandwidth is the mean busbw of every row."""
     notes = []
     figures = [fig for raw in run.rows for _, fig in raw.placements if fig.busbw is not None]
@@ -165,18 +164,14 @@ def footer_notes(run: Run) -> list[str]:
         mean = statistics.fmean(f.busbw for f in figures if f.busbw is not None)
         tolerance = max(f.busbw_res for f in figures) + footer_res + RELATIVE_SLACK * abs(footer)
         if abs(mean - footer) > tolerance:
-            notes.append(
-                f"the footer's Avg bus bandwidth {printed(footer, 'GB/s')} is not the mean "
-                f"busbw of the rows ({gbps(mean)})"
-            )
+            busbw = {"footer": footer, "mean": mean}
+            notes.append(Finding(code="comm.import.footer_busbw", figures=busbw))
     wrong_rows = any(fig.wrong for raw in run.rows for _, fig in raw.placements)
     if run.footer_wrong and error_column(run):
-        notes.append(
-            f"the footer counts {run.footer_wrong} results out of bounds (rows whose largest "
-            "error passed nccl-tests' threshold)"
-        )
+        wrong = {"wrong": run.footer_wrong}
+        notes.append(Finding(code="comm.import.footer_error_column", figures=wrong))
     elif run.footer_wrong and not wrong_rows:
-        notes.append(f"the footer counts {run.footer_wrong} out-of-bounds results; no row does")
+        notes.append(Finding(code="comm.import.footer_wrong", figures={"wrong": run.footer_wrong}))
     return notes
 
 

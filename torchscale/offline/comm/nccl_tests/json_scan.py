@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import AcrossRanks, Placement
 from torchscale.offline.comm.nccl_tests.records import (
     Figures,
@@ -196,8 +197,7 @@ def _json_context(run: Run, doc: Mapping[str, Any], args: list[str]) -> None:
         across = AVERAGE_SETTINGS.get(average)
         if across is None:
             run.notes.append(
-                f"nccl-tests ran with -a {average}: its times are rank 0's, not an average over "
-                "ranks; recorded as avg"
+                Finding(code="comm.import.average_setting", figures={"average": average})
             )
         else:
             run.across_ranks = across

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.collective_facts import sweep_facts
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.comm import derived
 from torchscale.offline.comm.nccl_infer import (
     MAX_RANKS,
@@ -45,7 +46,7 @@ class Identity:
     op: str
     world: int
     legacy: bool
-    notes: list[str]
+    notes: list[Finding]
     inferred: dict[str, str]
 
 
@@ -66,44 +67,47 @@ def identify(run: Run, op: str | None, source: str) -> Identity:
     return Identity(fit.op, world, fit.legacy, [*notes, *world_notes], inferred)
 
 
-def _stated_op(run: Run, op: str | None, source: str) -> tuple[str | None, str, list[str]]:
+def _stated_op(run: Run, op: str | None, source: str) -> tuple[str | None, str, list[Finding]]:
     """The op as the output names it, else the caller, else a command line or the file name
     (how it was inferred, '' when stated); None when only the table can tell."""
     where = run_location(run, source)
     if run.program:
         found = program_op(run.program, where)
         if op is not None and program_op(op, where) != found:
-            return found, "", [f"the file says {run.program}: imported as {found}, not {op}"]
+            named = {"program": run.program, "op": found, "asked_op": op}
+            return found, "", [Finding(code="comm.import.program_named", figures=named)]
         return found, "", []
     command = run.command
     if op is not None:
         chosen = program_op(op, where)
         if command is None or PROGRAM_OPS.get(command.program.split("_perf")[0]) == chosen:
             return chosen, "", []
-        return chosen, "", [f"the command line runs {command.program}: imported as {chosen}"]
+        runs = {"program": command.program, "op": chosen}
+        return chosen, "", [Finding(code="comm.import.command_differs", figures=runs)]
     if command is not None:
         how = f"from the {command.kind} '{clip(command.text, 100)}'"
         return program_op(command.program, where), how, []
     return _file_name_op(run, source)
 
 
-def _file_name_op(run: Run, source: str) -> tuple[str | None, str, list[str]]:
+def _file_name_op(run: Run, source: str) -> tuple[str | None, str, list[Finding]]:
     """The op the file's name spells, when the table's columns allow it."""
     name = Path(source).name
     named = file_name_op(name)
     if named is None:
         return None, "", []
     if any(column_problem(named, raw, strict=True) for raw in run.rows):
-        return None, "", [f"the file name {name} suggests {named}, but the table does not fit it"]
+        unfit = Finding(code="comm.import.file_name_unfit", figures={"name": name, "op": named})
+        return None, "", [unfit]
     return named, f"from the file name {name}", []
 
 
-def _listed_world(run: Run, where: str) -> tuple[int | None, list[str]]:
+def _listed_world(run: Run, where: str) -> tuple[int | None, list[Finding]]:
     """Ranks in one communicator as the output lists them: text lists every rank, JSON each
     process's first (nThread x nGpus ranks each); NCCL_TESTS_SPLIT makes several equal
     communicators. None when nothing lists them."""
     per_process = _per_process(run) or None
-    notes: list[str] = []
+    notes: list[Finding] = []
     processes = len({(r.host, r.pid) for r in run.ranks})
     if not run.ranks:
         return None, notes
@@ -117,12 +121,13 @@ def _listed_world(run: Run, where: str) -> tuple[int | None, list[str]]:
     if groups > 1:
         if total % groups:
             raise fail(where, f"{total} ranks do not split into {groups} equal groups")
-        notes.append(f"ranks split into {groups} communicators of {total // groups} ranks each")
+        split = {"groups": groups, "ranks": total // groups}
+        notes.append(Finding(code="comm.import.split", figures=split))
     return total // groups, notes
 
 
 def _text_world(
-    run: Run, per_process: int | None, processes: int, where: str, notes: list[str]
+    run: Run, per_process: int | None, processes: int, where: str, notes: list[Finding]
 ) -> int:
     numbers = [r.rank for r in run.ranks]
     repeated = sorted({n for n in numbers if numbers.count(n) > 1})
@@ -133,10 +138,8 @@ def _text_world(
             "ran nccl-tests on their own (was it built with MPI=1?)",
         )
     if per_process is not None and processes * per_process != len(numbers):
-        notes.append(
-            f"{len(numbers)} rank lines, but {processes} processes x {per_process} ranks each: "
-            f"used {processes * per_process}"
-        )
+        lines = {"lines": len(numbers), "processes": processes, "per_process": per_process}
+        notes.append(Finding(code="comm.import.rank_lines", figures=lines))
         return processes * per_process
     return len(numbers)
 
@@ -300,14 +303,15 @@ def _per_process(run: Run) -> int:
     return run.settings.get("nthreads", 0) * run.settings.get("ngpus", 0)
 
 
-def _world_checks(run: Run, world: int) -> list[str]:
+def _world_checks(run: Run, world: int) -> list[Finding]:
     """An inferred rank count against what the header and a command line say."""
     notes = []
     per_process = _per_process(run)
     if per_process and world % per_process:
-        notes.append(f"{world} ranks, but the header's nThread x nGpus is {per_process} a process")
+        per = {"ranks": world, "per_process": per_process}
+        notes.append(Finding(code="comm.import.ranks_per_process", figures=per))
     command = run.command
     if command is not None and command.ranks is not None and command.ranks != world:
-        asked = f"{command.ranks} ranks ({command.how})"
-        notes.append(f"the command line asks for {asked}: the table says {world}")
+        asked = {"asked": command.ranks, "how": command.how, "ranks": world}
+        notes.append(Finding(code="comm.import.command_ranks", figures=asked))
     return notes

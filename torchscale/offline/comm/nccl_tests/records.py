@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchscale.contracts.errors import UsageError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import AcrossRanks, Placement
 from torchscale.offline.comm.nccl_infer import Command
 
@@ -89,7 +90,7 @@ class Run:
     command: Command | None = None  # the command line (or label) printed before the run
     bad_row: NcclTestsFormatError | None = None  # an unreadable table line, pending
     across_ranks: AcrossRanks = "avg"
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     launch: dict[str, Any] = field(default_factory=dict)
     started_at: str | None = None
@@ -103,10 +104,6 @@ def fail(where: str, message: str) -> NcclTestsFormatError:
 def location(source: str, loc: str) -> str:
     """'file:14' for a text line, 'file results[3]' for a JSON record."""
     return f"{source}:{loc}" if loc.isdigit() else f"{source} {loc}"
-
-
-def loc_label(loc: str) -> str:
-    return f"line {loc}" if loc.isdigit() else loc
 
 
 def clip(text: str, width: int = 120) -> str:

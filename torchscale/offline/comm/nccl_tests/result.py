@@ -46,30 +46,28 @@ class _Converted:
     world_size: int
     hosts: frozenset[str]
     device_names: frozenset[str]
-    warnings: list[str]
+    warnings: list[Finding]
     inferred: dict[str, str]
 
 
-def usable_runs(runs: list[Run], source: str) -> tuple[list[Run], list[str]]:
+def usable_runs(runs: list[Run], source: str) -> tuple[list[Run], list[Finding]]:
     """Runs with rows. When others have rows, a run that died before its table, whose output
     stops right after its table header, or, last in the text, before its table, is skipped
     with a warning."""
     usable: list[Run] = []
-    skipped: list[str] = []
+    skipped: list[Finding] = []
     others = any(run.rows for run in runs)
     for index, run in enumerate(runs):
         if run.rows:
             _check_ended(run)
             usable.append(run)
         elif run.failure and len(runs) > 1:
-            skipped.append(f"a run at line {run.line} failed before its table ({run.failure})")
+            failed = {"line": run.line, "failure": run.failure}
+            skipped.append(Finding(code="comm.import.run_failed", figures=failed))
         elif run.layout is not None and others:
-            skipped.append(
-                f"a run at line {run.line} stops after its table header, before any row "
-                "(output cut short?)"
-            )
+            skipped.append(Finding(code="comm.import.run_no_rows", figures={"line": run.line}))
         elif others and index == len(runs) - 1:  # the output ends in its header lines
-            skipped.append(f"a run at line {run.line} stops before its table (output cut short?)")
+            skipped.append(Finding(code="comm.import.run_no_table", figures={"line": run.line}))
         else:
             raise _no_rows(run, runs[index + 1] if index + 1 < len(runs) else None, source)
     return usable, skipped
@@ -96,21 +94,17 @@ def _check_ended(run: Run) -> None:
     """How the table ended: the footer, a failure, or neither (output cut short: a warning,
     and a last line that cannot be read is dropped)."""
     if run.bad_row is not None:
-        run.notes.append(f"dropped the last table line, cut short: {run.bad_row}")
+        dropped = {"error": str(run.bad_row)}
+        run.notes.append(Finding(code="comm.import.last_line_dropped", figures=dropped))
     if run.ended:
         if run.failure:
-            run.notes.append(f"the run reported a failure but finished its table ({run.failure})")
+            failure = {"failure": run.failure}
+            run.notes.append(Finding(code="comm.import.failed_after_table", figures=failure))
         return
-    if run.failure:
-        # the failure itself becomes CommResult.error
-        run.notes.append(
-            f"the run stopped early: imported the {len(run.rows)} table lines before it"
-        )
-        return
-    run.notes.append(
-        f"no footer ('# Avg bus bandwidth') after the {len(run.rows)} table lines: the output "
-        "may be cut short"
-    )
+    rows = {"rows": len(run.rows)}
+    # a failure itself becomes CommResult.error
+    code = "comm.import.stopped_early" if run.failure else "comm.import.no_footer"
+    run.notes.append(Finding(code=code, figures=rows))
 
 
 def convert(run: Run, op: str | None, source: str) -> _Converted:
@@ -119,11 +113,12 @@ def convert(run: Run, op: str | None, source: str) -> _Converted:
     the_op, world = identity.op, identity.world
     check_columns(run, the_op, source)
     rows = legacy_rows(run.rows, world) if identity.legacy else run.rows
+    inferred = {
+        k: {"op": the_op, "how": how} if k == "op" else {"ranks": world, "how": how}
+        for k, how in identity.inferred.items()
+    }
     warnings = [
-        *(
-            f"inferred {f'the op, {the_op}' if k == 'op' else f'{world} ranks'}: {v}"
-            for k, v in identity.inferred.items()
-        ),
+        *(Finding(code=f"comm.import.inferred_{k}", figures=v) for k, v in inferred.items()),
         *identity.notes,
         *run.notes,
         *_legacy_notes(identity),
@@ -161,31 +156,22 @@ def _comm_rows(run: Run, raws: Sequence[RawRow], op: str, source: str) -> list[C
     ]
 
 
-def _extra_column_notes(run: Run) -> list[str]:
+def _extra_column_notes(run: Run) -> list[Finding]:
     if run.cputime:
-        return ["times are CPU launch times (-C 1), not op times: time_us left empty"]
+        return [Finding(code="comm.import.cpu_times")]
     if error_column(run):
-        return [
-            "this older nccl-tests prints 'error', the largest deviation of a result, not a "
-            "count of wrong elements: #wrong left empty"
-        ]
+        return [Finding(code="comm.import.error_column")]
     extra = [c for c in (run.layout.group if run.layout else ()) if c.startswith("i_")]
     if extra:
-        return [
-            f"per-iteration columns ({', '.join(extra)}) not imported: nccl-tests takes the "
-            "slowest process per iteration, torchscale pools every rank's iterations"
-        ]
+        return [Finding(code="comm.import.iteration_columns", figures={"columns": extra})]
     return []
 
 
-def _legacy_notes(identity: Identity) -> list[str]:
+def _legacy_notes(identity: Identity) -> list[Finding]:
     if not identity.legacy:
         return []
-    n = identity.world
-    return [
-        f"this older nccl-tests printed {identity.op}'s algbw as S x (n-1)/n / t and busbw = "
-        f"algbw: algbw_gbps rescaled to S / t (x {n}/{n - 1}), busbw kept as printed"
-    ]
+    legacy = {"op": identity.op, "ranks": identity.world}
+    return [Finding(code="comm.import.legacy_bandwidth", figures=legacy)]
 
 
 def _same(values: Sequence[Any]) -> Any:
@@ -208,7 +194,7 @@ def build_result(
     every: list[Run],
     runs: list[Run],
     converted: list[_Converted],
-    skipped: list[str],
+    skipped: list[Finding],
     source: str,
     run_id: str,
 ) -> CommResult:
@@ -221,14 +207,15 @@ def build_result(
     warnings = [
         *skipped,
         *(
-            f"run at line {r.line}: {w}" if prefix else w
+            Finding(code=w.code, figures={**w.figures, "run_line": r.line}) if prefix else w
             for r, c in zip(runs, converted, strict=True)
             for w in c.warnings
         ),
     ]
     dtypes = list(dict.fromkeys(row.dtype for row in rows))
     if len(dtypes) > 1:
-        warnings.append(f"rows of several dtypes ({', '.join(dtypes)}): dtype names the first")
+        several = Finding(code="comm.import.several_dtypes", figures={"dtypes": dtypes})
+        warnings.append(several)
     names = frozenset().union(*(c.device_names for c in converted))
     status, error = _stopped(every)
     return add_footer(

@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import Placement
 from torchscale.offline.comm.nccl_infer import Command, parse_command
 from torchscale.offline.comm.nccl_tests.records import (
@@ -171,17 +172,17 @@ def _read_line(run: Run, body: str, commented: bool, number: int, source: str) -
     is_row = not commented and len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit()
     if is_row and run.layout is None and not run.ended and (bare := bare_layout(tokens)):
         run.layout = bare
-        run.notes.append(
-            f"line {number}: no column header: read the table's {len(tokens)} columns as "
-            f"{' '.join(bare.lead)}, then {' '.join(bare.group)} out-of-place and in-place"
-        )
+        header = {"line": number, "columns": len(tokens), "lead": list(bare.lead)}
+        header["group"] = list(bare.group)
+        run.notes.append(Finding(code="comm.import.no_column_header", figures=header))
     if is_row and run.layout is not None and not run.ended:
         _add_row(run, tokens, run.layout, f"{number}", source)
         return True
     if _read_comment(run, body, number, source):
         return True
     if "NCCL WARN" in body:
-        run.notes.append(f"line {number}: {clip(body)}")
+        warned = {"line": number, "text": clip(body)}
+        run.notes.append(Finding(code="comm.import.nccl_warn", figures=warned))
         return True
     return False
 
