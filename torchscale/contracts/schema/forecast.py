@@ -85,9 +85,7 @@ class Forecast(Record):
         default_factory=list,
         description="what was assumed, and how to measure it instead (forecast.*)",
     )
-    unavailable: dict[str, Finding] = Field(
-        default_factory=dict, description="field -> why null"
-    )
+    unavailable: dict[str, Finding] = Field(default_factory=dict, description="field -> why null")
 
 
 class ForecastScore(Record):

@@ -314,4 +314,3 @@ def said_once(findings: Iterable[Finding]) -> list[str]:
             if text not in said:
                 said.append(text)
     return said
-

@@ -83,9 +83,7 @@ class Kind(Generic[M]):
 
 
 COMM = Kind(CommResult, COMM_KIND, "comm result", COMM_SCHEMA_VERSION)
-FORECAST = Kind(
-    Forecast, FORECAST_KIND, "forecast", FORECAST_SCHEMA_VERSION, forecast_v1_to_v2
-)
+FORECAST = Kind(Forecast, FORECAST_KIND, "forecast", FORECAST_SCHEMA_VERSION, forecast_v1_to_v2)
 FORECAST_SCORE = Kind(
     ForecastScore, FORECAST_SCORE_KIND, "forecast score", FORECAST_SCORE_SCHEMA_VERSION
 )

@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, ring_steps
 from torchscale.offline.analysis.prediction.figures import (
     Figure,
@@ -86,9 +86,7 @@ def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
 Fits = dict[str, list[AlphaBeta]]  # op -> its fits, one per world size measured
 
 
-def pick_fits(
-    runs: Sequence[CommResult], device: str, nodes: int
-) -> tuple[Fits, list[Finding]]:
+def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits, list[Finding]]:
     """The fits per op from `runs` on `device`, one per world size: runs over as many nodes
     as asked if any, else over the most nodes measured (the assumption says so)."""
     fits: Fits = {}

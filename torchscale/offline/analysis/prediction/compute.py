@@ -75,7 +75,11 @@ def threads_at(
     if all(t == launcher_threads(cores, k) for k, t in known):
         return default, Finding(
             code="forecast.threads.launcher_default",
-            figures={"cores": cores, "ranks_per_host": math.ceil(ranks_per_host), "threads": default},
+            figures={
+                "cores": cores,
+                "ranks_per_host": math.ceil(ranks_per_host),
+                "threads": default,
+            },
         )
     counts = {t for _, t in known}
     if len(counts) == 1:

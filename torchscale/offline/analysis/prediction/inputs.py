@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.offline.analysis.prediction.figures import Figure, of_estimate
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 

@@ -46,7 +46,10 @@ def _figures(found: re.Match[str]) -> dict[str, Any]:
         value = _number(text)
         for suffix, scale in _SCALE.items():
             if name.endswith(suffix) and isinstance(value, int | float):
-                name, value = name[: -len(suffix)] + ("_s" if suffix == "_ms" else ""), value / scale
+                name, value = (
+                    name[: -len(suffix)] + ("_s" if suffix == "_ms" else ""),
+                    value / scale,
+                )
         figures[name] = value
     return figures
 
@@ -104,7 +107,9 @@ def _exposed_from_cells(text: str) -> dict[str, Any] | None:
         return None
     return {
         "fit": "least_squares" if found["fit"] == "least squares" else "through_zero",
-        "points": [[f["world"], f["x"], f["seconds_s"]] for f in (_figures(p) for p in points if p)],
+        "points": [
+            [f["world"], f["x"], f["seconds_s"]] for f in (_figures(p) for p in points if p)
+        ],
         "world": int(found["world"]),
         "at": _number(found["at"]),
     }
@@ -167,7 +172,10 @@ _READERS: list[tuple[str, Callable[[str], dict[str, Any] | None]]] = [
         "own work (median phases) measured at {world} rank(s), {threads} thread(s) each: "
         "{own_ms} ms",
     ),
-    _templated("forecast.term.own_work", "own work (median phases) measured at {world} rank(s): {own_ms} ms"),
+    _templated(
+        "forecast.term.own_work",
+        "own work (median phases) measured at {world} rank(s): {own_ms} ms",
+    ),
     ("forecast.term.contention", _by(_CONTENTION)),
     _templated(
         "forecast.term.stragglers",
@@ -196,8 +204,13 @@ _READERS: list[tuple[str, Callable[[str], dict[str, Any] | None]]] = [
         "forecast.threads.mixed",
         lambda t: (
             {"counts": json.loads(m[1]), "threads": int(m[2])}
-            if (m := re.match(r"the measured cells ran (\[[\d, ]*\]) threads per rank, neither "
-                              r"one count nor the launcher's default: assumed the default, (\d+)$", t))
+            if (
+                m := re.match(
+                    r"the measured cells ran (\[[\d, ]*\]) threads per rank, neither "
+                    r"one count nor the launcher's default: assumed the default, (\d+)$",
+                    t,
+                )
+            )
             else None
         ),
     ),
