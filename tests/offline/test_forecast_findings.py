@@ -15,10 +15,8 @@ from typer.testing import CliRunner
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.forecast import Forecast
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.forecast_terms import said_once
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_forecast
-from torchscale.offline.results.upgrades.forecast_words import finding_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KEPT = FIXTURES / "forecasts_v1"
@@ -61,6 +59,7 @@ def test_a_kept_schema_1_forecast_reads_as_codes() -> None:
 def test_a_kept_schema_1_forecast_is_worded_as_it_was() -> None:
     from rich.console import Console
 
+    from torchscale.contracts.wording.forecast_terms import said_once
     from torchscale.interfaces.console.forecasts import forecast_renderables
 
     kept = _kept()
@@ -76,6 +75,8 @@ def test_a_kept_schema_1_forecast_is_worded_as_it_was() -> None:
 
 
 def test_a_sentence_no_code_gives_back_is_kept_as_stored_and_marked() -> None:
+    from torchscale.offline.results.upgrades.forecast_words import finding_of
+
     own = "own work (median phases) measured at 2 rank(s): 41.2 ms"
     assert finding_of(own) == Finding(
         code="forecast.term.own_work", figures={"world": 2, "own_s": 0.0412}
@@ -88,6 +89,8 @@ def test_a_sentence_no_code_gives_back_is_kept_as_stored_and_marked() -> None:
 
 def test_stored_words_are_never_merged_as_figures() -> None:
     """Two stored sentences that differ in a number stay two: only a code's figures range."""
+    from torchscale.contracts.wording.forecast_terms import said_once
+
     a = Finding(code="forecast.stored", figures={"words": "cores 2, turns 1.5x"})
     b = Finding(code="forecast.stored", figures={"words": "cores 4, turns 1.8x"})
     assert said_once([a, b]) == [say(a), say(b)]
