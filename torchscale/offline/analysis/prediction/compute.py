@@ -133,7 +133,7 @@ def forecast_compute(
     if busy is None and cores is not None and reference.threads:
         # every model is held to the cores alike: a rank without the record wants its threads
         busy = float(reference.threads)
-        figures = {"threads": reference.threads}
+        figures: dict[str, object] = {"threads": reference.threads}
         assumptions.append(Finding(code="forecast.cores_unrecorded.as_threads", figures=figures))
     elif busy is None or cores is None:
         assumptions.append(Finding(code="forecast.cores_unrecorded"))
