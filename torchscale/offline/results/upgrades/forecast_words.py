@@ -149,6 +149,25 @@ def _model_error(text: str) -> dict[str, Any] | None:
     return figures
 
 
+_APART = _pattern(
+    "past the cores ({ranks_per_host} ranks x {demand} busy cores on {cores}): ranks take "
+    "turns, the slowest between {fair}x (shared out perfectly) and {busiest}x (the busiest "
+    "core's ranks); taken as the middle, both ends in the interval; the scheduler's wake-up "
+    "latency in each collective and other processes' CPU are not modelled (no measured cell "
+    "ran past the cores: measure one)"
+)
+
+
+def _past_the_cores_apart(text: str) -> dict[str, Any] | None:
+    """The uneven form: its two ends, as the middle and half the range they were made from."""
+    found = _APART.match(text)
+    if found is None:
+        return None
+    figures = _figures(found)
+    fair, busiest = figures.pop("fair"), figures.pop("busiest")
+    return figures | {"shared": (fair + busiest) / 2, "half": (busiest - fair) / 2}
+
+
 def _by(pattern: re.Pattern[str]) -> Callable[[str], dict[str, Any] | None]:
     def read(text: str) -> dict[str, Any] | None:
         found = pattern.match(text)
@@ -237,6 +256,7 @@ _READERS: list[tuple[str, Callable[[str], dict[str, Any] | None]]] = [
         "in each collective and other processes' CPU are not modelled (no measured cell ran "
         "past the cores: measure one)",
     ),
+    ("forecast.past_the_cores", _past_the_cores_apart),
     _templated(
         "forecast.fewer_threads",
         "fewer threads per rank here ({threads}) than at the reference ({reference_threads}): "
@@ -302,7 +322,7 @@ def finding_of(text: str) -> Finding:
             continue
         figures = {k: v for k, v in figures.items() if k not in ("m2", "s2", "n2")}
         if code == "forecast.past_the_cores":
-            figures["half"] = 0  # the one form it read: the ranks share the cores evenly
+            figures.setdefault("half", 0)  # the even form: no range between the ends
         finding = Finding(code=code, figures=figures)
         try:
             if say(finding) == text:
