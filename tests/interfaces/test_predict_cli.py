@@ -49,6 +49,9 @@ def test_json_carries_every_forecast(results: Path) -> None:
     first = payload["forecasts"][0]
     assert first["kind"] == "torchscale.forecast"
     assert {t["name"] for t in first["terms"]} >= {"compute", "stragglers"}
+    # the facts: each formula and assumption a code with its figures, worded when shown
+    assert all(t["how"]["code"].startswith("forecast.term.") for t in first["terms"])
+    assert all(a["code"].startswith("forecast.") for a in first["assumptions"])
 
 
 def _one_line_exit_2(done: Result, words: str) -> None:

@@ -67,26 +67,37 @@ def test_a_fit_written_before_reads_as_a_fit(tmp_path: Path) -> None:
 
 
 def test_each_assumption_is_said_once_with_its_range() -> None:
-    """Four forecasts each said 'model error: no measured size could be back-tested' and their
-    own 'past the cores' figures: one clause each, its figures as ranges."""
-    from torchscale.interfaces.report.sections.forecasts import said_once
+    """Three forecasts each assumed the same model error and their own 'past the cores'
+    figures: one line per code, its varying figures as ranges, built from the findings' figures
+    (no stored sentence is read)."""
+    from torchscale.contracts.finding import Finding
+    from torchscale.contracts.wording.forecast_terms import said_once
 
-    items = [
-        f"model error: no measured size could be back-tested; past the cores (4 ranks x {busy} "
-        f"busy cores on 2): ranks take turns, {slower}x slower"
-        for busy, slower in (("0.91", "1.82"), ("0.79", "1.58"), ("0.96", "1.92"))
+    error = Finding(code="forecast.model_error", figures={"miss": 0.3, "error": 0.3})
+    items = []
+    for busy, slower in ((0.91, 1.82), (0.79, 1.58), (0.96, 1.92)):
+        figures = {"ranks_per_host": 4, "demand": busy, "cores": 2, "shared": slower, "half": 0}
+        items += [error, Finding(code="forecast.past_the_cores", figures=figures)]
+    fixed = Finding(code="forecast.threads.fixed", figures={"threads": 1})
+    assert said_once([*items, fixed]) == [
+        "model error: no measured size could be back-tested; forecasts have missed by up to "
+        "30 % (the stated default until a track record exists): interval widened by 30.0 %",
+        "past the cores (4 ranks x 0.79-0.96 busy cores on 2): ranks take turns, 1.58-1.92x "
+        "slower (they share the cores evenly); the scheduler's wake-up latency in each "
+        "collective and other processes' CPU are not modelled (no measured cell ran past the "
+        "cores: measure one)",
+        "each rank runs 1 thread(s), as every measured cell did (OMP_NUM_THREADS fixed)",
     ]
-    assert said_once([*items, "each rank runs 1 thread(s)"]) == [
-        "model error: no measured size could be back-tested",
-        "past the cores (4 ranks x 0.79-0.96 busy cores on 2): ranks take turns, 1.58-1.92x slower",
-        "each rank runs 1 thread(s)",
-    ]
 
 
-def test_a_model_name_is_not_a_figure_to_merge() -> None:
-    from torchscale.interfaces.report.sections.forecasts import said_once
+def test_a_name_is_not_a_figure_to_merge() -> None:
+    """Findings that differ in a name (the cell) are said each: only numbers become ranges."""
+    from torchscale.contracts.finding import Finding
+    from torchscale.contracts.wording.forecast_terms import said_once
 
-    assert said_once(["peak of the H100: 989", "peak of the H200: 989"]) == [
-        "peak of the H100: 989",
-        "peak of the H200: 989",
-    ]
+    def few(cell_id: str) -> Finding:
+        figures = {"ranks_per_host": 1, "cell_id": cell_id, "fewest": 2}
+        return Finding(code="forecast.few_ranks", figures=figures)
+
+    said = said_once([few("m__w2"), few("n__w2")])
+    assert len(said) == 2 and "from m__w2," in said[0] and "from n__w2," in said[1]

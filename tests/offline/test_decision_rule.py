@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm
 from torchscale.offline.analysis import decision
@@ -129,7 +130,13 @@ def _forecast(world: int, low: float, high: float) -> Forecast:
         samples_per_s=_estimate(world * 16 / 0.04, world * 16 / 0.041, world * 16 / 0.039),
         scaling_efficiency=_estimate((low + high) / 2, low, high),
         dominant="compute",
-        terms=[ForecastTerm(name="compute", seconds=step, how="test")],
+        terms=[
+            ForecastTerm(
+                name="compute",
+                seconds=step,
+                how=Finding(code="forecast.term.own_work", figures={"world": 1, "own_s": 0.01}),
+            )
+        ],
     )
 
 

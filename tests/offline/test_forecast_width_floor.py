@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.forecast import no_narrower_than_inputs
 
@@ -19,7 +20,7 @@ def test_a_forecast_is_widened_to_its_noisiest_input() -> None:
     widened, said = no_narrower_than_inputs(step, [_cell("a", 100.0, 5.0), _cell("b", 50.0, 46.0)])
     assert widened.value == step.value
     assert widened.below == widened.above == 0.010 * 0.92
-    assert said == (
+    assert said is not None and say(said) == (
         "interval no narrower than its noisiest input: ±92 %, the throughput of cells/b.json"
     )
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.forecast_samples import FIXTURE, fixture_cell
 from torchscale.contracts.schema.cell_result import StepTimeStats
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import (
     MeasuredCell,
@@ -67,7 +68,8 @@ def test_a_cell_far_noisier_than_its_siblings_is_named() -> None:
         noisy(2, cv=0.15, mean_ms=10.2, median_ms=10.0),
         noisy(4, cv=0.2, mean_ms=20.5, median_ms=20.0),
     ]
-    (line,) = noisy_cells(cells)
+    (named,) = noisy_cells(cells)
+    line = say(named)
     assert line.startswith("m__w1 ") and "41.1 ms" in line and "0.8 ms" in line
     # alone: named only with a std above its mean
     assert noisy_cells(cells[1:2]) == []

@@ -199,7 +199,7 @@ def test_a_forecast_no_back_test_checks_widens_to_the_worst_stored_miss(tmp_path
     write_score(second, replace_score(_score(0.05, True), "f3", "c3"))
     missed = _how_far_missed([first, second])
     assert missed is not None and missed[0] == pytest.approx(0.31)
-    assert missed[1] == "the worst of 3 scored here"
+    assert missed[1] == 3
 
 
 def replace_score(score: ForecastScore, forecast_id: str, cell_id: str) -> ForecastScore:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.schema.forecast import (
     Forecast,
@@ -55,8 +56,14 @@ def _forecast(key: ForecastKey) -> Forecast:
         samples_per_s=_estimate(6400.0, 5333.0, 7111.0),
         scaling_efficiency=_estimate(0.8, 0.7, 0.9),
         dominant="compute",
-        terms=[ForecastTerm(name="compute", seconds=_estimate(0.01, 0.009, 0.012), how="x")],
-        assumptions=["one line"],
+        terms=[
+            ForecastTerm(
+                name="compute",
+                seconds=_estimate(0.01, 0.009, 0.012),
+                how=Finding(code="forecast.term.gpu_unshared"),
+            )
+        ],
+        assumptions=[Finding(code="forecast.no_comm_run")],
     )
 
 

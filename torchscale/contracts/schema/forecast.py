@@ -3,7 +3,8 @@
 `torchscale predict` writes a `Forecast` from the cells (and `comm` runs) already measured;
 a later `benchmark` that measures the same cell (equal `ForecastKey`) writes a `ForecastScore`
 beside it, never rewriting the forecast, so the track record is the forecasts as they were
-made. The model and each term's formula: docs/prediction.md.
+made. The model and each term's formula: docs/prediction.md. Formulas and assumptions are
+stored as findings, worded when shown (contracts/wording/forecast_terms.py).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from pydantic import Field
 
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import CellIdentity, Device, file_safe
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.versioned import FrozenRecord, Record
 
-FORECAST_SCHEMA_VERSION = 1
+FORECAST_SCHEMA_VERSION = 2  # 2: the terms' formulas and the assumptions stored as findings
+FORECAST_SCORE_SCHEMA_VERSION = 1
 FORECAST_KIND = "torchscale.forecast"
 FORECAST_SCORE_KIND = "torchscale.forecast_score"
 
@@ -58,12 +61,12 @@ class ForecastTerm(Record):
 
     name: TermName
     seconds: Estimate
-    how: str = Field(description="one line: the formula with its inputs")
+    how: Finding = Field(description="the formula with its inputs (forecast.term.*)")
 
 
 class Forecast(Record):
     kind: Literal["torchscale.forecast"] = "torchscale.forecast"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     id: str = Field(description="forecast id, also the file's name")
     created_at: str = Field(description="ISO 8601, UTC")
     key: ForecastKey
@@ -78,11 +81,11 @@ class Forecast(Record):
     )
     dominant: TermName = Field(description="the largest term")
     terms: list[ForecastTerm]
-    assumptions: list[str] = Field(
+    assumptions: list[Finding] = Field(
         default_factory=list,
-        description="one line each: what was assumed, and how to measure it instead",
+        description="what was assumed, and how to measure it instead (forecast.*)",
     )
-    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+    unavailable: dict[str, Finding] = Field(default_factory=dict, description="field -> why null")
 
 
 class ForecastScore(Record):

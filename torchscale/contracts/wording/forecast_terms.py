@@ -1,197 +1,316 @@
-"""The words of a forecast's terms and assumptions (offline/analysis/prediction/): each formula
-and note made from its figures here, so a forecast's figures are spelled where every other
-figure is. They are still stored as the sentences these make (`Forecast.assumptions`,
-`ForecastTerm.how`: tests/project/test_stored_free_text.py, NOT_YET)."""
+"""The words of a forecast's terms and assumptions (offline/analysis/prediction/): a forecast
+stores each term's formula (`ForecastTerm.how`) and each assumption as a finding, its figures by
+name, and they are worded here when shown; `said_once` says many forecasts' assumptions once,
+each figure as its range over them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.figures import format_value, pct
 
 
-def _ms(seconds: float) -> str:
+def _ms(seconds: Any) -> str:
     """A term's seconds in a formula: three significant figures of milliseconds, '41.2 ms'."""
     return f"{seconds * 1e3:.3g} ms"
 
 
-def _g(value: float) -> str:
+def _g(value: Any) -> str:
     """A factor in a formula: three significant figures, '1.25'."""
     return f"{value:.3g}"
 
 
-def collective(
-    op: str,
-    size: int,
-    buckets: int,
-    steps: int,
-    alpha_s: float,
-    factor: float,
-    beta: float,
-    run_id: str,
-) -> str:
+def _or_unknown(value: Any) -> Any:
+    return value if value else "?"
+
+
+def _collective(c: Mapping[str, Any]) -> str:
     """One collective's time by the alpha-beta fit of a comm run."""
     return (
-        f"{op} {size} B in {buckets} bucket(s): {buckets} x {steps} steps x "
-        f"{alpha_s * 1e6:.3g} us + {size} B x {_g(factor)} x {beta * 1e9:.3g} ns/B ({run_id})"
+        f"{c['op']} {c['size']} B in {c['buckets']} bucket(s): {c['buckets']} x {c['steps']} "
+        f"steps x {c['alpha_s'] * 1e6:.3g} us + {c['size']} B x {_g(c['factor'])} x "
+        f"{c['beta'] * 1e9:.3g} ns/B ({c['run_id']})"
     )
 
 
-def nothing_hidden(most_s: float) -> str:
+def _exposed_at_one_rank(f: Mapping[str, Any]) -> str:
+    used = f.get("from") or []
+    return (
+        f"exposed at one rank {_ms(f['base_s'])} + max(0, T - H), T = "
+        f"{'; '.join(_collective(c) for c in f['collectives'])}; "
+        f"H (hidden by backward; below 0: paid beyond the comm run's collective) = "
+        f"{_ms(f['overlap_s'])}" + (f" (from {', '.join(used)})" if used else "")
+    )
+
+
+_FITS = {"least_squares": "least squares", "through_zero": "through 0"}
+
+
+def _over_bus_factor(f: Mapping[str, Any]) -> str:
+    points = ", ".join(f"f({w})={_g(x)}: {_ms(s)}" for w, x, s in f["points"])
+    return (
+        f"exposed transfer over the bus factor ({_FITS[f['fit']]}: {points}) read at "
+        f"f({f['world']})={_g(f['at'])}"
+    )
+
+
+def _straggler_jitter(f: Mapping[str, Any]) -> str:
+    return (
+        f"sigma x e({f['world']}) = {_ms(f['sigma_s'])} x {f['e_n']:.3f}; sigma = (p50 - min) / "
+        f"e(steps) of each rank's own-work steps at {f['reference_world']} rank(s), median over "
+        f"ranks, {_ms(f['jitter_s'])} x {_g(f['scale'])} (own work here / there)"
+    )
+
+
+def _own_work(f: Mapping[str, Any]) -> str:
+    return (
+        f"own work (median phases) measured at {f['world']} rank(s)"
+        + (f", {f['threads']} thread(s) each" if f.get("threads") else "")
+        + f": {f['own_s'] * 1e3:.4g} ms"
+    )
+
+
+def _contention(f: Mapping[str, Any]) -> str:
+    """Own work x (factor - 1): the thread factor times the time-sharing at the target over the
+    reference's; past the cores, the collective's share of the turns added."""
+    wants = f["demand"] if f.get("demand") is not None else 0
+    busy = f["busy"] if f.get("busy") is not None else 0
+    rph, cores = f["ranks_per_host"], _or_unknown(f.get("cores"))
+    shared = f.get("shared_exposed_s")
+    return (
+        f"{f['own_s'] * 1e3:.4g} ms x (factor - 1), factor = thread {_g(f['middle'])} (between 1 "
+        f"and u / d = {busy:.3g} busy cores at {_or_unknown(f.get('reference_threads'))} "
+        f"thread(s) / {wants:.3g} at {_or_unknown(f.get('threads'))}) x time-sharing "
+        f"{_g(f['shared'])} (between max(1, {rph:g} x {wants:.3g} / {cores} cores) and the "
+        f"busiest core's ceil({rph:g} / {cores}) x min(1, {wants:.3g})) / {_g(f['shared_ref'])} "
+        f"at the reference = {_g(f['factor'])}"
+        + (
+            f"; + exposed communication {_ms(shared)} x (time-sharing {_g(f['sharing'])} - 1): "
+            "the collective runs on the ranks' cores"
+            if shared is not None
+            else ""
+        )
+    )
+
+
+def _nothing_hidden(f: Mapping[str, Any]) -> str:
     return (
         "no multi-rank cell measured the overlap: nothing assumed hidden behind "
         f"backward, the interval down to all of it hidden up to the own work "
-        f"({_ms(most_s)} less); a step can also pay more than the comm run's "
+        f"({_ms(f['most_s'])} less); a step can also pay more than the comm run's "
         "collective (ranks arriving apart, bucket copies, a CPU collective on the "
         "ranks' cores), which this interval does not hold; measure 2 ranks to learn "
         "both"
     )
 
 
-def exposed_at_one_rank(base_s: float, how: str, overlap_s: float) -> str:
+def _model_error(f: Mapping[str, Any]) -> str:
+    errors = f.get("errors")
+    if errors:
+        said = ", ".join(f"w={w}: {format_value(e, 'change_pct')}" for w, e in errors)
+        parts = [f"back-testing the measured sizes ({said})"]
+    else:
+        parts = ["no measured size could be back-tested"]
+    if f.get("spread") is not None:
+        parts.append(f"run-to-run range of the repeats up to {pct(f['spread'])}")
+    if f.get("miss") is not None:
+        scored = f.get("scored")
+        source = (
+            f"the worst of {scored} scored here"
+            if scored
+            else "the stated default until a track record exists"
+        )
+        parts.append(f"forecasts have missed by up to {f['miss'] * 100:.0f} % ({source})")
+    return f"model error: {'; '.join(parts)}: interval widened by {pct(f['error'])}"
+
+
+def _noisy_cell(f: Mapping[str, Any]) -> str:
+    than = (
+        f"{f['ratio']:g} x its siblings' {f['usual']:.2g}"
+        if f.get("usual") is not None
+        else "1: a std above the mean"
+    )
     return (
-        f"exposed at one rank {_ms(base_s)} + max(0, T - H), T = {how}; "
-        f"H (hidden by backward; below 0: paid beyond the comm run's collective) = "
-        f"{_ms(overlap_s)}"
+        f"{f['cell_id']} was far noisier than its peers (step CV {f['cv']:.2g}, above "
+        f"{than}; mean step {_ms(f['mean_s'])}, median {_ms(f['median_s'])}): a busy machine? "
+        "Forecast from its median; measure it again when quiet"
     )
 
 
-def bus_points(points: Iterable[tuple[int, float, float]]) -> str:
-    """'f(2)=0.5: 3.1 ms, f(4)=0.75: 4.0 ms': the exposed transfer at each measured size."""
-    return ", ".join(f"f({world})={_g(x)}: {_ms(seconds)}" for world, x, seconds in points)
-
-
-def over_bus_factor(how_fit: str, points: str, world: int, at: float) -> str:
-    return f"exposed transfer over the bus factor ({how_fit}: {points}) read at f({world})={_g(at)}"
-
-
-def shared_collective(exposed_s: float, sharing: float) -> str:
+def _past_the_cores(f: Mapping[str, Any]) -> str:
+    shared, half = f["shared"], f["half"]
+    turns = (
+        f"the slowest between {_g(shared - half)}x (shared out perfectly) and "
+        f"{_g(shared + half)}x (the busiest core's ranks); taken as the middle, both ends in the "
+        "interval"
+        if half > 0
+        else f"{_g(shared)}x slower (they share the cores evenly)"
+    )
     return (
-        f"; + exposed communication {_ms(exposed_s)} x "
-        f"(time-sharing {_g(sharing)} - 1): the collective runs on the ranks' cores"
+        f"past the cores ({f['ranks_per_host']:g} ranks x {f['demand']:.2g} busy cores on "
+        f"{f['cores']}): ranks take turns, {turns}; the scheduler's wake-up latency in each "
+        "collective and other processes' CPU are not modelled (no measured cell ran past the "
+        "cores: measure one)"
     )
 
 
-def back_tested(errors: Iterable[tuple[int, float]]) -> str:
-    said = ", ".join(f"w={w}: {format_value(e, 'change_pct')}" for w, e in errors)
-    return f"back-testing the measured sizes ({said})"
-
-
-def missed_by(miss: float, source: str) -> str:
-    return f"forecasts have missed by up to {miss * 100:.0f} % ({source})"
-
-
-def no_narrower(widest: float, cell_id: str) -> str:
-    return (
-        f"interval no narrower than its noisiest input: ±{widest * 100:.0f} %, the throughput of "
-        f"cells/{cell_id}.json"
-    )
+PHRASES = {
+    # terms: how each was computed
+    "forecast.term.own_work": _own_work,
+    "forecast.term.gpu_unshared": lambda f: "GPU: one device per rank, nothing shared",
+    "forecast.term.contention": _contention,
+    "forecast.term.stragglers": _straggler_jitter,
+    "forecast.term.exposed_from_comm": _exposed_at_one_rank,
+    "forecast.term.exposed_from_cells": _over_bus_factor,
+    # assumptions
+    "forecast.strategy_derived": lambda f: (
+        f"{f['strategy']} from {f['measured']} cells: own work and overlap assumed as "
+        f"{f['measured']}'s; benchmark {f['strategy']} to measure them"
+    ),
+    "forecast.threads.launcher_default": lambda f: (
+        f"each rank gets the launcher's default threads, {f['cores']} cores // "
+        f"{f['ranks_per_host']} ranks per host = {f['threads']} (as every measured cell "
+        "did); a fixed OMP_NUM_THREADS changes the compute"
+    ),
+    "forecast.threads.fixed": lambda f: (
+        f"each rank runs {f['threads']} thread(s), as every measured cell did "
+        "(OMP_NUM_THREADS fixed)"
+    ),
+    "forecast.threads.mixed": lambda f: (
+        f"the measured cells ran {f['counts']} threads per rank, neither one count nor the "
+        f"launcher's default: assumed the default, {f['threads']}"
+    ),
+    "forecast.few_ranks": lambda f: (
+        f"no measured cell ran as few as {f['ranks_per_host']:g} rank(s) per host: own work "
+        f"from {f['cell_id']}, the fewest ({f['fewest']:g} per host), with the cache, memory "
+        "and core sharing of its ranks kept in (an upper side); measure a cell at this many "
+        "ranks per host to know it"
+    ),
+    "forecast.gpu_unshared": lambda f: (
+        "GPU ranks share no compute: host CPU and PCIe contention not modelled"
+    ),
+    "forecast.cores_unrecorded.as_threads": lambda f: (
+        f"CPU cores per rank not recorded (telemetry off): taken as its {f['threads']} "
+        "thread(s); run with measurement.telemetry.enabled to record them"
+    ),
+    "forecast.cores_unrecorded": lambda f: (
+        "CPU cores per rank not recorded (telemetry off): no time-sharing past the "
+        "host's cores; run with measurement.telemetry.enabled to record them"
+    ),
+    "forecast.shared_caches": lambda f: (
+        f"ranks sharing caches and memory bandwidth below the cores: as measured at "
+        f"{f['ranks_per_node']:g} rank(s) per host, not extrapolated"
+    ),
+    "forecast.past_the_cores": _past_the_cores,
+    "forecast.fewer_threads": lambda f: (
+        f"fewer threads per rank here ({f['threads']}) than at the reference "
+        f"({f['reference_threads']}): its work slows between 1x and {_g(f['thread'])}x (the "
+        "cores it kept busy include OpenMP's spin-waits); taken as the middle, both ends in the "
+        "interval; measure a cell at this thread count to know it"
+    ),
+    "forecast.one_rank_jitter": lambda f: (
+        "stragglers from one rank's step-to-step jitter, assumed independent across "
+        "ranks; measure 2 ranks to see it in a synchronised step"
+    ),
+    "forecast.comm_nodes": lambda f: (
+        f"bandwidth over {f['nodes']} node(s) not measured: assumed that of the comm run over "
+        f"{f['measured_nodes']} node(s); measure it with `torchscale comm` across {f['nodes']} "
+        "nodes"
+    ),
+    "forecast.no_comm_run": lambda f: (
+        "no comm run: exposed communication scaled with the bus bytes from the measured "
+        "cells, the share hidden behind backward assumed as measured; run `torchscale comm` "
+        "to fit the collective itself"
+    ),
+    "forecast.nothing_hidden": _nothing_hidden,
+    "forecast.noisy_cell": _noisy_cell,
+    "forecast.cell_nodes": lambda f: (
+        f"cells measured on {f['measured_nodes']} node(s): the link between "
+        f"nodes assumed as fast as the one measured; measure it with `torchscale comm` "
+        f"across {f['nodes']} nodes"
+    ),
+    "forecast.model_error": _model_error,
+    "forecast.no_narrower": lambda f: (
+        f"interval no narrower than its noisiest input: ±{f['widest'] * 100:.0f} %, the "
+        f"throughput of cells/{f['cell_id']}.json"
+    ),
+    # a sentence an older forecast stored that no code above says exactly
+    "forecast.stored": lambda f: f"{f['words']} (as an older forecast stored it)",
+}
 
 
 def no_step(step_s: float) -> str:
+    """Why there is no forecast (a refusal, printed, never stored)."""
     return (
         f"its terms add up to {step_s * 1e3:.2f} ms, no step: the measured cells "
         "disagree (measure them again on a quieter machine)"
     )
 
 
-def siblings(ratio: float, usual: float) -> str:
-    return f"{ratio:g} x its siblings' {usual:.2g}"
+class Span:
+    """A figure as its range over several forecasts: formats as 'low-high' (one figure where
+    both ends read the same), so a phrase words a range as it words a figure."""
+
+    def __init__(self, low: Any, high: Any) -> None:
+        self.low, self.high = low, high
+
+    def _map(self, other: Any, op: Any) -> Span:
+        o_low, o_high = (other.low, other.high) if isinstance(other, Span) else (other, other)
+        ends = [op(a, b) for a in (self.low, self.high) for b in (o_low, o_high)]
+        return Span(min(ends), max(ends))
+
+    def __mul__(self, other: Any) -> Span:
+        return self._map(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __add__(self, other: Any) -> Span:
+        return self._map(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Span:
+        return self._map(other, lambda a, b: a - b)
+
+    def __gt__(self, other: Any) -> bool:
+        return bool(self.high > other)
+
+    def __format__(self, spec: str) -> str:
+        low, high = format(self.low, spec), format(self.high, spec)
+        return low if low == high else f"{low}-{high}"
 
 
-def far_noisier(cell_id: str, cv: float, than: str, mean_s: float, median_s: float) -> str:
-    return (
-        f"{cell_id} was far noisier than its peers (step CV {cv:.2g}, above "
-        f"{than}; mean step {_ms(mean_s)}, median "
-        f"{_ms(median_s)}): a busy machine? Forecast from its median; "
-        "measure it again when quiet"
-    )
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def straggler_jitter(
-    world: int, sigma_s: float, e_n: float, reference_world: int, jitter_s: float, scale: float
-) -> str:
-    return (
-        f"sigma x e({world}) = {_ms(sigma_s)} x {e_n:.3f}; sigma = (p50 - min) / e(steps) "
-        f"of each rank's own-work steps at {reference_world} rank(s), median over ranks, "
-        f"{_ms(jitter_s)} x {_g(scale)} (own work here / there)"
-    )
+def said_once(findings: Iterable[Finding]) -> list[str]:
+    """Each assumption once: the findings of one code that differ only in their numbers are
+    worded once, each number as its range over them ('1.58-1.92x slower'), in the order first
+    found; a code whose phrase cannot word a range is said once per distinct wording."""
+    from torchscale.contracts.wording import PHRASES as ALL
+    from torchscale.contracts.wording import say
 
-
-def few_ranks(ranks_per_host: float, cell_id: str, fewest: float) -> str:
-    return (
-        f"no measured cell ran as few as {ranks_per_host:g} rank(s) per host: own work from "
-        f"{cell_id}, the fewest ({fewest:g} per host), with the cache, memory and core "
-        "sharing of its ranks kept in (an upper side); measure a cell at this many ranks per "
-        "host to know it"
-    )
-
-
-def own_work(world: int, threads: int | None, own_s: float) -> str:
-    return (
-        f"own work (median phases) measured at {world} rank(s)"
-        + (f", {threads} thread(s) each" if threads else "")
-        + f": {own_s * 1e3:.4g} ms"
-    )
-
-
-def shared_caches(ranks_per_node: float) -> str:
-    return (
-        f"ranks sharing caches and memory bandwidth below the cores: as measured at "
-        f"{ranks_per_node:g} rank(s) per host, not extrapolated"
-    )
-
-
-def past_the_cores(
-    ranks_per_host: float, demand: float, cores: int | None, shared: float, half: float
-) -> str:
-    fair, busiest = shared - half, shared + half
-    turns = (
-        f"the slowest between {_g(fair)}x (shared out perfectly) and {_g(busiest)}x (the "
-        "busiest core's ranks); taken as the middle, both ends in the interval"
-        if half > 0
-        else f"{_g(shared)}x slower (they share the cores evenly)"
-    )
-    return (
-        f"past the cores ({ranks_per_host:g} ranks x {demand:.2g} busy cores on {cores}): "
-        f"ranks take turns, {turns}; the scheduler's wake-up latency in each collective "
-        "and other processes' CPU are not modelled (no measured cell ran past the cores: "
-        "measure one)"
-    )
-
-
-def fewer_threads(threads: int | None, reference_threads: int | None, thread: float) -> str:
-    return (
-        f"fewer threads per rank here ({threads}) than at the reference "
-        f"({reference_threads}): its work slows between 1x and {_g(thread)}x (the cores "
-        "it kept busy include OpenMP's spin-waits); taken as the middle, both ends in the "
-        "interval; measure a cell at this thread count to know it"
-    )
-
-
-def contention_formula(
-    own_s: float,
-    middle: float,
-    busy: float | None,
-    reference_threads: int | None,
-    demand: float | None,
-    threads: int | None,
-    shared: float,
-    ranks_per_host: float,
-    cores: int | None,
-    shared_ref: float,
-    factor: float,
-) -> str:
-    """Own work x (factor - 1): the thread factor times the time-sharing at the target over the
-    reference's."""
-    wants = demand if demand is not None else 0
-    return (
-        f"{own_s * 1e3:.4g} ms x (factor - 1), factor = thread {_g(middle)} (between 1 "
-        f"and u / d = {busy if busy is not None else 0:.3g} busy cores at "
-        f"{reference_threads or '?'} thread(s) / {wants:.3g} at "
-        f"{threads or '?'}) x time-sharing {_g(shared)} (between max(1, {ranks_per_host:g} x "
-        f"{wants:.3g} / {cores or '?'} cores) and the busiest "
-        f"core's ceil({ranks_per_host:g} / {cores or '?'}) x min(1, "
-        f"{wants:.3g})) / {_g(shared_ref)} at the reference "
-        f"= {_g(factor)}"
-    )
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        rest = {k: v for k, v in finding.figures.items() if not _is_number(v)}
+        groups.setdefault(finding.code + json.dumps(rest, sort_keys=True), []).append(finding)
+    said: list[str] = []
+    for members in groups.values():
+        figures: dict[str, Any] = dict(members[0].figures)
+        for name, value in figures.items():
+            if _is_number(value):
+                values = [m.figures[name] for m in members]
+                figures[name] = Span(min(values), max(values))
+        phrase = ALL.get(members[0].code)
+        try:
+            words = [phrase(figures)] if phrase is not None and len(members) > 1 else []
+        except (TypeError, ValueError, KeyError):
+            words = []
+        for text in words or [say(m) for m in members]:
+            if text not in said:
+                said.append(text)
+    return said

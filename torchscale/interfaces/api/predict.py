@@ -191,7 +191,7 @@ def _one(
     source: Group,
     experiment: _Experiment,
     created: str,
-    missed: tuple[float, str] | None = None,
+    missed: tuple[float, int] | None = None,
 ) -> Forecast | Refusal:
     model, label, batch, precision, device = group
     if source.strategy == strategy:  # a size measured is a fit of that cell, no forecast
@@ -224,10 +224,11 @@ def _one(
     return Refusal(key.slug(), made) if isinstance(made, str) else made
 
 
-def _how_far_missed(roots: list[Path]) -> tuple[float, str] | None:
+def _how_far_missed(roots: list[Path]) -> tuple[float, int] | None:
     """The worst error of the forecasts already scored in these experiments (at least 3), what
-    a forecast no back-test can check is widened to; None before there is such a record."""
+    a forecast no back-test can check is widened to, and how many were scored; None before
+    there is such a record."""
     scores = [s for root in roots for s in read_forecasts(root).scores]
     if len(scores) < 3:
         return None
-    return max(abs(s.error) for s in scores), f"the worst of {len(scores)} scored here"
+    return max(abs(s.error) for s in scores), len(scores)

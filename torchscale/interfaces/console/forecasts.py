@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.schema.forecast import DOMINANT_WORDS
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import (
     ValueFormatter,
     figure_with_interval,
@@ -55,8 +56,9 @@ def ranks_header(device: str) -> str:
 def _assumptions(members: Sequence[Forecast]) -> list[str]:
     seen: list[str] = []
     for forecast in members:
-        seen += [a for a in forecast.assumptions if a not in seen]
-        seen += [w for w in forecast.unavailable.values() if w not in seen]
+        for finding in [*forecast.assumptions, *forecast.unavailable.values()]:
+            if (text := say(finding)) not in seen:
+                seen.append(text)
     return seen
 
 
@@ -114,7 +116,7 @@ def _terms(members: Sequence[Forecast], width: int) -> list[Any]:
         k = forecast.key
         out.append(prose(f"{k.world_size} {ranks_header(k.device)}, {k.nodes} node(s):", width))
         for term in forecast.terms:
-            text = f"- {term.name}: {seconds_text(term.seconds)}: {term.how}"
+            text = f"- {term.name}: {seconds_text(term.seconds)}: {say(term.how)}"
             out.append(prose(text, width, "  "))
     return out
 

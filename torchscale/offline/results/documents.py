@@ -23,6 +23,7 @@ from torchscale.contracts.schema.forecast import (
     FORECAST_KIND,
     FORECAST_SCHEMA_VERSION,
     FORECAST_SCORE_KIND,
+    FORECAST_SCORE_SCHEMA_VERSION,
     Forecast,
     ForecastScore,
 )
@@ -38,6 +39,7 @@ from torchscale.contracts.schema.validate_report import SCHEMA_VERSION as VALIDA
 from torchscale.contracts.schema.validate_report import VALIDATE_KIND, ValidateReport
 from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.upgrades.forecast_words import forecast_v1_to_v2
 from torchscale.offline.results.versions import CELL_KIND, read_cell_result
 
 T = TypeVar("T")
@@ -64,6 +66,8 @@ class Kind(Generic[M]):
     name: str
     what: str
     version: int
+    # a dict of an older version -> the current one, where the model cannot read it as it is
+    upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def read(self, path: Path) -> Read[M]:
         data, problem = read_json(path)
@@ -72,13 +76,17 @@ class Kind(Generic[M]):
         if problem is not None:
             return Read(path, None, problem)
         version = data["schema_version"]
+        if self.upgrade is not None and version < self.version:
+            data = self.upgrade(data)
         model, problem = validated(self.model, data, self.what)
         return Read(path, model, problem, version)
 
 
 COMM = Kind(CommResult, COMM_KIND, "comm result", COMM_SCHEMA_VERSION)
-FORECAST = Kind(Forecast, FORECAST_KIND, "forecast", FORECAST_SCHEMA_VERSION)
-FORECAST_SCORE = Kind(ForecastScore, FORECAST_SCORE_KIND, "forecast score", FORECAST_SCHEMA_VERSION)
+FORECAST = Kind(Forecast, FORECAST_KIND, "forecast", FORECAST_SCHEMA_VERSION, forecast_v1_to_v2)
+FORECAST_SCORE = Kind(
+    ForecastScore, FORECAST_SCORE_KIND, "forecast score", FORECAST_SCORE_SCHEMA_VERSION
+)
 MAX_BATCH = Kind(MaxBatchResult, MAX_BATCH_KIND, "max-batch result", MAX_BATCH_SCHEMA_VERSION)
 VALIDATE = Kind(ValidateReport, VALIDATE_KIND, "validate report", VALIDATE_SCHEMA_VERSION)
 SWEEP = Kind(SweepState, SWEEP_KIND, "sweep state", SWEEP_SCHEMA_VERSION)

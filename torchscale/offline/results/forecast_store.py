@@ -22,6 +22,7 @@ from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.cell import file_safe
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.prediction.score import pending_scores
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import (
@@ -158,7 +159,7 @@ def load_forecasts(path: str | Path) -> pd.DataFrame:
             "scaling_efficiency_low": eff.low if eff else None,
             "scaling_efficiency_high": eff.high if eff else None,
             "dominant": forecast.dominant,
-            "assumptions": "; ".join(forecast.assumptions),
+            "assumptions": "; ".join(say(a) for a in forecast.assumptions),
         }
         scores: list[ForecastScore | None] = [*stored.scores_of(forecast.id)] or [None]
         for score in scores:

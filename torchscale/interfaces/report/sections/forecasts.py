@@ -6,8 +6,7 @@ curve between world sizes; a measured point's is a bar). No forecast in the sour
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ from torchscale.contracts.schema.forecast import (
     ForecastKey,
     ForecastScore,
 )
+from torchscale.contracts.wording.forecast_terms import said_once
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.model import (
     Block,
@@ -293,30 +293,6 @@ def _figures(ctx: Context, made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
         ],
     )
     return Text(text=sentence), figures
-
-
-NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")  # a figure, never the digits of 'H100'
-
-
-def said_once(items: Iterable[str]) -> list[str]:
-    """Each assumption once: the clauses of many forecasts that differ only in their figures
-    become one, each figure as its range over them ('1.58-1.92x slower'), not four lines that
-    repeat a sentence."""
-    groups: dict[str, list[list[str]]] = {}
-    for item in items:
-        for clause in item.split("; "):
-            figures = groups.setdefault(NUMBER.sub("#", clause), [])
-            if NUMBER.findall(clause) not in figures:
-                figures.append(NUMBER.findall(clause))
-    said = []
-    for template, figures in groups.items():
-        pieces = template.split("#")
-        text = pieces[0]
-        for at, piece in enumerate(pieces[1:]):
-            values = sorted({f[at] for f in figures}, key=float)
-            text += (values[0] if len(values) == 1 else f"{values[0]}-{values[-1]}") + piece
-        said.append(text)
-    return said
 
 
 def _assumptions(made: Sequence[_Made]) -> Text | None:

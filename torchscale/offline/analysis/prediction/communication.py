@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.contracts.wording import forecast_terms as terms_words
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, ring_steps
 from torchscale.offline.analysis.prediction.figures import (
     Figure,
@@ -86,11 +86,11 @@ def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
 Fits = dict[str, list[AlphaBeta]]  # op -> its fits, one per world size measured
 
 
-def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits, list[str]]:
+def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits, list[Finding]]:
     """The fits per op from `runs` on `device`, one per world size: runs over as many nodes
     as asked if any, else over the most nodes measured (the assumption says so)."""
     fits: Fits = {}
-    assumptions: list[str] = []
+    assumptions: list[Finding] = []
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
         candidates = [
             fit
@@ -108,11 +108,8 @@ def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits
         fits[op] = [by_world[w] for w in sorted(by_world)]
     measured_nodes = {f.nodes for by_op in fits.values() for f in by_op}
     if fits and nodes not in measured_nodes:
-        assumptions.append(
-            f"bandwidth over {nodes} node(s) not measured: assumed that of the comm run over "
-            f"{max(measured_nodes)} node(s); measure it with `torchscale comm` across {nodes} "
-            "nodes"
-        )
+        figures = {"nodes": nodes, "measured_nodes": max(measured_nodes)}
+        assumptions.append(Finding(code="forecast.comm_nodes", figures=figures))
     return fits, assumptions
 
 
@@ -134,11 +131,11 @@ def collective_time(
     gradient_bytes: int,
     parameter_bytes: int,
     bucket_bytes: int,
-) -> tuple[Figure, str] | None:
+) -> tuple[Figure, list[dict[str, object]]] | None:
     """T(N): the step's collectives at `world_size`, with the fits' own error as its interval;
     None when a fit the strategy needs is missing (all_reduce standing in for FSDP's ops)."""
     parts: list[Figure] = []
-    hows: list[str] = []
+    hows: list[dict[str, object]] = []
     # what a step sends: DDP all-reduces the gradients; FSDP all-gathers the parameters in
     # forward and again in backward, and reduce-scatters the gradients
     sends = [("all_reduce", gradient_bytes)]
@@ -154,25 +151,25 @@ def collective_time(
         half = seconds * fit.relative_error
         parts.append(Figure(seconds, half, half))
         hows.append(
-            terms_words.collective(
-                op,
-                size,
-                buckets,
-                ring_steps(op, world_size),
-                fit.alpha_s,
-                busbw_factor(op, world_size),
-                fit.beta_s_per_byte,
-                fit.run_id,
-            )
+            {
+                "op": op,
+                "size": size,
+                "buckets": buckets,
+                "steps": ring_steps(op, world_size),
+                "alpha_s": fit.alpha_s,
+                "factor": busbw_factor(op, world_size),
+                "beta": fit.beta_s_per_byte,
+                "run_id": fit.run_id,
+            }
         )
-    return combine([1.0] * len(parts), parts), "; ".join(hows)
+    return combine([1.0] * len(parts), parts), hows
 
 
 @dataclass(frozen=True)
 class ExposedForecast:
     seconds: Figure
-    how: str
-    assumptions: list[str]
+    how: Finding
+    assumptions: list[Finding]
     basis: list[str]
 
 
@@ -218,9 +215,9 @@ def exposed_from_comm(
     target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
     if target is None:
         return None
-    t_n, how = target
+    t_n, collectives = target
     base = _one_rank_cost(cells)
-    assumptions: list[str] = []
+    assumptions: list[Finding] = []
     hidden: list[Figure] = []
     used = _overlap_cells(cells, reference_ranks_per_host)
     for cell in used:
@@ -237,13 +234,14 @@ def exposed_from_comm(
         most = min(t_n.value, reference.own_work.value)
         overlap = Figure(0.0, 0.0, most)
         if world_size > 1:
-            assumptions.append(terms_words.nothing_hidden(most))
+            assumptions.append(Finding(code="forecast.nothing_hidden", figures={"most_s": most}))
     exposed = combine([1.0, 1.0], [base, floor_at_zero(combine([1.0, -1.0], [t_n, overlap]))])
     if world_size == 1:
         exposed = base
-    how = terms_words.exposed_at_one_rank(base.value, how, overlap.value) + (
-        f" (from {', '.join(c.cell_id for c in used)})" if used else ""
-    )
+    figures = {"base_s": base.value, "collectives": collectives, "overlap_s": overlap.value}
+    if used:
+        figures["from"] = [c.cell_id for c in used]
+    how = Finding(code="forecast.term.exposed_from_comm", figures=figures)
     basis = sorted({f"comm/{f.run_id}.json" for by_op in fits.values() for f in by_op})
     return ExposedForecast(exposed, how, assumptions, basis)
 
@@ -263,20 +261,16 @@ def exposed_from_cells(
     at = busbw_factor(op, world_size)
     if len(set(xs)) < 2:
         weights = [at / (x * len(xs)) for x in xs]  # through the origin: bytes alone
-        how_fit = "through 0"
+        how_fit = "through_zero"
     else:
         weights = least_squares_weights(xs, at)
-        how_fit = "least squares"
+        how_fit = "least_squares"
     capped = _one_rank_cost(cells)
     figures = [capped if c.world_size == 1 else c.exposed for c in cells]
     exposed = floor_at_zero(combine(weights, figures))
-    points = terms_words.bus_points(
-        (c.world_size, x, f.value) for c, x, f in zip(cells, xs, figures, strict=True)
+    points = [[c.world_size, x, f.value] for c, x, f in zip(cells, xs, figures, strict=True)]
+    how = Finding(
+        code="forecast.term.exposed_from_cells",
+        figures={"fit": how_fit, "points": points, "world": world_size, "at": at},
     )
-    how = terms_words.over_bus_factor(how_fit, points, world_size, at)
-    assumptions = [
-        "no comm run: exposed communication scaled with the bus bytes from the measured "
-        "cells, the share hidden behind backward assumed as measured; run `torchscale comm` "
-        "to fit the collective itself"
-    ]
-    return ExposedForecast(exposed, how, assumptions, [])
+    return ExposedForecast(exposed, how, [Finding(code="forecast.no_comm_run")], [])

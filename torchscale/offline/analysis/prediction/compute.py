@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchscale.contracts.wording import forecast_terms as terms_words
+from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 
@@ -25,9 +25,9 @@ class ComputeForecast:
     contention: Figure  # what fewer threads and sharing the cores add at the asked size, >= 0
     factor: float  # own work at the asked size / the reference's, >= 1
     sharing: float  # time-sharing at the asked size / at the reference, >= 1 (CPU collectives)
-    how_compute: str
-    how_contention: str
-    assumptions: list[str]
+    how_compute: Finding
+    how_contention: Finding
+    assumptions: list[Finding]
     sharing_spread: float = 0.0  # half the sharing ratio's range, relative (fair to busiest)
 
 
@@ -64,7 +64,7 @@ def launcher_threads(cores: int, ranks_per_host: float) -> int:
 
 def threads_at(
     cells: Sequence[MeasuredCell], ranks_per_host: float, cores: int | None
-) -> tuple[int | None, str | None]:
+) -> tuple[int | None, Finding | None]:
     """Threads per rank at the asked size, and the assumption behind it: the launcher's
     default where every measured cell ran it, else one thread count every cell shared (a
     fixed OMP_NUM_THREADS), else the default with a warning; None when nothing recorded it."""
@@ -73,26 +73,25 @@ def threads_at(
         return None, None
     default = launcher_threads(cores, ranks_per_host)
     if all(t == launcher_threads(cores, k) for k, t in known):
-        return default, (
-            f"each rank gets the launcher's default threads, {cores} cores // "
-            f"{math.ceil(ranks_per_host)} ranks per host = {default} (as every measured cell "
-            "did); a fixed OMP_NUM_THREADS changes the compute"
+        return default, Finding(
+            code="forecast.threads.launcher_default",
+            figures={
+                "cores": cores,
+                "ranks_per_host": math.ceil(ranks_per_host),
+                "threads": default,
+            },
         )
     counts = {t for _, t in known}
     if len(counts) == 1:
         (fixed,) = counts
-        return fixed, (
-            f"each rank runs {fixed} thread(s), as every measured cell did (OMP_NUM_THREADS fixed)"
-        )
-    return default, (
-        f"the measured cells ran {sorted(counts)} threads per rank, neither one count nor the "
-        f"launcher's default: assumed the default, {default}"
-    )
+        return fixed, Finding(code="forecast.threads.fixed", figures={"threads": fixed})
+    figures = {"counts": sorted(counts), "threads": default}
+    return default, Finding(code="forecast.threads.mixed", figures=figures)
 
 
 def reference_cell(
     cells: Sequence[MeasuredCell], ranks_per_host: float, threads: int | None
-) -> tuple[MeasuredCell, str | None]:
+) -> tuple[MeasuredCell, Finding | None]:
     """The measured cell most like the target: the same threads per rank where any has them,
     then the most ranks per host not above the target's (then the largest world). With none
     that few, the fewest ranks per host, and a line saying so: its own work holds the sharing
@@ -105,7 +104,8 @@ def reference_cell(
     crowded = [c for c in cells if c.ranks_per_node == fewest]
     same = [c for c in crowded if threads is not None and c.threads == threads]
     cell = max(same or crowded, key=lambda c: c.world_size)
-    return cell, terms_words.few_ranks(ranks_per_host, cell.cell_id, fewest)
+    figures = {"ranks_per_host": ranks_per_host, "cell_id": cell.cell_id, "fewest": fewest}
+    return cell, Finding(code="forecast.few_ranks", figures=figures)
 
 
 def forecast_compute(
@@ -119,28 +119,27 @@ def forecast_compute(
         threads, thread_note = threads_at(cells, ranks_per_host, cores)
     reference, crowded_note = reference_cell(cells, ranks_per_host, threads)
     own = reference.own_work
-    how_compute = terms_words.own_work(reference.world_size, reference.threads, own.value)
+    how_compute = Finding(
+        code="forecast.term.own_work",
+        figures={"world": reference.world_size, "threads": reference.threads, "own_s": own.value},
+    )
     if device != "cpu":
-        gpu = "GPU ranks share no compute: host CPU and PCIe contention not modelled"
+        gpu = Finding(code="forecast.gpu_unshared")
         notes = [note for note in (crowded_note, gpu) if note]
-        how = "GPU: one device per rank, nothing shared"
+        how = Finding(code="forecast.term.gpu_unshared")
         return ComputeForecast(reference, own, Figure(0.0), 1.0, 1.0, how_compute, how, notes)
     assumptions = [note for note in (crowded_note, thread_note) if note]
     busy = reference.busy_cores_per_rank
     if busy is None and cores is not None and reference.threads:
         # every model is held to the cores alike: a rank without the record wants its threads
         busy = float(reference.threads)
-        assumptions.append(
-            f"CPU cores per rank not recorded (telemetry off): taken as its {reference.threads} "
-            "thread(s); run with measurement.telemetry.enabled to record them"
-        )
+        figures: dict[str, object] = {"threads": reference.threads}
+        assumptions.append(Finding(code="forecast.cores_unrecorded.as_threads", figures=figures))
     elif busy is None or cores is None:
-        assumptions.append(
-            "CPU cores per rank not recorded (telemetry off): no time-sharing past the "
-            "host's cores; run with measurement.telemetry.enabled to record them"
-        )
+        assumptions.append(Finding(code="forecast.cores_unrecorded"))
     if ranks_per_host > reference.ranks_per_node:
-        assumptions.append(terms_words.shared_caches(reference.ranks_per_node))
+        figures = {"ranks_per_node": reference.ranks_per_node}
+        assumptions.append(Finding(code="forecast.shared_caches", figures=figures))
     # own work at the target = the reference's x thread factor x shared / shared_ref: the thread
     # factor's high end u / d (its low end 1), each time-sharing the middle of its range +- half
     thread, shared, half, shared_ref, half_ref = 1.0, 1.0, 0.0, 1.0, 0.0
@@ -156,12 +155,15 @@ def forecast_compute(
         c.threads is not None and c.ranks_per_node * c.threads > (cores or 0) for c in cells
     )
     if shared > 1 and not measured_past and demand is not None:
-        assumptions.append(terms_words.past_the_cores(ranks_per_host, demand, cores, shared, half))
+        figures = {"ranks_per_host": ranks_per_host, "demand": demand, "cores": cores}
+        figures |= {"shared": shared, "half": half}
+        assumptions.append(Finding(code="forecast.past_the_cores", figures=figures))
     # the cores a rank kept busy count OpenMP's spin-waits too, so with fewer threads its
     # work slows by between 1 (no useful parallelism) and u / d (all of it useful): the middle,
     # with both ends in the interval
     if thread > 1:
-        assumptions.append(terms_words.fewer_threads(threads, reference.threads, thread))
+        figures = {"threads": threads, "reference_threads": reference.threads, "thread": thread}
+        assumptions.append(Finding(code="forecast.fewer_threads", figures=figures))
     middle = (1.0 + thread) / 2
     sharing = max(1.0, shared / shared_ref)
     # the reference is no more ranks per host than the target: sharing only adds
@@ -174,18 +176,21 @@ def forecast_compute(
     spread = math.hypot(thread_spread, own.value * middle * sharing * sharing_relative)
     base = own.scaled(factor - 1.0)
     contention = Figure(base.value, math.hypot(base.below, spread), math.hypot(base.above, spread))
-    how = terms_words.contention_formula(
-        own.value,
-        middle,
-        busy,
-        reference.threads,
-        demand,
-        threads,
-        shared,
-        ranks_per_host,
-        cores,
-        shared_ref,
-        factor,
+    how = Finding(
+        code="forecast.term.contention",
+        figures={
+            "own_s": own.value,
+            "middle": middle,
+            "busy": busy,
+            "reference_threads": reference.threads,
+            "demand": demand,
+            "threads": threads,
+            "shared": shared,
+            "ranks_per_host": ranks_per_host,
+            "cores": cores,
+            "shared_ref": shared_ref,
+            "factor": factor,
+        },
     )
     return ComputeForecast(
         reference, own, contention, factor, sharing, how_compute, how, assumptions, sharing_relative

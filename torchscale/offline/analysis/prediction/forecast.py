@@ -10,11 +10,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm, TermName
 from torchscale.contracts.wording import forecast_terms as terms_words
-from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.prediction.communication import (
     DEFAULT_BUCKET_BYTES,
     exposed_from_cells,
@@ -40,8 +40,8 @@ METHOD = "forecast (docs/prediction.md): measured intervals in quadrature"
 class StepForecast:
     """The terms of one forecast step, before it becomes a `Forecast`."""
 
-    terms: list[tuple[TermName, Figure, str]]
-    assumptions: list[str]
+    terms: list[tuple[TermName, Figure, Finding]]
+    assumptions: list[Finding]
     basis: list[str]
 
     @property
@@ -128,8 +128,13 @@ def forecast_step(
             shared.value, math.hypot(shared.below, spread), math.hypot(shared.above, spread)
         )
         contention = total([contention, shared])
-        how_contention += terms_words.shared_collective(exposed.seconds.value, compute.sharing)
-    terms: list[tuple[TermName, Figure, str]] = [
+        how_contention = how_contention.model_copy(
+            update={
+                "figures": how_contention.figures
+                | {"shared_exposed_s": exposed.seconds.value, "sharing": compute.sharing}
+            }
+        )
+    terms: list[tuple[TermName, Figure, Finding]] = [
         ("compute", compute.compute, compute.how_compute),
         ("contention", contention, how_contention),
         ("stragglers", stragglers.seconds, stragglers.how),
@@ -139,12 +144,9 @@ def forecast_step(
         assumptions += exposed.assumptions
         basis += exposed.basis
     most = max(c.nodes for c in cells)
-    if nodes > most and not any("node(s) not measured" in a for a in assumptions):
-        assumptions.append(
-            f"cells measured on {most} node(s): the link between "
-            f"nodes assumed as fast as the one measured; measure it with `torchscale comm` "
-            f"across {nodes} nodes"
-        )
+    if nodes > most and not any(a.code == "forecast.comm_nodes" for a in assumptions):
+        figures = {"measured_nodes": most, "nodes": nodes}
+        assumptions.append(Finding(code="forecast.cell_nodes", figures=figures))
     return StepForecast(terms, assumptions, basis)
 
 
@@ -181,8 +183,8 @@ UNTESTED_MISS = 0.30
 
 
 def model_error(
-    tested: BackTest, cells: Sequence[MeasuredCell], missed: tuple[float, str] | None = None
-) -> tuple[float | None, str]:
+    tested: BackTest, cells: Sequence[MeasuredCell], missed: tuple[float, int] | None = None
+) -> tuple[float | None, Finding]:
     """The relative model error the interval is widened by, and how it was measured: the
     larger of the back-test's worst error (the model on the measured sizes) and the largest
     run-to-run range of the cells' repeats (how far a later run of the same cell moves, which
@@ -190,24 +192,23 @@ def model_error(
     spreads = [c.repeat_range for c in cells if c.repeat_range is not None]
     spread = max(spreads) if spreads else None
     worst = tested.worst
-    parts = []
+    figures: dict[str, object] = {}
     if worst is not None:
-        parts.append(terms_words.back_tested(sorted(tested.errors.items())))
-    else:
-        parts.append("no measured size could be back-tested")
+        figures["errors"] = [[w, e] for w, e in sorted(tested.errors.items())]
     if spread is not None:
-        parts.append(f"run-to-run range of the repeats up to {pct(spread)}")
+        figures["spread"] = spread
     error = max(worst or 0.0, spread or 0.0)
     if worst is None:  # nothing checks the model here: as far as such forecasts have missed
-        miss, source = missed or (UNTESTED_MISS, "the stated default until a track record exists")
-        parts.append(terms_words.missed_by(miss, source))
+        # the worst of `scored` forecasts here, else the stated default (no "scored")
+        miss, scored = missed or (UNTESTED_MISS, None)
+        figures |= {"miss": miss} | ({"scored": scored} if scored else {})
         error = max(error, miss)
-    return error, f"model error: {'; '.join(parts)}: interval widened by {pct(error)}"
+    return error, Finding(code="forecast.model_error", figures=figures | {"error": error})
 
 
 def no_narrower_than_inputs(
     figure: Figure, cells: Sequence[MeasuredCell]
-) -> tuple[Figure, str | None]:
+) -> tuple[Figure, Finding | None]:
     """The step widened, where needed, to the relative 95 % interval of the noisiest input
     cell's throughput: a forecast can know its figure no better than the cells it is made of
     (a ±17 % forecast from a cell whose own figure is ±92 % claimed what nobody measured)."""
@@ -223,7 +224,8 @@ def no_narrower_than_inputs(
     if half <= (figure.below + figure.above) / 2:
         return figure, None
     floor = Figure(figure.value, max(figure.below, half), max(figure.above, half))
-    return floor, terms_words.no_narrower(widest, cell.cell_id)
+    figures = {"widest": widest, "cell_id": cell.cell_id}
+    return floor, Finding(code="forecast.no_narrower", figures=figures)
 
 
 def _samples_per_s(world: int, batch: int, step: Figure) -> Figure:
@@ -259,7 +261,7 @@ def build_forecast(
     forecast_id: str,
     created_at: str,
     measured_strategy: str,
-    missed: tuple[float, str] | None = None,
+    missed: tuple[float, int] | None = None,
 ) -> Forecast | str:
     """The forecast of `key` from its group's `cells` (measured under `measured_strategy`),
     or why there is none. `missed`: how far stored forecasts have missed, and where that comes
@@ -275,12 +277,9 @@ def build_forecast(
         return step
     assumptions = list(step.assumptions)
     if derived:
-        assumptions.insert(
-            0,
-            f"{key.strategy} from {measured_strategy} cells: own work and overlap assumed as "
-            f"{measured_strategy}'s; benchmark {key.strategy} to measure them",
-        )
-    unavailable: dict[str, str] = {}
+        figures = {"strategy": key.strategy, "measured": measured_strategy}
+        assumptions.insert(0, Finding(code="forecast.strategy_derived", figures=figures))
+    unavailable: dict[str, Finding] = {}
     tested = back_test(cells, runs, measured_strategy, key.device)
     figure = floor_at_zero(step.step)
     if figure.value <= 0:  # a step of no time has no throughput: the cells contradict each other

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
-from torchscale.contracts.wording import forecast_terms as terms_words
 from torchscale.offline.analysis.prediction.figures import Figure, of_estimate
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
@@ -138,7 +138,7 @@ def _threads(result: CellResult) -> int | None:
     return None
 
 
-def noisy_cells(cells: Sequence[MeasuredCell]) -> list[str]:
+def noisy_cells(cells: Sequence[MeasuredCell]) -> list[Finding]:
     """A line for each cell whose steps are far noisier than its siblings' (CV above 3 x
     their median CV; alone, a CV above 1): a few stalls that a mean carries and a median does
     not. Named in the forecast's assumptions: its median still feeds the forecast."""
@@ -151,16 +151,14 @@ def noisy_cells(cells: Sequence[MeasuredCell]) -> list[str]:
             usual = statistics.median(others)
             if cell.step_cv <= NOISY_RATIO * usual:
                 continue
-            than = terms_words.siblings(NOISY_RATIO, usual)
+            than = {"ratio": NOISY_RATIO, "usual": usual}
         else:
             if cell.step_cv <= NOISY_ALONE_CV:
                 continue
-            than = "1: a std above the mean"
-        lines.append(
-            terms_words.far_noisier(
-                cell.cell_id, cell.step_cv, than, cell.mean_step_s, cell.step.value
-            )
-        )
+            than = {}
+        figures = {"cell_id": cell.cell_id, "cv": cell.step_cv, **than}
+        figures |= {"mean_s": cell.mean_step_s, "median_s": cell.step.value}
+        lines.append(Finding(code="forecast.noisy_cell", figures=figures))
     return lines
 
 

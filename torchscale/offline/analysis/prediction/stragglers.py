@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from torchscale.contracts.wording import forecast_terms as terms_words
+from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
@@ -19,8 +19,8 @@ from torchscale.offline.analysis.prediction.order_statistics import expected_max
 @dataclass(frozen=True)
 class StragglerForecast:
     seconds: Figure
-    how: str
-    assumptions: list[str]
+    how: Finding
+    assumptions: list[Finding]
 
 
 def forecast_stragglers(
@@ -40,13 +40,18 @@ def forecast_stragglers(
     low, high = math.sqrt(dof / chi2.ppf(0.975, dof)), math.sqrt(dof / chi2.ppf(0.025, dof))
     s = reference.jitter_s * scale
     sigma = Figure(s, s - s * low, s * high - s)
-    how = terms_words.straggler_jitter(
-        world_size, s, e_n, reference.world_size, reference.jitter_s, scale
+    how = Finding(
+        code="forecast.term.stragglers",
+        figures={
+            "world": world_size,
+            "sigma_s": s,
+            "e_n": e_n,
+            "reference_world": reference.world_size,
+            "jitter_s": reference.jitter_s,
+            "scale": scale,
+        },
     )
     assumptions = []
     if world_size > 1 and reference.world_size == 1:
-        assumptions.append(
-            "stragglers from one rank's step-to-step jitter, assumed independent across "
-            "ranks; measure 2 ranks to see it in a synchronised step"
-        )
+        assumptions.append(Finding(code="forecast.one_rank_jitter"))
     return StragglerForecast(sigma.scaled(e_n), how, assumptions)
