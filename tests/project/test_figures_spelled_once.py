@@ -201,7 +201,6 @@ NOT_YET: dict[str, int] = {
     "rank/telemetry/window_figures.py": 2,
     "rank/worker/aggregate.py": 5,
     "rank/worker/compile_figures.py": 1,
-    "rank/worker/measured_peak.py": 2,
     "rank/worker/parallel_metrics.py": 1,
 }
 
