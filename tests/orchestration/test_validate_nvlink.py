@@ -27,7 +27,7 @@ from tests.orchestration.test_validate_checks import fake_torch, gpu_ctx, make_c
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import probe_nvml
-from torchscale.interfaces.cli.validate_cmd import check_words
+from torchscale.interfaces.console.validate import check_words
 from torchscale.orchestration.validate import run_checks as runner
 from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, passed, skipped
 from torchscale.orchestration.validate.checks_gpu_settings import check_gpu_settings

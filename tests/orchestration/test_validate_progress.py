@@ -18,7 +18,7 @@ from tests.processes import processes_mentioning, start, stop, wait_for
 from torchscale.contracts.schema.perf import BandwidthResult, PeakResult, PerfRun, RankPerf
 from torchscale.contracts.signals import Terminated
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.cli.validate_cmd import NOTHING_KEPT, perf_kept, workload_kept
+from torchscale.interfaces.console.validate import NOTHING_KEPT, perf_kept, workload_kept
 from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.validate.perf import (
     PHASES_DIR,
@@ -107,10 +107,10 @@ def test_the_stop_line_says_what_was_kept_and_where(tmp_path: Path) -> None:
         f"kept: matmul fp32, tf32, bf16, memory copy in {folder / 'phases'}; their report: {report}"
     )
     assert perf_kept([], folder, None) == NOTHING_KEPT == "nothing had finished: nothing was kept"
-    assert workload_kept(["node checks", "eager cells"], tmp_path) == (
+    assert workload_kept(["node checks", "eager cells"], tmp_path, "summary.md") == (
         f"kept: node checks, eager cells in {tmp_path} (summary.md says where it stopped)"
     )
-    assert "nothing had finished" in workload_kept([], tmp_path)
+    assert "nothing had finished" in workload_kept([], tmp_path, "summary.md")
 
 
 @pytest.mark.parametrize(

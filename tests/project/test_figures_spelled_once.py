@@ -106,7 +106,6 @@ NOT_YET: dict[str, int] = {
     "interfaces/cli/config_cmd.py": 1,
     "interfaces/cli/list_cmd.py": 3,
     "interfaces/cli/report_cmd.py": 1,
-    "interfaces/cli/validate_cmd.py": 3,
     "interfaces/console/benchmark.py": 4,
     "interfaces/console/cells.py": 4,
     "interfaces/console/comm.py": 11,

@@ -8,7 +8,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchscale.contracts.wording.figures import readable
+
 F = Mapping[str, Any]
+
+
+def figure(value: float | None, unit: str) -> str:
+    """A measured or expected figure in its unit ('771 TFLOP/s', '2,990 GB/s', '4.21 us');
+    '-' where there is none."""
+    return "-" if value is None else f"{readable(value)} {unit}"
+
+
+def ratio(value: float | None) -> str:
+    """Measured over expected: '92 %'; '-' where there is none."""
+    return "-" if value is None else f"{value * 100:.0f} %"
 
 
 def tflops(value: float) -> str:
