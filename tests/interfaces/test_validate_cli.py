@@ -266,7 +266,7 @@ def test_schema_rejects_malformed_reports(mutate: Any) -> None:
             ok=True,
             counts={},
             verdict="v",
-            checks=[{"id": "x", "title": "X", "status": "PASS", "detail": ""}],
+            checks=[{"id": "x", "title": "X", "status": "PASS"}],
         ).model_dump_json()
     )
     schema = ValidateReport.model_json_schema()
@@ -314,7 +314,7 @@ def test_quick_skips_smoke_test() -> None:
     assert len(smoke) == 1
     assert smoke[0]["id"] == "smoke"
     assert smoke[0]["status"] == "SKIP"
-    assert "--quick" in smoke[0]["detail"]
+    assert "--quick" in smoke[0]["said"]
     assert "(--quick: the live smoke test was not run.)" in report["verdict"]
 
 

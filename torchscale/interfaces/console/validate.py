@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from torchscale.contracts.wording import words
-from torchscale.contracts.wording.validate import figure, ratio
+from torchscale.contracts.wording.validate import detail, figure, hint, ratio
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stdout
 
@@ -65,8 +65,8 @@ def render_report(report: ValidateReport) -> None:
         for check in shown:
             status = check.status.value
             cell = escape(check_words(check, everything))
-            if check.hint:
-                cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
+            if hint(check):
+                cell += f"\n[cyan]fix:[/] {escape(hint(check))}"
             table.add_row(f"[{STYLE[status]}]{status}[/]", escape(check.title), cell)
         stdout.print(table)
     if not everything and not Verbosity.quiet():
@@ -77,12 +77,7 @@ def check_words(check: CheckResult, verbose: bool) -> str:
     """A check's detail: its findings in today's words where it has them (an old report reads
     by them too), its stored detail otherwise; -v adds the serial and UUID of every GPU a
     finding names, what an RMA asks for."""
-    if not check.findings:
-        return check.detail
-    from torchscale.contracts import wording
-
-    lines = ["; ".join(wording.say(f) for f in check.findings)]
-    return "\n".join(lines + (named_gpus(check) if verbose else []))
+    return "\n".join([detail(check)] + (named_gpus(check) if verbose and check.findings else []))
 
 
 def named_gpus(check: CheckResult) -> list[str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
+from torchscale.contracts.wording import validate as shown
 from torchscale.offline.analysis import compile_gain as gains
 from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
@@ -23,6 +24,7 @@ from torchscale.offline.results.frame import cell_row
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
+    check,
     failed,
     passed,
     skipped,
@@ -49,7 +51,7 @@ LOOK = "the cell's JSON and logs are in {where}"
 
 
 def _info(id: str, title: str, detail: str, **data: object) -> CheckResult:
-    return CheckResult(id=id, title=title, status=CheckStatus.INFO, detail=detail, data=data)
+    return check(id, title, CheckStatus.INFO, detail, **data)
 
 
 def _label(result: CellResult) -> str:
@@ -88,7 +90,7 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
         return passed(id_, title, detail, mfu=mfu, finding=unranked.model_dump())
     verdict = _judge_figures(result, id_, title, rate, mfu)
     if cell.strategy == "ddp" and cell.world_size == 1:  # no wrapper: no peer to average with
-        return verdict.model_copy(update={"detail": f"{verdict.detail} ({NO_WRAPPER})"})
+        return verdict.model_copy(update={"said": f"{shown.detail(verdict)} ({NO_WRAPPER})"})
     return verdict
 
 
