@@ -314,7 +314,7 @@ def test_quick_skips_smoke_test() -> None:
     assert len(smoke) == 1
     assert smoke[0]["id"] == "smoke"
     assert smoke[0]["status"] == "SKIP"
-    assert "--quick" in smoke[0]["said"]
+    assert smoke[0]["findings"] == [{"code": "smoke.quick", "figures": {}}]
     assert "(--quick: the live smoke test was not run.)" in report["verdict"]
 
 

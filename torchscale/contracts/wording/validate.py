@@ -51,6 +51,40 @@ def unavailable(row: Measurement) -> str | None:
     return (detail(row) or "not measured") if row.value is None else None
 
 
+def gib(value: float, digits: int = 1) -> str:
+    """Bytes in GiB: '80 GiB' (digits 0), '62.9 GiB'."""
+    return f"{value / 2**30:.{digits}f} GiB"
+
+
+def secs(value: float) -> str:
+    """A duration as given: '300 s', '1.5 s'."""
+    return f"{value:g} s"
+
+
+def whole_secs(value: float) -> str:
+    """A duration to the second: '12 s'."""
+    return f"{value:.0f} s"
+
+
+def general(value: float) -> str:
+    """A number as Python's shortest form gives it: '0.0001', '3e-05'."""
+    return f"{value:g}"
+
+
+def percent(share: float, signed: bool = False) -> str:
+    """A share as whole percent: '35 %', '+12 %' (signed)."""
+    return f"{share * 100:+.0f} %" if signed else f"{share * 100:.0f} %"
+
+
+def three(value: float, unit: str) -> str:
+    """Three significant figures and a unit: '412 samples/s', '52.6 ms'."""
+    return f"{value:.3g} {unit}"
+
+
+def watts(value: float) -> str:
+    return f"{value:.0f} W"
+
+
 def tflops(value: float) -> str:
     """A measured peak: '780 TFLOP/s', '0.05123 TFLOP/s' (four significant figures)."""
     return f"{value:.4g} TFLOP/s"

@@ -14,6 +14,7 @@ from typing import Any
 from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, nvml_indices
+from torchscale.contracts.wording.validate import gib
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -92,7 +93,7 @@ def _torch_gpu_facts(torch: Any, index: int) -> dict[str, Any]:
 
 def _describe(gpu: dict[str, Any]) -> str:
     memory = gpu.get("memory_total_bytes")
-    size = f"{memory / GIB:.0f} GiB" if memory else "? GiB"
+    size = gib(memory, 0) if memory else "? GiB"
     return f"{gpu['index']}: {gpu['name']} {size} sm_{gpu.get('compute_capability', '?')}"
 
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from torchscale.contracts.host import usable_cores
+from torchscale.contracts.wording.validate import gib
 from torchscale.orchestration.launch.compile_cache import nearest_existing
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
@@ -42,14 +43,15 @@ def check_shm(ctx: ValidateContext, path: Path = Path("/dev/shm")) -> CheckResul
     stats = os.statvfs(path)
     total = stats.f_frsize * stats.f_blocks
     free = stats.f_frsize * stats.f_bavail
-    detail = f"{total / GIB:.1f} GiB ({free / GIB:.1f} GiB free)"
+    detail = f"{gib(total)} ({gib(free)} free)"
     data = {"total_bytes": total, "free_bytes": free}
     if total < SHM_WARN_BYTES:
         hint = (
             "DataLoader workers and NCCL's shared-memory transport need more: start "
             "the container with --shm-size=16g or --ipc=host"
         )
-        return warned("shm", title, detail + f"; below {SHM_WARN_BYTES // GIB} GiB", hint, **data)
+        below = f"{detail}; below {gib(SHM_WARN_BYTES, 0)}"
+        return warned("shm", title, below, hint, **data)
     return passed("shm", title, detail, **data)
 
 
@@ -111,7 +113,7 @@ def check_disk(ctx: ValidateContext) -> CheckResult:
     title = "Free disk at output dir"
     where = nearest_existing(ctx.output_dir.resolve())
     usage = shutil.disk_usage(where)
-    detail = f"{usage.free / GIB:.1f} GiB free at {where}"
+    detail = f"{gib(usage.free)} free at {where}"
     data = {"path": str(where), "free_bytes": usage.free}
     hint = "free space or choose another --output-dir: results, logs and traces are written there"
     if usage.free < DISK_FAIL_BYTES:

@@ -14,6 +14,7 @@ from torchscale import __version__
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
+from torchscale.contracts.wording.validate import secs
 from torchscale.orchestration.validate import (
     checks_gpu,
     checks_gpu_settings,
@@ -311,7 +312,7 @@ def _measure(
     except Exception as exc:
         results.append(_crashed("perf", "Measured capability", exc))
     if ctx.level == "burn":
-        progress(f"burn-in for {ctx.burn_duration_s:g} s")
+        progress(f"burn-in for {secs(ctx.burn_duration_s)}")
         log(f"burn: sustained load for {ctx.burn_duration_s:g} s")
         try:
             from torchscale.orchestration.validate.burn_in import run_burn
