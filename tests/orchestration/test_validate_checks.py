@@ -618,7 +618,8 @@ def test_gpu_checks_skip_on_cpu_path() -> None:
     ):
         result = check(ctx)
         assert result.status is CheckStatus.SKIP, result
-        assert shown.detail(result) == checks_gpu.CPU_SKIP
+        assert result.findings == [checks_gpu.CPU_SKIP]
+        assert shown.detail(result) == "--device cpu: GPU checks are not run"
 
 
 def test_cuda_cpu_only_build_fails() -> None:

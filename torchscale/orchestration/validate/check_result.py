@@ -103,5 +103,6 @@ def wrote_nothing(
 ) -> CheckResult:
     """The FAIL of a launch whose ranks wrote no result: why, and where their logs are."""
     why = failure.exception if failure is not None and failure.exception else "no result"
-    detail = f"the {ranks} ranks wrote nothing: {why}"
-    return failed(id, title, detail, f"each rank's log is under {workdir / 'ranks'}")
+    nothing = Finding(code="validate.wrote_nothing", figures={"ranks": ranks, "why": why})
+    logs = Finding(code="validate.fix_rank_logs", figures={"where": str(workdir / "ranks")})
+    return failed(id, title, nothing, logs)

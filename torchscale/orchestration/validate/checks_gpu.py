@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, nvml_indices
 from torchscale.contracts.wording.validate import gib
@@ -26,7 +27,7 @@ from torchscale.orchestration.validate.check_result import (
 )
 from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch_build
 
-CPU_SKIP = "--device cpu: GPU checks are not run"
+CPU_SKIP = Finding(code="gpus.cpu_path")
 NO_GPU = "no GPU visible"
 GIB = 2**30
 

@@ -194,9 +194,11 @@ def run_validation(
     try:
         results.extend(check_smoke(ctx, env))
     except Exception as exc:
-        detail = f"could not run: {type(exc).__name__}: {exc}"
-        hint = "please report this as a torchscale bug"
-        results.append(failed("smoke", "Smoke test", detail, hint))
+        error = {"error": f"{type(exc).__name__}: {exc}"}
+        detail = Finding(code="validate.smoke_not_run", figures=error)
+        results.append(
+            failed("smoke", "Smoke test", detail, Finding(code="validate.fix_report_bug"))
+        )
     measurements: list[Measurement] = []
     peaks: dict[str, float] = {}
     sku: str | None = None
@@ -259,8 +261,9 @@ def _stopped(
     if run is None:
         return None, kept
     outcome = judged(run, ctx.device)
-    where = f"kept: {', '.join(kept.phases) or 'every phase'} in {folder}"
-    stop = failed("stopped", "stopped", f"{why}; {where}", "run it again for every figure")
+    figures = {"why": why, "phases": kept.phases, "folder": str(folder)}
+    again = Finding(code="validate.fix_run_again")
+    stop = failed("stopped", "stopped", Finding(code="validate.stopped", figures=figures), again)
     verdict = f"Not judged: {why}, before every figure was measured (the ones measured are below)."
     checks = [*results, *outcome.checks, stop]
     peaks = outcome.measured_peaks
@@ -283,11 +286,11 @@ def _measure(
 
     gpus = ctx.torch.cuda_gpu_count  # 0 without torch
     if ctx.torch.module is None:
-        results.append(skipped("perf", "Measured capability", "needs torch"))
+        results.append(skipped("perf", "Measured capability", Finding(code="validate.needs_torch")))
         return None
     if ctx.device == "cuda" and gpus == 0:
-        hint = "`torchscale validate --device cpu --level perf` measures the CPU path"
-        why = "needs a CUDA GPU, and torch sees none"
+        hint = Finding(code="validate.fix_perf_cpu")
+        why = Finding(code="validate.perf_no_gpu")
         results.append(skipped("perf", "Measured capability", why, hint))
         return None
     sku = None
@@ -328,6 +331,11 @@ def _measure(
 def _crashed(id: str, title: str, exc: Exception, what: str = "could not run") -> CheckResult:
     """A FAIL naming the exception and the line that raised it."""
     where = traceback.extract_tb(exc.__traceback__)[-1]
-    detail = f"{what}: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
-    hint = "please report this as a torchscale bug, with `torchscale validate --json`"
-    return failed(id, title, detail, hint)
+    figures = {
+        "what": what,
+        "error": f"{type(exc).__name__}: {exc}",
+        "file": Path(where.filename).name,
+        "line": where.lineno,
+    }
+    hint = Finding(code="validate.fix_report_bug", figures={"with_json": True})
+    return failed(id, title, Finding(code="validate.crashed", figures=figures), hint)
