@@ -277,14 +277,14 @@ def test_torch_missing_fails_and_dependent_checks_skip() -> None:
     for check in (check_gloo, check_nccl):
         result = check(ctx)
         assert result.status is CheckStatus.SKIP, result
-        assert shown.detail(result) == NEEDS_TORCH
+        assert result.findings == [NEEDS_TORCH]
     assert check_cuda_compat(ctx).status is CheckStatus.SKIP
     p2p = check_p2p(ctx)
     assert p2p.status is CheckStatus.SKIP
     assert "found 0" in shown.detail(p2p)
     cuda = check_cuda(ctx)
     assert cuda.status is CheckStatus.FAIL
-    assert shown.detail(cuda) == NEEDS_TORCH
+    assert cuda.findings == [NEEDS_TORCH]
     gpus = check_gpus(ctx)
     assert gpus.status is CheckStatus.FAIL
     assert "no GPU found (NVML unavailable" in shown.detail(gpus)
