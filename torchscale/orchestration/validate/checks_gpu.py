@@ -15,7 +15,6 @@ from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, nvml_indices
-from torchscale.contracts.wording.validate import gib
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -32,8 +31,8 @@ NO_GPU = "no GPU visible"
 GIB = 2**30
 
 
-def _no_nvml(state: NvmlState) -> str:
-    return f"NVML unavailable: {state.error}"
+def _no_nvml(state: NvmlState) -> Finding:
+    return Finding(code="driver.no_nvml", figures={"error": str(state.error)})
 
 
 def check_cuda(ctx: ValidateContext) -> CheckResult:
@@ -41,26 +40,22 @@ def check_cuda(ctx: ValidateContext) -> CheckResult:
         return skipped("cuda", "CUDA", CPU_SKIP)
     torch = ctx.torch.module
     if torch is None:
-        return failed("cuda", "CUDA", NEEDS_TORCH, "install PyTorch with CUDA support")
+        return failed("cuda", "CUDA", NEEDS_TORCH, Finding(code="cuda.fix_install_torch"))
     build = torch_build(torch)
     if build == "CPU-only":
-        hint = "install a CUDA build of PyTorch; on a machine without GPUs use --device cpu"
-        return failed("cuda", "CUDA", f"torch {torch.__version__} is a CPU-only build", hint)
+        cpu_only = Finding(code="cuda.cpu_only_build", figures={"torch": str(torch.__version__)})
+        return failed("cuda", "CUDA", cpu_only, Finding(code="cuda.fix_cpu_only_build"))
     try:
         available = bool(torch.cuda.is_available())
         count = int(torch.cuda.device_count()) if available else 0
     except Exception as exc:
-        hint = "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"
-        return failed("cuda", "CUDA", f"torch.cuda raised {type(exc).__name__}: {exc}", hint)
+        raised = Finding(code="cuda.raised", figures={"error": f"{type(exc).__name__}: {exc}"})
+        return failed("cuda", "CUDA", raised, Finding(code="cuda.fix_raised"))
     if not available or count == 0:
-        hint = (
-            "check that the NVIDIA driver is loaded (nvidia-smi), that CUDA_VISIBLE_DEVICES "
-            "does not hide the GPUs, and that the container was started with GPU access"
-        )
-        detail = f"{build} build, but no CUDA device is usable"
-        return failed("cuda", "CUDA", detail, hint, device_count=0)
-    detail = f"{count} device(s) usable by torch ({build})"
-    return passed("cuda", "CUDA", detail, device_count=count, cuda_runtime=torch.version.cuda)
+        none = Finding(code="cuda.no_device", figures={"build": build})
+        return failed("cuda", "CUDA", none, Finding(code="cuda.fix_no_device"), device_count=0)
+    usable = Finding(code="cuda.devices", figures={"count": count, "build": build})
+    return passed("cuda", "CUDA", usable, device_count=count, cuda_runtime=torch.version.cuda)
 
 
 def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
@@ -92,12 +87,6 @@ def _torch_gpu_facts(torch: Any, index: int) -> dict[str, Any]:
     }
 
 
-def _describe(gpu: dict[str, Any]) -> str:
-    memory = gpu.get("memory_total_bytes")
-    size = gib(memory, 0) if memory else "? GiB"
-    return f"{gpu['index']}: {gpu['name']} {size} sm_{gpu.get('compute_capability', '?')}"
-
-
 def check_gpus(ctx: ValidateContext) -> CheckResult:
     """Per-GPU name, memory and compute capability (NVML, torch as fallback)."""
     if ctx.device == "cpu":
@@ -113,25 +102,19 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
         gpus = [_torch_gpu_facts(torch, i) for i in range(ctx.torch.cuda_gpu_count)]
         source = "torch (NVML unavailable)"
     if not gpus:
-        why = _no_nvml(state) if not state.ok else "NVML lists no GPU"
-        hint = "install the NVIDIA driver and check `nvidia-smi` lists the GPUs"
-        return failed("gpus", "GPUs", f"no GPU found ({why})", hint)
+        why = f"NVML unavailable: {state.error}" if not state.ok else "NVML lists no GPU"
+        none = Finding(code="gpus.none_found", figures={"why": why})
+        return failed("gpus", "GPUs", none, Finding(code="gpus.fix_none_found"))
     unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
     if unreadable:
-        which = "; ".join(
-            f"{g.index} ({g.name.removeprefix('<unreadable: ').rstrip('>')})" for g in unreadable
-        )
-        hint = (
-            "the GPU may have fallen off the bus: check `nvidia-smi` and dmesg (Xid errors), "
-            "reset or reboot"
-        )
-        return failed("gpus", "GPUs", f"NVML cannot read GPU {which}", hint, gpus=gpus)
+        which = [[g.index, g.name.removeprefix("<unreadable: ").rstrip(">")] for g in unreadable]
+        lost = Finding(code="gpus.unreadable", figures={"gpus": which})
+        return failed("gpus", "GPUs", lost, Finding(code="gpus.fix_unreadable"), gpus=gpus)
     names = {g["name"] for g in gpus}
-    detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
+    listed = Finding(code="gpus.listed", figures={"gpus": gpus, "source": source})
     if len(names) > 1:
-        mixed = "mixed GPU models: the slowest one sets the pace of every DDP step"
-        return warned("gpus", "GPUs", detail, mixed, gpus=gpus)
-    return passed("gpus", "GPUs", detail, gpus=gpus)
+        return warned("gpus", "GPUs", listed, Finding(code="gpus.fix_mixed"), gpus=gpus)
+    return passed("gpus", "GPUs", listed, gpus=gpus)
 
 
 def check_driver(ctx: ValidateContext) -> CheckResult:
@@ -139,13 +122,15 @@ def check_driver(ctx: ValidateContext) -> CheckResult:
         return skipped("driver", "NVIDIA driver", CPU_SKIP)
     state = ctx.nvml
     if not state.ok:
-        hint = "install/load the NVIDIA driver; `nvidia-smi` must work on the node"
-        return failed("driver", "NVIDIA driver", _no_nvml(state), hint)
+        fix = Finding(code="driver.fix_no_nvml")
+        return failed("driver", "NVIDIA driver", _no_nvml(state), fix)
     cuda = state.cuda_driver_version
     version = f"{cuda[0]}.{cuda[1]}" if cuda else None
-    detail = f"driver {state.driver_version}" + (f", supports CUDA up to {version}" if cuda else "")
     data = {"driver_version": state.driver_version, "cuda_driver_version": version}
-    return passed("driver", "NVIDIA driver", detail, **data)
+    figures = {"driver_version": state.driver_version, "cuda": version}
+    return passed(
+        "driver", "NVIDIA driver", Finding(code="driver.version", figures=figures), **data
+    )
 
 
 def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str:
@@ -164,25 +149,24 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     torch = ctx.torch.module
     runtime_text = getattr(getattr(torch, "version", None), "cuda", None) if torch else None
     if not runtime_text:
-        return skipped("cuda_compat", title, "torch has no CUDA runtime (not a CUDA build)")
+        return skipped("cuda_compat", title, Finding(code="cuda.no_runtime"))
     driver = ctx.nvml.cuda_driver_version
     if driver is None:
-        return skipped("cuda_compat", title, f"driver's CUDA version unknown ({ctx.nvml.error})")
+        unknown = Finding(code="cuda.driver_cuda_unknown", figures={"error": str(ctx.nvml.error)})
+        return skipped("cuda_compat", title, unknown)
     major, minor = (int(x) for x in runtime_text.split(".")[:2])
     verdict = cuda_compatibility((major, minor), driver)
-    detail = f"torch built with CUDA {runtime_text}; driver supports up to {driver[0]}.{driver[1]}"
     data = {"runtime": runtime_text, "driver": f"{driver[0]}.{driver[1]}", "verdict": verdict}
+    compat = Finding(code="cuda.compat", figures=data)
     if verdict == "too_old":
-        hint = (
-            f"upgrade the driver to one supporting CUDA {runtime_text}, or install a "
-            f"PyTorch build for CUDA {driver[0]}.x"
+        fix = Finding(
+            code="cuda.fix_driver_too_old",
+            figures={"runtime": runtime_text, "driver_major": driver[0]},
         )
-        return failed("cuda_compat", title, detail, hint, **data)
+        return failed("cuda_compat", title, compat, fix, **data)
     if verdict == "minor":
-        hint = "works for most kernels; upgrade the driver for PTX JIT and newest features"
-        mode = detail + " (minor-version compatibility mode)"
-        return warned("cuda_compat", title, mode, hint, **data)
-    return passed("cuda_compat", title, detail, **data)
+        return warned("cuda_compat", title, compat, Finding(code="cuda.fix_minor_compat"), **data)
+    return passed("cuda_compat", title, compat, **data)
 
 
 def identities(state: NvmlState) -> dict[int, dict[str, Any]]:
