@@ -27,7 +27,7 @@ from torchscale.orchestration.validate.check_result import (
 from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch_build
 
 CPU_SKIP = Finding(code="gpus.cpu_path")
-NO_GPU = "no GPU visible"
+NO_GPU = Finding(code="gpus.none_visible")
 GIB = 2**30
 
 
@@ -210,7 +210,7 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
         return skip
     per_gpu: dict[int, dict[str, Any]] = {}
     ids = identities(ctx.nvml)
-    bad: list[str] = []
+    bad: list[tuple[int, str, int]] = []
     unsupported = 0
     for gpu in ctx.nvml.gpus:
         facts: dict[str, Any] = {}
@@ -226,12 +226,12 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
         else:
             facts["uncorrected_volatile"] = int(volatile or 0)
             if volatile:
-                bad.append(f"GPU{gpu.index}: {volatile} uncorrected ECC error(s) since boot")
+                bad.append((gpu.index, "uncorrected", int(volatile)))
         pending, err = call(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, gpu.handle)
         if err is None:
             facts["retired_pages_pending"] = bool(pending)
             if pending:
-                bad.append(f"GPU{gpu.index}: page retirement pending (reboot needed)")
+                bad.append((gpu.index, "retirement_pending", 1))
         remap, err = call(pynvml.nvmlDeviceGetRemappedRows, gpu.handle)
         if err is None and remap is not None:
             corrected, uncorrected, is_pending, failure = remap
@@ -242,21 +242,17 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
                 "failure": bool(failure),
             }
             if failure:
-                bad.append(f"GPU{gpu.index}: row remapping failed (replace the GPU)")
+                bad.append((gpu.index, "remap_failed", 1))
             elif is_pending:
-                bad.append(f"GPU{gpu.index}: row remapping pending (reset the GPU)")
+                bad.append((gpu.index, "remap_pending", 1))
         per_gpu[gpu.index] = facts
     if bad:
-        hint = (
-            "drain the node: reset/reboot for pending retirement or remapping, "
-            "RMA the GPU on remapping failure or recurring uncorrected errors"
-        )
-        return failed("ecc", title, "; ".join(bad), hint, gpus=per_gpu, ids=ids)
+        problems = Finding(code="ecc.problems", figures={"bad": [list(b) for b in bad]})
+        return failed("ecc", title, problems, Finding(code="ecc.fix"), gpus=per_gpu, ids=ids)
     if unsupported == len(ctx.nvml.gpus):
-        why = "ECC not supported or disabled on these GPUs"
+        why = Finding(code="ecc.not_supported")
         return skipped("ecc", title, why, gpus=per_gpu, ids=ids)
-    clean = "no uncorrected ECC errors, no pending retirement/remapping"
-    return passed("ecc", title, clean, gpus=per_gpu, ids=ids)
+    return passed("ecc", title, Finding(code="ecc.clean"), gpus=per_gpu, ids=ids)
 
 
 def check_persistence(ctx: ValidateContext) -> CheckResult:
@@ -271,15 +267,13 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
         modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
     off = [i for i, on in modes.items() if on is False]
     if off:
-        hint = (
-            "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
-            "does not re-initialise the GPUs at every process start"
-        )
-        detail = "disabled on GPU " + ", ".join(map(str, off))
-        return warned("persistence", title, detail, hint, gpus=modes, ids=ids)
+        disabled = Finding(code="persistence.off", figures={"gpus": off})
+        fix = Finding(code="persistence.fix")
+        return warned("persistence", title, disabled, fix, gpus=modes, ids=ids)
     if all(on is None for on in modes.values()):
-        return skipped("persistence", title, "not queryable on these GPUs", gpus=modes, ids=ids)
-    return passed("persistence", title, "enabled on every GPU", gpus=modes, ids=ids)
+        unknown = Finding(code="persistence.not_queryable")
+        return skipped("persistence", title, unknown, gpus=modes, ids=ids)
+    return passed("persistence", title, Finding(code="persistence.on"), gpus=modes, ids=ids)
 
 
 def check_throttle(ctx: ValidateContext) -> CheckResult:
@@ -300,29 +294,15 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
             reasons[gpu.index] = decode_clock_reasons(mask)
     slowing = {i: [r for r in rs if r in HARDWARE_SLOWDOWNS] for i, rs in reasons.items()}
     slowing = {i: rs for i, rs in slowing.items() if rs}
-    by_error: dict[str, list[str]] = {}
-    for i, e in unreadable.items():
-        by_error.setdefault(e, []).append(f"GPU{i}")
-    unknown = "; ".join(f"{', '.join(gpus)}: {e}" for e, gpus in by_error.items())
     data: dict[str, Any] = {"gpus": reasons, "errors": unreadable, "read": "once, idle"}
     data["ids"] = identities(ctx.nvml)
+    errors = {str(i): e for i, e in unreadable.items()}
     if slowing:
-        text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
-        text += f"; unreadable: {unknown}" if unknown else ""
-        hint = (
-            "check cooling and the hardware (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`); a "
-            "throttling GPU becomes the straggler every rank waits for"
-        )
-        detail = f"hardware or thermal slowdown set on an idle GPU: {text}"
-        return warned("throttle", title, detail, hint, **data)
+        figures = {"slowing": {str(i): rs for i, rs in slowing.items()}, "errors": errors}
+        slowdown = Finding(code="throttle.idle_slowdown", figures=figures)
+        return warned("throttle", title, slowdown, Finding(code="throttle.fix_slowdown"), **data)
     if unreadable:  # not a PASS: a GPU we could not read may be the one throttling
-        hint = (
-            "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "
-            "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too"
-        )
-        return skipped("throttle", title, f"clock reasons unreadable: {unknown}", hint, **data)
-    idle = (
-        "read once with the GPUs idle: no hardware or thermal slowdown set (throttling under "
-        "load is judged from each cell's telemetry)"
-    )
-    return passed("throttle", title, idle, **data)
+        unknown = Finding(code="throttle.unreadable", figures={"errors": errors})
+        fix = Finding(code="throttle.fix_unreadable")
+        return skipped("throttle", title, unknown, fix, **data)
+    return passed("throttle", title, Finding(code="throttle.idle_clean"), **data)
