@@ -296,7 +296,7 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
     result, out = perf_run
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["level"] == "perf" and report["schema_version"] == 4
+    assert report["level"] == "perf" and report["schema_version"] == 5
     rows = {(r["check"], r["gpu"]): r for r in report["measurements"]}
     for check in ("matmul.fp32", "memory.copy", "memory.triad", "busbw.all_reduce"):
         row = rows[(check, None)]
@@ -304,7 +304,9 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
         assert row["status"] == "INFO"  # a CPU: measured, nothing to compare with
     for check in ("h2d", "d2h"):
         assert rows[(check, None)]["value"] is None
-        assert "CUDA" in rows[(check, None)]["unavailable"]
+        why = rows[(check, None)]["finding"]["code"]
+        assert why in ("bandwidth.cpu_only_torch", "bandwidth.too_few_gpus")
+        assert "detail" not in rows[(check, None)]  # schema 5: no sentence stored
     assert report["measured_peaks"]["fp32"] == rows[("matmul.fp32", None)]["value"]
     saved = out / "accept" / "acceptance" / f"{socket.gethostname()}.perf.json"
     again = read_validate_report(saved).doc

@@ -17,7 +17,7 @@ def _gpus(gpus: Sequence[int]) -> str:
 
 def _rate(link: F) -> str:
     gbps = link.get("gbps")
-    return link["text"] + (f", {gbps:.3g} GB/s per direction" if gbps is not None else "")
+    return str(link["text"]) + (f", {gbps:.3g} GB/s per direction" if gbps is not None else "")
 
 
 def _own(f: F) -> str:

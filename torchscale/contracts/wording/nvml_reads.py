@@ -9,6 +9,7 @@ from typing import Any
 F = Mapping[str, Any]
 
 PHRASES: dict[str, Callable[[F], str]] = {
+    "nvml.cpu_no_counters": lambda f: "a CPU has no NVML error counters",
     "nvml.no_uuid": lambda f: f"this torch reports no UUID for the {f.get('what', 'GPU')}",
     "nvml.unavailable": lambda f: f"NVML unavailable: {f['error']}",
     "nvml.no_gpu_with_uuid": lambda f: f"NVML has no {f.get('what', 'GPU')} with UUID {f['uuid']}",

@@ -135,6 +135,10 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "perf.busbw_not_measured": lambda f: (
         "; ".join(f["reasons"]) or f.get("error") or f"{f['op']} was not measured ({f['status']})"
     ),
+    "perf.busbw_too_few_gpus": lambda f: (
+        f"needs 2 or more GPUs: this node has {f['count']} (NCCL links no GPU)"
+    ),
+    "perf.busbw_not_run": lambda f: f"the collective sweep could not run: {f['error']}",
     "perf.wrong_sums": lambda f: (
         f"{f['wrong']} wrong element(s) in the checked results ({f['comm_run']})"
     ),

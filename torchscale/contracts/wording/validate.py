@@ -51,11 +51,6 @@ def unavailable(row: Measurement) -> str | None:
     return (detail(row) or "not measured") if row.value is None else None
 
 
-def gib(value: float, digits: int = 1) -> str:
-    """Bytes in GiB: '80 GiB' (digits 0), '62.9 GiB'."""
-    return f"{value / 2**30:.{digits}f} GiB"
-
-
 def secs(value: float) -> str:
     """A duration as given: '300 s', '1.5 s'."""
     return f"{value:g} s"

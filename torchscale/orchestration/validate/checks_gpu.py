@@ -28,7 +28,6 @@ from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch
 
 CPU_SKIP = Finding(code="gpus.cpu_path")
 NO_GPU = Finding(code="gpus.none_visible")
-GIB = 2**30
 
 
 def _no_nvml(state: NvmlState) -> Finding:

@@ -209,11 +209,11 @@ def check_nvlink(ctx: ValidateContext) -> CheckResult:
         for r in readings
     }
     found_codes = {f.code for f in findings}
-    hint = ""
+    hint: list[Finding] = []
     if found_codes & {"nvlink.links_down", "nvlink.old_generation", "nvlink.speed_differs"}:
-        hint = LINKS_HINT
+        hint = [LINKS_HINT]
     elif "nvlink.errors" in found_codes:
-        hint = ERRORS_HINT
+        hint = [ERRORS_HINT]
     return found("nvlink", title, status, findings, hint, links=data)
 
 
@@ -253,7 +253,7 @@ def check_fabric(ctx: ValidateContext) -> CheckResult:
         findings.append(Finding(code="fabric.not_on_fabric", figures={"gpus": off_fabric}))
     findings.append(XID)
     verdict = worst(statuses) if statuses else CheckStatus.SKIP
-    hint = FABRIC_HINT if verdict is CheckStatus.FAIL else ""
+    hint = [FABRIC_HINT] if verdict is CheckStatus.FAIL else []
     return found("fabric", title, verdict, findings, hint)
 
 

@@ -43,10 +43,10 @@ def placement_text(
         return Finding(code="host.topology_unknown", figures={"why": why})
     if not placement.shares_with:
         link = own_link or placement.link
-        figures = {"link": link_figures(link) if link is not None else None}
-        return Finding(code="host.own_link", figures=figures | {"source": topology.source})
+        own = {"link": link_figures(link) if link is not None else None}
+        return Finding(code="host.own_link", figures=own | {"source": topology.source})
     uplink = placement.uplink
-    figures = {
+    figures: dict[str, object] = {
         "with": list(placement.shares_with),
         "via": placement.via,
         "uplink": link_figures(uplink) if uplink is not None else None,

@@ -488,7 +488,7 @@ def run_measurements(
 
 def run_busbw(
     device: Device, experiment_dir: Path, base_env: Mapping[str, str], gpu_count: int
-) -> tuple[CommResult | None, str | None]:
+) -> tuple[CommResult | None, Finding | None]:
     """`comm`'s sweep of the four collectives on every GPU (2 gloo ranks on CPU); (result,
     None) or (None, why it was not run)."""
     from torchscale.contracts.errors import TorchScaleError
@@ -497,7 +497,7 @@ def run_busbw(
     from torchscale.orchestration.plan import Machine
 
     if device == "cuda" and gpu_count < 2:
-        return None, f"needs 2 or more GPUs: this node has {gpu_count} (NCCL links no GPU)"
+        return None, Finding(code="perf.busbw_too_few_gpus", figures={"count": gpu_count})
     low, high, factor = GPU_BUSBW_BYTES if device == "cuda" else CPU_BUSBW_BYTES
     options = CommOptions(
         ops=",".join(COLLECTIVES),
@@ -512,7 +512,7 @@ def run_busbw(
         plan = plan_comm(options, machine, experiment_dir, base_env)
         return run_comm_launch(plan.launch, plan.request), None
     except (OSError, TorchScaleError) as exc:
-        return None, f"the collective sweep could not run: {exc}"
+        return None, Finding(code="perf.busbw_not_run", figures={"error": str(exc)})
 
 
 def judged(run: PerfRun, device: Device) -> PerfOutcome:

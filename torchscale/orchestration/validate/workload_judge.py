@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
@@ -51,7 +51,7 @@ NO_WRAPPER = "no wrapper at world 1: DDP needs a peer"
 LOOK = "the cell's JSON and logs are in {where}"
 
 
-def _info(id: str, title: str, detail: str, **data: object) -> CheckResult:
+def _info(id: str, title: str, detail: str, **data: Any) -> CheckResult:
     return check(id, title, CheckStatus.INFO, detail, **data)
 
 

@@ -91,7 +91,7 @@ def _failed(exc: Exception) -> Finding:
 def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str, Finding]]:
     """NVML's uncorrected ECC errors (volatile) and remapped rows, where NVML has them."""
     if device.type != "cuda":
-        return {}, {"error_counters": "a CPU has no NVML error counters"}
+        return {}, {"error_counters": Finding(code="nvml.cpu_no_counters")}
     try:
         import pynvml
 

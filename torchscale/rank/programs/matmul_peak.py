@@ -17,7 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
@@ -295,12 +295,12 @@ def judge(result: PeakResult) -> PeakResult:
     best = result.best_tflops
     if spec is None or best is None:
         if best is not None:
-            figures = {"note": note.model_dump() if note is not None else None}
-            result.notes.append(Finding(code="matmul.not_spec_checked", figures=figures))
+            unchecked = {"note": note.model_dump() if note is not None else None}
+            result.notes.append(Finding(code="matmul.not_spec_checked", figures=unchecked))
         return result
     result.ratio = best / spec
     if best > spec * SPEC_TOLERANCE:
-        figures = {
+        figures: dict[str, Any] = {
             "best": best,
             "shape": list(result.best_shape or ()),
             "dtype": result.dtype,
