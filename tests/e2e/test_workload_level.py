@@ -15,6 +15,7 @@ from tests.processes import processes_mentioning
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.api.workload import read_node, summary_markdown
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.versions import read_cell_result
@@ -170,8 +171,8 @@ def test_a_cell_that_ran_passes_and_a_failed_one_names_its_cause(tmp_path: Path)
         update={"status": Status.FAILED, "error": CellError(reason="rank 1: NCCL timeout")}
     )
     verdict = judge.judge_cell(broken, True, tmp_path)
-    assert verdict.status is CheckStatus.FAIL and "NCCL timeout" in verdict.detail
-    assert verdict.id == "cell.ddp.compiled" and str(tmp_path) in verdict.hint
+    assert verdict.status is CheckStatus.FAIL and "NCCL timeout" in shown.detail(verdict)
+    assert verdict.id == "cell.ddp.compiled" and str(tmp_path) in shown.hint(verdict)
 
 
 @pytest.mark.parametrize(
@@ -197,9 +198,9 @@ def test_a_planned_cell_the_planner_skips_is_a_fail_and_so_is_an_unplaced_strate
         update={"status": Status.SKIPPED, "error": CellError(reason="needs 8 GPUs; a node has 4")}
     )
     verdict = judge.judge_cell(skipped, False, Path("."))
-    assert verdict.status is CheckStatus.FAIL and "needs 8 GPUs" in verdict.detail
+    assert verdict.status is CheckStatus.FAIL and "needs 8 GPUs" in shown.detail(verdict)
     [unplaced] = judge.judge_unplaced({"tp": "heads not divisible"})
-    assert unplaced.status is CheckStatus.FAIL and "heads not divisible" in unplaced.detail
+    assert unplaced.status is CheckStatus.FAIL and "heads not divisible" in shown.detail(unplaced)
 
 
 def test_recovery_after_the_oom_is_judged_on_cells_that_ran() -> None:
@@ -223,7 +224,7 @@ def test_the_oom_step_needs_the_oom_status_and_recovery() -> None:
     assert judge.judge_oom(oom, None, True).status is CheckStatus.PASS
     assert judge.judge_oom(oom, None, False).status is CheckStatus.FAIL
     ran = judge.judge_oom(ok, None, True)
-    assert ran.status is CheckStatus.FAIL and "ended ok" in ran.detail
+    assert ran.status is CheckStatus.FAIL and "ended ok" in shown.detail(ran)
     crashed = ok.model_copy(update={"status": Status.FAILED, "error": CellError(reason="SIGKILL")})
     assert judge.judge_oom(crashed, None, True).status is CheckStatus.FAIL
     assert judge.judge_oom(None, "memory unknown", None).status is CheckStatus.SKIP
@@ -247,7 +248,7 @@ def test_a_real_profile_passes_and_one_without_collectives_or_kernels_fails() ->
         profiled.analysis.model_copy(update={"matched_collectives": 0}),
     )
     verdict = judge.judge_profile("torch", no_match)
-    assert verdict.status is CheckStatus.FAIL and "no collective" in verdict.detail
+    assert verdict.status is CheckStatus.FAIL and "no collective" in shown.detail(verdict)
     on_gpu = ProfiledCell(
         profiled.directory,
         profiled.result.model_copy(
@@ -256,9 +257,9 @@ def test_a_real_profile_passes_and_one_without_collectives_or_kernels_fails() ->
         profiled.analysis,
     )
     verdict = judge.judge_profile("nsys", on_gpu)
-    assert verdict.status is CheckStatus.FAIL and "no GPU kernels" in verdict.detail
+    assert verdict.status is CheckStatus.FAIL and "no GPU kernels" in shown.detail(verdict)
     none = ProfiledCell(profiled.directory, profiled.result, None, "no traces to analyse")
-    assert "no traces" in judge.judge_profile("nsys", none).detail
+    assert "no traces" in shown.detail(judge.judge_profile("nsys", none))
 
 
 def test_the_summary_puts_failures_first() -> None:
@@ -302,14 +303,14 @@ def test_h100_compiled_against_eager_is_judged_by_the_reports_estimator_not_call
     eager, compiled = _h100("eager"), _h100("compiled")
     verdict = judge.judge_compile(eager, compiled)
     assert verdict.status is CheckStatus.INFO
-    assert verdict.detail.startswith(
+    assert shown.detail(verdict).startswith(
         "ddp: compiled/eager not measurable (2 + 2 repeats), compiled faster beyond noise"
     )
     ddp = verdict.data["ddp"]["figures"]
     assert 1.0 < ddp["low"] < ddp["ratio"] < ddp["high"]
     assert ddp["high"] - ddp["low"] > ddp["ratio"] - 1.0
-    assert "fsdp: FSDP on one device shards nothing" in verdict.detail
-    assert "within noise" not in verdict.detail
+    assert "fsdp: FSDP on one device shards nothing" in shown.detail(verdict)
+    assert "within noise" not in shown.detail(verdict)
     assert "Welch's t on the log ratio" in verdict.data["method"]
 
 
@@ -318,12 +319,12 @@ def test_h100_fsdp_at_world_1_is_machinery_only_and_ddp_says_it_has_no_wrapper()
     for results, compiled in ((_h100("eager"), False), (_h100("compiled"), True)):
         by = {r.cell.strategy: judge.judge_cell(r, compiled, WORKLOAD) for r in results}
         assert by["fsdp"].status is CheckStatus.PASS
-        assert "FSDP on one device shards nothing" in by["fsdp"].detail
-        assert "never ranked or compared" in by["fsdp"].detail
-        assert by["fsdp"].detail.endswith("MFU not judged")
-        assert "MFU 1" not in by["fsdp"].detail  # its 10 % is no figure to read
-        assert "no wrapper at world 1" in by["ddp"].detail
-        assert "MFU 24 %" in by["ddp"].detail or "MFU 35 %" in by["ddp"].detail
+        assert "FSDP on one device shards nothing" in shown.detail(by["fsdp"])
+        assert "never ranked or compared" in shown.detail(by["fsdp"])
+        assert shown.detail(by["fsdp"]).endswith("MFU not judged")
+        assert "MFU 1" not in shown.detail(by["fsdp"])  # its 10 % is no figure to read
+        assert "no wrapper at world 1" in shown.detail(by["ddp"])
+        assert "MFU 24 %" in shown.detail(by["ddp"]) or "MFU 35 %" in shown.detail(by["ddp"])
 
 
 @needs_h100
@@ -357,10 +358,10 @@ def test_h100_max_batch_says_the_limit_and_the_memory_share_at_it() -> None:
     [path] = (WORKLOAD / "memory" / "fit" / "max_batch").glob("*.json")
     result = MaxBatchResult.model_validate_json(path.read_text())
     verdict = judge.judge_max_batch([result], None)
-    assert verdict.detail.startswith("fits 32 (the limit tried")
-    assert "at 25 % of memory" in verdict.detail
-    assert "estimate ~130" in verdict.detail  # 11.5 GB at 16, 21.3 GB at 32, 85.5 GB in all
-    assert "fits up to the limit tried" not in verdict.detail
+    assert shown.detail(verdict).startswith("fits 32 (the limit tried")
+    assert "at 25 % of memory" in shown.detail(verdict)
+    assert "estimate ~130" in shown.detail(verdict)  # 11.5 GB at 16, 21.3 GB at 32, 85.5 GB in all
+    assert "fits up to the limit tried" not in shown.detail(verdict)
 
 
 def _repeats(result: CellResult, *figures: float) -> CellResult:
@@ -373,14 +374,18 @@ def test_compile_is_judged_faster_slower_or_within_the_repeats_spread() -> None:
     ok = _cell()
     eager = _repeats(ok, 100.0, 101.0, 99.0, 100.5)
     faster = judge.judge_compile([eager], [_repeats(ok, 150.0, 151.0, 149.0, 150.5)])
-    assert faster.status is CheckStatus.INFO and "compiled faster (4 + 4" in faster.detail
-    assert "compiled/eager 1.50x [" in faster.detail
+    assert faster.status is CheckStatus.INFO and "compiled faster (4 + 4" in shown.detail(faster)
+    assert "compiled/eager 1.50x [" in shown.detail(faster)
     same = judge.judge_compile([eager], [_repeats(ok, 95.0, 110.0, 98.0, 104.0)])
-    assert same.status is CheckStatus.INFO and "not measurable (4 + 4 repeats)" in same.detail
+    assert same.status is CheckStatus.INFO and "not measurable (4 + 4 repeats)" in shown.detail(
+        same
+    )
     slower = judge.judge_compile([eager], [_repeats(ok, 70.0, 71.0, 69.0, 70.5)])
-    assert slower.status is CheckStatus.WARN and "compiled slower" in slower.detail
+    assert slower.status is CheckStatus.WARN and "compiled slower" in shown.detail(slower)
     once = judge.judge_compile([eager], [_repeats(ok, 150.0)])
-    assert once.status is CheckStatus.INFO and "no interval: one figure on a side" in once.detail
+    assert once.status is CheckStatus.INFO and "no interval: one figure on a side" in shown.detail(
+        once
+    )
 
 
 # -- the whole level on CPU ---------------------------------------------------------------------
@@ -459,12 +464,12 @@ def test_a_step_that_crashes_or_refuses_is_its_fail_and_the_next_steps_run(
     assert run.exit_code == 1
     by_id = {c.id: c for c in run.report.checks}
     assert by_id["eager.run"].status is CheckStatus.FAIL
-    assert "the step crashed: RuntimeError: boom" in by_id["eager.run"].detail
-    assert "torchscale bug" in by_id["eager.run"].hint
+    assert "the step crashed: RuntimeError: boom" in shown.detail(by_id["eager.run"])
+    assert "torchscale bug" in shown.hint(by_id["eager.run"])
     assert "RuntimeError: boom" in by_id["eager.run"].data["traceback"]
-    assert by_id["compiled.run"].detail == "no C compiler"  # a refusal: its own line
-    assert "no profiler" in by_id["profile.torch"].detail
-    assert "no results" in by_id["report"].detail
+    assert shown.detail(by_id["compiled.run"]) == "no C compiler"  # a refusal: its own line
+    assert "no profiler" in shown.detail(by_id["profile.torch"])
+    assert "no results" in shown.detail(by_id["report"])
     assert by_id["oom"].status is CheckStatus.FAIL  # the OOM cell left nothing: not a pass
     summary = (run.folder / "summary.md").read_text()
     assert "NOT proven" in summary and "| FAIL | eager cells |" in summary

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from torchscale.api import run_benchmark
+from torchscale.contracts.schema.validate_report import ValidateReport
 from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.analysis.uncertainty import mfu_estimate
 from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.documents import read_validate_report
 from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.rank.worker.measured_peak import (
@@ -28,19 +30,40 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _report(path: Path, host: str, created: str, peaks: dict[str, float], level: str) -> None:
+    """A whole validate report (the rank reads it through the one reader, so it must be one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(
-            {
-                "kind": "torchscale.validate",
-                "schema_version": 2,
-                "hostname": host,
-                "created_at": created,
-                "level": level,
-                "measured_peaks": peaks,
-            }
-        )
+    report = ValidateReport(
+        torchscale_version="0",
+        created_at=created,
+        hostname=host,
+        device="cuda",
+        quick=True,
+        ok=True,
+        counts={},
+        verdict="",
+        checks=[],
+        level=level,  # type: ignore[arg-type]
+        measured_peaks=peaks,
     )
+    path.write_text(report.model_dump_json())
+
+
+def test_the_rank_reads_the_peak_the_validate_reports_reader_gives() -> None:
+    """One reader: the peak a rank takes from a kept version-4 report is the one
+    offline/results/documents.py reads from it (never a second parse of the JSON)."""
+    folder = FIXTURES / "validate_perf_v4"
+    report = read_validate_report(folder / "gpu-node-7.perf.json").doc
+    assert report is not None and report.measured_peaks["bf16"] == pytest.approx(736.85)
+    peak = read_measured_peak([str(folder)], "gpu-node-7", "bf16")
+    assert peak.tflops == report.measured_peaks["bf16"]
+    assert "bf16 736.9 TFLOP/s" in peak.basis and report.created_at in peak.basis
+
+
+def test_a_file_that_is_no_validate_report_gives_no_peak(tmp_path: Path) -> None:
+    """What the reader refuses (another kind, a newer schema) is never taken for a peak."""
+    newer = {"kind": "torchscale.validate", "schema_version": 99, "measured_peaks": {"bf16": 9.0}}
+    (tmp_path / "gpu1.perf.json").write_text(json.dumps(newer))
+    assert read_measured_peak([str(tmp_path)], "gpu1", "bf16").tflops is None
 
 
 def test_the_newest_report_of_this_host_gives_the_dtypes_peak(tmp_path: Path) -> None:

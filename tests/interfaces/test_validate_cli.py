@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.contracts.schema.validate_report import SCHEMA_VERSION, ValidateReport
+from torchscale.contracts.schema.validate_report import SCHEMA_VERSION, CheckResult, ValidateReport
+from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.cli.app import app
 
 GOLDEN_SCHEMA = Path(__file__).parents[1] / "golden" / "validate_report.schema.json"
@@ -66,6 +67,11 @@ def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in report["checks"]}
 
 
+def _detail(check: dict[str, Any]) -> str:
+    """A stored check's words, made as every reader makes them (schema 5 stores findings)."""
+    return shown.detail(CheckResult.model_validate(check))
+
+
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Result, Path, Path]]:
     """`validate --device cpu --json` run once, for real; smoke work dirs go to `tmp`."""
@@ -108,7 +114,7 @@ def test_cpu_report_matches_json_schema(cpu_report: dict[str, Any]) -> None:
 
 @pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
-    assert cpu_report["schema_version"] == SCHEMA_VERSION == 4
+    assert cpu_report["schema_version"] == SCHEMA_VERSION == 5
     assert cpu_report["device"] == "cpu"
     assert cpu_report["quick"] is False
     assert cpu_report["ok"] is True
@@ -125,7 +131,7 @@ def test_cpu_smoke_test_passed(cpu_report: dict[str, Any]) -> None:
     check = smoke[0]
     assert check["status"] == "PASS", check
     assert check["title"] == "Smoke test (gloo x2 on cpu)"
-    assert "correct on 2 rank(s)" in check["detail"]
+    assert "correct on 2 rank(s)" in _detail(check)
     result = check["data"]["result"]
     assert result["wrong_elements"] == 0
     assert result["world_size"] == 2
@@ -149,7 +155,7 @@ def test_cpu_compile_toolchain_built_and_ran_a_kernel(
     check = by_id(cpu_report)["compile"]
     assert check["status"] == "PASS", check
     assert check["data"]["binaries_built"] >= 1
-    assert "built and ran a C++ kernel" in check["detail"]
+    assert "built and ran a C++ kernel" in _detail(check)
     tmp, out = cpu_run[1], cpu_run[2]
     assert not list(tmp.glob("torchscale-compile-*"))
     assert sorted(p.name for p in out.iterdir()) == ["xdg-cache"]  # no results folder made
@@ -173,7 +179,7 @@ def test_the_next_validate_reads_the_kept_pass_back(
     again = check_compile(ctx)
     first = by_id(cpu_report)["compile"]
     assert again.status.value == "PASS"
-    assert again.detail.startswith(first["detail"] + "; cached from ")
+    assert shown.detail(again).startswith(_detail(first) + "; cached from ")
     assert again.data["binaries_built"] == first["data"]["binaries_built"]
 
 
@@ -200,7 +206,7 @@ def test_cpu_run_skips_gpu_checks(cpu_report: dict[str, Any]) -> None:
     checks = by_id(cpu_report)
     for check_id in GPU_CHECK_IDS:
         assert checks[check_id]["status"] == "SKIP", check_id
-        assert "--device cpu" in checks[check_id]["detail"]
+        assert "--device cpu" in _detail(checks[check_id])
     assert checks["nccl"]["status"] == "SKIP"
     assert checks["gloo"]["status"] == "PASS"
     assert checks["torch"]["status"] == "PASS"
@@ -266,7 +272,7 @@ def test_schema_rejects_malformed_reports(mutate: Any) -> None:
             ok=True,
             counts={},
             verdict="v",
-            checks=[{"id": "x", "title": "X", "status": "PASS", "detail": ""}],
+            checks=[{"id": "x", "title": "X", "status": "PASS"}],
         ).model_dump_json()
     )
     schema = ValidateReport.model_json_schema()
@@ -314,7 +320,7 @@ def test_quick_skips_smoke_test() -> None:
     assert len(smoke) == 1
     assert smoke[0]["id"] == "smoke"
     assert smoke[0]["status"] == "SKIP"
-    assert "--quick" in smoke[0]["detail"]
+    assert smoke[0]["findings"] == [{"code": "smoke.quick", "figures": {}}]
     assert "(--quick: the live smoke test was not run.)" in report["verdict"]
 
 

@@ -46,10 +46,11 @@ def test_one_function_and_its_checks_line_add_a_validate_check(
         "id": CHECK_ID,
         "title": TITLE,
         "status": "WARN",
-        "detail": "a made-up finding on the cpu path",
-        "hint": HINT,
         "data": {"seen": 1},
-        "findings": [],  # a check written with `warned` keeps its words in `detail`
+        "findings": [],  # a check written with `warned` and a sentence keeps it in `said`
+        "fix": [],
+        "said": "a made-up finding on the cpu path",
+        "said_fix": HINT,
     }
     assert report["counts"]["WARN"] == without["counts"]["WARN"] + 1
     assert report["ok"] is True
@@ -74,4 +75,4 @@ def test_one_function_and_its_checks_line_add_a_validate_check(
     _, out = invoke("--json", device="cuda")
     [check] = [c for c in json.loads(out)["checks"] if c["id"] == CHECK_ID]
     assert check["status"] == "SKIP"
-    assert check["detail"] == "runs on the CPU path only (--device cpu)"
+    assert check["said"] == "runs on the CPU path only (--device cpu)"

@@ -25,6 +25,7 @@ import torchscale.orchestration.launch.attempt
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.errors import ToolNotFoundError
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.launch import compile_cache
 from torchscale.orchestration.launch.compile_cache import (
@@ -238,8 +239,9 @@ def test_validate_warns_with_the_fallback_line(
     ctx.__dict__["torch"] = SimpleNamespace(module=object(), error=None, cuda_gpu_count=0)
     check = checks_software.check_compile(ctx)
     assert check.status is CheckStatus.WARN
-    assert check.detail.startswith("the compile cache cannot live in ")
-    assert "node-local" in check.detail and "TORCHINDUCTOR_CACHE_DIR" in check.hint
+    said = shown.detail(check)
+    assert said.startswith("the compile cache cannot live in ")
+    assert "node-local" in said and "TORCHINDUCTOR_CACHE_DIR" in shown.hint(check)
     fine = ValidateContext(device="cpu", output_dir=tmp_path / "results", quick=False)
     fine.__dict__["torch"] = ctx.torch
     assert checks_software.check_compile(fine).status is CheckStatus.PASS

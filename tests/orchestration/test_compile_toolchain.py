@@ -23,6 +23,7 @@ import torchscale.orchestration.launch.attempt
 import torchscale.orchestration.sweep
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.compile_cache import inductor_default_dir
@@ -158,9 +159,9 @@ def test_validate_fails_on_cuda_warns_on_cpu_and_skips_when_it_cannot_ask(
     broken = Toolchain("x", False, "InvalidCxxCompiler: none", toolchain.FIXES["cpu"])
     monkeypatch.setattr(checks_software, "toolchain_for", lambda device, env: broken)
     cuda = checks_software.check_compile(_ctx("cuda"))
-    assert (cuda.status, cuda.hint) == (CheckStatus.FAIL, toolchain.FIXES["cpu"])
+    assert (cuda.status, shown.hint(cuda)) == (CheckStatus.FAIL, toolchain.FIXES["cpu"])
     cpu = checks_software.check_compile(_ctx("cpu"))
-    assert cpu.status is CheckStatus.WARN and "compile only when it is true" in cpu.hint
+    assert cpu.status is CheckStatus.WARN and "compile only when it is true" in shown.hint(cpu)
     assert checks_software.check_compile(_ctx("cpu", quick=True)).status is CheckStatus.SKIP
     assert checks_software.check_compile(_ctx("cuda", gpus=0)).status is CheckStatus.SKIP
     fine = Toolchain("cpu", True, "built and ran", data={"binaries_built": 1})

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from torchscale.contracts import wording
 from torchscale.contracts.schema.burn_in import BurnRun, Fingerprint, Interval, RankBurn
+from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.validate.burn_in import (
     fingerprint_faults,
     judge_burn,
@@ -44,9 +46,28 @@ def _rank(
 STEADY = [700.0] * 9
 
 
+def _judged(*args: Any) -> tuple[CheckStatus, str]:
+    """A rank's verdict and its evidence in words (stored as findings)."""
+    status, evidence = judge_rank(*args)
+    return status, "; ".join(wording.say(f) for f in evidence)
+
+
+def test_the_burn_report_stores_findings_and_words_them_when_read() -> None:
+    """Schema 5: a burn check stores codes and figures, no sentence; its words are made when
+    read, the same words as before."""
+    ranks = [_rank(r, STEADY) for r in range(2)]
+    outcome = judge_burn(BurnRun(world_size=2, duration_s=3, ranks=ranks), "cuda")
+    check = outcome.checks[0]
+    stored = check.model_dump()
+    assert "detail" not in stored and not stored["said"]
+    assert [f.code for f in check.findings] == ["burn.steady"]
+    assert shown.detail(check) == "700 TFLOP/s steady over 9 intervals; seeded results agree"
+    assert all(m.finding is not None and not m.said for m in outcome.measurements)
+
+
 def test_a_steady_gpu_with_agreeing_results_passes() -> None:
     ranks = [_rank(r, STEADY) for r in range(4)]
-    status, evidence = judge_rank(ranks[0], ranks, "cuda", {})
+    status, evidence = _judged(ranks[0], ranks, "cuda", {})
     assert status is CheckStatus.PASS
     assert "700 TFLOP/s steady over 9 intervals" in evidence
 
@@ -57,7 +78,7 @@ def test_a_thermal_drop_is_named_with_its_clock_and_reason() -> None:
     ranks = [_rank(0, slow, clocks, slowdown=["HwThermalSlowdown"])] + [
         _rank(r, STEADY) for r in (1, 2, 3)
     ]
-    status, evidence = judge_rank(ranks[0], ranks, "cuda", {})
+    status, evidence = _judged(ranks[0], ranks, "cuda", {})
     assert status is CheckStatus.WARN
     assert "TFLOP/s fell 20 %" in evidence
     assert "SM clock fell 18 %" in evidence
@@ -66,7 +87,7 @@ def test_a_thermal_drop_is_named_with_its_clock_and_reason() -> None:
 
 def test_a_slow_peer_is_named_and_two_ranks_give_warn_at_most() -> None:
     ranks = [_rank(r, STEADY) for r in range(3)] + [_rank(3, [500.0] * 9)]
-    status, evidence = judge_rank(ranks[3], ranks, "cuda", {})
+    status, evidence = _judged(ranks[3], ranks, "cuda", {})
     assert status is CheckStatus.FAIL and "29 % below its peers' median 700" in evidence
     assert judge_rank(ranks[0], ranks, "cuda", {})[0] is CheckStatus.PASS
     pair = [_rank(0, STEADY), _rank(1, [500.0] * 9)]
@@ -77,12 +98,13 @@ def test_corruption_names_the_rank_against_the_majority_and_its_own_first() -> N
     ranks = [_rank(r, STEADY) for r in range(3)] + [_rank(3, STEADY, hashes=["a", "a", "b"])]
     faults = fingerprint_faults(ranks)
     assert set(faults) == {3}
-    assert "changed from its own first one at interval 2" in faults[3]
+    assert "changed from its own first one at interval 2" in wording.say(faults[3])
     odd_from_start = [_rank(r, STEADY) for r in range(3)] + [
         _rank(3, STEADY, hashes=["z", "z", "z"])
     ]
     faults = fingerprint_faults(odd_from_start)
-    assert set(faults) == {3} and "differs from its 3 peers' at interval 0" in faults[3]
+    assert set(faults) == {3}
+    assert "differs from its 3 peers' at interval 0" in wording.say(faults[3])
     two = [_rank(0, STEADY), _rank(1, STEADY, hashes=["z", "z", "z"])]
     assert set(fingerprint_faults(two)) == {0, 1}  # no majority, nothing explains it
 
@@ -90,7 +112,7 @@ def test_corruption_names_the_rank_against_the_majority_and_its_own_first() -> N
 def test_error_counters_rising_during_the_burn_fail() -> None:
     rank = _rank(0, STEADY, counters_start={"ecc_uncorrected": 0},
                  counters_end={"ecc_uncorrected": 2})  # fmt: skip
-    status, evidence = judge_rank(rank, [rank], "cuda", {})
+    status, evidence = _judged(rank, [rank], "cuda", {})
     assert status is CheckStatus.FAIL and "ecc_uncorrected rose by 2" in evidence
 
 
@@ -139,7 +161,7 @@ def test_a_real_burn_judges_every_rank_and_catches_a_corrupted_one(
         ]
     else:
         assert by_rank["Burn-in rank 1"].status is CheckStatus.FAIL
-        assert "silent data corruption" in by_rank["Burn-in rank 1"].detail
+        assert "silent data corruption" in shown.detail(by_rank["Burn-in rank 1"])
         assert (
             by_rank["Burn-in rank 0"].status is CheckStatus.INFO
         )  # the healthy rank is not blamed

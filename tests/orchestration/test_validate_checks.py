@@ -28,6 +28,7 @@ from tests.fake_nvml import (
 )
 from torchscale.contracts import host
 from torchscale.contracts.nvml import NvmlState, nvml_indices, probe_nvml
+from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.profiling.nsys import parse_nsys_version
 from torchscale.orchestration.validate import (
@@ -211,14 +212,14 @@ def test_python_passes_on_this_interpreter() -> None:
     result = check_python(make_ctx())
     assert result.status is CheckStatus.PASS
     assert result.data["version"] == ".".join(map(str, sys.version_info[:3]))
-    assert sys.executable in result.detail
+    assert sys.executable in shown.detail(result)
 
 
 def test_torch_real_install_passes() -> None:
     import torch
 
     result = check_torch(make_ctx())
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert result.data["version"] == str(torch.__version__)
     assert result.data["build"] == torch_build(torch)
 
@@ -227,14 +228,14 @@ def test_torch_real_install_passes() -> None:
 def test_torch_below_the_floor_fails(version: str) -> None:
     result = check_torch(make_ctx(torch=fake_torch(version=version)))
     assert result.status is CheckStatus.FAIL
-    assert result.detail == f"torch {version}, CUDA 12.4 build; torchscale needs >= 2.6"
-    assert result.hint.startswith("upgrade to torch >= 2.6 (FSDP2's fully_shard")
+    assert shown.detail(result) == f"torch {version}, CUDA 12.4 build; torchscale needs >= 2.6"
+    assert shown.hint(result).startswith("upgrade to torch >= 2.6 (FSDP2's fully_shard")
 
 
 @pytest.mark.parametrize("version", ["2.6.0+cu124", "2.6.0a0+git1234abc", "2.13.0+cpu", "3.0.0"])
 def test_torch_at_or_above_the_floor_passes(version: str) -> None:
     result = check_torch(make_ctx(torch=fake_torch(version=version)))
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
 
 
 def _pyproject_floor(name: str, text: str) -> tuple[int, ...]:
@@ -255,7 +256,7 @@ def test_pyproject_declares_the_floors_validate_checks() -> None:
 
 def test_torch_hints_name_the_floor() -> None:
     missing = check_torch(make_ctx(torch=NO_TORCH))
-    assert missing.hint.startswith("install PyTorch >= 2.6 ")
+    assert shown.hint(missing).startswith("install PyTorch >= 2.6 ")
 
 
 @pytest.mark.parametrize(
@@ -270,26 +271,26 @@ def test_torch_missing_fails_and_dependent_checks_skip() -> None:
     ctx = make_ctx("cuda", torch=NO_TORCH, nvml=NO_NVML)
     torch_result = check_torch(ctx)
     assert torch_result.status is CheckStatus.FAIL
-    assert "cannot import torch: ImportError: x" in torch_result.detail
-    assert "install PyTorch" in torch_result.hint
+    assert "cannot import torch: ImportError: x" in shown.detail(torch_result)
+    assert "install PyTorch" in shown.hint(torch_result)
 
     for check in (check_gloo, check_nccl):
         result = check(ctx)
         assert result.status is CheckStatus.SKIP, result
-        assert result.detail == NEEDS_TORCH
+        assert result.findings == [NEEDS_TORCH]
     assert check_cuda_compat(ctx).status is CheckStatus.SKIP
     p2p = check_p2p(ctx)
     assert p2p.status is CheckStatus.SKIP
-    assert "found 0" in p2p.detail
+    assert "found 0" in shown.detail(p2p)
     cuda = check_cuda(ctx)
     assert cuda.status is CheckStatus.FAIL
-    assert cuda.detail == NEEDS_TORCH
+    assert cuda.findings == [NEEDS_TORCH]
     gpus = check_gpus(ctx)
     assert gpus.status is CheckStatus.FAIL
-    assert "no GPU found (NVML unavailable" in gpus.detail
+    assert "no GPU found (NVML unavailable" in shown.detail(gpus)
     smoke = check_smoke(make_ctx("cpu", quick=False, torch=NO_TORCH, nvml=NO_NVML), {})
     assert [(r.id, r.status) for r in smoke] == [("smoke", CheckStatus.SKIP)]
-    assert "needs torch" in smoke[0].detail
+    assert "needs torch" in shown.detail(smoke[0])
 
 
 def test_torch_import_error_is_caught_by_context(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,7 +311,7 @@ def test_validation_without_torch_completes_quick() -> None:
     assert by_id["gloo"].status is CheckStatus.SKIP
     assert by_id["nccl"].status is CheckStatus.SKIP
     assert by_id["smoke"].status is CheckStatus.SKIP
-    assert not any("crashed" in r.detail for r in report.checks)
+    assert not any("crashed" in shown.detail(r) for r in report.checks)
     assert report.ok is False
     assert report.verdict.startswith(
         "GPU training is impossible on this node: torch cannot be imported (ImportError: x)."
@@ -328,7 +329,7 @@ def test_validation_without_torch_does_not_launch_smoke(monkeypatch: pytest.Monk
     report = runner.run_validation(ctx, base_env={})
     smoke = report.checks[-1]
     assert (smoke.id, smoke.status) == ("smoke", CheckStatus.SKIP)
-    assert "needs torch" in smoke.detail
+    assert "needs torch" in shown.detail(smoke)
 
 
 @pytest.mark.parametrize(
@@ -337,7 +338,7 @@ def test_validation_without_torch_does_not_launch_smoke(monkeypatch: pytest.Monk
 def test_gloo_missing(device: str, status: CheckStatus) -> None:
     result = check_gloo(make_ctx(device, torch=fake_torch(gloo=False)))
     assert result.status is status
-    assert "not available" in result.detail
+    assert "not available" in shown.detail(result)
 
 
 def test_gloo_available_passes() -> None:
@@ -347,26 +348,28 @@ def test_gloo_available_passes() -> None:
 def test_nccl_skipped_on_cpu_path() -> None:
     result = check_nccl(make_ctx("cpu", torch=fake_torch()))
     assert result.status is CheckStatus.SKIP
-    assert "--device cpu" in result.detail
+    assert "--device cpu" in shown.detail(result)
 
 
 def test_nccl_not_built_fails() -> None:
     result = check_nccl(make_ctx("cuda", torch=fake_torch(nccl=False)))
     assert result.status is CheckStatus.FAIL
-    assert "not available in torch 2.7.1+cu124 (CUDA 12.4)" in result.detail
-    assert "CUDA build of PyTorch" in result.hint
+    assert "not available in torch 2.7.1+cu124 (CUDA 12.4)" in shown.detail(result)
+    assert "CUDA build of PyTorch" in shown.hint(result)
 
 
 def test_nccl_unloadable_fails() -> None:
     result = check_nccl(make_ctx(torch=fake_torch(nccl_version=OSError("libnccl.so.2: nope"))))
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "torch reports NCCL but cannot load it: OSError: libnccl.so.2: nope"
+    assert (
+        shown.detail(result) == "torch reports NCCL but cannot load it: OSError: libnccl.so.2: nope"
+    )
 
 
 def test_nccl_version_passes() -> None:
     result = check_nccl(make_ctx(torch=fake_torch(nccl_version=(2, 21, 5))))
     assert result.status is CheckStatus.PASS
-    assert result.detail == "NCCL 2.21.5"
+    assert shown.detail(result) == "NCCL 2.21.5"
     assert result.data == {"version": "2.21.5"}
 
 
@@ -441,7 +444,7 @@ def test_torchrun_not_on_path_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_software.shutil, "which", lambda name: None)
     result = check_torchrun(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert f"{sys.executable} -m torch.distributed.run" in result.detail
+    assert f"{sys.executable} -m torch.distributed.run" in shown.detail(result)
 
 
 def test_torchrun_on_path_passes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -469,8 +472,8 @@ def test_nsys_missing_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_software.shutil, "which", lambda name: None)
     result = check_nsys(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert result.detail == "nsys not found on PATH"
-    assert "Nsight Systems" in result.hint
+    assert shown.detail(result) == "nsys not found on PATH"
+    assert "Nsight Systems" in shown.hint(result)
 
 
 def test_nsys_present_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -478,9 +481,9 @@ def test_nsys_present_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         tmp_path, monkeypatch, "echo 'NVIDIA Nsight Systems version 2023.4.1.97-32~g1d2a3b4'"
     )
     result = check_nsys(make_ctx())
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert result.data == {"path": str(exe), "version": "2023.4.1.97"}
-    assert result.detail == f"nsys 2023.4.1.97 at {exe}"
+    assert shown.detail(result) == f"nsys 2023.4.1.97 at {exe}"
 
 
 def test_nsys_failing_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -491,7 +494,7 @@ def test_nsys_failing_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     )
     result = check_nsys(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert "--version failed: nsys: fatal: cannot load libQt6" in result.detail
+    assert "--version failed: nsys: fatal: cannot load libQt6" in shown.detail(result)
 
 
 def test_nsys_exit_status_matters_even_with_version(
@@ -504,7 +507,7 @@ def test_nsys_exit_status_matters_even_with_version(
     )
     result = check_nsys(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert "--version failed: license expired" in result.detail
+    assert "--version failed: license expired" in shown.detail(result)
 
 
 def test_nsys_failing_silently_warns_with_exit_code(
@@ -513,7 +516,7 @@ def test_nsys_failing_silently_warns_with_exit_code(
     fake_nsys(tmp_path, monkeypatch, "exit 7")
     result = check_nsys(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert "--version failed: exit code 7" in result.detail
+    assert "--version failed: exit code 7" in shown.detail(result)
 
 
 def test_nsys_hanging_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -521,8 +524,8 @@ def test_nsys_hanging_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(checks_software, "NSYS_TIMEOUT_S", 0.5)
     result = check_nsys(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert "does not run" in result.detail
-    assert "timed out" in result.detail
+    assert "does not run" in shown.detail(result)
+    assert "timed out" in shown.detail(result)
 
 
 @pytest.mark.parametrize(
@@ -557,10 +560,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def test_environment_clean_passes(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("NCCL_DEBUG", "INFO")
     result = check_env(make_ctx())
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert result.data["variables"]["NCCL_DEBUG"] == "INFO"
     assert result.data["inherited_distributed"] == []
-    assert "NCCL_DEBUG=INFO" in result.detail
+    assert "NCCL_DEBUG=INFO" in shown.detail(result)
 
 
 @pytest.mark.parametrize("value", ["", "-1"])
@@ -568,8 +571,8 @@ def test_environment_hidden_gpus_warn(clean_env: pytest.MonkeyPatch, value: str)
     clean_env.setenv("CUDA_VISIBLE_DEVICES", value)
     result = check_env(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert "CUDA_VISIBLE_DEVICES hides every GPU" in result.detail
-    assert "unset CUDA_VISIBLE_DEVICES" in result.hint
+    assert "CUDA_VISIBLE_DEVICES hides every GPU" in shown.detail(result)
+    assert "unset CUDA_VISIBLE_DEVICES" in shown.hint(result)
 
 
 def test_environment_visible_gpus_pass(clean_env: pytest.MonkeyPatch) -> None:
@@ -581,7 +584,7 @@ def test_environment_disabled_transport_warns(clean_env: pytest.MonkeyPatch) -> 
     clean_env.setenv("NCCL_P2P_DISABLE", "1")
     result = check_env(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert "transport(s) switched off: NCCL_P2P_DISABLE=1" in result.detail
+    assert "transport(s) switched off: NCCL_P2P_DISABLE=1" in shown.detail(result)
 
 
 def test_environment_transport_explicitly_enabled_passes(clean_env: pytest.MonkeyPatch) -> None:
@@ -594,7 +597,7 @@ def test_environment_leftover_launcher_var_warns(clean_env: pytest.MonkeyPatch, 
     clean_env.setenv(name, "3")
     result = check_env(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert f"inherited launcher variables: {name}" in result.detail
+    assert f"inherited launcher variables: {name}" in shown.detail(result)
     assert result.data["inherited_distributed"] == [name]
 
 
@@ -615,20 +618,21 @@ def test_gpu_checks_skip_on_cpu_path() -> None:
     ):
         result = check(ctx)
         assert result.status is CheckStatus.SKIP, result
-        assert result.detail == checks_gpu.CPU_SKIP
+        assert result.findings == [checks_gpu.CPU_SKIP]
+        assert shown.detail(result) == "--device cpu: GPU checks are not run"
 
 
 def test_cuda_cpu_only_build_fails() -> None:
     result = check_cuda(make_ctx(torch=fake_torch(version="2.7.1+cpu", cuda=None, gpus=0)))
     assert result.status is CheckStatus.FAIL
-    assert "torch 2.7.1+cpu is a CPU-only build" in result.detail
-    assert "--device cpu" in result.hint
+    assert "torch 2.7.1+cpu is a CPU-only build" in shown.detail(result)
+    assert "--device cpu" in shown.hint(result)
 
 
 def test_cuda_build_without_devices_fails() -> None:
     result = check_cuda(make_ctx(torch=fake_torch(gpus=0)))
     assert result.status is CheckStatus.FAIL
-    assert "CUDA 12.4 build, but no CUDA device is usable" in result.detail
+    assert "CUDA 12.4 build, but no CUDA device is usable" in shown.detail(result)
     assert result.data == {"device_count": 0}
 
 
@@ -636,14 +640,16 @@ def test_cuda_raising_driver_fails() -> None:
     torch = fake_torch(cuda_error=RuntimeError("CUDA driver initialization failed"))
     result = check_cuda(make_ctx(torch=torch))
     assert result.status is CheckStatus.FAIL
-    assert "torch.cuda raised RuntimeError: CUDA driver initialization failed" in result.detail
+    assert "torch.cuda raised RuntimeError: CUDA driver initialization failed" in shown.detail(
+        result
+    )
     assert torch.cuda_gpu_count == 0  # the context's count survives the same failure
 
 
 def test_cuda_with_devices_passes() -> None:
     result = check_cuda(make_ctx(torch=fake_torch(gpus=4)))
     assert result.status is CheckStatus.PASS
-    assert result.detail == "4 device(s) usable by torch (CUDA 12.4)"
+    assert shown.detail(result) == "4 device(s) usable by torch (CUDA 12.4)"
     assert result.data == {"device_count": 4, "cuda_runtime": "12.4"}
 
 
@@ -653,8 +659,10 @@ def test_cuda_with_devices_passes() -> None:
 def test_gpus_from_nvml_pass() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu(uuid="GPU-1", bus_id="00000000:2A:00.0")])
     result = check_gpus(gpu_ctx(fake))
-    assert result.status is CheckStatus.PASS, result.detail
-    assert result.detail.startswith("2 GPU(s) via NVML: 0: NVIDIA H100 80GB HBM3 80 GiB sm_9.0; 1:")
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert shown.detail(result).startswith(
+        "2 GPU(s) via NVML: 0: NVIDIA H100 80GB HBM3 80 GiB sm_9.0; 1:"
+    )
     first, second = result.data["gpus"]
     assert first["memory_total_bytes"] == 80 * GIB
     assert first["compute_capability"] == "9.0"
@@ -665,42 +673,42 @@ def test_gpus_mixed_models_warn() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu(name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0))])
     result = check_gpus(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert "mixed GPU models" in result.hint
-    assert "1: NVIDIA A100-SXM4-80GB 80 GiB sm_8.0" in result.detail
+    assert "mixed GPU models" in shown.hint(result)
+    assert "1: NVIDIA A100-SXM4-80GB 80 GiB sm_8.0" in shown.detail(result)
 
 
 def test_gpus_unreadable_gpu_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([FakeGpu(), FakeGpu(unreadable=True)]))
     result = check_gpus(make_ctx("cuda", torch=fake_torch(gpus=2), nvml=probe_nvml()))
     assert result.status is CheckStatus.FAIL
-    assert result.detail.startswith("NVML cannot read GPU 1 (NVMLError_Unknown")
-    assert "Xid" in result.hint
+    assert shown.detail(result).startswith("NVML cannot read GPU 1 (NVMLError_Unknown")
+    assert "Xid" in shown.hint(result)
 
 
 def test_gpus_unqueryable_memory_still_listed() -> None:
     fake = FakeNvml([FakeGpu(memory_total=NOT_SUPPORTED, compute_capability=NOT_SUPPORTED)])
     result = check_gpus(gpu_ctx(fake))
     assert result.status is CheckStatus.PASS
-    assert "0: NVIDIA H100 80GB HBM3 ? GiB sm_?" in result.detail
+    assert "0: NVIDIA H100 80GB HBM3 ? GiB sm_?" in shown.detail(result)
 
 
 def test_gpus_fall_back_to_torch_without_nvml() -> None:
     result = check_gpus(make_ctx(torch=fake_torch(gpus=2), nvml=NO_NVML))
     assert result.status is CheckStatus.PASS
-    assert "2 GPU(s) via torch (NVML unavailable)" in result.detail
-    assert "0: NVIDIA A100-SXM4-40GB 40 GiB sm_8.0" in result.detail
+    assert "2 GPU(s) via torch (NVML unavailable)" in shown.detail(result)
+    assert "0: NVIDIA A100-SXM4-40GB 40 GiB sm_8.0" in shown.detail(result)
 
 
 def test_gpus_none_anywhere_fails() -> None:
     result = check_gpus(make_ctx(torch=fake_torch(gpus=0), nvml=NO_NVML))
     assert result.status is CheckStatus.FAIL
-    assert "no GPU found (NVML unavailable: libnvidia-ml.so not found" in result.detail
+    assert "no GPU found (NVML unavailable: libnvidia-ml.so not found" in shown.detail(result)
 
 
 def test_gpus_nvml_lists_none_fails() -> None:
     result = check_gpus(gpu_ctx(FakeNvml([]), torch=fake_torch(gpus=0)))
     assert result.status is CheckStatus.FAIL
-    assert "NVML lists no GPU" in result.detail
+    assert "NVML lists no GPU" in shown.detail(result)
 
 
 # ------------------------------------------------------------------------------ GPU: driver
@@ -710,22 +718,22 @@ def test_driver_passes_with_version() -> None:
     fake = FakeNvml(driver_version="550.54.15")
     result = check_driver(gpu_ctx(fake, cuda_driver=(12, 4)))
     assert result.status is CheckStatus.PASS
-    assert "550.54.15" in result.detail
-    assert result.detail == "driver 550.54.15, supports CUDA up to 12.4"
+    assert "550.54.15" in shown.detail(result)
+    assert shown.detail(result) == "driver 550.54.15, supports CUDA up to 12.4"
     assert result.data == {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
 
 
 def test_driver_unknown_cuda_version_still_passes() -> None:
     result = check_driver(gpu_ctx(FakeNvml(driver_version="535.104.05"), cuda_driver=None))
     assert result.status is CheckStatus.PASS
-    assert result.detail == "driver 535.104.05"
+    assert shown.detail(result) == "driver 535.104.05"
 
 
 def test_driver_without_nvml_fails() -> None:
     result = check_driver(make_ctx(nvml=NO_NVML))
     assert result.status is CheckStatus.FAIL
-    assert "NVML unavailable: libnvidia-ml.so not found" in result.detail
-    assert "nvidia-smi" in result.hint
+    assert "NVML unavailable: libnvidia-ml.so not found" in shown.detail(result)
+    assert "nvidia-smi" in shown.hint(result)
 
 
 @pytest.mark.parametrize(
@@ -758,7 +766,7 @@ def test_cuda_compat_check(driver: tuple[int, int], status: CheckStatus, fragmen
         gpu_ctx(FakeNvml(), torch=fake_torch(cuda="12.4"), cuda_driver=driver)
     )
     assert result.status is status
-    assert fragment in result.detail
+    assert fragment in shown.detail(result)
     assert result.data["runtime"] == "12.4"
     assert result.data["driver"] == f"{driver[0]}.{driver[1]}"
 
@@ -767,17 +775,17 @@ def test_cuda_compat_too_old_hint_names_both_ways_out() -> None:
     result = check_cuda_compat(
         gpu_ctx(FakeNvml(), torch=fake_torch(cuda="12.4"), cuda_driver=(11, 8))
     )
-    assert "supporting CUDA 12.4" in result.hint
-    assert "PyTorch build for CUDA 11.x" in result.hint
+    assert "supporting CUDA 12.4" in shown.hint(result)
+    assert "PyTorch build for CUDA 11.x" in shown.hint(result)
 
 
 def test_cuda_compat_skips_without_cuda_runtime_or_driver_version() -> None:
     no_runtime = check_cuda_compat(gpu_ctx(FakeNvml(), torch=fake_torch(cuda=None)))
     assert no_runtime.status is CheckStatus.SKIP
-    assert "not a CUDA build" in no_runtime.detail
+    assert "not a CUDA build" in shown.detail(no_runtime)
     no_driver = check_cuda_compat(make_ctx(torch=fake_torch(), nvml=NO_NVML))
     assert no_driver.status is CheckStatus.SKIP
-    assert "driver's CUDA version unknown" in no_driver.detail
+    assert "driver's CUDA version unknown" in shown.detail(no_driver)
 
 
 # --------------------------------------------------------------------------------- GPU: p2p
@@ -795,9 +803,9 @@ def test_p2p_full_access_passes_and_counts_nvlinks() -> None:
         ]
     )
     result = check_p2p(gpu_ctx(fake))
-    assert result.status is CheckStatus.PASS, result.detail
-    assert "peer access 2/2 pairs" in result.detail
-    assert "cuda:0 (NVML 0): 4 active, cuda:1 (NVML 1): 2 active" in result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert "peer access 2/2 pairs" in shown.detail(result)
+    assert "cuda:0 (NVML 0): 4 active, cuda:1 (NVML 1): 2 active" in shown.detail(result)
     assert result.data["active_nvlinks"] == {0: 4, 1: 2}
 
 
@@ -807,8 +815,8 @@ def test_p2p_names_nvlinks_by_cuda_ordinal_under_a_visible_subset() -> None:
     fake = FakeNvml([FakeGpu(uuid=f"GPU-{uuid(i)}", nvlinks=[True] * (i + 1)) for i in range(4)])
     torch = fake_torch(gpus=2, uuids=[uuid(3), uuid(1)])
     result = check_p2p(gpu_ctx(fake, torch=torch))
-    assert result.status is CheckStatus.PASS, result.detail
-    assert "NVLink cuda:0 (NVML 3): 4 active, cuda:1 (NVML 1): 2 active" in result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert "NVLink cuda:0 (NVML 3): 4 active, cuda:1 (NVML 1): 2 active" in shown.detail(result)
     assert result.data["active_nvlinks"] == {0: 4, 1: 2}
     assert result.data["nvml_index"] == {0: 3, 1: 1}
     assert set(result.data["peer_access"]) == {"0->1", "1->0"}  # CUDA ordinals too
@@ -818,8 +826,8 @@ def test_p2p_ordinal_without_an_nvml_match_is_unknown_not_borrowed() -> None:
     fake = FakeNvml([FakeGpu(uuid=f"GPU-{uuid(i)}", nvlinks=[True]) for i in range(2)])
     torch = fake_torch(gpus=2, uuids=[uuid(1), "MIG-feedface"])  # e.g. a MIG slice
     result = check_p2p(gpu_ctx(fake, torch=torch))
-    assert "cuda:0 (NVML 1): 1 active" in result.detail
-    assert "cuda:1: unknown (no NVML GPU with its UUID)" in result.detail
+    assert "cuda:0 (NVML 1): 1 active" in shown.detail(result)
+    assert "cuda:1: unknown (no NVML GPU with its UUID)" in shown.detail(result)
     assert result.data["active_nvlinks"] == {0: 1}
 
 
@@ -846,21 +854,21 @@ def test_p2p_missing_pair_warns() -> None:
     torch = fake_torch(gpus=2, peer=lambda a, b: (a, b) != (1, 0))
     result = check_p2p(gpu_ctx(FakeNvml([FakeGpu(), FakeGpu()]), torch=torch))
     assert result.status is CheckStatus.WARN
-    assert "peer access 1/2 pairs" in result.detail
-    assert "no peer access: 1->0" in result.detail
+    assert "peer access 1/2 pairs" in shown.detail(result)
+    assert "no peer access: 1->0" in shown.detail(result)
     assert result.data["peer_access"] == {"0->1": True, "1->0": False}
 
 
 def test_p2p_without_nvml_reports_unknown_links() -> None:
     result = check_p2p(make_ctx(torch=fake_torch(gpus=2), nvml=NO_NVML))
     assert result.status is CheckStatus.PASS
-    assert "NVLink state unknown" in result.detail
+    assert "NVLink state unknown" in shown.detail(result)
 
 
 def test_p2p_single_gpu_skips() -> None:
     result = check_p2p(gpu_ctx(FakeNvml(), torch=fake_torch(gpus=1)))
     assert result.status is CheckStatus.SKIP
-    assert "found 1" in result.detail
+    assert "found 1" in shown.detail(result)
 
 
 # --------------------------------------------------------------------------------- GPU: ECC
@@ -869,7 +877,7 @@ def test_p2p_single_gpu_skips() -> None:
 def test_ecc_clean_passes_and_queries_volatile_uncorrected() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu()])
     result = check_ecc(gpu_ctx(fake))
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert result.data["gpus"][0] == {
         "uncorrected_volatile": 0,
         "retired_pages_pending": False,
@@ -908,16 +916,16 @@ def test_ecc_old_or_corrected_errors_pass() -> None:
 def test_ecc_problems_fail(gpu: FakeGpu, fragment: str) -> None:
     result = check_ecc(gpu_ctx(FakeNvml([FakeGpu(), gpu])))
     assert result.status is CheckStatus.FAIL
-    assert fragment in result.detail
-    assert "GPU0" not in result.detail
-    assert "drain the node" in result.hint
+    assert fragment in shown.detail(result)
+    assert "GPU0" not in shown.detail(result)
+    assert "drain the node" in shown.hint(result)
 
 
 def test_ecc_failure_wins_over_partial_support() -> None:
     fake = FakeNvml([FakeGpu(ecc_uncorrected_volatile=NOT_SUPPORTED, retired_pages_pending=True)])
     result = check_ecc(gpu_ctx(fake))
     assert result.status is CheckStatus.FAIL
-    assert "page retirement pending" in result.detail
+    assert "page retirement pending" in shown.detail(result)
 
 
 def test_ecc_all_unsupported_skips() -> None:
@@ -929,7 +937,7 @@ def test_ecc_all_unsupported_skips() -> None:
     fake = FakeNvml([FakeGpu(**unsupported), FakeGpu(**unsupported)])
     result = check_ecc(gpu_ctx(fake))
     assert result.status is CheckStatus.SKIP
-    assert "ECC not supported or disabled" in result.detail
+    assert "ECC not supported or disabled" in shown.detail(result)
     assert "NVMLError_NotSupported" in result.data["gpus"][0]["ecc"]
 
 
@@ -942,10 +950,10 @@ def test_per_gpu_checks_skip_without_nvml_or_gpus() -> None:
     for check in (check_ecc, check_persistence, check_throttle):
         no_nvml = check(make_ctx(torch=fake_torch(), nvml=NO_NVML))
         assert no_nvml.status is CheckStatus.SKIP
-        assert no_nvml.detail.startswith("NVML unavailable: libnvidia-ml.so not found")
+        assert shown.detail(no_nvml).startswith("NVML unavailable: libnvidia-ml.so not found")
         no_gpu = check(gpu_ctx(FakeNvml([])))
         assert no_gpu.status is CheckStatus.SKIP
-        assert no_gpu.detail == "no GPU visible"
+        assert shown.detail(no_gpu) == "no GPU visible"
 
 
 # ------------------------------------------------------------------------- GPU: persistence
@@ -955,15 +963,15 @@ def test_persistence_disabled_warns() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu(persistence=False), FakeGpu(persistence=False)])
     result = check_persistence(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail == "disabled on GPU 1, 2"
-    assert "nvidia-smi -pm 1" in result.hint
+    assert shown.detail(result) == "disabled on GPU 1, 2"
+    assert "nvidia-smi -pm 1" in shown.hint(result)
     assert result.data["gpus"] == {0: True, 1: False, 2: False}
 
 
 def test_persistence_enabled_passes() -> None:
     result = check_persistence(gpu_ctx(FakeNvml([FakeGpu(), FakeGpu()])))
     assert result.status is CheckStatus.PASS
-    assert result.detail == "enabled on every GPU"
+    assert shown.detail(result) == "enabled on every GPU"
 
 
 def test_persistence_unqueryable_skips() -> None:
@@ -997,15 +1005,15 @@ def test_throttle_thermal_warns() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x1), FakeGpu(clock_reasons=0x40)])
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail == f"{IDLE_SLOWDOWN}GPU1: HwThermalSlowdown"
-    assert "cooling" in result.hint
+    assert shown.detail(result) == f"{IDLE_SLOWDOWN}GPU1: HwThermalSlowdown"
+    assert "cooling" in shown.hint(result)
     assert result.data["gpus"] == {0: ["GpuIdle"], 1: ["HwThermalSlowdown"]}
 
 
 def test_throttle_idle_passes() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x1), FakeGpu(clock_reasons=0x1 | 0x10)])
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert result.data["gpus"] == {0: ["GpuIdle"], 1: ["GpuIdle", "SyncBoost"]}
 
 
@@ -1013,10 +1021,10 @@ def test_throttle_power_management_at_idle_is_no_problem() -> None:
     """The mask is read once with the GPU idle: SwPowerCap there is power management, not a
     slowdown, and the check says it read an idle GPU."""
     result = check_throttle(gpu_ctx(FakeNvml([FakeGpu(clock_reasons=0x1 | 0x4)])))
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert result.title == "Clock throttling (idle GPU)"
-    assert result.detail.startswith("read once with the GPUs idle: no hardware or thermal")
-    assert "SwPowerCap" not in result.detail and result.data["read"] == "once, idle"
+    assert shown.detail(result).startswith("read once with the GPUs idle: no hardware or thermal")
+    assert "SwPowerCap" not in shown.detail(result) and result.data["read"] == "once, idle"
 
 
 NEW_CLOCKS = "nvmlDeviceGetCurrentClocksEventReasons"
@@ -1039,7 +1047,7 @@ def test_throttle_falls_back_when_the_driver_lacks_the_new_function() -> None:
     )
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail == f"{IDLE_SLOWDOWN}GPU1: HwThermalSlowdown"
+    assert shown.detail(result) == f"{IDLE_SLOWDOWN}GPU1: HwThermalSlowdown"
     assert len(fake.called(NEW_CLOCKS)) == 2
     assert len(fake.called(OLD_CLOCKS)) == 2
     assert result.data["errors"] == {}
@@ -1057,7 +1065,7 @@ def test_throttle_falls_back_on_not_supported() -> None:
     result = check_throttle(gpu_ctx(fake))
     assert calls == ["new"]
     assert result.status is CheckStatus.WARN
-    assert "HwSlowdown" in result.detail
+    assert "HwSlowdown" in shown.detail(result)
     assert fake.called(OLD_CLOCKS)
 
 
@@ -1068,11 +1076,11 @@ def test_throttle_skips_with_the_error_when_neither_name_answers() -> None:
     )
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.SKIP
-    assert result.detail == (
+    assert shown.detail(result) == (
         f"clock reasons unreadable: GPU0, GPU1: {NEW_CLOCKS}: NVMLError_FunctionNotFound: "
         f"Function Not Found; {OLD_CLOCKS}: NVMLError_NotSupported: Not Supported"
     )
-    assert "nvidia-smi -q -d PERFORMANCE" in result.hint
+    assert "nvidia-smi -q -d PERFORMANCE" in shown.hint(result)
     assert result.data["gpus"] == {}
     assert set(result.data["errors"]) == {0, 1}
 
@@ -1081,8 +1089,8 @@ def test_throttle_skips_when_the_binding_has_neither_usable_name() -> None:
     fake = FakeNvml([FakeGpu()], driver_has_clocks_event_reasons=False, throttle_reasons_api=False)
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.SKIP
-    assert f"{OLD_CLOCKS}: not in this pynvml" in result.detail
-    assert "FunctionNotFound" in result.detail
+    assert f"{OLD_CLOCKS}: not in this pynvml" in shown.detail(result)
+    assert "FunctionNotFound" in shown.detail(result)
 
 
 def test_throttle_does_not_fall_back_on_a_real_failure() -> None:
@@ -1091,7 +1099,7 @@ def test_throttle_does_not_fall_back_on_a_real_failure() -> None:
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.SKIP
     assert (
-        result.detail
+        shown.detail(result)
         == f"clock reasons unreadable: GPU0: {NEW_CLOCKS}: NVMLError_Unknown: GPU is lost"
     )
     assert fake.called(OLD_CLOCKS) == []
@@ -1101,7 +1109,9 @@ def test_throttle_unreadable_gpu_is_named_next_to_a_throttling_one() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x20), FakeGpu(clock_reasons=NOT_SUPPORTED)])
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail.startswith(f"{IDLE_SLOWDOWN}GPU0: SwThermalSlowdown; unreadable: GPU1: ")
+    assert shown.detail(result).startswith(
+        f"{IDLE_SLOWDOWN}GPU0: SwThermalSlowdown; unreadable: GPU1: "
+    )
     assert result.data["gpus"] == {0: ["SwThermalSlowdown"]}
     assert list(result.data["errors"]) == [1]
 
@@ -1110,7 +1120,7 @@ def test_throttle_uses_old_api_name_when_new_one_is_missing() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x20)], clocks_event_reasons_api=False)
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert "SwThermalSlowdown" in result.detail
+    assert "SwThermalSlowdown" in shown.detail(result)
     assert fake.called("nvmlDeviceGetCurrentClocksThrottleReasons")
 
 
@@ -1150,7 +1160,7 @@ def test_probe_nvml_init_failure(
     ctx = make_ctx(torch=fake_torch(gpus=0), nvml=state)
     driver = check_driver(ctx)
     assert driver.status is CheckStatus.FAIL
-    assert expected in driver.detail
+    assert expected in shown.detail(driver)
     for check in (check_ecc, check_persistence, check_throttle):
         assert check(ctx).status is CheckStatus.SKIP
 
@@ -1229,8 +1239,8 @@ def test_shm_small_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     result = check_shm(make_ctx(), path=tmp_path)
     assert seen == [tmp_path]
     assert result.status is CheckStatus.WARN
-    assert "--shm-size" in result.hint
-    assert "below 1 GiB" in result.detail
+    assert "--shm-size" in shown.hint(result)
+    assert "below 1 GiB" in shown.detail(result)
     assert result.data == {"total_bytes": 64 * MIB, "free_bytes": 60 * MIB}
 
 
@@ -1240,20 +1250,20 @@ def test_shm_large_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     )
     result = check_shm(make_ctx(), path=tmp_path)
     assert result.status is CheckStatus.PASS
-    assert result.detail == "16.0 GiB (15.0 GiB free)"
+    assert shown.detail(result) == "16.0 GiB (15.0 GiB free)"
 
 
 def test_shm_missing_skips(tmp_path: Path) -> None:
     result = check_shm(make_ctx(), path=tmp_path / "no-shm")
     assert result.status is CheckStatus.SKIP
-    assert "does not exist" in result.detail
+    assert "does not exist" in shown.detail(result)
 
 
 def test_cpu_single_core_warns_on_cpu_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_system, "usable_cores", lambda: 1)
     result = check_cpu(make_ctx("cpu"))
     assert result.status is CheckStatus.WARN
-    assert "oversubscribed" in result.hint
+    assert "oversubscribed" in shown.hint(result)
     assert check_cpu(make_ctx("cuda")).status is CheckStatus.PASS
 
 
@@ -1268,8 +1278,8 @@ def test_open_files_low_limit_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resource, "getrlimit", lambda which: (1024, 4096))
     result = check_open_files(make_ctx())
     assert result.status is CheckStatus.WARN
-    assert result.detail == "soft 1024, hard 4096"
-    assert "ulimit -n" in result.hint
+    assert shown.detail(result) == "soft 1024, hard 4096"
+    assert "ulimit -n" in shown.hint(result)
 
 
 def test_open_files_unlimited_passes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1279,7 +1289,7 @@ def test_open_files_unlimited_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     result = check_open_files(make_ctx())
     assert result.status is CheckStatus.PASS
-    assert result.detail == "soft unlimited, hard unlimited"
+    assert shown.detail(result) == "soft unlimited, hard unlimited"
 
 
 def make_ib(root: Path, state: str, device: str = "mlx5_0", port: str = "1") -> None:
@@ -1293,8 +1303,8 @@ def make_ib(root: Path, state: str, device: str = "mlx5_0", port: str = "1") -> 
 def test_infiniband_active_passes(tmp_path: Path) -> None:
     make_ib(tmp_path, "4: ACTIVE")
     result = check_infiniband(make_ctx(), root=tmp_path)
-    assert result.status is CheckStatus.PASS, result.detail
-    assert result.detail == "mlx5_0/1: 4: ACTIVE, 200 Gb/sec (4X HDR), InfiniBand"
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert shown.detail(result) == "mlx5_0/1: 4: ACTIVE, 200 Gb/sec (4X HDR), InfiniBand"
     assert result.data["ports"] == {
         "mlx5_0/1": {
             "state": "4: ACTIVE",
@@ -1314,22 +1324,22 @@ def test_infiniband_down_warns(tmp_path: Path) -> None:
     make_ib(tmp_path, "1: DOWN")
     result = check_infiniband(make_ctx(), root=tmp_path)
     assert result.status is CheckStatus.WARN
-    assert "mlx5_0/1: 1: DOWN" in result.detail
-    assert "ibstat" in result.hint
+    assert "mlx5_0/1: 1: DOWN" in shown.detail(result)
+    assert "ibstat" in shown.hint(result)
 
 
 def test_infiniband_device_without_ports_warns(tmp_path: Path) -> None:
     (tmp_path / "mlx5_0").mkdir()
     result = check_infiniband(make_ctx(), root=tmp_path)
     assert result.status is CheckStatus.WARN
-    assert result.detail == "devices without ports"
+    assert shown.detail(result) == "devices without ports"
 
 
 @pytest.mark.parametrize("make_root", [lambda p: p / "absent", lambda p: p])
 def test_infiniband_missing_or_empty_skips(tmp_path: Path, make_root: Any) -> None:
     result = check_infiniband(make_ctx(), root=make_root(tmp_path))
     assert result.status is CheckStatus.SKIP
-    assert "no RDMA devices" in result.detail
+    assert "no RDMA devices" in shown.detail(result)
 
 
 def test_disk_uses_nearest_existing_ancestor(tmp_path: Path) -> None:
@@ -1363,7 +1373,7 @@ def test_disk_thresholds(
     assert result.status is status
     assert result.data["free_bytes"] == free
     if status is not CheckStatus.PASS:
-        assert "--output-dir" in result.hint
+        assert "--output-dir" in shown.hint(result)
 
 
 # ---------------------------------------------------------------------------------- runner
@@ -1377,15 +1387,15 @@ def test_guarded_turns_crash_into_fail() -> None:
     result = runner._guarded(check_boom, make_ctx())
     assert result.status is CheckStatus.FAIL
     assert (result.id, result.title) == ("boom", "boom")
-    assert "the check itself crashed: RuntimeError: kaboom" in result.detail
-    assert f"({Path(__file__).name}:" in result.detail
-    assert "torchscale bug" in result.hint
+    assert "the check itself crashed: RuntimeError: kaboom" in shown.detail(result)
+    assert f"({Path(__file__).name}:" in shown.detail(result)
+    assert "torchscale bug" in shown.hint(result)
 
 
 def test_guarded_lambda() -> None:
     result = runner._guarded(lambda ctx: 1 // 0, make_ctx())
     assert result.status is CheckStatus.FAIL
-    assert "ZeroDivisionError" in result.detail
+    assert "ZeroDivisionError" in shown.detail(result)
 
 
 def test_guarded_passes_results_through() -> None:
@@ -1430,7 +1440,7 @@ def test_run_validation_survives_crashing_smoke(monkeypatch: pytest.MonkeyPatch)
     report = runner.run_validation(make_ctx("cpu", quick=False, torch=fake_torch()), base_env={})
     smoke = report.checks[-1]
     assert (smoke.id, smoke.status) == ("smoke", CheckStatus.FAIL)
-    assert smoke.detail == "could not run: OSError: no fork for you"
+    assert shown.detail(smoke) == "could not run: OSError: no fork for you"
     assert report.ok is False
 
 

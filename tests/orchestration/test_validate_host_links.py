@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.pcie_topology import (
     GpuPlacement,
     HostTopology,
@@ -32,6 +34,7 @@ from torchscale.contracts.pcie_topology import (
     topology_from_sysfs,
 )
 from torchscale.contracts.schema.perf import PerfRun, RankPerf
+from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.host_links import link_evidence, placement_text
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks
@@ -49,6 +52,10 @@ GEN5 = "32.0 GT/s PCIe"
 
 
 # ------------------------------------------------------------------ the worker's schedule
+
+
+def _said(finding: Finding | None) -> str:
+    return wording.say(finding) if finding is not None else ""
 
 
 def test_each_gpu_copies_alone_in_its_turn_then_all_together(
@@ -277,9 +284,9 @@ def test_a_healthy_hgx_board_reads_pass(tmp_path: Path) -> None:
     assert {r.status for r in together} == {CheckStatus.INFO}
     first = next(r for r in together if r.gpu == 0 and r.check == "h2d.all")
     assert first.expected is None and first.value == 26.0
-    assert "8 GPUs copying at once, 208 GB/s together" in first.detail
-    assert "shares its PCIe link to the host with GPU 1" in first.detail
-    assert "split 2 ways is 32 GB/s each" in first.detail
+    assert "8 GPUs copying at once, 208 GB/s together" in shown.detail(first)
+    assert "shares its PCIe link to the host with GPU 1" in shown.detail(first)
+    assert "split 2 ways is 32 GB/s each" in shown.detail(first)
     assert first.data["share_of_alone"] == pytest.approx(0.5)
     checks = {c.id: c.status for c in perf_checks(rows, "GPU")}
     assert checks == {
@@ -295,7 +302,7 @@ def test_a_slow_lone_copy_still_fails_and_names_a_link_trained_low(tmp_path: Pat
     run = board_run(26.0, 20.0, topology_from_sysfs(bus_ids, devices))
     rows = [r for r in judge_perf(run, "cuda") if r.check == "h2d"]
     assert {r.status for r in rows} == {CheckStatus.FAIL}
-    assert "link trained Gen4 x16, below its Gen5 x16" in rows[0].detail
+    assert "link trained Gen4 x16, below its Gen5 x16" in shown.detail(rows[0])
 
 
 def test_without_a_topology_the_shared_figure_says_topology_unknown() -> None:
@@ -303,8 +310,8 @@ def test_without_a_topology_the_shared_figure_says_topology_unknown() -> None:
     rows = judge_perf(board_run(52.0, 26.0, unknown), "cuda")
     shared = next(r for r in rows if r.check == "h2d.all")
     assert shared.status is CheckStatus.INFO
-    assert "topology unknown (sysfs: /sys/bus/pci/devices/0000:19:00.0" in shared.detail
-    assert placement_text(None, None) == "topology unknown (not read)"
+    assert "topology unknown (sysfs: /sys/bus/pci/devices/0000:19:00.0" in shown.detail(shared)
+    assert wording.say(placement_text(None, None)) == "topology unknown (not read)"
 
 
 def test_one_gpu_has_no_all_at_once_row() -> None:
@@ -330,7 +337,7 @@ def test_a_healthy_board_read_at_idle_names_no_link(tmp_path: Path) -> None:
     run = board_run(52.0, 26.0, topology_from_sysfs(bus_ids, devices))
     rows = [r for r in judge_perf(run, "cuda") if r.check in ("h2d", "d2h")]
     assert {r.status for r in rows} == {CheckStatus.PASS}
-    assert not [r.detail for r in rows if "link trained" in r.detail]
+    assert not [shown.detail(r) for r in rows if "link trained" in shown.detail(r)]
     assert {(r.data["link"], r.data["link_read"]) for r in rows} == {("Gen1 x16", "at idle")}
 
 
@@ -351,10 +358,10 @@ def test_the_link_read_while_copying_wins_over_the_idle_one(tmp_path: Path) -> N
         result.link = _link(16.0)
     row = next(r for r in judge_perf(slow, "cuda") if r.check == "h2d" and r.gpu == 3)
     assert row.status is CheckStatus.FAIL
-    assert "link trained Gen4 x16, below its Gen5 x16, read while copying" in row.detail
+    assert "link trained Gen4 x16, below its Gen5 x16, read while copying" in shown.detail(row)
     # the same slow figure with only the idle reading: named as a possibility, not the cause
     idle = next(r for r in judge_perf(slow, "cuda") if r.check == "h2d" and r.gpu == 2)
-    assert "link trained Gen1 x16, below its Gen5 x16 (read at idle: may be" in idle.detail
+    assert "link trained Gen1 x16, below its Gen5 x16 (read at idle: may be" in shown.detail(idle)
 
 
 def test_a_link_below_its_maximum_is_named_only_on_a_low_row() -> None:
@@ -365,8 +372,8 @@ def test_a_link_below_its_maximum_is_named_only_on_a_low_row() -> None:
     for status in (CheckStatus.WARN, CheckStatus.FAIL):
         assert link_evidence(gen5, True, status) is None  # at its maximum: not the cause
         assert link_evidence(None, False, status) is None
-        assert "power saving" in (link_evidence(gen1, False, status) or "")
-        assert "power saving" not in (link_evidence(gen1, True, status) or "-")
+        assert "power saving" in _said(link_evidence(gen1, False, status))
+        assert "power saving" not in _said(link_evidence(gen1, True, status))
 
 
 def test_reads_while_copying_keep_the_fastest_and_stop_when_the_copies_end() -> None:
@@ -401,6 +408,6 @@ def test_the_shared_figure_of_a_gpu_with_its_own_link_quotes_the_reading_under_l
     topology = HostTopology(
         source="sysfs", gpus=[GpuPlacement(gpu=0, link=idle), GpuPlacement(gpu=1, link=idle)]
     )
-    text = placement_text(topology.of(0), topology, alone)
+    text = wording.say(placement_text(topology.of(0), topology, alone))
     assert "its own (Gen5 x16, 64 GB/s per direction)" in text
-    assert "Gen1" in placement_text(topology.of(0), topology)  # no reading under load
+    assert "Gen1" in wording.say(placement_text(topology.of(0), topology))  # read at idle

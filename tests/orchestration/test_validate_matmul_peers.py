@@ -10,8 +10,11 @@ import pytest
 import torch
 
 from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeHandle, FakeNvml
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
 from torchscale.contracts.schema.perf import PeakResult, PerfRun, RankPerf
+from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
 from torchscale.orchestration.validate.node_peers import (
     CAPPED_HINT,
@@ -30,6 +33,11 @@ from torchscale.rank.programs import perf as perf_program
 H100 = "NVIDIA H100 80GB HBM3"
 L4 = "NVIDIA L4"
 UNKNOWN = "NVIDIA Imaginary X1"
+
+
+def _words(code: str) -> str:
+    """A fix's words, as the check's hint gives them."""
+    return wording.say(Finding(code=code))
 
 
 def node(
@@ -63,7 +71,7 @@ def node(
 
 def _check(rows: list[Measurement]) -> tuple[CheckStatus, str, str]:
     (line,) = perf_checks(rows, "GPU")
-    return line.status, line.detail, line.hint
+    return line.status, shown.detail(line), shown.hint(line)
 
 
 def test_a_power_capped_node_is_the_nodes_doing_not_a_faulty_gpu() -> None:
@@ -72,12 +80,12 @@ def test_a_power_capped_node_is_the_nodes_doing_not_a_faulty_gpu() -> None:
     assert {r.status for r in rows} == {CheckStatus.WARN}
     for row in rows:
         assert row.data["peer_verdict"] == "whole node below the SKU"
-        assert "the whole node is below the SKU" in row.detail
-        assert "not a per-GPU fault" in row.detail and "lags" not in row.detail
+        assert "the whole node is below the SKU" in shown.detail(row)
+        assert "not a per-GPU fault" in shown.detail(row) and "lags" not in shown.detail(row)
         assert row.data["peer_ratio"] == pytest.approx(1.0)
     status, _, hint = _check(rows)
     assert status is CheckStatus.WARN
-    assert hint == POWER_HINT and "nvidia-smi -q -d POWER" in hint
+    assert hint == _words(POWER_HINT) and "nvidia-smi -q -d POWER" in hint
 
 
 def test_one_gpu_below_its_peers_is_flagged_and_only_that_one() -> None:
@@ -87,13 +95,13 @@ def test_one_gpu_below_its_peers_is_flagged_and_only_that_one() -> None:
     assert slow.status is CheckStatus.FAIL
     assert slow.data["peer_verdict"] == "lags its peers"
     assert slow.data["peer_ratio"] == pytest.approx(0.7 / 0.95, abs=1e-3)
-    assert slow.detail.startswith("74 % of the median of the node's other 7 GPUs")
+    assert shown.detail(slow).startswith("74 % of the median of the node's other 7 GPUs")
     assert {r.status for r in rows[:7]} == {CheckStatus.PASS}
     assert {r.data["peer_verdict"] for r in rows[:7]} == {"with its peers"}
     status, detail, hint = _check(rows)
     assert status is CheckStatus.FAIL
     assert "GPU 7: 74 % of the median" in detail
-    assert hint == LAGGING_HINT
+    assert hint == _words(LAGGING_HINT)
 
 
 def test_a_gpu_that_passes_its_sku_but_lags_its_peers_warns() -> None:
@@ -102,7 +110,7 @@ def test_a_gpu_that_passes_its_sku_but_lags_its_peers_warns() -> None:
     rows = node([1.03] * 7 + [0.92])
     assert rows[7].ratio == pytest.approx(0.92) and rows[7].ratio >= 0.9  # the SKU: PASS
     assert rows[7].status is CheckStatus.WARN
-    assert "this GPU lags its peers" in rows[7].detail
+    assert "this GPU lags its peers" in shown.detail(rows[7])
     assert {r.status for r in rows[:7]} == {CheckStatus.PASS}
 
 
@@ -116,21 +124,21 @@ def test_a_node_far_below_its_sku_still_fails_and_says_it_is_the_whole_node() ->
     rows = node([0.6] * 8)
     assert {r.status for r in rows} == {CheckStatus.FAIL}
     assert {r.data["peer_verdict"] for r in rows} == {"whole node below the SKU"}
-    assert _check(rows)[2] == POWER_HINT
+    assert _check(rows)[2] == _words(POWER_HINT)
 
 
 def test_without_a_reference_a_lagging_gpu_is_still_flagged() -> None:
     """No SKU reference (INFO): the peers are the only bar, and they still name the GPU."""
     rows = node([1.0, 1.0, 1.0, 0.85], name=UNKNOWN)
     assert [r.status for r in rows] == [CheckStatus.INFO] * 3 + [CheckStatus.WARN]
-    assert rows[3].detail.startswith("85 % of the median of the node's other 3 GPUs")
-    assert "no reference" not in rows[3].detail
+    assert shown.detail(rows[3]).startswith("85 % of the median of the node's other 3 GPUs")
+    assert "no reference" not in shown.detail(rows[3])
 
 
 def test_a_gpu_alone_or_a_cpu_has_no_peers_and_keeps_its_sku_verdict() -> None:
     (alone,) = node([0.85])
     assert alone.status is CheckStatus.WARN and "peer_ratio" not in alone.data
-    assert "whole node" not in alone.detail
+    assert "whole node" not in shown.detail(alone)
     (cpu,) = node([1.0], name="CPU: Some Xeon", device="cpu")
     assert cpu.status is CheckStatus.INFO and "peer_ratio" not in cpu.data
 
@@ -161,11 +169,11 @@ def test_a_node_above_its_spec_sheet_is_a_measurement_bug_not_a_node_below_its_s
     rows = node([1.2] * 4, name=L4, dtype="fp32")
     assert {r.status for r in rows} == {CheckStatus.FAIL}
     for row in rows:
-        assert "above the spec sheet" in row.detail
-        assert "below the SKU" not in row.detail and "power" not in row.detail.lower()
+        assert "above the spec sheet" in shown.detail(row)
+        assert "below the SKU" not in shown.detail(row) and "power" not in shown.detail(row).lower()
         assert row.data["peer_verdict"] == "with its peers"
         assert "hint" not in row.data
-    assert _check(rows)[2] != POWER_HINT
+    assert _check(rows)[2] != _words(POWER_HINT)
 
 
 def read_limits(*gpus: FakeGpu) -> list[PowerLimit]:
@@ -202,12 +210,12 @@ def test_a_power_capped_healthy_node_warns_at_most_and_says_the_cap(share: float
     assert {r.status for r in rows} == {CheckStatus.WARN}
     for row in rows:
         assert "power limit 500 W of 700 W default: the node is capped; per GPU it is healthy" in (
-            row.detail
+            shown.detail(row)
         )
         assert row.data["power_capped"] is True
         assert (row.data["power_limit_w"], row.data["default_power_limit_w"]) == (500.0, 700.0)
     status, detail, hint = _check(rows)
-    assert status is CheckStatus.WARN and hint == CAPPED_HINT
+    assert status is CheckStatus.WARN and hint == _words(CAPPED_HINT)
     assert "the node is capped" in detail
 
 
@@ -215,32 +223,34 @@ def test_a_node_whose_power_limits_cannot_be_read_keeps_its_verdict_and_says_so(
     unreadable = FakeGpu(enforced_power_limit_mw=NOT_SUPPORTED)
     rows = node([0.7] * 8, power=read_limits(*[unreadable] * 8))
     assert {r.status for r in rows} == {CheckStatus.FAIL}
-    assert "power limit unknown on 8 of 8 GPUs (nvmlDeviceGetEnforcedPowerLimit" in rows[0].detail
+    assert "power limit unknown on 8 of 8 GPUs (nvmlDeviceGetEnforcedPowerLimit" in shown.detail(
+        rows[0]
+    )
     assert {r.data["power_capped"] for r in rows} == {None}
-    assert _check(rows)[2] == POWER_HINT
-    (not_read,) = {r.detail.rsplit("; ", 1)[-1] for r in node([0.7] * 8)}
+    assert _check(rows)[2] == _words(POWER_HINT)
+    (not_read,) = {shown.detail(r).rsplit("; ", 1)[-1] for r in node([0.7] * 8)}
     assert not_read.startswith("power limit unknown on 8 of 8 GPUs (not read)")
 
 
 def test_a_node_at_its_default_power_limit_is_not_excused() -> None:
     rows = node([0.7] * 8, power=capped(700))
     assert {r.status for r in rows} == {CheckStatus.FAIL}
-    assert "power limit 700 W, its default: not a power cap" in rows[0].detail
-    assert _check(rows)[2] == UNCAPPED_HINT
+    assert "power limit 700 W, its default: not a power cap" in shown.detail(rows[0])
+    assert _check(rows)[2] == _words(UNCAPPED_HINT)
 
 
 def test_a_node_capped_on_some_gpus_only_is_not_excused() -> None:
     power = capped(500, gpus=4) + capped(700, gpus=4)
     rows = node([0.7] * 8, power=power)
     assert {r.status for r in rows} == {CheckStatus.FAIL}
-    assert "4 of 8 GPUs capped below their default" in rows[0].detail
+    assert "4 of 8 GPUs capped below their default" in shown.detail(rows[0])
 
 
 def test_on_a_capped_node_a_gpu_lagging_its_peers_keeps_its_fail() -> None:
     rows = node([0.7] * 7 + [0.5], power=capped(500))
     assert rows[7].status is CheckStatus.FAIL and rows[7].data["peer_verdict"] == "lags its peers"
     assert {r.status for r in rows[:7]} == {CheckStatus.WARN}
-    assert _check(rows)[2] == LAGGING_HINT
+    assert _check(rows)[2] == _words(LAGGING_HINT)
 
 
 def test_a_rank_reads_the_power_limit_of_its_own_gpu_by_uuid(
@@ -269,8 +279,8 @@ def test_a_rows_finding_is_the_verdict_its_status_rests_on() -> None:
     assert rows[7].status is CheckStatus.FAIL and rows[7].finding is not None
     assert rows[7].finding.code == "perf.lags_peers"
     assert rows[7].finding.figures["sku"]["code"] == "perf.fail"
-    assert rows[7].detail.startswith("70 % of the median of the node's other 7 GPUs")
+    assert shown.detail(rows[7]).startswith("70 % of the median of the node's other 7 GPUs")
     assert {r.finding.code for r in rows[:7] if r.finding} == {"perf.pass"}
     capped = node([0.85] * 4, power=[PowerLimit(enforced_w=500, default_w=700)] * 4)
     assert {r.finding.code for r in capped if r.finding} == {"perf.node_below_sku"}
-    assert "power limit 500 W of 700 W default: the node is capped" in capped[0].detail
+    assert "power limit 500 W of 700 W default: the node is capped" in shown.detail(capped[0])

@@ -27,7 +27,8 @@ from tests.orchestration.test_validate_checks import fake_torch, gpu_ctx, make_c
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import probe_nvml
-from torchscale.interfaces.cli.validate_cmd import check_words
+from torchscale.contracts.wording import validate as shown
+from torchscale.interfaces.console.validate import check_words
 from torchscale.orchestration.validate import run_checks as runner
 from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, passed, skipped
 from torchscale.orchestration.validate.checks_gpu_settings import check_gpu_settings
@@ -70,7 +71,7 @@ def one(check: CheckResult, code: str) -> Finding:
 
 def test_every_link_active_passes_with_the_skus_source() -> None:
     result = check_nvlink(gpu_ctx(node()))
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     full = one(result, "nvlink.links_full")
     assert full.figures["gpus"] == list(range(8)) and full.figures["links"] == [18]
     assert "nvidia.com" in full.figures["source"][0]
@@ -91,9 +92,9 @@ def test_a_gpu_with_16_of_18_links_fails_naming_the_gpu_and_the_links() -> None:
         "sku": "H100 SXM",
     }
     assert "GPU 3: 16 of 18 NVLink links active on an H100 SXM; links 16, 17 not active" in (
-        result.detail
+        shown.detail(result)
     )
-    assert "nvidia-smi nvlink" in result.hint
+    assert "nvidia-smi nvlink" in shown.hint(result)
 
 
 def test_links_nvml_cannot_read_are_not_readable_never_a_pass_or_a_fail() -> None:
@@ -101,7 +102,7 @@ def test_links_nvml_cannot_read_are_not_readable_never_a_pass_or_a_fail() -> Non
     result = check_nvlink(gpu_ctx(fake))
     assert result.status is CheckStatus.SKIP
     assert codes(result) == ["gpus.not_readable", "gpus.not_readable"]
-    assert "not readable (NVMLError_NotSupported)" in result.detail
+    assert "not readable (NVMLError_NotSupported)" in shown.detail(result)
 
 
 def test_error_counters_nvml_cannot_read_are_said_and_the_links_still_judged() -> None:
@@ -156,8 +157,8 @@ def test_pcie_only_peer_access_on_an_sxm_board_fails_naming_both_gpus() -> None:
 
 def test_peer_access_over_nvlink_passes_and_pcie_cards_are_not_held_to_it() -> None:
     over_nvlink = check_p2p(gpu_ctx(node(2)))
-    assert over_nvlink.status is CheckStatus.PASS, over_nvlink.detail
-    assert "peer access 2/2 pairs (1 over NVLink)" in over_nvlink.detail
+    assert over_nvlink.status is CheckStatus.PASS, shown.detail(over_nvlink)
+    assert "peer access 2/2 pairs (1 over NVLink)" in shown.detail(over_nvlink)
     pcie_cards = node(2, gpu0={"name": "NVIDIA H100 PCIe", "nvlinks": []})
     pcie_cards.gpus[1].name = "NVIDIA H100 PCIe"
     assert check_p2p(gpu_ctx(pcie_cards)).status is CheckStatus.PASS
@@ -182,15 +183,15 @@ def test_a_gpu_the_fabric_manager_has_not_registered_fails(
     assert result.status is CheckStatus.FAIL
     bad = one(result, "fabric.not_registered")
     assert (bad.figures["gpu"], bad.figures["serial"]) == (5, "1650000000005")
-    assert words in result.detail
-    assert "nvidia-fabricmanager" in result.hint
+    assert words in shown.detail(result)
+    assert "nvidia-fabricmanager" in shown.hint(result)
 
 
 def test_a_registered_fabric_passes_and_says_xid_is_not_read() -> None:
     result = check_fabric(gpu_ctx(node()))
     assert result.status is CheckStatus.PASS
     assert codes(result) == ["fabric.registered", "gpus.xid_not_read"]
-    assert "Xid errors are not readable through NVML" in result.detail
+    assert "Xid errors are not readable through NVML" in shown.detail(result)
 
 
 def test_fabric_query_not_supported_is_not_readable() -> None:
@@ -216,7 +217,7 @@ def test_link_error_counters_warn_naming_gpu_link_and_counts() -> None:
         "recovery": 1,
         "crc_flit": 12,
     }
-    assert "GPU 2 NVLink 5: 1 recovery, 12 CRC flit error(s)" in result.detail
+    assert "GPU 2 NVLink 5: 1 recovery, 12 CRC flit error(s)" in shown.detail(result)
 
 
 def test_a_link_below_the_skus_generation_and_a_slower_gpu_warn() -> None:
@@ -248,7 +249,9 @@ def test_a_gpu_with_a_lower_power_limit_warns_and_one_in_mig_mode_fails() -> Non
     assert differs["power_limit_w"]["gpus"] == [5] and differs["power_limit_w"]["usual"] == 700
     assert differs["power_limit_w"]["serials"] == ["1650000000005"]
     assert differs["mig_mode"]["gpus"] == [2] and differs["mig_mode"]["values"] == ["on"]
-    assert "power limit (W) differs: GPU 5: 500; 700 on GPUs 0, 1, 2, 3, 4, 6, 7" in result.detail
+    assert "power limit (W) differs: GPU 5: 500; 700 on GPUs 0, 1, 2, 3, 4, 6, 7" in shown.detail(
+        result
+    )
 
 
 def test_vbios_ecc_and_clocks_that_differ_warn() -> None:
@@ -324,4 +327,4 @@ def test_the_report_stores_the_verdicts_basis() -> None:
     assert report.verdict_basis == Finding(
         code="validate.ready", figures={"quick": True, "warns": [], "path": "GPU (NCCL)"}
     )
-    assert report.schema_version == 4
+    assert report.schema_version == 5

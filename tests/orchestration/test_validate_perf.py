@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.contracts.schema.perf import (
     BandwidthResult,
@@ -22,6 +23,7 @@ from torchscale.contracts.schema.perf import (
     PerfRun,
     RankPerf,
 )
+from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.schedulers.slurm.preflight import validate_argv
@@ -56,6 +58,10 @@ def test_plan_is_one_rank_per_gpu_or_one_cpu_rank_with_every_core(tmp_path: Path
     assert cpu.timeout_s > 0.5 * len(CPU_DTYPES)
 
 
+PLANTED = Finding(code="perf.wrong_sums", figures={"wrong": 1, "comm_run": "planted"})
+NO_FP8 = Finding(code="matmul.no_fp8", figures={"capability": [9, 0]})
+
+
 def _peak(dtype: str, tflops: float | None, name: str = H100, **extra: Any) -> PeakResult:
     return PeakResult(dtype=dtype, device="cuda:0", device_name=name, best_tflops=tflops, **extra)
 
@@ -65,7 +71,7 @@ def _rank(rank: int, bf16: float, name: str = H100) -> RankPerf:
         rank=rank,
         device=f"cuda:{rank}",
         device_name=name,
-        matmul=[_peak("bf16", bf16, name), _peak("fp8", None, name, unavailable="no fp8 here")],
+        matmul=[_peak("bf16", bf16, name), _peak("fp8", None, name, unavailable=NO_FP8)],
         bandwidth=[
             BandwidthResult(
                 check="memory.triad",
@@ -92,17 +98,22 @@ def test_each_gpus_figure_is_judged_against_its_skus_reference() -> None:
         assert row.ratio == pytest.approx(row.value / expected.value)  # type: ignore[operator]
     fp8 = [r for r in rows if r.check == "matmul.fp8"]
     assert all(r.value is None and r.status is CheckStatus.SKIP for r in fp8)
-    assert fp8[0].unavailable == "no fp8 here"
+    assert (
+        shown.unavailable(fp8[0]) == "compute capability (9, 0) has no fp8 tensor cores (needs 8.9)"
+    )
+    assert fp8[0].finding == NO_FP8 and not fp8[0].said  # stored as the rank's finding
 
 
 def test_a_figure_above_the_spec_sheet_is_a_fail_and_never_a_value() -> None:
-    suspect = _peak("bf16", 2000.0, suspect="2000 TFLOP/s exceeds the bf16 spec-sheet peak")
+    figures = {"best": 2000.0, "shape": [8192] * 3, "dtype": "bf16", "spec": 989.0}
+    too_fast = Finding(code="matmul.suspect", figures=figures | {"ratio": 2.02, "allowed": 1.05})
+    suspect = _peak("bf16", 2000.0, suspect=too_fast)
     run = PerfRun(
         world_size=1, ranks=[RankPerf(rank=0, device="cuda:0", device_name=H100, matmul=[suspect])]
     )
     [row] = judge_perf(run, "cuda")
     assert row.status is CheckStatus.FAIL and row.value is None
-    assert "exceeds" in row.detail
+    assert "exceeds" in shown.detail(row)
 
 
 def test_a_cpu_figure_has_no_reference_and_says_so() -> None:
@@ -126,7 +137,7 @@ def test_the_check_line_carries_the_worst_gpu_and_the_spread() -> None:
             value=v,
             unit="TFLOP/s",
             status=s,
-            detail=f"gpu {g} detail",
+            finding=Finding(code="perf.pass", figures={"ratio": v / 989.0, "expected": 989.0}),
         )
         for g, v, s in [
             (0, 780.0, CheckStatus.PASS),
@@ -136,9 +147,16 @@ def test_the_check_line_carries_the_worst_gpu_and_the_spread() -> None:
     ]
     [check] = perf_checks(rows, "GPU")
     assert check.status is CheckStatus.FAIL
-    assert "3 GPUs, 500 TFLOP/s to 781 TFLOP/s" in check.detail
-    assert "GPU 1: gpu 1 detail" in check.detail
-    assert check.hint
+    assert "3 GPUs, 500 TFLOP/s to 781 TFLOP/s" in shown.detail(check)
+    assert "GPU 1: 51 % of the spec-sheet 989" in shown.detail(check)
+    assert (
+        shown.hint(check)
+        == "see docs/validate.md ('How to read a FAIL') for what to check on this node"
+    )
+    stored = check.model_dump()  # schema 5: codes and figures, no sentence
+    assert "detail" not in stored and "hint" not in stored and not stored["said"]
+    assert [f["code"] for f in stored["findings"]] == ["perf.spread"]
+    assert [f["code"] for f in stored["fix"]] == ["perf.fix_fail"]
     assert worst([CheckStatus.INFO, CheckStatus.SKIP]) is CheckStatus.INFO
     assert measured_peaks(rows) == {"bf16": 780.0}  # the median GPU, not the best
 
@@ -174,8 +192,8 @@ def test_busbw_is_the_largest_size_out_of_place_and_wrong_sums_fail() -> None:
     assert rows["busbw.all_reduce"].value == 2.0  # the bandwidth regime, not the best figure
     assert rows["busbw.all_reduce"].data["size_bytes"] == 1 << 20
     assert rows["busbw.all_gather"].status is CheckStatus.FAIL
-    assert "4 wrong element(s)" in rows["busbw.all_gather"].detail
-    assert rows["busbw.reduce_scatter"].unavailable == "gloo lacks it"
+    assert "4 wrong element(s)" in shown.detail(rows["busbw.all_gather"])
+    assert shown.unavailable(rows["busbw.reduce_scatter"]) == "gloo lacks it"
     assert rows["busbw.all_to_all"].value is None
 
 
@@ -278,7 +296,7 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
     result, out = perf_run
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["level"] == "perf" and report["schema_version"] == 4
+    assert report["level"] == "perf" and report["schema_version"] == 5
     rows = {(r["check"], r["gpu"]): r for r in report["measurements"]}
     for check in ("matmul.fp32", "memory.copy", "memory.triad", "busbw.all_reduce"):
         row = rows[(check, None)]
@@ -286,7 +304,9 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
         assert row["status"] == "INFO"  # a CPU: measured, nothing to compare with
     for check in ("h2d", "d2h"):
         assert rows[(check, None)]["value"] is None
-        assert "CUDA" in rows[(check, None)]["unavailable"]
+        why = rows[(check, None)]["finding"]["code"]
+        assert why in ("bandwidth.cpu_only_torch", "bandwidth.too_few_gpus")
+        assert "detail" not in rows[(check, None)]  # schema 5: no sentence stored
     assert report["measured_peaks"]["fp32"] == rows[("matmul.fp32", None)]["value"]
     saved = out / "accept" / "acceptance" / f"{socket.gethostname()}.perf.json"
     again = read_validate_report(saved).doc
@@ -357,9 +377,9 @@ def test_a_fail_in_the_measurements_exits_one_and_the_saved_report_says_so(
 
     def planted(*args: Any, **kwargs: Any) -> perf.PerfOutcome:
         row = Measurement(check="memory.triad", title="memory triad", value=1.0, unit="GB/s",
-                          status=CheckStatus.FAIL, detail="planted")  # fmt: skip
+                          status=CheckStatus.FAIL, finding=PLANTED)  # fmt: skip
         check = CheckResult(id="perf_memory_triad", title="memory triad", status=CheckStatus.FAIL,
-                            detail="planted")  # fmt: skip
+                            findings=[PLANTED])  # fmt: skip
         return perf.PerfOutcome(measurements=[row], checks=[check])
 
     monkeypatch.setattr(perf, "run_perf", planted)
@@ -373,4 +393,4 @@ def test_a_fail_in_the_measurements_exits_one_and_the_saved_report_says_so(
         out / "standalone" / "acceptance" / f"{socket.gethostname()}.perf.json"
     ).doc
     assert saved is not None
-    assert saved.ok is False and saved.measurements[0].detail == "planted"
+    assert saved.ok is False and saved.measurements[0].finding == PLANTED

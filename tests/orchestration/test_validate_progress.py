@@ -15,10 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.processes import processes_mentioning, start, stop, wait_for
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.perf import BandwidthResult, PeakResult, PerfRun, RankPerf
 from torchscale.contracts.signals import Terminated
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.cli.validate_cmd import NOTHING_KEPT, perf_kept, workload_kept
+from torchscale.interfaces.console.validate import NOTHING_KEPT, perf_kept, workload_kept
 from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.validate.perf import (
     PHASES_DIR,
@@ -44,7 +45,9 @@ def _matmul(rank: int, tflops: float | None, dtype: str = "bf16") -> RankPerf:
         best_tflops=tflops,
         probes=[],
         elapsed_s=4.2,
-        unavailable=None if tflops else "fp8 needs compute capability 8.9",
+        unavailable=None
+        if tflops
+        else Finding(code="matmul.no_fp8", figures={"capability": [9, 0]}),
     )
     return RankPerf(rank=rank, device=f"cuda:{rank}", device_name=peak.device_name, matmul=[peak])
 
@@ -76,7 +79,10 @@ def test_a_phase_line_gives_its_figure_over_the_ranks_or_why_not() -> None:
     two = phase_line("matmul bf16", _phase(_matmul(0, 612.0), _matmul(1, 598.0)))
     assert "598 to 612 TFLOP/s over 2 ranks" in two
     none = phase_line("matmul fp8", _phase(_matmul(0, None, "fp8")))
-    assert none == "perf: matmul fp8: not measured: fp8 needs compute capability 8.9"
+    assert none == (
+        "perf: matmul fp8: not measured: compute capability (9, 0) has no fp8 tensor cores "
+        "(needs 8.9)"
+    )
     assert phase_line("memory copy", _phase(_copy(0, 2900.0))) == "perf: memory copy: 2900 GB/s"
 
 
@@ -107,10 +113,10 @@ def test_the_stop_line_says_what_was_kept_and_where(tmp_path: Path) -> None:
         f"kept: matmul fp32, tf32, bf16, memory copy in {folder / 'phases'}; their report: {report}"
     )
     assert perf_kept([], folder, None) == NOTHING_KEPT == "nothing had finished: nothing was kept"
-    assert workload_kept(["node checks", "eager cells"], tmp_path) == (
+    assert workload_kept(["node checks", "eager cells"], tmp_path, "summary.md") == (
         f"kept: node checks, eager cells in {tmp_path} (summary.md says where it stopped)"
     )
-    assert "nothing had finished" in workload_kept([], tmp_path)
+    assert "nothing had finished" in workload_kept([], tmp_path, "summary.md")
 
 
 @pytest.mark.parametrize(

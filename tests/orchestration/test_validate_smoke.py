@@ -23,6 +23,7 @@ import torch
 
 from tests.orchestration.test_validate_checks import fake_torch, make_ctx
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.launch import attempt, process
 from torchscale.orchestration.launch.process import ProcessOutcome, run_logged
 from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -250,14 +251,14 @@ def test_judge_correct_result_passes(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(), None)
     assert result.status is CheckStatus.PASS
     assert (result.id, result.title) == ("smoke_gloo_cpu", "Smoke test (gloo x2 on cpu)")
-    assert result.detail == (
+    assert shown.detail(result) == (
         "all_reduce of 4 MiB correct on 2 rank(s): 11.00 ms each, busbw "
         "0.38 GB/s; all_gather correct; 6.4 s wall"
     )
     assert result.data["result"]["wrong_elements"] == 0
     assert result.data["spec"] == {"backend": "gloo", "nproc": 2, "device": "cpu"}
     assert result.data["wall_s"] == 6.4
-    assert result.hint == ""
+    assert shown.hint(result) == ""
 
 
 def test_judge_eight_nccl_ranks_pass(tmp_path: Path) -> None:
@@ -273,9 +274,9 @@ def test_judge_eight_nccl_ranks_pass(tmp_path: Path) -> None:
         busbw_gbps=73.40,
     )
     result = judge_smoke(spec, outcome(tmp_path), verdict, None)
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert (result.id, result.title) == ("smoke_nccl_cuda", "Smoke test (nccl x8 on cuda)")
-    assert result.detail.startswith(
+    assert shown.detail(result).startswith(
         "all_reduce of 4 MiB correct on 8 rank(s): 0.10 ms each, busbw 73.40 GB/s;"
     )
 
@@ -292,12 +293,12 @@ def test_judge_one_rank_prints_no_bus_bandwidth(tmp_path: Path) -> None:
         busbw_gbps=None,
     )
     result = judge_smoke(spec, outcome(tmp_path), verdict, None)
-    assert result.status is CheckStatus.PASS, result.detail
-    assert result.detail == (
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert shown.detail(result) == (
         "all_reduce of 4 MiB correct on 1 rank(s): 11.00 ms each, 1 rank: no bus bandwidth; "
         "all_gather correct; 6.4 s wall"
     )
-    assert "busbw" not in result.detail
+    assert "busbw" not in shown.detail(result)
 
 
 def test_judge_fewer_ranks_than_planned_fails(tmp_path: Path) -> None:
@@ -305,15 +306,17 @@ def test_judge_fewer_ranks_than_planned_fails(tmp_path: Path) -> None:
     spec = SmokeSpec("nccl", 8, "cuda")
     result = judge_smoke(spec, outcome(tmp_path), good_verdict(world_size=2), None)
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "ran on 2 rank(s), expected 8"
-    assert "CUDA_VISIBLE_DEVICES" in result.hint
+    assert shown.detail(result) == "ran on 2 rank(s), expected 8"
+    assert "CUDA_VISIBLE_DEVICES" in shown.hint(result)
 
 
 def test_judge_wrong_elements_fail(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(wrong_elements=3), None)
     assert result.status is CheckStatus.FAIL
-    assert result.detail.startswith("WRONG RESULTS: 3 wrong all_reduce element(s) (expected 3.0)")
-    assert "ECC" in result.hint
+    assert shown.detail(result).startswith(
+        "WRONG RESULTS: 3 wrong all_reduce element(s) (expected 3.0)"
+    )
+    assert "ECC" in shown.hint(result)
     assert result.data["result"]["wrong_elements"] == 3
 
 
@@ -321,26 +324,26 @@ def test_judge_bad_all_gather_fails(tmp_path: Path) -> None:
     verdict = good_verdict(all_gather_ok=False, all_gather_ranks=[0, 0])
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), verdict, None)
     assert result.status is CheckStatus.FAIL
-    assert "WRONG RESULTS: 0 wrong" in result.detail
-    assert "all_gather ranks [0, 0]" in result.detail
+    assert "WRONG RESULTS: 0 wrong" in shown.detail(result)
+    assert "all_gather ranks [0, 0]" in shown.detail(result)
 
 
 def test_judge_incomplete_verdict_fails(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), {"backend": "gloo"}, None)
     assert result.status is CheckStatus.FAIL
-    assert "WRONG RESULTS" in result.detail
+    assert "WRONG RESULTS" in shown.detail(result)
 
 
 def test_judge_timeout_fails(tmp_path: Path) -> None:
     run = outcome(tmp_path, returncode=None, timed_out=True, wall_s=120.3, log="waiting\n")
     result = judge_smoke(GLOO_CPU, run, None, None)
     assert result.status is CheckStatus.FAIL
-    assert result.detail.startswith("no result after 120 s")
-    assert "killed" in result.detail
+    assert shown.detail(result).startswith("no result after 120 s")
+    assert "killed" in shown.detail(result)
     assert f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})" in (
-        result.hint
+        shown.hint(result)
     )
-    assert "GLOO_SOCKET_IFNAME" in result.hint
+    assert "GLOO_SOCKET_IFNAME" in shown.hint(result)
 
 
 def test_judge_timeout_wins_over_a_verdict(tmp_path: Path) -> None:
@@ -353,9 +356,10 @@ def test_judge_crash_quotes_root_cause(tmp_path: Path) -> None:
     cause = "RuntimeError: Connection reset by peer"
     result = judge_smoke(GLOO_CPU, run, None, cause)
     assert result.status is CheckStatus.FAIL
-    assert result.detail == f"torchrun exited with 1: {cause}"
+    assert shown.detail(result) == f"torchrun exited with 1: {cause}"
     assert (
-        result.hint == f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})"
+        shown.hint(result)
+        == f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})"
     )
     assert result.data["log_tail"].endswith("=========")
 
@@ -365,26 +369,28 @@ def test_judge_crash_without_root_cause_quotes_log(tmp_path: Path) -> None:
     run = outcome(tmp_path, returncode=1, log=log)
     result = judge_smoke(GLOO_CPU, run, None, None)
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "torchrun exited with 1: torch.distributed.DistNetworkError: nope"
+    assert (
+        shown.detail(result) == "torchrun exited with 1: torch.distributed.DistNetworkError: nope"
+    )
     assert len(result.data["log_tail"].splitlines()) == 8
 
 
 def test_judge_crash_with_empty_log(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=-9), None, None)
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "torchrun exited with -9: no output"
+    assert shown.detail(result) == "torchrun exited with -9: no output"
 
 
 def test_judge_exit_zero_without_verdict_fails(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=0, log="done\n"), None, None)
     assert result.status is CheckStatus.FAIL
-    assert "torchrun exited with 0: done" in result.detail
+    assert "torchrun exited with 0: done" in shown.detail(result)
 
 
 def test_judge_nonzero_exit_with_verdict_fails(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=1), good_verdict(), "X: y")
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "torchrun exited with 1: X: y"
+    assert shown.detail(result) == "torchrun exited with 1: X: y"
 
 
 # ---------------------------------------------------------------------------------- worker
@@ -460,8 +466,8 @@ def test_worker_single_rank_in_process(tmp_path: Path, monkeypatch: pytest.Monke
     assert verdict["algbw_gbps"] > 0
     assert [p.name for p in tmp_path.iterdir()] == ["verdict.json"]
     result = judge_smoke(SmokeSpec("gloo", 1, "cpu"), outcome(tmp_path), verdict, None)
-    assert result.status is CheckStatus.PASS, result.detail
-    assert "1 rank: no bus bandwidth" in result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert "1 rank: no bus bandwidth" in shown.detail(result)
 
 
 # ------------------------------------------------------------------------------- real runs
@@ -477,12 +483,12 @@ def test_failing_smoke_run_names_root_cause_and_keeps_log(
     result = run_smoke(SmokeSpec("nccl", 1, "cpu"), 60.0, dict(os.environ))
     assert result.status is CheckStatus.FAIL
     assert result.id == "smoke_nccl_cpu"
-    assert result.detail.startswith("torchrun exited with 1: ")
-    cause = result.detail.removeprefix("torchrun exited with 1: ")
+    assert shown.detail(result).startswith("torchrun exited with 1: ")
+    cause = shown.detail(result).removeprefix("torchrun exited with 1: ")
     assert "Error" in cause.split(":")[0], cause  # an exception line, not a log separator
     assert "=====" not in cause
-    assert result.hint.startswith("full log: ")
-    log = Path(result.hint.removeprefix("full log: ").split(" (")[0])
+    assert shown.hint(result).startswith("full log: ")
+    log = Path(shown.hint(result).removeprefix("full log: ").split(" (")[0])
     assert log.is_file()
     assert log.name == "torchrun.log"
     assert log.parent.parent == tmp_path
@@ -523,7 +529,7 @@ def test_run_smoke_passing_run_removes_its_work_dir(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     launched = _fake_launch(monkeypatch, good_verdict(), None)
     result = run_smoke(GLOO_CPU, 30.0, {"PATH": "/bin"})
-    assert result.status is CheckStatus.PASS, result.detail
+    assert result.status is CheckStatus.PASS, shown.detail(result)
     assert len(launched) == 1
     assert launched[0].log_dir.parent == tmp_path
     assert not launched[0].log_dir.exists()
@@ -536,7 +542,7 @@ def test_run_smoke_reads_the_shared_error_file(
     launched = _fake_launch(monkeypatch, None, "ValueError: bad device")
     result = run_smoke(SmokeSpec("nccl", 8, "cuda"), 30.0, {})
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "torchrun exited with 1: ValueError: bad device"
+    assert shown.detail(result) == "torchrun exited with 1: ValueError: bad device"
     assert launched[0].error_file == launched[0].log_dir / "error.json"
     assert launched[0].log_dir.is_dir()  # kept for the person reading the hint
 
@@ -559,7 +565,7 @@ def test_run_smoke_unreadable_verdict_fails(
     monkeypatch.setattr(attempt, "run_launch", run_launch)
     result = run_smoke(GLOO_CPU, 30.0, {})
     assert result.status is CheckStatus.FAIL
-    assert result.detail == "torchrun exited with 0: done"
+    assert shown.detail(result) == "torchrun exited with 0: done"
 
 
 def _live_group_members(pgid: int) -> list[int]:

@@ -28,6 +28,7 @@ IDENTIFIERS: frozenset[str] = frozenset(
     {
         "burn_in.BurnSpec.result_path",
         "burn_in.Fingerprint.sha256",
+        "burn_in.Interval.slowdown",  # NVML's slowdown reason names (clock_reasons.py)
         "burn_in.RankBurn.device",
         "burn_in.RankBurn.device_name",
         "cell.CellIdentity.definition_sha256",
@@ -137,8 +138,10 @@ IDENTIFIERS: frozenset[str] = frozenset(
         "sweep_state.SweepState.during",
         "sweep_state.SweepState.stopped_by",
         "validate_report.CheckResult.id",
+        "validate_report.CheckResult.title",  # a check's name, a label ('NCCL', 'matmul bf16')
         "validate_report.Measurement.check",
         "validate_report.Measurement.expected_source",
+        "validate_report.Measurement.title",  # a figure's name, a label
         "validate_report.Measurement.unit",
         "validate_report.ValidateReport.created_at",
         "validate_report.ValidateReport.folder",
@@ -175,8 +178,6 @@ STORED_WORDS: frozenset[str] = frozenset({"cell_result.CellWarning.text"})
 # Sentences still stored; each goes to a finding.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "burn_in.Interval.slowdown",
-        "burn_in.RankBurn.unavailable",
         "cell_result.CellResult.unavailable",
         "cell_result.CrossCheck.detail",
         "cell_result.DataPipeline.notes",
@@ -193,23 +194,13 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_telemetry.HostLoad.unavailable",
         "cell_telemetry.RankLoad.unavailable",
         "cell_telemetry.RankTelemetry.unavailable",
-        "perf.BandwidthResult.note",
-        "perf.BandwidthResult.unavailable",
-        "perf.P2PMatrix.unavailable",
-        "perf.PeakResult.notes",
-        "perf.PeakResult.spec_note",
-        "perf.PeakResult.suspect",
-        "perf.PeakResult.unavailable",
         "power_limit.PowerLimit.unavailable",
         "profile_analysis.ProfileAnalysis.mismatches",
         "profile_analysis.ProfileAnalysis.notes",
         "profile_analysis.ProfileAnalysis.unavailable",
-        "validate_report.CheckResult.detail",
-        "validate_report.CheckResult.hint",
-        "validate_report.CheckResult.title",
-        "validate_report.Measurement.detail",
-        "validate_report.Measurement.title",
-        "validate_report.Measurement.unavailable",
+        "validate_report.CheckResult.said",  # checks not yet stated as findings; reports < 5
+        "validate_report.CheckResult.said_fix",
+        "validate_report.Measurement.said",  # validate reports before 5 only
     }
 )
 

@@ -37,7 +37,7 @@ def decode_clock_reasons(mask: int) -> list[str]:
     names = [name for bit, name in CLOCK_REASONS.items() if mask & bit]
     unknown = mask & ~sum(CLOCK_REASONS)
     if unknown:
-        names.append(f"0x{unknown:x}")
+        names.append(hex(unknown))
     return names
 
 

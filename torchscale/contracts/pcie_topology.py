@@ -69,12 +69,14 @@ class PcieLink(Record):
 
 
 def _rate_text(speed: float | None, width: int | None) -> str:
+    """A link's name as the PCIe spec gives it (an identifier, not a measured figure)."""
     if speed is None:
         rate = "unknown rate"
     else:
         gen = GENERATION_BY_GTS.get(speed)
-        rate = f"Gen{gen}" if gen else f"{speed:g} GT/s"
-    return f"{rate} x{width}" if width else rate
+        gts = str(int(speed)) if float(speed).is_integer() else str(speed)
+        rate = "Gen" + str(gen) if gen else gts + " GT/s"
+    return rate + " x" + str(width) if width else rate
 
 
 class GpuPlacement(Record):
@@ -110,7 +112,7 @@ def normal_bus_id(text: str) -> str | None:
     if match is None:
         return None
     domain, bus, device, function = match.groups()
-    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}.{function}"
+    return f"{hex(int(domain, 16))[2:].zfill(4)}:{bus.lower()}:{device.lower()}.{function}"
 
 
 def parse_link_speed(text: str) -> float | None:

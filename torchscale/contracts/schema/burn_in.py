@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import Record
 
 
@@ -50,7 +51,9 @@ class RankBurn(Record):
     fingerprints: list[Fingerprint] = Field(default_factory=list)
     counters_start: dict[str, int] = Field(default_factory=dict)
     counters_end: dict[str, int] = Field(default_factory=dict)
-    unavailable: dict[str, str] = Field(default_factory=dict)
+    unavailable: dict[str, Finding] = Field(
+        default_factory=dict, description="why a reading is missing, by reading"
+    )
 
 
 class BurnRun(Record):

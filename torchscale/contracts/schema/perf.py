@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.pcie_topology import HostTopology, PcieLink
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.versioned import Record
@@ -45,11 +46,13 @@ class PeakResult(Record):
     probes: list[Probe] = Field(default_factory=list)
     spec_tflops: float | None = None
     spec_source: str | None = Field(default=None, description="the vendor page of the figure")
-    spec_note: str | None = Field(default=None, description="why there is no spec figure")
+    spec_note: Finding | None = Field(default=None, description="why there is no spec figure")
     ratio: float | None = Field(default=None, description="best / spec, where spec is known")
-    suspect: str | None = Field(default=None, description="why the figure cannot be true")
-    unavailable: str | None = Field(default=None, description="why this dtype was not measured")
-    notes: list[str] = Field(default_factory=list)
+    suspect: Finding | None = Field(default=None, description="why the figure cannot be true")
+    unavailable: Finding | None = Field(default=None, description="why this dtype was not measured")
+    notes: list[Finding] = Field(
+        default_factory=list, description="how the search went (its threads, why it stopped)"
+    )
     budget_s: float | None = None
     elapsed_s: float | None = None
 
@@ -72,8 +75,7 @@ class BandwidthResult(Record):
     bytes_per_call: int | None = None
     seconds_per_call: float | None = None
     calls: int = 0
-    unavailable: str | None = None
-    note: str = ""
+    unavailable: Finding | None = Field(default=None, description="why there is no figure")
     link: PcieLink | None = Field(
         default=None,
         description="this GPU's PCIe link read while these copies ran (the fastest of the "
@@ -94,7 +96,7 @@ class P2PMatrix(Record):
 
     gpus: list[int] = Field(default_factory=list)
     pairs: list[P2PPair] = Field(default_factory=list)
-    unavailable: str | None = None
+    unavailable: Finding | None = Field(default=None, description="why there is no matrix")
 
 
 class PerfSpec(Record):

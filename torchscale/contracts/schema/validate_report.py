@@ -20,7 +20,12 @@ VALIDATE_KIND = "torchscale.validate"
 # 4: `findings` on a check (its verdict as codes and figures, words made when shown) and
 #    `verdict_basis` (what the verdict sentence rests on), `finding` on a measurement (the perf
 #    verdict against its SKU); older checks have none
-SCHEMA_VERSION = 4
+# 5: no sentence where there is a finding: a check's `detail` and `hint` and a measurement's
+#    `detail` and `unavailable` are gone, worded when shown from `findings`, `fix` and
+#    `finding` (contracts/wording/validate.py); `said`/`said_fix` keep the words a check not
+#    yet stated as findings, or an older report, stored (shown as stored). A version-4 check
+#    with findings drops its detail (it was their words); its hint, a sentence, is kept.
+SCHEMA_VERSION = 5
 Level = Literal["basic", "perf", "burn", "workload"]
 
 
@@ -36,24 +41,32 @@ class CheckResult(Record):
     """One check: a verdict, what was seen, and how to fix it when it is not a PASS."""
 
     id: str = Field(description="stable identifier, e.g. 'nccl'")
-    title: str = Field(description="short human name")
+    title: str = Field(description="short human name (a label, never a sentence)")
     status: CheckStatus
-    detail: str = Field(description="what was found")
-    hint: str = Field(default="", description="how to fix it (empty on PASS)")
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable facts")
     findings: list[Finding] = Field(
         default_factory=list,
-        description="the verdict as codes and figures (schema 4); `detail` is their words",
+        description="what was found, as codes and figures (schema 4); `detail` is their words",
     )
+    fix: list[Finding] = Field(
+        default_factory=list,
+        description="how to fix it, as codes and figures (schema 5); `hint` is their words",
+    )
+    said: str = Field(
+        default="",
+        description="what was found in the words stored by a check not yet stated as findings, "
+        "or by a report before schema 5 (shown as stored)",
+    )
+    said_fix: str = Field(default="", description="how to fix it, as `said` (shown as stored)")
 
 
 class Measurement(Record):
     """One measured figure of `--level perf` or `burn` for one GPU (or the node), beside the
     value expected for this SKU, their ratio and the verdict the documented threshold gives.
-    A figure that could not be measured has `value` None and says why in `unavailable`."""
+    A figure that could not be measured has `value` None and its finding says why."""
 
     check: str = Field(description="stable id, e.g. 'matmul.bf16', 'memory.triad', 'h2d'")
-    title: str = Field(description="short human name, e.g. 'matmul bf16'")
+    title: str = Field(description="short human name, e.g. 'matmul bf16' (a label)")
     gpu: int | None = Field(default=None, description="GPU index (CPU: rank); None: the node")
     value: float | None = Field(description="the measured figure in `unit`; None: unavailable")
     unit: str = Field(description="'TFLOP/s', 'GB/s', 'us', ...")
@@ -66,11 +79,14 @@ class Measurement(Record):
     )
     ratio: float | None = Field(default=None, description="value / expected")
     status: CheckStatus
-    detail: str = Field(default="", description="the evidence, one sentence")
     finding: Finding | None = Field(
-        default=None, description="the verdict as a code and its figures (schema 4)"
+        default=None,
+        description="the evidence as a code and its figures: the verdict against the SKU "
+        "(schema 4), or why there is no value (schema 5)",
     )
-    unavailable: str | None = Field(default=None, description="why there is no value")
+    said: str = Field(
+        default="", description="the evidence in the words a report before schema 5 stored"
+    )
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable extras")
 
 
@@ -78,7 +94,7 @@ class ValidateReport(Record):
     """The whole `torchscale validate --json` document."""
 
     kind: Literal["torchscale.validate"] = "torchscale.validate"
-    schema_version: Literal[4] = 4  # bump with SCHEMA_VERSION when the document changes
+    schema_version: Literal[5] = 5  # bump with SCHEMA_VERSION when the document changes
     torchscale_version: str
     created_at: str = Field(description="UTC time, ISO 8601")
     hostname: str
@@ -113,9 +129,46 @@ class ValidateReport(Record):
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Versions 1 to 3 read as 4: what they lack has its default (version 1 had no level
-        or measurements: a basic run; before 4 no check had findings)."""
+        """Versions 1 to 4 read as 5: what they lack has its default (version 1 had no level
+        or measurements: a basic run; before 4 no check had findings); their sentences become
+        stored words, except where a finding says the same (version 4: then the words are made
+        from it)."""
         version = data.get("schema_version") if isinstance(data, dict) else None
         if isinstance(version, int) and 1 <= version < SCHEMA_VERSION:
-            return {**data, "schema_version": SCHEMA_VERSION}
+            checks = [_stored_check(c) for c in data.get("checks", [])]
+            rows = [_stored_row(m) for m in data.get("measurements", [])]
+            return {
+                **data,
+                "schema_version": SCHEMA_VERSION,
+                "checks": checks,
+                "measurements": rows,
+            }
         return data
+
+
+def _stored_check(check: Any) -> Any:
+    """A check of a report before 5: its detail is its findings' words where it has findings
+    (version 4 wrote them so), else stored words; its hint is stored words."""
+    if not isinstance(check, dict):
+        return check
+    check = dict(check)
+    detail, hint = check.pop("detail", ""), check.pop("hint", "")
+    if not check.get("findings"):
+        check["said"] = detail
+    check["said_fix"] = hint
+    return check
+
+
+def _stored_row(row: Any) -> Any:
+    """A measurement of a report before 5: its detail is its finding's words where it has one
+    that says the same, else stored words (as is why it had no value, which its detail said)."""
+    if not isinstance(row, dict):
+        return row
+    row = dict(row)
+    detail, unavailable = row.pop("detail", ""), row.pop("unavailable", None)
+    finding = row.get("finding")
+    if not finding:
+        row["said"] = detail or unavailable or ""
+    elif row.get("status") == "FAIL" and row.get("check", "").startswith("busbw."):
+        row["said"] = detail  # version 4 may have put wrong sums there, not in its finding
+    return row

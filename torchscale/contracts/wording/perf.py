@@ -9,6 +9,8 @@ import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchscale.contracts.wording.figures import readable
+
 
 def _against(f: Mapping[str, Any]) -> str:
     if f.get("kind") == "healthy":
@@ -27,6 +29,22 @@ def _bars(f: Mapping[str, Any]) -> str:
         f"{_judged(f)} (PASS from {f['pass_at'] * 100:.0f} %, "
         f"FAIL below {f['fail_below'] * 100:.0f} %)"
     )
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{readable(value)} {unit}"
+
+
+def _inner(f: Mapping[str, Any]) -> str:
+    """The words of the finding a summary carries (its worst GPU's evidence)."""
+    from torchscale.contracts import wording  # the joined phrases, made after this module
+    from torchscale.contracts.finding import Finding
+
+    return wording.say(Finding.model_validate(f["finding"])) if f.get("finding") else ""
+
+
+def _where(f: Mapping[str, Any]) -> str:
+    return f"{f['units']} {f['gpu']}" if f.get("gpu") is not None else str(f.get("title"))
 
 
 def _watts(values: list[float]) -> str:
@@ -91,4 +109,43 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "perf.not_measured": lambda f: "not measured",
     "perf.lags_peers": lags_peers,
     "perf.node_below_sku": node_below_sku,
+    "perf.fix_power_unknown": lambda f: (
+        "whole node below the SKU: power cap? check nvidia-smi -q -d POWER"
+    ),
+    "perf.fix_capped": lambda f: (
+        "the node's GPUs run under a power limit below their default (nvidia-smi -q -d POWER): "
+        "its matmuls stay below the SKU's; raise the limit (nvidia-smi -pl) where the provider "
+        "allows"
+    ),
+    "perf.fix_uncapped": lambda f: (
+        "whole node below the SKU at its default power limit: check its clocks and slowdown "
+        "reasons (nvidia-smi -q -d CLOCK,PERFORMANCE: application clocks, thermal or power "
+        "brake) and its cooling"
+    ),
+    "perf.fix_lagging": lambda f: (
+        "one GPU below its peers: check its clocks, power and temperature (nvidia-smi -q -d "
+        "PERFORMANCE,POWER,TEMPERATURE), other processes on it and its ECC errors"
+    ),
+    "perf.fix_fail": lambda f: (
+        "see docs/validate.md ('How to read a FAIL') for what to check on this node"
+    ),
+    "perf.fix_warn": lambda f: (
+        "below what this SKU usually reaches: compare with its peers (fleet view)"
+    ),
+    "perf.busbw_not_measured": lambda f: (
+        "; ".join(f["reasons"]) or f.get("error") or f"{f['op']} was not measured ({f['status']})"
+    ),
+    "perf.busbw_too_few_gpus": lambda f: (
+        f"needs 2 or more GPUs: this node has {f['count']} (NCCL links no GPU)"
+    ),
+    "perf.busbw_not_run": lambda f: f"the collective sweep could not run: {f['error']}",
+    "perf.wrong_sums": lambda f: (
+        f"{f['wrong']} wrong element(s) in the checked results ({f['comm_run']})"
+    ),
+    "perf.one_figure": lambda f: f"{_figure(f['value'], f['unit'])}: {_inner(f)}",
+    "perf.spread": lambda f: (
+        f"{f['count']} {f['units']}s, {_figure(f['low'], f['unit'])} to "
+        f"{_figure(f['high'], f['unit'])} (median {_figure(f['median'], f['unit'])}); "
+        f"{_where(f)}: {_inner(f)}"
+    ),
 }

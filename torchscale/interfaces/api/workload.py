@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from torchscale.contracts.errors import TorchScaleError, UsageError
 from torchscale.contracts.signals import Terminated
 from torchscale.contracts.wording.units import of
+from torchscale.contracts.wording.validate import detail, hint
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
@@ -400,7 +401,7 @@ def summary_markdown(report: ValidateReport, plan: WorkloadPlan) -> str:
     ]
     order = {status: i for i, status in enumerate(SEVERITY)}
     for check in sorted(report.checks, key=lambda c: order[c.status]):
-        row = [check.status.value, check.title, check.detail, check.hint]
+        row = [check.status.value, check.title, detail(check), hint(check)]
         lines.append("| " + " | ".join(cell(x) for x in row) + " |")
     if plan.notes:
         lines += ["", "Notes:", *(f"- {note}" for note in plan.notes)]

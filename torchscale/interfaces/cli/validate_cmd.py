@@ -10,116 +10,25 @@ from typing import TYPE_CHECKING, Annotated, Literal, cast
 import typer
 from rich.markup import escape
 
-from torchscale.contracts.wording import words
 from torchscale.interfaces.cli.common import as_stop, handle_errors, stop_exit
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
-from torchscale.interfaces.console.lines import Level, Line
+from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
+from torchscale.interfaces.console.validate import (
+    NOTHING_KEPT,
+    perf_kept,
+    render_measurements,
+    render_report,
+    workload_kept,
+)
 
 if TYPE_CHECKING:
-    from torchscale.orchestration.validate.check_result import CheckResult, ValidateReport
+    from torchscale.orchestration.validate.check_result import ValidateReport
     from torchscale.orchestration.validate.run_checks import Kept
-
-# a check status' rich style
-STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim", "INFO": "cyan"}
-
 
 DeviceChoice = Literal["cuda", "cpu"]
 LevelChoice = Literal["basic", "perf", "burn", "workload"]
 FailOn = Literal["fail", "warn"]
-
-
-def render_measurements(report: ValidateReport) -> None:
-    """Each perf/burn figure per GPU beside its expected value (verbose only: the check table
-    above sums them up per check)."""
-    from rich.table import Table
-
-    table = Table(title="Measured")
-    for name in ("Status", "Check", "Where", "Measured", "Expected", "Ratio"):
-        table.add_column(name, no_wrap=True)
-    for row in report.measurements:
-        unit = "GPU" if report.device == "cuda" else "rank"
-        where = "node" if row.gpu is None else f"{unit} {row.gpu}"
-        value = "-" if row.value is None else f"{row.value:.3g} {row.unit}"
-        expected = "-" if row.expected is None else f"{row.expected:.3g} {row.unit}"
-        ratio = "-" if row.ratio is None else f"{row.ratio * 100:.0f} %"
-        style = STYLE[row.status.value]
-        table.add_row(
-            f"[{style}]{row.status.value}[/]", escape(row.title), where, value, expected, ratio
-        )
-    stdout.print(table)
-
-
-def render_report(report: ValidateReport) -> None:
-    """The verdict first, then the checks that need a look (FAIL, WARN, INFO) as a table, and
-    the passed and skipped ones in a line each; -v shows every
-    check's row, --quiet only the rows that need a look."""
-    from rich.table import Table
-
-    counts = ", ".join(f"{n} {s.value}" for s, n in report.counts.items())
-    level: Level = "head" if report.ok else "fail"
-    verdict = words(report.verdict_basis, report.verdict)
-    print_lines(stdout, [Line(level, f"{verdict}  ({counts})")])
-    everything = Verbosity.level > 0
-    shown = [c for c in report.checks if everything or c.status.value not in ("PASS", "SKIP")]
-    if shown:
-        table = Table(title=f"torchscale validate ({report.device}) on {escape(report.hostname)}")
-        table.add_column("Status", no_wrap=True)
-        table.add_column("Check", no_wrap=True)
-        table.add_column("Detail / how to fix", overflow="fold")
-        for check in shown:
-            status = check.status.value
-            cell = escape(check_words(check, everything))
-            if check.hint:
-                cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
-            table.add_row(f"[{STYLE[status]}]{status}[/]", escape(check.title), cell)
-        stdout.print(table)
-    if not everything and not Verbosity.quiet():
-        print_lines(stdout, _summed_up(report))
-
-
-def check_words(check: CheckResult, verbose: bool) -> str:
-    """A check's detail: its findings in today's words where it has them (an old report reads
-    by them too), its stored detail otherwise; -v adds the serial and UUID of every GPU a
-    finding names, what an RMA asks for."""
-    if not check.findings:
-        return check.detail
-    from torchscale.contracts import wording
-
-    lines = ["; ".join(wording.say(f) for f in check.findings)]
-    return "\n".join(lines + (named_gpus(check) if verbose else []))
-
-
-def named_gpus(check: CheckResult) -> list[str]:
-    """'GPU 3: serial 1650..., UUID GPU-...' for each GPU the check's findings name."""
-    named: dict[int, tuple[str, str]] = {}
-    for finding in check.findings:
-        figures = finding.figures
-        if "uuid" in figures:
-            named[figures["gpu"]] = (figures.get("serial") or "?", figures["uuid"] or "?")
-        gpus = figures.get("gpus", [])
-        for gpu, uuid, serial in zip(
-            gpus, figures.get("uuids", []), figures.get("serials", []), strict=False
-        ):
-            named[gpu] = (serial or "?", uuid or "?")
-    return [
-        f"GPU {gpu}: serial {serial}, UUID {uuid}" for gpu, (serial, uuid) in sorted(named.items())
-    ]
-
-
-def _summed_up(report: ValidateReport) -> list[Line]:
-    """'passed (9): Python, PyTorch, ...' and 'skipped (12): CUDA, GPUs, ...': what needs no
-    look, in a line each (-v gives each its row and reason)."""
-    lines = []
-    for status, word in (("PASS", "passed"), ("SKIP", "skipped")):
-        titles = [c.title for c in report.checks if c.status.value == status]
-        if titles:
-            text = f"{word} ({len(titles)}): " + ", ".join(titles)
-            lines.append(Line("info" if status == "PASS" else "skip", text))
-    lines.append(
-        Line("skip", "-v: every check with its detail or reason; --json: the whole report")
-    )
-    return lines
 
 
 @handle_errors
@@ -249,7 +158,7 @@ def _workload(
     stopped: list[str] = []
 
     def on_stop(folder: Path, finished: list[str]) -> None:
-        stopped.append(workload_kept(finished, folder))
+        stopped.append(workload_kept(finished, folder, SUMMARY))
 
     with _progress("workload: starting...", True, stopped) as (progress, log):
         run = run_workload(
@@ -266,9 +175,6 @@ def _workload(
         render_report(run.report)
         stdout.print(f"folder: {escape(str(run.folder))} ({SUMMARY} first)")
     raise typer.Exit(run.exit_code)
-
-
-NOTHING_KEPT = "nothing had finished: nothing was kept"
 
 
 @contextlib.contextmanager
@@ -305,35 +211,6 @@ def _prefixed(prefix: str, *hearers: Callable[[str], None] | None) -> Callable[[
                 hear(prefix + text)
 
     return tell
-
-
-def _grouped(titles: list[str]) -> str:
-    """'matmul fp32, bf16, memory copy': a kind's name once, before its first phase."""
-    out: list[str] = []
-    last = ""
-    for title in titles:
-        kind, _, what = title.partition(" ")
-        out.append(what if kind == last and what else title)
-        last = kind
-    return ", ".join(out)
-
-
-def perf_kept(phases: list[str], folder: Path | None, report: Path | None) -> str:
-    """What a stopped perf or burn level kept, for the stop line."""
-    if not phases:
-        return NOTHING_KEPT
-    where = f" in {folder / 'phases'}" if folder is not None else ""
-    text = f"kept: {_grouped(phases)}{where}"
-    return text + (f"; their report: {report}" if report is not None else "")
-
-
-def workload_kept(finished: list[str], folder: Path) -> str:
-    """What a stopped workload level kept, for the stop line."""
-    from torchscale.interfaces.api.workload import SUMMARY
-
-    if not finished:
-        return f"nothing had finished; {folder / SUMMARY} says where it stopped"
-    return f"kept: {', '.join(finished)} in {folder} ({SUMMARY} says where it stopped)"
 
 
 def _save(report: ValidateReport, experiment_dir: Path) -> Path:

@@ -17,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, RankBurn
 from torchscale.contracts.versioned import read_model
+from torchscale.contracts.wording.validate import all_of
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device
@@ -27,6 +29,7 @@ from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
     Measurement,
+    check,
     wrote_nothing,
 )
 
@@ -75,18 +78,17 @@ def _thirds(values: Sequence[float | None]) -> tuple[float | None, float | None]
     return _median(values[:third]), _median(values[-third:])
 
 
-def fingerprint_faults(ranks: Sequence[RankBurn]) -> dict[int, str]:
+def fingerprint_faults(ranks: Sequence[RankBurn]) -> dict[int, Finding]:
     """rank -> why its seeded result is wrong (ranks not named agree). A rank whose result
     changed from its own first one is named first; a disagreement with no majority blames
     every rank only when no such change explains it (two GPUs that differ from the start)."""
-    faults: dict[int, str] = {}
+    faults: dict[int, Finding] = {}
     for one in ranks:
         first = one.fingerprints[0].sha256 if one.fingerprints else None
         changed = [f for f in one.fingerprints if f.sha256 != first]
         if changed:
-            faults[one.rank] = (
-                f"its seeded result changed from its own first one at interval "
-                f"{changed[0].interval}: silent data corruption"
+            faults[one.rank] = Finding(
+                code="burn.result_changed", figures={"interval": changed[0].interval}
             )
     for point in sorted({f.interval for r in ranks for f in r.fingerprints}):
         hashes = {r.rank: f.sha256 for r in ranks for f in r.fingerprints if f.interval == point}
@@ -94,80 +96,72 @@ def fingerprint_faults(ranks: Sequence[RankBurn]) -> dict[int, str]:
             continue
         top, votes = Counter(hashes.values()).most_common(1)[0]
         if votes * 2 > len(hashes):  # a strict majority names the odd ones out
+            differs = Finding(
+                code="burn.result_differs", figures={"votes": votes, "interval": point}
+            )
             for rank, digest in hashes.items():
                 if digest != top:
-                    faults.setdefault(
-                        rank,
-                        f"its seeded result differs from its {votes} peers' at interval "
-                        f"{point}: silent data corruption",
-                    )
+                    faults.setdefault(rank, differs)
         elif not any(rank in faults for rank in hashes):
             # no majority, and no rank changed from its own first result to explain it
+            figures = {"ranks": len(hashes), "interval": point}
             for rank in hashes:
-                faults.setdefault(
-                    rank,
-                    f"the {len(hashes)} ranks' seeded results disagree at interval {point} "
-                    "with no majority: one of them is wrong, which cannot be told",
-                )
+                faults.setdefault(rank, Finding(code="burn.no_majority", figures=figures))
     return faults
 
 
-def counter_faults(rank: RankBurn) -> tuple[CheckStatus, str] | None:
+def counter_faults(rank: RankBurn) -> tuple[CheckStatus, Finding] | None:
     start, end = rank.counters_start, rank.counters_end
     rose = {k: end[k] - start.get(k, 0) for k in end if end[k] > start.get(k, 0)}
     for key in ("ecc_uncorrected", "remapped_uncorrected", "remap_failure"):
         if key in rose:
-            return CheckStatus.FAIL, f"NVML {key} rose by {rose[key]} during the burn"
+            figures = {"counter": key, "by": rose[key]}
+            return CheckStatus.FAIL, Finding(code="burn.counter_rose", figures=figures)
     if end.get("remap_pending"):
-        return CheckStatus.WARN, "a row remap is pending: the GPU needs a reset to apply it"
+        return CheckStatus.WARN, Finding(code="burn.remap_pending")
     return None
 
 
-def _explain(rank: RankBurn) -> str:
-    """What the telemetry says about a slowdown, as evidence."""
-    parts = []
+def _fell(rank: RankBurn, drop: float, after_s: float) -> Finding:
+    """TFLOP/s fell, with what the telemetry says about it as figures."""
+    figures: dict[str, object] = {"drop": drop, "after_s": after_s}
     first, last = _thirds([i.sm_clock_mhz for i in rank.intervals])
     if first and last and last < first:
-        fell = (1 - last / first) * 100
-        parts.append(f"SM clock fell {fell:.0f} % ({first:.0f} to {last:.0f} MHz)")
+        figures |= {"clock_from_mhz": first, "clock_to_mhz": last}
     temperatures = [i.temperature_c for i in rank.intervals if i.temperature_c is not None]
     if temperatures:
-        parts.append(f"up to {max(temperatures):.0f} C")
+        figures["max_temperature_c"] = max(temperatures)
     reasons = sorted({r for i in rank.intervals for r in i.slowdown})
     if reasons:
-        parts.append("slowdown: " + ", ".join(reasons))
-    return "; ".join(parts)
+        figures["slowdown"] = reasons
+    return Finding(code="burn.fell", figures=figures)
 
 
 def judge_rank(
-    rank: RankBurn, peers: Sequence[RankBurn], device: Device, faults: Mapping[int, str]
-) -> tuple[CheckStatus, str]:
-    """One rank's verdict and its evidence sentence."""
+    rank: RankBurn, peers: Sequence[RankBurn], device: Device, faults: Mapping[int, Finding]
+) -> tuple[CheckStatus, list[Finding]]:
+    """One rank's verdict and its evidence."""
     if rank.rank in faults:
-        return CheckStatus.FAIL, faults[rank.rank]
+        return CheckStatus.FAIL, [faults[rank.rank]]
     counted = counter_faults(rank)
     if counted is not None and counted[0] is CheckStatus.FAIL:
-        return counted
+        return counted[0], [counted[1]]
     series = [i.tflops for i in rank.intervals]
     mine = _median(series)
     if mine is None:
-        return CheckStatus.FAIL, "no interval completed: the device did no measurable work"
+        return CheckStatus.FAIL, [Finding(code="burn.no_interval")]
     if device != "cuda":
-        return CheckStatus.INFO, (
-            f"{mine * 1e3:.3g} GFLOP/s median over {len(series)} intervals; seeded results "
-            "agree (CPU ranks share cores with the machine: throughput is not judged)"
-        )
-    verdicts: list[tuple[CheckStatus, str]] = []
+        figures = {"tflops": mine, "intervals": len(series)}
+        return CheckStatus.INFO, [Finding(code="burn.cpu_not_judged", figures=figures)]
+    verdicts: list[tuple[CheckStatus, Finding]] = []
     if counted is not None:
         verdicts.append(counted)
     first, last = _thirds(series)
     if first and last and last < first * (1 - DROP_WARN):
         drop = 1 - last / first
         status = CheckStatus.FAIL if drop > DROP_FAIL else CheckStatus.WARN
-        t = rank.intervals[-max(1, len(series) // 3)].t_s
-        why = _explain(rank)
-        text = f"TFLOP/s fell {drop * 100:.0f} % after {t:.0f} s" + (f" ({why})" if why else "")
-        verdicts.append((status, text))
+        after_s = rank.intervals[-max(1, len(series) // 3)].t_s
+        verdicts.append((status, _fell(rank, drop, after_s)))
     medians = [_median([i.tflops for i in p.intervals]) for p in peers if p.rank != rank.rank]
     others = [m for m in medians if m]
     if others:
@@ -175,13 +169,20 @@ def judge_rank(
         gap = 1 - mine / reference
         if gap > PEER_WARN:
             status = CheckStatus.FAIL if gap > PEER_FAIL and len(others) >= 2 else CheckStatus.WARN
-            text = f"{gap * 100:.0f} % below its peers' median {reference:.0f} TFLOP/s"
-            verdicts.append((status, text))
+            figures = {"gap": gap, "peer_median": reference}
+            verdicts.append((status, Finding(code="burn.below_peers", figures=figures)))
     if not verdicts:
-        steady = f"{mine:.0f} TFLOP/s steady over {len(series)} intervals"
-        return CheckStatus.PASS, steady + "; seeded results agree"
-    worst = min(verdicts, key=lambda v: SEVERITY.index(v[0]))
-    return worst[0], "; ".join(text for _, text in verdicts)
+        figures = {"tflops": mine, "intervals": len(series)}
+        return CheckStatus.PASS, [Finding(code="burn.steady", figures=figures)]
+    worst = min((status for status, _ in verdicts), key=SEVERITY.index)
+    return worst, [finding for _, finding in verdicts]
+
+
+def _one(evidence: list[Finding]) -> Finding:
+    """A rank's evidence as one finding (a measurement has one)."""
+    if len(evidence) == 1:
+        return evidence[0]
+    return Finding(code="validate.all", figures=all_of(evidence))
 
 
 def judge_burn(run: BurnRun, device: Device) -> BurnOutcome:
@@ -191,34 +192,30 @@ def judge_burn(run: BurnRun, device: Device) -> BurnOutcome:
     unit = "GPU" if device == "cuda" else "rank"
     for rank in sorted(run.ranks, key=lambda r: r.rank):
         status, evidence = judge_rank(rank, run.ranks, device, faults)
-        where = f"{unit} {rank.rank}"
         tflops = _median([i.tflops for i in rank.intervals])
         outcome.measurements.append(
             Measurement(check="burn.tflops", title="burn-in GEMM", gpu=rank.rank, value=tflops,
-                        unit="TFLOP/s", status=status, detail=evidence,
+                        unit="TFLOP/s", status=status, finding=_one(evidence),
                         data={"series": [i.tflops for i in rank.intervals]})
         )  # fmt: skip
         copy = _median([i.copy_gbps for i in rank.intervals])
         outcome.measurements.append(
             Measurement(check="burn.copy", title="burn-in copy", gpu=rank.rank, value=copy,
-                        unit="GB/s", status=CheckStatus.INFO, detail="median over the intervals")
+                        unit="GB/s", status=CheckStatus.INFO,
+                        finding=Finding(code="burn.copy_median"))
         )  # fmt: skip
         fault = faults.get(rank.rank)
+        agree = Finding(code="burn.results_agree", figures={"fingerprints": len(rank.fingerprints)})
         outcome.measurements.append(
             Measurement(check="burn.fingerprint", title="burn-in fingerprint", gpu=rank.rank,
                         value=None, unit="", status=CheckStatus.FAIL if fault else CheckStatus.PASS,
-                        detail=fault or f"{len(rank.fingerprints)} seeded results agree",
+                        finding=fault or agree,
                         data={"sha256": [f.sha256 for f in rank.fingerprints]})
         )  # fmt: skip
+        judged = status in (CheckStatus.PASS, CheckStatus.INFO)
         outcome.checks.append(
-            CheckResult(
-                id=f"burn_{unit.lower()}{rank.rank}",
-                title=f"Burn-in {where}",
-                status=status,
-                detail=f"{where}: {evidence}",
-                hint="" if status in (CheckStatus.PASS, CheckStatus.INFO) else
-                "see docs/validate.md ('Burn-in') for what the evidence means",
-            )
+            check(f"burn_{unit.lower()}{rank.rank}", f"Burn-in {unit} {rank.rank}", status,
+                  evidence, [] if judged else [Finding(code="burn.see_docs")])
         )  # fmt: skip
     return outcome
 

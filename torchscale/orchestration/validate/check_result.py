@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import CheckResult as CheckResult
 from torchscale.contracts.schema.validate_report import CheckStatus as CheckStatus
@@ -37,26 +36,49 @@ def status_counts(checks: Sequence[CheckResult]) -> dict[CheckStatus, int]:
     return {status: sum(c.status is status for c in checks) for status in CheckStatus}
 
 
-def passed(id: str, title: str, detail: str, **data: Any) -> CheckResult:
-    return CheckResult(id=id, title=title, status=CheckStatus.PASS, detail=detail, data=data)
+Said = str | Finding | Sequence[Finding]
 
 
-def warned(id: str, title: str, detail: str, hint: str, **data: Any) -> CheckResult:
+def _stated(said: Said) -> tuple[list[Finding], str]:
+    """(findings, stored words): a finding or findings are stored as codes and figures; a
+    sentence (a check not yet stated as findings) as the words it is."""
+    if isinstance(said, str):
+        return [], said
+    return ([said] if isinstance(said, Finding) else list(said)), ""
+
+
+def check(
+    id: str, title: str, status: CheckStatus, detail: Said, hint: Said = "", **data: Any
+) -> CheckResult:
+    """A check's verdict: what was found and how to fix it, as findings where they are."""
+    findings, said = _stated(detail)
+    fix, said_fix = _stated(hint)
     return CheckResult(
-        id=id, title=title, status=CheckStatus.WARN, detail=detail, hint=hint, data=data
+        id=id,
+        title=title,
+        status=status,
+        findings=findings,
+        said=said,
+        fix=fix,
+        said_fix=said_fix,
+        data=data,
     )
 
 
-def failed(id: str, title: str, detail: str, hint: str, **data: Any) -> CheckResult:
-    return CheckResult(
-        id=id, title=title, status=CheckStatus.FAIL, detail=detail, hint=hint, data=data
-    )
+def passed(id: str, title: str, detail: Said, **data: Any) -> CheckResult:
+    return check(id, title, CheckStatus.PASS, detail, **data)
 
 
-def skipped(id: str, title: str, detail: str, hint: str = "", **data: Any) -> CheckResult:
-    return CheckResult(
-        id=id, title=title, status=CheckStatus.SKIP, detail=detail, hint=hint, data=data
-    )
+def warned(id: str, title: str, detail: Said, hint: Said, **data: Any) -> CheckResult:
+    return check(id, title, CheckStatus.WARN, detail, hint, **data)
+
+
+def failed(id: str, title: str, detail: Said, hint: Said, **data: Any) -> CheckResult:
+    return check(id, title, CheckStatus.FAIL, detail, hint, **data)
+
+
+def skipped(id: str, title: str, detail: Said, hint: Said = "", **data: Any) -> CheckResult:
+    return check(id, title, CheckStatus.SKIP, detail, hint, **data)
 
 
 def found(
@@ -64,21 +86,16 @@ def found(
     title: str,
     status: CheckStatus,
     findings: Sequence[Finding],
-    hint: str = "",
+    hint: Said = "",
     **data: Any,
 ) -> CheckResult:
-    """A check whose verdict is its findings; `detail` is their words today, for the readers
-    that show a check as text (the console renders the findings themselves)."""
-    detail = "; ".join(wording.say(f) for f in findings)
-    return CheckResult(
-        id=id,
-        title=title,
-        status=status,
-        detail=detail,
-        hint=hint,
-        data=data,
-        findings=list(findings),
-    )
+    """A check whose verdict is its findings (worded when shown)."""
+    return check(id, title, status, findings, hint, **data)
+
+
+def not_measured(why: Finding | None) -> Finding:
+    """Why a figure has none: the rank's reason, else that it was not measured."""
+    return why if why is not None else Finding(code="perf.not_measured")
 
 
 def wrote_nothing(
@@ -86,5 +103,6 @@ def wrote_nothing(
 ) -> CheckResult:
     """The FAIL of a launch whose ranks wrote no result: why, and where their logs are."""
     why = failure.exception if failure is not None and failure.exception else "no result"
-    detail = f"the {ranks} ranks wrote nothing: {why}"
-    return failed(id, title, detail, f"each rank's log is under {workdir / 'ranks'}")
+    nothing = Finding(code="validate.wrote_nothing", figures={"ranks": ranks, "why": why})
+    logs = Finding(code="validate.fix_rank_logs", figures={"where": str(workdir / "ranks")})
+    return failed(id, title, nothing, logs)

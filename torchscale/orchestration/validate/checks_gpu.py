@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, gpu_identity, nvml_indices
 from torchscale.orchestration.validate.check_context import ValidateContext
@@ -25,13 +26,12 @@ from torchscale.orchestration.validate.check_result import (
 )
 from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch_build
 
-CPU_SKIP = "--device cpu: GPU checks are not run"
-NO_GPU = "no GPU visible"
-GIB = 2**30
+CPU_SKIP = Finding(code="gpus.cpu_path")
+NO_GPU = Finding(code="gpus.none_visible")
 
 
-def _no_nvml(state: NvmlState) -> str:
-    return f"NVML unavailable: {state.error}"
+def _no_nvml(state: NvmlState) -> Finding:
+    return Finding(code="driver.no_nvml", figures={"error": str(state.error)})
 
 
 def check_cuda(ctx: ValidateContext) -> CheckResult:
@@ -39,26 +39,22 @@ def check_cuda(ctx: ValidateContext) -> CheckResult:
         return skipped("cuda", "CUDA", CPU_SKIP)
     torch = ctx.torch.module
     if torch is None:
-        return failed("cuda", "CUDA", NEEDS_TORCH, "install PyTorch with CUDA support")
+        return failed("cuda", "CUDA", NEEDS_TORCH, Finding(code="cuda.fix_install_torch"))
     build = torch_build(torch)
     if build == "CPU-only":
-        hint = "install a CUDA build of PyTorch; on a machine without GPUs use --device cpu"
-        return failed("cuda", "CUDA", f"torch {torch.__version__} is a CPU-only build", hint)
+        cpu_only = Finding(code="cuda.cpu_only_build", figures={"torch": str(torch.__version__)})
+        return failed("cuda", "CUDA", cpu_only, Finding(code="cuda.fix_cpu_only_build"))
     try:
         available = bool(torch.cuda.is_available())
         count = int(torch.cuda.device_count()) if available else 0
     except Exception as exc:
-        hint = "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"
-        return failed("cuda", "CUDA", f"torch.cuda raised {type(exc).__name__}: {exc}", hint)
+        raised = Finding(code="cuda.raised", figures={"error": f"{type(exc).__name__}: {exc}"})
+        return failed("cuda", "CUDA", raised, Finding(code="cuda.fix_raised"))
     if not available or count == 0:
-        hint = (
-            "check that the NVIDIA driver is loaded (nvidia-smi), that CUDA_VISIBLE_DEVICES "
-            "does not hide the GPUs, and that the container was started with GPU access"
-        )
-        detail = f"{build} build, but no CUDA device is usable"
-        return failed("cuda", "CUDA", detail, hint, device_count=0)
-    detail = f"{count} device(s) usable by torch ({build})"
-    return passed("cuda", "CUDA", detail, device_count=count, cuda_runtime=torch.version.cuda)
+        none = Finding(code="cuda.no_device", figures={"build": build})
+        return failed("cuda", "CUDA", none, Finding(code="cuda.fix_no_device"), device_count=0)
+    usable = Finding(code="cuda.devices", figures={"count": count, "build": build})
+    return passed("cuda", "CUDA", usable, device_count=count, cuda_runtime=torch.version.cuda)
 
 
 def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
@@ -90,12 +86,6 @@ def _torch_gpu_facts(torch: Any, index: int) -> dict[str, Any]:
     }
 
 
-def _describe(gpu: dict[str, Any]) -> str:
-    memory = gpu.get("memory_total_bytes")
-    size = f"{memory / GIB:.0f} GiB" if memory else "? GiB"
-    return f"{gpu['index']}: {gpu['name']} {size} sm_{gpu.get('compute_capability', '?')}"
-
-
 def check_gpus(ctx: ValidateContext) -> CheckResult:
     """Per-GPU name, memory and compute capability (NVML, torch as fallback)."""
     if ctx.device == "cpu":
@@ -111,25 +101,19 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
         gpus = [_torch_gpu_facts(torch, i) for i in range(ctx.torch.cuda_gpu_count)]
         source = "torch (NVML unavailable)"
     if not gpus:
-        why = _no_nvml(state) if not state.ok else "NVML lists no GPU"
-        hint = "install the NVIDIA driver and check `nvidia-smi` lists the GPUs"
-        return failed("gpus", "GPUs", f"no GPU found ({why})", hint)
+        why = f"NVML unavailable: {state.error}" if not state.ok else "NVML lists no GPU"
+        none = Finding(code="gpus.none_found", figures={"why": why})
+        return failed("gpus", "GPUs", none, Finding(code="gpus.fix_none_found"))
     unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
     if unreadable:
-        which = "; ".join(
-            f"{g.index} ({g.name.removeprefix('<unreadable: ').rstrip('>')})" for g in unreadable
-        )
-        hint = (
-            "the GPU may have fallen off the bus: check `nvidia-smi` and dmesg (Xid errors), "
-            "reset or reboot"
-        )
-        return failed("gpus", "GPUs", f"NVML cannot read GPU {which}", hint, gpus=gpus)
+        which = [[g.index, g.name.removeprefix("<unreadable: ").rstrip(">")] for g in unreadable]
+        lost = Finding(code="gpus.unreadable", figures={"gpus": which})
+        return failed("gpus", "GPUs", lost, Finding(code="gpus.fix_unreadable"), gpus=gpus)
     names = {g["name"] for g in gpus}
-    detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
+    listed = Finding(code="gpus.listed", figures={"gpus": gpus, "source": source})
     if len(names) > 1:
-        mixed = "mixed GPU models: the slowest one sets the pace of every DDP step"
-        return warned("gpus", "GPUs", detail, mixed, gpus=gpus)
-    return passed("gpus", "GPUs", detail, gpus=gpus)
+        return warned("gpus", "GPUs", listed, Finding(code="gpus.fix_mixed"), gpus=gpus)
+    return passed("gpus", "GPUs", listed, gpus=gpus)
 
 
 def check_driver(ctx: ValidateContext) -> CheckResult:
@@ -137,13 +121,15 @@ def check_driver(ctx: ValidateContext) -> CheckResult:
         return skipped("driver", "NVIDIA driver", CPU_SKIP)
     state = ctx.nvml
     if not state.ok:
-        hint = "install/load the NVIDIA driver; `nvidia-smi` must work on the node"
-        return failed("driver", "NVIDIA driver", _no_nvml(state), hint)
+        fix = Finding(code="driver.fix_no_nvml")
+        return failed("driver", "NVIDIA driver", _no_nvml(state), fix)
     cuda = state.cuda_driver_version
     version = f"{cuda[0]}.{cuda[1]}" if cuda else None
-    detail = f"driver {state.driver_version}" + (f", supports CUDA up to {version}" if cuda else "")
     data = {"driver_version": state.driver_version, "cuda_driver_version": version}
-    return passed("driver", "NVIDIA driver", detail, **data)
+    figures = {"driver_version": state.driver_version, "cuda": version}
+    return passed(
+        "driver", "NVIDIA driver", Finding(code="driver.version", figures=figures), **data
+    )
 
 
 def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str:
@@ -162,25 +148,24 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     torch = ctx.torch.module
     runtime_text = getattr(getattr(torch, "version", None), "cuda", None) if torch else None
     if not runtime_text:
-        return skipped("cuda_compat", title, "torch has no CUDA runtime (not a CUDA build)")
+        return skipped("cuda_compat", title, Finding(code="cuda.no_runtime"))
     driver = ctx.nvml.cuda_driver_version
     if driver is None:
-        return skipped("cuda_compat", title, f"driver's CUDA version unknown ({ctx.nvml.error})")
+        unknown = Finding(code="cuda.driver_cuda_unknown", figures={"error": str(ctx.nvml.error)})
+        return skipped("cuda_compat", title, unknown)
     major, minor = (int(x) for x in runtime_text.split(".")[:2])
     verdict = cuda_compatibility((major, minor), driver)
-    detail = f"torch built with CUDA {runtime_text}; driver supports up to {driver[0]}.{driver[1]}"
     data = {"runtime": runtime_text, "driver": f"{driver[0]}.{driver[1]}", "verdict": verdict}
+    compat = Finding(code="cuda.compat", figures=data)
     if verdict == "too_old":
-        hint = (
-            f"upgrade the driver to one supporting CUDA {runtime_text}, or install a "
-            f"PyTorch build for CUDA {driver[0]}.x"
+        fix = Finding(
+            code="cuda.fix_driver_too_old",
+            figures={"runtime": runtime_text, "driver_major": driver[0]},
         )
-        return failed("cuda_compat", title, detail, hint, **data)
+        return failed("cuda_compat", title, compat, fix, **data)
     if verdict == "minor":
-        hint = "works for most kernels; upgrade the driver for PTX JIT and newest features"
-        mode = detail + " (minor-version compatibility mode)"
-        return warned("cuda_compat", title, mode, hint, **data)
-    return passed("cuda_compat", title, detail, **data)
+        return warned("cuda_compat", title, compat, Finding(code="cuda.fix_minor_compat"), **data)
+    return passed("cuda_compat", title, compat, **data)
 
 
 def identities(state: NvmlState) -> dict[int, dict[str, Any]]:
@@ -224,7 +209,7 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
         return skip
     per_gpu: dict[int, dict[str, Any]] = {}
     ids = identities(ctx.nvml)
-    bad: list[str] = []
+    bad: list[tuple[int, str, int]] = []
     unsupported = 0
     for gpu in ctx.nvml.gpus:
         facts: dict[str, Any] = {}
@@ -240,12 +225,12 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
         else:
             facts["uncorrected_volatile"] = int(volatile or 0)
             if volatile:
-                bad.append(f"GPU{gpu.index}: {volatile} uncorrected ECC error(s) since boot")
+                bad.append((gpu.index, "uncorrected", int(volatile)))
         pending, err = call(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, gpu.handle)
         if err is None:
             facts["retired_pages_pending"] = bool(pending)
             if pending:
-                bad.append(f"GPU{gpu.index}: page retirement pending (reboot needed)")
+                bad.append((gpu.index, "retirement_pending", 1))
         remap, err = call(pynvml.nvmlDeviceGetRemappedRows, gpu.handle)
         if err is None and remap is not None:
             corrected, uncorrected, is_pending, failure = remap
@@ -256,21 +241,17 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
                 "failure": bool(failure),
             }
             if failure:
-                bad.append(f"GPU{gpu.index}: row remapping failed (replace the GPU)")
+                bad.append((gpu.index, "remap_failed", 1))
             elif is_pending:
-                bad.append(f"GPU{gpu.index}: row remapping pending (reset the GPU)")
+                bad.append((gpu.index, "remap_pending", 1))
         per_gpu[gpu.index] = facts
     if bad:
-        hint = (
-            "drain the node: reset/reboot for pending retirement or remapping, "
-            "RMA the GPU on remapping failure or recurring uncorrected errors"
-        )
-        return failed("ecc", title, "; ".join(bad), hint, gpus=per_gpu, ids=ids)
+        problems = Finding(code="ecc.problems", figures={"bad": [list(b) for b in bad]})
+        return failed("ecc", title, problems, Finding(code="ecc.fix"), gpus=per_gpu, ids=ids)
     if unsupported == len(ctx.nvml.gpus):
-        why = "ECC not supported or disabled on these GPUs"
+        why = Finding(code="ecc.not_supported")
         return skipped("ecc", title, why, gpus=per_gpu, ids=ids)
-    clean = "no uncorrected ECC errors, no pending retirement/remapping"
-    return passed("ecc", title, clean, gpus=per_gpu, ids=ids)
+    return passed("ecc", title, Finding(code="ecc.clean"), gpus=per_gpu, ids=ids)
 
 
 def check_persistence(ctx: ValidateContext) -> CheckResult:
@@ -285,15 +266,13 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
         modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
     off = [i for i, on in modes.items() if on is False]
     if off:
-        hint = (
-            "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
-            "does not re-initialise the GPUs at every process start"
-        )
-        detail = "disabled on GPU " + ", ".join(map(str, off))
-        return warned("persistence", title, detail, hint, gpus=modes, ids=ids)
+        disabled = Finding(code="persistence.off", figures={"gpus": off})
+        fix = Finding(code="persistence.fix")
+        return warned("persistence", title, disabled, fix, gpus=modes, ids=ids)
     if all(on is None for on in modes.values()):
-        return skipped("persistence", title, "not queryable on these GPUs", gpus=modes, ids=ids)
-    return passed("persistence", title, "enabled on every GPU", gpus=modes, ids=ids)
+        unknown = Finding(code="persistence.not_queryable")
+        return skipped("persistence", title, unknown, gpus=modes, ids=ids)
+    return passed("persistence", title, Finding(code="persistence.on"), gpus=modes, ids=ids)
 
 
 def check_throttle(ctx: ValidateContext) -> CheckResult:
@@ -314,29 +293,15 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
             reasons[gpu.index] = decode_clock_reasons(mask)
     slowing = {i: [r for r in rs if r in HARDWARE_SLOWDOWNS] for i, rs in reasons.items()}
     slowing = {i: rs for i, rs in slowing.items() if rs}
-    by_error: dict[str, list[str]] = {}
-    for i, e in unreadable.items():
-        by_error.setdefault(e, []).append(f"GPU{i}")
-    unknown = "; ".join(f"{', '.join(gpus)}: {e}" for e, gpus in by_error.items())
     data: dict[str, Any] = {"gpus": reasons, "errors": unreadable, "read": "once, idle"}
     data["ids"] = identities(ctx.nvml)
+    errors = {str(i): e for i, e in unreadable.items()}
     if slowing:
-        text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
-        text += f"; unreadable: {unknown}" if unknown else ""
-        hint = (
-            "check cooling and the hardware (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`); a "
-            "throttling GPU becomes the straggler every rank waits for"
-        )
-        detail = f"hardware or thermal slowdown set on an idle GPU: {text}"
-        return warned("throttle", title, detail, hint, **data)
+        figures = {"slowing": {str(i): rs for i, rs in slowing.items()}, "errors": errors}
+        slowdown = Finding(code="throttle.idle_slowdown", figures=figures)
+        return warned("throttle", title, slowdown, Finding(code="throttle.fix_slowdown"), **data)
     if unreadable:  # not a PASS: a GPU we could not read may be the one throttling
-        hint = (
-            "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "
-            "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too"
-        )
-        return skipped("throttle", title, f"clock reasons unreadable: {unknown}", hint, **data)
-    idle = (
-        "read once with the GPUs idle: no hardware or thermal slowdown set (throttling under "
-        "load is judged from each cell's telemetry)"
-    )
-    return passed("throttle", title, idle, **data)
+        unknown = Finding(code="throttle.unreadable", figures={"errors": errors})
+        fix = Finding(code="throttle.fix_unreadable")
+        return skipped("throttle", title, unknown, fix, **data)
+    return passed("throttle", title, Finding(code="throttle.idle_clean"), **data)

@@ -45,11 +45,7 @@ SETTINGS: dict[str, tuple[Callable[[Any, Any], Any], CheckStatus]] = {
         CheckStatus.WARN,
     ),
 }
-HINT = (
-    "set the odd GPU like the others (nvidia-smi -pl for the power limit, -ac / -rac for "
-    "application clocks, -mig 0 for MIG, -e for ECC, each followed by a GPU reset); a VBIOS "
-    "that differs is the vendor's to update"
-)
+HINT = Finding(code="gpus.fix_settings")
 
 
 def read_settings(pynvml: Any, gpu: NvmlGpu) -> dict[str, tuple[Any, str | None]]:
@@ -119,6 +115,6 @@ def check_gpu_settings(ctx: ValidateContext) -> CheckResult:
         one = Finding(code="gpus.one_to_compare", figures={"gpus": len(gpus)})
         return found("gpu_settings", title, CheckStatus.SKIP, [one, driver])
     status, findings = settings_findings(gpus, readings)
-    hint = HINT if status in (CheckStatus.WARN, CheckStatus.FAIL) else ""
+    hint = [HINT] if status in (CheckStatus.WARN, CheckStatus.FAIL) else []
     ids = {g.index: gpu_identity(g) for g in gpus}
     return found("gpu_settings", title, status, [*findings, driver], hint, ids=ids)

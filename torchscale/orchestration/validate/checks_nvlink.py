@@ -39,19 +39,9 @@ ERROR_COUNTERS = {
     "crc_flit": "NVML_NVLINK_ERROR_DL_CRC_FLIT",
     "crc_data": "NVML_NVLINK_ERROR_DL_CRC_DATA",
 }
-LINKS_HINT = (
-    "a GPU with links down runs every collective at a fraction of NVLink's rate: check "
-    "`nvidia-smi nvlink -s -i N`, reseat or RMA the GPU (or its baseboard) with its serial"
-)
-ERRORS_HINT = (
-    "the counters count since the driver loaded: read them again after a load (`nvidia-smi "
-    "nvlink -e`); a link whose errors grow under load is a reseat or RMA"
-)
-FABRIC_HINT = (
-    "start the fabric manager (`systemctl start nvidia-fabricmanager`; its version must be the "
-    "driver's) and wait until every GPU is registered; a failed registration is in "
-    "/var/log/fabricmanager.log"
-)
+LINKS_HINT = Finding(code="nvlink.fix_links")
+ERRORS_HINT = Finding(code="nvlink.fix_errors")
+FABRIC_HINT = Finding(code="fabric.fix")
 # NVML_GPU_FABRIC_STATE_*: the GPU's registration with the fabric manager
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 FABRIC_COMPLETED = 3
@@ -219,11 +209,11 @@ def check_nvlink(ctx: ValidateContext) -> CheckResult:
         for r in readings
     }
     found_codes = {f.code for f in findings}
-    hint = ""
+    hint: list[Finding] = []
     if found_codes & {"nvlink.links_down", "nvlink.old_generation", "nvlink.speed_differs"}:
-        hint = LINKS_HINT
+        hint = [LINKS_HINT]
     elif "nvlink.errors" in found_codes:
-        hint = ERRORS_HINT
+        hint = [ERRORS_HINT]
     return found("nvlink", title, status, findings, hint, links=data)
 
 
@@ -263,18 +253,12 @@ def check_fabric(ctx: ValidateContext) -> CheckResult:
         findings.append(Finding(code="fabric.not_on_fabric", figures={"gpus": off_fabric}))
     findings.append(XID)
     verdict = worst(statuses) if statuses else CheckStatus.SKIP
-    hint = FABRIC_HINT if verdict is CheckStatus.FAIL else ""
+    hint = [FABRIC_HINT] if verdict is CheckStatus.FAIL else []
     return found("fabric", title, verdict, findings, hint)
 
 
-P2P_HINT = (
-    "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`, IOMMU/ACS "
-    "settings, or NCCL_P2P_DISABLE"
-)
-PCIE_HINT = (
-    "on an SXM board peer traffic belongs on NVLink: check `nvidia-smi topo -m` (NV# between "
-    "the GPUs), `nvidia-smi nvlink -s` and the fabric manager; PCIe carries a fraction of it"
-)
+P2P_HINT = Finding(code="p2p.fix_no_peer")
+PCIE_HINT = Finding(code="p2p.fix_pcie")
 
 
 def check_p2p(ctx: ValidateContext) -> CheckResult:
@@ -287,7 +271,7 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
     torch = ctx.torch.module
     count = ctx.torch.cuda_gpu_count
     if torch is None or count < 2:
-        return skipped("p2p", title, f"needs >= 2 GPUs usable by torch (found {count})")
+        return skipped("p2p", title, Finding(code="p2p.too_few_gpus", figures={"count": count}))
     peer = torch.cuda.can_device_access_peer
     pairs = {f"{a}->{b}": bool(peer(a, b)) for a in range(count) for b in range(count) if a != b}
     nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, _torch_uuids(torch, count))

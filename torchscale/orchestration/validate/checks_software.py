@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.host import probe_nccl_version
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
@@ -25,9 +26,8 @@ from torchscale.orchestration.validate.compile_toolchain import cells_env, toolc
 from torchscale.orchestration.validate.requirements import MIN_PYTHON, MIN_TORCH, version_text
 
 NSYS_TIMEOUT_S = 20.0
-INSTALL_TORCH = f"install PyTorch >= {version_text(MIN_TORCH)}"
 
-NEEDS_TORCH = "needs torch, which could not be imported"
+NEEDS_TORCH = Finding(code="software.needs_torch")
 CACHE_FOLDER_FIX = (
     "keep the results on a filesystem with file locks that allows executables, or set "
     "TORCHINDUCTOR_CACHE_DIR to a folder that does (each node and run then compiles anew)"
@@ -40,11 +40,12 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 def check_python(ctx: ValidateContext) -> CheckResult:
     version = ".".join(str(x) for x in sys.version_info[:3])
-    detail = f"Python {version} ({sys.implementation.name}) at {sys.executable}"
+    figures = {"version": version, "implementation": sys.implementation.name}
+    found = Finding(code="software.python", figures=figures | {"path": sys.executable})
     if sys.version_info[:2] < MIN_PYTHON:
-        need = version_text(MIN_PYTHON)
-        return failed("python", "Python", detail, f"use Python >= {need}", version=version)
-    return passed("python", "Python", detail, version=version, executable=sys.executable)
+        fix = Finding(code="software.fix_python", figures={"need": version_text(MIN_PYTHON)})
+        return failed("python", "Python", found, fix, version=version)
+    return passed("python", "Python", found, version=version, executable=sys.executable)
 
 
 def torch_build(torch: object) -> str:
@@ -61,22 +62,20 @@ def torch_build(torch: object) -> str:
 
 def check_torch(ctx: ValidateContext) -> CheckResult:
     state = ctx.torch
+    need = version_text(MIN_TORCH)
     if state.module is None:
-        hint = f"{INSTALL_TORCH} for this platform (CUDA build on GPU nodes)"
-        return failed("torch", "PyTorch", f"cannot import torch: {state.error}", hint)
+        missing = Finding(code="software.no_torch", figures={"error": str(state.error)})
+        fix = Finding(code="software.fix_no_torch", figures={"need": need})
+        return failed("torch", "PyTorch", missing, fix)
     torch = state.module
     version = str(torch.__version__)
     build = torch_build(torch)
-    detail = f"torch {version}, {build} build"
     data = {"version": version, "build": build}
     if _version_tuple(version) < MIN_TORCH:
-        need = version_text(MIN_TORCH)
-        hint = (
-            f"upgrade to torch >= {need} (FSDP2's fully_shard and torch.amp.GradScaler "
-            "are missing before it)"
-        )
-        return failed("torch", "PyTorch", detail + f"; torchscale needs >= {need}", hint, **data)
-    return passed("torch", "PyTorch", detail, **data)
+        old = Finding(code="software.torch", figures=data | {"need": need})
+        fix = Finding(code="software.fix_old_torch", figures={"need": need})
+        return failed("torch", "PyTorch", old, fix, **data)
+    return passed("torch", "PyTorch", Finding(code="software.torch", figures=data), **data)
 
 
 def check_gloo(ctx: ValidateContext) -> CheckResult:
@@ -84,29 +83,29 @@ def check_gloo(ctx: ValidateContext) -> CheckResult:
     if torch is None:
         return skipped("gloo", "gloo backend", NEEDS_TORCH)
     if torch.distributed.is_available() and torch.distributed.is_gloo_available():
-        return passed("gloo", "gloo backend", "available (CPU collectives, CPU-path training)")
-    hint = "use a PyTorch build with distributed support (the official wheels have gloo)"
+        return passed("gloo", "gloo backend", Finding(code="software.gloo"))
+    fix, missing = Finding(code="software.fix_gloo"), Finding(code="software.no_gloo")
     if ctx.device == "cpu":
-        return failed("gloo", "gloo backend", "not available in this torch build", hint)
-    return warned("gloo", "gloo backend", "not available in this torch build", hint)
+        return failed("gloo", "gloo backend", missing, fix)
+    return warned("gloo", "gloo backend", missing, fix)
 
 
 def check_nccl(ctx: ValidateContext) -> CheckResult:
     torch = ctx.torch.module
     if ctx.device == "cpu":
-        return skipped("nccl", "NCCL", "not needed on the CPU path (--device cpu uses gloo)")
+        return skipped("nccl", "NCCL", Finding(code="software.nccl_not_needed"))
     if torch is None:
         return skipped("nccl", "NCCL", NEEDS_TORCH)
     if not (torch.distributed.is_available() and torch.distributed.is_nccl_available()):
-        detail = f"not available in torch {torch.__version__} ({torch_build(torch)})"
-        return failed(
-            "nccl", "NCCL", detail, "install a CUDA build of PyTorch: its wheels bundle NCCL"
-        )
+        figures = {"torch": str(torch.__version__), "build": torch_build(torch)}
+        missing = Finding(code="software.no_nccl", figures=figures)
+        return failed("nccl", "NCCL", missing, Finding(code="software.fix_no_nccl"))
     version, error = probe_nccl_version(torch)
     if version is None:  # the library is missing or fails to load
-        hint = "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)"
-        return failed("nccl", "NCCL", f"torch reports NCCL but cannot load it: {error}", hint)
-    return passed("nccl", "NCCL", f"NCCL {version}", version=version)
+        broken = Finding(code="software.nccl_not_loaded", figures={"error": str(error)})
+        return failed("nccl", "NCCL", broken, Finding(code="software.fix_nccl_not_loaded"))
+    nccl = Finding(code="software.nccl", figures={"version": version})
+    return passed("nccl", "NCCL", nccl, version=version)
 
 
 def check_torchrun(ctx: ValidateContext) -> CheckResult:
@@ -115,38 +114,38 @@ def check_torchrun(ctx: ValidateContext) -> CheckResult:
         importlib.util.find_spec("torch.distributed.run") is not None
     )
     if not has_module:
-        hint = f"{INSTALL_TORCH} in this environment"
-        return failed("torchrun", "torchrun", "torch.distributed.run is not importable", hint)
+        fix = Finding(code="software.fix_no_torchrun", figures={"need": version_text(MIN_TORCH)})
+        return failed("torchrun", "torchrun", Finding(code="software.no_torchrun"), fix)
     if path is None:
-        detail = (
-            f"not on PATH; `{sys.executable} -m torch.distributed.run` works "
-            "(torchscale launches it that way)"
-        )
-        hint = "activate the environment that has torch so `torchrun` is on PATH"
-        return warned("torchrun", "torchrun", detail, hint)
-    return passed("torchrun", "torchrun", f"{path}", path=path)
+        figures = {"python": sys.executable}
+        off_path = Finding(code="software.torchrun_not_on_path", figures=figures)
+        return warned("torchrun", "torchrun", off_path, Finding(code="software.fix_torchrun_path"))
+    found = Finding(code="software.torchrun", figures={"path": path})
+    return passed("torchrun", "torchrun", found, path=path)
 
 
 def check_nsys(ctx: ValidateContext) -> CheckResult:
     path = shutil.which("nsys")
-    hint = (
-        "optional, for `torchscale profile --tool nsys`: install NVIDIA Nsight Systems "
-        "(CUDA toolkit or the nsight-systems package) and put `nsys` on PATH"
-    )
+    fix = Finding(code="software.fix_nsys")
     if path is None:
-        return warned("nsys", "Nsight Systems", "nsys not found on PATH", hint)
+        return warned("nsys", "Nsight Systems", Finding(code="software.no_nsys"), fix)
     try:
         proc = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=NSYS_TIMEOUT_S, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return warned("nsys", "Nsight Systems", f"{path} does not run: {exc}", hint, path=path)
+        fails = Finding(code="software.nsys_fails", figures={"path": path, "error": str(exc)})
+        return warned("nsys", "Nsight Systems", fails, fix, path=path)
     version = parse_nsys_version(proc.stdout + proc.stderr)
     if proc.returncode != 0 or version is None:
         out = (proc.stdout + proc.stderr).strip().splitlines()
         tail = out[-1] if out else f"exit code {proc.returncode}"
-        return warned("nsys", "Nsight Systems", f"{path} --version failed: {tail}", hint, path=path)
-    return passed("nsys", "Nsight Systems", f"nsys {version} at {path}", path=path, version=version)
+        failed_run = Finding(
+            code="software.nsys_version_failed", figures={"path": path, "tail": tail}
+        )
+        return warned("nsys", "Nsight Systems", failed_run, fix, path=path)
+    found = Finding(code="software.nsys", figures={"version": version, "path": path})
+    return passed("nsys", "Nsight Systems", found, path=path, version=version)
 
 
 def check_compile(ctx: ValidateContext) -> CheckResult:
@@ -194,25 +193,15 @@ def check_env(ctx: ValidateContext) -> CheckResult:
         if k.startswith(SHOWN_ENV_PREFIXES) or k in SHOWN_ENV_NAMES
     }
     leftovers = sorted(k for k in env if is_inherited_distributed_var(k))
-    detail = ", ".join(f"{k}={v}" for k, v in shown.items()) or "no NCCL_*/CUDA_*/OMP_* set"
     data = {"variables": shown, "inherited_distributed": leftovers}
-    problems: list[str] = []
-    hints: list[str] = []
-    if env.get("CUDA_VISIBLE_DEVICES") == "" or env.get("CUDA_VISIBLE_DEVICES") == "-1":
-        problems.append("CUDA_VISIBLE_DEVICES hides every GPU")
-        hints.append("unset CUDA_VISIBLE_DEVICES")
-    disabled = [f"{k}={v}" for k, v in SLOW_NCCL_SETTINGS.items() if env.get(k) == v]
-    if disabled:
-        problems.append("transport(s) switched off: " + ", ".join(disabled))
-        hints.append("unset them unless you are debugging: they force slower NCCL paths")
-    if leftovers:
-        problems.append("inherited launcher variables: " + ", ".join(leftovers))
-        hints.append(
-            "they belong to another launch; torchscale strips them from its cells, "
-            "but your own scripts would join the wrong rendezvous"
-        )
-    if problems:
-        return warned(
-            "env", "Environment", "; ".join(problems) + f" ({detail})", "; ".join(hints), **data
-        )
-    return passed("env", "Environment", detail, **data)
+    figures = {
+        "variables": shown,
+        "hides_gpus": env.get("CUDA_VISIBLE_DEVICES") in ("", "-1"),
+        "disabled": [f"{k}={v}" for k, v in SLOW_NCCL_SETTINGS.items() if env.get(k) == v],
+        "inherited": leftovers,
+    }
+    if figures["hides_gpus"] or figures["disabled"] or leftovers:
+        problems = Finding(code="software.env_problems", figures=figures)
+        fix = Finding(code="software.fix_env", figures=figures)
+        return warned("env", "Environment", problems, fix, **data)
+    return passed("env", "Environment", Finding(code="software.env", figures=figures), **data)

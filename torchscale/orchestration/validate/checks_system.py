@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.host import usable_cores
 from torchscale.orchestration.launch.compile_cache import nearest_existing
 from torchscale.orchestration.validate.check_context import ValidateContext
@@ -27,30 +28,26 @@ INFINIBAND_SYSFS = Path("/sys/class/infiniband")
 
 
 def check_cpu(ctx: ValidateContext) -> CheckResult:
-    cores = usable_cores()
-    detail = f"{cores} usable core(s) ({os.cpu_count()} online)"
+    cores, online = usable_cores(), os.cpu_count()
+    found = Finding(code="host.cores", figures={"usable": cores, "online": online})
     if ctx.device == "cpu" and cores < 2:
-        hint = "two or more ranks will share one core: CPU-path timings are oversubscribed"
-        return warned("cpu", "CPU cores", detail, hint, usable_cores=cores)
-    return passed("cpu", "CPU cores", detail, usable_cores=cores, online_cores=os.cpu_count())
+        fix = Finding(code="host.fix_one_core")
+        return warned("cpu", "CPU cores", found, fix, usable_cores=cores)
+    return passed("cpu", "CPU cores", found, usable_cores=cores, online_cores=online)
 
 
 def check_shm(ctx: ValidateContext, path: Path = Path("/dev/shm")) -> CheckResult:  # noqa: S108
     title = "/dev/shm size"  # noqa: S108
     if not path.exists():
-        return skipped("shm", title, f"{path} does not exist on this platform")
+        return skipped("shm", title, Finding(code="host.no_shm", figures={"path": str(path)}))
     stats = os.statvfs(path)
     total = stats.f_frsize * stats.f_blocks
     free = stats.f_frsize * stats.f_bavail
-    detail = f"{total / GIB:.1f} GiB ({free / GIB:.1f} GiB free)"
     data = {"total_bytes": total, "free_bytes": free}
     if total < SHM_WARN_BYTES:
-        hint = (
-            "DataLoader workers and NCCL's shared-memory transport need more: start "
-            "the container with --shm-size=16g or --ipc=host"
-        )
-        return warned("shm", title, detail + f"; below {SHM_WARN_BYTES // GIB} GiB", hint, **data)
-    return passed("shm", title, detail, **data)
+        small = Finding(code="host.shm", figures=data | {"below_bytes": SHM_WARN_BYTES})
+        return warned("shm", title, small, Finding(code="host.fix_shm"), **data)
+    return passed("shm", title, Finding(code="host.shm", figures=data), **data)
 
 
 def check_open_files(ctx: ValidateContext) -> CheckResult:
@@ -58,20 +55,17 @@ def check_open_files(ctx: ValidateContext) -> CheckResult:
     try:
         import resource
     except ImportError:
-        return skipped("open_files", title, "resource limits are not available on this platform")
+        return skipped("open_files", title, Finding(code="host.no_rlimits"))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 
-    def show(n: int) -> str:
-        return "unlimited" if n == resource.RLIM_INFINITY else str(n)
+    def shown(n: int) -> int | None:
+        return None if n == resource.RLIM_INFINITY else n
 
-    detail = f"soft {show(soft)}, hard {show(hard)}"
+    limits = Finding(code="host.open_files", figures={"soft": shown(soft), "hard": shown(hard)})
     if soft != resource.RLIM_INFINITY and soft < OPEN_FILES_WARN:
-        hint = (
-            f"raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many "
-            f"ranks per node exhaust {soft} descriptors"
-        )
-        return warned("open_files", title, detail, hint, soft=soft, hard=hard)
-    return passed("open_files", title, detail, soft=soft, hard=hard)
+        fix = Finding(code="host.fix_open_files", figures={"soft": soft})
+        return warned("open_files", title, limits, fix, soft=soft, hard=hard)
+    return passed("open_files", title, limits, soft=soft, hard=hard)
 
 
 def _read(path: Path) -> str:
@@ -85,37 +79,29 @@ def check_infiniband(ctx: ValidateContext, root: Path = INFINIBAND_SYSFS) -> Che
     title = "InfiniBand / RoCE"
     devices = sorted(root.iterdir()) if root.is_dir() else []
     if not devices:
-        return skipped(
-            "infiniband",
-            title,
-            "no RDMA devices: fine on one node; across nodes NCCL falls back to TCP "
-            "sockets, far slower than InfiniBand/RoCE",
-        )
+        return skipped("infiniband", title, Finding(code="host.no_rdma"))
     ports: dict[str, dict[str, str]] = {}
     for dev in devices:
         for port in sorted((dev / "ports").glob("*")):
             facts = ("state", "rate", "link_layer")
             ports[f"{dev.name}/{port.name}"] = {fact: _read(port / fact) for fact in facts}
     active = [name for name, p in ports.items() if "ACTIVE" in p["state"]]
-    detail = (
-        "; ".join(f"{n}: {p['state']}, {p['rate']}, {p['link_layer']}" for n, p in ports.items())
-        or "devices without ports"
-    )
+    found = Finding(code="host.rdma_ports", figures={"ports": ports})
     if not active:
-        hint = "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)"
-        return warned("infiniband", title, detail, hint, ports=ports)
-    return passed("infiniband", title, detail, ports=ports)
+        fix = Finding(code="host.fix_no_active_port")
+        return warned("infiniband", title, found, fix, ports=ports)
+    return passed("infiniband", title, found, ports=ports)
 
 
 def check_disk(ctx: ValidateContext) -> CheckResult:
     title = "Free disk at output dir"
     where = nearest_existing(ctx.output_dir.resolve())
     usage = shutil.disk_usage(where)
-    detail = f"{usage.free / GIB:.1f} GiB free at {where}"
     data = {"path": str(where), "free_bytes": usage.free}
-    hint = "free space or choose another --output-dir: results, logs and traces are written there"
+    found = Finding(code="host.disk_free", figures=data)
     if usage.free < DISK_FAIL_BYTES:
-        return failed("disk", title, detail, hint, **data)
+        return failed("disk", title, found, Finding(code="host.fix_disk"), **data)
     if usage.free < DISK_WARN_BYTES:
-        return warned("disk", title, detail, hint + " (profiler traces take 100s of MB)", **data)
-    return passed("disk", title, detail, **data)
+        fix = Finding(code="host.fix_disk", figures={"traces": True})
+        return warned("disk", title, found, fix, **data)
+    return passed("disk", title, found, **data)

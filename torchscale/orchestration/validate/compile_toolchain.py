@@ -23,6 +23,7 @@ from typing import Any
 
 from torchscale.contracts.errors import ToolNotFoundError
 from torchscale.contracts.versioned import read_json_object
+from torchscale.contracts.wording.validate import secs, whole_secs
 from torchscale.orchestration.launch.compile_cache import (
     INDUCTOR_CACHE_ENV,
     TRITON_CACHE_ENV,
@@ -130,7 +131,7 @@ def judge_probe(
     data: dict[str, Any] = {"probe_wall_s": round(wall_s, 2), **(verdict or {})}
     what = "a C++ kernel (inductor)" if device == "cpu" else "a Triton kernel (inductor)"
     if timed_out:
-        detail = f"building {what} did not finish within {timeout_s:g} s"
+        detail = f"building {what} did not finish within {secs(timeout_s)}"
         return Toolchain(device, False, detail, FIXES.get(device, FIXES["cpu"]), data)
     if verdict is None:
         why = _last_line(stderr) or f"exit code {returncode}"
@@ -139,7 +140,7 @@ def judge_probe(
     if verdict.get("ok"):
         built = verdict.get("binaries_built", 0)
         detail = (
-            f"built and ran {what} in {wall_s:.0f} s ({built} binaries built in an empty "
+            f"built and ran {what} in {whole_secs(wall_s)} ({built} binaries built in an empty "
             f"cache; {_tools_text(verdict)})"
         )
         return Toolchain(device, True, detail, "", data)

@@ -143,4 +143,4 @@ def cached_from(created_at: str) -> str:
         when = datetime.fromisoformat(created_at).astimezone(timezone.utc)
     except ValueError:
         return f"cached from {created_at}"
-    return f"cached from {when:%Y-%m-%d %H:%M} UTC"
+    return f"cached from {when.strftime('%Y-%m-%d %H:%M')} UTC"

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.pcie_topology import GpuPlacement, HostTopology, PcieLink
 from torchscale.contracts.schema.perf import BandwidthResult
-from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
+from torchscale.contracts.wording.validate import all_of
+from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, not_measured
 
 ALONE_CHECKS = ("h2d", "d2h")
 ALL_AT_ONCE_CHECKS = ("h2d.all", "d2h.all")
@@ -26,43 +28,36 @@ TITLES = {
 }
 
 
-def _gpus(gpus: Sequence[int]) -> str:
-    names = ", ".join(str(g) for g in gpus)
-    return f"GPU {names}" if len(gpus) == 1 else f"GPUs {names}"
-
-
-def _rate(link: PcieLink) -> str:
-    gbps = link.gbps
-    return link.text() + (f", {gbps:.3g} GB/s per direction" if gbps is not None else "")
+def link_figures(link: PcieLink) -> dict[str, object]:
+    """A link as the figures its words need."""
+    return {"text": link.text(), "max": link.max_text(), "gbps": link.gbps}
 
 
 def placement_text(
     placement: GpuPlacement | None, topology: HostTopology | None, own_link: PcieLink | None = None
-) -> str:
-    """Why this GPU's all-at-once figure is what it is, in the topology's words. `own_link`:
+) -> Finding:
+    """Why this GPU's all-at-once figure is what it is, in the topology's terms. `own_link`:
     the GPU's link as read while it copied, before the topology's idle reading."""
     if topology is None or topology.source is None or placement is None:
         why = topology.unknown if topology is not None and topology.unknown else "not read"
-        return f"topology unknown ({why})"
+        return Finding(code="host.topology_unknown", figures={"why": why})
     if not placement.shares_with:
         link = own_link or placement.link
-        own = f" ({_rate(link)})" if link is not None else ""
-        return f"its PCIe link to the host is its own{own} ({topology.source})"
-    sharing = len(placement.shares_with) + 1
-    text = f"shares its PCIe link to the host with {_gpus(placement.shares_with)}"
+        own = {"link": link_figures(link) if link is not None else None}
+        return Finding(code="host.own_link", figures=own | {"source": topology.source})
     uplink = placement.uplink
-    if uplink is not None and uplink.gbps is not None:
-        each = uplink.gbps / sharing
-        text += (
-            f": the uplink above {placement.via} ({_rate(uplink)}) split {sharing} ways is "
-            f"{each:.3g} GB/s each"
-        )
-    elif placement.via:
-        text += f" (the uplink above {placement.via}; its rate unreadable)"
-    return text + f" ({topology.source})"
+    figures: dict[str, object] = {
+        "with": list(placement.shares_with),
+        "via": placement.via,
+        "uplink": link_figures(uplink) if uplink is not None else None,
+        "source": topology.source,
+    }
+    return Finding(code="host.shared_link", figures=figures)
 
 
-def link_evidence(link: PcieLink | None, while_copying: bool, status: CheckStatus) -> str | None:
+def link_evidence(
+    link: PcieLink | None, while_copying: bool, status: CheckStatus
+) -> Finding | None:
     """'link trained Gen4 x16, below its Gen5 x16': why a lone copy is slow, where sysfs says;
     on a WARN or FAIL row only. Read while the GPU copied, the rate is what the link trained
     to. Read at idle it may be the GPU's power saving (an idle GPU drops its link, often to
@@ -70,10 +65,8 @@ def link_evidence(link: PcieLink | None, while_copying: bool, status: CheckStatu
     of a healthy board it would read as a fault."""
     if link is None or not link.below_max or status not in (CheckStatus.WARN, CheckStatus.FAIL):
         return None
-    text = f"link trained {link.text()}, below its {link.max_text()}"
-    if while_copying:
-        return text + ", read while copying"
-    return text + " (read at idle: may be the GPU's PCIe power saving, not the cause)"
+    figures = {"link": link_figures(link), "while_copying": while_copying}
+    return Finding(code="host.link_below", figures=figures)
 
 
 def annotate_alone(
@@ -89,8 +82,8 @@ def annotate_alone(
         row.data["link_max"] = link.max_text()
         row.data["link_read"] = "while copying" if while_copying is not None else "at idle"
     evidence = link_evidence(link, while_copying is not None, row.status)
-    if evidence:
-        row.detail += f"; {evidence}"
+    if evidence is not None and row.finding is not None:
+        row.finding = Finding(code="validate.all", figures=all_of([row.finding, evidence]))
     return row
 
 
@@ -106,14 +99,12 @@ def all_at_once_row(
     title = TITLES.get(result.check, result.check)
     row = partial(Measurement, check=result.check, title=title, gpu=gpu, unit="GB/s")
     if result.gbps is None:
-        why = result.unavailable or "not measured"
-        return row(value=None, status=CheckStatus.SKIP, detail=why, unavailable=why)
+        return row(value=None, status=CheckStatus.SKIP, finding=not_measured(result.unavailable))
     total = sum(r.gbps for r in everyone if r.gbps is not None)
     placement = topology.of(gpu) if topology is not None and gpu is not None else None
-    detail = (
-        f"{result.gpus_at_once} GPUs copying at once, {total:.3g} GB/s together; "
-        + placement_text(placement, topology, alone.link if alone is not None else None)
-    )
+    figures = {"gpus_at_once": result.gpus_at_once, "total_gbps": total}
+    placed = placement_text(placement, topology, alone.link if alone is not None else None)
+    finding = Finding(code="host.all_at_once", figures=figures | {"placement": placed.model_dump()})
     data: dict[str, object] = {
         "gpus_at_once": result.gpus_at_once,
         "node_total_gbps": round(total, 3),
@@ -126,4 +117,4 @@ def all_at_once_row(
         data["shares_with"] = list(placement.shares_with)
         if placement.uplink is not None:
             data["uplink"] = placement.uplink.text()
-    return row(value=result.gbps, status=CheckStatus.INFO, detail=detail, data=data)
+    return row(value=result.gbps, status=CheckStatus.INFO, finding=finding, data=data)

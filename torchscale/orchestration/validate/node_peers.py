@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit, node_power_cap
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, worst
@@ -35,21 +34,11 @@ PEER_PASS = HEALTHY.pass_at
 PEER_FAIL = HEALTHY.warn_at
 PEER_CHECK_PREFIX = "matmul."
 LOW = (CheckStatus.WARN, CheckStatus.FAIL)
-POWER_HINT = "whole node below the SKU: power cap? check nvidia-smi -q -d POWER"
-CAPPED_HINT = (
-    "the node's GPUs run under a power limit below their default (nvidia-smi -q -d POWER): "
-    "its matmuls stay below the SKU's; raise the limit (nvidia-smi -pl) where the provider "
-    "allows"
-)
-UNCAPPED_HINT = (
-    "whole node below the SKU at its default power limit: check its clocks and slowdown "
-    "reasons (nvidia-smi -q -d CLOCK,PERFORMANCE: application clocks, thermal or power "
-    "brake) and its cooling"
-)
-LAGGING_HINT = (
-    "one GPU below its peers: check its clocks, power and temperature (nvidia-smi -q -d "
-    "PERFORMANCE,POWER,TEMPERATURE), other processes on it and its ECC errors"
-)
+# how to fix a GPU that lags or a node below its SKU (contracts/wording/perf.py words them)
+POWER_HINT = "perf.fix_power_unknown"
+CAPPED_HINT = "perf.fix_capped"
+UNCAPPED_HINT = "perf.fix_uncapped"
+LAGGING_HINT = "perf.fix_lagging"
 
 
 def peer_status(peer_ratio: float) -> CheckStatus:
@@ -140,7 +129,7 @@ def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Mea
         status = worst((by_peers, row.status))
         figures |= {"peer_ratio": ratio, "peers": peers.count, "peer_median": peers.median}
         finding = Finding(code="perf.lags_peers", figures=figures)
-        data.update(peer_verdict="lags its peers", hint=LAGGING_HINT)
+        data.update(peer_verdict="lags its peers", fix=LAGGING_HINT)
     elif row.status in LOW and peers.node_below_sku is not None:
         figures |= {"node_median": peers.node_median, **peers.node_below_sku}
         figures |= {"power": peers.power, "power_capped": peers.power_capped}
@@ -148,11 +137,10 @@ def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Mea
         data.update(peer_verdict="whole node below the SKU", power_capped=peers.power_capped)
         if peers.power_capped:
             status = CheckStatus.WARN  # a FAIL would say a GPU is faulty: none is
-            data["hint"] = CAPPED_HINT
+            data["fix"] = CAPPED_HINT
         else:
-            data["hint"] = UNCAPPED_HINT if peers.power_capped is False else POWER_HINT
+            data["fix"] = UNCAPPED_HINT if peers.power_capped is False else POWER_HINT
     else:
         data.update(peer_verdict="with its peers")
-    detail = wording.say(finding) if finding is not None else row.detail
-    update = {"status": status, "detail": detail, "finding": finding, "data": row.data | data}
+    update = {"status": status, "finding": finding, "data": row.data | data}
     return row.model_copy(update=update)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from torchscale.contracts import host, wording
+from torchscale.contracts import host
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import P2PMatrix, PeakResult, PerfRun, PerfSpec, RankPerf
 from torchscale.contracts.versioned import read_model
+from torchscale.contracts.wording.validate import all_of, phase_words
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device
@@ -30,6 +31,7 @@ from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
     Measurement,
+    not_measured,
     worst,
     wrote_nothing,
 )
@@ -111,21 +113,18 @@ def _row(
     device_name: str,
     value: float | None,
     unit: str,
-    unavailable: str | None = None,
+    unavailable: Finding | None = None,
     higher_is_better: bool = True,
     **data: object,
 ) -> Measurement:
     """One figure beside its SKU's expected value, ratio and verdict (SKIP, saying why, where
     there is no figure)."""
-    why: str | None = None
-    finding: Finding | None = None
     if value is not None:
         expected = expected_for(device_name, check)
         status, ratio, finding = judge(check, value, expected, higher_is_better=higher_is_better)
-        sentence = wording.say(finding)
     else:
-        expected, ratio, why = None, None, unavailable or "not measured"
-        status, sentence = CheckStatus.SKIP, why
+        expected, ratio, finding = None, None, not_measured(unavailable)
+        status = CheckStatus.SKIP
     return Measurement(
         check=check,
         title=title,
@@ -137,9 +136,7 @@ def _row(
         expected_source=expected.source if expected else None,
         ratio=ratio,
         status=status,
-        detail=sentence,
         finding=finding,
-        unavailable=why,
         data=dict(data),
     )
 
@@ -155,11 +152,12 @@ def _matmul_row(peak: PeakResult, gpu: int | None) -> Measurement:
             value=None,
             unit="TFLOP/s",
             status=CheckStatus.FAIL,
-            detail=peak.suspect,
-            unavailable="suspect: " + peak.suspect,
+            finding=peak.suspect,
             data={"best_tflops": peak.best_tflops, "best_shape": peak.best_shape},
         )
-    reason = peak.unavailable or (None if peak.best_tflops is not None else "; ".join(peak.notes))
+    reason = peak.unavailable
+    if reason is None and peak.best_tflops is None and peak.notes:
+        reason = Finding(code="validate.all", figures=all_of(peak.notes))
     return _row(
         check,
         title,
@@ -167,10 +165,10 @@ def _matmul_row(peak: PeakResult, gpu: int | None) -> Measurement:
         peak.device_name,
         peak.headline_tflops,
         "TFLOP/s",
-        reason or None,
+        reason,
         best_shape=list(peak.best_shape) if peak.best_shape else None,
         probes=len(peak.probes),
-        notes=list(peak.notes),
+        notes=[note.model_dump() for note in peak.notes],
     )
 
 
@@ -263,10 +261,16 @@ def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measur
         measured = [r for r in mine if r.status == "ok" and r.busbw_gbps is not None]
         title = f"busbw {op}"
         if not measured:
-            reasons = {r.reason for r in mine if r.reason} or {
-                result.error or f"{op} was not measured ({result.status})"
-            }
-            why = "; ".join(sorted(reasons))
+            reasons = sorted({r.reason for r in mine if r.reason})
+            why = Finding(
+                code="perf.busbw_not_measured",
+                figures={
+                    "op": op,
+                    "reasons": reasons,
+                    "error": result.error,
+                    "status": result.status,
+                },
+            )
             rows.append(_row(f"busbw.{op}", title, None, device_name, None, "GB/s", why))
             continue
         top = max(measured, key=lambda r: r.size_bytes)
@@ -284,25 +288,47 @@ def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measur
         )
         if wrong:  # a fast collective that computes wrong sums is a broken one
             row.status = CheckStatus.FAIL
-            row.detail = f"{wrong} wrong element(s) in the checked results ({stored})"
+            row.finding = Finding(
+                code="perf.wrong_sums", figures={"wrong": wrong, "comm_run": stored}
+            )
         rows.append(row)
     return rows
 
 
-def _figure(value: float, unit: str) -> str:
-    return f"{value:.3g} {unit}"
-
-
-def _hint(status: CheckStatus, culprit: Measurement) -> str:
-    """What to do about a WARN or FAIL: the worst row's own hint where it has one (a GPU
+def _fix(status: CheckStatus, culprit: Measurement) -> list[Finding]:
+    """What to do about a WARN or FAIL: the worst row's own fix where it has one (a GPU
     lagging its peers, a whole node below its SKU), else where to look."""
     if status not in (CheckStatus.WARN, CheckStatus.FAIL):
-        return ""
-    if culprit.data.get("hint"):
-        return str(culprit.data["hint"])
-    if status is CheckStatus.FAIL:
-        return "see docs/validate.md ('How to read a FAIL') for what to check on this node"
-    return "below what this SKU usually reaches: compare with its peers (fleet view)"
+        return []
+    code = culprit.data.get("fix") or (
+        "perf.fix_fail" if status is CheckStatus.FAIL else "perf.fix_warn"
+    )
+    return [Finding(code=str(code))]
+
+
+def _summary(mine: Sequence[Measurement], culprit: Measurement, units: str) -> list[Finding]:
+    """A check's line over its GPUs: the figure (or their spread) and the worst GPU's evidence."""
+    values = [r.value for r in mine if r.value is not None]
+    first = mine[0]
+    inner = (first if len(values) <= 1 else culprit).finding
+    if not values:
+        return [inner] if inner is not None else []
+    figures: dict[str, object] = {
+        "unit": first.unit,
+        "finding": inner.model_dump() if inner is not None else None,
+    }
+    if len(values) == 1:
+        return [Finding(code="perf.one_figure", figures=figures | {"value": values[0]})]
+    figures |= {
+        "count": len(values),
+        "units": units,
+        "low": min(values),
+        "high": max(values),
+        "median": statistics.median(values),
+        "gpu": culprit.gpu,
+        "title": culprit.title,
+    }
+    return [Finding(code="perf.spread", figures=figures)]
 
 
 def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
@@ -314,32 +340,18 @@ def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
         by_check.setdefault(row.check, []).append(row)
     for check, mine in by_check.items():
         status = worst([r.status for r in mine])
-        values = [r.value for r in mine if r.value is not None]
-        unit = mine[0].unit
         first = mine[0]
         culprit = next((r for r in mine if r.status is status), first)
         title = first.title
         if check.startswith("p2p."):
             title = "GPU to GPU " + ("bandwidth" if check == "p2p.bw" else "latency")
-        if not values:
-            detail = first.detail
-        elif len(values) == 1:
-            detail = f"{_figure(values[0], unit)}: {first.detail}"
-        else:
-            median = statistics.median(values)
-            detail = (
-                f"{len(values)} {units}s, {_figure(min(values), unit)} to "
-                f"{_figure(max(values), unit)} (median {_figure(median, unit)})"
-            )
-            where = f"{units} {culprit.gpu}" if culprit.gpu is not None else culprit.title
-            detail += f"; {where}: {culprit.detail}"
         checks.append(
             CheckResult(
                 id=f"perf_{check.replace('.', '_')}",
                 title=title,
                 status=status,
-                detail=detail,
-                hint=_hint(status, culprit),
+                findings=_summary(mine, culprit, units),
+                fix=_fix(status, culprit),
                 data={"check": check, "rows": len(mine)},
             )
         )
@@ -362,7 +374,7 @@ def measured_peaks(rows: Sequence[Measurement]) -> dict[str, float]:
 def perf_folder(experiment_dir: Path, now: datetime | None = None) -> Path:
     """Where one perf run keeps its spec, its ranks' logs, its phases and perf.json."""
     moment = now or datetime.now(timezone.utc)
-    return experiment_dir / PERF_DIR / f"{socket.gethostname()}-{moment:%Y%m%d-%H%M%S}"
+    return experiment_dir / PERF_DIR / f"{socket.gethostname()}-{moment.strftime('%Y%m%d-%H%M%S')}"
 
 
 def phase_title(stem: str) -> str:
@@ -408,31 +420,21 @@ def merge_phases(phases: Sequence[PerfRun]) -> PerfRun | None:
     return PerfRun(world_size=phases[-1].world_size, ranks=[ranks[r] for r in sorted(ranks)])
 
 
-def _spread(values: Sequence[float], unit: str) -> str:
-    low, high = min(values), max(values)
-    if len(values) == 1:
-        return f"{low:.4g} {unit}"
-    return f"{low:.4g} to {high:.4g} {unit} over {len(values)} ranks"
-
-
 def phase_line(title: str, run: PerfRun) -> str:
     """A finished phase in a line: its figure (the spread over ranks), or why it has none."""
     peaks = [peak for rank in run.ranks for peak in rank.matmul]
     bandwidths = [b for rank in run.ranks for b in rank.bandwidth]
     if peaks:
         values = [p.best_tflops for p in peaks if p.best_tflops is not None]
-        if not values:
-            why = peaks[0].unavailable or "; ".join(peaks[0].notes) or "no figure"
-            return f"perf: {title}: not measured: {why}"
         first = peaks[0]
-        took = f", {first.elapsed_s:.1f} s" if first.elapsed_s is not None else ""
-        probes = f"{len(first.probes)} probe" + ("" if len(first.probes) == 1 else "s")
-        return f"perf: {title}: {_spread(values, 'TFLOP/s')} ({probes}{took})"
+        if not values:
+            notes = Finding(code="validate.all", figures=all_of(first.notes))
+            return phase_words(title, why=first.unavailable or (notes if first.notes else None))
+        return phase_words(title, values, "TFLOP/s", len(first.probes), first.elapsed_s)
     values = [b.gbps for b in bandwidths if b.gbps is not None]
     if values:
-        return f"perf: {title}: {_spread(values, 'GB/s')}"
-    why = next((b.unavailable for b in bandwidths if b.unavailable), "no figure")
-    return f"perf: {title}: not measured: {why}"
+        return phase_words(title, values, "GB/s")
+    return phase_words(title, why=next((b.unavailable for b in bandwidths if b.unavailable), None))
 
 
 @dataclass
@@ -486,7 +488,7 @@ def run_measurements(
 
 def run_busbw(
     device: Device, experiment_dir: Path, base_env: Mapping[str, str], gpu_count: int
-) -> tuple[CommResult | None, str | None]:
+) -> tuple[CommResult | None, Finding | None]:
     """`comm`'s sweep of the four collectives on every GPU (2 gloo ranks on CPU); (result,
     None) or (None, why it was not run)."""
     from torchscale.contracts.errors import TorchScaleError
@@ -495,7 +497,7 @@ def run_busbw(
     from torchscale.orchestration.plan import Machine
 
     if device == "cuda" and gpu_count < 2:
-        return None, f"needs 2 or more GPUs: this node has {gpu_count} (NCCL links no GPU)"
+        return None, Finding(code="perf.busbw_too_few_gpus", figures={"count": gpu_count})
     low, high, factor = GPU_BUSBW_BYTES if device == "cuda" else CPU_BUSBW_BYTES
     options = CommOptions(
         ops=",".join(COLLECTIVES),
@@ -510,7 +512,7 @@ def run_busbw(
         plan = plan_comm(options, machine, experiment_dir, base_env)
         return run_comm_launch(plan.launch, plan.request), None
     except (OSError, TorchScaleError) as exc:
-        return None, f"the collective sweep could not run: {exc}"
+        return None, Finding(code="perf.busbw_not_run", figures={"error": str(exc)})
 
 
 def judged(run: PerfRun, device: Device) -> PerfOutcome:

@@ -14,6 +14,7 @@ from torchscale import __version__
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
+from torchscale.contracts.wording.validate import secs
 from torchscale.orchestration.validate import (
     checks_gpu,
     checks_gpu_settings,
@@ -193,9 +194,11 @@ def run_validation(
     try:
         results.extend(check_smoke(ctx, env))
     except Exception as exc:
-        detail = f"could not run: {type(exc).__name__}: {exc}"
-        hint = "please report this as a torchscale bug"
-        results.append(failed("smoke", "Smoke test", detail, hint))
+        error = {"error": f"{type(exc).__name__}: {exc}"}
+        detail = Finding(code="validate.smoke_not_run", figures=error)
+        results.append(
+            failed("smoke", "Smoke test", detail, Finding(code="validate.fix_report_bug"))
+        )
     measurements: list[Measurement] = []
     peaks: dict[str, float] = {}
     sku: str | None = None
@@ -258,8 +261,9 @@ def _stopped(
     if run is None:
         return None, kept
     outcome = judged(run, ctx.device)
-    where = f"kept: {', '.join(kept.phases) or 'every phase'} in {folder}"
-    stop = failed("stopped", "stopped", f"{why}; {where}", "run it again for every figure")
+    figures = {"why": why, "phases": kept.phases, "folder": str(folder)}
+    again = Finding(code="validate.fix_run_again")
+    stop = failed("stopped", "stopped", Finding(code="validate.stopped", figures=figures), again)
     verdict = f"Not judged: {why}, before every figure was measured (the ones measured are below)."
     checks = [*results, *outcome.checks, stop]
     peaks = outcome.measured_peaks
@@ -282,11 +286,11 @@ def _measure(
 
     gpus = ctx.torch.cuda_gpu_count  # 0 without torch
     if ctx.torch.module is None:
-        results.append(skipped("perf", "Measured capability", "needs torch"))
+        results.append(skipped("perf", "Measured capability", Finding(code="validate.needs_torch")))
         return None
     if ctx.device == "cuda" and gpus == 0:
-        hint = "`torchscale validate --device cpu --level perf` measures the CPU path"
-        why = "needs a CUDA GPU, and torch sees none"
+        hint = Finding(code="validate.fix_perf_cpu")
+        why = Finding(code="validate.perf_no_gpu")
         results.append(skipped("perf", "Measured capability", why, hint))
         return None
     sku = None
@@ -311,7 +315,7 @@ def _measure(
     except Exception as exc:
         results.append(_crashed("perf", "Measured capability", exc))
     if ctx.level == "burn":
-        progress(f"burn-in for {ctx.burn_duration_s:g} s")
+        progress(f"burn-in for {secs(ctx.burn_duration_s)}")
         log(f"burn: sustained load for {ctx.burn_duration_s:g} s")
         try:
             from torchscale.orchestration.validate.burn_in import run_burn
@@ -327,6 +331,11 @@ def _measure(
 def _crashed(id: str, title: str, exc: Exception, what: str = "could not run") -> CheckResult:
     """A FAIL naming the exception and the line that raised it."""
     where = traceback.extract_tb(exc.__traceback__)[-1]
-    detail = f"{what}: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
-    hint = "please report this as a torchscale bug, with `torchscale validate --json`"
-    return failed(id, title, detail, hint)
+    figures = {
+        "what": what,
+        "error": f"{type(exc).__name__}: {exc}",
+        "file": Path(where.filename).name,
+        "line": where.lineno,
+    }
+    hint = Finding(code="validate.fix_report_bug", figures={"with_json": True})
+    return failed(id, title, Finding(code="validate.crashed", figures=figures), hint)

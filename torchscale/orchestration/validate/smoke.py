@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.versioned import read_json_object
 from torchscale.orchestration.launch.attempt import run_attempt
@@ -43,7 +44,7 @@ class SmokeSpec:
 
     @property
     def label(self) -> str:
-        return f"{self.backend} x{self.nproc} on {self.device}"
+        return self.backend + " x" + str(self.nproc) + " on " + self.device
 
 
 def plan_smoke(device: Device, gpu_count: int) -> list[SmokeSpec]:
@@ -90,42 +91,39 @@ def judge_smoke(
         "wall_s": round(outcome.wall_s, 2),
     }
     tail = outcome.log_tail(8)
-    ranks_dir = outcome.log_path.parent / "ranks"
-    hint_logs = f"full log: {outcome.log_path} (each rank's output under {ranks_dir})"
+    logs = {"log": str(outcome.log_path), "ranks_dir": str(outcome.log_path.parent / "ranks")}
     if outcome.timed_out:
-        detail = f"no result after {outcome.wall_s:.0f} s (hung rendezvous or collective); killed"
-        hint = f"{hint_logs}; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME"
-        return failed(id, title, detail, hint, **data)
+        hung = Finding(code="smoke.hung", figures={"wall_s": outcome.wall_s})
+        return failed(id, title, hung, Finding(code="smoke.fix_hung", figures=logs), **data)
     if outcome.returncode != 0 or verdict is None:
         cause = root_cause or (tail.splitlines()[-1] if tail else "no output")
-        detail = f"torchrun exited with {outcome.returncode}: {cause}"
-        return failed(id, title, detail, hint_logs, log_tail=tail, **data)
-    data["result"] = verdict
-    if verdict.get("wrong_elements", 1) != 0 or not verdict.get("all_gather_ok", False):
+        exited = {"returncode": outcome.returncode, "cause": cause}
         return failed(
             id,
             title,
-            f"WRONG RESULTS: {verdict.get('wrong_elements')} wrong all_reduce element(s) "
-            f"(expected {verdict.get('expected_value')}), all_gather ranks "
-            f"{verdict.get('all_gather_ranks')}",
-            "the collective library returns corrupt data: check the GPU (ECC), driver "
-            "and NCCL version before training on this node",
+            Finding(code="smoke.exited", figures=exited),
+            Finding(code="smoke.fix_logs", figures=logs),
+            log_tail=tail,
             **data,
         )
+    data["result"] = verdict
+    if verdict.get("wrong_elements", 1) != 0 or not verdict.get("all_gather_ok", False):
+        keys = ("wrong_elements", "expected_value", "all_gather_ranks")
+        wrong = Finding(code="smoke.wrong_results", figures={k: verdict.get(k) for k in keys})
+        return failed(id, title, wrong, Finding(code="smoke.fix_corrupt"), **data)
     world = verdict.get("world_size")
     if world != spec.nproc:  # a node is ready only if every planned rank (GPU) took part
-        hint = f"{hint_logs}; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU"
-        return failed(id, title, f"ran on {world} rank(s), expected {spec.nproc}", hint, **data)
-    ms = verdict["seconds_per_all_reduce"] * 1e3
+        few = Finding(code="smoke.too_few_ranks", figures={"world": world, "planned": spec.nproc})
+        return failed(id, title, few, Finding(code="smoke.fix_ranks", figures=logs), **data)
     # busbw = algbw x 2(n-1)/n measures the links between ranks; one rank crosses none
-    bandwidth = (
-        "1 rank: no bus bandwidth" if world == 1 else f"busbw {verdict['busbw_gbps']:.2f} GB/s"
-    )
-    detail = (
-        f"all_reduce of {verdict['bytes'] // 2**20} MiB correct on {world} rank(s): "
-        f"{ms:.2f} ms each, {bandwidth}; all_gather correct; {outcome.wall_s:.1f} s wall"
-    )
-    return passed(id, title, detail, **data)
+    figures = {
+        "world": world,
+        "bytes": verdict["bytes"],
+        "seconds_per_all_reduce": verdict["seconds_per_all_reduce"],
+        "busbw_gbps": verdict.get("busbw_gbps"),
+        "wall_s": outcome.wall_s,
+    }
+    return passed(id, title, Finding(code="smoke.passed", figures=figures), **data)
 
 
 def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
@@ -143,9 +141,9 @@ def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> Ch
 
 def check_smoke(ctx: ValidateContext, base_env: dict[str, str]) -> list[CheckResult]:
     if ctx.quick:
-        return [skipped("smoke", "Smoke test", "--quick: live torchrun test not run")]
+        return [skipped("smoke", "Smoke test", Finding(code="smoke.quick"))]
     if ctx.torch.module is None:
-        return [skipped("smoke", "Smoke test", "needs torch, which could not be imported")]
+        return [skipped("smoke", "Smoke test", Finding(code="smoke.no_torch"))]
     gpu_count = ctx.torch.cuda_gpu_count if ctx.device == "cuda" else 0
     return [
         run_smoke(spec, ctx.smoke_timeout_s, base_env) for spec in plan_smoke(ctx.device, gpu_count)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
+from torchscale.contracts.wording import validate as shown
 from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording.validate import percent, three, watts
 from torchscale.offline.analysis import compile_gain as gains
 from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
@@ -25,6 +27,7 @@ from torchscale.offline.results.frame import cell_row
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
+    check,
     failed,
     passed,
     skipped,
@@ -50,8 +53,8 @@ NO_WRAPPER = "no wrapper at world 1: DDP needs a peer"
 LOOK = "the cell's JSON and logs are in {where}"
 
 
-def _info(id: str, title: str, detail: str, **data: object) -> CheckResult:
-    return CheckResult(id=id, title=title, status=CheckStatus.INFO, detail=detail, data=data)
+def _info(id: str, title: str, detail: str, **data: Any) -> CheckResult:
+    return check(id, title, CheckStatus.INFO, detail, **data)
 
 
 def _label(result: CellResult) -> str:
@@ -69,7 +72,7 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
     cell = result.cell
     mode = "compiled" if compiled else "eager"
     id_ = f"{step}.{cell.strategy}.{mode}"
-    title = f"{cell.strategy} {mode} ({cell.world_size} x {cell.device})"
+    title = f"{cell.strategy} {mode} (" + str(cell.world_size) + f" x {cell.device})"
     if step != "cell":
         title = f"{step}: {title}"
     if result.status is Status.SKIPPED:
@@ -82,7 +85,7 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
     throughput = result.throughput
     if throughput is None:
         return warned(id_, title, "it ran but measured no throughput", LOOK.format(where=where))
-    rate = f"{throughput.samples_per_s:.3g} samples/s"
+    rate = three(throughput.samples_per_s, "samples/s")
     mfu = result.compute.mfu if result.compute else None
     if machinery_only(result):
         unranked = fsdp_on_one()
@@ -90,7 +93,7 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
         return passed(id_, title, detail, mfu=mfu, finding=unranked.model_dump())
     verdict = _judge_figures(result, id_, title, rate, mfu)
     if cell.strategy == "ddp" and cell.world_size == 1:  # no wrapper: no peer to average with
-        return verdict.model_copy(update={"detail": f"{verdict.detail} ({NO_WRAPPER})"})
+        return verdict.model_copy(update={"said": f"{shown.detail(verdict)} ({NO_WRAPPER})"})
     return verdict
 
 
@@ -104,9 +107,9 @@ def _judge_figures(
     if mfu is None:
         why = (result.unavailable or {}).get("mfu", "no peak FLOP/s known for this GPU")
         return passed(id_, title, f"{rate}; MFU not judged: {why}")
-    text = f"{rate}, MFU {mfu * 100:.0f} %"
+    text = f"{rate}, MFU {percent(mfu)}"
     if mfu > MFU_CEILING:
-        detail = f"{text}: above {MFU_CEILING * 100:.0f} %, no dense training step reaches it"
+        detail = f"{text}: above {percent(MFU_CEILING)}, no dense training step reaches it"
         hint = "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON"
         return failed(id_, title, detail, hint, mfu=mfu)
     if cell.strategy != "ddp":
@@ -118,7 +121,7 @@ def _judge_figures(
             "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other "
             "process shares the GPU"
         )
-        why = f"{text}: below {MFU_FLOOR * 100:.0f} % ({MFU_SOURCE})"
+        why = f"{text}: below {percent(MFU_FLOOR)} ({MFU_SOURCE})"
         return warned(id_, title, why, hint, mfu=mfu)
     return passed(id_, title, text, mfu=mfu)
 
@@ -184,7 +187,7 @@ def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) 
     one = results[0]
     probes = len(one.probes)
     used = one.memory_utilisation
-    share = f" at {used * 100:.0f} % of memory" if used is not None else ""
+    share = f" at {percent(used)} of memory" if used is not None else ""
     if one.limit_reached:
         answer = f"fits {one.limit} (the limit tried: 4 x the cells' batch){share}, {probes} probes"
         estimate = max_batch_estimate(one)
@@ -292,22 +295,22 @@ def profile_step(analysis: ProfileAnalysis) -> str:
     inflation = inflation_of(diagnosis) if diagnosis is not None else None
     if diagnosis is not None and step_s is not None and inflation is None:
         unclear = uncleared_inflation(diagnosis)
+        step = three(step_s * 1e3, "ms")
         if unclear is not None and unclear.value is not None:  # the same caveat as its split
             return (
-                f"step {step_s * 1e3:.3g} ms traced ({unclear.value * 100:+.0f} % over the "
-                "untraced step, within the noise of its few traced steps)"
+                f"step {step} traced ({percent(unclear.value, True)} over "
+                "the untraced step, within the noise of its few traced steps)"
             )
-        return f"step {step_s * 1e3:.3g} ms"
+        return f"step {step}"
     if diagnosis is None or step_s is None or inflation is None or inflation.value is None:
         cycle = profile_figures.cycle_us(analysis)
-        return f"step {cycle / 1000:.3g} ms" if cycle else "no step time"
-    added = f"{inflation.value * 100:+.0f} %"
+        return f"step {three(cycle / 1000, 'ms')}" if cycle else "no step time"
+    added = percent(inflation.value, True)
+    step = three(step_s * 1e3, "ms")
     if diagnosis.source == "traces":
-        return f"step {step_s * 1e3:.3g} ms traced, {added} over the untraced"
-    traced = step_s * (1 + inflation.value) * 1e3
-    return (
-        f"step {step_s * 1e3:.3g} ms untraced (traced {traced:.3g} ms, {added} under the profiler)"
-    )
+        return f"step {step} traced, {added} over the untraced"
+    traced = three(step_s * (1 + inflation.value) * 1e3, "ms")
+    return f"step {step} untraced (traced {traced}, {added} under the profiler)"
 
 
 def judge_nsys_absent(why: str) -> CheckResult:
@@ -334,7 +337,7 @@ def judge_comm(results: Sequence[CommResult], skipped_why: str | None) -> CheckR
     one = results[0]
     ops = sorted({row.op for row in one.rows})
     best = max((row.busbw_gbps or 0.0 for row in one.rows), default=0.0)
-    sizes = f"{len(one.rows)} sizes checked, busbw up to {best:.3g} GB/s ({one.backend})"
+    sizes = f"{len(one.rows)} sizes checked, busbw up to {three(best, 'GB/s')} ({one.backend})"
     return passed("comm", title, f"{', '.join(ops)}: {sizes}")
 
 
@@ -371,7 +374,7 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
         return warned("telemetry", title, f"{_label(throttled[0])} throttled: {reasons}", hint)
     powers = [r.telemetry.power_w_mean for r in measured if r.telemetry]
     power = max((p for p in powers if p is not None), default=None)
-    said = f"up to {power:.0f} W" if power is not None else "no power figure"
+    said = f"up to {watts(power)}" if power is not None else "no power figure"
     if blind:  # windows too short for the power figures: the level's cells are seconds long
         label, why = next(iter(blind.items()))
         said += f"; {len(blind)} cell(s) without one, as their windows are short ({label}: {why})"

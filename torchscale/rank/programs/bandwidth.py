@@ -22,6 +22,7 @@ from typing import Literal, TypeVar
 
 import torch
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.pcie_topology import PcieLink, fastest
 from torchscale.contracts.schema.perf import BandwidthResult, P2PMatrix, P2PPair
 from torchscale.rank.programs.matmul_peak import CudaLoopTimer, Timer, default_timer, loop_length
@@ -112,20 +113,17 @@ def measure_memory(device: torch.device | str, kind: MemoryKind) -> BandwidthRes
         bytes_per_call=moved,
         seconds_per_call=seconds,
         calls=calls,
-        unavailable=None if seconds > 0 else "the timer read 0 s",
-        note=f"{elements * 4 >> 20} MiB float32 arrays",
+        unavailable=None if seconds > 0 else Finding(code="bandwidth.timer_zero"),
     )
 
 
-def no_gpu_reason(needed: int = 1) -> str | None:
+def no_gpu_reason(needed: int = 1) -> Finding | None:
     """Why the CUDA paths cannot run here, or None."""
     if torch.version.cuda is None and torch.version.hip is None:
-        return f"needs a CUDA GPU: torch {torch.__version__} is a CPU-only build"
+        return Finding(code="bandwidth.cpu_only_torch", figures={"torch": str(torch.__version__)})
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count < needed:
-        if needed == 1:
-            return "needs a CUDA GPU: torch sees no CUDA device"
-        return f"needs {needed} or more GPUs: this node has {count}"
+        return Finding(code="bandwidth.too_few_gpus", figures={"needed": needed, "count": count})
     return None
 
 
@@ -193,7 +191,6 @@ def measure_host_device(
         bytes_per_call=nbytes,
         seconds_per_call=seconds,
         calls=calls,
-        note=f"pinned host memory, {nbytes >> 20} MiB",
         link=link,
     )
 
@@ -203,7 +200,7 @@ def measure_p2p_matrix(gpus: Sequence[int]) -> P2PMatrix:
     measured (through host memory) and flagged, which is the point."""
     reason = no_gpu_reason(needed=2)
     if reason is None and len(gpus) < 2:
-        reason = f"needs 2 or more GPUs: this node has {len(gpus)}"
+        reason = Finding(code="bandwidth.too_few_gpus", figures={"needed": 2, "count": len(gpus)})
     if reason is not None:
         return P2PMatrix(gpus=list(gpus), unavailable=reason)
     pairs = [_measure_pair(src, dst) for src in gpus for dst in gpus if src != dst]

@@ -22,6 +22,7 @@ import torch.distributed as dist
 
 from torchscale.contracts.cell_settings import TelemetryConfig
 from torchscale.contracts.clock_reasons import IGNORED_REASONS, decode_clock_reasons
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, Fingerprint, Interval, RankBurn
 from torchscale.rank.programs.matmul_peak import device_name
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
@@ -83,28 +84,34 @@ def _telemetry(samples: WindowSamples, interval: Interval) -> None:
     interval.slowdown = sorted(reasons - IGNORED_REASONS)
 
 
-def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str, str]]:
+def _failed(exc: Exception) -> Finding:
+    return Finding(code="nvml.read_failed", figures={"error": type(exc).__name__})
+
+
+def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str, Finding]]:
     """NVML's uncorrected ECC errors (volatile) and remapped rows, where NVML has them."""
     if device.type != "cuda":
-        return {}, {"error_counters": "a CPU has no NVML error counters"}
+        return {}, {"error_counters": Finding(code="nvml.cpu_no_counters")}
     try:
         import pynvml
 
         pynvml.nvmlInit()
         uuid = torch_uuid(device)
         if uuid is None:
-            return {}, {"error_counters": "this torch reports no UUID for the device"}
+            return {}, {"error_counters": Finding(code="nvml.no_uuid", figures={"what": "device"})}
         handle = None
         for candidate in uuid_candidates(uuid):
             with contextlib.suppress(Exception):
                 handle = pynvml.nvmlDeviceGetHandleByUUID(candidate)
                 break
         if handle is None:
-            return {}, {"error_counters": f"NVML has no device with UUID {uuid}"}
+            figures = {"what": "device", "uuid": uuid}
+            return {}, {"error_counters": Finding(code="nvml.no_gpu_with_uuid", figures=figures)}
     except Exception as exc:  # no pynvml, no driver
-        return {}, {"error_counters": f"NVML unavailable: {type(exc).__name__}: {exc}"}
+        error = {"error": f"{type(exc).__name__}: {exc}"}
+        return {}, {"error_counters": Finding(code="nvml.unavailable", figures=error)}
     counters: dict[str, int] = {}
-    missing: dict[str, str] = {}
+    missing: dict[str, Finding] = {}
     try:
         counters["ecc_uncorrected"] = int(
             pynvml.nvmlDeviceGetTotalEccErrors(
@@ -112,7 +119,7 @@ def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str,
             )
         )
     except Exception as exc:
-        missing["ecc_uncorrected"] = f"{type(exc).__name__}"
+        missing["ecc_uncorrected"] = _failed(exc)
     try:
         _corrected, uncorrected, pending, failure = pynvml.nvmlDeviceGetRemappedRows(handle)
         counters.update(
@@ -121,8 +128,8 @@ def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str,
             remap_failure=int(failure),
         )
     except Exception as exc:
-        missing["remapped_rows"] = f"{type(exc).__name__}"
-    missing["xid"] = "Xid errors need NVML's event API or the kernel log: not read"
+        missing["remapped_rows"] = _failed(exc)
+    missing["xid"] = Finding(code="nvml.xid_not_read")
     return counters, missing
 
 
@@ -165,8 +172,6 @@ def burn_rank(spec: BurnSpec, device: torch.device, rank: int) -> RankBurn:
             check(index)
     if not mine.fingerprints or mine.fingerprints[-1].interval != index:
         check(index)
-    if sampler is not None:
-        mine.unavailable.update(sampler.report().unavailable)
     mine.counters_end, _ = read_error_counters(device)
     return mine
 

@@ -17,12 +17,15 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import MIG, lookup
 from torchscale.contracts.schema.perf import PeakResult, Probe, Shape
+from torchscale.contracts.wording.matmul import timer_read
 from torchscale.rank.worker.timing import CudaEventTimer
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
@@ -106,46 +109,46 @@ def _cpu_name() -> str:
     return "CPU: " + (platform.processor() or platform.machine() or "unknown")
 
 
-def unavailable_reason(dtype: str, device: torch.device) -> str | None:
+def unavailable_reason(dtype: str, device: torch.device) -> Finding | None:
     """Why `dtype` cannot be measured on `device` (None: it can)."""
     if dtype not in DTYPES:
-        return f"unknown dtype '{dtype}' (known: {', '.join(DTYPES)})"
+        return Finding(code="matmul.unknown_dtype", figures={"dtype": dtype, "known": list(DTYPES)})
     if device.type == "cpu":
         if dtype == "tf32":
-            return "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere and later); CPUs have none"
+            return Finding(code="matmul.cpu_no_tf32")
         if dtype == "fp8":
-            return (
-                "fp8 matmuls are measured only on GPUs with fp8 tensor cores (compute capability "
-                ">= 8.9); a CPU has no fp8 matmul units to measure"
-            )
+            return Finding(code="matmul.cpu_no_fp8")
         return None
     if device.type != "cuda":
-        return f"device type '{device.type}' is not supported (cpu or cuda)"
+        return Finding(code="matmul.device_type", figures={"type": device.type})
     hip = getattr(torch.version, "hip", None)
     capability = torch.cuda.get_device_capability(device)
     if dtype == "tf32":
         if hip:
-            return "TF32 (AMD: XF32) is not measured on ROCm yet"
+            return Finding(code="matmul.rocm_tf32")
         if capability < TF32_MIN_CAPABILITY:
-            return f"compute capability {capability} has no TF32 tensor cores (needs 8.0)"
+            return Finding(code="matmul.no_tf32", figures={"capability": list(capability)})
     if dtype == "bf16" and not torch.cuda.is_bf16_supported():
-        return f"{device_name(device)} does not support bf16 matmuls"
+        return Finding(code="matmul.no_bf16", figures={"device": device_name(device)})
     return _fp8_reason(device, capability, hip) if dtype == "fp8" else None
 
 
-def _fp8_reason(device: torch.device, capability: tuple[int, int], hip: str | None) -> str | None:
+def _fp8_reason(
+    device: torch.device, capability: tuple[int, int], hip: str | None
+) -> Finding | None:
     if hip:
-        return "fp8 (e4m3fnuz on MI300) is not measured on ROCm yet"
+        return Finding(code="matmul.rocm_fp8")
     if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
-        return f"torch {torch.__version__} has no torch._scaled_mm / float8_e4m3fn"
+        return Finding(code="matmul.torch_no_fp8", figures={"torch": str(torch.__version__)})
     if capability < FP8_MIN_CAPABILITY:
-        return f"compute capability {capability} has no fp8 tensor cores (needs 8.9)"
+        return Finding(code="matmul.no_fp8", figures={"capability": list(capability)})
     try:  # the build may still lack the kernel (old cuBLAS): try one
         run = _matmul_fn("fp8", (16, 16, 16), device)
         run()
         torch.cuda.synchronize(device)
     except (RuntimeError, TypeError) as exc:
-        return f"torch._scaled_mm failed on {device_name(device)}: {exc}"
+        figures = {"device": device_name(device), "error": str(exc)}
+        return Finding(code="matmul.fp8_failed", figures=figures)
     return None
 
 
@@ -219,7 +222,7 @@ def measure_shape(
     median = statistics.median(times)
     m, n, k = shape
     if not median > 0 or not math.isfinite(median):
-        return Probe(m=m, n=n, k=k, iters=iters, error=f"timer read {median!r} s for the loop")
+        return Probe(m=m, n=n, k=k, iters=iters, error=timer_read(median))
     return Probe(
         m=m,
         n=n,
@@ -249,7 +252,7 @@ def measure_matmul(
     dev = torch.device(device)
     reason = unavailable_reason(dtype, dev)
     if reason:
-        raise ValueError(reason)
+        raise ValueError(wording.say(reason))
     use_timer = timer or default_timer(dev)
     probes = []
     with _tf32(dtype == "tf32") if dev.type == "cuda" else contextlib.nullcontext():
@@ -270,17 +273,18 @@ def measure_matmul(
 # --- the spec-sheet figure and the plausibility guard ---------------------------------------
 
 
-def spec_for(name: str, dtype: str) -> tuple[float | None, str | None, str | None]:
+def spec_for(name: str, dtype: str) -> tuple[float | None, str | None, Finding | None]:
     """(spec TFLOP/s, its source, None) or (None, None, why not), from the gpu_peaks table."""
     if name.startswith("CPU"):
-        return None, None, "no spec-sheet peak for CPUs (contracts/gpu_peaks.py lists GPUs)"
+        return None, None, Finding(code="matmul.cpu_no_spec")
     if MIG.search(name):
-        return None, None, f"'{name}' is a MIG slice: its share of the GPU's peak is unknown"
+        return None, None, Finding(code="matmul.mig_no_spec", figures={"name": name})
     row = lookup(name)
     if row is None:
-        return None, None, f"no peak FLOP/s table entry for '{name}'"
+        return None, None, Finding(code="matmul.no_table_entry", figures={"name": name})
     if dtype not in row.tflops:
-        return None, None, f"no {dtype} peak known for {name} (read as {row.model})"
+        figures = {"dtype": dtype, "name": name, "model": row.model}
+        return None, None, Finding(code="matmul.no_dtype_peak", figures=figures)
     return row.tflops[dtype], row.source, None
 
 
@@ -291,15 +295,20 @@ def judge(result: PeakResult) -> PeakResult:
     best = result.best_tflops
     if spec is None or best is None:
         if best is not None:
-            result.notes.append("not checked against a spec sheet: " + (note or ""))
+            unchecked = {"note": note.model_dump() if note is not None else None}
+            result.notes.append(Finding(code="matmul.not_spec_checked", figures=unchecked))
         return result
     result.ratio = best / spec
     if best > spec * SPEC_TOLERANCE:
-        result.suspect = (
-            f"{best:.1f} TFLOP/s at {result.best_shape} exceeds the {result.dtype} spec-sheet "
-            f"peak {spec:g} TFLOP/s by {result.ratio:.2f}x (allowed {SPEC_TOLERANCE}x): "
-            "physically impossible, so the timing is wrong; no headline"
-        )
+        figures: dict[str, Any] = {
+            "best": best,
+            "shape": list(result.best_shape or ()),
+            "dtype": result.dtype,
+            "spec": spec,
+            "ratio": result.ratio,
+            "allowed": SPEC_TOLERANCE,
+        }
+        result.suspect = Finding(code="matmul.suspect", figures=figures)
     return result
 
 
@@ -367,12 +376,10 @@ def find_peak(
         result.unavailable = reason
         return judge(result)
     if dev.type == "cpu":
-        result.notes.append(f"CPU, {torch.get_num_threads()} torch threads")
+        threads = {"threads": torch.get_num_threads()}
+        result.notes.append(Finding(code="matmul.cpu_threads", figures=threads))
         if dtype in ("bf16", "fp16"):
-            result.notes.append(
-                f"{dtype} on CPU is slow unless the CPU has native units (AMX, AVX512-BF16/FP16):"
-                " often below fp32"
-            )
+            result.notes.append(Finding(code="matmul.cpu_half_slow", figures={"dtype": dtype}))
     sizes = list(squares or (GPU_SQUARES if gpu else CPU_SQUARES))
     step = step or (GPU_STEP if gpu else CPU_STEP)
     min_step = min_step or (GPU_MIN_STEP if gpu else CPU_MIN_STEP)
@@ -380,21 +387,20 @@ def find_peak(
     min_time = min_time_s if min_time_s is not None else (GPU_MIN_TIME_S if gpu else CPU_MIN_TIME_S)
     seen: dict[Shape, Probe] = {}
     slowest = 0.0  # the longest probe so far, in budget seconds
-    why: list[str] = []  # why the search stopped before it ran out of shapes
+    why: list[Finding] = []  # why the search stopped before it ran out of shapes
 
     def probe(shape: Shape) -> Probe | None:
         nonlocal slowest
         if shape in seen:
             return seen[shape]
         if converged([p.tflops for p in seen.values()]):
-            why.append(
-                f"converged: the last {PLATEAU_PROBES} probes added < {PLATEAU_GAIN * 100:.0f} % "
-                f"to the best ({len(seen)} probes)"
-            )
+            figures = {"last": PLATEAU_PROBES, "gain": PLATEAU_GAIN, "probes": len(seen)}
+            why.append(Finding(code="matmul.converged", figures=figures))
             return None
         now = clock()
         if now - started + slowest > budget_s:
-            why.append(f"budget {budget_s:g} s reached after {len(seen)} probes")
+            figures = {"budget_s": budget_s, "probes": len(seen)}
+            why.append(Finding(code="matmul.budget_reached", figures=figures))
             return None
         (found,) = measure_matmul(dtype, [shape], dev, min_time, timer=timer)
         slowest = max(slowest, clock() - now)
@@ -430,6 +436,6 @@ def find_peak(
     if top is not None:
         result.best_tflops, result.best_shape = top.tflops, top.shape
     elif not result.probes:
-        result.notes.append("the budget did not allow a single probe")
+        result.notes.append(Finding(code="matmul.no_probe"))
     result.elapsed_s = clock() - started
     return judge(result)

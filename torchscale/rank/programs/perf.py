@@ -137,7 +137,8 @@ def phase_writer(spec: PerfSpec, group: Group) -> PhaseDone:
             world_size=group.size, ranks=[RankPerf.model_validate(one) for one in gathered]
         )
         group.write(
-            Path(spec.phase_dir) / f"{count[0]:02d}-{phase}.json", run.model_dump_json(indent=2)
+            Path(spec.phase_dir) / f"{str(count[0]).zfill(2)}-{phase}.json",
+            run.model_dump_json(indent=2),
         )
 
     return write

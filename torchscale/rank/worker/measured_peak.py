@@ -4,19 +4,22 @@
 `measured_peaks` (dtype -> the median over its GPUs of the best matmul TFLOP/s found), at
 `<experiment>/acceptance/<host>.<level>.json`. The host process passes the acceptance
 directories to look in (the experiment's own, then the default `standalone` one); each rank
-reads its own host's newest report and takes the figure for the dtype its MFU peak uses. This
-reads the JSON by hand: the report's model lives in the host-side validate package, above the
-rank side, and only three keys are needed.
+reads its own host's newest report, through the one reader of validate reports
+(offline/results/documents.py, any schema version), and takes the figure for the dtype its MFU
+peak uses.
 
 MFU above 100 % of either peak cannot be: `guarded_mfu` reports none, with the reason.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from torchscale.contracts.schema.validate_report import ValidateReport
+from torchscale.contracts.wording.validate import mfu_above_peak, tflops
+from torchscale.offline.results.documents import read_validate_report
 
 LEVELS = ("perf", "burn")
 RUN_PERF = "run `torchscale validate --level perf` on the node first"
@@ -32,30 +35,23 @@ class MeasuredPeak:
 
 def read_measured_peak(dirs: Sequence[str], host: str, dtype: str) -> MeasuredPeak:
     """The newest `validate` report of `host` in `dirs` (perf or burn) for `dtype`."""
-    newest: tuple[str, Path, dict[str, object]] | None = None
+    newest: tuple[Path, ValidateReport] | None = None
     for folder in dirs:
         for level in LEVELS:
             path = Path(folder) / f"{host}.{level}.json"
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if not isinstance(data, dict) or data.get("kind") != "torchscale.validate":
-                continue
-            created = str(data.get("created_at", ""))
-            if newest is None or created > newest[0]:
-                newest = (created, path, data)
+            report = read_validate_report(path).doc if path.is_file() else None
+            if report is not None and (newest is None or report.created_at > newest[1].created_at):
+                newest = (path, report)
     if newest is None:
         return MeasuredPeak(None, f"no measured peak for host {host}: {RUN_PERF}")
-    created, path, data = newest
-    peaks = data.get("measured_peaks")
-    value = peaks.get(dtype) if isinstance(peaks, dict) else None
-    if not isinstance(value, (int, float)) or value <= 0:
+    path, report = newest
+    value = report.measured_peaks.get(dtype)
+    if value is None or value <= 0:
         return MeasuredPeak(None, f"no measured {dtype} peak for host {host} in {path}")
     return MeasuredPeak(
-        float(value),
-        f"measured by `torchscale validate` on {host} at {created}: {dtype} {value:.4g} "
-        f"TFLOP/s ({path})",
+        value,
+        f"measured by `torchscale validate` on {host} at {report.created_at}: {dtype} "
+        f"{tflops(value)} ({path})",
     )
 
 
@@ -79,8 +75,5 @@ def guarded_mfu(
         return None, None
     mfu = achieved / peak
     if mfu > 1.0:
-        return None, (
-            f"MFU above 100 % of the {which} peak ({mfu:.2f}): a FLOP count or peak bug, "
-            "not reported"
-        )
+        return None, mfu_above_peak(mfu, which)
     return mfu, None

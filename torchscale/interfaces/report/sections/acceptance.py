@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torchscale.contracts.wording import words
+from torchscale.contracts.wording.validate import detail
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
 from torchscale.interfaces.report.parts.context import Context, present
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport
@@ -96,7 +98,7 @@ def _findings(reports: Sequence[ValidateReport]) -> Table | None:
             "verdict": m.status.value,
             "measured": None if m.value is None else f"{m.value:.3g} {m.unit}",
             "expected": None if m.expected is None else f"{m.expected:.3g} {m.unit}",
-            "evidence": m.detail,
+            "evidence": detail(m),
             "_severity": SEVERITY[m.status],
         }
         for report in reports
@@ -124,7 +126,10 @@ def _findings(reports: Sequence[ValidateReport]) -> Table | None:
 def _basic_lines(reports: Sequence[ValidateReport]) -> list[Block]:
     """Nodes with no measured figures (basic reports, schema 1): their verdict alone."""
     return [
-        Text(text=f"{r.hostname} ({r.level}): {r.verdict}", severity="good" if r.ok else "bad")
+        Text(
+            text=f"{r.hostname} ({r.level}): {words(r.verdict_basis, r.verdict)}",
+            severity="good" if r.ok else "bad",
+        )
         for r in reports
         if not r.measurements
     ]

@@ -1,0 +1,62 @@
+"""Words for validate's checks of the host (orchestration/validate/checks_system.py): CPU
+cores, /dev/shm, the open-files limit, InfiniBand ports, free disk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+F = Mapping[str, Any]
+
+
+def _gib(value: float, digits: int = 1) -> str:
+    return f"{value / 2**30:.{digits}f} GiB"
+
+
+def _shm(f: F) -> str:
+    text = f"{_gib(f['total_bytes'])} ({_gib(f['free_bytes'])} free)"
+    below = f.get("below_bytes")
+    return text + (f"; below {_gib(below, 0)}" if below else "")
+
+
+def _limit(n: int | None) -> str:
+    return "unlimited" if n is None else str(n)
+
+
+def _ports(f: F) -> str:
+    ports = f["ports"]
+    said = "; ".join(f"{n}: {p['state']}, {p['rate']}, {p['link_layer']}" for n, p in ports.items())
+    return said or "devices without ports"
+
+
+PHRASES: dict[str, Callable[[F], str]] = {
+    "host.cores": lambda f: f"{f['usable']} usable core(s) ({f['online']} online)",
+    "host.fix_one_core": lambda f: (
+        "two or more ranks will share one core: CPU-path timings are oversubscribed"
+    ),
+    "host.no_shm": lambda f: f"{f['path']} does not exist on this platform",
+    "host.shm": _shm,
+    "host.fix_shm": lambda f: (
+        "DataLoader workers and NCCL's shared-memory transport need more: start "
+        "the container with --shm-size=16g or --ipc=host"
+    ),
+    "host.no_rlimits": lambda f: "resource limits are not available on this platform",
+    "host.open_files": lambda f: f"soft {_limit(f['soft'])}, hard {_limit(f['hard'])}",
+    "host.fix_open_files": lambda f: (
+        f"raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many "
+        f"ranks per node exhaust {f['soft']} descriptors"
+    ),
+    "host.no_rdma": lambda f: (
+        "no RDMA devices: fine on one node; across nodes NCCL falls back to TCP "
+        "sockets, far slower than InfiniBand/RoCE"
+    ),
+    "host.rdma_ports": _ports,
+    "host.fix_no_active_port": lambda f: (
+        "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)"
+    ),
+    "host.disk_free": lambda f: f"{_gib(f['free_bytes'])} free at {f['path']}",
+    "host.fix_disk": lambda f: (
+        "free space or choose another --output-dir: results, logs and traces are written there"
+        + (" (profiler traces take 100s of MB)" if f.get("traces") else "")
+    ),
+}

@@ -1,0 +1,137 @@
+"""Words for `torchscale validate`: its checks' findings (codes and figures stored in the
+validate report, schema 5), the figures its tables and the measured peak spell, and the
+hints that say how to fix a check. A check of an older report without findings keeps the
+sentence it stored, shown as stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.validate_report import CheckResult, Measurement
+from torchscale.contracts.wording.figures import readable
+
+F = Mapping[str, Any]
+
+
+def figure(value: float | None, unit: str) -> str:
+    """A measured or expected figure in its unit ('771 TFLOP/s', '2,990 GB/s', '4.21 us');
+    '-' where there is none."""
+    return "-" if value is None else f"{readable(value)} {unit}"
+
+
+def ratio(value: float | None) -> str:
+    """Measured over expected: '92 %'; '-' where there is none."""
+    return "-" if value is None else f"{value * 100:.0f} %"
+
+
+def _said(findings: Sequence[Finding], stored: str) -> str:
+    """The stored words where there are some (an older report's, a check not yet stated as
+    findings), else the findings in today's words, joined."""
+    from torchscale.contracts import wording  # the joined phrases, made after this module
+
+    return stored or "; ".join(wording.say(f) for f in findings)
+
+
+def detail(item: CheckResult | Measurement) -> str:
+    """What a check found, or a measurement's evidence, in words."""
+    if isinstance(item, CheckResult):
+        return _said(item.findings, item.said)
+    return _said([item.finding] if item.finding else [], item.said)
+
+
+def hint(check: CheckResult) -> str:
+    """How to fix a check, in words (empty on PASS)."""
+    return _said(check.fix, check.said_fix)
+
+
+def unavailable(row: Measurement) -> str | None:
+    """Why a measurement has no value, in words; None where it has one."""
+    return (detail(row) or "not measured") if row.value is None else None
+
+
+def secs(value: float) -> str:
+    """A duration as given: '300 s', '1.5 s'."""
+    return f"{value:g} s"
+
+
+def whole_secs(value: float) -> str:
+    """A duration to the second: '12 s'."""
+    return f"{value:.0f} s"
+
+
+def general(value: float) -> str:
+    """A number as Python's shortest form gives it: '0.0001', '3e-05'."""
+    return f"{value:g}"
+
+
+def percent(share: float, signed: bool = False) -> str:
+    """A share as whole percent: '35 %', '+12 %' (signed)."""
+    return f"{share * 100:+.0f} %" if signed else f"{share * 100:.0f} %"
+
+
+def three(value: float, unit: str) -> str:
+    """Three significant figures and a unit: '412 samples/s', '52.6 ms'."""
+    return f"{value:.3g} {unit}"
+
+
+def watts(value: float) -> str:
+    return f"{value:.0f} W"
+
+
+def tflops(value: float) -> str:
+    """A measured peak: '780 TFLOP/s', '0.05123 TFLOP/s' (four significant figures)."""
+    return f"{value:.4g} TFLOP/s"
+
+
+def mfu_above_peak(mfu: float, which: str) -> str:
+    """Why an MFU above 100 % of a peak is no figure."""
+    return (
+        f"MFU above 100 % of the {which} peak ({mfu:.2f}): a FLOP count or peak bug, not reported"
+    )
+
+
+def _all(f: F) -> str:
+    """Several findings that are one piece of evidence, in a row (each by its own phrase)."""
+    from torchscale.contracts import wording  # the joined phrases, made after this module
+
+    return "; ".join(wording.say(Finding.model_validate(one)) for one in f["findings"])
+
+
+def all_of(findings: Sequence[Finding]) -> dict[str, Any]:
+    """The figures of 'validate.all' for `findings` (Finding models)."""
+    return {"findings": [one.model_dump() for one in findings]}
+
+
+def _spread(values: Sequence[float], unit: str) -> str:
+    low, high = min(values), max(values)
+    if len(values) == 1:
+        return f"{low:.4g} {unit}"
+    return f"{low:.4g} to {high:.4g} {unit} over {len(values)} ranks"
+
+
+def phase_words(
+    title: str,
+    values: Sequence[float] = (),
+    unit: str = "",
+    probes: int | None = None,
+    elapsed_s: float | None = None,
+    why: Any = None,
+) -> str:
+    """A finished perf phase in a line: its figure over the ranks (a matmul's with its
+    probes and time), or why it has none (a finding)."""
+    if not values:
+        from torchscale.contracts import wording  # the joined phrases, made after this module
+
+        return f"perf: {title}: not measured: {wording.say(why) if why else 'no figure'}"
+    text = f"perf: {title}: {_spread(values, unit)}"
+    if probes is None:
+        return text
+    took = f", {elapsed_s:.1f} s" if elapsed_s is not None else ""
+    return text + f" ({probes} probe{'' if probes == 1 else 's'}{took})"
+
+
+PHRASES: dict[str, Callable[[F], str]] = {
+    "validate.all": _all,
+}
