@@ -36,7 +36,12 @@ from torchscale.offline.analysis.regressions import (
     pool_runs,
     with_step_repeats,
 )
-from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED, repeat_count
+from torchscale.offline.analysis.reliability import (
+    LEVELS,
+    UNSETTLED,
+    on_busy_machine,
+    repeat_count,
+)
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
@@ -227,9 +232,7 @@ def is_quiet(row: Mapping[str, Any] | pd.Series) -> bool:
     """Whether a cell ran with the machine to itself: no busy-machine verdict from its load
     telemetry and no other compute process on its GPUs (a cell without that telemetry cannot
     be shown busy, and counts as quiet)."""
-    busy = row.get("busy_machine")
-    gpus = finite(row.get("other_gpu_processes"))
-    return not (busy is True or busy == 1.0) and not (gpus is not None and gpus > 0)
+    return not on_busy_machine(row)
 
 
 def is_trusted(row: Mapping[str, Any] | pd.Series) -> bool:

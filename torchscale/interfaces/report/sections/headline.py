@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
@@ -53,6 +54,7 @@ from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
+from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 
 MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
@@ -166,22 +168,40 @@ def measured_dates(ctx: Context) -> str | None:
     return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
 
 
-def description(ctx: Context) -> str | None:
-    """The configs' `description:` (each different one once), on one line, cut to
-    MAX_DESCRIPTION characters."""
+def _descriptions(ctx: Context) -> list[str]:
+    """The configs' `description:` on one line each, each different one once."""
     found = []
     for source in ctx.sources.experiments:
         config = source.experiment.config if source.experiment is not None else {}
         text = " ".join(str(config.get("description") or "").split())
         if text and text not in found:
             found.append(text)
-    joined = "; ".join(found)
+    return found
+
+
+def description(ctx: Context) -> str | None:
+    """The configs' `description:` (each different one once), on one line, cut to
+    MAX_DESCRIPTION characters."""
+    joined = "; ".join(_descriptions(ctx))
     if len(joined) > MAX_DESCRIPTION:
         joined = joined[: MAX_DESCRIPTION - 1].rstrip() + "…"
     return joined or None
 
 
 # ---------------------------------------------------------------- the verdict
+
+
+def purpose(ctx: Context) -> list[Finding]:
+    """What the sweep's figures can be used for (`run_purpose`), from its cells, its configs'
+    mark and the GPUs its node has."""
+    counts = [len(r.environment.get("gpus") or []) for r in _runs(ctx) if r.device != "cpu"]
+    path_check = is_path_check(_descriptions(ctx))
+    return run_purpose(ctx.cells, path_check=path_check, node_gpus=max(counts, default=0) or None)
+
+
+def purpose_text(findings: list[Finding]) -> str:
+    """The purpose findings as the headline's opening sentences ('' for none)."""
+    return "".join(f"{wording.say(f)}. " for f in findings)
 
 
 def _span(row: dict[str, Any]) -> str:
@@ -465,6 +485,8 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     if state is not None:  # how far the sweep got comes first: a stopped one never reads whole
         severity = usable.severity if usable.severity in ("bad", "warn") else "warn"
         headline = Text(text=f"{state} {headline.text}", severity=severity)
+    # what the run is for comes before all: no quality of noise makes a path check a figure
+    headline.text = purpose_text(purpose(ctx)) + headline.text
     priced = ctx.pooled_priced
     measured = usable.usable != "nothing to judge"
     decision = Decision(

@@ -1,0 +1,103 @@
+"""What a run can be used for comes first (issue 72, point 3): a report's first line says so by
+the kind of run (docs/reporting.md, "What a run is for"): CPU ranks or a GPU waiting for the
+host hold no GPU figure, the workload level's cells prove a path, one world size measures no
+scaling; a steady cell on a busy machine is never 'reliable'. From kept results only."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import SHARED_DIR
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections import summary
+from torchscale.interfaces.report.sections.context import make_context
+from torchscale.interfaces.report.sections.headline import verdict
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.run_purpose import run_purpose
+from torchscale.results import load
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+SWEEP8 = FIXTURES / "sweep8_v13"
+H100_DEFAULT = FIXTURES / "h100_schema16" / "default-sweep"
+H100_STOPPED = SHARED_DIR / "gpu" / "h100-2026-11-26" / "default-sweep"
+H100_WORKLOAD = SHARED_DIR / "gpu" / "h100-2026-11-26" / "workload" / "runs"
+STEADY = "tiny-gpt2__b32__w1__fp32__ddp__96a787a3"  # sweep8's reliable cell at world 1
+
+
+def _headline(source: Path) -> str:
+    text, _ = verdict(make_context(read_sources(source), ReportOptions(), None))
+    assert text is not None
+    return text.text
+
+
+def test_a_cpu_sweep_says_first_it_holds_no_gpu_figure() -> None:
+    """sweep8 ran on 2 CPU ranks: it opened 'These numbers can be used with care'."""
+    assert _headline(SWEEP8).startswith("No GPU figure here: these cells ran on CPU ranks")
+
+
+@pytest.mark.skipif(not H100_STOPPED.is_dir(), reason="needs ../shared/gpu")
+def test_a_host_bound_gpu_sweep_on_one_gpu_says_both_first() -> None:
+    """The H100 default sweep of tiny models (MFU 0.00244 %, the GPU waiting for the host in
+    every cell, its world-2 cells skipped on a 1-GPU node) opened with the sweep's state and
+    'These numbers can be used with care'."""
+    text = _headline(H100_STOPPED)
+    assert text.startswith(
+        "No GPU figure here: these cells measure Python and launches (the GPU waits for the "
+        "host in every cell). Scaling not measured: this node has 1 GPU. Sweep stopped"
+    )
+
+
+def test_a_gpu_sweep_at_one_world_size_says_scaling_was_not_measured() -> None:
+    assert _headline(H100_DEFAULT).startswith("Scaling not measured: this node has 1 GPU. ")
+
+
+@pytest.mark.skipif(not H100_WORKLOAD.is_dir(), reason="needs ../shared/gpu")
+def test_the_workload_level_is_a_path_check_not_a_measurement() -> None:
+    """Its configs say 'a proof that the path works, not a figure'; the report read 'These
+    numbers can be used with care' and named a best."""
+    assert _headline(H100_WORKLOAD).startswith("A path check, not a measurement")
+
+
+def test_the_rule_is_one_pure_table() -> None:
+    cells = pd.DataFrame(
+        [
+            {"status": "ok", "samples_per_s": 10.0, "device": "cuda", "world_size": 1},
+            {"status": "ok", "samples_per_s": 19.0, "device": "cuda", "world_size": 2},
+        ]
+    )
+    assert run_purpose(cells, node_gpus=2) == []  # a measurement: judged by its noise alone
+    codes = [f.code for f in run_purpose(cells, path_check=True)]
+    assert codes == ["purpose.path_check"]
+    bound = cells.assign(host_bound=True)
+    assert [f.code for f in run_purpose(bound)] == ["purpose.no_gpu_figure"]
+
+
+@pytest.fixture
+def busy_steady(tmp_path: Path) -> Path:
+    """sweep8 with its steady world-1 tiny-gpt2 cell's host set busy (other processes on 1.7
+    of its 2 cores), as a contended machine's telemetry records it."""
+    root = tmp_path / "sweep8"
+    shutil.copytree(SWEEP8, root)
+    path = root / "default_scaling" / "cells" / f"{STEADY}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for host in data["telemetry"]["hosts"]:
+        host.update(busy=True, other_cores=1.7, busy_cores=1.7 + host["cell_cores"])
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return root
+
+
+def test_a_steady_cell_on_a_busy_machine_is_never_reliable(busy_steady: Path) -> None:
+    """It was rated 'reliable' in the tables and counted among the reliable cells while the
+    headline listed it among the busy ones."""
+    cells = load(busy_steady / "default_scaling").cells.set_index("cell_id")
+    assert cells.loc[STEADY, "busy_machine"]
+    assert cells.loc[STEADY, "reliability"] == "busy machine"
+    assert "ran on a busy machine" in cells.loc[STEADY, "reliability_reason"]
+    ctx = make_context(read_sources(busy_steady), ReportOptions(), None)
+    said = " ".join(t.text for t in summary.build(ctx).blocks if hasattr(t, "text"))
+    assert "1 of 8 cells reliable" in said and "1 busy machine" in said
