@@ -101,3 +101,45 @@ def test_a_steady_cell_on_a_busy_machine_is_never_reliable(busy_steady: Path) ->
     ctx = make_context(read_sources(busy_steady), ReportOptions(), None)
     said = " ".join(t.text for t in summary.build(ctx).blocks if hasattr(t, "text"))
     assert "1 of 8 cells reliable" in said and "1 busy machine" in said
+
+
+V10_BUSY = FIXTURES / "results_v10" / "busy"
+
+
+def test_the_live_table_and_the_report_withhold_the_same_figures() -> None:
+    """One rule for 'not measurable': the live table said it where the report's tables printed
+    the figure with its interval ('11,800 [6,100, 22,700]')."""
+    from torchscale.interfaces.console.live_table import throughput_text as live
+    from torchscale.interfaces.report.sections.context import throughput_text as reported
+
+    for source in (V10_BUSY / "default_scaling", SWEEP8 / "default_scaling", H100_DEFAULT):
+        for _, row in load(source).cells.iterrows():
+            said_live = live(row).startswith("not measurable")
+            assert said_live == str(reported(row)).startswith("not measurable"), row["cell_id"]
+    rows = load(V10_BUSY / "default_scaling").cells
+    assert all(str(reported(r)).startswith("not measurable") for _, r in rows.iterrows())
+
+
+def test_a_card_under_cannot_be_used_shows_no_figure(tmp_path: Path) -> None:
+    """Under '✖ cannot be used' (benchmarks/report_scale.py's noisy cells) the cards printed
+    '661,000' and '63.33 %', greyed with no why."""
+    from tests.scale_sample import report_scale
+    from torchscale.interfaces.report.model import KeyFigures
+    from torchscale.interfaces.report.sections.usability import judge
+
+    experiment = report_scale().write_results(tmp_path, 40)
+    ctx = make_context(read_sources(experiment), ReportOptions(), None)
+    ctx.usability = judge(ctx)
+    assert ctx.usability.usable == "no"
+    figures = [
+        f
+        for b in summary.build(ctx).blocks
+        if isinstance(b, KeyFigures)
+        for f in b.figures
+        if f.label.startswith(summary.MODEL_FIGURES)
+    ]
+    assert figures
+    for figure in figures:
+        assert figure.value in (None, summary.NOT_USED), figure
+        if figure.value is not None:
+            assert figure.note.startswith("these numbers cannot be used: all 40 cells noisy")

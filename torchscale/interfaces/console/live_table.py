@@ -22,7 +22,7 @@ from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
-from torchscale.interfaces.report.estimates import compact
+from torchscale.interfaces.report.estimates import compact, withheld
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 
 if TYPE_CHECKING:
@@ -143,8 +143,8 @@ def throughput_text(row: pd.Series) -> str:
     low, high = _number(row, "samples_per_s_low"), _number(row, "samples_per_s_high")
     if value is None:
         return "-"
-    if too_wide(value, low, high):
-        return "not measurable"  # the note says over how many repeats
+    if (words := withheld(value, low, high, None)) is not None:
+        return words  # the report's rule; the note says over how many repeats
     if low is None or high is None:  # one repeat: no spread (the status says so)
         return readable(value)
     return compact(value, low, high, "rate") or "-"

@@ -23,6 +23,7 @@ from torchscale.interfaces.report.estimates import (
     efficiency_kind,
     not_measurable,
     scaled_rate,
+    withheld,
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.sections import tables
@@ -624,16 +625,17 @@ def interval(row: Mapping[str, Any] | pd.Series, name: str, unit: str = "") -> I
 
 
 def throughput_text(row: Mapping[str, Any] | pd.Series) -> str | None:
-    """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
-    return compact(*interval(row, "samples_per_s"), "rate", spread_unknown=_repeats(row) < 2)
+    """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat), or 'not
+    measurable (2 repeats)' and no number where the interval is wider than the figure
+    (`estimates.withheld`, the live table's rule too)."""
+    figure = interval(row, "samples_per_s")
+    return withheld(*figure, repeats_of(row)) or compact(
+        *figure, "rate", spread_unknown=_repeats(row) < 2
+    )
 
 
 def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
-    """A throughput for the first screen (headline, cards, best configuration): as
-    `throughput_text`, but 'not measurable (2 repeats)' and no number where the interval is
-    wider than the figure (`estimates.too_wide`)."""
-    if too_wide(*interval(row, "samples_per_s")):
-        return not_measurable(repeats_of(row))
+    """A throughput for the first screen (headline, cards, best configuration)."""
     return throughput_text(row) or "-"
 
 
