@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.figures import format_value, readable, too_wide
-from torchscale.contracts.share_bound import share_bound
+from torchscale.contracts.wording.reader import below_pct, narrow_pct, whole_pct
+from torchscale.contracts.wording.reader import cores as cores_text
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
@@ -169,7 +170,7 @@ def scaling_text(row: pd.Series) -> str:
         return "noise"
     if value > 1 and (low is None or low <= 1):
         return "≈100 %"
-    return f"{value * 100:.0f} %"
+    return whole_pct(value)
 
 
 def stall_text(row: pd.Series) -> str:
@@ -178,8 +179,8 @@ def stall_text(row: pd.Series) -> str:
     value = _number(row, "wait_for_peers_share")
     high = _number(row, "wait_for_peers_share_high")
     if value is None:
-        return f"<{share_bound(high, places=0)} %" if high is not None else "-"
-    return f"{value * 100:.1f} %" if value < 0.0995 else f"{value * 100:.0f} %"  # 5 wide
+        return below_pct(high) if high is not None else "-"
+    return narrow_pct(value)  # 5 wide
 
 
 def status_text(row: pd.Series) -> tuple[str, Level]:
@@ -338,7 +339,7 @@ def _note_rows(text: str, room: int, rows: int) -> list[str]:
 def busy_note(row: pd.Series) -> str:
     """Said once per sweep: every later row marked 'busy' reads the same."""
     cores = _number(row, "other_cpu_cores")
-    used = f": others used {cores:.1f} cores" if cores is not None else ""
+    used = f": others used {cores_text(cores)}" if cores is not None else ""
     return f"busy machine{used}; rows marked busy measure the contention"
 
 

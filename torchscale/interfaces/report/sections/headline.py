@@ -16,6 +16,7 @@ import pandas as pd
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.reader import times, with_unit
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
 from torchscale.interfaces.report.sections.best import (
@@ -54,8 +55,8 @@ from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
-from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
+from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
 
 MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
 MAX_GROUPS = 4  # configurations named in a model's line; beyond, the lowest and highest
@@ -141,7 +142,7 @@ def describe_hardware(runs: Iterable[_Run]) -> str | None:
         name = gpu_name(run.environment) or f"{run.device} devices (model not recorded)"
         gpus[name] = max(gpus[name], run.world_size)
         gpu_nodes = max(gpu_nodes, run.nodes)
-    parts = [f"{count} x {name}" for name, count in gpus.items()]
+    parts = [times(count, name) for name, count in gpus.items()]
     if parts and gpu_nodes > 1:
         parts[-1] += f" on {gpu_nodes} nodes"
     for name, nodes in cpus.items():
@@ -281,7 +282,8 @@ def _single_size_line(ctx: Context, model: str) -> str:
     if figure.startswith("not measurable"):
         return f"{model} on {where}{config}: throughput {figure}{of}"
     busy = f" ({unusable_why(best)})" if unusable_why(best) else ""  # as the best line says
-    return f"{model} reaches {figure} samples/s{median} on {where}{config}{busy}{of}"
+    rate = with_unit(figure, "samples/s")
+    return f"{model} reaches {rate}{median} on {where}{config}{busy}{of}"
 
 
 def _cheapest(ctx: Context, pick: Pick | None) -> str:

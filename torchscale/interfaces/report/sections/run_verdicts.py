@@ -6,6 +6,7 @@ verdict"); a run with no diagnosis says why (`no_diagnosis`) beside its analysis
 from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording.reader import bandwidth
 from torchscale.interfaces.report.diagnosis_text import (
     INJECTED,
     compute_word,
@@ -129,14 +130,13 @@ def _comm_line(label: str, run: CommResult) -> list[Text]:
             continue
         peak = max(measured, key=lambda r: r.busbw_gbps or 0.0)
         average = (
-            f", {fmt(summary.avg_busbw_gbps, 'float')} GB/s on average over "
-            f"{plural(summary.rows, 'size')}"
+            f", {bandwidth(summary.avg_busbw_gbps)} on average over {plural(summary.rows, 'size')}"
             if summary.avg_busbw_gbps is not None
             else ""
         )
         lines.append(
             Text(
-                text=f"{label}: {summary.op} peaks at {fmt(peak.busbw_gbps, 'float')} GB/s bus "
+                text=f"{label}: {summary.op} peaks at {bandwidth(peak.busbw_gbps or 0.0)} bus "
                 f"bandwidth at {fmt(peak.size_bytes, 'bytes')}{average}"
             )
         )
