@@ -143,3 +143,48 @@ def test_a_card_under_cannot_be_used_shows_no_figure(tmp_path: Path) -> None:
         assert figure.value in (None, summary.NOT_USED), figure
         if figure.value is not None:
             assert figure.note.startswith("these numbers cannot be used: all 40 cells noisy")
+
+
+H200_PROFILE = FIXTURES / "h200_profile_v18"
+V2 = FIXTURES / "results_v2" / "v2_fixture"
+
+
+@pytest.fixture
+def h200_profile(tmp_path: Path) -> Path:
+    """The kept H200 profile, as `torchscale profile -o DIR` leaves it under an experiment."""
+    root = tmp_path / "h200"
+    for run in H200_PROFILE.iterdir():
+        if run.is_dir():
+            shutil.copytree(run, root / "profile" / run.name)
+    return root
+
+
+def test_a_profile_report_carries_its_runs_throughput_mfu_and_memory(h200_profile: Path) -> None:
+    """Its result holds 466 samples/s, MFU 41.3 % and the allocator's peaks; the report showed
+    none of them."""
+    ctx = make_context(read_sources(h200_profile), ReportOptions(), None)
+    _, decision = verdict(ctx)
+    assert decision is not None
+    said = " ".join(t.text for t in decision.models)
+    assert "measured 466 samples/s (one window), MFU 41.3 % of 989 TFLOP/s" in said
+    assert "9.3 GiB peak allocated and 10.0 GiB peak reserved per rank" in said
+
+
+def test_each_peak_memory_has_one_name_in_a_report(tmp_path: Path) -> None:
+    """'Peak memory per rank' on the first screen was the reserved peak; 'Peak memory (largest
+    rank)' in the strategies table the allocated one (or a CPU rank's RSS)."""
+    from typer.testing import CliRunner
+
+    from torchscale.interfaces.cli.app import app
+
+    texts = []
+    for source in (H100_DEFAULT, V2):
+        out = tmp_path / f"{source.name}.md"
+        args = ["report", "-s", str(source), "-f", "md", "--full", "-o", str(out)]
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
+        assert result.exit_code == 0, result.output
+        texts.append(out.read_text(encoding="utf-8"))
+    h100, v2 = texts
+    assert "peak memory" not in h100.lower() and "peak memory" not in v2.lower()
+    assert "10.0 GiB peak reserved per rank" in h100 and "Peak reserved per rank" in h100
+    assert "Peak RSS (largest rank)" in v2

@@ -25,10 +25,15 @@ MEANINGS: dict[Peak, str] = {
 }
 
 
+def title(kind: Peak) -> str:
+    """'Peak allocated': the name opening a title or a label."""
+    name = NAMES[kind]
+    return f"{name[:1].upper()}{name[1:]}"
+
+
 def heading(kind: Peak, where: str = "per rank") -> str:
     """A column's label: 'Peak reserved per rank', 'Peak allocated (largest rank)'."""
-    name = NAMES[kind]
-    return f"{name[:1].upper()}{name[1:]} {where}"
+    return f"{title(kind)} {where}"
 
 
 def peak_text(value: float, kind: Peak, where: str = "per rank") -> str:
