@@ -30,9 +30,10 @@ def path_check(figures: Mapping[str, Any]) -> str:
 
 def no_gpu_figure(figures: Mapping[str, Any]) -> str:
     if figures.get("why") == "cpu":
+        # a CPU report never names GPUs (its ranks are CPU ranks): 'accelerator'
         return (
-            "No GPU figure here: these cells ran on CPU ranks, so they measure Python, the "
-            "host and gloo, not a GPU"
+            "No accelerator figure here: these cells ran on CPU ranks, so they measure Python, "
+            "the host and gloo"
         )
     return (
         "No GPU figure here: these cells measure Python and launches (the GPU waits for the "
