@@ -101,7 +101,8 @@ CPU_FIRST = (
 def test_a_busy_machine_is_the_headline(busy: Report) -> None:
     assert busy.headline is not None and busy.decision is not None
     assert busy.headline.text == (
-        f"{CPU_FIRST}These numbers cannot be used: {_other_cores()} of 2 cores taken by other processes "
+        f"{CPU_FIRST}These numbers cannot be used: {_other_cores()} of 2 cores taken by other "
+        "processes "
         "in every cell: rerun on an idle node."
     )
     assert busy.headline.severity == "bad" and busy.decision.usable == "no"

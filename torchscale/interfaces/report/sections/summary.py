@@ -186,7 +186,12 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
         why = f"{UNUSABLE}: {ctx.usability.reason}"
         firsts = {r["model"]: r for r in reversed(rows)}  # one row a model, its first, no figure
         rows = [
-            {"model": r["model"], "best_by": NONE_NAMED, "lead": why, "_severity": "warn"}
+            {
+                "model": r["model"],
+                "best_by": NONE_NAMED,
+                "lead": why if "config" in r else r["lead"],  # a row with no figure: its why
+                "_severity": "warn",
+            }
             for r in rows
             if firsts[r["model"]] is r
         ]
@@ -611,8 +616,11 @@ def _unjudged(figure: KeyFigure, why: str) -> KeyFigure:
     number and no verdict mark, only why: a bare '661,000' or '63.33 %' under "cannot be used"
     read as a clean figure, a red cross as the model's problem. Counts of cells and the
     baseline's verdict keep theirs; the tables further down keep the measurements."""
-    if not figure.label.startswith(MODEL_FIGURES) or figure.value is None:
+    if not figure.label.startswith(MODEL_FIGURES):
         return figure
+    words = isinstance(figure.value, str) and figure.value.startswith((NONE_NAMED, "not "))
+    if figure.value is None or words:  # no figure: its own why stays
+        return figure.model_copy(update={"severity": "info"})
     note = f"{UNUSABLE}: {why}"
     return figure.model_copy(
         update={"value": NOT_USED, "format": "text", "note": note, "severity": "info"}
