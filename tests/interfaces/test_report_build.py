@@ -199,15 +199,20 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
     cells = torchscale.results.load(V3_SWEEP).cells
     ok = cells[cells["status"] == "ok"]
     found = figures(report, "summary")
-    # the fixture's numbers cannot be used (2 repeats, noisy): a model's cards show no figure,
+    # the fixture's numbers cannot be used (2 repeats, noisy): a model's card shows no figure,
     # only why (a bare 349 under "cannot be used" read as a clean figure); the tables keep it
     assert report.decision is not None and report.decision.usable == "no"
-    for model in ok["model_label"].unique():
-        scaling = f"Scaling efficiency at 2 CPU ranks: {model}"
-        for label in (f"Highest throughput: {model}", scaling):
-            card = found[label]
-            assert card.value == "not usable", label
-            assert str(card.note).startswith("these numbers cannot be used: "), label
+    for model, group in ok.groupby("model_label"):
+        best = found[f"Highest throughput: {model}"]
+        top = group.loc[group["samples_per_s"].idxmax()]
+        if top["samples_per_s_high"] - top["samples_per_s_low"] > top["samples_per_s"]:
+            # no highest figure is named from a cell the page calls not measurable
+            assert best.value == "none named" and "not measurable (2 repeats)" in str(best.note)
+            continue
+        scaling = found[f"Scaling efficiency at 2 CPU ranks: {model}"]
+        for card in (best, scaling):
+            assert card.value == "not usable", card.label
+            assert str(card.note).startswith("these numbers cannot be used: "), card.label
     assert found["Cells measured"].value == "4 of 6"
     # against version 1's 2 repeats a side nothing can be judged: never a regression, never a
     # 0 that reads as a pass, but its own state
