@@ -37,9 +37,7 @@ def _headline(source: Path) -> str:
 
 def test_a_cpu_sweep_says_first_it_holds_no_gpu_figure() -> None:
     """sweep8 ran on 2 CPU ranks: it opened 'These numbers can be used with care'."""
-    assert _headline(SWEEP8).startswith(
-        "No accelerator figure here: these cells ran on CPU ranks"
-    )
+    assert _headline(SWEEP8).startswith("No accelerator figure here: these cells ran on CPU ranks")
 
 
 @pytest.mark.skipif(not H100_STOPPED.is_dir(), reason="needs ../shared/gpu")

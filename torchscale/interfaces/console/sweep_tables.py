@@ -17,6 +17,7 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.figures import figure_with_interval, readable, value_format
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.contracts.share_bound import share_bound
+from torchscale.interfaces.report.estimates import withheld
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.lines import LEVEL_STYLE
@@ -85,6 +86,8 @@ def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
     if missing(value) or missing(low) or missing(high):
         return "-" if missing(value) else readable(float(value))
+    if (words := withheld(float(value), float(low), float(high), None)) is not None:
+        return words  # the report's and the live table's rule
     text = figure_with_interval(float(value), float(low), float(high), value_format("readable"))
     return text.replace(" ±", "±")  # glued: a table cell is one figure
 

@@ -1,7 +1,8 @@
 """What a GPU reader decides on, on the first page of every format: per model, the cell the
 summary names (else its fastest), its MFU against the stated peak, its peak reserved memory per
 rank, its compile seconds and compiled/eager where both ran, and whether the GPU waited for the
-host. The full tables stay in the efficiency and latency sections; this is their one row per model."""
+host. The full tables stay in the efficiency and latency sections; this is their one row per
+model."""
 
 from __future__ import annotations
 
