@@ -18,7 +18,6 @@ from torchscale.interfaces.report.sections import summary
 from torchscale.interfaces.report.sections.context import make_context
 from torchscale.interfaces.report.sections.headline import verdict
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.offline.analysis.run_purpose import run_purpose
 from torchscale.results import load
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -64,6 +63,8 @@ def test_the_workload_level_is_a_path_check_not_a_measurement() -> None:
 
 
 def test_the_rule_is_one_pure_table() -> None:
+    from torchscale.offline.analysis.run_purpose import run_purpose
+
     cells = pd.DataFrame(
         [
             {"status": "ok", "samples_per_s": 10.0, "device": "cuda", "world_size": 1},
@@ -140,7 +141,7 @@ def test_a_card_under_cannot_be_used_shows_no_figure(tmp_path: Path) -> None:
     ]
     assert figures
     for figure in figures:
-        assert figure.value in (None, summary.NOT_USED), figure
+        assert figure.value in (None, "not usable"), figure
         if figure.value is not None:
             assert figure.note.startswith("these numbers cannot be used: all 40 cells noisy")
 
@@ -188,3 +189,27 @@ def test_each_peak_memory_has_one_name_in_a_report(tmp_path: Path) -> None:
     assert "peak memory" not in h100.lower() and "peak memory" not in v2.lower()
     assert "10.0 GiB peak reserved per rank" in h100 and "Peak reserved per rank" in h100
     assert "Peak RSS (largest rank)" in v2
+
+
+def test_benchmarks_end_answer_opens_with_what_the_run_is_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The lines after a sweep said where the results are and how long it took, never that a
+    CPU sweep holds no accelerator figure. A finished run's table, as `benchmark` holds it."""
+    from types import SimpleNamespace
+
+    from torchscale.interfaces.console import benchmark
+
+    experiment = SWEEP8 / "default_scaling"
+    config = (experiment / "config.yaml").read_text(encoding="utf-8")
+    run = SimpleNamespace(
+        sweep=SimpleNamespace(
+            table=load(experiment).cells, results=[], failures=[], stopped_early=False
+        ),
+        plan=SimpleNamespace(config_yaml=config),
+        store=SimpleNamespace(root=experiment),
+        nothing_measured=None,
+    )
+    benchmark._sweep_summary(run)  # type: ignore[arg-type]
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("No accelerator figure here: these cells ran on CPU ranks")
