@@ -102,6 +102,16 @@ def test_a_steady_cell_on_a_busy_machine_is_never_reliable(busy_steady: Path) ->
     ctx = make_context(read_sources(busy_steady), ReportOptions(), None)
     said = " ".join(t.text for t in summary.build(ctx).blocks if hasattr(t, "text"))
     assert "1 of 8 cells reliable" in said and "1 busy machine" in said
+    # and the table of cells not measured reliably says why
+    from torchscale.interfaces.report.build import build_report
+    from torchscale.interfaces.report.model import Table
+
+    report = build_report(read_sources(busy_steady), ReportOptions())
+    section = report.section("latency")
+    assert section is not None
+    (why,) = [b for b in section.blocks if isinstance(b, Table) and b.id == "latency-reliability"]
+    row = next(r for r in why.rows if r["reliability"] == "busy machine")
+    assert row["cell"].startswith("tiny-gpt2 b32 x1") and row["_severity"] == "warn"
 
 
 V10_BUSY = FIXTURES / "results_v10" / "busy"

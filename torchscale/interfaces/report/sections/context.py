@@ -246,7 +246,7 @@ def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
     machine (`is_trusted`), warn when noisy, of too few repeats or busy, info when its spread
     is unknown."""
     level = row.get("reliability")
-    if level in UNSETTLED or (level == "reliable" and not is_quiet(row)):
+    if level in (*UNSETTLED, "busy machine") or (level == "reliable" and not is_quiet(row)):
         return "warn"
     return "good" if level == "reliable" else "info"
 
