@@ -199,21 +199,20 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
     cells = torchscale.results.load(V3_SWEEP).cells
     ok = cells[cells["status"] == "ok"]
     found = figures(report, "summary")
+    # the fixture's numbers cannot be used (2 repeats, noisy): a model's card shows no figure,
+    # only why (a bare 349 under "cannot be used" read as a clean figure); the tables keep it
+    assert report.decision is not None and report.decision.usable == "no"
     for model, group in ok.groupby("model_label"):
-        # the median, cut to the digits its interval supports; where the interval is wider
-        # than the figure (tiny-mlp: 7,438 in [4,522, 12,233]) no number (headline rules)
         best = found[f"Highest throughput: {model}"]
         top = group.loc[group["samples_per_s"].idxmax()]
         if top["samples_per_s_high"] - top["samples_per_s_low"] > top["samples_per_s"]:
             # no highest figure is named from a cell the page calls not measurable
             assert best.value == "none named" and "not measurable (2 repeats)" in str(best.note)
             continue
-        assert best.value == pytest.approx(group["samples_per_s"].max(), rel=0.01)
-        assert best.format == "int"
-        largest = group[group["world_size"] == group["world_size"].max()]
-        assert found[f"Scaling efficiency at 2 CPU ranks: {model}"].value == pytest.approx(
-            largest["scaling_efficiency"].max()
-        )
+        scaling = found[f"Scaling efficiency at 2 CPU ranks: {model}"]
+        for card in (best, scaling):
+            assert card.value == "not usable", card.label
+            assert str(card.note).startswith("these numbers cannot be used: "), card.label
     assert found["Cells measured"].value == "4 of 6"
     # against version 1's 2 repeats a side nothing can be judged: never a regression, never a
     # 0 that reads as a pass, but its own state

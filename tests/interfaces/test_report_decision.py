@@ -91,11 +91,18 @@ def _other_cores() -> str:
 
 # ------------------------------------------------------------------------ a busy machine
 
+# what a CPU sweep's first line says it is for, before whether its numbers can be used
+CPU_FIRST = (
+    "No accelerator figure here: these cells ran on CPU ranks, so they measure Python, the host "
+    "and gloo. "
+)
+
 
 def test_a_busy_machine_is_the_headline(busy: Report) -> None:
     assert busy.headline is not None and busy.decision is not None
     assert busy.headline.text == (
-        f"These numbers cannot be used: {_other_cores()} of 2 cores taken by other processes "
+        f"{CPU_FIRST}These numbers cannot be used: {_other_cores()} of 2 cores taken by other "
+        "processes "
         "in every cell: rerun on an idle node."
     )
     assert busy.headline.severity == "bad" and busy.decision.usable == "no"
@@ -189,7 +196,7 @@ def test_reliable_numbers_on_a_quiet_machine_can_be_used(tmp_path: Path) -> None
     )
     report = build(steady(root))
     assert report.headline is not None and report.decision is not None
-    assert report.headline.text == "These numbers can be used: all 4 cells reliable."
+    assert report.headline.text == f"{CPU_FIRST}These numbers can be used: all 4 cells reliable."
     assert report.headline.severity == "good" and report.decision.usable == "yes"
     best = report.decision.best
     assert best is not None and NO_CLEAR_BEST not in best.text
@@ -276,7 +283,8 @@ def test_a_profile_only_report_leads_with_its_diagnosis(
     verdict = straggler_text(diagnosis.straggler, diagnosis.ranks)
     assert report.headline.text == f"{PROFILED}: {verdict} (caveat: {CAVEAT})."
     lines = [t.text for t in report.decision.models]
-    assert lines[:3] == [
+    assert lines[0].startswith(f"{PROFILED} measured ")  # its result's figures first
+    assert lines[1:4] == [
         sync_stall_text(diagnosis),
         split_text(diagnosis),
         whatif_text(diagnosis),

@@ -460,16 +460,20 @@ def test_a_noisy_cell_gets_no_check_mark(tmp_path: Path) -> None:
     root = sweep(tmp_path, {MLP_W2: [with_cv(0.5), with_repeats([9000.0, 9100.0])]})
     report = build(root)
     best = figures(report)["Highest throughput: tiny-mlp"]
-    assert best.value == pytest.approx(9050.0)
-    assert best.severity != "good"
-    assert "varies more than ±10 %: step times vary by 50.0 %" in (best.note or "")  # plainly
+    # these numbers cannot be used (the headline says why): the card shows no figure
+    assert report.decision is not None and report.decision.usable == "no"
+    assert best.value == "not usable" and best.severity != "good"
+    why = {r["cell"]: r for r in table(report, "latency-reliability").rows}
+    assert "step-time CV 50.0 %" in why["tiny-mlp b8 x2 fp32 ddp"]["reason"]
     rows = {r["cell"]: r for r in table(report, "latency-stats").rows}
     assert rows["tiny-mlp b8 x2 fp32 ddp"]["reliability"] == "noisy"
     assert rows["tiny-mlp b8 x2 fp32 ddp"]["_severity"] == "warn"
     weak = {(r["model"], r["gpus"]): r for r in table(report, "scaling-weak").rows}
     assert weak[("tiny-mlp", 2)]["_severity"] != "good"
     (best_row,) = [r for r in table(report, "summary-best").rows if r["model"] == "tiny-mlp"]
-    assert best_row["_severity"] == "warn" and best_row["reliability"] == "noisy"
+    # the best table names none and shows no figure where the numbers cannot be used
+    assert best_row["_severity"] == "warn" and best_row["best_by"] == "none named"
+    assert "samples_per_s" not in best_row
 
 
 def test_headline_counts_reliable_cells(tmp_path: Path) -> None:
@@ -522,7 +526,8 @@ def test_efficiency_above_one_within_noise_reads_linear(tmp_path: Path) -> None:
     assert row["efficiency_low"] < 1.0 < row["efficiency_high"]
     assert row["efficiency_text"].startswith("linear within noise (124 % ")
     card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
-    assert card.value == "linear within noise"
+    assert report.decision is not None and report.decision.usable == "no"
+    assert card.value == "not usable"  # under "cannot be used": no figure on a card
     for name, text in rendered(report).items():
         assert "linear within noise" in text, name
         # a bare 124.0 % nowhere: only as a chart point drawn with its interval

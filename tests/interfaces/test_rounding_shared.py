@@ -21,6 +21,7 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     seconds_text,
     share_text,
+    too_wide,
     value_format,
 )
 from torchscale.interfaces.console.cells import cell_lines
@@ -48,6 +49,10 @@ FIGURES = [
     # a percentile at the top of its resamples: the width, not the nearer side, sets the step
     (57.09886, 54.37901, 57.09930, "57.1 [54.4, 57.1]"),
 ]
+
+
+# the tables that print no figure whose interval is wider than itself
+WITHHELD = ("terminal sweep table", "report table")
 
 
 def digits(text: str) -> list[str]:
@@ -78,7 +83,11 @@ def test_terminal_and_report_print_the_same_digits(
         "report compact": compact(value, low, high, "rate") or "",
     }
     assert surfaces["the one function"] == expected
+    wide = too_wide(value, low, high)  # the tables withhold it: one rule (estimates.withheld)
     for surface, text in surfaces.items():
+        if wide and surface in WITHHELD:
+            assert text == "not measurable", surface
+            continue
         assert digits(text) == digits(expected), surface
 
 
@@ -109,12 +118,18 @@ def test_real_cells_read_alike_in_the_terminal_and_the_report() -> None:
         if pd.isna(r.get("samples_per_s_low")) or pd.isna(r["samples_per_s"]):
             continue
         report = throughput_text(r) or ""
-        assert digits(_throughput(r)) == digits(report)
+        withheld = report.startswith("not measurable")  # both withhold it, or neither
+        assert _throughput(r).startswith("not measurable") == withheld
+        if not withheld:
+            assert digits(_throughput(r)) == digits(report)
         tables += 1
         line = next(x.text for x in cell_lines(result) if "Average Throughput:" in x.text)
         figure = line.split(":", 1)[1]
+        # the cell's own line keeps its figure; the tables' spelling of it, where not withheld
+        spelled = compact(*(r[f"samples_per_s{end}"] for end in ("", "_low", "_high")), "rate")
         if "±" in figure or "[" in figure:  # a result whose cell carries its interval
-            assert digits(figure)[: len(digits(report))] == digits(report), line
+            shown = digits(spelled or "")
+            assert digits(figure)[: len(shown)] == shown, line
             lines += 1
     assert tables >= 2 and lines >= 1
 

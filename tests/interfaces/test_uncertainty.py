@@ -359,9 +359,13 @@ def test_small_figures_keep_their_digits_on_the_terminal() -> None:
     small = pd.Series({"samples_per_s": 0.4213, "samples_per_s_low": 0.3902,
                        "samples_per_s_high": 0.4526})  # fmt: skip
     assert _throughput(small) == "0.421±0.031"
-    lopsided_small = pd.Series({"samples_per_s": 0.42, "samples_per_s_low": 0.05,
-                                "samples_per_s_high": 1.9})  # fmt: skip
-    assert _throughput(lopsided_small) == "0.42 [0.05, 1.90]"
+    lopsided_small = pd.Series({"samples_per_s": 0.42, "samples_per_s_low": 0.30,
+                                "samples_per_s_high": 0.70})  # fmt: skip
+    assert _throughput(lopsided_small) == "0.42 [0.30, 0.70]"
+    # an interval wider than the figure (0.42 in [0.05, 1.90]): no digits, as every table
+    too_wide = lopsided_small.copy()
+    too_wide["samples_per_s_low"], too_wide["samples_per_s_high"] = 0.05, 1.9
+    assert _throughput(too_wide) == "not measurable"
     figures = (2886.4, 123.4, 99.96, 42.13, 9.996, 7.318, 0.4213, 0.0042, 4.2e-7, 0.0, -3.14)
     assert [readable(v) for v in figures] == [
         "2,886",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
+from torchscale.contracts import wording
 from torchscale.contracts.cell import world_label
 from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.contracts.wording.units import cv, whole_pct, whole_s
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from torchscale.contracts.cell import CellIdentity
+    from torchscale.contracts.finding import Finding
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.contracts.schema.max_batch import MaxBatchResult
@@ -316,6 +318,8 @@ def _sweep_summary(run: BenchmarkRun) -> None:
     """The lines after the table: where the results are, and why the sweep counts as failed."""
     from torchscale.interfaces.console.cells import sweep_time_line
 
+    for finding in _purpose(run):  # what the run is for, before how long it took
+        stdout.print(f"[yellow]{escape(wording.say(finding))}.[/]")
     time_line = sweep_time_line(list(run.sweep.results))
     if time_line is not None:
         stdout.print(escape(time_line))
@@ -327,6 +331,22 @@ def _sweep_summary(run: BenchmarkRun) -> None:
         print_error_lines([run.nothing_measured])
     if run.sweep.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
+
+
+def _purpose(run: BenchmarkRun) -> list[Finding]:
+    """The report's first line for this run (offline/analysis/run_purpose.py)."""
+    import yaml
+
+    from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
+
+    if run.sweep.table is None:
+        return []
+    config = yaml.safe_load(run.plan.config_yaml or "") or {}
+    described = " ".join(str(config.get("description") or "").split())
+    gpus = [len(r.environment.get("gpus") or []) for r in run.sweep.results if r.environment]
+    path_check = is_path_check([described] if described else [])
+    node_gpus = max(gpus, default=0) or None
+    return run_purpose(run.sweep.table, path_check=path_check, node_gpus=node_gpus)
 
 
 def _comm_started(request: CommRequest, launch: CommLaunch) -> None:

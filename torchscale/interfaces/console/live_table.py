@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.figures import format_value, readable, too_wide
-from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.reader import below_pct, narrow_pct, whole_pct
+from torchscale.contracts.wording.reader import cores as cores_text
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
-from torchscale.interfaces.report.estimates import compact
+from torchscale.interfaces.report.estimates import compact, withheld
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 
 if TYPE_CHECKING:
@@ -143,8 +144,8 @@ def throughput_text(row: pd.Series) -> str:
     low, high = _number(row, "samples_per_s_low"), _number(row, "samples_per_s_high")
     if value is None:
         return "-"
-    if too_wide(value, low, high):
-        return "not measurable"  # the note says over how many repeats
+    if (words := withheld(value, low, high, None)) is not None:
+        return words  # the report's rule; the note says over how many repeats
     if low is None or high is None:  # one repeat: no spread (the status says so)
         return readable(value)
     return compact(value, low, high, "rate") or "-"
@@ -169,7 +170,7 @@ def scaling_text(row: pd.Series) -> str:
         return "noise"
     if value > 1 and (low is None or low <= 1):
         return "≈100 %"
-    return f"{value * 100:.0f} %"
+    return whole_pct(value)
 
 
 def stall_text(row: pd.Series) -> str:
@@ -178,8 +179,8 @@ def stall_text(row: pd.Series) -> str:
     value = _number(row, "wait_for_peers_share")
     high = _number(row, "wait_for_peers_share_high")
     if value is None:
-        return f"<{share_bound(high, places=0)} %" if high is not None else "-"
-    return f"{value * 100:.1f} %" if value < 0.0995 else f"{value * 100:.0f} %"  # 5 wide
+        return below_pct(high) if high is not None else "-"
+    return narrow_pct(value)  # 5 wide
 
 
 def status_text(row: pd.Series) -> tuple[str, Level]:
@@ -338,7 +339,7 @@ def _note_rows(text: str, room: int, rows: int) -> list[str]:
 def busy_note(row: pd.Series) -> str:
     """Said once per sweep: every later row marked 'busy' reads the same."""
     cores = _number(row, "other_cpu_cores")
-    used = f": others used {cores:.1f} cores" if cores is not None else ""
+    used = f": others used {cores_text(cores)}" if cores is not None else ""
     return f"busy machine{used}; rows marked busy measure the contention"
 
 

@@ -15,6 +15,7 @@ from rich.console import RenderableType
 from rich.text import Text as RichText
 
 from torchscale.contracts.wording.figures import MISSING, format_value
+from torchscale.contracts.wording.reader import count as count_text
 from torchscale.interfaces.console import fit
 from torchscale.interfaces.console.lines import RICH_JOIN, glued, hanging_prose, unglued
 from torchscale.interfaces.console.report_full import baseline_verdicts, key_figures, what_ran
@@ -320,8 +321,8 @@ class _LeftOut:
         said = []
         for count, what in counts:
             if count:
-                rows = f" ({self.rows:,} rows)" if what == "table" and self.rows else ""
-                said.append(f"{count:,} {what}{'' if count == 1 else 's'}{rows}")
+                rows = f" ({count_text(self.rows)} rows)" if what == "table" and self.rows else ""
+                said.append(f"{count_text(count)} {what}{'' if count == 1 else 's'}{rows}")
         if not said:
             return "Nothing left out."
         return f"Left out: {', '.join(said)}. All of it: --full; charts: -f html."

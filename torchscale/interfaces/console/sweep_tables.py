@@ -21,6 +21,7 @@ from torchscale.contracts.wording.table_cells import glued_figure
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.lines import LEVEL_STYLE
+from torchscale.interfaces.report.estimates import withheld
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,6 +87,8 @@ def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
     if missing(value) or missing(low) or missing(high):
         return "-" if missing(value) else readable(float(value))
+    if (words := withheld(float(value), float(low), float(high), None)) is not None:
+        return words  # the report's and the live table's rule
     # glued: a table cell is one figure
     return glued_figure(float(value), float(low), float(high), value_format("readable"))
 

@@ -157,6 +157,16 @@ def not_measurable(repeats: int | None) -> str:
     return f"not measurable ({repeats_text(repeats)})"
 
 
+def withheld(
+    value: float | None, low: float | None, high: float | None, repeats: int | None
+) -> str | None:
+    """'not measurable (2 repeats)' where a figure's interval is wider than itself
+    (`too_wide`), else None: the one rule by which every surface (the live table, the report's
+    tables, its first screen) withholds a figure's digits, so they call the same cells not
+    measurable."""
+    return not_measurable(repeats) if too_wide(value, low, high) else None
+
+
 def efficiency_phrase(
     efficiency: float | None, low: float | None, high: float | None, repeats: int | None = None
 ) -> str:

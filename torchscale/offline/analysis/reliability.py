@@ -10,6 +10,10 @@
   get ±29 %), and more repeats, not a quieter machine, settle it;
 - "spread unknown" (`noise.spread_unknown`): one repeat, no run-to-run spread to judge by, and
   no sign of noise in the steps either;
+- "busy machine" (`noise.busy_machine`): steady by the three conditions below, but other
+  processes took its cores or GPUs during its windows (the host-load verdict,
+  contracts/busy_machine.py): steady figures of a contended machine measure the contention,
+  so such a cell is never called reliable;
 - "reliable" (`noise.reliable`) otherwise: the interval within ±threshold, every repeat
   within it of their median and the step-time CV at most it (three conditions, all named).
 
@@ -21,7 +25,7 @@ docs/methodology.md, "Uncertainty".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,8 +37,14 @@ from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.stats import spread_from_median
 
-Level = Literal["reliable", "noisy", "too few repeats", "spread unknown"]
-LEVELS: tuple[Level, ...] = ("reliable", "noisy", "too few repeats", "spread unknown")
+Level = Literal["reliable", "noisy", "too few repeats", "spread unknown", "busy machine"]
+LEVELS: tuple[Level, ...] = (
+    "reliable",
+    "noisy",
+    "too few repeats",
+    "spread unknown",
+    "busy machine",
+)
 # levels whose throughput interval is too wide to act on: for a cause that varies, or too few
 UNSETTLED: tuple[Level, ...] = ("noisy", "too few repeats")
 CODES: dict[str, Level] = {
@@ -42,6 +52,7 @@ CODES: dict[str, Level] = {
     "noise.varies": "noisy",
     "noise.too_few_repeats": "too few repeats",
     "noise.spread_unknown": "spread unknown",
+    "noise.busy_machine": "busy machine",
 }
 
 
@@ -101,6 +112,22 @@ def judge(
     return Reliability(Finding(code=code, figures=said))
 
 
+def on_busy_machine(row: Mapping[str, Any]) -> bool:
+    """Whether a cells-table row ran on a shared machine: its load telemetry judged a host
+    busy, or other compute processes ran on its GPUs (a cell without that telemetry cannot be
+    shown busy)."""
+    busy = row.get("busy_machine")
+    gpus = finite(row.get("other_gpu_processes"))
+    return busy is True or busy == 1.0 or (gpus is not None and gpus > 0)
+
+
+def busy(verdict: Reliability) -> Reliability:
+    """A steady verdict on a busy machine: the figures it rests on, never 'reliable'."""
+    if verdict.level != "reliable":
+        return verdict
+    return Reliability(Finding(code="noise.busy_machine", figures=verdict.finding.figures))
+
+
 def repeat_count(repeats: Any) -> int:
     """Number of per-repeat throughputs in a `samples_per_s_repeats` cell (';'-joined)."""
     if not isinstance(repeats, str) or not repeats.strip():
@@ -120,7 +147,8 @@ def add_reliability(table: pd.DataFrame, threshold: float = CV_WARN_THRESHOLD) -
         value, low, high = (row.get(f"samples_per_s{end}") for end in ("", "_low", "_high"))
         figures = parse_repeats(row.get("samples_per_s_repeats"))
         cv = row.get("step_cv")
-        verdicts.append(judge(value, low, high, len(figures), cv, threshold, figures=figures))
+        verdict = judge(value, low, high, len(figures), cv, threshold, figures=figures)
+        verdicts.append(busy(verdict) if on_busy_machine(row) else verdict)
     levels = [None if v is None else v.level for v in verdicts]
     reasons = [None if v is None else v.reason for v in verdicts]
     out["reliability"] = pd.Series(levels, index=out.index, dtype=object)

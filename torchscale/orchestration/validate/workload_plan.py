@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from torchscale.contracts.cell_settings import MAX_BATCH_SIZE
+from torchscale.contracts.run_kinds import PATH_CHECK_DESCRIPTION
 
 WorkloadDevice = Literal["cuda", "cpu"]
 
@@ -89,7 +90,7 @@ def oom_hidden(memory_bytes: int) -> int:
 def _base(name: str, facts: NodeFacts, model: str, batch: int, world: int) -> dict[str, Any]:
     return {
         "experiment_name": name,
-        "description": "validate --level workload: a proof that the path works, not a figure",
+        "description": PATH_CHECK_DESCRIPTION,
         "device": facts.device,
         "models": [model],
         "batch_sizes": [batch],

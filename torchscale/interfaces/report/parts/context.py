@@ -24,6 +24,7 @@ from torchscale.interfaces.report.estimates import (
     efficiency_kind,
     not_measurable,
     scaled_rate,
+    withheld,
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.parts import tables
@@ -37,7 +38,12 @@ from torchscale.offline.analysis.regressions import (
     pool_runs,
     with_step_repeats,
 )
-from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED, repeat_count
+from torchscale.offline.analysis.reliability import (
+    LEVELS,
+    UNSETTLED,
+    on_busy_machine,
+    repeat_count,
+)
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
@@ -231,9 +237,7 @@ def is_quiet(row: Mapping[str, Any] | pd.Series) -> bool:
     """Whether a cell ran with the machine to itself: no busy-machine verdict from its load
     telemetry and no other compute process on its GPUs (a cell without that telemetry cannot
     be shown busy, and counts as quiet)."""
-    busy = row.get("busy_machine")
-    gpus = finite(row.get("other_gpu_processes"))
-    return not (busy is True or busy == 1.0) and not (gpus is not None and gpus > 0)
+    return not on_busy_machine(row)
 
 
 def is_trusted(row: Mapping[str, Any] | pd.Series) -> bool:
@@ -246,7 +250,7 @@ def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
     machine (`is_trusted`), warn when noisy, of too few repeats or busy, info when its spread
     is unknown."""
     level = row.get("reliability")
-    if level in UNSETTLED or (level == "reliable" and not is_quiet(row)):
+    if level in (*UNSETTLED, "busy machine") or (level == "reliable" and not is_quiet(row)):
         return "warn"
     return "good" if level == "reliable" else "info"
 
@@ -632,16 +636,17 @@ def interval(row: Mapping[str, Any] | pd.Series, name: str, unit: str = "") -> I
 
 
 def throughput_text(row: Mapping[str, Any] | pd.Series) -> str | None:
-    """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
-    return compact(*interval(row, "samples_per_s"), "rate", spread_unknown=_repeats(row) < 2)
+    """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat), or 'not
+    measurable (2 repeats)' and no number where the interval is wider than the figure
+    (`estimates.withheld`, the live table's rule too)."""
+    figure = interval(row, "samples_per_s")
+    return withheld(*figure, repeats_of(row)) or compact(
+        *figure, "rate", spread_unknown=_repeats(row) < 2
+    )
 
 
 def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
-    """A throughput for the first screen (headline, cards, best configuration): as
-    `throughput_text`, but 'not measurable (2 repeats)' and no number where the interval is
-    wider than the figure (`estimates.too_wide`)."""
-    if too_wide(*interval(row, "samples_per_s")):
-        return not_measurable(repeats_of(row))
+    """A throughput for the first screen (headline, cards, best configuration)."""
     return throughput_text(row) or "-"
 
 

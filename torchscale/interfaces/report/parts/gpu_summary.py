@@ -1,7 +1,8 @@
 """What a GPU reader decides on, on the first page of every format: per model, the cell the
-summary names (else its fastest), its MFU against the stated peak, its peak memory per rank,
-its compile seconds and compiled/eager where both ran, and whether the GPU waited for the host.
-The full tables stay in the efficiency and latency sections; this is their one row per model."""
+summary names (else its fastest), its MFU against the stated peak, its peak reserved memory per
+rank, its compile seconds and compiled/eager where both ran, and whether the GPU waited for the
+host. The full tables stay in the efficiency and latency sections; this is their one row per
+model."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import pandas as pd
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.peak_memory import MEANINGS, NAMES, heading, peak_text
 from torchscale.contracts.wording.ranking import gain_text
+from torchscale.contracts.wording.reader import tenth_seconds, tflops, whole_pct
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.parts.best import by_throughput
 from torchscale.interfaces.report.parts.context import (
     Context,
     col,
     first_screen_mfu,
-    fmt,
     records,
 )
 from torchscale.interfaces.report.parts.words import term_column
@@ -83,7 +85,7 @@ def _gain_text(gain: Finding | None) -> str | None:
 def _waits_for_host(row: Mapping[str, Any]) -> str:
     bound = row.get("host_bound")
     busy = finite(row.get("gpu_busy_share"))
-    share = f": GPU busy {busy * 100:.0f} % of the step" if busy is not None else ""
+    share = f": GPU busy {whole_pct(busy)} of the step" if busy is not None else ""
     if bound is True or bound == 1.0:
         return f"yes{share}"
     if bound is False or bound == 0.0:
@@ -112,7 +114,7 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         "mfu_text": first_screen_mfu(row),
         "peak": finite(row.get("peak_tflops_per_device")),
         "peak_reserved": memory.peak_reserved_bytes if memory else None,
-        "compile": f"{compile_s:.1f} s" if compile_s is not None else "eager",
+        "compile": tenth_seconds(compile_s) if compile_s is not None else "eager",
         "compiled_vs_eager": _gain_text(gain),
         "_gain": gain,
         "waits_for_host": _waits_for_host(row),
@@ -138,7 +140,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
     note = "MFU = achieved TFLOP/s over the peak dense TFLOP/s for the dtype that runs"
     if bases:
         note += f" ({'; '.join(bases)})"
-    note += "; memory: the allocator's peak reserved per rank; compile: torch.compile's seconds"
+    note += f"; {NAMES['reserved']}: {MEANINGS['reserved']}; compile: torch.compile's seconds"
     if any(r["compiled_vs_eager"] is None for r in rows):
         note += " (compiled/eager '-': no cell of the same shape ran in the other mode)"
     unmeasured = [
@@ -146,7 +148,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
     ]
     if unmeasured:
         note += (
-            f"; {', '.join(unmeasured)}: MFU under {LOW_MFU * 100:.0f} % and whether the GPU "
+            f"; {', '.join(unmeasured)}: MFU under {whole_pct(LOW_MFU)} and whether the GPU "
             "waits for the host not measured: the step may time Python and kernel launches, "
             "not the GPU (a torchscale profile shows which)"
         )
@@ -159,7 +161,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
         term_column("config", "config"),
         col("mfu_text", "MFU ±95 %"),
         col("peak", "Peak TFLOP/s", "float"),
-        col("peak_reserved", "Peak memory per rank", "bytes"),
+        col("peak_reserved", heading("reserved"), "bytes"),
         col("compile", "Compile"),
         col("compiled_vs_eager", "Compiled / eager"),
         col("waits_for_host", "GPU waits for the host"),
@@ -172,7 +174,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
 
 def gpu_phrase(ctx: Context, model: str) -> str:
     """The headline's words for the same row ('; on the GPU: MFU 8.6 % [4.4, 16.5] of 989
-    TFLOP/s, 2.3 GiB peak memory per rank, compile 23.5 s'), so the first lines of every
+    TFLOP/s, 2.3 GiB peak reserved per rank, compile 23.5 s'), so the first lines of every
     format carry them; '' for a model that ran on no GPU."""
     gpu = _on_gpu(ctx)
     row = _row(ctx, model, gpu) if not gpu.empty else None
@@ -181,10 +183,10 @@ def gpu_phrase(ctx: Context, model: str) -> str:
     parts = []
     if row["mfu_text"]:
         measured = not row["mfu_text"].startswith("not measurable")
-        peak = f" of {fmt(row['peak'], 'float')} TFLOP/s" if row["peak"] and measured else ""
+        peak = f" of {tflops(row['peak'])}" if row["peak"] and measured else ""
         parts.append(f"MFU {row['mfu_text']}{peak}")
     if row["peak_reserved"]:
-        parts.append(f"{fmt(row['peak_reserved'], 'bytes')} peak memory per rank")
+        parts.append(peak_text(row["peak_reserved"], "reserved"))
     if row["compile"] != "eager":
         parts.append(f"compile {row['compile']}")
     if row["_gain"] is not None and row["_gain"].code != FSDP_ON_ONE:

@@ -14,7 +14,9 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.reader import times, with_unit
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
 from torchscale.interfaces.report.parts.best import (
@@ -55,6 +57,7 @@ from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
+from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
 
 MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
 MAX_GROUPS = 4  # configurations named in a model's line; beyond, the lowest and highest
@@ -127,7 +130,7 @@ def describe_hardware(runs: Iterable[_Run]) -> str | None:
         name = gpu_name(run.environment) or f"{run.device} devices (model not recorded)"
         gpus[name] = max(gpus[name], run.world_size)
         gpu_nodes = max(gpu_nodes, run.nodes)
-    parts = [f"{count} x {name}" for name, count in gpus.items()]
+    parts = [times(count, name) for name, count in gpus.items()]
     if parts and gpu_nodes > 1:
         parts[-1] += f" on {gpu_nodes} nodes"
     for name, nodes in cpus.items():
@@ -154,22 +157,40 @@ def measured_dates(ctx: Context) -> str | None:
     return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
 
 
-def description(ctx: Context) -> str | None:
-    """The configs' `description:` (each different one once), on one line, cut to
-    MAX_DESCRIPTION characters."""
+def _descriptions(ctx: Context) -> list[str]:
+    """The configs' `description:` on one line each, each different one once."""
     found = []
     for source in ctx.sources.experiments:
         config = source.experiment.config if source.experiment is not None else {}
         text = " ".join(str(config.get("description") or "").split())
         if text and text not in found:
             found.append(text)
-    joined = "; ".join(found)
+    return found
+
+
+def description(ctx: Context) -> str | None:
+    """The configs' `description:` (each different one once), on one line, cut to
+    MAX_DESCRIPTION characters."""
+    joined = "; ".join(_descriptions(ctx))
     if len(joined) > MAX_DESCRIPTION:
         joined = joined[: MAX_DESCRIPTION - 1].rstrip() + "…"
     return joined or None
 
 
 # ---------------------------------------------------------------- the verdict
+
+
+def purpose(ctx: Context) -> list[Finding]:
+    """What the sweep's figures can be used for (`run_purpose`), from its cells, its configs'
+    mark and the GPUs its node has."""
+    counts = [len(r.environment.get("gpus") or []) for r in _runs(ctx) if r.device != "cpu"]
+    path_check = is_path_check(_descriptions(ctx))
+    return run_purpose(ctx.cells, path_check=path_check, node_gpus=max(counts, default=0) or None)
+
+
+def purpose_text(findings: list[Finding]) -> str:
+    """The purpose findings as the headline's opening sentences ('' for none)."""
+    return "".join(f"{wording.say(f)}. " for f in findings)
 
 
 def _span(row: dict[str, Any]) -> str:
@@ -249,7 +270,8 @@ def _single_size_line(ctx: Context, model: str) -> str:
     if figure.startswith("not measurable"):
         return f"{model} on {where}{config}: throughput {figure}{of}"
     busy = f" ({unusable_why(best)})" if unusable_why(best) else ""  # as the best line says
-    return f"{model} reaches {figure} samples/s{median} on {where}{config}{busy}{of}"
+    rate = with_unit(figure, "samples/s")
+    return f"{model} reaches {rate}{median} on {where}{config}{busy}{of}"
 
 
 def _cheapest(ctx: Context, pick: Pick | None) -> str:
@@ -453,6 +475,8 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     if state is not None:  # how far the sweep got comes first: a stopped one never reads whole
         severity = usable.severity if usable.severity in ("bad", "warn") else "warn"
         headline = Text(text=f"{state} {headline.text}", severity=severity)
+    # what the run is for comes before all: no quality of noise makes a path check a figure
+    headline.text = purpose_text(purpose(ctx)) + headline.text
     priced = ctx.pooled_priced
     measured = usable.usable != "nothing to judge"
     decision = Decision(

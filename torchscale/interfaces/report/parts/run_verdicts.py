@@ -8,6 +8,8 @@ from __future__ import annotations
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.comm import gate_words
+from torchscale.contracts.wording.peak_memory import Peak, peak_text
+from torchscale.contracts.wording.reader import bandwidth, tflops, with_unit
 from torchscale.interfaces.report.diagnosis_text import (
     INJECTED,
     compute_word,
@@ -20,13 +22,18 @@ from torchscale.interfaces.report.model import Decision, Severity, Text, Usable
 from torchscale.interfaces.report.parts.context import (
     Context,
     ProfileRef,
+    first_screen_mfu,
     fmt,
     plural,
     present,
+    records,
     run_label,
+    throughput_text,
 )
 from torchscale.interfaces.report.parts.findings import action_text
+from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results import profile_figures
+from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.profile_versions import no_diagnosis
 
 MAX_RUN_LINES = 6
@@ -94,6 +101,31 @@ def _detail_lines(ref: ProfileRef) -> list[Text]:
     return [Text(text=line) for line in [*lines, *present(whatif_text(diagnosis))]]
 
 
+def figures_text(ref: ProfileRef) -> str | None:
+    """'gpt2 b16 x1 bf16 ddp (profiled run, compiled) measured 466 samples/s (spread unknown),
+    MFU 41.3 % of 989 TFLOP/s, 9.3 GiB peak allocated and 10.0 GiB peak reserved per rank':
+    the figures its result holds, read through the cells table's row as a sweep's are (one
+    definition of each), so a profile-only report carries them too; None without a result."""
+    result = ref.entry.result
+    if result is None or result.throughput is None:
+        return None
+    row = records(cells_table([result]))[0]
+    repeats = len(result.throughput.repeats)
+    rate = throughput_text(row) if repeats > 1 else fmt(result.throughput.samples_per_s, "readable")
+    parts = [with_unit(rate or "-", "samples/s") + ("" if repeats > 1 else " (one window)")]
+    mfu = first_screen_mfu(row)
+    if mfu is not None:
+        peak = finite(row.get("peak_tflops_per_device"))
+        measured = not mfu.startswith("not measurable")
+        parts.append(f"MFU {mfu}" + (f" of {tflops(peak)}" if peak and measured else ""))
+    kinds: tuple[Peak, ...] = ("allocated", "reserved")
+    peaks = [(k, finite(row.get(f"peak_{k}_bytes"))) for k in kinds]
+    said = [peak_text(v, k, "").strip() for k, v in peaks if v is not None]
+    if said:
+        parts.append(f"{' and '.join(said)} per rank")
+    return f"{ref.label} measured {', '.join(parts)}"
+
+
 def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
     refs = ordered_profiles(ctx)
     lead = refs[0]
@@ -101,7 +133,8 @@ def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
     usable: Usable = "with care" if caveats or ctx.unanalysed else "yes"
     severity: Severity = "warn" if _named(lead) or caveats else "info"
     headline = Text(text=verdict_text(lead) + ".", severity=severity)
-    lines = _detail_lines(lead) + profile_lines(ctx)[1:MAX_RUN_LINES]
+    measured = [Text(text=t) for t in present(figures_text(lead))]
+    lines = measured + _detail_lines(lead) + profile_lines(ctx)[1:MAX_RUN_LINES]
     lines += [
         Text(text=f"Profile {u.name}: no analysis ({u.reason})", severity="warn")
         for _, u in ctx.unanalysed
@@ -131,14 +164,13 @@ def _comm_line(label: str, run: CommResult) -> list[Text]:
             continue
         peak = max(measured, key=lambda r: r.busbw_gbps or 0.0)
         average = (
-            f", {fmt(summary.avg_busbw_gbps, 'float')} GB/s on average over "
-            f"{plural(summary.rows, 'size')}"
+            f", {bandwidth(summary.avg_busbw_gbps)} on average over {plural(summary.rows, 'size')}"
             if summary.avg_busbw_gbps is not None
             else ""
         )
         lines.append(
             Text(
-                text=f"{label}: {summary.op} peaks at {fmt(peak.busbw_gbps, 'float')} GB/s bus "
+                text=f"{label}: {summary.op} peaks at {bandwidth(peak.busbw_gbps or 0.0)} bus "
                 f"bandwidth at {fmt(peak.size_bytes, 'bytes')}{average}"
             )
         )

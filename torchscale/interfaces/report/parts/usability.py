@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.wording.reader import one_decimal_range
 from torchscale.interfaces.report.parts.context import Context, is_quiet, names, plural, records
 from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
@@ -53,11 +54,6 @@ def _cores(ctx: Context, rows: list[dict[str, Any]]) -> str:
     return f"{low}" if low == high else f"{low}-{high}"
 
 
-def _range(values: list[float]) -> str:
-    low, high = f"{min(values):.1f}", f"{max(values):.1f}"
-    return low if low == high else f"{low}-{high}"
-
-
 def contention(ctx: Context, measured: pd.DataFrame) -> _Contention | None:
     """The cells that shared their machine (the telemetry's busy-machine verdict: other
     processes on their cores; or other compute processes on their GPUs); None when no cell
@@ -80,7 +76,7 @@ def contention(ctx: Context, measured: pd.DataFrame) -> _Contention | None:
     if cpu:
         other = [v for v in (finite(r.get("other_cpu_cores")) for r in cpu) if v is not None]
         cores = _cores(ctx, cpu)
-        amount = _range(other) if other else "some"
+        amount = one_decimal_range(other) if other else "some"
         of = f" of {cores}" if cores and other else ""
         parts.append(f"{amount}{of} cores taken by other processes")
         remedies.append(IDLE_NODE)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchscale.contracts.wording import words
+from torchscale.contracts.wording.reader import three_digits
 from torchscale.contracts.wording.validate import detail
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
 from torchscale.interfaces.report.parts.context import Context, present
@@ -50,7 +51,7 @@ def _cell(rows: Sequence[Measurement]) -> str:
     row = _worst(rows)
     if row.value is None:
         return "n/a" if row.status is CheckStatus.SKIP else row.status.value
-    text = f"{row.value:.3g} {row.status.value}"
+    text = three_digits(row.value, row.status.value)
     return text + (f" (worst of {len(rows)})" if len(rows) > 1 else "")
 
 
@@ -96,8 +97,8 @@ def _findings(reports: Sequence[ValidateReport]) -> Table | None:
             "node": _where(report, m.gpu),
             "check": m.title,
             "verdict": m.status.value,
-            "measured": None if m.value is None else f"{m.value:.3g} {m.unit}",
-            "expected": None if m.expected is None else f"{m.expected:.3g} {m.unit}",
+            "measured": None if m.value is None else three_digits(m.value, m.unit),
+            "expected": None if m.expected is None else three_digits(m.expected, m.unit),
             "evidence": detail(m),
             "_severity": SEVERITY[m.status],
         }

@@ -13,6 +13,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
 from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.host_bound import compute_part
+from torchscale.contracts.wording.peak_memory import title as peak_title
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
@@ -51,7 +52,7 @@ SYNC_NOTE = (
 SYNC_KEYS = ("exposed_s", "slowest_s", "slowest_rank", "sync_overhead")
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 SUM_TOLERANCE = 1e-9  # shares computed as the rest of the step add up to 1 up to rounding
-MEMORY_PARTS = (  # the stacked parts of a rank's peak memory: (legend, row key)
+MEMORY_PARTS = (  # the stacked parts of a rank's peak allocated: (legend, row key)
     ("parameters", "parameter_bytes"),
     ("gradients", "gradient_bytes"),
     ("optimizer state", "optimizer_bytes"),
@@ -423,7 +424,7 @@ def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         blocks.append(
             Chart(
                 id="efficiency-memory-split",
-                title="Peak memory: static state and the rest",
+                title=f"{peak_title('allocated')}: static state and the rest",
                 kind="stacked_bar",
                 x_label="cell",
                 y_label="bytes per rank",

@@ -92,7 +92,7 @@ def _stats_table(ctx: Context) -> Table:
             "steps": integer(row["measured_steps"]),
             "reliability": row["reliability"],
             "reliability_reason": row["reliability_reason"],
-            "_severity": "warn" if row["reliability"] in UNSETTLED else "info",
+            "_severity": "warn" if row["reliability"] in (*UNSETTLED, "busy machine") else "info",
         }
         for q in PERCENTILES:
             entry[f"step_{q}_s"] = finite(row[f"step_{q}_s"])
@@ -142,10 +142,10 @@ def _reliability_table(ctx: Context) -> Table | None:
             "cell": ctx.label(row),
             "reliability": row["reliability"],
             "reason": row["reliability_reason"],
-            "_severity": "warn" if row["reliability"] in UNSETTLED else "info",
+            "_severity": "info" if row["reliability"] == "spread unknown" else "warn",
         }
         for row in records(ctx.ok)
-        if row["reliability"] in (*UNSETTLED, "spread unknown")
+        if isinstance(row["reliability"], str) and row["reliability"] != "reliable"
     ]
     if not rows:
         return None
@@ -155,8 +155,8 @@ def _reliability_table(ctx: Context) -> Table | None:
         columns=[col("cell", "Cell"), col("reliability", "Reliability"), col("reason", "Why")],
         rows=rows,
         note="their figures carry no check mark anywhere in the report; more repeats (spread "
-        "unknown, too few repeats) or a quieter machine and more steps (noisy) make them "
-        "reliable",
+        "unknown, too few repeats), a quieter machine and more steps (noisy) or an idle one "
+        "(busy machine) make them reliable",
     )
 
 

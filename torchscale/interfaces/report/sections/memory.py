@@ -9,6 +9,8 @@ from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.max_batch import reason_words
+from torchscale.contracts.wording.peak_memory import NAMES
+from torchscale.contracts.wording.reader import shape
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, fmt, records
 from torchscale.offline.analysis.numbers import finite
@@ -27,13 +29,13 @@ def _max_batch_table(ctx: Context) -> list[Block]:
         return []
     rows = [
         {
-            "config": f"{r.label} x{r.world_size} {r.precision} {r.strategy}"
+            "config": shape(r.label, r.world_size, r.precision, r.strategy)
             + (f" [{experiment}]" if ctx.multi else ""),
             "device": r.device,
             "max_batch": _answer(r),
             "utilisation": r.memory_utilisation,
             "peak": r.peak_bytes,
-            "basis": r.peak_basis or "-",
+            "basis": NAMES[r.peak_basis] if r.peak_basis else "-",
             "probes": len(r.probes),
             "wall": r.wall_s,
         }
@@ -55,7 +57,7 @@ def _max_batch_table(ctx: Context) -> list[Block]:
             ],
             rows=rows,
             note="doubling, then bisection on out-of-memory, one fresh process per probe; "
-            "utilisation = peak reserved / GPU memory (CUDA only); '>= N': the search limit "
+            f"utilisation = {NAMES['reserved']} / GPU memory (CUDA only); '>= N': the search limit "
             "fitted",
         )
     ]

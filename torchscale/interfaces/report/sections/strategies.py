@@ -14,6 +14,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.wording.figures import share_text
+from torchscale.contracts.wording.peak_memory import MEANINGS, NAMES, heading
 from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.model import (
@@ -40,6 +41,8 @@ from torchscale.interfaces.report.parts.words import footnote, plain, term_colum
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
+
+LARGEST = "(largest rank)"
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
@@ -79,12 +82,6 @@ def _comm(
     return None, None, "not split", None
 
 
-def _memory(row: dict[str, Any]) -> float | None:
-    """Peak memory of the largest rank: CUDA peak allocated on GPUs, peak RSS on CPU."""
-    allocated = finite(row.get("peak_allocated_bytes"))
-    return allocated if allocated is not None else finite(row.get("peak_rss_bytes"))
-
-
 def _last(value: Any) -> tuple[bool, str]:
     """A sort key that puts a missing value last, as a frame's sort does."""
     return (bool(pd.isna(value)), str(value))
@@ -112,7 +109,12 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "mfu_text": mfu_text(row),
                 "static": static,
                 "vs_ddp": static / ddp_static if static and ddp_static else None,
-                "peak": _memory(row),
+                # each peak under its own name (contracts/wording/peak_memory.py): a CPU
+                # rank's RSS is no allocator's peak
+                "peak_allocated": finite(row.get("peak_allocated_bytes")),
+                "peak_rss": None
+                if finite(row.get("peak_allocated_bytes")) is not None
+                else finite(row.get("peak_rss_bytes")),
                 "exposed": exposed,
                 "exposed_share": charted,
                 "waiting": waiting,
@@ -139,7 +141,8 @@ def _table(rows: list[dict[str, Any]], units: RankUnits, *, left_out: int) -> Ta
             col("mfu_text", "MFU"),
             col("static", "Static memory per rank", "bytes"),
             col("vs_ddp", "Static vs DDP", "ratio_pct"),
-            col("peak", "Peak memory (largest rank)", "bytes"),
+            col("peak_allocated", heading("allocated", LARGEST), "bytes"),
+            col("peak_rss", heading("rss", LARGEST), "bytes"),
             term_column("exposed", "exposed_transfer", "ratio_pct"),
             term_column("waiting", "wait_for_peers", "ratio_pct"),
             col("method", "Communication method"),
@@ -147,9 +150,9 @@ def _table(rows: list[dict[str, Any]], units: RankUnits, *, left_out: int) -> Ta
             col("bubble_theory", "Bubble theory", "ratio_pct"),
         ],
         rows=rows,
-        note=one
-        + "static memory: parameters + gradients + optimizer state held by one rank; peak: "
-        "CUDA peak allocated on GPUs, peak RSS on CPU ranks; exposed transfer and waiting "
+        note=one + "static memory: parameters + gradients + optimizer state held by one rank; "
+        f"{NAMES['allocated']}: {MEANINGS['allocated']}; {NAMES['rss']} (CPU ranks): "
+        f"{MEANINGS['rss']}; exposed transfer and waiting "
         "for peers are shares of the step: no_sync window (DDP: communication beyond the "
         "slowest rank's compute, and load imbalance) or steps profiled after the windows "
         "(tensor parallelism: transfer with nothing computing, and waiting for a late peer); "

@@ -99,6 +99,8 @@ BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_m
 BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
 BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
 BASELINE_FIGURE = "Regressions against the baseline"
+UNUSABLE = "these numbers cannot be used"  # a model's figure under the headline's 'no'
+NOT_USED = "not usable"
 NOT_JUDGED_FIGURE = "Not judged against the baseline"
 TOO_WIDE_NOTE = (
     "its confidence interval is wider than the figure itself, so no number is given here (the "
@@ -182,10 +184,15 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 out["cost_per_m_tokens"] = finite(cost.get("cost_per_m_tokens"))
             rows.append(out)
     if ctx.usability is not None and ctx.usability.usable == "no":  # the headline's decision
-        unusable = "the fastest measured is shown; these numbers cannot be used"
-        firsts = {r["model"]: r for r in reversed(rows)}  # one row a model, its first
+        why = f"{UNUSABLE}: {ctx.usability.reason}"
+        firsts = {r["model"]: r for r in reversed(rows)}  # one row a model, its first, no figure
         rows = [
-            {**r, "best_by": NONE_NAMED, "lead": unusable if "config" in r else r["lead"]}
+            {
+                "model": r["model"],
+                "best_by": NONE_NAMED,
+                "lead": why if "config" in r else r["lead"],  # a row with no figure: its why
+                "_severity": "warn",
+            }
             for r in rows
             if firsts[r["model"]] is r
         ]
@@ -609,13 +616,20 @@ def first_cards(figures: list[KeyFigure]) -> tuple[list[KeyFigure], list[KeyFigu
     return [figures[i] for i in chosen], [f for i, f in enumerate(figures) if i not in chosen]
 
 
-def _unjudged(figure: KeyFigure) -> KeyFigure:
-    """A model's figure from numbers that cannot be used (the headline says why) carries no
-    verdict mark: a red cross on a scaling figure measured under contention would read as the
-    model's problem. Counts of cells and the baseline's verdict keep theirs."""
-    if not figure.label.startswith(MODEL_FIGURES) or figure.severity == "info":
+def _unjudged(figure: KeyFigure, why: str) -> KeyFigure:
+    """A model's figure from numbers that cannot be used (the headline says why) shows no
+    number and no verdict mark, only why: a bare '661,000' or '63.33 %' under "cannot be used"
+    read as a clean figure, a red cross as the model's problem. Counts of cells and the
+    baseline's verdict keep theirs; the tables further down keep the measurements."""
+    if not figure.label.startswith(MODEL_FIGURES):
         return figure
-    return figure.model_copy(update={"severity": "info"})
+    words = isinstance(figure.value, str) and figure.value.startswith((NONE_NAMED, "not "))
+    if figure.value is None or words:  # no figure: its own why stays
+        return figure.model_copy(update={"severity": "info"})
+    note = f"{UNUSABLE}: {why}"
+    return figure.model_copy(
+        update={"value": NOT_USED, "format": "text", "note": note, "severity": "info"}
+    )
 
 
 def build(ctx: Context) -> Section:
@@ -623,7 +637,7 @@ def build(ctx: Context) -> Section:
     priced = ctx.pooled_priced
     figures = _figures(ctx, priced)
     if ctx.usability is not None and ctx.usability.usable == "no":
-        figures = [_unjudged(f) for f in figures]
+        figures = [_unjudged(f, ctx.usability.reason) for f in figures]
     cards, more = first_cards(figures)
     blocks: list[Block] = [KeyFigures(figures=cards)]
     blocks += present(_headline(ctx))
