@@ -4,8 +4,8 @@ and the live table): each here once, so a unit or a rounding changes in one plac
 
 from __future__ import annotations
 
-from torchscale.contracts.share_bound import share_bound
 from torchscale.contracts.wording.figures import significant
+from torchscale.contracts.wording.share_bound import share_bound
 
 
 def times(count: int, what: str) -> str:
