@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.wording import say
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
@@ -310,11 +312,11 @@ def test_cuda_cells_needing_more_gpus_than_the_node_has_are_skipped() -> None:
     assert by_world[8].skip_reason == "needs 8 GPUs; this node has 2"
     # the only warning a planned CUDA cell of a tiny model gets: why it does not compile
     assert all(p.warnings == () for p in plan if p.skip_reason is not None)
-    assert all(
-        [w.text.split(":")[0] for w in p.warnings] == ["training.compile off"]
-        for p in plan
-        if p.skip_reason is None
-    )
+    runs = [p for p in plan if p.skip_reason is None]
+    assert all([w.code for w in p.warnings] == ["plan.compile_small_model"] for p in runs)
+    (note,) = runs[0].warnings
+    assert note.figures == {"parameters": note.figures["parameters"], "min_parameters": 10**7}
+    assert [w.text.split(":")[0] for w in runs[0].cell_warnings] == ["training.compile off"]
 
 
 def test_cuda_requested_without_gpus_skips_every_cell() -> None:
@@ -331,8 +333,10 @@ def test_cpu_oversubscription_is_warned_not_skipped() -> None:
     assert by_world[1].warnings == ()
     assert by_world[2].warnings == ()
     (warning,) = by_world[4].warnings
-    assert warning.text.startswith("4 CPU ranks on 2 core(s): oversubscribed")
-    assert warning.kind == "contention"
+    assert warning == Finding(code="plan.cpu_oversubscribed", figures={"ranks": 4, "cores": 2})
+    (stored,) = by_world[4].cell_warnings  # as the cell's result keeps it
+    assert stored.text.startswith("4 CPU ranks on 2 core(s): oversubscribed")
+    assert stored.kind == "contention"
 
 
 def test_amp_on_cpu_is_warned() -> None:
@@ -342,9 +346,9 @@ def test_amp_on_cpu_is_warned() -> None:
     warned = {p.cell.precision: p.warnings for p in plan}
     assert warned["fp32"] == ()
     assert warned["bf16"] == ()
-    assert len(warned["amp"]) == 1
-    assert "amp" in warned["amp"][0].text
-    assert "CPU" in warned["amp"][0].text
+    assert warned["amp"] == (Finding(code="plan.amp_on_cpu"),)
+    assert "amp" in say(warned["amp"][0])
+    assert "CPU" in say(warned["amp"][0])
 
 
 def test_amp_on_cuda_is_not_warned() -> None:
@@ -415,6 +419,8 @@ def test_pure_tp_over_two_nodes_is_skipped_with_the_hybrid_that_keeps_it_inside(
     cells = _tp_plan("tp", None)
     assert cells[(1, 2)].skip_reason is None
     assert cells[(1, 4)].skip_reason is None
+    figures = {"tp": 4, "nodes": 2, "per_node": 2}
+    assert cells[(2, 2)].skip == Finding(code="plan.tp_spans_nodes", figures=figures)
     reason = cells[(2, 2)].skip_reason or ""
     assert reason.startswith("tensor-parallel groups of 4 ranks would span nodes (2 nodes x 2")
     assert "hybrid fsdp_tp with parallel.tp 2" in reason

@@ -161,7 +161,6 @@ NOT_YET: dict[str, int] = {
     "rank/data/prepare.py": 2,
     "rank/data/shards.py": 1,
     "rank/models/parallel_plan.py": 1,
-    "rank/parallel/rank_layout.py": 1,
     "rank/programs/bandwidth.py": 2,
     "rank/programs/compile_probe.py": 1,
     "rank/programs/matmul_peak.py": 4,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_specs.registry import BUILTIN
-from torchscale.contracts.wording.units import count
 
 # The facts of the built-in models the defaults need without building one, read from their
 # specs' TrainingTraits (model_specs/spec.py; tests/rank/test_models.py holds them to the models).
@@ -66,18 +66,15 @@ def resolve_compile(
 
 def compile_note(
     compile_: bool | None, device: str, pipeline: bool, parameters: int | None
-) -> str | None:
-    """Why a CUDA cell left to the default does not compile because its model is small; None
-    where the default is not that rule's."""
+) -> Finding | None:
+    """Why a CUDA cell left to the default does not compile because its model is small (worded
+    in contracts/wording/plan_skips.py); None where the default is not that rule's."""
     if compile_ is not None or device != "cuda" or pipeline or parameters is None:
         return None
     if parameters >= COMPILE_MIN_PARAMETERS:
         return None
-    return (
-        f"training.compile off: {count(parameters)} parameters, under "
-        f"{COMPILE_MIN_PARAMETERS // 1_000_000} M, so its step is launch-bound and compiling "
-        "(seconds per cell) would not pay back; set training.compile: true to compile it"
-    )
+    figures = {"parameters": parameters, "min_parameters": COMPILE_MIN_PARAMETERS}
+    return Finding(code="plan.compile_small_model", figures=figures)
 
 
 def resolve_bf16_activations(bf16_activations: bool | None, precision: str, model: str) -> bool:

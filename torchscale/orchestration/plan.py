@@ -38,7 +38,7 @@ from torchscale.contracts.parallel_shapes import (
     parallel_shapes,
     world_problem,
 )
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_result import CellWarning, WarningKind
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     WORKLOAD_REVISION,
@@ -99,7 +99,7 @@ class Shape:
     world_size: int
     nodes: int
     nproc_per_node: int
-    problem: str | None = None  # set: the shape cannot be launched (a skip reason)
+    problem: Finding | None = None  # set: the shape cannot be launched (a skip reason)
 
 
 def node_gpus(config: BenchConfig) -> int | None:
@@ -131,10 +131,8 @@ def cell_shapes(config: BenchConfig) -> list[Shape]:
         if per_node_limit is None or world <= per_node_limit:
             shapes.append(Shape(world, 1, world))
         elif world % per_node_limit:
-            problem = (
-                f"{world} GPUs do not fill whole nodes of {per_node_limit} "
-                "(launcher gpus_per_node); give launcher.nodes to choose the split"
-            )
+            figures = {"world": world, "per_node": per_node_limit}
+            problem = Finding(code=PARTIAL_NODES, figures=figures)
             shapes.append(Shape(world, -(-world // per_node_limit), per_node_limit, problem))
         else:
             shapes.append(Shape(world, world // per_node_limit, per_node_limit))
@@ -169,12 +167,22 @@ class PlannedCell:
     data: DataConfig = field(repr=False)
     launch: LaunchSettings = field(repr=False)
     skip: Finding | None = None  # set: recorded as 'skipped', never launched (why, as a code)
-    warnings: tuple[CellWarning, ...] = ()
+    warnings: tuple[Finding, ...] = ()  # what its result will say of how it ran (plan.*)
+    # what a launcher saw where the cell runs (a Slurm step's CPUs), as its result keeps it
+    run_warnings: tuple[CellWarning, ...] = ()
 
     @property
     def skip_reason(self) -> str | None:
         """Why the plan skips the cell, in words (None: it runs)."""
         return say(self.skip) if self.skip is not None else None
+
+    @property
+    def cell_warnings(self) -> tuple[CellWarning, ...]:
+        """The warnings as its result stores them (a kind and words)."""
+        planned = (
+            CellWarning(kind=WARNING_KINDS.get(w.code, "other"), text=say(w)) for w in self.warnings
+        )
+        return (*planned, *self.run_warnings)
 
     def worker_spec(
         self, result_path: Path, steps_path: Path, acceptance_dirs: Sequence[Path] = ()
@@ -427,10 +435,10 @@ def _data_definition(config: BenchConfig) -> dict[str, Any]:
 
 def _skip_or_warn(
     cell: CellIdentity, shape: Shape, machine: Machine
-) -> tuple[Finding | None, tuple[CellWarning, ...]]:
+) -> tuple[Finding | None, tuple[Finding, ...]]:
     """(why the cell is skipped, warnings) of a cell on nodes like `machine`."""
     if shape.problem is not None:
-        return infeasible(shape.problem), ()
+        return shape.problem, ()
     if cell.device == "cuda":
         # counted here unless a source says where (a partition, a config)
         gpus = {"have": machine.gpu_count, "source": machine.gpus_source}
@@ -442,16 +450,12 @@ def _skip_or_warn(
         return None, ()
     if cell.backend == "nccl":
         return Finding(code=NCCL_WITHOUT_CUDA), ()
-    warnings: list[CellWarning] = []
+    warnings: list[Finding] = []
     if cell.precision == "amp":
-        amp = "amp (fp16 autocast) on CPU is slow and not representative of GPUs"
-        warnings.append(CellWarning(kind="other", text=amp))
+        warnings.append(Finding(code=AMP_ON_CPU))
     if shape.nproc_per_node > machine.cpu_cores:
-        text = (
-            f"{shape.nproc_per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
-            "timings include contention"
-        )
-        warnings.append(CellWarning(kind="contention", text=text))
+        figures = {"ranks": shape.nproc_per_node, "cores": machine.cpu_cores}
+        warnings.append(Finding(code=OVERSUBSCRIBED, figures=figures))
     return None, tuple(warnings)
 
 
@@ -499,7 +503,7 @@ def plan_cell(
     skip, warnings = _feasibility(config, machine, identity, shape, model, training)
     note = compile_note(config.training.compile, device, pipeline, parameters)
     if note is not None and skip is None:
-        warnings = (*warnings, CellWarning(kind="other", text=note))
+        warnings = (*warnings, note)
     launch = LaunchSettings(
         nproc_per_node=shape.nproc_per_node,
         nnodes=shape.nodes,
@@ -584,12 +588,11 @@ def _identity(
 NEEDS_GPUS = "plan.needs_gpus"
 NO_GPU = "plan.no_gpu"
 NCCL_WITHOUT_CUDA = "plan.nccl_without_cuda"
-# a check that still answers in words (data source, mesh, model): its line, quoted
-INFEASIBLE = "plan.infeasible"
-
-
-def infeasible(said: str | None) -> Finding | None:
-    return Finding(code=INFEASIBLE, figures={"said": said}) if said is not None else None
+PARTIAL_NODES = "plan.partial_nodes"
+# what a cell's result warns of (the rest are of kind 'other')
+AMP_ON_CPU = "plan.amp_on_cpu"
+OVERSUBSCRIBED = "plan.cpu_oversubscribed"
+WARNING_KINDS: dict[str, WarningKind] = {OVERSUBSCRIBED: "contention"}
 
 
 def _feasibility(
@@ -599,15 +602,15 @@ def _feasibility(
     shape: Shape,
     model: ModelSpec,
     training: TrainingConfig,
-) -> tuple[Finding | None, tuple[CellWarning, ...]]:
+) -> tuple[Finding | None, tuple[Finding, ...]]:
     """(why the cell is skipped, warnings) of the cell, the first problem found: the nodes, then
     the data source, then the model-parallel layout; a skipped cell is recorded, never launched."""
     skip, warnings = _skip_or_warn(cell, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
-        skip = infeasible(unsupported(config.data.source, model.name))
+        skip = unsupported(config.data.source, model.name)
     parallel = cell.parallel
     if skip is None and parallel is not None:  # the mesh or model cannot run this layout
-        skip = infeasible(
+        skip = (
             world_problem(cell.strategy, parallel, cell.world_size)
             or node_problem(
                 parallel,

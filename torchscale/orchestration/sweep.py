@@ -134,14 +134,14 @@ def run_cell(
     if measured is None:
         assert attempt.failure is not None
         result = unmeasured_result(
-            planned, attempt.failure.status, attempt.failure.as_error(), planned.warnings
+            planned, attempt.failure.status, attempt.failure.as_error(), planned.cell_warnings
         )
     else:
         # rank 0's part: what the host adds (the launch, its wall time, the shutdown's
         # warnings, the price) is known only once the launch is over, so the host writes
         # the one result file
         result = measured
-        result.warnings = list(planned.warnings) + result.warnings + attempt.warnings
+        result.warnings = list(planned.cell_warnings) + result.warnings + attempt.warnings
     result.launch = {
         "argv": command.argv,
         "env": command.env_overrides,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.units import cv, limit_s, whole_pct, whole_s
 from torchscale.interfaces.console.cells import REUSED
 from torchscale.interfaces.console.lines import Line
@@ -34,7 +35,7 @@ def plan_lines(
         lines.append(Line("info", f"   argv: {shlex.join(command.argv)}"))
         dropped = "RANK/MASTER_*/PET_*/TORCHELASTIC_*"
         lines.append(Line("info", f"   env:  {env} (+ inherited, minus {dropped})"))
-        lines += [Line("warn", f"   warn: {w.text}") for w in planned.warnings]
+        lines += [Line("warn", f"   warn: {say(w)}") for w in planned.warnings]
     to_run = [p for p in plan.runnable if p.cell.id not in reused]
     estimate = plan.estimate(to_run)
     kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""
