@@ -122,7 +122,7 @@ def test_compile_left_null_stays_eager_on_cuda_for_small_models_and_says_why() -
     def planned(model: str, **training: Any) -> tuple[bool | None, tuple[str, ...]]:
         config = make_config(models=[model], training=training, on_cuda=None, device="cuda")
         [cell] = build_plan(config, GPU_BOX)
-        return cell.training.compile, tuple(w.text for w in cell.warnings)
+        return cell.training.compile, tuple(w.text for w in cell.cell_warnings)
 
     compiled, warnings = planned("tiny-mlp")
     assert compiled is False

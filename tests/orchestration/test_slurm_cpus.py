@@ -123,7 +123,7 @@ def test_threads_come_from_the_step_cpus_not_the_submitting_host(tmp_path: Path)
     assert allocation.threads_from_cpus
     planned = driver.cell_as_run(allocation, allocation.cells[0], 64)
     assert planned.launch.omp_num_threads == 8
-    assert planned.warnings == allocation.cells[0].planned().warnings
+    assert planned.cell_warnings == allocation.cells[0].planned().cell_warnings
 
 
 def test_a_node_with_fewer_cpus_than_ranks_is_a_cell_warning(tmp_path: Path) -> None:
@@ -132,8 +132,8 @@ def test_a_node_with_fewer_cpus_than_ranks_is_a_cell_warning(tmp_path: Path) -> 
     assert planned.launch.omp_num_threads == 1
     assert any(
         "1 CPU(s) on the first node for 8 rank(s)" in w.text and "cpus_per_task" in w.text
-        for w in planned.warnings
-    ), planned.warnings
+        for w in planned.cell_warnings
+    ), planned.cell_warnings
 
 
 def test_an_explicit_thread_count_is_kept(tmp_path: Path) -> None:
@@ -168,12 +168,12 @@ def test_the_driver_launches_each_cell_with_the_threads_its_step_has(
     assert driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120) == 0
     planned, command = launched[0]
     assert command.env["OMP_NUM_THREADS"] == "10" and command.omp_num_threads == 10
-    assert not [w for w in planned.warnings if "CPU(s)" in w.text]
+    assert not [w for w in planned.cell_warnings if "CPU(s)" in w.text]
     monkeypatch.setattr(cpus, "usable_cores", lambda: 2)
     launched.clear()
     driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120)
     assert launched[0][1].env["OMP_NUM_THREADS"] == "1"
-    assert [w for w in launched[0][0].warnings if "2 CPU(s) on the first node" in w.text]
+    assert [w for w in launched[0][0].cell_warnings if "2 CPU(s) on the first node" in w.text]
 
 
 def test_the_driver_scores_the_forecasts_of_each_cell_it_ran(
