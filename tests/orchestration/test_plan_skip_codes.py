@@ -5,6 +5,7 @@ code, never a sentence (the retired `plan.infeasible` quoted one)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.cell import ParallelShape
@@ -13,6 +14,8 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_tasks import unsupported
 from torchscale.contracts.parallel_shapes import compile_problem, node_problem, world_problem
 from torchscale.contracts.wording import say
+from torchscale.interfaces.console.dry_run import plan_lines
+from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan import Machine, build_plan, cell_shapes
 from torchscale.rank.strategy_layouts import model_problem
@@ -101,3 +104,25 @@ def test_no_check_quotes_a_sentence_any_more() -> None:
         "plan.partial_nodes",
     }
     assert all(isinstance(v, (int, str, list)) for s in skips for v in s.figures.values())
+
+
+def test_the_dry_run_words_the_codes_as_before(tmp_path: Path) -> None:
+    """--dry-run's lines word each cell's skip and warnings from their codes, in the words
+    the checks used to return."""
+    box = Machine(gpu_count=0, cpu_cores=2)
+    cfg = config(gpu_counts=[4, 8], training={"strategy": ["ddp", "tp"], "precision": ["amp"]})
+    plan = build_plan(cfg, box)
+    by_id = {(p.cell.strategy, p.cell.world_size): p for p in plan}
+    warned, skipped = by_id["ddp", 4], by_id["tp", 8]
+    assert warned.warnings == (
+        Finding(code="plan.amp_on_cpu"),
+        Finding(code="plan.cpu_oversubscribed", figures={"ranks": 4, "cores": 2}),
+    )
+    assert skipped.skip == Finding(code="layout.fp16_scaler")
+    texts = [line.text for line in plan_lines(plan, ResultStore(tmp_path), {})]
+    assert "   warn: amp (fp16 autocast) on CPU is slow and not representative of GPUs" in texts
+    assert "   warn: 4 CPU ranks on 2 core(s): oversubscribed, timings include contention" in texts
+    assert (
+        "   skip: fp16 needs GradScaler, whose inf/NaN check sees only this rank's gradient "
+        "shards or stages, so ranks could disagree on skipping a step; use bf16 or fp32" in texts
+    )
