@@ -58,6 +58,7 @@ from torchscale.offline.results.versions import (
     upgrade_v16,
     upgrade_v17,
     upgrade_v18,
+    upgrade_v19,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -260,7 +261,9 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
     upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
-    CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded)))))
+    CellResult.model_validate(
+        upgrade_v19(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded)))))
+    )
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -324,7 +327,9 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
     upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
-    CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded)))))
+    CellResult.model_validate(
+        upgrade_v19(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(upgraded)))))
+    )
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ null with its reason in a measured cell, and a skipped cell gains no reason."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tests.h100_replay import DEFAULT_SWEEP, h100_cell, needs_h100
 from torchscale.contracts.schema.cell_result import (
@@ -21,7 +22,13 @@ from torchscale.offline.results.versions import (
     upgrade_v16,
     upgrade_v17,
     upgrade_v18,
+    upgrade_v19,
 )
+
+
+def latest(v16: dict[str, Any]) -> dict[str, Any]:
+    """A version 16 result's JSON upgraded to today's."""
+    return upgrade_v19(upgrade_v18(upgrade_v17(upgrade_v16(v16))))
 
 
 @needs_h100
@@ -31,8 +38,8 @@ def test_an_h100_v15_cell_reads_with_the_reasons() -> None:
     before = json.dumps(raw, sort_keys=True)
     upgraded = upgrade_v15(raw)
     assert json.dumps(raw, sort_keys=True) == before  # its input untouched
-    direct = CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgraded))))
-    assert direct.schema_version == RESULT_SCHEMA_VERSION == 19
+    direct = CellResult.model_validate(latest(upgraded))
+    assert direct.schema_version == RESULT_SCHEMA_VERSION == 20
     assert direct.window_edge_steps is None and direct.host_bound is None
     assert direct.fixed_costs is None
     assert direct.unavailable["window_edge_steps"] == V15_EDGE_STEPS
@@ -49,7 +56,7 @@ def test_an_h100_v15_cell_reads_with_the_reasons() -> None:
 def test_a_skipped_v15_cell_gains_no_reason() -> None:
     raw = json.loads(h100_cell(DEFAULT_SWEEP, "tiny-mlp__b16__w2").read_text(encoding="utf-8"))
     assert raw["status"] == "skipped"
-    result = CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(raw)))))
+    result = CellResult.model_validate(latest(upgrade_v15(raw)))
     assert "window_edge_steps" not in result.unavailable
     assert "host_bound" not in result.unavailable and "fixed_costs" not in result.unavailable
 
@@ -58,5 +65,5 @@ def test_a_skipped_v15_cell_gains_no_reason() -> None:
 def test_a_v15_cpu_cell_says_host_bound_applies_to_gpus() -> None:
     raw = json.loads(h100_cell(DEFAULT_SWEEP, "tiny-mlp__b16__w1").read_text(encoding="utf-8"))
     raw["cell"] = {**raw["cell"], "device": "cpu", "backend": "gloo"}
-    result = CellResult.model_validate(upgrade_v18(upgrade_v17(upgrade_v16(upgrade_v15(raw)))))
+    result = CellResult.model_validate(latest(upgrade_v15(raw)))
     assert result.unavailable["host_bound"] == HOST_BOUND_CPU

@@ -126,3 +126,18 @@ def test_the_dry_run_words_the_codes_as_before(tmp_path: Path) -> None:
         "   skip: fp16 needs GradScaler, whose inf/NaN check sees only this rank's gradient "
         "shards or stages, so ranks could disagree on skipping a step; use bf16 or fp32" in texts
     )
+
+
+def test_a_skipped_cells_result_stores_the_code_beside_its_words(tmp_path: Path) -> None:
+    """Cell result schema 20: `error.skip` is the plan's finding, `error.reason` its words
+    as written (quoted evidence); the result reads back with both."""
+    from torchscale.orchestration.sweep import run_sweep
+
+    plan = build_plan(config(gpu_counts=[8], training={"strategy": ["tp"]}), CPU_BOX)
+    store = ResultStore(tmp_path / "skips")
+    run_sweep(plan, store, {})
+    result = store.read_cell(plan[0].cell.id)
+    assert result is not None and result.error is not None
+    figures = {"block": 0, "heads": 4, "tp": 8}
+    assert result.error.skip == Finding(code="layout.heads", figures=figures)
+    assert result.error.reason == "block 0: 4 attention heads are not divisible by tp=8"

@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import CellError, CellResult, CellW
 from torchscale.contracts.schema.sweep_state import PlannedCell as PlannedEntry
 from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.signals import Terminated
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.cost import cell_cost
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
@@ -216,7 +217,7 @@ def run_sweep(
             reused = previous is not None
             hooks.on_start(planned, index, total, planned.skip is None and not reused)
             if planned.skip is not None:
-                error = CellError(reason=planned.skip_reason)
+                error = CellError(reason=say(planned.skip), skip=planned.skip)
                 result = unmeasured_result(planned, Status.SKIPPED, error)
                 store.write_cell(result)
             else:

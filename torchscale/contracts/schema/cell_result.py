@@ -19,7 +19,7 @@ from torchscale.contracts.versioned import Record
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 19
+RESULT_SCHEMA_VERSION = 20
 
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
@@ -435,6 +435,11 @@ class CellError(Record):
     """Why a cell did not produce a measurement (or why it was skipped)."""
 
     reason: str = Field(description="one line, for people")
+    skip: finding.Finding | None = Field(
+        default=None,
+        description="skipped by the plan: why, as a code (plan.*, layout.*; schema 20); "
+        "`reason` holds its words as written",
+    )
     root_cause_rank: int | None = None
     exception: str | None = Field(default=None, description="the failing rank's exception")
     exit_signal: str | None = Field(default=None, description="e.g. SIGKILL, when a rank died")
@@ -663,7 +668,7 @@ class FixedCosts(Record):
 
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[19] = 19
+    schema_version: Literal[20] = 20
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -22,6 +22,7 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
+from torchscale.offline.results.upgrades.plan_skips import upgrade_v19
 from torchscale.offline.results.upgrades.telemetry_rules import (
     rejudged_power_cap,
     rejudged_telemetry,
@@ -346,6 +347,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     16: upgrade_v16,
     17: upgrade_v17,
     18: upgrade_v18,
+    19: upgrade_v19,
 }
 
 
