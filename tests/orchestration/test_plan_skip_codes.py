@@ -141,3 +141,24 @@ def test_a_skipped_cells_result_stores_the_code_beside_its_words(tmp_path: Path)
     figures = {"block": 0, "heads": 4, "tp": 8}
     assert result.error.skip == Finding(code="layout.heads", figures=figures)
     assert result.error.reason == "block 0: 4 attention heads are not divisible by tp=8"
+
+
+def test_a_skip_is_shown_by_todays_words_for_its_code() -> None:
+    """Where a result stores the skip's code, its words are made when shown; a result of
+    schema 19 or older (no code) shows the words it stored."""
+    from torchscale.contracts.cell import Status
+    from torchscale.contracts.schema.cell_result import CellError, CellResult
+    from torchscale.interfaces.console.cells import cell_lines
+
+    cell = build_plan(config(), CPU_BOX)[0].cell
+    skip = Finding(code="plan.needs_gpus", figures={"gpus": 2, "have": 1, "nodes": 1})
+    coded = CellError(reason="words of an older release", skip=skip)
+    stored = CellError(reason="words of an older release")
+    shown = [
+        cell_lines(CellResult(cell=cell, status=Status.SKIPPED, error=e))[0].text
+        for e in (coded, stored)
+    ]
+    assert shown == [
+        "> [SKIP] skipped: needs 2 GPUs; this node has 1",
+        "> [SKIP] skipped: words of an older release",
+    ]
