@@ -34,6 +34,7 @@ from torchscale.offline.results.frame import COLUMNS
 from torchscale.offline.results.split_figures import SplitFigures, split_figures
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
+from torchscale.offline.results.upgrades.plan_skips import upgrade_v19
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.versions import (
     V2_COMM_OVERHEAD,
@@ -58,7 +59,6 @@ from torchscale.offline.results.versions import (
     upgrade_v16,
     upgrade_v17,
     upgrade_v18,
-    upgrade_v19,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan

@@ -13,6 +13,7 @@ from torchscale.contracts.schema.cell_result import (
     RESULT_SCHEMA_VERSION,
     CellResult,
 )
+from torchscale.offline.results.upgrades.plan_skips import upgrade_v19
 from torchscale.offline.results.versions import (
     V15_EDGE_STEPS,
     V15_FIXED_COSTS,
@@ -22,7 +23,6 @@ from torchscale.offline.results.versions import (
     upgrade_v16,
     upgrade_v17,
     upgrade_v18,
-    upgrade_v19,
 )
 
 
