@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.sweep_state import PlannedCell, SweepState
 from torchscale.offline.results.experiment import Experiment
@@ -171,3 +172,20 @@ def test_a_signal_is_said_of_its_own_cell_only() -> None:
     by_id = {c.id: c for c in sweep_progress(experiment).cells}
     assert by_id["c2"].why is not None and by_id["c2"].why.startswith("stopped by SIGTERM")
     assert by_id["c1"].why is not None and "stopped, killed or still running" in by_id["c1"].why
+
+
+def test_a_schema_2_sentence_is_shown_as_stored_and_marked() -> None:
+    """Before every planner check answered with its code, schema 2 stored some skips as
+    `plan.infeasible` quoting the line: it reads, and shows that line as an older file stored
+    it (no torchscale writes that code now)."""
+    stored = {"said": "world size 3 is not divisible by the mesh (tp 2)"}
+    skip = Finding(code="plan.infeasible", figures=stored)
+    plan = [*PLAN[:3], PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip=skip)]
+    state = SweepState.model_validate_json(
+        SweepState(phase="complete", planned=plan, finished=3).model_dump_json()
+    )
+    progress = sweep_progress(_experiment(state, ok=["c0", "c1", "c2"], started=[]))
+    assert progress.cells[3].state == "skipped"
+    assert progress.cells[3].why == (
+        "world size 3 is not divisible by the mesh (tp 2) (as an older sweep.json stored it)"
+    )

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.results.store import ResultStore
@@ -416,6 +417,8 @@ def test_pure_tp_over_two_nodes_is_skipped_with_the_hybrid_that_keeps_it_inside(
     cells = _tp_plan("tp", None)
     assert cells[(1, 2)].skip_reason is None
     assert cells[(1, 4)].skip_reason is None
+    figures = {"tp": 4, "nodes": 2, "per_node": 2}
+    assert cells[(2, 2)].skip == Finding(code="plan.tp_spans_nodes", figures=figures)
     reason = cells[(2, 2)].skip_reason or ""
     assert reason.startswith("tensor-parallel groups of 4 ranks would span nodes (2 nodes x 2")
     assert "hybrid fsdp_tp with parallel.tp 2" in reason

@@ -124,7 +124,7 @@ def test_threads_come_from_the_step_cpus_not_the_submitting_host(tmp_path: Path)
     assert allocation.threads_from_cpus
     planned = driver.cell_as_run(allocation, allocation.cells[0], 64)
     assert planned.launch.omp_num_threads == 8
-    assert planned.warnings == allocation.cells[0].planned().warnings
+    assert planned.cell_warnings == allocation.cells[0].planned().cell_warnings
 
 
 def test_a_node_with_fewer_cpus_than_ranks_is_a_cell_warning(tmp_path: Path) -> None:
@@ -134,8 +134,8 @@ def test_a_node_with_fewer_cpus_than_ranks_is_a_cell_warning(tmp_path: Path) -> 
     assert any(
         "1 CPU(s) on the first node for 8 rank(s)" in warning_words(w)
         and "cpus_per_task" in warning_words(w)
-        for w in planned.warnings
-    ), planned.warnings
+        for w in planned.cell_warnings
+    ), planned.cell_warnings
 
 
 def test_an_explicit_thread_count_is_kept(tmp_path: Path) -> None:
@@ -170,12 +170,13 @@ def test_the_driver_launches_each_cell_with_the_threads_its_step_has(
     assert driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120) == 0
     planned, command = launched[0]
     assert command.env["OMP_NUM_THREADS"] == "10" and command.omp_num_threads == 10
-    assert not [w for w in planned.warnings if "CPU(s)" in warning_words(w)]
+    assert not [w for w in planned.cell_warnings if "CPU(s)" in warning_words(w)]
     monkeypatch.setattr(cpus, "usable_cores", lambda: 2)
     launched.clear()
     driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120)
     assert launched[0][1].env["OMP_NUM_THREADS"] == "1"
-    assert [w for w in launched[0][0].warnings if "2 CPU(s) on the first node" in warning_words(w)]
+    warned = launched[0][0].cell_warnings
+    assert [w for w in warned if "2 CPU(s) on the first node" in warning_words(w)]
 
 
 def test_the_driver_scores_the_forecasts_of_each_cell_it_ran(

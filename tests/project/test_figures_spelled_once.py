@@ -113,7 +113,6 @@ NOT_YET: dict[str, int] = {
     "offline/results/upgrades/point_findings.py": 2,
     "rank/data/prepare.py": 2,
     "rank/models/parallel_plan.py": 1,
-    "rank/parallel/rank_layout.py": 1,
     "rank/telemetry/sampler.py": 1,
     "rank/telemetry/window_figures.py": 1,
     "rank/worker/parallel_metrics.py": 1,

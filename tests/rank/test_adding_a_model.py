@@ -44,7 +44,7 @@ try:
 except ConfigError as exc:
     found["misspelt"] = str(exc)
 found["task"] = task_of("tiny-decoder")
-found["cifar"] = unsupported("cifar100", "tiny-decoder")
+found["cifar"] = unsupported("cifar100", "tiny-decoder").model_dump()
 found["blockwise"] = "tiny-decoder" in BLOCKWISE_LOSS_MODELS
 found["conv"] = ["tiny-decoder" in CONV_NETS, builtin_conv_net("tiny-decoder")]
 found["torch_before_build"] = "torch" in sys.modules
@@ -75,7 +75,8 @@ def test_one_file_and_one_registry_line_add_a_model() -> None:
     assert "unknown model 'tiny-decodr' (did you mean 'tiny-decoder'?)" in found["misspelt"]
     assert found["torch_before_build"] is False  # validating, listing: no torch
     assert found["task"] == "next-token"
-    assert "feeds image models only" in found["cifar"]
+    assert found["cifar"]["code"] == "plan.data_images_only"
+    assert "tiny-decoder" not in found["cifar"]["figures"]["models"]
     assert found["blockwise"] is True and found["conv"] == [False, False]
     [row] = found["listed"]
     assert row["parameters"] == TINY_DECODER.measured.parameters == 8_672

@@ -29,7 +29,9 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.errors import DataError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_tasks import unsupported
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.unavailable import why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
@@ -327,9 +329,15 @@ def test_a_dataset_too_small_for_the_batch_is_a_clear_error(shard_dir: Path) -> 
 def test_unsupported_pairs_are_skipped_before_launch(tmp_path: Path) -> None:
     assert unsupported("synthetic", "pkg.mod:factory") is None
     assert unsupported("disk", "gpt2") is None
-    assert "feeds image models only" in (unsupported("cifar100", "tiny-gpt2") or "")
-    assert "plug-in models train on synthetic data only" in (
-        unsupported("disk", "pkg.mod:factory") or ""
+    images = unsupported("cifar100", "tiny-gpt2")
+    assert images is not None and images.code == "plan.data_images_only"
+    assert images.figures["source"] == "cifar100" and "tiny-cnn" in images.figures["models"]
+    assert "feeds image models only (" in say(images)
+    plugin = unsupported("disk", "pkg.mod:factory")
+    assert plugin == Finding(code="plan.data_synthetic_only", figures={"source": "disk"})
+    assert say(plugin) == (
+        "plug-in models train on synthetic data only (their batch format is their own); "
+        "data.source 'disk' cannot feed them"
     )
     from torchscale.orchestration.config.schema import BenchConfig
 

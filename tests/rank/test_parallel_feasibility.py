@@ -1,5 +1,6 @@
-"""`infeasible` names the reason a layout cannot run a model, before any process starts; the
-pipeline pieces of every split model compute what the whole model does (no torchrun here)."""
+"""`infeasible` names the reason a layout cannot run a model, before any process starts, as a
+code and its figures (worded in contracts/wording/layouts.py); the pipeline pieces of every
+split model compute what the whole model does (no torchrun here)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,20 @@ import torch
 from torch import nn
 
 from tests.parallel_ranks import batch, build, forward
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import say
 from torchscale.rank.models import build_model
 from torchscale.rank.models.bert import BertConfig, BertForMaskedLM
 from torchscale.rank.parallel import ParallelLayout, infeasible, layout_problem
 from torchscale.rank.parallel.pieces import block_ranges, split_at_blocks
 from torchscale.rank.parallel.rank_layout import theoretical_bubble
+
+
+def said(problem: Finding | None, code: str, **figures: Any) -> str:
+    """The problem's words, once its code and the figures named here are checked."""
+    assert problem is not None and problem.code == f"layout.{code}", problem
+    assert {name: problem.figures[name] for name in figures} == figures
+    return say(problem)
 
 
 def meta_model(name: str, **options: Any) -> nn.Module:
@@ -44,65 +54,92 @@ def test_build_derives_dp_and_mesh() -> None:
 
 
 @pytest.mark.parametrize(
-    ("layout", "reason"),
+    ("layout", "code", "reason"),
     [
-        (ParallelLayout("tp", 4, 2, 1, 1, 1, None, False, None), "is not dp x tp x pp"),
-        (ParallelLayout.build("tp", 4, tp=2), "use hybrid fsdp_tp"),
-        (ParallelLayout.build("pp", 4, pp=2, schedule="gpipe"), "use hybrid ddp_pp"),
-        (ParallelLayout.build("pp", 2, pp=2, schedule=None), "is not gpipe"),
-        (ParallelLayout.build("pp", 2, pp=2, schedule="gpipe", sequence_parallel=True), "tensor"),
-        (pp(4, "1f1b", microbatches=2), "at least as many micro-batches as stages (2 < 4)"),
-        (pp(2, "interleaved_1f1b", microbatches=5), "multiple of max(1, microbatches // pp) = 2"),
-        (ParallelLayout.build("tp", 2, tp=2, microbatches=2), "pipeline layouts only"),
-        (ParallelLayout.build("hybrid", 4, tp=2, hybrid=None), "is not a layout"),
+        (ParallelLayout("tp", 4, 2, 1, 1, 1, None, False, None), "not_product", "is not dp x tp"),
+        (ParallelLayout.build("tp", 4, tp=2), "tp_whole_world", "use hybrid fsdp_tp"),
+        (ParallelLayout.build("pp", 4, pp=2, schedule="gpipe"), "pp_whole_world", "ddp_pp"),
+        (ParallelLayout.build("pp", 2, pp=2, schedule=None), "unknown_schedule", "is not gpipe"),
+        (
+            ParallelLayout.build("pp", 2, pp=2, schedule="gpipe", sequence_parallel=True),
+            "sp_without_tp",
+            "tensor",
+        ),
+        (pp(4, "1f1b", 2), "1f1b_microbatches", "micro-batches as stages (2 < 4)"),
+        (pp(2, "interleaved_1f1b", 5), "interleaved_microbatches", "microbatches // pp) = 2"),
+        (
+            ParallelLayout.build("tp", 2, tp=2, microbatches=2),
+            "microbatches_without_pp",
+            "pipeline layouts only",
+        ),
+        (ParallelLayout.build("hybrid", 4, tp=2, hybrid=None), "unknown", "is not a layout"),
     ],
 )
-def test_layout_problems(layout: ParallelLayout, reason: str) -> None:
-    problem = layout_problem(layout)
-    assert problem is not None and reason in problem
+def test_layout_problems(layout: ParallelLayout, code: str, reason: str) -> None:
+    assert reason in said(layout_problem(layout), code)
 
 
 @pytest.mark.parametrize(
-    ("model", "layout", "batch_size", "reason"),
+    ("model", "layout", "batch_size", "code", "reason"),
     [
-        ("gpt2", tp(8), 8, "12 attention heads are not divisible by tp=8"),
-        ("resnet50", tp(), 8, "no tensor-parallel plan for ResNet"),
-        ("tiny-transformer", tp(sp=True), 8, "no sequence-parallel plan for the encoder-decoder"),
-        ("tiny-transformer", pp(4, "interleaved_1f1b", 8), 8, "4 blocks, fewer than the 8 stage"),
-        ("vit-b16", tp(sp=True), 8, "sequence length 197 is not divisible by tp=2"),
-        ("tiny-mlp", tp(sp=True), 8, "needs a sequence dimension"),
-        ("tiny-cnn", pp(2, "interleaved_1f1b", 2), 8, "3 blocks, fewer than the 4 stage"),
+        ("gpt2", tp(8), 8, "heads", "block 0: 12 attention heads are not divisible by tp=8"),
+        ("resnet50", tp(), 8, "resnet_no_tp", "no tensor-parallel plan for ResNet"),
+        (
+            "tiny-transformer",
+            tp(sp=True),
+            8,
+            "seq2seq_no_sp",
+            "no sequence-parallel plan for the encoder-decoder",
+        ),
+        (
+            "tiny-transformer",
+            pp(4, "interleaved_1f1b", 8),
+            8,
+            "too_few_blocks",
+            "4 blocks, fewer than the 8 stage modules of 4 pipeline ranks x 2 virtual stages",
+        ),
+        ("vit-b16", tp(sp=True), 8, "sequence_split", "sequence length 197 is not divisible by"),
+        ("tiny-mlp", tp(sp=True), 8, "mlp_no_sequence", "needs a sequence dimension"),
+        ("tiny-cnn", pp(2, "interleaved_1f1b", 2), 8, "too_few_blocks", "3 blocks, fewer than"),
         (
             "tiny-gpt2",
             pp(2, "gpipe", 4),
             6,
+            "microbatches_split",
             "4 micro-batches do not divide the per-replica batch 6",
         ),
     ],
 )
-def test_model_reasons(model: str, layout: ParallelLayout, batch_size: int, reason: str) -> None:
-    problem = infeasible(meta_model(model), layout, batch_size)
-    assert problem is not None and reason in problem
+def test_model_reasons(
+    model: str, layout: ParallelLayout, batch_size: int, code: str, reason: str
+) -> None:
+    assert reason in said(infeasible(meta_model(model), layout, batch_size), code)
 
 
 def test_mlp_width_and_sequence_length_reasons() -> None:
     with torch.device("meta"):
         bert = BertForMaskedLM(BertConfig(hidden=32, layers=1, heads=4, intermediate=66))
-    assert "MLP width 66 is not divisible by tp=4" in str(infeasible(bert, tp(4), 4))
+    problem = infeasible(bert, tp(4), 4)
+    words = said(problem, "mlp_width", block=0, width=66, tp=4)
+    assert words == "block 0: MLP width 66 is not divisible by tp=4"
     gpt2 = meta_model("tiny-gpt2")
-    assert "sequence length 63" in str(infeasible(gpt2, tp(sp=True), 4, seq_len=63))
+    sequence = said(infeasible(gpt2, tp(sp=True), 4, seq_len=63), "sequence_split", seq_len=63)
+    assert sequence == "sequence length 63 is not divisible by tp=2 (sequence parallelism)"
+    assert said(infeasible(meta_model("tiny-mlp"), tp(3), 4), "mlp_width", tp=3).startswith(
+        "MLP hidden width "
+    )
     assert infeasible(gpt2, tp(sp=True), 4, seq_len=64) is None
 
 
 def test_seq2seq_divisibility_reasons() -> None:
     """The seq2seq plan splits feed-forward widths and vocabulary rows, never attention heads."""
     wide = meta_model("tiny-transformer", dim_feedforward=66)
-    assert "layer 0: feed-forward width 66 is not divisible by tp=4" in str(
-        infeasible(wide, tp(4), 4)
+    assert "layer 0: feed-forward width 66 is not divisible by tp=4" in said(
+        infeasible(wide, tp(4), 4), "ffn_width", layer=0, width=66, tp=4
     )
     odd_vocab = meta_model("tiny-transformer", vocab_size=1001)
-    assert "vocabulary 1001 (embedding and output projection rows)" in str(
-        infeasible(odd_vocab, tp(2), 4)
+    assert "vocabulary 1001 (embedding and output projection rows)" in said(
+        infeasible(odd_vocab, tp(2), 4), "vocab", vocab=1001, tp=2
     )
     two_heads = meta_model("tiny-transformer", nhead=2)
     assert infeasible(two_heads, tp(4), 4) is None  # attention is replicated: heads need not split
@@ -110,16 +147,19 @@ def test_seq2seq_divisibility_reasons() -> None:
 
 def test_precision_and_accumulation_reasons() -> None:
     gpt2 = meta_model("tiny-gpt2")
-    assert "GradScaler" in str(infeasible(gpt2, tp(), 4, precision="fp16"))
+    assert "GradScaler" in said(infeasible(gpt2, tp(), 4, precision="fp16"), "fp16_scaler")
     assert infeasible(gpt2, tp(), 4, precision="bf16") is None
-    assert "raise microbatches" in str(infeasible(gpt2, pp(), 4, grad_accum_steps=2))
-    assert "contiguous" in str(infeasible(meta_model("tiny-cnn"), pp(), 4, channels_last=True))
+    accumulated = infeasible(gpt2, pp(), 4, grad_accum_steps=2)
+    assert "raise microbatches" in said(accumulated, "pipeline_grad_accum")
+    channels_last = infeasible(meta_model("tiny-cnn"), pp(), 4, channels_last=True)
+    assert "contiguous" in said(channels_last, "channels_last_pipeline")
 
 
 def test_plugins_need_their_own_plan() -> None:
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-    assert "declares no tp_plan" in str(infeasible(model, tp(), 4))
-    assert "declares no pp_split" in str(infeasible(model, pp(), 4))
+    no_tp = said(infeasible(model, tp(), 4), "no_tp_plan", model_class="Sequential")
+    assert no_tp.endswith("model class Sequential (its ModelBundle declares no tp_plan)")
+    assert "declares no pp_split" in said(infeasible(model, pp(), 4), "no_pp_split")
     assert infeasible(model, tp(), 4, plugin_tp_plan=lambda m, mesh, sp: None) is None
     assert infeasible(model, pp(), 4, plugin_pp_split=lambda m, n: [m[:2], m[2:]]) is None
 

@@ -15,6 +15,7 @@ from tests.conftest import REPO_ROOT
 from tests.plugin_models import TinyDecoder
 from torchscale.contracts.cell_settings import ModelSpec
 from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.contracts.wording import say
 from torchscale.rank.models import build_model
 from torchscale.rank.models.parallel_plan import plan_of
 from torchscale.rank.parallel import ParallelLayout, infeasible
@@ -44,14 +45,14 @@ def test_a_registered_model_is_judged_by_its_own_plan(registered: str) -> None:
         model = build_model(registered).model
     assert infeasible(model, tp(2, sp=True), 8, seq_len=16) is None
     assert infeasible(model, pp(2), 8) is None
-    assert "block 0: 4 attention heads are not divisible by tp=8" in str(
-        infeasible(model, tp(8), 8)
+    assert "block 0: 4 attention heads are not divisible by tp=8" in say(
+        infeasible(model, tp(8), 8)  # type: ignore[arg-type]
     )
-    assert "sequence length 15 is not divisible by tp=2" in str(
-        infeasible(model, tp(2, sp=True), 8, seq_len=15)
+    assert "sequence length 15 is not divisible by tp=2" in say(
+        infeasible(model, tp(2, sp=True), 8, seq_len=15)  # type: ignore[arg-type]
     )
-    assert "TinyDecoder has 2 blocks, fewer than the 4 stage modules" in str(
-        infeasible(model, pp(2, "interleaved_1f1b", 4), 8)
+    assert "TinyDecoder has 2 blocks, fewer than the 4 stage modules" in say(
+        infeasible(model, pp(2, "interleaved_1f1b", 4), 8)  # type: ignore[arg-type]
     )
 
 
@@ -81,3 +82,18 @@ def test_a_plugin_may_declare_the_whole_plan(monkeypatch: pytest.MonkeyPatch) ->
     assert supported_strategies(ModelSpec(name=PLUGIN)) == ["ddp", "fsdp", "tp", "pp", "hybrid"]
     one_block = ModelSpec(name=PLUGIN, options={"layers": 1})
     assert supported_strategies(one_block) == ["ddp", "fsdp", "tp", "hybrid"]
+
+
+def test_a_plan_that_answers_in_words_is_quoted_not_a_crash(
+    registered: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in's plan written to the older contract (tp_problem returning a string) is
+    quoted as its evidence; wording it raised AttributeError."""
+    with torch.device("meta"):
+        model = build_model(registered).model
+    plan = plan_of(model)
+    assert plan is not None
+    monkeypatch.setattr(type(plan), "tp_problem", lambda self, tp: "my heads do not split")
+    problem = infeasible(model, tp(2), 8)
+    assert problem is not None and problem.code == "layout.model_said"
+    assert say(problem) == "the model's parallel plan: my heads do not split"

@@ -9,6 +9,7 @@ dtypes of the model's synthetic batches.
 from __future__ import annotations
 
 from torchscale.contracts.catalog import is_plugin_model
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_specs.registry import BUILTIN
 from torchscale.contracts.model_specs.spec import Task
 
@@ -17,24 +18,20 @@ MODEL_TASKS: dict[str, Task] = {name: spec.task for name, spec in BUILTIN.items(
 # the models that take RGB images (CIFAR-100 can feed them); tiny-mlp classifies features
 IMAGE_MODELS = frozenset(name for name, spec in BUILTIN.items() if spec.takes_images)
 
-PLUGIN_SYNTHETIC_ONLY = (
-    "plug-in models train on synthetic data only (their batch format is their own); "
-    "data.source '{source}' cannot feed them"
-)
-CIFAR_IMAGES_ONLY = "data.source 'cifar100' holds RGB images: it feeds image models only ({names})"
-
 
 def task_of(model: str) -> Task | None:
     """The task of a built-in model; None for a plug-in (or an unknown name)."""
     return MODEL_TASKS.get(model)
 
 
-def unsupported(source: str, model: str) -> str | None:
-    """Why `source` cannot feed `model` (a cell skip reason), or None when it can."""
+def unsupported(source: str, model: str) -> Finding | None:
+    """Why `source` cannot feed `model` (a cell skip reason, worded in
+    contracts/wording/plan_skips.py), or None when it can."""
     if source == "synthetic":
         return None
     if is_plugin_model(model) or task_of(model) is None:
-        return PLUGIN_SYNTHETIC_ONLY.format(source=source)
+        return Finding(code="plan.data_synthetic_only", figures={"source": source})
     if source == "cifar100" and model not in IMAGE_MODELS:
-        return CIFAR_IMAGES_ONLY.format(names=", ".join(sorted(IMAGE_MODELS)))
+        figures = {"source": source, "models": sorted(IMAGE_MODELS)}
+        return Finding(code="plan.data_images_only", figures=figures)
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import ParallelShape
 from torchscale.contracts.cell_settings import ParallelConfig
+from torchscale.contracts.finding import Finding
 
 MODEL_PARALLEL: tuple[Strategy, ...] = ("tp", "pp", "hybrid")
 HYBRID_DEFAULT_DEGREE = 2
@@ -54,40 +55,27 @@ def parallel_shapes(
     return [None]
 
 
-def compile_problem(shape: ParallelShape, compile_: bool) -> str | None:
+def compile_problem(shape: ParallelShape, compile_: bool) -> Finding | None:
     """torch.compile is applied to the whole wrapped model; a pipeline's schedule calls its
     stage modules itself, so a compiled pipeline is not built (yet): a skip reason."""
-    if compile_ and shape.pp > 1:
-        return (
-            "training.compile with pipelining is not supported: the schedule calls each stage "
-            "module itself (run the pp cells without compile)"
-        )
-    return None
+    return Finding(code="plan.compiled_pipeline") if compile_ and shape.pp > 1 else None
 
 
-def world_problem(strategy: Strategy, shape: ParallelShape, world: int) -> str | None:
+def world_problem(strategy: Strategy, shape: ParallelShape, world: int) -> Finding | None:
     """The mesh does not fit the world size: a skip reason in the words of the config."""
-    group = shape.tp * shape.pp
     if strategy == "tp" and shape.tp != world:
-        return (
-            f"strategy tp runs one tensor-parallel group over the whole world: parallel.tp "
-            f"{shape.tp} != world size {world} (hybrid fsdp_tp adds data parallelism across "
-            "TP groups)"
-        )
+        return Finding(code="plan.tp_not_world", figures={"tp": shape.tp, "world": world})
     if strategy == "pp" and shape.pp != world:
-        return (
-            f"strategy pp runs one pipeline over the whole world: parallel.pp {shape.pp} != "
-            f"world size {world} (hybrid ddp_pp adds data parallelism across pipelines)"
-        )
-    if world % group:
-        inner = f"tp {shape.tp}" if shape.hybrid == "fsdp_tp" else f"pp {shape.pp}"
-        return f"world size {world} is not divisible by the mesh ({inner})"
+        return Finding(code="plan.pp_not_world", figures={"pp": shape.pp, "world": world})
+    if world % (shape.tp * shape.pp):
+        inner = {"tp": shape.tp} if shape.hybrid == "fsdp_tp" else {"pp": shape.pp}
+        return Finding(code="plan.mesh_indivisible", figures={"world": world, **inner})
     return None
 
 
 def node_problem(
     shape: ParallelShape, ranks_per_node: int, nodes: int, across_nodes: bool
-) -> str | None:
+) -> Finding | None:
     """A tensor-parallel group that would span nodes: a skip reason, unless the config asks
     for it (`parallel.tp_across_nodes`). TP does an all-reduce per block and direction on the
     critical path; over the inter-node link (tens of GB/s against hundreds inside a node) it
@@ -96,12 +84,5 @@ def node_problem(
     ranks of a node."""
     if nodes <= 1 or shape.tp <= 1 or across_nodes or ranks_per_node % shape.tp == 0:
         return None
-    keep = (
-        f"hybrid fsdp_tp with parallel.tp {ranks_per_node} keeps TP inside each node"
-        if ranks_per_node > 1
-        else "give each node several ranks and use hybrid fsdp_tp"
-    )
-    return (
-        f"tensor-parallel groups of {shape.tp} ranks would span nodes ({nodes} nodes x "
-        f"{ranks_per_node} ranks): {keep}, or set training.parallel.tp_across_nodes: true"
-    )
+    figures = {"tp": shape.tp, "nodes": nodes, "per_node": ranks_per_node}
+    return Finding(code="plan.tp_spans_nodes", figures=figures)

@@ -99,7 +99,7 @@ class Shape:
     world_size: int
     nodes: int
     nproc_per_node: int
-    problem: str | None = None  # set: the shape cannot be launched (a skip reason)
+    problem: Finding | None = None  # set: the shape cannot be launched (a skip reason)
 
 
 def node_gpus(config: BenchConfig) -> int | None:
@@ -131,10 +131,8 @@ def cell_shapes(config: BenchConfig) -> list[Shape]:
         if per_node_limit is None or world <= per_node_limit:
             shapes.append(Shape(world, 1, world))
         elif world % per_node_limit:
-            problem = (
-                f"{world} GPUs do not fill whole nodes of {per_node_limit} "
-                "(launcher gpus_per_node); give launcher.nodes to choose the split"
-            )
+            figures = {"world": world, "per_node": per_node_limit}
+            problem = Finding(code=PARTIAL_NODES, figures=figures)
             shapes.append(Shape(world, -(-world // per_node_limit), per_node_limit, problem))
         else:
             shapes.append(Shape(world, world // per_node_limit, per_node_limit))
@@ -169,12 +167,19 @@ class PlannedCell:
     data: DataConfig = field(repr=False)
     launch: LaunchSettings = field(repr=False)
     skip: Finding | None = None  # set: recorded as 'skipped', never launched (why, as a code)
-    warnings: tuple[CellWarning, ...] = ()
+    warnings: tuple[CellWarning, ...] = ()  # what its result will say of how it ran (codes)
+    # what a launcher saw where the cell runs (a Slurm step's CPUs), as its result keeps it
+    run_warnings: tuple[CellWarning, ...] = ()
 
     @property
     def skip_reason(self) -> str | None:
         """Why the plan skips the cell, in words (None: it runs)."""
         return say(self.skip) if self.skip is not None else None
+
+    @property
+    def cell_warnings(self) -> tuple[CellWarning, ...]:
+        """The warnings as its result stores them (a kind and a code with its figures)."""
+        return (*self.warnings, *self.run_warnings)
 
     def worker_spec(
         self, result_path: Path, steps_path: Path, acceptance_dirs: Sequence[Path] = ()
@@ -430,7 +435,7 @@ def _skip_or_warn(
 ) -> tuple[Finding | None, tuple[CellWarning, ...]]:
     """(why the cell is skipped, warnings) of a cell on nodes like `machine`."""
     if shape.problem is not None:
-        return infeasible(shape.problem), ()
+        return shape.problem, ()
     if cell.device == "cuda":
         # counted here unless a source says where (a partition, a config)
         gpus = {"have": machine.gpu_count, "source": machine.gpus_source}
@@ -580,12 +585,7 @@ def _identity(
 NEEDS_GPUS = "plan.needs_gpus"
 NO_GPU = "plan.no_gpu"
 NCCL_WITHOUT_CUDA = "plan.nccl_without_cuda"
-# a check that still answers in words (data source, mesh, model): its line, quoted
-INFEASIBLE = "plan.infeasible"
-
-
-def infeasible(said: str | None) -> Finding | None:
-    return Finding(code=INFEASIBLE, figures={"said": said}) if said is not None else None
+PARTIAL_NODES = "plan.partial_nodes"
 
 
 def _feasibility(
@@ -600,10 +600,10 @@ def _feasibility(
     the data source, then the model-parallel layout; a skipped cell is recorded, never launched."""
     skip, warnings = _skip_or_warn(cell, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
-        skip = infeasible(unsupported(config.data.source, model.name))
+        skip = unsupported(config.data.source, model.name)
     parallel = cell.parallel
     if skip is None and parallel is not None:  # the mesh or model cannot run this layout
-        skip = infeasible(
+        skip = (
             world_problem(cell.strategy, parallel, cell.world_size)
             or node_problem(
                 parallel,

@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import CellError, CellResult, CellW
 from torchscale.contracts.schema.sweep_state import PlannedCell as PlannedEntry
 from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.signals import Terminated
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.cost import cell_cost
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
@@ -134,14 +135,14 @@ def run_cell(
     if measured is None:
         assert attempt.failure is not None
         result = unmeasured_result(
-            planned, attempt.failure.status, attempt.failure.as_error(), planned.warnings
+            planned, attempt.failure.status, attempt.failure.as_error(), planned.cell_warnings
         )
     else:
         # rank 0's part: what the host adds (the launch, its wall time, the shutdown's
         # warnings, the price) is known only once the launch is over, so the host writes
         # the one result file
         result = measured
-        result.warnings = list(planned.warnings) + result.warnings + attempt.warnings
+        result.warnings = list(planned.cell_warnings) + result.warnings + attempt.warnings
     result.launch = {
         "argv": command.argv,
         "env": command.env_overrides,
@@ -216,7 +217,7 @@ def run_sweep(
             reused = previous is not None
             hooks.on_start(planned, index, total, planned.skip is None and not reused)
             if planned.skip is not None:
-                error = CellError(reason=planned.skip_reason or planned.skip.code)
+                error = CellError(reason=say(planned.skip), skip=planned.skip)
                 result = unmeasured_result(planned, Status.SKIPPED, error)
                 store.write_cell(result)
             else:

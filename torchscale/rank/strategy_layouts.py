@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import ParallelShape
 from torchscale.contracts.cell_settings import ModelSpec
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.parallel_shapes import MODEL_PARALLEL
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def model_problem(
     grad_accum_steps: int,
     seq_len: int | None,
     image_size: int | None,
-) -> str | None:
+) -> Finding | None:
     """Why this layout cannot train this model (a skip reason), or None. A model that does
     not build on the meta device is left to the worker, which fails with one line."""
     from torchscale.rank.parallel.rank_layout import infeasible, layout_problem

@@ -279,9 +279,11 @@ class StragglerVerdict(Record):
     summary: str = Field(description="one line, the same on every surface")
 
     @property
-    def host_bound(self) -> bool:
+    def host_bound(self) -> bool | None:
         """The candidate's extra time is its wait for a CPU (kind host, named or, schema 12,
-        withdrawn by it)."""
+        withdrawn by it); None where no CPU wait was timed (older results: not judged)."""
+        if self.kind != "host" and self.host_wait_s is None:
+            return None
         return self.kind == "host"
 
     @model_validator(mode="before")
@@ -498,6 +500,11 @@ class CellError(Record):
     """Why a cell did not produce a measurement (or why it was skipped)."""
 
     reason: str = Field(description="one line, for people")
+    skip: finding.Finding | None = Field(
+        default=None,
+        description="skipped by the plan: why, as a code (plan.*, layout.*; schema 20); "
+        "`reason` holds its words as written",
+    )
     root_cause_rank: int | None = None
     exception: str | None = Field(default=None, description="the failing rank's exception")
     exit_signal: str | None = Field(default=None, description="e.g. SIGKILL, when a rank died")

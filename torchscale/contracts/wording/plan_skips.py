@@ -1,6 +1,7 @@
 """Words for why a plan skips a cell by design (orchestration/plan.py; figures: gpus a cell
 needs per node, have: a node's GPUs, nodes, source: where the count came from when not from
-the planning node, said: the line of a check that still answers in words)."""
+the planning node; world, tp, pp: the mesh; the data source and the models it feeds). Why a
+layout cannot train a model is worded in layouts.py."""
 
 from __future__ import annotations
 
@@ -26,9 +27,55 @@ def _needs_gpus(figures: Mapping[str, Any]) -> str:
     return f"needs {figures['gpus']} GPUs on each of {figures['nodes']} nodes; a node {have}"
 
 
+def _mesh_indivisible(f: Mapping[str, Any]) -> str:
+    inner = f"tp {f['tp']}" if "tp" in f else f"pp {f['pp']}"
+    return f"world size {f['world']} is not divisible by the mesh ({inner})"
+
+
+def _tp_spans_nodes(f: Mapping[str, Any]) -> str:
+    per_node = f["per_node"]
+    keep = (
+        f"hybrid fsdp_tp with parallel.tp {per_node} keeps TP inside each node"
+        if per_node > 1
+        else "give each node several ranks and use hybrid fsdp_tp"
+    )
+    return (
+        f"tensor-parallel groups of {f['tp']} ranks would span nodes ({f['nodes']} nodes x "
+        f"{per_node} ranks): {keep}, or set training.parallel.tp_across_nodes: true"
+    )
+
+
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "plan.needs_gpus": _needs_gpus,
     "plan.no_gpu": _no_gpu,
     "plan.nccl_without_cuda": lambda _: "backend 'nccl' needs CUDA GPUs; none is visible",
-    "plan.infeasible": lambda figures: str(figures["said"]),
+    "plan.partial_nodes": lambda f: (
+        f"{f['world']} GPUs do not fill whole nodes of {f['per_node']} "
+        "(launcher gpus_per_node); give launcher.nodes to choose the split"
+    ),
+    "plan.data_synthetic_only": lambda f: (
+        "plug-in models train on synthetic data only (their batch format is their own); "
+        f"data.source '{f['source']}' cannot feed them"
+    ),
+    "plan.data_images_only": lambda f: (
+        f"data.source '{f['source']}' holds RGB images: it feeds image models only "
+        f"({', '.join(f['models'])})"
+    ),
+    "plan.tp_not_world": lambda f: (
+        f"strategy tp runs one tensor-parallel group over the whole world: parallel.tp "
+        f"{f['tp']} != world size {f['world']} (hybrid fsdp_tp adds data parallelism across "
+        "TP groups)"
+    ),
+    "plan.pp_not_world": lambda f: (
+        f"strategy pp runs one pipeline over the whole world: parallel.pp {f['pp']} != "
+        f"world size {f['world']} (hybrid ddp_pp adds data parallelism across pipelines)"
+    ),
+    "plan.mesh_indivisible": _mesh_indivisible,
+    "plan.tp_spans_nodes": _tp_spans_nodes,
+    "plan.compiled_pipeline": lambda _: (
+        "training.compile with pipelining is not supported: the schedule calls each stage "
+        "module itself (run the pp cells without compile)"
+    ),
+    # a schema 2 sweep.json's line of a check that then answered in words, shown as stored
+    "plan.infeasible": lambda f: f"{f['said']} (as an older sweep.json stored it)",
 }

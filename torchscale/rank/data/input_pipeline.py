@@ -25,7 +25,9 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from torchscale.contracts.cell_settings import DataConfig
 from torchscale.contracts.errors import DataError
-from torchscale.contracts.model_tasks import PLUGIN_SYNTHETIC_ONLY, task_of, unsupported
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.model_tasks import task_of, unsupported
+from torchscale.contracts.wording import say
 from torchscale.rank.data import cifar100
 from torchscale.rank.data.plugin_batches import to_device
 from torchscale.rank.data.records import (
@@ -55,7 +57,7 @@ def layout_for(
     the last read from one forward pass on the meta device (no memory, no compute)."""
     task = task_of(model)
     if task is None:
-        raise DataError(PLUGIN_SYNTHETIC_ONLY.format(source="disk"))
+        raise DataError(say(Finding(code="plan.data_synthetic_only", figures={"source": "disk"})))
     with torch.device("meta"):
         meta = build_model(model, options, seq_len=seq_len, image_size=image_size)
         inputs, _ = meta.make_batch(1, torch.device("meta"))
@@ -181,7 +183,7 @@ def build_pipeline(
     """The DataLoader of this rank for `data.source` (disk or cifar100)."""
     reason = unsupported(data.source, model)
     if reason is not None:
-        raise DataError(reason)
+        raise DataError(say(reason))
     if data.source == "disk":
         dataset, info = _shard_dataset(data, layout)
         collate: Callable[[list[Any]], Any] = DecodeRecords(layout)

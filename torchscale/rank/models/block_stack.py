@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from torch import nn
 
+from torchscale.contracts.finding import Finding
 from torchscale.rank.models.layers import Block
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 
@@ -38,17 +39,19 @@ class BlockStackPlan(ParallelPlan):
         """The layers.Block modules, in order."""
         return [b for b in self.stack if isinstance(b, Block)]
 
-    def tp_problem(self, tp: int) -> str | None:
+    def tp_problem(self, tp: int) -> Finding | None:
         for i, block in enumerate(self.blocks()):
             heads = block.attn.heads
             if heads % tp:
-                return f"block {i}: {heads} attention heads are not divisible by tp={tp}"
+                figures = {"block": i, "heads": heads, "tp": tp}
+                return Finding(code="layout.heads", figures=figures)
             width = block.mlp.fc1.out_features
             if width % tp:
-                return f"block {i}: MLP width {width} is not divisible by tp={tp}"
+                figures = {"block": i, "width": width, "tp": tp}
+                return Finding(code="layout.mlp_width", figures=figures)
         return None
 
-    def sp_problem(self, tp: int, seq_len: int | None) -> str | None:
+    def sp_problem(self, tp: int, seq_len: int | None) -> Finding | None:
         return super().sp_problem(tp, self.seq_len if self.seq_len is not None else seq_len)
 
     def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:

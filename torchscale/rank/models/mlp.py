@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from torchscale.contracts.finding import Finding
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 
 if TYPE_CHECKING:
@@ -50,16 +51,17 @@ class MLPPlan(ParallelPlan):
         """The Linear layers in order (hidden layers, then the classifier)."""
         return [m for m in self.model.net if isinstance(m, nn.Linear)]
 
-    def tp_problem(self, tp: int) -> str | None:
+    def tp_problem(self, tp: int) -> Finding | None:
         hidden = self._linears()[:-1]
         if len(hidden) < 2:
-            return "no tensor-parallel plan for an MLP with fewer than 2 hidden layers"
+            return Finding(code="layout.mlp_too_shallow")
         widths = [lin.out_features for lin in hidden[0 : len(hidden) - len(hidden) % 2 : 2]]
         bad = [w for w in widths if w % tp]
-        return f"MLP hidden width {bad[0]} is not divisible by tp={tp}" if bad else None
+        figures = {"width": bad[0], "tp": tp} if bad else None
+        return Finding(code="layout.mlp_width", figures=figures) if figures else None
 
-    def sp_problem(self, tp: int, seq_len: int | None) -> str | None:
-        return "sequence parallelism needs a sequence dimension; the MLP's inputs have none"
+    def sp_problem(self, tp: int, seq_len: int | None) -> Finding | None:
+        return Finding(code="layout.mlp_no_sequence")
 
     def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:
         """Hidden Linear layers in colwise/rowwise pairs (ReLU is elementwise); the rest

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from torchscale.contracts.finding import Finding
+
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
 
@@ -54,14 +56,15 @@ class ParallelPlan(ABC):
     fsdp_noun = "transformer blocks"
 
     @abstractmethod
-    def tp_problem(self, tp: int) -> str | None:
-        """Why the model cannot be split over `tp` ranks, or None."""
+    def tp_problem(self, tp: int) -> Finding | None:
+        """Why the model cannot be split over `tp` ranks (worded in
+        contracts/wording/layouts.py), or None."""
 
-    def sp_problem(self, tp: int, seq_len: int | None) -> str | None:
+    def sp_problem(self, tp: int, seq_len: int | None) -> Finding | None:
         """Why sequence parallelism cannot run at `tp` (asked after tp_problem), or None:
         by default the sequence (`seq_len` tokens, when known) must split evenly."""
         if seq_len is not None and seq_len % tp:
-            return f"sequence length {seq_len} is not divisible by tp={tp} (sequence parallelism)"
+            return Finding(code="layout.sequence_split", figures={"seq_len": seq_len, "tp": tp})
         return None
 
     @abstractmethod

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import nn
 
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import say
 from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 from torchscale.rank.models.training_tasks import vision_bundle
@@ -21,10 +23,7 @@ from torchscale.rank.models.training_tasks import vision_bundle
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
 
-NO_TP = (
-    "no tensor-parallel plan for ResNet: its layers are convolutions and BatchNorm "
-    "(channel-split convolutions are not among torch's ColwiseParallel/RowwiseParallel styles)"
-)
+NO_TP = Finding(code="layout.resnet_no_tp")
 
 
 def _conv3x3(cin: int, cout: int, stride: int = 1) -> nn.Conv2d:
@@ -159,11 +158,11 @@ class ResNetPlan(ParallelPlan):
     def __init__(self, model: ResNet) -> None:
         self.model = model
 
-    def tp_problem(self, tp: int) -> str | None:
+    def tp_problem(self, tp: int) -> Finding | None:
         return NO_TP
 
     def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:
-        raise ValueError(NO_TP)
+        raise ValueError(say(NO_TP))
 
     def _blocks(self) -> list[nn.Module]:
         return [block for stage in self.model.stages for block in stage.children()]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from torchscale.contracts.finding import Finding
 from torchscale.rank.models import seq2seq_units, training_tasks
 from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.option_values import divisible
@@ -37,12 +38,6 @@ TP_PLAN = (
     "all-gathered); attention and LayerNorms replicated because nn.MultiheadAttention packs "
     "q/k/v in one in_proj_weight Parameter that torch's Colwise/RowwiseParallel cannot split "
     "into whole heads"
-)
-NO_SP = (
-    "no sequence-parallel plan for the encoder-decoder transformer: its attention "
-    "stays replicated under TP (nn.MultiheadAttention's packed in_proj_weight), so there is no "
-    "column/row-parallel pair around it whose all-reduces could become all-gather + "
-    "reduce-scatter over sequence shards"
 )
 
 
@@ -142,23 +137,21 @@ class Seq2SeqPlan(ParallelPlan):
     def __init__(self, model: Seq2SeqTransformer) -> None:
         self.model = model
 
-    def tp_problem(self, tp: int) -> str | None:
+    def tp_problem(self, tp: int) -> Finding | None:
         """The splits the plan makes: feed-forward widths, and the vocabulary rows of the
         embedding and output projection (attention is replicated: its heads need not divide)."""
         for i, layer in enumerate(self._layers()):
             width = layer.linear1.out_features
             if width % tp:
-                return f"layer {i}: feed-forward width {width} is not divisible by tp={tp}"
+                figures = {"layer": i, "width": width, "tp": tp}
+                return Finding(code="layout.ffn_width", figures=figures)
         vocab = self.model.output.out_features
         if vocab % tp:
-            return (
-                f"vocabulary {vocab} (embedding and output projection rows) is not divisible "
-                f"by tp={tp}"
-            )
+            return Finding(code="layout.vocab", figures={"vocab": vocab, "tp": tp})
         return None
 
-    def sp_problem(self, tp: int, seq_len: int | None) -> str | None:
-        return NO_SP
+    def sp_problem(self, tp: int, seq_len: int | None) -> Finding | None:
+        return Finding(code="layout.seq2seq_no_sp")
 
     def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:
         """Megatron's feed-forward pair per layer; embedding and projection split by vocabulary."""

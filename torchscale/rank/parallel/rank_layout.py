@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import torch
 
+from torchscale.contracts.finding import Finding
 from torchscale.rank.models.bundle import PpSplit, TpPlan
 from torchscale.rank.models.parallel_plan import plan_of
 
@@ -126,55 +127,51 @@ def theoretical_bubble(layout: ParallelLayout) -> float:
     return (p - 1) / (v * m + p - 1)
 
 
-def layout_problem(layout: ParallelLayout) -> str | None:
+def _no(code: str, **figures: Any) -> Finding:
+    """Why not, as a finding worded in contracts/wording/layouts.py."""
+    return Finding(code=f"layout.{code}", figures=figures)
+
+
+def layout_problem(layout: ParallelLayout) -> Finding | None:
     """None when the layout is self-consistent; else why not (model aside)."""
     if min(layout.world, layout.tp, layout.pp, layout.dp, layout.microbatches) < 1:
-        return "world, tp, pp, dp and microbatches must all be at least 1"
+        return _no("below_one")
     if layout.world != layout.dp * layout.tp * layout.pp:
-        return f"world {layout.world} is not dp x tp x pp = {layout.dp} x {layout.tp} x {layout.pp}"
+        return _no("not_product", world=layout.world, dp=layout.dp, tp=layout.tp, pp=layout.pp)
     if layout.strategy == "tp":
         if layout.tp < 2 or layout.pp != 1 or layout.dp != 1:
-            return (
-                "strategy tp runs one TP group over the whole world (tp = world >= 2, pp = 1); "
-                "use hybrid fsdp_tp for data parallelism across TP groups"
-            )
+            return _no("tp_whole_world")
     elif layout.strategy == "pp":
         if layout.pp < 2 or layout.tp != 1 or layout.dp != 1:
-            return (
-                "strategy pp runs one pipeline over the whole world (pp = world >= 2, tp = 1); "
-                "use hybrid ddp_pp for data parallelism across pipelines"
-            )
+            return _no("pp_whole_world")
     elif layout.hybrid == "fsdp_tp":
         if layout.tp < 2 or layout.pp != 1:
-            return "hybrid fsdp_tp needs tp >= 2 and pp = 1"
+            return _no("fsdp_tp_degrees")
     elif layout.hybrid == "ddp_pp":
         if layout.pp < 2 or layout.tp != 1:
-            return "hybrid ddp_pp needs pp >= 2 and tp = 1"
+            return _no("ddp_pp_degrees")
     else:
-        return f"strategy {layout.strategy!r} with hybrid {layout.hybrid!r} is not a layout"
+        return _no("unknown", strategy=layout.strategy, hybrid=layout.hybrid)
     if layout.sequence_parallel and not layout.uses_tp:
-        return "sequence parallelism applies to tensor-parallel layouts only"
+        return _no("sp_without_tp")
     if layout.uses_pp:
         if layout.schedule not in ("gpipe", "1f1b", "interleaved_1f1b"):
-            return f"pipeline schedule {layout.schedule!r} is not gpipe, 1f1b or interleaved_1f1b"
+            return _no("unknown_schedule", schedule=layout.schedule)
         return _schedule_problem(layout)
     if layout.microbatches != 1 or layout.schedule is not None:
-        return "microbatches and schedule apply to pipeline layouts only"
+        return _no("microbatches_without_pp")
     return None
 
 
-def _schedule_problem(layout: ParallelLayout) -> str | None:
+def _schedule_problem(layout: ParallelLayout) -> Finding | None:
     """The micro-batch counts torch 2.13's schedules accept (checked in their constructors)."""
     m, p = layout.microbatches, layout.pp
     if layout.schedule == "1f1b" and m < p:
-        return f"1f1b needs at least as many micro-batches as stages ({m} < {p})"
+        return _no("1f1b_microbatches", microbatches=m, pp=p)
     if layout.schedule == "interleaved_1f1b":
         rounds = max(1, m // p)
         if m % rounds:
-            return (
-                f"interleaved_1f1b needs micro-batches ({m}) to be a multiple of "
-                f"max(1, microbatches // pp) = {rounds}"
-            )
+            return _no("interleaved_microbatches", microbatches=m, rounds=rounds)
     return None
 
 
@@ -189,8 +186,8 @@ def infeasible(
     channels_last: bool = False,
     plugin_tp_plan: TpPlan | None = None,
     plugin_pp_split: PpSplit | None = None,
-) -> str | None:
-    """None when `layout` can train `model`; else one line saying why not.
+) -> Finding | None:
+    """None when `layout` can train `model`; else why not.
 
     `batch_size` is what one data-parallel replica reads per step (every rank of a TP group or
     pipeline reads the same batch). `seq_len` (tokens per sample, when known) lets sequence
@@ -202,22 +199,13 @@ def infeasible(
     if problem is not None:
         return problem
     if batch_size < 1:
-        return f"batch size {batch_size} is not positive"
+        return _no("batch_not_positive", batch=batch_size)
     if precision == "fp16":
-        return (
-            "fp16 needs GradScaler, whose inf/NaN check sees only this rank's gradient shards "
-            "or stages, so ranks could disagree on skipping a step; use bf16 or fp32"
-        )
+        return _no("fp16_scaler")
     if layout.uses_pp and channels_last:
-        return (
-            "channels_last with pipeline parallelism: torch's stage-to-stage sends need "
-            "contiguous activations (and contiguous boundaries crashed gloo ranks in torch 2.13)"
-        )
+        return _no("channels_last_pipeline")
     if layout.uses_pp and grad_accum_steps > 1:
-        return (
-            "gradient accumulation over pipeline steps is not supported (torch's schedules "
-            "rescale the whole .grad at each step's last backward); raise microbatches instead"
-        )
+        return _no("pipeline_grad_accum")
     if layout.uses_tp:
         problem = _tp_problem(model, layout, seq_len, plugin_tp_plan)
         if problem is not None:
@@ -227,39 +215,37 @@ def infeasible(
 
 def _tp_problem(
     model: torch.nn.Module, layout: ParallelLayout, seq_len: int | None, plugin: TpPlan | None
-) -> str | None:
+) -> Finding | None:
     plan = plan_of(model)
     if plan is None:
         if plugin is not None:
             return None  # the plug-in's own plan; it vouches for its divisibility
-        return f"no tensor-parallel plan for plug-in model class {type(model).__name__} " + (
-            "(its ModelBundle declares no tp_plan)"
-        )
+        return _no("no_tp_plan", model_class=type(model).__name__)
     problem = plan.tp_problem(layout.tp)
-    if problem is not None:
-        return problem
-    return plan.sp_problem(layout.tp, seq_len) if layout.sequence_parallel else None
+    if problem is None and layout.sequence_parallel:
+        problem = plan.sp_problem(layout.tp, seq_len)
+    # a plug-in's plan written to the older contract answers in words: its own, quoted
+    return _no("model_said", said=problem) if isinstance(problem, str) else problem
 
 
 def _pp_problem(
     model: torch.nn.Module, layout: ParallelLayout, batch_size: int, plugin: PpSplit | None
-) -> str | None:
+) -> Finding | None:
     if batch_size % layout.microbatches:
-        return (
-            f"{layout.microbatches} micro-batches do not divide the per-replica batch {batch_size}"
-        )
+        return _no("microbatches_split", microbatches=layout.microbatches, batch=batch_size)
     plan = plan_of(model)
     if plan is None:
         if plugin is not None:
             return None
-        return f"no pipeline split for plug-in model class {type(model).__name__} " + (
-            "(its ModelBundle declares no pp_split)"
-        )
+        return _no("no_pp_split", model_class=type(model).__name__)
     blocks = plan.pipeline_depth()
     if blocks < layout.stage_modules:
-        return (
-            f"{type(model).__name__} has {blocks} blocks, fewer than the "
-            f"{layout.stage_modules} stage modules of {layout.pp} pipeline ranks"
-            + (" x 2 virtual stages" if layout.stages_per_rank > 1 else "")
+        return _no(
+            "too_few_blocks",
+            model_class=type(model).__name__,
+            blocks=blocks,
+            stage_modules=layout.stage_modules,
+            pp=layout.pp,
+            stages_per_rank=layout.stages_per_rank,
         )
     return None

@@ -19,6 +19,7 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
+from torchscale.contracts.wording import say
 from torchscale.rank.models.bundle import PpSplit, TpPlan
 from torchscale.rank.parallel.pipeline_step import Autocast, PipelineRunner
 from torchscale.rank.parallel.pp_setup import first_tensor, pipeline_parallel
@@ -100,7 +101,7 @@ def parallelize(
         plugin_pp_split=plugin_pp_split,
     )
     if problem is not None:
-        raise ValueError(problem)
+        raise ValueError(say(problem))
     shape, names = layout.mesh_shape()
     mesh = init_device_mesh(device.type, shape, mesh_dim_names=names)
     replica = layout.replica_of(dist.get_rank())

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.wording import words
 from torchscale.contracts.wording.sweep import cells_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, records, text
@@ -32,7 +33,8 @@ def last_log_line(error: CellError | None) -> str | None:
 
 def _row(label: str, status: str, error: CellError | None, fallback: str) -> dict[str, Any]:
     failed = status in ("failed", "oom", "timeout")
-    reason = _short(error.reason) if error else fallback
+    # a plan's skip by today's words for its code, else the words stored
+    reason = _short(words(error.skip, error.reason) or "") if error else fallback
     last = last_log_line(error)
     if last and reason and last.split(": ", 1)[-1] in reason:
         last = None  # the exception line the reason already quotes

@@ -77,8 +77,7 @@ class AllocationCell(BaseModel):
             spec.measurement,
             spec.data,
             launch,
-            None,
-            (*self.warnings, *warnings),
+            run_warnings=(*self.warnings, *warnings),
         )
 
 
@@ -149,7 +148,7 @@ def build_allocation(
             omp_num_threads=p.launch.omp_num_threads,
             extra_env=dict(p.launch.extra_env),
             timeout_s=p.launch.timeout_s,
-            warnings=list(p.warnings),
+            warnings=list(p.cell_warnings),
         )
         for p in cells
     ]

@@ -163,7 +163,9 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
         if current is not None:
             progress.stopped_during = current.cell.id
             error = CellError(reason=reason, exit_signal=stop.name)
-            store.write_cell(unmeasured_result(current, Status.FAILED, error, current.warnings))
+            store.write_cell(
+                unmeasured_result(current, Status.FAILED, error, current.cell_warnings)
+            )
             progress.done.append(current.cell.id)  # done: it has this allocation's result
         progress.current = None
         progress.stopped = reason

@@ -18,6 +18,7 @@ import pandas as pd
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import SlurmError, UsageError
 from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.contracts.wording import say
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
 from torchscale.orchestration.launch.process import file_tail
@@ -148,10 +149,10 @@ def prepare_sweep(
     by_nodes: dict[int, list[PlannedCell]] = {}
     for planned in plan.cells:
         cell_id = planned.cell.id
-        if planned.skip_reason is not None:
-            sweep.skipped[cell_id] = planned.skip_reason
+        if planned.skip is not None:
+            sweep.skipped[cell_id] = say(planned.skip)
             if write_skips:
-                error = CellError(reason=planned.skip_reason)
+                error = CellError(reason=say(planned.skip), skip=planned.skip)
                 store.write_cell(unmeasured_result(planned, Status.SKIPPED, error))
             continue
         if resume and store.finished_ok(cell_id, planned.cell.definition_sha256):
