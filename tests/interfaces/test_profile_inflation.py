@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from tests.h100_replay import WORKLOAD, needs_h100
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording.validate import detail as shown_detail
 from torchscale.interfaces.api.profile import analyze_traces
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.profile import analysis_lines, run_lines
@@ -124,7 +125,7 @@ def test_the_workload_check_line_says_compiled_and_the_untraced_step() -> None:
     analysis, _ = read_analysis(STORED / "analysis.json", result)
     assert analysis is not None
     verdict = judge_profile("torch", ProfiledCell(STORED, result, analysis))
-    assert verdict.detail == (
+    assert shown_detail(verdict) == (
         "1 rank, compiled, step 19.7 ms untraced (traced 34.8 ms, +76 % under the profiler)"
     )
     [head] = [line.text for line in run_lines(result, STORED, analysis)][:1]

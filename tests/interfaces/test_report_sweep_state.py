@@ -31,7 +31,8 @@ def _flat(text: str) -> str:
 def _report(source: Path, fmt: str, tmp_path: Path) -> str:
     out = tmp_path / f"report.{fmt}"
     args = ["report", "-s", str(source), "-f", fmt] + ([] if fmt == "term" else ["-o", str(out)])
-    result = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
+    # wide enough that a pytest-xdist tmp path (over 100 characters) is never folded mid-path
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
     assert result.exit_code == 0, result.output
     return result.output if fmt == "term" else out.read_text(encoding="utf-8")
 

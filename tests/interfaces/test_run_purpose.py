@@ -178,7 +178,7 @@ def test_a_profile_report_carries_its_runs_throughput_mfu_and_memory(h200_profil
     assert decision is not None
     said = " ".join(t.text for t in decision.models)
     assert "measured 466 samples/s (one window), MFU 41.3 % of 989 TFLOP/s" in said
-    assert "9.3 GiB peak allocated and 10.0 GiB peak reserved per rank" in said
+    assert "9.32 GiB peak allocated and 10 GiB peak reserved per rank" in said
 
 
 def test_each_peak_memory_has_one_name_in_a_report(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ def test_each_peak_memory_has_one_name_in_a_report(tmp_path: Path) -> None:
         texts.append(out.read_text(encoding="utf-8"))
     h100, v2 = texts
     assert "peak memory" not in h100.lower() and "peak memory" not in v2.lower()
-    assert "10.0 GiB peak reserved per rank" in h100 and "Peak reserved per rank" in h100
+    assert "9.99 GiB peak reserved per rank" in h100 and "Peak reserved per rank" in h100
     assert "Peak RSS (largest rank)" in v2
 
 

@@ -13,6 +13,8 @@ import pytest
 from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording.validate import detail as shown_detail
+from torchscale.contracts.wording.validate import hint as shown_hint
 from torchscale.interfaces.report.parts.findings import throttling_finding
 from torchscale.orchestration.validate.workload_judge import judge_telemetry
 
@@ -34,7 +36,7 @@ def test_short_windows_without_a_power_figure_are_no_telemetry_warning() -> None
     assert blind, "the fixture holds cells whose windows were too short for a power figure"
     check = judge_telemetry(cells)
     assert check.status == "PASS", check
-    assert "pynvml" not in check.hint and "short" in check.detail
+    assert "pynvml" not in shown_hint(check) and "short" in shown_detail(check)
 
 
 def test_a_gpu_held_at_its_default_power_limit_is_context_not_an_action() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import torch
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.perf import BandwidthResult, P2PMatrix, PerfRun, PerfSpec, RankPerf
 from torchscale.rank.programs import perf as perf_program
@@ -61,7 +62,7 @@ def _run_rank(
 
     def measure_p2p_matrix(gpus: list[int]) -> P2PMatrix:
         board.events.append(("p2p", rank, board.waiting_backends()))
-        return P2PMatrix(gpus=list(gpus), unavailable="simulated")
+        return P2PMatrix(gpus=list(gpus), unavailable=Finding(code="test.simulated"))
 
     fake_dist = SimpleNamespace(
         get_rank=lambda: rank,
