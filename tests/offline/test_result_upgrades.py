@@ -16,6 +16,7 @@ from torchscale.contracts.schema.cell_result import (
     DataPipeline,
 )
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
 from torchscale.offline.results.profile_versions import with_run
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
@@ -191,7 +192,7 @@ def test_an_unnamed_verdict_says_why_in_the_rules_words(relative: str) -> None:
     assert result.diagnosis is not None and result.diagnosis.straggler is not None
     verdict = result.diagnosis.straggler
     assert not verdict.named and verdict.gap_s is not None
-    assert verdict.not_named == not_named_reason(verdict)
+    assert verdict.why_not == not_named_reason(verdict)
     assert verdict.not_named in (
         "could be noise: its interval reaches 0",
         "below the minimum effect",
@@ -202,7 +203,7 @@ def test_a_withdrawn_verdict_names_the_check() -> None:
     result, _ = _read("results_v12/cpu_tiny_mlp_ddp_w2.json")
     assert result.diagnosis is not None and result.diagnosis.straggler is not None
     verdict = result.diagnosis.straggler.model_copy(update={"withdrawn_by": "arrival order"})
-    assert not_named_reason(verdict) == "withdrawn: arrival order"
+    assert say(not_named_reason(verdict)) == "withdrawn: arrival order"
 
 
 def test_a_version_13_named_straggler_reads_marked_injected_or_not() -> None:

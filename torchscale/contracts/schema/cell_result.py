@@ -203,6 +203,24 @@ class StepPart(Record):
 StragglerKind = Literal["compute", "input", "host", "communication"]
 
 
+def _words(finding: Code | None, stored: str | None) -> str | None:
+    from torchscale.contracts.wording import words  # the wording layer reads these schemas
+
+    return words(finding, stored)
+
+
+def _stored_words(data: dict[str, Any], moved: dict[str, str]) -> dict[str, Any]:
+    """An older version's sentences its upgrade recognised as no code
+    (offline/results/upgrades/verdict_words.py), kept as stored words."""
+    if not any(old in data for old in moved):
+        return data
+    data = dict(data)
+    for old, new in moved.items():
+        if isinstance(said := data.pop(old, None), str):
+            data[new] = said
+    return data
+
+
 class StragglerVerdict(Record):
     """Whether one rank is significantly slower than the others, by a stated test."""
 
@@ -264,10 +282,14 @@ class StragglerVerdict(Record):
         "at the matched collectives minus the named rank's (what its late collectives cost "
         "them); null for other kinds",
     )
-    not_named: str | None = Field(
+    why_not: Code | None = Field(
         default=None,
-        description="schema 13: why the candidate is not named, in plain words (below the "
-        "minimum effect, could be noise, too few steps, withdrawn); null when named",
+        description="schema 20: why the candidate is not named (below the minimum effect, "
+        "could be noise, too few steps, withdrawn), worded by contracts/wording/verdicts.py; "
+        "null when named (schema 13-19 stored it in words, `stored_not_named`)",
+    )
+    stored_not_named: str | None = Field(
+        default=None, description="an older version's words for why_not, where none was recognised"
     )
     injected: bool | None = Field(
         default=None,
@@ -276,7 +298,24 @@ class StragglerVerdict(Record):
         "null: nobody named, or an older result",
     )
     test: str = Field(description="the test, in words")
-    summary: str = Field(description="one line, the same on every surface")
+    said: Code | None = Field(
+        default=None,
+        description="schema 20: the verdict's one line (straggler.named, .late, .not_named, "
+        ".untested), worded by contracts/wording/verdicts.py",
+    )
+    stored_summary: str | None = Field(
+        default=None, description="an older version's one line, where no code was recognised"
+    )
+
+    @property
+    def summary(self) -> str:
+        """The one line, the same on every surface (contracts/wording/verdicts.py)."""
+        return _words(self.said, self.stored_summary) or ""
+
+    @property
+    def not_named(self) -> str | None:
+        """Why the candidate is not named, in words; None when named."""
+        return _words(self.why_not, self.stored_not_named)
 
     @property
     def host_bound(self) -> bool:
@@ -290,7 +329,10 @@ class StragglerVerdict(Record):
         """Up to result schema 19 and analysis schema 9 `host_bound` was stored beside `kind`
         (true exactly where kind is host, but for schema 12, which had no kind: there it
         becomes kind host, the name withdrawn as it was)."""
-        if not isinstance(data, dict) or "host_bound" not in data:
+        if not isinstance(data, dict):
+            return data
+        data = _stored_words(data, {"summary": "stored_summary", "not_named": "stored_not_named"})
+        if "host_bound" not in data:
             return data
         data = dict(data)
         if data.pop("host_bound") and data.get("kind") is None:
@@ -433,8 +475,13 @@ class Diagnosis(StepSplit):
     rank_waits: list[RankWait] = Field(default_factory=list)
     whatif: WhatIf | None = None
     findings: list[Problem] = Field(default_factory=list, description="most expensive first")
-    caveat: str | None = Field(
-        default=None, description="why the verdict may be the machine's, not the workload's"
+    busy: Code | None = Field(
+        default=None,
+        description="schema 20: why the verdict may be the machine's, not the workload's "
+        "(caveat.busy_machine, caveat.shared_cores; schema 19 and older: `caveat`, in words)",
+    )
+    stored_caveat: str | None = Field(
+        default=None, description="an older version's caveat, where no code was recognised"
     )
     rule: str | None = Field(
         default=None,
@@ -447,6 +494,11 @@ class Diagnosis(StepSplit):
         "none ran (one rank, not DDP, traces alone)",
     )
 
+    @property
+    def caveat(self) -> str | None:
+        """The busy-machine caveat in words (contracts/wording/verdicts.py)."""
+        return _words(self.busy, self.stored_caveat)
+
     def part(self, name: str) -> StepPart | None:
         """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""
         return next((p for p in self.parts if p.name == name), None)
@@ -458,7 +510,7 @@ class Diagnosis(StepSplit):
         stored as a line (`disagreement`): dropped, as every surface says it from the checks."""
         if isinstance(data, dict) and "disagreement" in data:
             data = {k: v for k, v in data.items() if k != "disagreement"}
-        return data
+        return _stored_words(data, {"caveat": "stored_caveat"}) if isinstance(data, dict) else data
 
 
 class Intervals(Record):
