@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording import say
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
-from torchscale.offline.analysis.diagnosis.kind import named_summary
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -26,6 +26,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     rank_findings,
     waits_spread,
 )
+from torchscale.offline.analysis.diagnosis.kind import named_summary
 from torchscale.offline.analysis.diagnosis.verdict import arrival_check, evidence_against, withdraw
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -221,8 +222,10 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     caveat = Finding(code="caveat.busy_machine", figures={"cores": 1.5, "host": "node-a"})
     busy = with_caveat(diagnosis, caveat)
     words = "busy machine (others used 1.5 cores on node-a): check the host first"
-    assert busy.busy == caveat and busy.caveat == words  # stored as its code, worded once
-    assert busy.straggler is not None and busy.straggler.summary.endswith(f"; {words}")
+    assert busy.busy == caveat and verdict_words.caveat(busy) == words  # stored as its code, worded once
+    assert busy.straggler is not None and verdict_words.summary(busy.straggler).endswith(
+        f"; {words}"
+    )
     straggler_finding = next(f for f in busy.findings if f.category == "straggler")
     assert words in straggler_finding.evidence
     assert with_caveat(busy, caveat) == busy  # once
@@ -331,8 +334,15 @@ def test_a_named_straggler_on_an_injected_rank_is_marked_injected() -> None:
     marked = marked_injected(verdict, frozenset({1}))
     assert marked is not None and marked.injected is True
     assert marked.said is not None and marked.said.figures["injected"] is True
-    assert marked.summary == f"{verdict.summary} (injected: --inject-delay)"
+    assert (
+        verdict_words.summary(marked)
+        == f"{verdict_words.summary(verdict)} (injected: --inject-delay)"
+    )
     other = marked_injected(verdict, frozenset({0}))
-    assert other is not None and other.injected is False and other.summary == verdict.summary
+    assert (
+        other is not None
+        and other.injected is False
+        and verdict_words.summary(other) == verdict_words.summary(verdict)
+    )
     nobody = verdict.model_copy(update={"named": False, "rank": None})
     assert marked_injected(nobody, frozenset({1})) == nobody

@@ -203,12 +203,6 @@ class StepPart(Record):
 StragglerKind = Literal["compute", "input", "host", "communication"]
 
 
-def _words(finding: Code | None, stored: str | None) -> str | None:
-    from torchscale.contracts.wording import words  # the wording layer reads these schemas
-
-    return words(finding, stored)
-
-
 def _stored_words(data: dict[str, Any], moved: dict[str, str]) -> dict[str, Any]:
     """An older version's sentences its upgrade recognised as no code
     (offline/results/upgrades/verdict_words.py), kept as stored words."""
@@ -306,16 +300,6 @@ class StragglerVerdict(Record):
     stored_summary: str | None = Field(
         default=None, description="an older version's one line, where no code was recognised"
     )
-
-    @property
-    def summary(self) -> str:
-        """The one line, the same on every surface (contracts/wording/verdicts.py)."""
-        return _words(self.said, self.stored_summary) or ""
-
-    @property
-    def not_named(self) -> str | None:
-        """Why the candidate is not named, in words; None when named."""
-        return _words(self.why_not, self.stored_not_named)
 
     @property
     def host_bound(self) -> bool:
@@ -493,11 +477,6 @@ class Diagnosis(StepSplit):
         description="schema 17: what the no_sync() windows measured beside the split; null: "
         "none ran (one rank, not DDP, traces alone)",
     )
-
-    @property
-    def caveat(self) -> str | None:
-        """The busy-machine caveat in words (contracts/wording/verdicts.py)."""
-        return _words(self.busy, self.stored_caveat)
 
     def part(self, name: str) -> StepPart | None:
         """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""

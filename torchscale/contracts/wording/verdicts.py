@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.schema.cell_result import Diagnosis, StragglerVerdict
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import gap_text, seconds_text
 
@@ -104,8 +104,8 @@ def _few_steps(figures: Figures) -> str:
 
 def _busy(figures: Figures) -> str:
     cores = figures.get("cores")
-    spelled_cores = spelled.one_decimal(cores) if cores is not None else "?"
-    return f"busy machine (others used {spelled_cores} cores on {figures['host']}): check the host first"
+    used = spelled.one_decimal(cores) if cores is not None else "?"
+    return f"busy machine (others used {used} cores on {figures['host']}): check the host first"
 
 
 def _shared(figures: Figures) -> str:
@@ -142,6 +142,11 @@ def why_not(verdict: StragglerVerdict) -> str | None:
     return _words(verdict.why_not, verdict.stored_not_named)
 
 
+def caveat(diagnosis: Diagnosis | None) -> str | None:
+    """The diagnosis' busy-machine caveat in words; None: none (or no diagnosis)."""
+    return _words(diagnosis.busy, diagnosis.stored_caveat) if diagnosis is not None else None
+
+
 def _words(finding: Finding | None, stored: str | None) -> str | None:
     from torchscale.contracts.wording import words
 
@@ -174,7 +179,8 @@ def _named_line(verdict: StragglerVerdict, injected_first: bool) -> str:
     pattern = f", {verdict.pattern}" if verdict.pattern else ""
     if verdict.kind == "communication":
         late = seconds_text(verdict.headline_gap(), signed=True)
-        return f"{lead} rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step" + tail
+        said = f"{lead} rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
+        return said + tail
     if verdict.kind == "host":
         held = seconds_text(verdict.headline_gap(), signed=True)
         said = f"{lead} rank {verdict.rank}, {_kind_text(verdict)} {held}/step{pattern}"

@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import (
     ms,
     pct,
@@ -191,8 +192,8 @@ def headline(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> list
     if diagnosis.ranks > 1 or verdict is not None:
         level: Literal["info", "warn"] = "warn" if acted(verdict) else "info"
         out.append(Sentence("straggler", level, straggler_text(verdict, diagnosis.ranks)))
-    if diagnosis.caveat:
-        out.append(Sentence("caveat", "warn", diagnosis.caveat))
+    if caveat := verdict_words.caveat(diagnosis):
+        out.append(Sentence("caveat", "warn", caveat))
     if (whatif := whatif_text(diagnosis)) is not None:
         out.append(Sentence("whatif", "info", whatif))
     if (line := disagreement(diagnosis.cross_checks)) is not None:

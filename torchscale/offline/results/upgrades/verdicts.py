@@ -20,10 +20,10 @@ def not_named_reason(verdict: StragglerVerdict) -> Finding:
 
 
 def with_not_named(diagnosis: Diagnosis | None) -> Diagnosis | None:
-    """`diagnosis` whose unnamed, tested verdict says why in `not_named` (as is otherwise: a
+    """`diagnosis` whose unnamed, tested verdict says why in `why_not` (as is otherwise: a
     named verdict, one without a tested candidate, or one the host's wait withdrew)."""
     verdict = diagnosis.straggler if diagnosis is not None else None
-    if diagnosis is None or verdict is None or verdict.not_named is not None:
+    if diagnosis is None or verdict is None or verdict.why_not or verdict.stored_not_named:
         return diagnosis
     if verdict.named or verdict.host_bound or verdict.candidate_rank is None:
         return diagnosis
