@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.offline.test_diagnosis import _table
+from tests.offline.test_late_collectives import NO_ORDER, UNNAMED, tables
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.wording import verdicts as verdict_words
@@ -21,6 +22,7 @@ from torchscale.offline.analysis.diagnosis import (
     marked_injected,
     with_caveat,
 )
+from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -41,7 +43,17 @@ def _named(injected: bool, caveat: bool) -> Diagnosis:
     return with_caveat(diagnosis, BUSY if caveat else None)
 
 
+def _late(injected: bool) -> Diagnosis:
+    """A communication straggler named from the traces' waits (late_collectives.py)."""
+    wait, own, step = tables(late_ms=8.0, work_ms=1.0)
+    verdict = late_collectives(UNNAMED, NO_ORDER, wait, own, step)
+    verdict = marked_injected(verdict, frozenset({3} if injected else ()))
+    return _named(injected=False, caveat=True).model_copy(update={"straggler": verdict})
+
+
 CASES = {
+    "late": lambda: _late(injected=False),
+    "late, injected": lambda: _late(injected=True),
     "named": lambda: _named(injected=False, caveat=False),
     "named, injected, busy": lambda: _named(injected=True, caveat=True),
     "not named": lambda: _diagnosis({}),
@@ -84,10 +96,20 @@ def test_a_fresh_verdict_stores_codes_not_sentences(case: str) -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_words_of_schema_19_read_back_into_the_same_findings(case: str) -> None:
+    """Each sentence schema 19 stored becomes its finding again. A late straggler's own work
+    and step are figures only its sentence held (3 significant figures): read off it, they
+    word the same."""
     diagnosis = CASES[case]()
     upgraded = Diagnosis.model_validate(coded_diagnosis(_as_version_19(diagnosis)))
+    before, after = diagnosis.straggler, upgraded.straggler
+    assert before is not None and after is not None and before.said is not None
+    assert after.said is not None and after.said.code == before.said.code
+    assert after.stored_summary is None and after.stored_not_named is None
+    assert verdict_words.summary(after) == verdict_words.summary(before)
+    if before.said.code == "straggler.late":
+        after = after.model_copy(update={"said": before.said})
+        upgraded = upgraded.model_copy(update={"straggler": after})
     assert upgraded == diagnosis
-    assert upgraded.straggler is not None and upgraded.straggler.stored_summary is None
 
 
 def test_words_no_code_says_stay_as_stored_and_read_as_before() -> None:
@@ -116,3 +138,17 @@ def test_a_kept_reason_is_recognised_where_its_words_are_a_codes() -> None:
     verdict = result.diagnosis.straggler
     assert verdict is not None and verdict.why_not == Finding(code="straggler.noise_interval")
     assert verdict_words.why_not(verdict) == "could be noise: its interval reaches 0"
+
+
+@pytest.mark.parametrize("case", ["named, injected, busy", "late, injected"])
+def test_the_live_table_says_injected_first_in_the_same_line(case: str) -> None:
+    """The live table's straggler note is the line every surface prints, with 'injected' said
+    right after 'Straggler' (a narrow table may cut the end), made by the wording layer."""
+    verdict = CASES[case]().straggler
+    assert verdict is not None and verdict.injected
+    line = verdict_words.straggler_text(verdict, 2)
+    first = verdict_words.straggler_text(verdict, 2, injected_first=True)
+    assert line.startswith("Straggler: ") and line.endswith(verdict_words.INJECTED)
+    assert first == "Straggler" + verdict_words.INJECTED + line.removesuffix(
+        verdict_words.INJECTED
+    ).removeprefix("Straggler")
