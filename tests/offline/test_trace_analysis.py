@@ -10,6 +10,7 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
 from torchscale.contracts.schema.profile_analysis import findings_for_target
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
@@ -32,6 +33,7 @@ from torchscale.offline.analysis.trace.collective_matching import (
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
+from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS
 
 # --------------------------------------------------------------------------- event helper
@@ -535,14 +537,18 @@ def test_mismatches_and_unequal_counts_are_reported() -> None:
     matched = match_collectives(
         {0: collective_table(a, step_table(a).table), 1: collective_table(b, step_table(b).table)}
     )
-    assert any("size" in line for line in matched.mismatches)
+    assert any("size" in say(finding) for finding in matched.mismatches)
+    (disagree,) = [f for f in matched.mismatches if f.code == "trace.disagreeing_collectives"]
+    assert disagree.figures["kinds"] == ["size"] and disagree.figures["examples"]
+    line = say(disagree)  # read back from the words an analysis of schema 9 stored
+    assert coded_mismatches([line]) == ([disagree], [])
     assert matched.usable.empty and not matched.matched.empty
 
     c = cpu_ddp_rank(1, delay_rank=None, op="broadcast")
     m2 = match_collectives(
         {0: collective_table(a, step_table(a).table), 1: collective_table(c, step_table(c).table)}
     )
-    assert any("op" in line and "broadcast" in line for line in m2.mismatches)
+    assert any("op" in (line := say(f)) and "broadcast" in line for f in m2.mismatches)
 
     short = cpu_ddp_rank(1, steps=4)
     tables = {
@@ -550,7 +556,9 @@ def test_mismatches_and_unequal_counts_are_reported() -> None:
         1: collective_table(short, step_table(short).table),
     }
     m3 = match_collectives(tables)
-    assert any("different numbers" in line and "rank 0: 6" in line for line in m3.mismatches)
+    lines = [say(f) for f in m3.mismatches]
+    assert any("different numbers" in line and "rank 0: 6" in line for line in lines)
+    assert coded_mismatches(lines) == (m3.mismatches, [])
     assert m3.matched["index"].nunique() == 4
 
     # without seq: matched by order, the common prefix

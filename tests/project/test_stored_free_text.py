@@ -178,6 +178,7 @@ STORED_WORDS: frozenset[str] = frozenset(
         "cell_result.Diagnosis.stored_caveat",
         "cell_result.StragglerVerdict.stored_not_named",
         "cell_result.StragglerVerdict.stored_summary",
+        "profile_analysis.ProfileAnalysis.stored_mismatches",
     }
 )
 
@@ -199,7 +200,6 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_telemetry.RankLoad.unavailable",
         "cell_telemetry.RankTelemetry.unavailable",
         "power_limit.PowerLimit.unavailable",
-        "profile_analysis.ProfileAnalysis.mismatches",
         "profile_analysis.ProfileAnalysis.notes",
         "profile_analysis.ProfileAnalysis.unavailable",
         "validate_report.CheckResult.said",  # checks not yet stated as findings; reports < 5

@@ -21,6 +21,7 @@ from torchscale.contracts.schema.profile_analysis import (
 from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
+from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 from torchscale.offline.results.upgrades.verdicts import with_not_named
@@ -35,9 +36,10 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     `injected_delays`, and what a schema-1 exposed communication holds (`WAITS_INCLUDED`). A
     run diagnosis read from point figures is not taken: the analysis' own trace figures are
     better evidence than the no_sync window's point shares."""
-    analysis = analysis.model_copy(
-        update={"diagnosis": with_not_named(_coded(analysis)), "notes": _notes(analysis)}
-    )
+    found, kept = coded_mismatches(analysis.stored_mismatches)
+    update = {"mismatches": [*analysis.mismatches, *found], "stored_mismatches": kept}
+    update |= {"diagnosis": with_not_named(_coded(analysis)), "notes": _notes(analysis)}
+    analysis = analysis.model_copy(update=update)
     diagnosis = analysis.diagnosis
     if result is None:
         return analysis
