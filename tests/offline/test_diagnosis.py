@@ -222,7 +222,7 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     caveat = Finding(code="caveat.busy_machine", figures={"cores": 1.5, "host": "node-a"})
     busy = with_caveat(diagnosis, caveat)
     words = "busy machine (others used 1.5 cores on node-a): check the host first"
-    assert busy.busy == caveat and verdict_words.caveat(busy) == words  # stored as its code, worded once
+    assert busy.busy == caveat and verdict_words.caveat(busy) == words  # stored as its code
     assert busy.straggler is not None and verdict_words.summary(busy.straggler).endswith(
         f"; {words}"
     )

@@ -19,10 +19,10 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.figures import format_value, readable, too_wide
 from torchscale.contracts.wording.reader import below_pct, narrow_pct, whole_pct
 from torchscale.contracts.wording.reader import cores as cores_text
+from torchscale.contracts.wording.verdicts import straggler_text
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
-from torchscale.contracts.wording.verdicts import straggler_text
 from torchscale.interfaces.report.estimates import compact, withheld
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 

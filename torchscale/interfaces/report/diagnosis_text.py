@@ -33,7 +33,10 @@ from torchscale.contracts.wording.figures import (
     share_text,
 )
 from torchscale.contracts.wording.host_bound import LAUNCH_TIME
-from torchscale.contracts.wording.verdicts import INJECTED, straggler_text
+
+# the straggler line is the wording layer's; re-exported for the report's parts
+from torchscale.contracts.wording.verdicts import INJECTED as INJECTED
+from torchscale.contracts.wording.verdicts import straggler_text as straggler_text
 from torchscale.offline.analysis.diagnosis.inflation import (
     disagreement,
     inflation_of,

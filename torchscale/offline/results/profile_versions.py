@@ -11,6 +11,7 @@ versions and what each upgrade does are in docs/results.md ("Profile analysis ve
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import (
@@ -36,8 +37,9 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     `injected_delays`, and what a schema-1 exposed communication holds (`WAITS_INCLUDED`). A
     run diagnosis read from point figures is not taken: the analysis' own trace figures are
     better evidence than the no_sync window's point shares."""
-    found, kept = coded_mismatches(analysis.stored_mismatches)
-    update = {"mismatches": [*analysis.mismatches, *found], "stored_mismatches": kept}
+    found, lines = coded_mismatches(analysis.stored_mismatches)
+    update: dict[str, Any] = {"mismatches": [*analysis.mismatches, *found]}
+    update["stored_mismatches"] = lines
     update |= {"diagnosis": with_not_named(_coded(analysis)), "notes": _notes(analysis)}
     analysis = analysis.model_copy(update=update)
     diagnosis = analysis.diagnosis

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -27,7 +28,6 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
     WhatIf,
 )
-from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.findings import (

@@ -20,6 +20,7 @@ from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, Str
 from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
 
+
 @dataclass(frozen=True)
 class KindEvidence:
     """The tests the kind is read from: the candidate's per-phase gaps over the others'
@@ -88,8 +89,8 @@ def named_summary(
     """The one line of a named straggler: who, by how much (`gap`: mean, low, high seconds it
     costs the others per step), how that falls over the steps (`pattern`,
     cost.pattern_words) and what its time is."""
-    figures = {"rank": rank, "kind": kind, "phase": phase, "gap": list(gap), "pattern": pattern}
-    return Finding(code="straggler.named", figures=figures)
+    figures = {"rank": int(rank), "kind": kind, "phase": phase, "gap": _plain(gap)}
+    return Finding(code="straggler.named", figures={**figures, "pattern": pattern})
 
 
 def late_summary(
@@ -101,8 +102,14 @@ def late_summary(
     """The one line of a communication straggler: how much longer the others wait for it per
     step (`late`: mean, low, high seconds) while its own work is on par (`work_s` over the
     others', beside the mean step `step_s` where the rule weighed it)."""
-    figures = {"rank": rank, "late": list(late), "work_s": work_s, "step_s": step_s}
+    step = float(step_s) if step_s is not None else None
+    figures = {"rank": int(rank), "late": _plain(late), "work_s": float(work_s), "step_s": step}
     return Finding(code="straggler.late", figures=figures)
+
+
+def _plain(gap: tuple[float | None, float | None, float | None]) -> list[float | None]:
+    """[mean, low, high] as plain floats (numpy's are no JSON)."""
+    return [float(x) if x is not None else None for x in gap]
 
 
 def named_as(
@@ -152,7 +159,7 @@ def not_named_reason(gap: GapTest, step_s: float, share: float) -> Finding:
     if low is None or high is None or low <= 0:
         return Finding(code="straggler.noise_interval")
     if gap.mean_s < gap.min_effect_s:
-        figures = {"share": share, "min_effect_s": gap.min_effect_s, "step_s": step_s}
+        figures = {"share": share, "min_effect_s": float(gap.min_effect_s), "step_s": float(step_s)}
         return Finding(code="straggler.below_minimum", figures=figures)
     return Finding(code="straggler.noise_few_steps")
 
@@ -165,7 +172,8 @@ def unnamed_summary(
 ) -> Finding:
     """The one line of a candidate not named, on every surface: the largest gap (mean, low,
     high seconds), how it falls over the steps, then why."""
-    figures = {"candidate": candidate, "gap": list(gap), "pattern": pattern, "why": why.model_dump()}
+    rank = int(candidate) if candidate is not None else None
+    figures = {"candidate": rank, "gap": _plain(gap), "pattern": pattern, "why": why.model_dump()}
     return Finding(code="straggler.not_named", figures=figures)
 
 

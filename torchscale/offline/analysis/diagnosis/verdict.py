@@ -161,13 +161,13 @@ def straggler_verdict(
     if len(ranks) < 2 or table.empty:
         untested = Finding(code="straggler.too_few_ranks")
     elif len(table) < MIN_PAIRED_STEPS:
-        figures = {
+        counts = {
             "paired": len(table),
             "left_out": len(every_step) - len(table),
             "steps": len(every_step),
             "needed": MIN_PAIRED_STEPS,
         }
-        untested = Finding(code="straggler.too_few_steps", figures=figures)
+        untested = Finding(code="straggler.too_few_steps", figures=counts)
     if untested is not None:
         said = Finding(code="straggler.untested", figures={"why": untested.model_dump()})
         return StragglerVerdict(

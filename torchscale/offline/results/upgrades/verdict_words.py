@@ -91,9 +91,9 @@ def _summary_candidates(
         work, step = float(par[1]) / 1e3, float(par[2]) / 1e3 if par[2] else None
         late = {"late": _triple(verdict.get("late_s")), "work_s": work, "step_s": step}
         yield Finding(code="straggler.late", figures={"rank": rank, **late, **after})
-    for gap in ("gap_s", "host_wait_s"):
+    for name in ("gap_s", "host_wait_s"):
         figures = {"rank": rank, "kind": kind, "phase": verdict.get("phase")}
-        figures |= {"gap": _triple(verdict.get(gap)), "pattern": pattern}
+        figures |= {"gap": _triple(verdict.get(name)), "pattern": pattern}
         yield Finding(code="straggler.named", figures={**figures, **after})
 
 
