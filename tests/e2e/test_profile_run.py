@@ -24,6 +24,7 @@ from typer.testing import CliRunner, Result
 
 from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
 from torchscale.offline.analysis.diagnosis.inflation import (
@@ -98,7 +99,7 @@ def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, P
     assert analysis.ranks_analysed == ranks and analysis.backend == "gloo"
     assert analysis.diagnosis is not None, analysis.unavailable
     verdict = analysis.diagnosis.straggler
-    assert verdict is not None and verdict.named, verdict.summary
+    assert verdict is not None and verdict.named, verdict_words.summary(verdict)
     assert (verdict.rank, verdict.phase) == (1, "backward")
     assert verdict.phase_gap_s is not None and verdict.phase_gap_s.value is not None
     assert verdict.phase_gap_s.value * 1e3 == pytest.approx(DELAY_MS, rel=0.25)

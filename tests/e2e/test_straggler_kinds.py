@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from tests.processes import REPO_ROOT
 from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.offline.results.versions import read_cell_result
@@ -93,11 +94,15 @@ def _check(
     diagnosis' busy-machine `caveat` ("check the host first"), the hog's rank may read compute:
     other processes on the same 2 cores slow its own work too, and the verdict says so."""
     assert verdict is not None, where
-    assert verdict.named and verdict.rank == SLOW_RANK, f"{where}: {verdict.summary}"
+    assert verdict.named and verdict.rank == SLOW_RANK, f"{where}: {verdict_words.summary(verdict)}"
     kinds = {KINDS[plugin], "compute"} if plugin == "host" and caveat else {KINDS[plugin]}
-    assert verdict.kind in kinds, f"{where}: {verdict.summary} ({verdict.kind_basis})"
+    assert verdict.kind in kinds, (
+        f"{where}: {verdict_words.summary(verdict)} ({verdict.kind_basis})"
+    )
     if plugin in PATTERNS:
-        assert PATTERNS[plugin] in (verdict.pattern or ""), f"{where}: {verdict.summary}"
+        assert PATTERNS[plugin] in (verdict.pattern or ""), (
+            f"{where}: {verdict_words.summary(verdict)}"
+        )
         assert PATTERNS[plugin] in straggler_text(verdict, 2), where
 
 
@@ -106,13 +111,21 @@ def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
     read = read_cell_result(_cell(swept.root, plugin))
     assert read.result is not None and read.result.diagnosis is not None, read.problem
     cell_verdict = read.result.diagnosis.straggler
-    _check(cell_verdict, plugin, "result.json (phase timers)", read.result.diagnosis.caveat)
+    _check(
+        cell_verdict,
+        plugin,
+        "result.json (phase timers)",
+        verdict_words.caveat(read.result.diagnosis),
+    )
     assert cell_verdict is not None
     profile = swept.root / "profile" / _cell(swept.root, plugin).stem
     analysis = ProfileAnalysis.model_validate_json((profile / "analysis.json").read_text())
     assert analysis.diagnosis is not None
     _check(
-        analysis.diagnosis.straggler, plugin, "analysis.json (traces)", analysis.diagnosis.caveat
+        analysis.diagnosis.straggler,
+        plugin,
+        "analysis.json (traces)",
+        verdict_words.caveat(analysis.diagnosis),
     )
     profiled = read_cell_result(profile / "result.json")
     assert profiled.result is not None and profiled.result.diagnosis is not None

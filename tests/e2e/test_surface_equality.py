@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from tests.e2e.test_sweep import run_sweep
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.live_table import stall_text
 from torchscale.interfaces.report.diagnosis_text import (
@@ -125,7 +126,7 @@ def test_a_sweep_cell_says_the_same_on_every_surface(sweep_run, tmp_path: Path) 
     verdict = diagnosis.straggler
     assert verdict is not None
     assert bool(row["straggler_named"]) == verdict.named
-    assert row["straggler_summary"] == verdict.summary
+    assert row["straggler_summary"] == verdict_words.summary(verdict)
     # the reports
     for fmt, text in _reports(sweep_run.exp_dir, tmp_path).items():
         for line in _verdict_texts(diagnosis):

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis
+from torchscale.contracts.wording import say
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.diagnosis_text import (
     REPORT_HINT,
@@ -38,7 +40,10 @@ def _diagnosis(name: str, *, caveat: str | None, disagreement: str | None) -> Di
     )
     checks = [c for c in result.diagnosis.cross_checks if c.agrees is not False]
     checks += [arrival] if disagreement else []
-    return result.diagnosis.model_copy(update={"caveat": caveat, "cross_checks": checks})
+    busy = Finding(code="caveat.busy_machine", figures={"cores": 1.5, "host": "node-a"})
+    assert caveat in (None, say(busy))
+    update = {"busy": busy if caveat else None, "cross_checks": checks}
+    return result.diagnosis.model_copy(update=update)
 
 
 CASES = [

@@ -33,8 +33,10 @@ from tests.interfaces.test_report_uncertainty import (
     table,
     with_attribution,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, findings_for_target
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
@@ -48,13 +50,14 @@ from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Tab
 from torchscale.interfaces.report.parts.context import slug
 from torchscale.interfaces.report.render import html, markdown, pdf
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT, marked_injected
+from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.frame import COLUMNS, cells_table
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
 from torchscale.offline.results.versions import parse_cell_result
 
-CAVEAT = BUSY_CAVEAT.format(cores="1.5", host="node-a")
+BUSY = Finding(code="caveat.busy_machine", figures={"cores": 1.5, "host": "node-a"})
+CAVEAT = say(BUSY)
 PROFILE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "profile"
 PROFILE_CELL = "tiny-mlp__b8__w2__fp32__ddp__8154de06"
 PROFILED = "tiny-mlp b8 x2 fp32 ddp (profiled run, eager)"
@@ -63,7 +66,7 @@ CELL = "tiny-mlp b8 x2 fp32 ddp"
 
 def busy_diagnosis(**update: Any) -> Diagnosis:
     """A 2-rank diagnosis naming rank 1 in backward on a busy machine, with its finding."""
-    return diagnosis_of(named_attribution(), [STRAGGLER_FINDING], CAVEAT).model_copy(update=update)
+    return diagnosis_of(named_attribution(), [STRAGGLER_FINDING], BUSY).model_copy(update=update)
 
 
 def texts(report: Report, section: str) -> list[str]:

@@ -26,6 +26,7 @@ from scipy import stats as scipy_stats
 
 import torchscale.results
 from torchscale.contracts.cell_settings import MeasurementConfig
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CellResult,
     Diagnosis,
@@ -155,7 +156,7 @@ def named_attribution() -> StepSplit:
 
 
 def diagnosis_of(
-    model: StepSplit, findings: list[Problem] | None = None, caveat: str | None = None
+    model: StepSplit, findings: list[Problem] | None = None, caveat: Finding | None = None
 ) -> Diagnosis:
     """The phase timers' diagnosis around a hand-made step model, with its findings and the
     busy-machine caveat as `analysis.diagnosis.with_caveat` keeps it."""
@@ -163,7 +164,7 @@ def diagnosis_of(
     return with_caveat(diagnosis, caveat)
 
 
-def with_attribution(model: StepSplit | Diagnosis, *, caveat: str | None = None) -> Edit:
+def with_attribution(model: StepSplit | Diagnosis, *, caveat: Finding | None = None) -> Edit:
     """The diagnosis (a hand-made step model read as one, without findings unless it holds
     some) and headline intervals added to a result."""
     diagnosis = model if isinstance(model, Diagnosis) else diagnosis_of(model, caveat=caveat)

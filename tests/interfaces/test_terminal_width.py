@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.api import build_report
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording.figures import format_value
@@ -255,14 +256,14 @@ def test_the_busy_machine_is_said_once_per_cell() -> None:
     for result in _fixture_results():
         if result.diagnosis is None:
             continue
-        caveat = "busy machine (others used 2.3 cores on vm): check the host first"
+        caveat = Finding(code="caveat.busy_machine", figures={"cores": 2.3, "host": "vm"})
         noisy = result.model_copy(
             update={
                 "warnings": [
                     CellWarning(kind="busy machine", text=busy),
                     CellWarning(kind="high variance", text="High variance in step time"),
                 ],
-                "diagnosis": result.diagnosis.model_copy(update={"caveat": caveat}),
+                "diagnosis": result.diagnosis.model_copy(update={"busy": caveat}),
             }
         )
         default = [line.text for line in cell_lines(noisy)]

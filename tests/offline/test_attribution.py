@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, StepSplit
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps
 from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
 
@@ -77,11 +78,11 @@ def test_balanced_ranks_name_no_straggler() -> None:
         attribution = timers_step_split(step_table(seed=seed), None)
         assert attribution is not None and attribution.straggler is not None
         verdict = attribution.straggler
-        assert not verdict.named, verdict.summary
+        assert not verdict.named, verdict_words.summary(verdict)
         assert verdict.rank is None and verdict.phase is None
-        assert verdict.summary.startswith("nobody named: the largest gap, rank ")
-        assert verdict.kind is None and verdict.not_named is not None
-        assert verdict.not_named in verdict.summary
+        assert verdict_words.summary(verdict).startswith("nobody named: the largest gap, rank ")
+        assert verdict.kind is None and verdict_words.why_not(verdict) is not None
+        assert verdict_words.why_not(verdict) in verdict_words.summary(verdict)
         # the largest gap is stated with its interval, which includes zero or is tiny
         assert verdict.gap_s is not None and verdict.gap_s.low is not None
         assert verdict.gap_s.low < MIN_EFFECT_SHARE * attribution.step_s.value  # type: ignore[operator]
@@ -94,9 +95,9 @@ def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
     # said in the rule's words: certain (its interval is above 0) and too small to act on
-    assert attribution.straggler.not_named is not None
-    assert "below the 5 % minimum effect" in attribution.straggler.not_named
-    assert "noise" not in attribution.straggler.not_named
+    assert verdict_words.why_not(attribution.straggler) is not None
+    assert "below the 5 % minimum effect" in verdict_words.why_not(attribution.straggler)
+    assert "noise" not in verdict_words.why_not(attribution.straggler)
 
 
 @pytest.mark.parametrize(
@@ -107,15 +108,15 @@ def test_injected_gap_names_rank_and_phase(rank: int, phase: str, ranks: int) ->
     attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
-    assert verdict.named, verdict.summary
+    assert verdict.named, verdict_words.summary(verdict)
     assert verdict.rank == rank
     assert verdict.phase == phase
     assert verdict.phase_gap_s is not None and verdict.phase_gap_s.value is not None
     assert verdict.phase_gap_s.value == pytest.approx(3e-3, rel=0.1)
     assert verdict.p_value is not None and verdict.p_value < 0.01
-    assert verdict.kind == "compute" and verdict.not_named is None
+    assert verdict.kind == "compute" and verdict_words.why_not(verdict) is None
     assert f"rank {rank} is a straggler (compute: its own work takes longer in {phase})" in (
-        verdict.summary
+        verdict_words.summary(verdict)
     )
 
 
@@ -140,7 +141,7 @@ def test_no_sync_windows_that_contradict_the_candidate_stop_the_name() -> None:
     attribution = timers_step_split(table, contradicting)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
-    assert "no_sync windows show it faster" in attribution.straggler.summary
+    assert "no_sync windows show it faster" in verdict_words.summary(attribution.straggler)
     agreeing = NoSyncSteps(
         {0: list(rng.normal(4e-3, 1e-4, 30)), 1: list(rng.normal(7e-3, 1e-4, 30))}
     )
@@ -213,7 +214,7 @@ def test_too_few_steps_for_the_test_say_so() -> None:
     attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
-    assert "needs at least 7" in attribution.straggler.summary
+    assert "needs at least 7" in verdict_words.summary(attribution.straggler)
     named = timers_step_split(step_table(windows=1, steps=7, delay=(1, "backward", 3.0)), None)
     assert named is not None and named.straggler is not None and named.straggler.named
 
@@ -225,7 +226,7 @@ def test_steps_left_out_are_counted_with_why() -> None:
     cut = table[~((table["rank"] == 1) & (table["step"] >= 5))]
     attribution = timers_step_split(cut, None)
     assert attribution is not None and attribution.straggler is not None
-    summary = attribution.straggler.summary
+    summary = verdict_words.summary(attribution.straggler)
     assert "5 paired steps, 5 of 10 left out: not on every rank" in summary, summary
     assert "needs at least 7 (trace or measure more steps)" in summary
 
@@ -249,15 +250,17 @@ def test_the_words_match_the_rule(seed: int, delay_ms: float) -> None:
     assert gap is not None and gap.low is not None and verdict.min_effect_s is not None
     if verdict.named:
         assert gap.value >= verdict.min_effect_s and gap.low > 0
-        assert verdict.not_named is None
+        assert verdict_words.why_not(verdict) is None
         return
-    assert verdict.not_named is not None and verdict.not_named in line
+    assert verdict_words.why_not(verdict) is not None and verdict_words.why_not(verdict) in line
     if gap.low > 0:
         below = gap.value < verdict.min_effect_s
-        assert ("minimum effect" in verdict.not_named) == below
-        assert below or "too few steps agree" in verdict.not_named
+        assert ("minimum effect" in verdict_words.why_not(verdict)) == below
+        assert below or "too few steps agree" in verdict_words.why_not(verdict)
     else:
-        assert "could be noise" in verdict.not_named or "no rank's own work" in verdict.not_named
+        assert "could be noise" in verdict_words.why_not(
+            verdict
+        ) or "no rank's own work" in verdict_words.why_not(verdict)
 
 
 def test_a_rank_blocked_on_its_input_is_input() -> None:
@@ -267,9 +270,11 @@ def test_a_rank_blocked_on_its_input_is_input() -> None:
     attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict.summary
+    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict_words.summary(
+        verdict
+    )
     assert verdict.kind == "input" and "data phase" in (verdict.kind_basis or "")
-    assert "input: it waits for its input" in verdict.summary
+    assert "input: it waits for its input" in verdict_words.summary(verdict)
 
 
 def test_one_rank_exchanges_nothing_its_sync_wait_is_backward() -> None:

@@ -8,8 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -23,6 +26,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     rank_findings,
     waits_spread,
 )
+from torchscale.offline.analysis.diagnosis.kind import named_summary
 from torchscale.offline.analysis.diagnosis.verdict import arrival_check, evidence_against, withdraw
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -215,12 +219,16 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     table = _table(steps=20, ranks=2, extra={1: 0.030})
     diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
     assert diagnosis is not None
-    busy = with_caveat(diagnosis, "busy machine: check the host first")
-    assert busy.caveat == "busy machine: check the host first"
-    assert busy.straggler is not None and busy.straggler.summary.endswith("check the host first")
+    caveat = Finding(code="caveat.busy_machine", figures={"cores": 1.5, "host": "node-a"})
+    busy = with_caveat(diagnosis, caveat)
+    words = "busy machine (others used 1.5 cores on node-a): check the host first"
+    assert busy.busy == caveat and verdict_words.caveat(busy) == words  # stored as its code
+    assert busy.straggler is not None and verdict_words.summary(busy.straggler).endswith(
+        f"; {words}"
+    )
     straggler_finding = next(f for f in busy.findings if f.category == "straggler")
-    assert "busy machine: check the host first" in straggler_finding.evidence
-    assert with_caveat(busy, "busy machine: check the host first") == busy  # once
+    assert words in straggler_finding.evidence
+    assert with_caveat(busy, caveat) == busy  # once
 
 
 def test_schema_9_attribution_reads_as_a_diagnosis_of_the_phase_timers() -> None:
@@ -299,10 +307,10 @@ def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
         return Telemetry.model_construct(hosts=[host])
 
     assert busy_caveat(telemetry(2, 2, busy=False)) is None
-    assert busy_caveat(telemetry(4, 2, busy=False)) == (
-        "4 ranks share 2 cores on vm: check the host first"
-    )
-    assert "busy machine" in (busy_caveat(telemetry(4, 2, busy=True)) or "")
+    shared = busy_caveat(telemetry(4, 2, busy=False))
+    assert shared is not None and say(shared) == "4 ranks share 2 cores on vm: check the host first"
+    busy = busy_caveat(telemetry(4, 2, busy=True))
+    assert busy is not None and say(busy).startswith("busy machine")
     assert busy_caveat(None) is None
 
 
@@ -321,12 +329,20 @@ def test_a_named_straggler_on_an_injected_rank_is_marked_injected() -> None:
         p_value=0.001,
         min_effect_s=0.001,
         test="t",
-        summary="rank 1 is slower",
+        said=named_summary(1, "compute", (0.05, 0.048, 0.052), "backward"),
     )
     marked = marked_injected(verdict, frozenset({1}))
     assert marked is not None and marked.injected is True
-    assert marked.summary.endswith("(injected: --inject-delay)")
+    assert marked.said is not None and marked.said.figures["injected"] is True
+    assert (
+        verdict_words.summary(marked)
+        == f"{verdict_words.summary(verdict)} (injected: --inject-delay)"
+    )
     other = marked_injected(verdict, frozenset({0}))
-    assert other is not None and other.injected is False and other.summary == verdict.summary
+    assert (
+        other is not None
+        and other.injected is False
+        and verdict_words.summary(other) == verdict_words.summary(verdict)
+    )
     nobody = verdict.model_copy(update={"named": False, "rank": None})
     assert marked_injected(nobody, frozenset({1})) == nobody

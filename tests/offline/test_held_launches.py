@@ -12,6 +12,7 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis.held_launches import HELD_CHECK
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
@@ -93,7 +94,7 @@ def test_a_held_launch_is_named_communication(where: str, ranks: int) -> None:
     assert verdict.kind == "communication"
     assert verdict.late_s is not None and verdict.late_s.value == pytest.approx(6e-3, rel=0.15)
     assert verdict.headline_gap() == verdict.late_s
-    assert "communication: its collectives start late" in verdict.summary
+    assert "communication: its collectives start late" in verdict_words.summary(verdict)
     assert "hook holds its collectives" in (verdict.kind_basis or "")
     # the others wait for its launch: their wait for peers, not a transfer everyone pays
     waits = {p.name: p.seconds.value for p in model.parts}

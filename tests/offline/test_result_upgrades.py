@@ -16,6 +16,8 @@ from torchscale.contracts.schema.cell_result import (
     DataPipeline,
 )
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.results.profile_versions import with_run
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
@@ -191,18 +193,18 @@ def test_an_unnamed_verdict_says_why_in_the_rules_words(relative: str) -> None:
     assert result.diagnosis is not None and result.diagnosis.straggler is not None
     verdict = result.diagnosis.straggler
     assert not verdict.named and verdict.gap_s is not None
-    assert verdict.not_named == not_named_reason(verdict)
-    assert verdict.not_named in (
+    assert verdict.why_not == not_named_reason(verdict)
+    assert verdict_words.why_not(verdict) in (
         "could be noise: its interval reaches 0",
         "below the minimum effect",
-    ) or verdict.not_named.startswith("withdrawn: ")
+    ) or verdict_words.why_not(verdict).startswith("withdrawn: ")
 
 
 def test_a_withdrawn_verdict_names_the_check() -> None:
     result, _ = _read("results_v12/cpu_tiny_mlp_ddp_w2.json")
     assert result.diagnosis is not None and result.diagnosis.straggler is not None
     verdict = result.diagnosis.straggler.model_copy(update={"withdrawn_by": "arrival order"})
-    assert not_named_reason(verdict) == "withdrawn: arrival order"
+    assert say(not_named_reason(verdict)) == "withdrawn: arrival order"
 
 
 def test_a_version_13_named_straggler_reads_marked_injected_or_not() -> None:
@@ -312,7 +314,7 @@ def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
     assert verdict.named is named and verdict.candidate_rank == straggler.rank
     assert verdict.p_value is None and verdict.test == TEST
     assert verdict.rank == (straggler.rank if named else None)
-    assert (verdict.not_named is None) is named
+    assert (verdict_words.why_not(verdict) is None) is named
 
 
 @pytest.mark.parametrize(
@@ -336,7 +338,7 @@ def test_an_unnamed_point_straggler_says_its_own_reason(
         result, older.model_copy(update={"communication": comm})
     )
     assert diagnosis is not None and diagnosis.straggler is not None
-    why = diagnosis.straggler.not_named
+    why = verdict_words.why_not(diagnosis.straggler)
     assert not diagnosis.straggler.named and why is not None and words in why
     others = [w for w in ("not recorded", OUTSIDE, "less than") if w not in words]
     assert not any(w in why for w in others)

@@ -10,6 +10,8 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
 from torchscale.contracts.schema.profile_analysis import findings_for_target
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
@@ -31,6 +33,7 @@ from torchscale.offline.analysis.trace.collective_matching import (
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
+from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS
 
 # --------------------------------------------------------------------------- event helper
@@ -495,7 +498,7 @@ def test_even_spread_is_not_a_straggler() -> None:
     assert out["stall"].overall_pct == pytest.approx(100 * 2000 * 3 / 4 / STEP_LEN)
     attribution = out["model"].attribution
     verdict = attribution.straggler
-    assert verdict is not None and not verdict.named, verdict.summary
+    assert verdict is not None and not verdict.named, verdict_words.summary(verdict)
     wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
     assert wait.share.value == pytest.approx(2000 * 3 / 4 / STEP_LEN)
     _inputs, found = findings_of(out)
@@ -534,14 +537,18 @@ def test_mismatches_and_unequal_counts_are_reported() -> None:
     matched = match_collectives(
         {0: collective_table(a, step_table(a).table), 1: collective_table(b, step_table(b).table)}
     )
-    assert any("size" in line for line in matched.mismatches)
+    assert any("size" in say(finding) for finding in matched.mismatches)
+    (disagree,) = [f for f in matched.mismatches if f.code == "trace.disagreeing_collectives"]
+    assert disagree.figures["kinds"] == ["size"] and disagree.figures["examples"]
+    line = say(disagree)  # read back from the words an analysis of schema 9 stored
+    assert coded_mismatches([line]) == ([disagree], [])
     assert matched.usable.empty and not matched.matched.empty
 
     c = cpu_ddp_rank(1, delay_rank=None, op="broadcast")
     m2 = match_collectives(
         {0: collective_table(a, step_table(a).table), 1: collective_table(c, step_table(c).table)}
     )
-    assert any("op" in line and "broadcast" in line for line in m2.mismatches)
+    assert any("op" in (line := say(f)) and "broadcast" in line for f in m2.mismatches)
 
     short = cpu_ddp_rank(1, steps=4)
     tables = {
@@ -549,7 +556,9 @@ def test_mismatches_and_unequal_counts_are_reported() -> None:
         1: collective_table(short, step_table(short).table),
     }
     m3 = match_collectives(tables)
-    assert any("different numbers" in line and "rank 0: 6" in line for line in m3.mismatches)
+    lines = [say(f) for f in m3.mismatches]
+    assert any("different numbers" in line and "rank 0: 6" in line for line in lines)
+    assert coded_mismatches(lines) == (m3.mismatches, [])
     assert m3.matched["index"].nunique() == 4
 
     # without seq: matched by order, the common prefix
@@ -808,7 +817,9 @@ def test_gpu_straggler_named_with_enough_evidence() -> None:
     assert s.phase_gap_us == pytest.approx(100.0)  # kernel busy, launched in backward
     assert s.mean_lateness_us == pytest.approx(100.0)
     verdict = out["model"].attribution.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
+        verdict_words.summary(verdict)
+    )
     assert verdict.gap_s.value == pytest.approx(100e-6)
     _, listed = findings_of(out, device_type="cuda", backend="nccl")
     found = {f.category: f for f in listed}
@@ -929,7 +940,7 @@ def test_waits_fully_hidden_behind_compute_save_nothing() -> None:
     parts = out["model"].parts
     assert (parts["wait_for_peers"] == 0.0).all()
     verdict = out["model"].attribution.straggler
-    assert verdict.named and verdict.rank == 1, verdict.summary
+    assert verdict.named and verdict.rank == 1, verdict_words.summary(verdict)
     w = out["diagnosis"].whatif
     assert w is not None and w.rank == 1 and w.named
     assert w.extra_work_s == pytest.approx(100e-6)  # the extra work alone would promise 10 %
@@ -1059,12 +1070,14 @@ def test_balanced_ranks_name_no_straggler_and_a_gap_names_rank_and_phase() -> No
     balanced = run_all({r: cpu_ddp_rank(r, world=4, delay_rank=None, steps=8) for r in range(4)})
     verdict = balanced["model"].attribution.straggler
     assert verdict is not None and not verdict.named and verdict.rank is None
-    assert verdict.summary.startswith("nobody named")
+    assert verdict_words.summary(verdict).startswith("nobody named")
     _, found = findings_of(balanced)
     assert "straggler" not in {f.category for f in found}
     delayed = run_all({r: cpu_ddp_rank(r, world=4, steps=8) for r in range(4)})
     verdict = delayed["model"].attribution.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
+        verdict_words.summary(verdict)
+    )
     assert verdict.gap_s.value == pytest.approx(2000e-6)
     agree = {c.name: c.agrees for c in delayed["model"].attribution.cross_checks}
     assert agree["arrival order (last arriver)"] is True
@@ -1115,7 +1128,7 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
     # the gap itself passed the test: it is the arrival order that withdrew the name
     assert verdict.significant and verdict.withdrawn_by is not None
     assert verdict.withdrawn_by.startswith("arrival order (last arriver)")
-    assert "rank 0 arrives last" in verdict.summary
+    assert "rank 0 arrives last" in verdict_words.summary(verdict)
     check = next(c for c in out["model"].attribution.cross_checks if c.name.startswith("arrival"))
     assert check.agrees is False
     # the what-if stays the candidate's, unnamed: rank 0 never waits for rank 1, so rank 1 on
@@ -1160,7 +1173,9 @@ def test_without_collectives_the_wait_is_unknown_but_the_phases_name_the_straggl
     wait = next(p for p in model.attribution.parts if p.name == "wait_for_peers")
     assert wait.share.value is None and "no collective matched" in (wait.share.reason or "")
     verdict = model.attribution.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
+        verdict_words.summary(verdict)
+    )
     assert out["diagnosis"].whatif is None  # nothing to cap it with: no what-if at all
     inputs, found = findings_of(out)
     assert inputs.stall is None
@@ -1185,7 +1200,9 @@ def test_a_gap_nobody_waits_for_stays_named_and_costs_nothing() -> None:
     verdict = out["model"].attribution.straggler
     assert verdict is not None and verdict.candidate_rank == 1
     assert verdict.p_value is not None and verdict.p_value < 0.01  # the gap itself is certain
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
+        verdict_words.summary(verdict)
+    )
     assert verdict.significant and verdict.withdrawn_by is None
     checks = {c.name: c for c in out["model"].attribution.cross_checks}
     others = checks["others' wait for it (matched collectives)"]

@@ -48,7 +48,6 @@ NOT_YET: dict[str, str] = {
     "clauses cut out of a stored recommendation",
     "interfaces/report/parts/decision.py::gpu_name": "NVIDIA's prefix cut from a GPU name",
     "interfaces/report/build.py::_named": "profile folder names read as run labels",
-    "interfaces/console/live_table.py::straggler_note": "'Straggler:' marked injected first",
 }
 
 

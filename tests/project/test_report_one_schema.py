@@ -257,7 +257,7 @@ def test_the_old_schema_words_are_found_where_they_are() -> None:
         "# ------------------------------------------------- older results (before schema 10) only",
         'return "no_sync window (older result)"',
         "def _older_row(ctx, row):",
-        "why = verdict.not_named or _legacy_why(verdict)",
+        "why = verdict_words.why_not(verdict) or _legacy_why(verdict)",
         '"Results of schema 8-9: their step model read as the diagnosis"',
     ):
         assert OLD_SCHEMA.search(line), line

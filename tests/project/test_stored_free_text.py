@@ -172,7 +172,15 @@ EVIDENCE: frozenset[str] = frozenset(
 
 # An older version's words, kept only where its reader did not recognise them as a code
 # (never written today), and shown as stored.
-STORED_WORDS: frozenset[str] = frozenset({"cell_result.CellWarning.text"})
+STORED_WORDS: frozenset[str] = frozenset(
+    {
+        "cell_result.CellWarning.text",
+        "cell_result.Diagnosis.stored_caveat",
+        "cell_result.StragglerVerdict.stored_not_named",
+        "cell_result.StragglerVerdict.stored_summary",
+        "profile_analysis.ProfileAnalysis.stored_mismatches",
+    }
+)
 
 
 # Sentences still stored; each goes to a finding.
@@ -181,7 +189,6 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_result.CellResult.unavailable",
         "cell_result.CrossCheck.detail",
         "cell_result.DataPipeline.notes",
-        "cell_result.Diagnosis.caveat",
         "cell_result.Estimate.reason",
         "cell_result.HostBound.note",
         "cell_result.HostBound.reason",
@@ -189,13 +196,10 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_result.Problem.recommendation",
         "cell_result.Problem.title",
         "cell_result.ProfileRecord.notes",
-        "cell_result.StragglerVerdict.not_named",
-        "cell_result.StragglerVerdict.summary",
         "cell_telemetry.HostLoad.unavailable",
         "cell_telemetry.RankLoad.unavailable",
         "cell_telemetry.RankTelemetry.unavailable",
         "power_limit.PowerLimit.unavailable",
-        "profile_analysis.ProfileAnalysis.mismatches",
         "profile_analysis.ProfileAnalysis.notes",
         "profile_analysis.ProfileAnalysis.unavailable",
         "validate_report.CheckResult.said",  # checks not yet stated as findings; reports < 5

@@ -24,6 +24,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.unavailable import why
 from torchscale.contracts.worker_spec import WorkerSpec
@@ -305,7 +306,7 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     assert check.agrees is False and "slows compute" in check.detail
     assert attribution.straggler is not None and not attribution.straggler.named
     # why nobody is named is the verdict's, said once: no copy of it in `unavailable`
-    assert "nobody named" in attribution.straggler.summary
+    assert "nobody named" in verdict_words.summary(attribution.straggler)
     assert "straggler" not in result.unavailable
 
 
@@ -564,8 +565,10 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     assert with_caveat(attribution, busy_caveat(quiet)) == attribution
     said = with_caveat(attribution, busy_caveat(busy)).straggler
     assert said is not None and said.named and said.rank == 1
-    assert said.summary.startswith(attribution.straggler.summary)
-    assert "busy" in said.summary and "0.9 cores on vm" in said.summary
+    assert verdict_words.summary(said).startswith(verdict_words.summary(attribution.straggler))
+    assert "busy" in verdict_words.summary(said) and "0.9 cores on vm" in verdict_words.summary(
+        said
+    )
 
 
 # ------------------------------------------------------- the published sync-variance warning

@@ -17,6 +17,7 @@ import torch
 
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.step_phases import CPU_WAIT
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 from torchscale.rank.telemetry import cpu_wait as cpu_wait_module
@@ -59,8 +60,10 @@ def test_a_rank_the_host_held_back_is_named_with_kind_host() -> None:
     assert verdict.kind_basis is not None and "held it off the CPU" in verdict.kind_basis
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert verdict.host_wait_s.value == pytest.approx(1e-3, rel=0.1)
-    assert verdict.summary.startswith("rank 1 is a straggler (host: it was held off the CPU")
-    assert verdict.summary.endswith("check the host")
+    assert verdict_words.summary(verdict).startswith(
+        "rank 1 is a straggler (host: it was held off the CPU"
+    )
+    assert verdict_words.summary(verdict).endswith("check the host")
     check = host_check(model)
     assert check.agrees is True and "the host took its time" in check.detail
 
@@ -117,7 +120,9 @@ def test_more_work_on_a_heavily_loaded_host_is_compute_not_host() -> None:
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict.summary
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict_words.summary(
+        verdict
+    )
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert abs(verdict.host_wait_s.value) < 1e-3  # nothing held beyond its fair wait
     blind = timers_step_split(table.drop(columns=["cpu_time"]), None)
@@ -135,9 +140,11 @@ def test_a_rank_that_did_more_work_is_compute_however_long_the_host_held_it() ->
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict.summary
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict_words.summary(
+        verdict
+    )
     assert verdict.kind_basis is not None and "held it off the CPU" in verdict.kind_basis
-    assert "check the host" not in verdict.summary and verdict.host_bound is False
+    assert "check the host" not in verdict_words.summary(verdict) and verdict.host_bound is False
 
 
 def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
@@ -147,7 +154,9 @@ def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict.summary
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict_words.summary(
+        verdict
+    )
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert verdict.host_wait_s.value == pytest.approx(6e-3, rel=0.1)
 
@@ -160,9 +169,11 @@ def test_a_rank_blocked_on_its_input_is_input_however_long_it_waited_after() -> 
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict.summary
-    assert verdict.kind == "input" and verdict.host_bound is False, verdict.summary
-    assert "check the host" not in verdict.summary
+    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict_words.summary(
+        verdict
+    )
+    assert verdict.kind == "input" and verdict.host_bound is False, verdict_words.summary(verdict)
+    assert "check the host" not in verdict_words.summary(verdict)
     basis = verdict.kind_basis or ""
     assert "data phase" in basis and "held it off the CPU" in basis, basis
     assert "less than" not in basis, basis  # it was held longer than the rest of its gap
@@ -185,7 +196,9 @@ def test_a_rank_held_inside_the_collective_is_named_host() -> None:
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict.summary
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict_words.summary(
+        verdict
+    )
     gap = verdict.headline_gap()
     assert gap is not None and gap.value == pytest.approx(20e-3, rel=0.05)
     assert verdict.gap_s is not None and verdict.gap_s.value is not None

@@ -36,6 +36,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.schema.cell_result import CellResult, StragglerVerdict
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.unavailable import why
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec, parse_delay
@@ -114,7 +115,7 @@ def test_rank_slow_in_backward_is_the_straggler() -> None:
     verdict = result.diagnosis.straggler if result.diagnosis else None
     assert verdict is not None and verdict.named and verdict.p_value is not None
     assert verdict.p_value < 0.01
-    assert verdict.summary.startswith(
+    assert verdict_words.summary(verdict).startswith(
         "rank 1 is a straggler (compute: its own work takes longer in backward): +60 ms"
     )
 
@@ -254,7 +255,9 @@ def test_a_straggler_nobody_waits_for_is_not_named() -> None:
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
     assert not verdict.named and verdict.candidate_rank == 1
-    assert "rank 1 waits for the others more than they wait for it" in verdict.summary
+    assert "rank 1 waits for the others more than they wait for it" in verdict_words.summary(
+        verdict
+    )
     (check,) = [c for c in attribution.cross_checks if c.name.startswith("others' wait")]
     assert check.name == "others' wait for it (phase timers)" and check.agrees is False
 
@@ -284,7 +287,7 @@ def test_a_gap_below_the_minimum_effect_is_not_named() -> None:
     result = run(ranks)
     assert cells_table([result]).iloc[0]["straggler_rank"] is None
     verdict = result.diagnosis.straggler if result.diagnosis is not None else None
-    assert verdict is not None and "below the 5 % minimum effect" in verdict.summary
+    assert verdict is not None and "below the 5 % minimum effect" in verdict_words.summary(verdict)
     assert "straggler" not in result.unavailable  # said once, by the verdict
 
 

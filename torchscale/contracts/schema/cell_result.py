@@ -203,6 +203,18 @@ class StepPart(Record):
 StragglerKind = Literal["compute", "input", "host", "communication"]
 
 
+def _stored_words(data: dict[str, Any], moved: dict[str, str]) -> dict[str, Any]:
+    """An older version's sentences its upgrade recognised as no code
+    (offline/results/upgrades/verdict_words.py), kept as stored words."""
+    if not any(old in data for old in moved):
+        return data
+    data = dict(data)
+    for old, new in moved.items():
+        if isinstance(said := data.pop(old, None), str):
+            data[new] = said
+    return data
+
+
 class StragglerVerdict(Record):
     """Whether one rank is significantly slower than the others, by a stated test."""
 
@@ -264,10 +276,14 @@ class StragglerVerdict(Record):
         "at the matched collectives minus the named rank's (what its late collectives cost "
         "them); null for other kinds",
     )
-    not_named: str | None = Field(
+    why_not: Code | None = Field(
         default=None,
-        description="schema 13: why the candidate is not named, in plain words (below the "
-        "minimum effect, could be noise, too few steps, withdrawn); null when named",
+        description="schema 20: why the candidate is not named (below the minimum effect, "
+        "could be noise, too few steps, withdrawn), worded by contracts/wording/verdicts.py; "
+        "null when named (schema 13-19 stored it in words, `stored_not_named`)",
+    )
+    stored_not_named: str | None = Field(
+        default=None, description="an older version's words for why_not, where none was recognised"
     )
     injected: bool | None = Field(
         default=None,
@@ -276,7 +292,14 @@ class StragglerVerdict(Record):
         "null: nobody named, or an older result",
     )
     test: str = Field(description="the test, in words")
-    summary: str = Field(description="one line, the same on every surface")
+    said: Code | None = Field(
+        default=None,
+        description="schema 20: the verdict's one line (straggler.named, .late, .not_named, "
+        ".untested), worded by contracts/wording/verdicts.py",
+    )
+    stored_summary: str | None = Field(
+        default=None, description="an older version's one line, where no code was recognised"
+    )
 
     @property
     def host_bound(self) -> bool | None:
@@ -292,7 +315,10 @@ class StragglerVerdict(Record):
         """Up to result schema 19 and analysis schema 9 `host_bound` was stored beside `kind`
         (true exactly where kind is host, but for schema 12, which had no kind: there it
         becomes kind host, the name withdrawn as it was)."""
-        if not isinstance(data, dict) or "host_bound" not in data:
+        if not isinstance(data, dict):
+            return data
+        data = _stored_words(data, {"summary": "stored_summary", "not_named": "stored_not_named"})
+        if "host_bound" not in data:
             return data
         data = dict(data)
         if data.pop("host_bound") and data.get("kind") is None:
@@ -435,8 +461,13 @@ class Diagnosis(StepSplit):
     rank_waits: list[RankWait] = Field(default_factory=list)
     whatif: WhatIf | None = None
     findings: list[Problem] = Field(default_factory=list, description="most expensive first")
-    caveat: str | None = Field(
-        default=None, description="why the verdict may be the machine's, not the workload's"
+    busy: Code | None = Field(
+        default=None,
+        description="schema 20: why the verdict may be the machine's, not the workload's "
+        "(caveat.busy_machine, caveat.shared_cores; schema 19 and older: `caveat`, in words)",
+    )
+    stored_caveat: str | None = Field(
+        default=None, description="an older version's caveat, where no code was recognised"
     )
     rule: str | None = Field(
         default=None,
@@ -460,7 +491,7 @@ class Diagnosis(StepSplit):
         stored as a line (`disagreement`): dropped, as every surface says it from the checks."""
         if isinstance(data, dict) and "disagreement" in data:
             data = {k: v for k, v in data.items() if k != "disagreement"}
-        return data
+        return _stored_words(data, {"caveat": "stored_caveat"}) if isinstance(data, dict) else data
 
 
 class Intervals(Record):

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Problem, StepPart
 from torchscale.contracts.versioned import Record
 
@@ -196,7 +197,14 @@ class ProfileAnalysis(Record):
     ranks: list[RankFigures] = Field(default_factory=list)
     ops: list[OpFigures] = Field(default_factory=list)
     matched_collectives: int = 0
-    mismatches: list[str] = Field(default_factory=list)
+    mismatches: list[Finding] = Field(
+        default_factory=list,
+        description="schema 10: collectives the ranks' traces disagree on (trace.*), worded by "
+        "contracts/wording/trace_mismatches.py",
+    )
+    stored_mismatches: list[str] = Field(
+        default_factory=list, description="an older version's lines no code was recognised in"
+    )
     clock: list[ClockOffset] = Field(default_factory=list)
     arrival_agreement: float | None = Field(
         default=None, description="share where last-by-arrival equals last-by-duration"
@@ -251,6 +259,8 @@ class ProfileAnalysis(Record):
         if not isinstance(data, dict) or data.get("schema_version", 10) >= 10:
             return data
         data = dict(data)
+        # lines the reader recognises become findings (upgrades/verdict_words.py)
+        data["stored_mismatches"] = [m for m in data.pop("mismatches", None) or [] if m]
         stored = [*(data.pop("findings", None) or []), *(data.pop("other_findings", None) or [])]
         if data["schema_version"] < 8:
             data = _before_schema_8(data)

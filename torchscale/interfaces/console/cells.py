@@ -7,6 +7,7 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_figures import megabytes_per_s
 from torchscale.contracts.wording.cell_figures import ms_glued as _ms
 from torchscale.contracts.wording.cell_figures import pct_fine as _pct
@@ -136,7 +137,7 @@ def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:
 def _shown_warnings(result: CellResult, verbose: bool) -> list[str]:
     """The cell's warnings, less the busy-machine one where the diagnosis' [CAVEAT] line has
     already said it (its figures are in the result and behind -v): one machine, said once."""
-    caveat = result.diagnosis.caveat if result.diagnosis is not None else None
+    caveat = verdict_words.caveat(result.diagnosis)
     if verbose or caveat is None or not caveat.startswith("busy machine"):
         return [warning_words(w) for w in result.warnings]
     return [warning_words(w) for w in result.warnings if w.kind != "busy machine"]

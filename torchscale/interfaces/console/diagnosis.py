@@ -6,6 +6,7 @@ terminal's tags, and what `-v` adds; the findings by title.
 from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import ms, seconds_text, share_text
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
@@ -53,7 +54,7 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
         waits = ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits)
         details.append(f"waiting by rank (share of its own step): {waits}")
     if (straggler := diagnosis.straggler) is not None:
-        details.append(f"straggler: {straggler.summary}")
+        details.append(f"straggler: {verdict_words.summary(straggler)}")
         details.append(f"straggler test: {straggler_test_text(straggler)}")
     w = diagnosis.whatif
     if w is not None:

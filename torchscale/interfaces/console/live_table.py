@@ -19,10 +19,10 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.wording.figures import format_value, readable, too_wide
 from torchscale.contracts.wording.reader import below_pct, narrow_pct, whole_pct
 from torchscale.contracts.wording.reader import cores as cores_text
+from torchscale.contracts.wording.verdicts import straggler_text
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
-from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, withheld
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 
@@ -310,10 +310,8 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
     verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is None or not verdict.named:
         return None
-    text = straggler_text(verdict, result.cell.world_size)
-    if verdict.injected and text.endswith(INJECTED):  # first, where shortening never cuts it
-        text = text.removesuffix(INJECTED).replace("Straggler:", f"Straggler{INJECTED}:", 1)
-    return text
+    # injected said first, where shortening never cuts it
+    return straggler_text(verdict, result.cell.world_size, injected_first=True)
 
 
 BUSY_NOTE_START = "busy machine"

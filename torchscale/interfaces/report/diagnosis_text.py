@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import (
     ms,
     pct,
@@ -32,6 +33,10 @@ from torchscale.contracts.wording.figures import (
     share_text,
 )
 from torchscale.contracts.wording.host_bound import LAUNCH_TIME
+
+# the straggler line is the wording layer's; re-exported for the report's parts
+from torchscale.contracts.wording.verdicts import INJECTED as INJECTED
+from torchscale.contracts.wording.verdicts import straggler_text as straggler_text
 from torchscale.offline.analysis.diagnosis.inflation import (
     disagreement,
     inflation_of,
@@ -49,9 +54,6 @@ VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # where a disagreeing cross-check is shown: the diagnosis stores the terminal's pointer
 REPORT_HINT = "(the appendix lists them)"
 TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
-# after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
-# shows the artificial straggler as a finding about the machine
-INJECTED = " (injected: --inject-delay)"
 
 
 def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
@@ -133,56 +135,6 @@ def _point(estimate: Estimate) -> str:
     return f"< {pct_bound(estimate.high)}" if estimate.high is not None else "unknown"
 
 
-def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
-    """The straggler in one line, without a p-value (the test lives behind -v:
-    `straggler_test_text`): 'Straggler: rank 1, compute in backward, +52.6 ms [49.9, 55.3]/step'
-    (what it costs the others per step), then how that falls over the steps where the verdict
-    says ('..., every 4th step +60 ms'); 'Straggler: rank 1,
-    input, ...'; 'Straggler: rank 1, host (held off the CPU) +9.6 ms [8.1, 11.0]/step: check
-    the host' (the time the host held it beyond its fair share); or, nobody named, 'Straggler:
-    none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be noise: its interval reaches 0)' / '...:
-    below the 5 % minimum effect (1.2 ms of a 24 ms step)'."""
-    if verdict is None:
-        return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
-    gap = seconds_text(verdict.gap_s, signed=True)
-    pattern = f", {verdict.pattern}" if verdict.pattern else ""
-    if verdict.named and verdict.kind == "communication":
-        late = seconds_text(verdict.headline_gap(), signed=True)
-        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
-        return said + (INJECTED if verdict.injected else "")
-    if verdict.named and verdict.kind == "host":
-        held = seconds_text(verdict.headline_gap(), signed=True)
-        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)} {held}/step{pattern}"
-        return said + (INJECTED if verdict.injected else ": check the host")
-    if verdict.named:
-        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step{pattern}"
-        return said + (INJECTED if verdict.injected else "")
-    if verdict.candidate_rank is None or verdict.gap_s is None:
-        return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
-    if verdict.host_bound:  # a schema-12 verdict: the host's gap withdrew the name
-        held = seconds_text(verdict.host_wait_s, signed=True)
-        return (
-            f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step behind, "
-            f"waited {held} longer for a CPU): check the host"
-        )
-    why = verdict.not_named or "not named"
-    return f"Straggler: none (rank {verdict.candidate_rank} {gap}/step{pattern}: {why})"
-
-
-def _kind_text(verdict: StragglerVerdict) -> str:
-    """'compute in backward', 'input', 'host (held off the CPU)', 'communication (its
-    collectives start late)'; a verdict without a kind: its slow phase."""
-    if verdict.kind is None:
-        return f"slow in {verdict.phase}" if verdict.phase else "slow own work"
-    if verdict.kind == "compute":
-        return f"compute in {verdict.phase}" if verdict.phase else "compute"
-    if verdict.kind == "host":
-        return "host (held off the CPU)"
-    if verdict.kind == "communication":
-        return "communication (its collectives start late)"
-    return "input (waits for its data)"
-
-
 def straggler_test_text(verdict: StragglerVerdict) -> str:
     """What -v adds: the test, its threshold and its p, and what decided the kind."""
     p = spelled.p_value(verdict.p_value) if verdict.p_value is not None else "no p (not tested)"
@@ -243,8 +195,8 @@ def headline(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> list
     if diagnosis.ranks > 1 or verdict is not None:
         level: Literal["info", "warn"] = "warn" if acted(verdict) else "info"
         out.append(Sentence("straggler", level, straggler_text(verdict, diagnosis.ranks)))
-    if diagnosis.caveat:
-        out.append(Sentence("caveat", "warn", diagnosis.caveat))
+    if caveat := verdict_words.caveat(diagnosis):
+        out.append(Sentence("caveat", "warn", caveat))
     if (whatif := whatif_text(diagnosis)) is not None:
         out.append(Sentence("whatif", "info", whatif))
     if (line := disagreement(diagnosis.cross_checks)) is not None:

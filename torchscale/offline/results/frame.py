@@ -14,6 +14,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
@@ -261,9 +262,10 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
     row.update(_same(named, "rank", "phase", "kind", prefix="straggler_"))
     row["straggler_gap_s"] = _value(named.headline_gap()) if named else None
     row["straggler_phase_gap_s"] = _value(named.phase_gap_s) if named and named.phase else None
-    row.update(_same(verdict, "named", "p_value", "summary", prefix="straggler_"))
+    row.update(_same(verdict, "named", "p_value", prefix="straggler_"))
+    row["straggler_summary"] = verdict_words.summary(verdict) if verdict else None
     row["diagnosis_source"] = diagnosis.source
-    row["caveat"] = diagnosis.caveat
+    row["caveat"] = verdict_words.caveat(diagnosis)
     row["step_mean_s"] = diagnosis.step_s.value
     for part in diagnosis.parts:
         row[f"{part.name}_share"] = part.share.value

@@ -11,8 +11,9 @@ versions and what each upgrade does are in docs/results.md ("Profile analysis ve
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import (
     ANALYSIS_SCHEMA_VERSION,
     BEFORE_SCHEMA_8,
@@ -21,7 +22,9 @@ from torchscale.contracts.schema.profile_analysis import (
 from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
+from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
+from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 ANALYSIS_KIND = "torchscale.profile_analysis"
@@ -34,9 +37,11 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     `injected_delays`, and what a schema-1 exposed communication holds (`WAITS_INCLUDED`). A
     run diagnosis read from point figures is not taken: the analysis' own trace figures are
     better evidence than the no_sync window's point shares."""
-    analysis = analysis.model_copy(
-        update={"diagnosis": with_not_named(analysis.diagnosis), "notes": _notes(analysis)}
-    )
+    found, lines = coded_mismatches(analysis.stored_mismatches)
+    update: dict[str, Any] = {"mismatches": [*analysis.mismatches, *found]}
+    update["stored_mismatches"] = lines
+    update |= {"diagnosis": with_not_named(_coded(analysis)), "notes": _notes(analysis)}
+    analysis = analysis.model_copy(update=update)
     diagnosis = analysis.diagnosis
     if result is None:
         return analysis
@@ -54,6 +59,15 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     delayed = frozenset(d.rank for d in result.injected_delays)
     marked = diagnosis.model_copy(update={"straggler": marked_injected(verdict, delayed)})
     return analysis.model_copy(update={"diagnosis": marked})
+
+
+def _coded(analysis: ProfileAnalysis) -> Diagnosis | None:
+    """An analysis of schema 9 or older: its verdict's and caveat's words as findings where
+    recognised (upgrades/verdict_words.py)."""
+    diagnosis = analysis.diagnosis
+    if diagnosis is None or analysis.schema_version > 9:
+        return diagnosis
+    return Diagnosis.model_validate(coded_diagnosis(diagnosis.model_dump()))
 
 
 # what a schema-1 analysis' exposed communication holds: it had no step model to split the

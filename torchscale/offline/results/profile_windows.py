@@ -160,7 +160,7 @@ def judged_against_windows(
     if inflation is None:
         return analysis
     judged = with_inflation(diagnosis, timer_diagnosis(directory, result), inflation)
-    judged = with_caveat(judged, diagnosis.caveat)
+    judged = with_caveat(judged, diagnosis.busy)
     times, timing = traced_step_times(directory, result.cell.world_size)
     # the note of the same comparison, on the means the diagnosis was judged by
     notes = [n for n in analysis.notes if not n.startswith(f"{OVERHEAD_NOTE} (")]

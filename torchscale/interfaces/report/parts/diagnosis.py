@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.report.diagnosis_text import (
     VERDICT_WORDS,
@@ -101,11 +102,11 @@ def diagnoses_table(ctx: Context) -> Block | None:
                 "split": split_text(diagnosis, compute_word(result)),
                 "straggler": straggler_text(verdict, diagnosis.ranks),
                 "whatif": whatif_text(diagnosis),
-                "caveat": diagnosis.caveat,
+                "caveat": verdict_words.caveat(diagnosis),
                 "checks": disagreement_text(diagnosis),
                 "_named": named,
                 "_stall": (stall.share.value or 0.0) if stall is not None else 0.0,
-                "_severity": "warn" if named or diagnosis.caveat else "info",
+                "_severity": "warn" if named or verdict_words.caveat(diagnosis) else "info",
             }
         )
 

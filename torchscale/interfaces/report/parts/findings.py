@@ -10,6 +10,7 @@ import re
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
 from torchscale.contracts.wording import spelled, words
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.parts.context import (
@@ -32,7 +33,7 @@ SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in
 
 def caveat_of(result: CellResult) -> str | None:
     """The run's busy-machine caveat: its diagnosis'."""
-    return result.diagnosis.caveat if result.diagnosis is not None else None
+    return verdict_words.caveat(result.diagnosis)
 
 
 def no_finding_text(ctx: Context) -> str:
@@ -128,7 +129,7 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     analysis, diagnosis = ref.entry.analysis, ref.diagnosis
     verdict = diagnosis.straggler if diagnosis is not None else None
     own = profile_figures.own_straggler(analysis)  # the rank when no verdict names one
-    caveat = diagnosis.caveat if diagnosis is not None else None
+    caveat = verdict_words.caveat(diagnosis)
     result = ref.entry.result
     if caveat is None and result is not None:
         caveat = caveat_of(result)
@@ -142,7 +143,8 @@ def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
     diagnosis = result.diagnosis
     if diagnosis is None:
         return []
-    return _findings(diagnosis.findings, label, diagnosis.caveat, result, diagnosis.straggler)
+    caveat = verdict_words.caveat(diagnosis)
+    return _findings(diagnosis.findings, label, caveat, result, diagnosis.straggler)
 
 
 def _findings(

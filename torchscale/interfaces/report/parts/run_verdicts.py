@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.comm import gate_words
 from torchscale.contracts.wording.peak_memory import Peak, peak_text
 from torchscale.contracts.wording.reader import bandwidth, tflops, with_unit
@@ -78,7 +79,8 @@ def verdict_text(ref: ProfileRef) -> str:
         if diagnosis.ranks > 1 or diagnosis.straggler is not None
         else split_text(diagnosis, compute_word(ref.entry.result))
     )
-    caveat = f" (caveat: {diagnosis.caveat})" if diagnosis.caveat else ""
+    said = verdict_words.caveat(diagnosis)
+    caveat = f" (caveat: {said})" if said else ""
     return f"{ref.label}: {main}{caveat}"
 
 
@@ -129,7 +131,7 @@ def figures_text(ref: ProfileRef) -> str | None:
 def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
     refs = ordered_profiles(ctx)
     lead = refs[0]
-    caveats = [ref.diagnosis.caveat for ref in refs if ref.diagnosis and ref.diagnosis.caveat]
+    caveats = [c for ref in refs if (c := verdict_words.caveat(ref.diagnosis))]
     usable: Usable = "with care" if caveats or ctx.unanalysed else "yes"
     severity: Severity = "warn" if _named(lead) or caveats else "info"
     headline = Text(text=verdict_text(lead) + ".", severity=severity)

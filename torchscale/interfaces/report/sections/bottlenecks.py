@@ -11,6 +11,7 @@ from typing import Any
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.report.diagnosis_text import (
@@ -352,7 +353,7 @@ def _straggler_tests(ctx: Context) -> Table | None:
                 "candidate_rank": verdict.candidate_rank,
                 "gap_s": verdict.gap_s.value if verdict.gap_s else None,
                 "p_value": verdict.p_value,
-                "summary": verdict.summary,
+                "summary": verdict_words.summary(verdict),
                 "whatif": whatif_text(diagnosis),
                 "caveat": caveat_text(caveat) if caveat else None,
                 "checks": disagreement_text(diagnosis),

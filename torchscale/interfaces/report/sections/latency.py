@@ -14,6 +14,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, RankS
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording import noise
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import (
@@ -257,7 +258,7 @@ def rank_sources(ctx: Context) -> list[RankSource]:
         if result is None or len(result.ranks) < 2:
             continue
         diagnosis = ref.diagnosis  # the run's one diagnosis (`ProfileRef.diagnosis`)
-        caveat = (diagnosis.caveat if diagnosis is not None else None) or caveat_of(result)
+        caveat = verdict_words.caveat(diagnosis) or caveat_of(result)
         traced = profile_figures.own_straggler(ref.entry.analysis)
         own = (traced.rank, traced.phase) if traced is not None else None
         out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat, own))

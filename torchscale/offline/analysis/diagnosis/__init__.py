@@ -17,7 +17,6 @@ The public entry points are re-exported here.
 """
 
 from torchscale.offline.analysis.diagnosis.diagnose import (
-    BUSY_CAVEAT,
     RunEvidence,
     TimerEvidence,
     TraceEvidence,
@@ -30,7 +29,6 @@ from torchscale.offline.analysis.diagnosis.diagnose import (
 )
 
 __all__ = [
-    "BUSY_CAVEAT",
     "RunEvidence",
     "TimerEvidence",
     "TraceEvidence",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -28,7 +29,7 @@ from torchscale.contracts.schema.cell_result import (
     WhatIf,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
@@ -59,8 +60,6 @@ WHATIF_LATE_METHOD = (
 )
 # short enough for one terminal line: a rank starved of CPU by other processes is slow exactly
 # like a slow workload, so a name on a busy machine says to check the host before the code
-BUSY_CAVEAT = "busy machine (others used {cores} cores on {host}): check the host first"
-SHARED_CORES_CAVEAT = "{ranks} ranks share {cores} cores on {host}: check the host first"
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ class RunEvidence:
 
     timers: TimerEvidence | None = None
     traces: TraceEvidence | None = None
-    caveat: str | None = None  # the busy-machine sentence (`busy_caveat`), or None
+    caveat: Finding | None = None  # the busy-machine caveat (`busy_caveat`), or None
     device_type: str = "cpu"
     backend: str | None = None
     strategy: str | None = None
@@ -98,7 +97,7 @@ class RunEvidence:
     inflation: TracedInflation | None = None
 
 
-def busy_caveat(telemetry: Telemetry | None) -> str | None:
+def busy_caveat(telemetry: Telemetry | None) -> Finding | None:
     """The busy-machine caveat when other processes took cores during the windows, or when the
     run's own ranks outnumber a host's cores: a rank starved of CPU (by other processes or by
     the scheduler sharing cores among ranks) is slow exactly like a slow workload."""
@@ -107,14 +106,14 @@ def busy_caveat(telemetry: Telemetry | None) -> str | None:
     hosts = telemetry.hosts or []
     busy = [h for h in hosts if h.busy]
     if busy:
-        host = busy[0]
-        cores = spelled.one_decimal(host.other_cores) if host.other_cores is not None else "?"
-        return BUSY_CAVEAT.format(cores=cores, host=host.host)
+        figures = {"cores": busy[0].other_cores, "host": busy[0].host}
+        return Finding(code="caveat.busy_machine", figures=figures)
     # a host whose ranks outnumber its cores (None: the core count was not read)
     crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]
     if crowded:
         host = crowded[0]
-        return SHARED_CORES_CAVEAT.format(ranks=len(host.ranks), cores=host.cores, host=host.host)
+        figures = {"ranks": len(host.ranks), "cores": host.cores, "host": host.host}
+        return Finding(code="caveat.shared_cores", figures=figures)
     return None
 
 
@@ -302,23 +301,29 @@ def marked_injected(
     if verdict is None or not verdict.named:
         return verdict
     injected = verdict.rank in injected_ranks
-    summary = f"{verdict.summary} (injected: --inject-delay)" if injected else verdict.summary
-    return verdict.model_copy(update={"injected": injected, "summary": summary})
+    said = _with_figures(verdict.said, injected=True) if injected else verdict.said
+    return verdict.model_copy(update={"injected": injected, "said": said})
 
 
-def with_caveat(diagnosis: Diagnosis, caveat: str | None) -> Diagnosis:
+def _with_figures(said: Finding | None, **figures: object) -> Finding | None:
+    return said.model_copy(update={"figures": {**said.figures, **figures}}) if said else None
+
+
+def with_caveat(diagnosis: Diagnosis, caveat: Finding | None) -> Diagnosis:
     """The diagnosis with the busy-machine caveat: kept as `caveat`, and in a named
     straggler's summary and the straggler finding's evidence, so no surface can show the name
     without it."""
-    if not caveat or diagnosis.caveat == caveat:
+    if caveat is None or diagnosis.busy == caveat:
         return diagnosis
     verdict = diagnosis.straggler
     if verdict is not None and verdict.named:
-        verdict = verdict.model_copy(update={"summary": f"{verdict.summary}; {caveat}"})
+        said = _with_figures(verdict.said, caveat=caveat.model_dump())
+        verdict = verdict.model_copy(update={"said": said})
+    words = say(caveat)
     findings = [
-        f.model_copy(update={"evidence": [*f.evidence, caveat]}) if f.category == "straggler" else f
+        f.model_copy(update={"evidence": [*f.evidence, words]}) if f.category == "straggler" else f
         for f in diagnosis.findings
     ]
     return diagnosis.model_copy(
-        update={"straggler": verdict, "findings": findings, "caveat": caveat}
+        update={"straggler": verdict, "findings": findings, "busy": caveat, "stored_caveat": None}
     )

@@ -22,6 +22,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import pct, share_text
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
@@ -266,7 +267,7 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
         title = f"{prefix}{who} finishing {PHASE_WORDS.get(v.phase, v.phase)} slower than {than}"
     else:
         title = f"{prefix}{who} is slower than the other {_devices(i.device_type)}"
-    evidence = [f"step model: {v.summary}"]
+    evidence = [f"step model: {verdict_words.summary(v)}"]
     if v.phase is not None and v.phase_gap_s is not None and v.phase_gap_s.value is not None:
         evidence.append(
             f"its {PHASE_WORDS.get(v.phase, v.phase)} takes "
@@ -371,7 +372,7 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
         return None
     evidence = [f"ranks wait for peers {share_text(i.stall)} of the step (mean over ranks)"]
     if i.verdict is not None:
-        evidence.append(f"no single straggler: {i.verdict.summary}")
+        evidence.append(f"no single straggler: {verdict_words.summary(i.verdict)}")
     spread, least = waits_spread(i.rank_waits)
     if i.rank_waits:
         evidence.append(

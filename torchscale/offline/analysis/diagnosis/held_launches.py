@@ -137,7 +137,7 @@ def _named(
         f"than the others' (passes the straggler test), while its own work is "
         f"{ms(work.mean_s)} per step over theirs: the others wait for its launch"
     )
-    summary = late_summary(rank, (hold.mean_s, hold.low_s, hold.high_s), ms(work.mean_s))
+    summary = late_summary(rank, (hold.mean_s, hold.low_s, hold.high_s), work.mean_s)
     gap = judged(work.mean_s, work.low_s, work.high_s, n=work.steps, method="paired", lower=None)
     return named_as(
         verdict,

@@ -128,7 +128,7 @@ def cpu_wait_check(
             figures = (g.value, g.low, g.high) if g is not None else (None, None, None)
             summary = named_summary(candidate, "host", figures, verdict.phase, verdict.pattern)
             updated = updated.model_copy(
-                update={"kind": "host", "kind_basis": basis, "summary": summary}
+                update={"kind": "host", "kind_basis": basis, "said": summary}
             )
             detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
         else:

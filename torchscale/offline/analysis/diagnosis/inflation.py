@@ -29,6 +29,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
@@ -130,13 +131,13 @@ def straggler_agreement(
     same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
     if same_rank and (not a.named or not a.kind or not b.kind or a.kind == b.kind):
         both = f"both name {_named_as(a)}" if a.named else "neither names a rank"
-        return True, f"{both}: {(b if quote_traces else a).summary}"
+        return True, f"{both}: {verdict_words.summary(b if quote_traces else a)}"
     said = f"the timers ({timers}) name {_named_as(a)}, the traces ({traces}) {_named_as(b)}"
     if a.named != b.named:
         silent = b if a.named else a
         more = trace.steps < cell.steps and silent is b
         hint = ": trace more steps (--profile-steps)" if more else ""
-        return False, f"{said}: {silent.not_named or 'not named'}{hint}"
+        return False, f"{said}: {verdict_words.why_not(silent) or 'not named'}{hint}"
     if a.rank != b.rank:
         return False, (
             f"{said}: the traced steps are another sample of the run, taken after its measured "

@@ -7,7 +7,7 @@ significantly above the others'. A user acts on *why*: compute (more work to do)
 held_launches.py from the phase timers). The rule, and why a rank with more work is compute
 however loaded its host: docs/methodology.md, "The kind of a straggler".
 
-Pure: test results in, words out. Every sentence here is the one every surface prints.
+Pure: test results in, findings out (worded by contracts/wording/verdicts.py).
 """
 
 from __future__ import annotations
@@ -15,18 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
-from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording.figures import gap_text
 from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
-
-KIND_WORDS: dict[str, str] = {
-    "compute": "its own work takes longer",
-    "input": "it waits for its input",
-    "host": "it was held off the CPU",
-    "communication": "its collectives start late",
-}
 
 
 @dataclass(frozen=True)
@@ -93,30 +85,31 @@ def named_summary(
     gap: tuple[float | None, float | None, float | None],
     phase: str | None,
     pattern: str | None = None,
-) -> str:
-    """The one sentence of a named straggler: who, by how much (`gap`: mean, low, high
-    seconds it costs the others per step), how that falls over the steps (`pattern`,
+) -> Finding:
+    """The one line of a named straggler: who, by how much (`gap`: mean, low, high seconds it
+    costs the others per step), how that falls over the steps (`pattern`,
     cost.pattern_words) and what its time is."""
-    mean, low, high = gap
-    where = f" in {phase}" if phase and kind in ("compute", "host") else ""
-    check = "; check the host" if kind == "host" else ""
-    return (
-        f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): "
-        f"{gap_text(mean, low, high)} per step over the others{_as(pattern)}{check}"
-    )
+    figures = {"rank": int(rank), "kind": kind, "phase": phase, "gap": _plain(gap)}
+    return Finding(code="straggler.named", figures={**figures, "pattern": pattern})
 
 
 def late_summary(
-    rank: int, late: tuple[float | None, float | None, float | None], on_par: str
-) -> str:
-    """The one sentence of a communication straggler: how much longer the others wait for it
-    per step (`late`: mean, low, high seconds) while its own work is on par (`on_par`)."""
-    mean, low, high = late
-    return (
-        f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the others "
-        f"wait longer for it, by {gap_text(mean, low, high)} per step, while its own work is "
-        f"on par ({on_par})"
-    )
+    rank: int,
+    late: tuple[float | None, float | None, float | None],
+    work_s: float,
+    step_s: float | None = None,
+) -> Finding:
+    """The one line of a communication straggler: how much longer the others wait for it per
+    step (`late`: mean, low, high seconds) while its own work is on par (`work_s` over the
+    others', beside the mean step `step_s` where the rule weighed it)."""
+    step = float(step_s) if step_s is not None else None
+    figures = {"rank": int(rank), "late": _plain(late), "work_s": float(work_s), "step_s": step}
+    return Finding(code="straggler.late", figures=figures)
+
+
+def _plain(gap: tuple[float | None, float | None, float | None]) -> list[float | None]:
+    """[mean, low, high] as plain floats (numpy's are no JSON)."""
+    return [float(x) if x is not None else None for x in gap]
 
 
 def named_as(
@@ -127,7 +120,7 @@ def named_as(
     gap: Estimate | None,
     p_value: float | None,
     basis: str,
-    summary: str,
+    summary: Finding,
     **figures: object,
 ) -> StragglerVerdict:
     """`verdict` naming `rank` a straggler of `kind` by a kind rule that looks past its own-work
@@ -144,46 +137,46 @@ def named_as(
         "p_value": p_value,
         "kind": kind,
         "kind_basis": basis,
-        "not_named": None,
+        "why_not": None,
+        "stored_not_named": None,
         "withdrawn_by": None,
-        "summary": summary,
+        "said": summary,
+        "stored_summary": None,
         # the pattern is of the candidate's cost: another rank named by a kind rule has none
         "pattern": verdict.pattern if rank == verdict.candidate_rank else None,
     }
     return verdict.model_copy(update={**update, **figures})
 
 
-def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
-    """Why a tested candidate is not named, in the words of the rule (the gap itself is said
-    beside it, `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided
-    bound does: too few steps agree), or its mean is below the minimum effect (`share` of
-    the mean step `step_s`)."""
-    floor = f"the {spelled.pct_whole(share)} minimum effect ({spelled.ms_sig(gap.min_effect_s)}"
-    floor += f" of a {spelled.ms_sig(step_s)} step)"
+def not_named_reason(gap: GapTest, step_s: float, share: float) -> Finding:
+    """Why a tested candidate is not named, by the rule (the gap itself is said beside it,
+    `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided bound
+    does: too few steps agree), or its mean is below the minimum effect (`share` of the mean
+    step `step_s`)."""
     low, high = gap.low_s, gap.high_s
     if high is not None and high <= 0:
-        return "no rank's own work is above the others'"
+        return Finding(code="straggler.none_above")
     if low is None or high is None or low <= 0:
-        return "could be noise: its interval reaches 0"
+        return Finding(code="straggler.noise_interval")
     if gap.mean_s < gap.min_effect_s:
-        return f"below {floor}"
-    return "could be noise: too few steps agree for the test"
+        figures = {"share": share, "min_effect_s": float(gap.min_effect_s), "step_s": float(step_s)}
+        return Finding(code="straggler.below_minimum", figures=figures)
+    return Finding(code="straggler.noise_few_steps")
 
 
 def unnamed_summary(
     candidate: int | None,
     gap: tuple[float | None, float | None, float | None],
-    why: str,
+    why: Finding,
     pattern: str | None = None,
-) -> str:
-    """The one sentence of a candidate not named, on every surface: the largest gap (mean,
-    low, high seconds), how it falls over the steps, then why."""
-    mean, low, high = gap
-    return (
-        f"nobody named: the largest gap, rank {candidate}, {gap_text(mean, low, high)} per "
-        f"step{_as(pattern)}: {why}"
-    )
+) -> Finding:
+    """The one line of a candidate not named, on every surface: the largest gap (mean, low,
+    high seconds), how it falls over the steps, then why."""
+    rank = int(candidate) if candidate is not None else None
+    figures = {"candidate": rank, "gap": _plain(gap), "pattern": pattern, "why": why.model_dump()}
+    return Finding(code="straggler.not_named", figures=figures)
 
 
-def _as(pattern: str | None) -> str:
-    return f"; {pattern}" if pattern else ""
+def withdrawn(why: str) -> Finding:
+    """Why a name was withdrawn: the words of the evidence that named another rank."""
+    return Finding(code="straggler.withdrawn", figures={"by": why})

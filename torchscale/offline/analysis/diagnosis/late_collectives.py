@@ -97,8 +97,7 @@ def late_collectives(
         f"{spelled.ms_signed_sig(unexplained.value)} per step, 95 % interval from "
         f"{spelled.ms_signed_sig(unexplained.low)})"
     )
-    on_par = f"{spelled.ms_signed_sig(work.mean_s)}, step {spelled.ms_sig(mean_step)}"
-    summary = late_summary(rank, (seconds.value, seconds.low, seconds.high), on_par)
+    summary = late_summary(rank, (seconds.value, seconds.low, seconds.high), work.mean_s, mean_step)
     return named_as(
         verdict,
         rank,

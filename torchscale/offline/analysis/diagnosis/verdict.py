@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.contracts.wording import spelled
@@ -28,6 +29,7 @@ from torchscale.offline.analysis.diagnosis.kind import (
     not_named_reason,
     straggler_kind,
     unnamed_summary,
+    withdrawn,
 )
 from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.analysis.diagnosis.step_model import (
@@ -157,17 +159,17 @@ def straggler_verdict(
     ranks = list(table.columns)
     untested = None
     if len(ranks) < 2 or table.empty:
-        untested = "no straggler test: fewer than two ranks with phase timers"
+        untested = Finding(code="straggler.too_few_ranks")
     elif len(table) < MIN_PAIRED_STEPS:
-        left_out = len(every_step) - len(table)
-        dropped = (
-            f", {left_out} of {len(every_step)} left out: not on every rank" if left_out else ""
-        )
-        untested = (
-            f"no straggler test: {len(table)} paired steps{dropped}; the test needs at least "
-            f"{MIN_PAIRED_STEPS} (trace or measure more steps)"
-        )
+        counts = {
+            "paired": len(table),
+            "left_out": len(every_step) - len(table),
+            "steps": len(every_step),
+            "needed": MIN_PAIRED_STEPS,
+        }
+        untested = Finding(code="straggler.too_few_steps", figures=counts)
     if untested is not None:
+        said = Finding(code="straggler.untested", figures={"why": untested.model_dump()})
         return StragglerVerdict(
             named=False,
             rank=None,
@@ -178,8 +180,8 @@ def straggler_verdict(
             significant=False,
             min_effect_s=min_effect,
             test=test,
-            summary=untested,
-            not_named=untested.removeprefix("no straggler test: "),
+            said=said,
+            why_not=untested,
         ), None
     costs = excess_costs(table)
     candidate = int(max(ranks, key=lambda r: (float(costs[r].mean()), -int(r))))
@@ -214,7 +216,7 @@ def straggler_verdict(
     else:
         # the no_sync windows withdraw a gap that passed; one that did not is judged by the rule
         not_named = (
-            f"withdrawn: {contradiction}"
+            withdrawn(contradiction)
             if result.significant and contradiction
             else not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
         )
@@ -230,10 +232,10 @@ def straggler_verdict(
         significant=result.significant,
         min_effect_s=min_effect,
         test=test,
-        summary=summary,
+        said=summary,
         kind=kind,
         kind_basis=kind_basis,
-        not_named=not_named,
+        why_not=not_named,
         pattern=pattern,
     )
     return verdict, paired
@@ -268,7 +270,7 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
     """The verdict with its straggler withdrawn because other evidence contradicts it (the
     trace analysis: arrival order, who waits at matched collectives)."""
     gap = verdict.gap_s
-    not_named = f"withdrawn: {why}"
+    not_named = withdrawn(why)
     figures = (gap.value, gap.low, gap.high) if gap is not None else (None, None, None)
     summary = unnamed_summary(verdict.candidate_rank, figures, not_named, verdict.pattern)
     return verdict.model_copy(
@@ -278,10 +280,12 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
             "phase": None,
             "phase_gap_s": None,
             "withdrawn_by": why,
-            "summary": summary,
+            "said": summary,
+            "stored_summary": None,
             "kind": None,
             "kind_basis": None,
-            "not_named": not_named,
+            "why_not": not_named,
+            "stored_not_named": None,
         }
     )
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.collective_facts import ops_where
+from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     clip_pieces,
@@ -218,11 +219,11 @@ class Matched:
     arrival was behind the second-last, same on every row of the instance), last_by_duration
     (this rank's instance is the strictly shortest: it arrived last), consistent (op, size and
     dtype agree on every rank; inconsistent instances are kept for inspection but left out of
-    every figure). `mismatches`: disagreements and unequal counts, one line each. `notes`: what
+    every figure). `mismatches`: disagreements and unequal counts, a finding each. `notes`: what
     could not be matched and why."""
 
     matched: pd.DataFrame
-    mismatches: list[str] = field(default_factory=list)
+    mismatches: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -248,7 +249,7 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
     every rank are matched (the common prefix when keyed by order); without `seq`, ranks whose
     capture began at different steps are first trimmed to the first common step."""
     notes: list[str] = []
-    mismatches: list[str] = []
+    mismatches: list[Finding] = []
     frames = [t.assign(rank=int(r)) for r, t in sorted(tables.items()) if not t.empty]
     if not frames:
         notes.append("no collectives on any rank: nothing to match")
@@ -278,7 +279,7 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
 
 
 def _match_group(
-    group: str, g: pd.DataFrame, mismatches: list[str], notes: list[str]
+    group: str, g: pd.DataFrame, mismatches: list[Finding], notes: list[str]
 ) -> pd.DataFrame:
     by_seq = bool(g["by_seq"].all())
     if not by_seq:
@@ -303,11 +304,13 @@ def _match_group(
     common_keys: set[int] = set.intersection(*keys_per_rank.tolist())
     how = "common seq numbers" if by_seq else "common prefix"
     if counts.nunique() > 1:
-        desc = ", ".join(f"rank {int(r)}: {int(n)}" for r, n in counts.items())
-        mismatches.append(
-            f"group {group}: ranks recorded different numbers of collectives ({desc}); "
-            f"matched the {len(common_keys)} {how}"
-        )
+        figures = {
+            "group": group,
+            "counts": [[int(r), int(n)] for r, n in counts.items()],
+            "matched": len(common_keys),
+            "by_seq": by_seq,
+        }
+        mismatches.append(Finding(code="trace.unequal_counts", figures=figures))
     elif any(len(k) != len(common_keys) for k in keys_per_rank):
         spans = ", ".join(
             f"rank {int(r)}: {min(k)}-{max(k)}" for r, k in keys_per_rank.items() if k
@@ -332,7 +335,7 @@ def _match_group(
     return m.sort_values(["index", "rank"]).reset_index(drop=True)
 
 
-def _check_consistency(group: str, m: pd.DataFrame, mismatches: list[str]) -> None:
+def _check_consistency(group: str, m: pd.DataFrame, mismatches: list[Finding]) -> None:
     """Mark instances whose op, size (for ops that need equal sizes) or dtype differ across
     ranks; quote a few examples."""
     by = m.groupby("index")
@@ -347,20 +350,15 @@ def _check_consistency(group: str, m: pd.DataFrame, mismatches: list[str]) -> No
     examples = []
     for idx in bad[bad].index[:MAX_EXAMPLES]:
         rows = m[m["index"] == idx].sort_values("rank")
-        what = "; ".join(
-            f"rank {int(r.rank)}: {r.op} {_fmt_size(r.nelems)} {r.dtype or ''}".rstrip()
-            for r in rows.itertuples()
-        )
-        examples.append(f"#{int(idx)} ({what})")
+        ranks = [[int(r.rank), r.op, _elems(r.nelems), r.dtype or None] for r in rows.itertuples()]
+        examples.append({"index": int(idx), "ranks": ranks})
     kinds = [n for n, f in (("op", bad_op), ("size", bad_size), ("dtype", bad_dtype)) if f.any()]
-    mismatches.append(
-        f"group {group}: {int(bad.sum())} collective(s) disagree on {'/'.join(kinds)} across "
-        f"ranks, left out of the figures: " + ", ".join(examples)
-    )
+    figures = {"group": group, "count": int(bad.sum()), "kinds": kinds, "examples": examples}
+    mismatches.append(Finding(code="trace.disagreeing_collectives", figures=figures))
 
 
-def _fmt_size(n: Any) -> str:
-    return "?" if n is None or pd.isna(n) else f"{int(n)} elems"
+def _elems(n: Any) -> int | None:
+    return None if n is None or pd.isna(n) else int(n)
 
 
 @dataclass

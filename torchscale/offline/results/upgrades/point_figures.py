@@ -236,10 +236,10 @@ def straggler_verdict(older: OlderBlocks) -> StragglerVerdict | None:
         phase_gap_s=phase_gap,
         p_value=None,
         min_effect_s=None,
-        not_named=not_named,
+        stored_not_named=not_named,
         injected=straggler.injected if named else None,
         test=TEST,
-        summary=summary,
+        stored_summary=summary,
     )
 
 
