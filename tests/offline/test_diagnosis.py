@@ -218,8 +218,11 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     busy = with_caveat(diagnosis, "busy machine: check the host first")
     assert busy.caveat == "busy machine: check the host first"
     assert busy.straggler is not None and busy.straggler.summary.endswith("check the host first")
+    # the caveat is stored once, on the diagnosis; the problem stores codes only
     straggler_finding = next(f for f in busy.findings if f.category == "straggler")
-    assert "busy machine: check the host first" in straggler_finding.evidence
+    assert straggler_finding.finding.code == "problem.straggler"
+    assert "check the host first" not in straggler_finding.model_dump_json()
+    assert set(straggler_finding.model_dump()) == {"finding", "category", "cost_share", "notes"}
     assert with_caveat(busy, "busy machine: check the host first") == busy  # once
 
 

@@ -247,6 +247,7 @@ def analysis_lines(
         verbose=verbose,
         heading=f"Found {{n}} bottleneck(s){target}{left}:",
         injected=bool(verdict is not None and verdict.injected),
+        caveat=analysis.diagnosis.caveat if analysis.diagnosis is not None else None,
     )
     if not verbose:
         return lines

@@ -308,17 +308,11 @@ def marked_injected(
 
 def with_caveat(diagnosis: Diagnosis, caveat: str | None) -> Diagnosis:
     """The diagnosis with the busy-machine caveat: kept as `caveat`, and in a named
-    straggler's summary and the straggler finding's evidence, so no surface can show the name
-    without it."""
+    straggler's summary, so no surface can show the name without it (a straggler problem's
+    evidence is shown with the diagnosis' caveat)."""
     if not caveat or diagnosis.caveat == caveat:
         return diagnosis
     verdict = diagnosis.straggler
     if verdict is not None and verdict.named:
         verdict = verdict.model_copy(update={"summary": f"{verdict.summary}; {caveat}"})
-    findings = [
-        f.model_copy(update={"evidence": [*f.evidence, caveat]}) if f.category == "straggler" else f
-        for f in diagnosis.findings
-    ]
-    return diagnosis.model_copy(
-        update={"straggler": verdict, "findings": findings, "caveat": caveat}
-    )
+    return diagnosis.model_copy(update={"straggler": verdict, "caveat": caveat})
