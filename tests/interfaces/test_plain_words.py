@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.interfaces.report.build import build_report
-from torchscale.interfaces.report.model import Report, ReportFinding, Table, Text
-from torchscale.interfaces.report.parts.context import make_context
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import problems
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.model import Report, Table, Text
+from torchscale.interfaces.report.parts.context import make_context
 from torchscale.interfaces.report.parts.findings import collect_findings
 from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.request import ReportOptions
@@ -42,7 +42,10 @@ def test_advice_that_does_not_apply_is_never_said() -> None:
     comm = _problem("problem.exposed_comm", backend="gloo", gloo=True, nodes=None)
     turns = _problem("problem.imbalance.turns", device="cpu")
     one_host = problems.Run(single_node=True, synthetic=True)
-    for advice in (problems.recommendation(comm, one_host), problems.recommendation(turns, one_host)):
+    for advice in (
+        problems.recommendation(comm, one_host),
+        problems.recommendation(turns, one_host),
+    ):
         assert "SOCKET_IFNAME" not in advice and "DistributedSampler" not in advice
     assert "equal batch sizes, sequences bucketed" in problems.recommendation(turns, one_host)
     across = problems.Run(single_node=False, synthetic=False)

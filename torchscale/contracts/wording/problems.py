@@ -7,10 +7,9 @@ cut out of stored words. `problem.stored`: an older version's words, shown as st
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
-
-import sys
 
 from torchscale.contracts.schema.cell_result import Estimate, Problem, StragglerVerdict
 from torchscale.contracts.wording import spelled

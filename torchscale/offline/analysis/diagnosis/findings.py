@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -438,4 +438,3 @@ def is_host_bound_verdict(finding: Problem) -> bool:
     found again."""
     method = finding.cost_share.method if finding.cost_share is not None else None
     return finding.category == "host_bound" and method in (BUSY_COST, ARITHMETIC_COST)
-
