@@ -7,6 +7,7 @@ cut out of stored words. `problem.stored`: an older version's words, shown as st
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -430,6 +431,31 @@ def recommendation(finding: Any, run: Run | None = None) -> str:
     """A problem's next step for the run it is shown for (`run`: its facts; none: as stored)."""
     make = FIXES.get(finding.code)
     return make(finding.figures, run or Run()) if make is not None else ""
+
+
+# the figures a problem's title and next step are made of, by code: two runs' problems with
+# the same code and these figures are one problem (the rest are each run's measurements)
+SAID_BY: dict[str, tuple[str, ...]] = {
+    "problem.straggler": ("device", "rank", "backend", "op", "kind", "phase", "peer"),
+    "problem.imbalance.host": ("device", "rank"),
+    "problem.imbalance.disputed": (),
+    "problem.imbalance.waited_for": ("device", "rank"),
+    "problem.imbalance.turns": (),
+    "problem.exposed_comm": ("backend", "strategy", "nodes", "gloo"),
+    "problem.data_wait": (),
+    "problem.launch_wait": ("device",),
+    "problem.host_bound.busy": ("verdict", "compiled"),
+    "problem.host_bound.arithmetic": ("mfu", "mfu_interval", "compiled"),
+    STORED: ("title", "recommendation"),
+}
+
+
+def group(finding: Any) -> str:
+    """What makes problems of different runs one: its code and the figures its words are made
+    of (SAID_BY), never its run's name or measurements."""
+    names = SAID_BY.get(finding.code, tuple(sorted(finding.figures)))
+    said = {name: finding.figures.get(name) for name in names}
+    return json.dumps([finding.code, said], sort_keys=True)
 
 
 def title(problem: Problem) -> str:

@@ -117,6 +117,7 @@ def diagnosis_finding(
         recommendation=advice,
         severity=severity,
         caveat=caveat,
+        group=problems.group(item.finding),
     )
 
 
@@ -210,6 +211,7 @@ def slowdown_finding(
         ],
         recommendation=f"Ranks compete for a shared resource: {device_advice}.",
         severity=cost_severity(share * 100),
+        group=f"slowdown: {spelled.times(slowest / before, 2)} at {base.cell.world_size}",
     )
 
 
@@ -266,6 +268,7 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
         evidence=evidence,
         recommendation=advice,
         severity="warn",
+        group=f"throttling: {reasons}",
     )
 
 
