@@ -185,7 +185,6 @@ class ReportFinding(_Model):
     )
     group: str | None = Field(
         default=None,
-        exclude=True,
         description="what makes findings of different runs one: its code and the figures its "
         "words are made of, never its run's name (None: its title)",
     )
