@@ -504,8 +504,17 @@ def report_seconds(value: float | None) -> str:
     return f"{scaled:,.{decimals}f} {unit}"
 
 
+def cell_words(cell: Figures) -> str:
+    """'tiny-mlp b8 x2 fp32 ddp': a cell by its identity (nodes named beyond one)."""
+    nodes = f" ({cell['nodes']} nodes)" if (cell.get("nodes") or 1) > 1 else ""
+    return (
+        f"{cell['label']} b{cell['batch_size']} x{cell['world_size']}{nodes} "
+        f"{cell['precision']} {cell['strategy']}"
+    )
+
+
 def _point_straggler_title(f: Figures) -> str:
-    title = f"{f['cell']}: rank {f['rank']} is the straggler"
+    title = f"{cell_words(f['cell'])}: rank {f['rank']} is the straggler"
     return title + (f", slow in {f['phase']}" if f.get("phase") is not None else "")
 
 
@@ -575,7 +584,7 @@ def _point_data_fix(f: Figures, run: Run) -> str:
 
 
 def _point_comm_title(f: Figures) -> str:
-    return f"{f['cell']}: exposed communication {pct(f['share'])} of each step"
+    return f"{cell_words(f['cell'])}: exposed communication {pct(f['share'])} of each step"
 
 
 PHRASES.update(
@@ -584,7 +593,7 @@ PHRASES.update(
         "problem.point.exposed_comm": _point_comm_title,
         "problem.point.profiled_comm": _point_comm_title,
         "problem.point.data_wait": lambda f: (
-            f"{f['cell']}: input pipeline waits {pct(f['share'])} of each step"
+            f"{cell_words(f['cell'])}: input pipeline waits {pct(f['share'])} of each step"
         ),
     }
 )

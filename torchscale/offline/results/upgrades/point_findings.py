@@ -27,13 +27,21 @@ NO_INTERVAL = "point figure, no interval"
 PHASE_ADVICE = problems.PHASE_ADVICE
 
 
+def _cell(cell: CellIdentity) -> dict[str, Any]:
+    """The cell a point-figure finding is about (its title names it), by its identity."""
+    return {
+        "label": cell.label,
+        "batch_size": cell.batch_size,
+        "world_size": cell.world_size,
+        "nodes": cell.nodes,
+        "precision": cell.precision,
+        "strategy": cell.strategy,
+    }
+
+
 def cell_words(cell: CellIdentity) -> str:
-    """'tiny-mlp b8 x2 fp32 ddp': the cell a point-figure finding is about, as its title says."""
-    nodes = f" ({cell.nodes} nodes)" if (cell.nodes or 1) > 1 else ""
-    return (
-        f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} "
-        f"{cell.strategy}"
-    )
+    """'tiny-mlp b8 x2 fp32 ddp': the cell as a point-figure finding's title names it."""
+    return problems.cell_words(_cell(cell))
 
 
 def _finding(code: str, category: str, cost: float, **figures: Any) -> Problem:
@@ -63,7 +71,7 @@ def straggler_finding(result: CellResult, older: OlderBlocks) -> Problem | None:
         "problem.point.straggler",
         "straggler",
         imbalance,
-        cell=cell_words(result.cell),
+        cell=_cell(result.cell),
         rank=straggler.rank,
         basis=straggler.basis,
         compute_s=straggler.compute_s,
@@ -89,7 +97,7 @@ def exposed_comm_finding(result: CellResult, older: OlderBlocks) -> Problem | No
         "problem.point.exposed_comm",
         "exposed_comm",
         share,
-        cell=cell_words(result.cell),
+        cell=_cell(result.cell),
         share=share,
         step_s=comm.step_time_s,
         compute_s=comm.slowest_compute_s,
@@ -111,7 +119,7 @@ def profiled_comm_finding(result: CellResult) -> Problem | None:
         "problem.point.profiled_comm",
         "exposed_comm",
         share,
-        cell=cell_words(result.cell),
+        cell=_cell(result.cell),
         share=share,
         steps=profiled.steps,
         scope=profiled.scope,
@@ -131,7 +139,7 @@ def data_wait_finding(result: CellResult) -> Problem | None:
         "problem.point.data_wait",
         "data_wait",
         share,
-        cell=cell_words(result.cell),
+        cell=_cell(result.cell),
         share=share,
         source=data.source,
         wait_s=data.wait_s,
