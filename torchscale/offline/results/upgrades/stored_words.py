@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchscale.contracts.wording.unavailable import SAID
+from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis
 
 Figures = dict[str, Any]
 
@@ -236,5 +237,6 @@ def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
         "intervals": _without_mfu(data.get("intervals")),
         "warnings": warnings,
         "unavailable": coded_unavailable(data),
+        "diagnosis": coded_diagnosis(data.get("diagnosis")),
         "schema_version": 20,
     }
