@@ -468,7 +468,6 @@ def title(problem: Problem) -> str:
     return wording.say(problem.finding)
 
 
-
 # ---- problems judged from an older result's point figures (no interval) --------------------
 
 POINT_NO_INTERVAL = "point figure, no interval"

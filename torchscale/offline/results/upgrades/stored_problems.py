@@ -90,9 +90,7 @@ IMBALANCE_TITLES = (
 )  # fmt: skip
 
 
-def _imbalance(
-    title: str, evidence: list[str], cost: Any, verdict: Any
-) -> Iterator[Finding]:
+def _imbalance(title: str, evidence: list[str], cost: Any, verdict: Any) -> Iterator[Finding]:
     for code, pattern in IMBALANCE_TITLES:
         m = re.fullmatch(pattern, title)
         if m is None:
