@@ -47,16 +47,21 @@ def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -
     (analysis_path,) = source.glob("*/profile/*/analysis.json")
     analysis = json.loads(analysis_path.read_text(encoding="utf-8"))
     analysis["target"] = "comm"  # which reports exposed communication
-    for item in analysis["diagnosis"]["findings"]:  # the one copy (schema 10)
-        if item["category"] == "straggler":
-            item["category"] = "exposed_comm"  # not the straggler: its own advice stays
-            item["recommendation"] += "; set GLOO_SOCKET_IFNAME to the fast interface"
+    findings_ = analysis["diagnosis"]["findings"]  # the one copy (schema 10)
+    for n, item in enumerate(findings_):
+        if item["category"] == "straggler":  # a coded exposed-communication problem instead
+            figures = {"backend": "gloo", "gloo": True, "nodes": None}  # hosts not known
+            findings_[n] = {
+                "finding": {"code": "problem.exposed_comm", "figures": figures},
+                "category": "exposed_comm",
+                "cost_share": item["cost_share"],
+            }
     analysis_path.write_text(json.dumps(analysis), encoding="utf-8")
-    found = [f for f in findings(build(source)) if "rank 1" in f.title]
+    found = [f for f in findings(build(source)) if f.title == "Exposed gloo communication"]
     assert found
-    for finding in found:
+    for finding in found:  # the run says one host: the words are chosen so
         assert "SOCKET_IFNAME" not in (finding.recommendation or "")
-        assert "Check the host of rank 1" in (finding.recommendation or "")
+        assert "bucket_cap_mb" in (finding.recommendation or "")
 
 
 def test_the_verdict_alone_marks_a_straggler_injected() -> None:

@@ -226,8 +226,11 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     assert busy.straggler is not None and verdict_words.summary(busy.straggler).endswith(
         f"; {words}"
     )
+    # the caveat is stored once, on the diagnosis; the problem stores codes only
     straggler_finding = next(f for f in busy.findings if f.category == "straggler")
-    assert words in straggler_finding.evidence
+    assert straggler_finding.finding.code == "problem.straggler"
+    assert "check the host first" not in straggler_finding.model_dump_json()
+    assert set(straggler_finding.model_dump()) == {"finding", "category", "cost_share", "notes"}
     assert with_caveat(busy, caveat) == busy  # once
 
 

@@ -110,7 +110,6 @@ NOT_YET: dict[str, int] = {
     "offline/results/frame.py": 1,
     "offline/results/upgrades/host_bound.py": 1,
     "offline/results/upgrades/point_figures.py": 2,
-    "offline/results/upgrades/point_findings.py": 2,
     "rank/data/prepare.py": 2,
     "rank/models/parallel_plan.py": 1,
     "rank/telemetry/sampler.py": 1,

@@ -7,7 +7,7 @@ hardware is null with the reason in `unavailable`, never a guess.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -392,13 +392,48 @@ class Problem(Record):
     model), the figures behind it and a concrete next step. (A `contracts.finding.Finding` is
     a verdict's code and figures; this is the diagnosis' ranked problem.)"""
 
-    title: str
+    finding: Code = Field(
+        description="what the problem is: its code and the figures its words are made of "
+        "(contracts/wording/problems.py)"
+    )
     category: str = Field(
         description="straggler | load_imbalance | exposed_comm | data_wait | host_bound"
     )
     cost_share: Estimate = Field(description="the cost as a share of the step with its interval")
-    evidence: list[str] = Field(default_factory=list)
-    recommendation: str
+    notes: list[Code] = Field(
+        default_factory=list, description="evidence added by a later judgement, as findings"
+    )
+
+    # its words: contracts/wording/problems.py sets this when the wording layer loads (the
+    # schema does not import the layer that imports it)
+    words: ClassVar[Any] = None
+
+    @property
+    def title(self) -> str:
+        return str(type(self).words.title(self))
+
+    @property
+    def evidence(self) -> list[str]:
+        return list(type(self).words.evidence(self.finding, self.notes))
+
+    @property
+    def recommendation(self) -> str:
+        """The next step as stored figures say it (a report words it for its run)."""
+        return str(type(self).words.recommendation(self.finding))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_words(cls, data: Any) -> Any:
+        """A problem an older version stored as sentences (`title`, `evidence`,
+        `recommendation`) that its reader did not turn into a code is kept as those words."""
+        if not isinstance(data, dict) or "title" not in data:
+            return data
+        data = dict(data)
+        words = {k: data.pop(k, None) for k in ("title", "evidence", "recommendation")}
+        words["evidence"] = list(words["evidence"] or [])
+        words["recommendation"] = words["recommendation"] or ""
+        data["finding"] = {"code": "problem.stored", "figures": words}
+        return data
 
     @property
     def cost_pct(self) -> float:

@@ -78,15 +78,20 @@ def findings_lines(
     verbose: bool,
     heading: str = "Found {n} bottleneck(s):",
     injected: bool = False,
+    caveat: str | None = None,
 ) -> list[Line]:
     """'Found N bottleneck(s):' and one line each (a straggler finding marked when the run's
-    own --inject-delay made it: `injected`); `verbose` adds evidence and the fix."""
+    own --inject-delay made it: `injected`); `verbose` adds evidence (a straggler's with the
+    diagnosis' `caveat`) and the fix."""
     # no findings, no list: the heading's colon would announce one
     heading = heading.format(n=len(findings))
     lines = [Line("info", f"> [ANALYSIS] {heading if findings else heading.rstrip(':')}")]
     for number, finding in enumerate(findings, 1):
         lines.append(Line("warn", finding_line(number, finding, injected)))
         if verbose:
-            lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
+            evidence = finding.evidence
+            if finding.category == "straggler" and caveat and caveat not in evidence:
+                evidence.append(caveat)
+            lines += [Line("info", f">      evidence: {item}") for item in evidence]
             lines.append(Line("info", f">      fix: {finding.recommendation}"))
     return lines

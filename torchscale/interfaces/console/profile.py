@@ -11,6 +11,7 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import ms, pct, readable, share_text
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
@@ -247,6 +248,7 @@ def analysis_lines(
         verbose=verbose,
         heading=f"Found {{n}} bottleneck(s){target}{left}:",
         injected=bool(verdict is not None and verdict.injected),
+        caveat=verdict_words.caveat(analysis.diagnosis) if analysis.diagnosis is not None else None,
     )
     if not verbose:
         return lines

@@ -183,6 +183,11 @@ class ReportFinding(_Model):
         default=None,
         description="its run's busy-machine caveat (the diagnosis' `caveat`): shown with it",
     )
+    group: str | None = Field(
+        default=None,
+        description="what makes findings of different runs one: its code and the figures its "
+        "words are made of, never its run's name (None: its title)",
+    )
 
 
 class Findings(_Model):

@@ -24,6 +24,7 @@ from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
 from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
+from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
@@ -109,6 +110,8 @@ def read_analysis(
         problem = version_problem(data, ANALYSIS_KIND, "analysis", ANALYSIS_SCHEMA_VERSION)
     if problem is not None:
         return None, problem
+    if isinstance(data, dict) and data.get("schema_version", 10) < 10:  # the same diagnosis
+        data = {**data, "diagnosis": coded_problems(data.get("diagnosis"))}
     analysis, problem = validated(ProfileAnalysis, data, "profile analysis")
     if analysis is None:
         return None, problem

@@ -5,11 +5,9 @@ Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
-import re
-
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
-from torchscale.contracts.wording import spelled, words
+from torchscale.contracts.wording import problems, spelled, words
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
@@ -102,7 +100,7 @@ def diagnosis_finding(
     cost_pct = None if bounded else item.cost_pct
     title = item.title
     severity = cost_severity(cost_pct)
-    advice = item.recommendation
+    advice = problems.recommendation(item.finding, _run(injected))
     if item.category == "straggler":
         note = _injected_note(injected, straggler_rank) if injected is not None else None
         if note is None and verdict_injected:
@@ -120,7 +118,17 @@ def diagnosis_finding(
         recommendation=advice,
         severity=severity,
         caveat=caveat,
+        group=problems.group(item.finding),
     )
+
+
+def _run(result: CellResult | None) -> problems.Run:
+    """What the run says about a next step: one host, synthetic batches (the same on every
+    rank, so no sampler to set)."""
+    if result is None:
+        return problems.Run()
+    synthetic = result.data is not None and result.data.source == "synthetic"
+    return problems.Run(single_node=(result.cell.nodes or 1) == 1, synthetic=synthetic)
 
 
 def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
@@ -134,8 +142,7 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     if caveat is None and result is not None:
         caveat = caveat_of(result)
     rank = own.rank if own else None
-    found = _findings(analysis.findings, ref.label, caveat, result, verdict, rank)
-    return found if result is None else [applicable(f, result) for f in found]
+    return _findings(analysis.findings, ref.label, caveat, result, verdict, rank)
 
 
 def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
@@ -206,6 +213,7 @@ def slowdown_finding(
         ],
         recommendation=f"Ranks compete for a shared resource: {device_advice}.",
         severity=cost_severity(share * 100),
+        group=f"slowdown: {spelled.times(slowest / before, 2)} at {base.cell.world_size}",
     )
 
 
@@ -262,6 +270,7 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
         evidence=evidence,
         recommendation=advice,
         severity="warn",
+        group=f"throttling: {reasons}",
     )
 
 
@@ -337,32 +346,7 @@ def collect_findings(ctx: Context) -> list[ReportFinding]:
         caveat = caveat_of(result)
         findings += [
             f if f.caveat or caveat is None else f.model_copy(update={"caveat": caveat})
-            for f in (applicable(f, result) for f in found if f is not None)
+            for f in found
+            if f is not None
         ]
     return rank_findings(findings)
-
-
-# advice that applies only to some runs, as the findings word it (also in results stored
-# before the findings were conditioned): which network interface carries the traffic is a
-# question only across hosts; an equal batch per rank is given by synthetic data already
-_INTERFACE = re.compile(
-    r";? ?(?:across hosts, )?(?:set (?:GLOO|NCCL)_SOCKET_IFNAME to the fast interface"
-    r"|check the NCCL transport \(NCCL_DEBUG=INFO: NVLink/IB, not sockets\))"
-)
-_SAMPLER = re.compile(r" ?\(DistributedSampler with drop_last=True\)")
-
-
-def applicable(finding: ReportFinding, result: CellResult) -> ReportFinding:
-    """`finding` without the advice that does not apply to its run: no socket-interface
-    advice on one host, no DistributedSampler(drop_last) for synthetic batches (every rank
-    makes the same fixed-size batch)."""
-    advice = finding.recommendation
-    if not advice:
-        return finding
-    if (result.cell.nodes or 1) == 1:
-        advice = _INTERFACE.sub("", advice)
-    if result.data is not None and result.data.source == "synthetic":
-        advice = _SAMPLER.sub("", advice)
-    if advice == finding.recommendation:
-        return finding
-    return finding.model_copy(update={"recommendation": advice})

@@ -587,15 +587,12 @@ def _lines(ctx: Context) -> list[Block]:
 def grouped_findings(
     ctx: Context, findings: list[ReportFinding]
 ) -> list[tuple[ReportFinding, int]]:
-    """One entry per finding however many cells share it (the same title once its cell is taken out,
-    the same advice): its costliest instance and how many cells it is in, in the order of their
+    """One entry per finding however many cells share it (the same code and figures, the same
+    advice): its costliest instance and how many cells it is in, in the order of their
     costliest; at 500 cells the top five are five findings, not one five times."""
     groups: dict[tuple[str, str], list[ReportFinding]] = {}
     for finding in findings:
-        title = finding.title
-        for name in (finding.source, _named(ctx, finding.source)):
-            title = title.replace(name, "")
-        key = (title.strip(" :,()"), finding.recommendation or "")
+        key = (finding.group or finding.title, finding.recommendation or "")
         groups.setdefault(key, []).append(finding)
     return [(same[0], len(same)) for same in groups.values()]
 

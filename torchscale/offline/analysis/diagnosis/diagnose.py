@@ -29,7 +29,6 @@ from torchscale.contracts.schema.cell_result import (
     WhatIf,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
-from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
@@ -311,19 +310,14 @@ def _with_figures(said: Finding | None, **figures: object) -> Finding | None:
 
 def with_caveat(diagnosis: Diagnosis, caveat: Finding | None) -> Diagnosis:
     """The diagnosis with the busy-machine caveat: kept as `caveat`, and in a named
-    straggler's summary and the straggler finding's evidence, so no surface can show the name
-    without it."""
+    straggler's summary, so no surface can show the name without it (a straggler problem's
+    evidence is shown with the diagnosis' caveat)."""
     if caveat is None or diagnosis.busy == caveat:
         return diagnosis
     verdict = diagnosis.straggler
     if verdict is not None and verdict.named:
         said = _with_figures(verdict.said, caveat=caveat.model_dump())
         verdict = verdict.model_copy(update={"said": said})
-    words = say(caveat)
-    findings = [
-        f.model_copy(update={"evidence": [*f.evidence, words]}) if f.category == "straggler" else f
-        for f in diagnosis.findings
-    ]
     return diagnosis.model_copy(
-        update={"straggler": verdict, "findings": findings, "busy": caveat, "stored_caveat": None}
+        update={"straggler": verdict, "busy": caveat, "stored_caveat": None}
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from torchscale.contracts.finding import Finding as Code
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -303,8 +304,11 @@ def with_inflation(
     if traced.straggler is not None and timers.straggler is not None:
         agreement = straggler_agreement(timers, traced, quote_traces=True)
         trace_checks.append(_check(TRACES_STRAGGLER, traced.basis, *agreement))
-    note = f"in the traced steps, {inflation.words()} slower under the profiler"
-    traced_findings = [f.model_copy(update={"evidence": [*f.evidence, note]}) for f in kept]
+    note = Code(
+        code="problem.profiler_slower",
+        figures={"share": inflation.share, "low": inflation.low, "high": inflation.high},
+    )
+    traced_findings = [f.model_copy(update={"notes": [*f.notes, note]}) for f in kept]
     findings = sorted([*timers.findings, *traced_findings], key=lambda f: -f.cost_pct)
     checks = [c for c in timers.cross_checks if c.name not in own]
     return _with_checks(timers, [*checks, check, *trace_checks], findings)

@@ -13,16 +13,15 @@ docs/methodology.md, "Host-bound".
 
 from __future__ import annotations
 
-from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
 from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import share_text
+from torchscale.contracts.wording.problems import pct_small
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     host_bound_finding,
     is_host_bound_verdict,
-    pct_small,
 )
 from torchscale.offline.analysis.trace.gpu_busy import measured_verdict
 from torchscale.offline.analysis.uncertainty import mfu_estimate
@@ -76,7 +75,7 @@ def host_bound_of(result: CellResult) -> Problem | None:
         return None
     mfu = result.compute.mfu if result.compute is not None else None
     return host_bound_finding(
-        title=wording.say(verdict) if (verdict := measured_verdict(record)) is not None else "",
+        verdict=measured_verdict(record),
         busy_share=record.gpu_busy_share,
         mfu=mfu,
         method=record.method,

@@ -10,12 +10,12 @@ communication is exposed `EXPOSED_COMM_MIN`, the input pipeline is waited for
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.finding import Finding as Code
 from torchscale.contracts.schema.cell_result import CellResult, Estimate, Problem
-from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
-from torchscale.contracts.wording.figures import pct as _pct
+from torchscale.contracts.wording import problems
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 
@@ -23,57 +23,34 @@ STRAGGLER_MIN = 0.05  # the others' wait for the slowest rank, as a share of the
 EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
 DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
 NO_INTERVAL = "point figure, no interval"
-TP_ADVICE = (
-    "Tensor-parallel collectives sit inside every layer's forward and backward: keep each "
-    "tensor-parallel group inside one node (NVLink), or use a smaller tp with more data "
-    "parallelism where memory allows."
-)
-
-DEVICE_AND_HOST_ADVICE = (
-    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
-    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
-)
-PHASE_ADVICE = {
-    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
-    "forward": DEVICE_AND_HOST_ADVICE,
-    "backward": DEVICE_AND_HOST_ADVICE,
-    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
-    "device",
-}
+# each phase's advice is worded in contracts/wording/problems.py (PHASE_ADVICE)
+PHASE_ADVICE = problems.PHASE_ADVICE
 
 
-def _seconds(value: float | None) -> str:
-    """Seconds as the report writes them: us / ms / s, three significant figures."""
-    if value is None:
-        return "-"
-    size = abs(value)
-    if size == 0:
-        return "0 s"
-    scaled, unit = (
-        (value * 1e6, "us") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
-    )
-    decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
-    return f"{scaled:,.{decimals}f} {unit}"
+def _cell(cell: CellIdentity) -> dict[str, Any]:
+    """The cell a point-figure finding is about (its title names it), by its identity."""
+    return {
+        "label": cell.label,
+        "batch_size": cell.batch_size,
+        "world_size": cell.world_size,
+        "nodes": cell.nodes,
+        "precision": cell.precision,
+        "strategy": cell.strategy,
+    }
 
 
 def cell_words(cell: CellIdentity) -> str:
-    """'tiny-mlp b8 x2 fp32 ddp': the cell a point-figure finding is about, as its title says."""
-    nodes = f" ({cell.nodes} nodes)" if (cell.nodes or 1) > 1 else ""
-    return (
-        f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} "
-        f"{cell.strategy}"
-    )
+    """'tiny-mlp b8 x2 fp32 ddp': the cell as a point-figure finding's title names it."""
+    return problems.cell_words(_cell(cell))
 
 
-def _finding(title: str, category: str, share: float, evidence: list[str], advice: str) -> Problem:
+def _finding(code: str, category: str, cost: float, **figures: Any) -> Problem:
     return Problem(
-        title=title,
+        finding=Code(code=code, figures=figures),
         category=category,
         cost_share=Estimate(
-            value=share, low=None, high=None, n=1, method=NO_INTERVAL, measurable=True
+            value=cost, low=None, high=None, n=1, method=NO_INTERVAL, measurable=True
         ),
-        evidence=evidence,
-        recommendation=advice,
     )
 
 
@@ -85,39 +62,24 @@ def straggler_finding(result: CellResult, older: OlderBlocks) -> Problem | None:
     imbalance = finite(comm.load_imbalance) if comm else None
     if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
         return None
-    rank = straggler.rank
-    title = f"{cell_words(result.cell)}: rank {rank} is the straggler"
-    evidence = [
-        f"compute time ({straggler.basis}): rank {rank} {_seconds(straggler.compute_s)} "
-        f"against {_seconds(straggler.others_compute_s)} for the other ranks (median)"
-    ]
-    if straggler.phase is not None and straggler.gap_s is not None:
-        title += f", slow in {straggler.phase}"
-        evidence.append(
-            f"its {straggler.phase} phase takes {_seconds(straggler.gap_s)} longer than "
-            "the other ranks' (phase timers, medians)"
-        )
     waits = [
-        f"rank {r.rank} {_seconds(r.phases.grad_sync_wait)}"
+        [r.rank, r.phases.grad_sync_wait]
         for r in result.ranks
         if r.phases is not None and r.phases.grad_sync_wait is not None
     ]
-    if waits:
-        evidence.append(f"grad-sync wait per step: {', '.join(waits)}")
-    evidence.append(f"the other ranks wait for it {_pct(imbalance)} of each step")
-    advice = PHASE_ADVICE.get(straggler.phase or "", PHASE_ADVICE["backward"])
-    return _finding(title, "straggler", imbalance, evidence, f"Check rank {rank}: {advice}.")
-
-
-def _comm_advice(result: CellResult) -> str:
-    network = (
-        "set GLOO_SOCKET_IFNAME to the fast interface"
-        if result.cell.backend == "gloo"
-        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
-    )
-    return (
-        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
-        f"gradient accumulation under no_sync(), a bf16 compression hook; {network}."
+    return _finding(
+        "problem.point.straggler",
+        "straggler",
+        imbalance,
+        cell=_cell(result.cell),
+        rank=straggler.rank,
+        basis=straggler.basis,
+        compute_s=straggler.compute_s,
+        others_compute_s=straggler.others_compute_s,
+        phase=straggler.phase,
+        gap_s=straggler.gap_s if straggler.phase is not None else None,
+        waits=waits,
+        share=imbalance,
     )
 
 
@@ -130,17 +92,20 @@ def exposed_comm_finding(result: CellResult, older: OlderBlocks) -> Problem | No
         return profiled_comm_finding(result)
     if not EXPOSED_COMM_MIN <= share <= 1.0:
         return None
-    evidence = [
-        f"median step {_seconds(comm.step_time_s)}, slowest rank's compute "
-        f"{_seconds(comm.slowest_compute_s)} (no_sync): "
-        f"{_seconds(comm.exposed_comm_s)} of communication is not hidden",
-    ]
     imbalance = finite(comm.load_imbalance)
-    if imbalance is not None and 0.0 <= imbalance <= 1.0:
-        evidence.append(f"load imbalance {_pct(imbalance)} of the step")
-    evidence.append(NO_INTERVAL)
-    title = f"{cell_words(result.cell)}: exposed communication {_pct(share)} of each step"
-    return _finding(title, "exposed_comm", share, evidence, _comm_advice(result))
+    return _finding(
+        "problem.point.exposed_comm",
+        "exposed_comm",
+        share,
+        cell=_cell(result.cell),
+        share=share,
+        step_s=comm.step_time_s,
+        compute_s=comm.slowest_compute_s,
+        exposed_s=comm.exposed_comm_s,
+        imbalance=imbalance if imbalance is not None and 0.0 <= imbalance <= 1.0 else None,
+        gloo=result.cell.backend == "gloo",
+        nodes=result.cell.nodes,
+    )
 
 
 def profiled_comm_finding(result: CellResult) -> Problem | None:
@@ -150,14 +115,15 @@ def profiled_comm_finding(result: CellResult) -> Problem | None:
     share = finite(profiled.exposed_transfer) if profiled is not None else None
     if profiled is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
         return None
-    evidence = [
-        f"{profiled.steps} steps profiled after the measured windows ({profiled.scope}): "
-        f"{_pct(share)} of the step with a collective running, nothing computing and no peer "
-        "waited for",
-        NO_INTERVAL,
-    ]
-    title = f"{cell_words(result.cell)}: exposed communication {_pct(share)} of each step"
-    return _finding(title, "exposed_comm", share, evidence, TP_ADVICE)
+    return _finding(
+        "problem.point.profiled_comm",
+        "exposed_comm",
+        share,
+        cell=_cell(result.cell),
+        share=share,
+        steps=profiled.steps,
+        scope=profiled.scope,
+    )
 
 
 def data_wait_finding(result: CellResult) -> Problem | None:
@@ -169,23 +135,16 @@ def data_wait_finding(result: CellResult) -> Problem | None:
         return None
     if not DATA_WAIT_MIN <= share <= 1.0:
         return None
-    evidence = [
-        f"{data.source} data: the slowest rank waits {_seconds(data.wait_s)} per "
-        f"step for its batch ({_pct(share)} of the median step)",
-    ]
-    if data.read_bytes_per_s is not None:
-        evidence.append(
-            f"read {megabytes_per_s_fixed(data.read_bytes_per_s)} over the measured windows"
-        )
-    workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
     return _finding(
-        f"{cell_words(result.cell)}: input pipeline waits {_pct(share)} of each step",
+        "problem.point.data_wait",
         "data_wait",
         share,
-        evidence,
-        f"Feed the GPUs faster: more DataLoader workers than {workers}, "
-        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
-        "storage (copy the dataset to NVMe), or decode and augment on the GPU.",
+        cell=_cell(result.cell),
+        share=share,
+        source=data.source,
+        wait_s=data.wait_s,
+        read_bytes_per_s=data.read_bytes_per_s,
+        workers=data.num_workers,
     )
 
 

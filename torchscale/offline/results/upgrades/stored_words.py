@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchscale.contracts.wording.unavailable import SAID
+from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 
 Figures = dict[str, Any]
@@ -237,6 +238,6 @@ def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
         "intervals": _without_mfu(data.get("intervals")),
         "warnings": warnings,
         "unavailable": coded_unavailable(data),
-        "diagnosis": coded_diagnosis(data.get("diagnosis")),
+        "diagnosis": coded_diagnosis(coded_problems(data.get("diagnosis"))),
         "schema_version": 20,
     }

@@ -1,0 +1,636 @@
+"""Words for the diagnosis' ranked problems (`cell_result.Problem`): a problem stores its code
+and figures (offline/analysis/diagnosis/findings.py makes them); its title, evidence and next
+step are said here when shown, so a fix reworded here reads so in every stored result. The next
+step may depend on the run it is shown for (one host, synthetic data), given as context, never
+cut out of stored words. `problem.stored`: an older version's words, shown as stored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.schema.cell_result import Estimate, Problem, StragglerVerdict
+from torchscale.contracts.wording import spelled, verdicts
+from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
+from torchscale.contracts.wording.figures import change_text, pct, share_text
+
+Figures = Mapping[str, Any]
+STORED = "problem.stored"
+PHASE_WORDS = {
+    "data": "data loading",
+    "forward": "forward pass",
+    "backward": "backward pass",
+    "optimizer": "optimizer step",
+}
+
+
+def _estimate(value: Any) -> Estimate | None:
+    return None if value is None else Estimate.model_validate(value)
+
+
+def _share(figures: Figures, name: str) -> str:
+    return share_text(_estimate(figures.get(name)))
+
+
+def _device_word(device: str) -> str:
+    return "rank" if device == "cpu" else ("GPU" if device == "cuda" else "device")
+
+
+def who(device: str, rank: int) -> str:
+    """'rank 3' on CPUs, 'GPU-3' on CUDA, 'device-3' elsewhere."""
+    word = _device_word(device)
+    return f"rank {rank}" if word == "rank" else f"{word}-{rank}"
+
+
+def _who(figures: Figures, name: str = "rank") -> str:
+    return who(figures.get("device", "cpu"), figures[name])
+
+
+def _phase(phase: str) -> str:
+    return PHASE_WORDS.get(phase, phase)
+
+
+def _summary(figures: Figures) -> str:
+    verdict = figures.get("verdict")
+    if verdict is None:
+        return ""
+    return verdicts.summary(StragglerVerdict.model_validate(verdict))
+
+
+# ---- titles -------------------------------------------------------------------------------
+
+
+def _straggler_title(f: Figures) -> str:
+    prefix = " ".join(p for p in (f.get("backend"), f.get("op")) if p)
+    prefix = f"{prefix}: " if prefix else ""
+    name, kind, phase = _who(f), f.get("kind"), f.get("phase")
+    if kind == "host":
+        return f"{prefix}{name} held off the CPU by other work on its cores"
+    if kind == "communication":
+        return f"{prefix}{name} starts its collectives late (its work is on par)"
+    devices = _device_word(f.get("device", "cpu")) + "s"
+    if phase is not None:
+        peer = f.get("peer")
+        than = _who(f, "peer") if peer is not None else f"the other {devices}"
+        return f"{prefix}{name} finishing {_phase(phase)} slower than {than}"
+    return f"{prefix}{name} is slower than the other {devices}"
+
+
+def _host_bound_busy_title(f: Figures) -> str:
+    from torchscale.contracts import wording
+    from torchscale.contracts.finding import Finding
+
+    verdict = f.get("verdict")
+    return wording.say(Finding.model_validate(verdict)) if verdict is not None else ""
+
+
+def _mfu_shown(f: Figures) -> str:
+    interval = _estimate(f.get("mfu_interval"))
+    if interval is not None and interval.value is not None:
+        return share_text(interval)
+    return pct_small(f["mfu"])
+
+
+def _inflation(f: Figures) -> str:
+    if f.get("low") is None or f.get("high") is None:
+        return f"{change_text(f['share'], None, None)} (no interval)"
+    return change_text(f["share"], f["low"], f["high"])
+
+
+def pct_small(x: float) -> str:
+    """A share too small for one decimal keeps its first significant digits."""
+    return pct(x) if x >= 0.001 else spelled.pct_small(x)
+
+
+PHRASES: dict[str, Callable[[Figures], str]] = {
+    "problem.straggler": _straggler_title,
+    "problem.imbalance.host": lambda f: (
+        f"Ranks wait for {_who(f)}, which the host held back (it waited for a CPU)"
+    ),
+    "problem.imbalance.disputed": lambda f: (
+        "Waiting for peers: the slowest rank's own work is disputed by other evidence"
+    ),
+    "problem.imbalance.waited_for": lambda f: (
+        f"Ranks wait for {_who(f)}, though its measured work is not significantly slower"
+    ),
+    "problem.imbalance.turns": lambda f: "Load imbalance: ranks take turns waiting for each other",
+    "problem.exposed_comm": lambda f: (
+        f"Exposed {f['backend'] + ' ' if f.get('backend') else ''}communication"
+    ),
+    "problem.data_wait": lambda f: "Training waits for data",
+    "problem.launch_wait": lambda f: (
+        f"{_device_word(f.get('device', 'cuda'))} idle waiting for the host to launch work"
+    ),
+    "problem.host_bound.busy": _host_bound_busy_title,
+    "problem.host_bound.arithmetic": lambda f: (
+        f"host-bound (by arithmetic): MFU {_mfu_shown(f)}, the step's FLOPs at the GPU's "
+        "peak fill that share of the step; the GPU waits for Python/launches"
+    ),
+    "problem.profiler_slower": lambda f: (
+        f"in the traced steps, {_inflation(f)} slower under the profiler"
+    ),
+    STORED: lambda f: str(f.get("title", "")),
+}
+
+
+# ---- evidence -----------------------------------------------------------------------------
+
+
+def _straggler_evidence(f: Figures) -> list[str]:
+    name = _who(f)
+    lines = [f"step model: {_summary(f)}"]
+    if f.get("phase") is not None and f.get("phase_gap_s") is not None:
+        lines.append(
+            f"its {_phase(f['phase'])} takes {spelled.trace_seconds(f['phase_gap_s'])} longer "
+            "than the median of the other ranks, step by step"
+        )
+    arrival = f.get("arrival")
+    if arrival is not None:
+        lines.append(
+            f"cross-check: {name} arrived last at {arrival['last']} of {arrival['instances']} "
+            f"matched collectives ({spelled.pct_whole(arrival['share'])}; chance alone: "
+            f"{spelled.pct_whole(arrival['expected'])})"
+        )
+    elif f.get("arrival_reason"):
+        lines.append(f"cross-check, arrival order: {f['arrival_reason']}")
+    if f.get("stall") is not None:
+        lines.append(
+            f"ranks wait for peers {_share(f, 'stall')} of the step (mean over ranks, exposed)"
+        )
+    else:
+        lines.append(
+            "waits not separable from the transfer (no collective matched): the cost is its "
+            "extra own work per step"
+        )
+    if f.get("whatif") is not None:
+        lines.append(
+            f"what-if (upper bound): had {name} arrived with the others, steps would be at most "
+            f"{_share(f, 'whatif')} shorter (capped by the other ranks' wait for it)"
+        )
+    return lines
+
+
+def _imbalance_evidence(f: Figures) -> list[str]:
+    lines = [f"ranks wait for peers {_share(f, 'stall')} of the step (mean over ranks)"]
+    if f.get("verdict") is not None:
+        lines.append(f"no single straggler: {_summary(f)}")
+    waits = f.get("rank_waits") or []
+    if waits:
+        lines.append(
+            "wait for peers by rank (share of its own step): "
+            + ", ".join(f"rank {r} {share_text(_estimate(e))}" for r, e in waits)
+        )
+    if f.get("compute_spread") is not None:
+        lines.append(
+            f"compute time differs between the fastest and slowest rank by "
+            f"{pct(f['compute_spread'])} of the step (median over steps)"
+        )
+    return lines
+
+
+def _exposed_evidence(f: Figures) -> list[str]:
+    how = (
+        "waiting for peers excluded"
+        if f.get("waits_known")
+        else "may include waiting for peers: no other rank matched to separate it"
+    )
+    lines = [
+        f"exposed transfer (communication with nothing computing, {how}): "
+        f"{_share(f, 'exposed')} of the step"
+    ]
+    if f.get("comm_frac") is not None:
+        lines.append(f"all communication, hidden or not: {pct(f['comm_frac'])} of the step")
+    if f.get("overlap_pct") is not None:
+        lines.append(
+            f"compute/communication overlap: {spelled.percent_whole(f['overlap_pct'])} of the "
+            "communication time (HTA definition)"
+        )
+    return lines
+
+
+def _data_evidence(f: Figures) -> list[str]:
+    lines = [
+        f"waiting for data with nothing else running: {_share(f, 'data')} of the step (mean "
+        "over ranks)"
+    ]
+    if f.get("worst_rank") is not None:
+        lines.append(f"slowest: {_who(f, 'worst_rank')} at {pct(f['worst_share'])} of its step")
+    return lines
+
+
+def _busy_evidence(f: Figures) -> list[str]:
+    if f.get("gpu_busy_s") is not None and f.get("step_s") is not None:
+        return [
+            f"GPU busy {spelled.trace_seconds(f['gpu_busy_s'])} of a "
+            f"{spelled.trace_seconds(f['step_s'])} step ({f['method']})"
+        ]
+    return [f"GPU busy {pct(f['busy_share'])} of the step ({f['method']})"]
+
+
+EVIDENCE: dict[str, Callable[[Figures], list[str]]] = {
+    "problem.straggler": _straggler_evidence,
+    "problem.imbalance.host": _imbalance_evidence,
+    "problem.imbalance.disputed": _imbalance_evidence,
+    "problem.imbalance.waited_for": _imbalance_evidence,
+    "problem.imbalance.turns": _imbalance_evidence,
+    "problem.exposed_comm": _exposed_evidence,
+    "problem.data_wait": _data_evidence,
+    "problem.launch_wait": lambda f: [
+        f"the device idles with nothing queued {_share(f, 'host_wait')} of the step (part of "
+        "the step model's rest: the next kernel was launched only after the previous one ended)"
+    ],
+    "problem.host_bound.busy": _busy_evidence,
+    "problem.host_bound.arithmetic": lambda f: [
+        f"MFU {_mfu_shown(f)}, under {pct(f['threshold'])}: at its peak the GPU would finish "
+        f"the step's arithmetic in that share of the step ({f['method']})"
+    ],
+    STORED: lambda f: list(f.get("evidence", [])),
+}
+
+
+# ---- the next step ------------------------------------------------------------------------
+
+HOST_FIX = (
+    "{who}'s training thread was ready to run and waited for a CPU for most of its extra "
+    "time: other work shares its cores. Check what runs there (`top -H`, `ps -eLo "
+    "psr,pcpu,comm`), give each rank cores of its own (fewer ranks or threads per node, CPU "
+    "pinning) and move other work off the node; the code is not slower."
+)
+
+
+def _straggler_fix(f: Figures, run: Run) -> str:
+    name, kind = _who(f), f.get("kind")
+    phase = "data" if kind == "input" else f.get("phase")
+    if kind == "host":
+        return HOST_FIX.format(who=name)
+    if kind == "communication":
+        return (
+            f"{name} launches its collectives after the others with its work on par: look at "
+            "what runs between its backward and its all-reduce (a DDP communication hook, "
+            "gradient compression, a per-bucket callback, logging), its NIC or link (`ibstat`, "
+            "NCCL_DEBUG=INFO) and, on GPUs, a stream that launches the collective late."
+        )
+    if phase in ("forward", "backward"):
+        if f.get("device", "cpu") != "cpu":
+            return (
+                f"Check {name}: SM clock and throttle reasons in the telemetry (thermal, power "
+                "cap; `nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE`), other processes on "
+                "that GPU (`nvidia-smi`), its PCIe/NVLink link; if the hardware is healthy, "
+                "look for uneven inputs on that rank (longer sequences, larger batch)."
+            )
+        return (
+            f"Check the host of {name}: CPU frequency scaling and other processes on its cores "
+            "(`top`, `lscpu`), OMP_NUM_THREADS and core pinning (`taskset`/`numactl`) so ranks "
+            "do not share cores; if the host is healthy, look for uneven inputs on that rank."
+        )
+    if phase == "data":
+        return (
+            f"{name} waits on its DataLoader: raise num_workers, set pin_memory=True and "
+            "persistent_workers=True, prefetch_factor >= 4; check that rank's storage or "
+            "network read speed and that its data shard is not larger than the others."
+        )
+    if phase == "optimizer":
+        return (
+            f"The optimizer step on {name} is slower: use the fused/foreach optimizer "
+            "implementation (`fused=True`), check for CPU offload or host contention on that "
+            "rank."
+        )
+    return (
+        f"{name} loses the time outside the marked phases: look for extra work on that rank "
+        "(logging, checkpointing, evaluation, host syncs) and mark phases with "
+        "`record_function` ranges to narrow it down."
+    )
+
+
+# a tp, pp or hybrid cell's communication is not DDP's gradient all-reduce: other remedies
+MODEL_PARALLEL_FIX = {
+    "tp": (
+        "Tensor-parallel all-reduces sit inside every layer's forward and backward, on the "
+        "critical path: keep each TP group inside one node (NVLink), use a smaller tp with "
+        "more data parallelism (hybrid fsdp_tp) if memory allows, and consider sequence "
+        "parallelism (reduce-scatter + all-gather, less activation memory); on CPU/gloo TP "
+        "communication is rarely worth it beyond measuring."
+    ),
+    "pp": (
+        "Pipeline transfers and waits between stages: more micro-batches, the 1f1b or "
+        "interleaved_1f1b schedule, and stages of equal cost (see parallel.stages in the "
+        "benchmark result)."
+    ),
+    "hybrid": (
+        "A 2-D mesh communicates on both axes: keep the inner axis (tp or pp) inside a node "
+        "and the data-parallel axis across nodes, and compare with the pure layouts in the "
+        "report's strategies view before tuning collectives."
+    ),
+}
+
+
+def _exposed_fix(f: Figures, run: Run) -> str:
+    model_parallel = MODEL_PARALLEL_FIX.get(f.get("strategy") or "")
+    if model_parallel is not None:
+        return model_parallel
+    nodes = 1 if run.single_node else f.get("nodes")
+    # which network interface carries the traffic is a question only across hosts
+    across = "" if nodes == 1 else ("across hosts, " if nodes is None else "")
+    if f.get("gloo"):
+        interface = "" if nodes == 1 else f"; {across}set GLOO_SOCKET_IFNAME to the fast interface"
+        return (
+            "Hide or shrink gradient communication: DDP bucket_cap_mb (smaller buckets start "
+            "earlier and overlap more of backward; larger ones cut per-call overhead), "
+            "gradient_as_bucket_view=True, gradient accumulation under no_sync(), a bf16/fp16 "
+            f"compression comm hook{interface}."
+        )
+    transport = (
+        ""
+        if nodes == 1
+        else f" {across.capitalize()}check NCCL uses the fast transport (NCCL_DEBUG=INFO; "
+        "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; do not force NCCL_ALGO/NCCL_PROTO)."
+    )
+    return (
+        "Hide or shrink gradient communication: tune DDP bucket_cap_mb, set "
+        "gradient_as_bucket_view=True and static_graph=True, accumulate gradients under "
+        "no_sync(), register a bf16 compression comm hook; for FSDP enable "
+        f"forward/backward prefetch.{transport}"
+    )
+
+
+def _turns_fix(f: Figures, run: Run) -> str:
+    # synthetic batches are the same size on every rank already: no sampler to set
+    sampler = "" if run.synthetic else " (DistributedSampler with drop_last=True)"
+    return (
+        f"Give every rank the same work per step: equal batch sizes{sampler}, sequences "
+        "bucketed or padded to equal lengths per step (length-grouped sampling), no "
+        "rank-dependent extra work; check dynamic shapes or expert routing that vary by rank."
+    )
+
+
+def _host_bound_fix(f: Figures, run: Run) -> str:
+    if f.get("compiled"):  # a compiled cell has had its launches cut once already
+        return (
+            "Give the GPU more work per launch: a bigger batch or model, or CUDA graphs "
+            "(torch.compile mode='reduce-overhead'; this cell was compiled in the default "
+            "mode); a host-bound step is noisier, so judge its spread after that."
+        )
+    return (
+        "Give the GPU more work per launch: a bigger batch or model, CUDA graphs "
+        "(torch.compile mode='reduce-overhead'), or torch.compile to cut launches; a "
+        "host-bound step is noisier, so judge its spread after that."
+    )
+
+
+class Run:
+    """What the run a problem is shown for says about its next step: one host (no network
+    interface to pick), synthetic data (no sampler to set). Unknown: the stored figures rule."""
+
+    def __init__(self, single_node: bool = False, synthetic: bool = False) -> None:
+        self.single_node = single_node
+        self.synthetic = synthetic
+
+
+FIXES: dict[str, Callable[[Figures, Run], str]] = {
+    "problem.straggler": _straggler_fix,
+    "problem.imbalance.host": lambda f, run: HOST_FIX.format(who=_who(f)),
+    "problem.imbalance.disputed": lambda f, run: (
+        "The own-work test found a slower rank but another check points elsewhere (see the "
+        "verdict): profile again with more steps (--profile-steps) on a quiet machine "
+        "before acting on one rank."
+    ),
+    "problem.imbalance.waited_for": lambda f, run: (
+        f"{_who(f)} is late outside the work the timers measure, or by too little per step for "
+        "the test: check its host (other processes on its cores, CPU frequency, "
+        "`top`/`lscpu`), logging or host syncs on that rank, and measure more steps "
+        "(--steps) so a smaller gap can be tested."
+    ),
+    "problem.imbalance.turns": _turns_fix,
+    "problem.exposed_comm": _exposed_fix,
+    "problem.data_wait": lambda f, run: (
+        "Feed the loop ahead of time: DataLoader num_workers > 0 (about the cores per rank), "
+        "pin_memory=True with .to(device, non_blocking=True), persistent_workers=True, "
+        "prefetch_factor 4; move decoding and augmentation out of the step."
+    ),
+    "problem.launch_wait": lambda f, run: (
+        "Give the device more work per launch: a larger batch per GPU, CUDA graphs "
+        "(torch.compile(mode='reduce-overhead')), torch.compile to fuse small kernels, and no "
+        "host syncs (.item(), .cpu(), printing tensors) inside the step."
+    ),
+    "problem.host_bound.busy": _host_bound_fix,
+    "problem.host_bound.arithmetic": _host_bound_fix,
+    STORED: lambda f, run: str(f.get("recommendation", "")),
+}
+
+
+def evidence(finding: Any, notes: list[Any] = ()) -> list[str]:  # type: ignore[assignment]
+    """A problem's evidence lines, then its notes (each a finding, said by its code)."""
+    from torchscale.contracts import wording
+
+    make = EVIDENCE.get(finding.code)
+    lines = make(finding.figures) if make is not None else []
+    return [*lines, *(wording.say(note) for note in notes)]
+
+
+def recommendation(finding: Any, run: Run | None = None) -> str:
+    """A problem's next step for the run it is shown for (`run`: its facts; none: as stored)."""
+    make = FIXES.get(finding.code)
+    return make(finding.figures, run or Run()) if make is not None else ""
+
+
+# the figures a problem's title and next step are made of, by code: two runs' problems with
+# the same code and these figures are one problem (the rest are each run's measurements)
+SAID_BY: dict[str, tuple[str, ...]] = {
+    "problem.straggler": ("device", "rank", "backend", "op", "kind", "phase", "peer"),
+    "problem.imbalance.host": ("device", "rank"),
+    "problem.imbalance.disputed": (),
+    "problem.imbalance.waited_for": ("device", "rank"),
+    "problem.imbalance.turns": (),
+    "problem.exposed_comm": ("backend", "strategy", "nodes", "gloo"),
+    "problem.data_wait": (),
+    "problem.launch_wait": ("device",),
+    "problem.host_bound.busy": ("verdict", "compiled"),
+    "problem.host_bound.arithmetic": ("mfu", "mfu_interval", "compiled"),
+}
+
+
+def group(finding: Any) -> str | None:
+    """What makes problems of different runs one: its code and the figures its words are made
+    of (SAID_BY), never its run's name or measurements; None for stored words (their title)."""
+    if finding.code == STORED:
+        return None
+    names = SAID_BY.get(finding.code, tuple(sorted(finding.figures)))
+    said = {name: finding.figures.get(name) for name in names}
+    return json.dumps([finding.code, said], sort_keys=True)
+
+
+def title(problem: Problem) -> str:
+    """A problem's title: its code's phrase."""
+    from torchscale.contracts import wording
+
+    return wording.say(problem.finding)
+
+
+# ---- problems judged from an older result's point figures (no interval) --------------------
+
+POINT_NO_INTERVAL = "point figure, no interval"
+TP_ADVICE = (
+    "Tensor-parallel collectives sit inside every layer's forward and backward: keep each "
+    "tensor-parallel group inside one node (NVLink), or use a smaller tp with more data "
+    "parallelism where memory allows."
+)
+DEVICE_AND_HOST_ADVICE = (
+    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
+    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
+)
+PHASE_ADVICE = {
+    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
+    "forward": DEVICE_AND_HOST_ADVICE,
+    "backward": DEVICE_AND_HOST_ADVICE,
+    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
+    "device",
+}
+
+
+def report_seconds(value: float | None) -> str:
+    """Seconds as the report writes them: us / ms / s, three significant figures."""
+    if value is None:
+        return "-"
+    size = abs(value)
+    if size == 0:
+        return "0 s"
+    scaled, unit = (
+        (value * 1e6, "us") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
+    )
+    decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
+    return f"{scaled:,.{decimals}f} {unit}"
+
+
+def cell_words(cell: Figures) -> str:
+    """'tiny-mlp b8 x2 fp32 ddp': a cell by its identity (nodes named beyond one)."""
+    nodes = f" ({cell['nodes']} nodes)" if (cell.get("nodes") or 1) > 1 else ""
+    return (
+        f"{cell['label']} b{cell['batch_size']} x{cell['world_size']}{nodes} "
+        f"{cell['precision']} {cell['strategy']}"
+    )
+
+
+def _point_straggler_title(f: Figures) -> str:
+    title = f"{cell_words(f['cell'])}: rank {f['rank']} is the straggler"
+    return title + (f", slow in {f['phase']}" if f.get("phase") is not None else "")
+
+
+def _point_straggler_evidence(f: Figures) -> list[str]:
+    rank = f["rank"]
+    lines = [
+        f"compute time ({f['basis']}): rank {rank} {report_seconds(f['compute_s'])} "
+        f"against {report_seconds(f['others_compute_s'])} for the other ranks (median)"
+    ]
+    if f.get("phase") is not None and f.get("gap_s") is not None:
+        lines.append(
+            f"its {f['phase']} phase takes {report_seconds(f['gap_s'])} longer than "
+            "the other ranks' (phase timers, medians)"
+        )
+    if f.get("waits"):
+        waits = ", ".join(f"rank {r} {report_seconds(s)}" for r, s in f["waits"])
+        lines.append(f"grad-sync wait per step: {waits}")
+    lines.append(f"the other ranks wait for it {pct(f['share'])} of each step")
+    return lines
+
+
+def _point_comm_evidence(f: Figures) -> list[str]:
+    lines = [
+        f"median step {report_seconds(f['step_s'])}, slowest rank's compute "
+        f"{report_seconds(f['compute_s'])} (no_sync): "
+        f"{report_seconds(f['exposed_s'])} of communication is not hidden",
+    ]
+    if f.get("imbalance") is not None:
+        lines.append(f"load imbalance {pct(f['imbalance'])} of the step")
+    return [*lines, POINT_NO_INTERVAL]
+
+
+def _point_comm_fix(f: Figures, run: Run) -> str:
+    # which network interface carries the traffic is a question only across hosts
+    one_host = run.single_node or f.get("nodes") == 1
+    network = (
+        ""
+        if one_host
+        else "; set GLOO_SOCKET_IFNAME to the fast interface"
+        if f.get("gloo")
+        else "; check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
+    )
+    return (
+        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
+        f"gradient accumulation under no_sync(), a bf16 compression hook{network}."
+    )
+
+
+def _point_data_evidence(f: Figures) -> list[str]:
+    lines = [
+        f"{f['source']} data: the slowest rank waits {report_seconds(f['wait_s'])} per "
+        f"step for its batch ({pct(f['share'])} of the median step)",
+    ]
+    if f.get("read_bytes_per_s") is not None:
+        rate = megabytes_per_s_fixed(f["read_bytes_per_s"])
+        lines.append(f"read {rate} over the measured windows")
+    return lines
+
+
+def _point_data_fix(f: Figures, run: Run) -> str:
+    workers = f"{f['workers']} worker(s)" if f.get("workers") is not None else "the workers"
+    return (
+        f"Feed the GPUs faster: more DataLoader workers than {workers}, "
+        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
+        "storage (copy the dataset to NVMe), or decode and augment on the GPU."
+    )
+
+
+def _point_comm_title(f: Figures) -> str:
+    return f"{cell_words(f['cell'])}: exposed communication {pct(f['share'])} of each step"
+
+
+PHRASES.update(
+    {
+        "problem.point.straggler": _point_straggler_title,
+        "problem.point.exposed_comm": _point_comm_title,
+        "problem.point.profiled_comm": _point_comm_title,
+        "problem.point.data_wait": lambda f: (
+            f"{cell_words(f['cell'])}: input pipeline waits {pct(f['share'])} of each step"
+        ),
+    }
+)
+EVIDENCE.update(
+    {
+        "problem.point.straggler": _point_straggler_evidence,
+        "problem.point.exposed_comm": _point_comm_evidence,
+        "problem.point.profiled_comm": lambda f: [
+            f"{f['steps']} steps profiled after the measured windows ({f['scope']}): "
+            f"{pct(f['share'])} of the step with a collective running, nothing computing and "
+            "no peer waited for",
+            POINT_NO_INTERVAL,
+        ],
+        "problem.point.data_wait": _point_data_evidence,
+    }
+)
+FIXES.update(
+    {
+        "problem.point.straggler": lambda f, run: (
+            f"Check rank {f['rank']}: "
+            f"{PHASE_ADVICE.get(f.get('phase') or '', PHASE_ADVICE['backward'])}."
+        ),
+        "problem.point.exposed_comm": _point_comm_fix,
+        "problem.point.profiled_comm": lambda f, run: TP_ADVICE,
+        "problem.point.data_wait": _point_data_fix,
+    }
+)
+# the cell a point figure is of is its run's name: one problem over many cells
+SAID_BY.update(
+    {
+        "problem.point.straggler": ("rank", "phase", "share"),
+        "problem.point.exposed_comm": ("share", "gloo", "nodes"),
+        "problem.point.profiled_comm": ("share",),
+        "problem.point.data_wait": ("share", "workers"),
+    }
+)
+
+
+Problem.words = sys.modules[__name__]
