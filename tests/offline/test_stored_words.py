@@ -11,7 +11,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellWarning, StepTimeStats
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.unavailable import coded, why
+from torchscale.contracts.wording.unavailable import coded, one_reason, why
 from torchscale.offline.results.upgrades.stored_words import SENTENCES, upgrade_v19
 from torchscale.rank.worker.aggregate import step_time_warning
 
@@ -165,3 +165,62 @@ def test_what_an_older_schema_did_not_record_is_a_code() -> None:
     assert read.version == 3 and read.result is not None
     assert read.result.unavailable["telemetry"] == coded("older.v3_telemetry")
     assert why(read.result.unavailable["telemetry"]) == "version 3 result: no telemetry"
+
+
+# reasons the worker wrote as sentences up to schema 19, each read back as its code
+WORKER_REASONS = (
+    "unavailable.no_phase_split",
+    "unavailable.model_parallel",
+    "unavailable.fsdp_no_split",
+    "unavailable.host_bound_cpu",
+    "unavailable.pipeline_phases",
+    "unavailable.no_allocator_stats_on_cpu",
+    "unavailable.telemetry_off",
+    "unavailable.flops_off",
+    "unavailable.compile_counters_unread",
+    "unavailable.cpu_device_init",
+    "unavailable.not_timed_by_rank",
+    "unavailable.parent_not_torchrun",
+    "unavailable.fsdp2_hooks",
+    "unavailable.no_trainable_parameters",
+    "unavailable.hooks_missed",
+    "unavailable.no_flops_counted",
+)
+
+
+@pytest.mark.parametrize("code", WORKER_REASONS)
+def test_a_workers_reason_of_schema_19_reads_as_its_code(code: str) -> None:
+    data = {"schema_version": 19, "warnings": [], "unavailable": {"x": say(coded(code))}}
+    assert upgrade_v19(data)["unavailable"] == {"x": {"code": code, "figures": {}}}
+
+
+@pytest.mark.parametrize(
+    ("code", "figures"),
+    [
+        ("unavailable.flop_count_failed", {"error": "RuntimeError: item() on meta (x; y)"}),
+        ("unavailable.parent_unreadable", {"error": "AccessDenied: psutil (pid=1)"}),
+    ],
+)
+def test_a_reason_with_its_figure_inside_reads_as_the_code_and_the_figure(
+    code: str, figures: dict[str, Any]
+) -> None:
+    words = say(Finding(code=code, figures=figures))
+    data = {"schema_version": 19, "warnings": [], "unavailable": {"flops": words}}
+    assert upgrade_v19(data)["unavailable"] == {"flops": {"code": code, "figures": figures}}
+
+
+def test_todays_worker_stores_its_reasons_as_codes() -> None:
+    from tests.rank.test_aggregate import make_rank, make_spec, run
+
+    result = run([make_rank(r, [1, 1, 1]) for r in (0, 1)], make_spec(world=2))
+    assert result.unavailable["diagnosis"] == coded("unavailable.no_phase_split")
+    assert result.unavailable["host_bound"] == coded("unavailable.host_bound_cpu")
+    assert result.unavailable["memory.oom_count"] == coded("unavailable.no_allocator_stats_on_cpu")
+
+
+def test_ranks_that_give_different_reasons_keep_each_as_a_code() -> None:
+    hooks, fsdp = coded("unavailable.hooks_missed"), coded("unavailable.fsdp2_hooks")
+    assert one_reason([hooks, hooks]) == hooks
+    differ = one_reason([hooks, fsdp, hooks])
+    assert isinstance(differ, Finding) and differ.code == "unavailable.ranks_differ"
+    assert why(differ) == f"{say(fsdp)}; {say(hooks)}"  # sorted by code, each once

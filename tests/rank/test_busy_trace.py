@@ -17,8 +17,8 @@ import torch.distributed as dist
 from tests.rank.test_aggregate import make_rank, run
 from tests.rank.test_phases import worker_spec
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.analysis.trace import gpu_busy
 from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.rank.worker import busy_trace
@@ -143,7 +143,7 @@ def test_result_counts_its_edge_steps_and_says_why_a_cpu_cell_has_no_probe() -> 
     result = run([make_rank(0, [0.04, 0.04])])
     assert result.window_edge_steps == 1
     assert result.host_bound is None
-    assert result.unavailable["host_bound"] == HOST_BOUND_CPU
+    assert result.unavailable["host_bound"] == coded("unavailable.host_bound_cpu")
 
 
 # ===================================================================== the busy trace's rule
@@ -358,4 +358,4 @@ def test_fixed_costs_take_the_slowest_rank_and_say_why_a_stage_is_missing() -> N
 def test_process_start_is_not_measured_outside_torchrun() -> None:
     seconds, why = process_start_seconds()
     assert seconds is None
-    assert why is not None and "not torchrun" in why
+    assert why == coded("unavailable.parent_not_torchrun")

@@ -33,13 +33,14 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Tf32Settings, cell_peak, peak_tflops
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import call_model
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker import trainer as trainer_module
 from torchscale.rank.worker.main import FLOP_COUNT_STEP
-from torchscale.rank.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
+from torchscale.rank.worker.measure import Window, count_flops, measure
 from torchscale.rank.worker.tf32_settings import read_tf32_settings
 from torchscale.rank.worker.trainer import Trainer, batch_norms, ddp_module, eager_module
 
@@ -541,8 +542,8 @@ def test_the_flop_count_allocates_nothing_a_measured_step_does() -> None:
 def test_a_model_the_meta_device_cannot_run_gets_no_flop_count_and_the_reason() -> None:
     flops, note = count_flops(make_spec(model="tests.plugin_models:reads_values"))
     assert flops is None
-    assert note is not None and note.startswith(META_COUNT_FAILED)
-    assert "item" in note  # the model's own error, named
+    assert isinstance(note, Finding) and note.code == "unavailable.flop_count_failed"
+    assert "item" in note.figures["error"]  # the model's own error, named
 
 
 # ------------------------------------------------------------------ 6. FSDP mesh on CPU

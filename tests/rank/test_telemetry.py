@@ -925,7 +925,7 @@ def test_aggregate_without_telemetry_says_it_was_off() -> None:
 
     result = run([make_rank(0, [1, 1, 1])])
     assert result.telemetry is None
-    assert result.unavailable["telemetry"] == "measurement.telemetry.enabled is false"
+    assert result.unavailable["telemetry"] == coded("unavailable.telemetry_off")
 
 
 @pytest.mark.slow  # a real torchrun cell

@@ -649,10 +649,6 @@ class CompileActivity(Record):
     )
 
 
-# why a CPU cell has no host-bound record (the worker's and an upgraded result's one wording)
-HOST_BOUND_CPU = "CPU device: every step is host time; host-bound applies to GPUs"
-
-
 class HostBound(Record):
     """GPU cells: how much of a step the GPU is busy. Schema 18 on: a short CUDA-only
     torch.profiler trace of a few steps after the measured windows (rank/worker/busy_trace.py),

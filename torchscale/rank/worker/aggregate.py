@@ -46,7 +46,7 @@ from torchscale.contracts.step_phases import (
     STEP_PHASES,
 )
 from torchscale.contracts.wording.cell_figures import gigabytes, megabytes, ratio
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.unavailable import coded, one_reason
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -64,7 +64,7 @@ from torchscale.offline.analysis.uncertainty import (
 from torchscale.offline.results.split_figures import split_reasons
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
-from torchscale.rank.worker.busy_trace import CPU_REASON, host_bound_record
+from torchscale.rank.worker.busy_trace import host_bound_record
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
 from torchscale.rank.worker.measure import RankMeasurement, measured_steps
@@ -73,18 +73,11 @@ from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_rec
 from torchscale.rank.worker.phases import medians
 
 T = TypeVar("T")
-FSDP_NO_SPLIT = (
-    "FSDP: its forward and backward phases contain all-gather/reduce-scatter waits (backward is "
-    "not split at the last gradient), so no step model separates compute from communication "
-    "or names a straggler; profile the cell (`torchscale profile`) for both"
-)
-MODEL_PARALLEL = (
-    "tp, pp and hybrid: communication runs inside forward and backward, so the phase timers "
-    "cannot separate it (tensor parallelism: parallel.profiled_comm; pipelines: the bubble)"
-)
-NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
-NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
-TELEMETRY_OFF = "measurement.telemetry.enabled is false"
+FSDP_NO_SPLIT = coded("unavailable.fsdp_no_split")
+MODEL_PARALLEL = coded("unavailable.model_parallel")
+NO_PHASES = coded("unavailable.no_phase_split")
+NO_ALLOCATOR = coded("unavailable.no_allocator_stats_on_cpu")
+TELEMETRY_OFF = coded("unavailable.telemetry_off")
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
 DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
 NOTHING_READ = coded("unavailable.synthetic_nothing_read")
@@ -375,9 +368,9 @@ def rank_records(
         )
     else:
         for phase in STEP_PHASES:
-            notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
+            notes = [r.phase_notes[phase] for r in ranks if phase in r.phase_notes]
             if notes:
-                unavailable[f"phases.{phase}"] = "; ".join(sorted(notes))
+                unavailable[f"phases.{phase}"] = one_reason(notes)
     return stats, unavailable
 
 
@@ -516,7 +509,7 @@ def host_bound_block(
     CPU, where every step is host time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
     if len(traced) < len(ranks):
-        return None, {"host_bound": CPU_REASON}
+        return None, {"host_bound": coded("unavailable.host_bound_cpu")}
     return host_bound_record(traced), {}
 
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import torch.distributed as dist
 
 from torchscale.contracts.gc_pause import cyclic_gc_paused
-from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU, HostBound
+from torchscale.contracts.schema.cell_result import HostBound
 from torchscale.rank.worker.steady_state import agree_any
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
@@ -33,7 +33,6 @@ from torchscale.rank.worker.trainer import Trainer
 # model's trace stays small and its seconds short
 TRACE_STEPS = 3
 
-CPU_REASON = HOST_BOUND_CPU
 PIPELINE_REASON = (
     "pipeline cells: each stage waits for its neighbours' activations and gradients inside "
     "the schedule, so a stage's idle GPU time is the bubble, not the host"

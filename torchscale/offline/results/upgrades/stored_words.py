@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchscale.contracts.wording.unavailable import SAID
+from torchscale.offline.results.upgrades.cell_reasons import coded_figured
 
 Figures = dict[str, Any]
 
@@ -235,6 +236,6 @@ def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
         **data,
         "intervals": _without_mfu(data.get("intervals")),
         "warnings": warnings,
-        "unavailable": coded_unavailable(data),
+        "unavailable": coded_figured(coded_unavailable(data)),
         "schema_version": 20,
     }
