@@ -199,14 +199,28 @@ def test_a_workers_reason_of_schema_19_reads_as_its_code(code: str) -> None:
     [
         ("unavailable.flop_count_failed", {"error": "RuntimeError: item() on meta (x; y)"}),
         ("unavailable.parent_unreadable", {"error": "AccessDenied: psutil (pid=1)"}),
+        ("peak.mig_slice", {"device": "NVIDIA A100-SXM4-40GB MIG 1g.5gb"}),
+        ("peak.not_in_table", {"device": "Some GPU"}),
+        ("peak.no_dtype", {"dtype": "tf32", "device": "Tesla T4", "model": "T4"}),
+        ("peak.tf32_unknown", {"unreadable": ["cudnn.allow_tf32", "matmul.allow_tf32"]}),
+        ("peak.not_measured", {"host": "gpu-7"}),
+        ("peak.dtype_not_measured", {"dtype": "fp8", "host": "gpu-7", "path": "a/gpu-7.perf.json"}),
+        ("peak.not_looked_for", {}),
+        ("peak.mfu_above_peak", {"mfu": 1.12, "which": "spec-sheet"}),
     ],
 )
 def test_a_reason_with_its_figure_inside_reads_as_the_code_and_the_figure(
     code: str, figures: dict[str, Any]
 ) -> None:
     words = say(Finding(code=code, figures=figures))
-    data = {"schema_version": 19, "warnings": [], "unavailable": {"flops": words}}
-    assert upgrade_v19(data)["unavailable"] == {"flops": {"code": code, "figures": figures}}
+    data = {"schema_version": 19, "warnings": [], "unavailable": {"mfu": words}}
+    assert upgrade_v19(data)["unavailable"] == {"mfu": {"code": code, "figures": figures}}
+
+
+def test_a_sentence_whose_figures_do_not_word_back_exactly_stays_as_stored() -> None:
+    words = "MFU above 100 % of the measured peak (1.10): a FLOP count or peak bug, not reported."
+    data = {"schema_version": 19, "warnings": [], "unavailable": {"mfu": words}}
+    assert upgrade_v19(data)["unavailable"] == {"mfu": words}
 
 
 def test_todays_worker_stores_its_reasons_as_codes() -> None:

@@ -35,6 +35,7 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Tf32Settings, cell_peak, peak_tflops
+from torchscale.contracts.wording import say
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import call_model
 from torchscale.rank.worker import measure as measure_module
@@ -176,8 +177,10 @@ def test_unreadable_tf32_setting_gives_no_peak() -> None:
     peak = cell_peak(H100, "fp32", True, tf32)
     assert peak.tflops is None
     assert peak.basis is None
-    assert peak.note is not None
-    assert "torch.backends.cudnn.allow_tf32" in peak.note
+    assert peak.note == Finding(
+        code="peak.tf32_unknown", figures={"unreadable": ["torch.backends.cudnn.allow_tf32"]}
+    )
+    assert "torch.backends.cudnn.allow_tf32" in say(peak.note)
     # a matmul model does not depend on the cuDNN setting
     assert cell_peak(H100, "fp32", False, tf32).tflops == 67.0
 
@@ -223,9 +226,8 @@ def test_mig_slice_gets_no_peak(name: str, precision: str) -> None:
     peak = cell_peak(name, precision, True, TF32_DEFAULTS)
     assert peak.tflops is None
     assert peak.basis is None
-    assert peak.note is not None
-    assert "MIG" in peak.note
-    assert name in peak.note
+    assert peak.note == Finding(code="peak.mig_slice", figures={"device": name})
+    assert "MIG" in say(peak.note) and name in say(peak.note)
 
 
 @pytest.mark.parametrize(
@@ -316,7 +318,7 @@ def test_facts_on_a_fake_cuda_device(
     if basis_has is None:
         assert facts.peak_basis is None
         assert facts.peak_note is not None
-        assert "MIG" in facts.peak_note
+        assert facts.peak_note.code == "peak.mig_slice"
     else:
         assert facts.peak_note is None
         assert facts.peak_basis is not None

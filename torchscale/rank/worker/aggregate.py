@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CellResult,
     CellWarning,
@@ -68,7 +69,12 @@ from torchscale.rank.worker.busy_trace import host_bound_record
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
 from torchscale.rank.worker.measure import RankMeasurement, measured_steps
-from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
+from torchscale.rank.worker.measured_peak import (
+    NOT_LOOKED_FOR,
+    MeasuredPeak,
+    cell_measured_peak,
+    guarded_mfu,
+)
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.rank.worker.phases import medians
 
@@ -97,7 +103,7 @@ class CellFacts:
     tokens_per_sample: int | None
     device_name: str  # "cpu" or the CUDA device name
     peak_tflops: float | None
-    peak_note: str | None  # why there is no peak (peak_tflops None)
+    peak_note: Finding | None  # why there is no peak (peak_tflops None)
     environment: dict[str, Any]
     fused_optimizer: bool
     channels_last: bool
@@ -442,13 +448,13 @@ def compute_record(
     if mfu is None:
         unavailable["mfu"] = mfu_bug or facts.peak_note or coded("unavailable.no_flop_count")
     measured_peak = cell_measured_peak(
-        [r.measured_peak or MeasuredPeak(None, "not looked for") for r in ranks]
+        [r.measured_peak or MeasuredPeak(None, None, NOT_LOOKED_FOR) for r in ranks]
     )
     mfu_measured, measured_bug = guarded_mfu(achieved, measured_peak.tflops, "measured")
     if mfu_measured is None:
         unavailable["mfu_measured"] = (
             measured_bug
-            or (measured_peak.basis if measured_peak.tflops is None else None)
+            or (measured_peak.why if measured_peak.tflops is None else None)
             or unavailable.get("flops", coded("unavailable.no_flop_count"))
         )
     return Compute(
