@@ -185,6 +185,9 @@ WORKER_REASONS = (
     "unavailable.no_trainable_parameters",
     "unavailable.hooks_missed",
     "unavailable.no_flops_counted",
+    "unavailable.no_rank_sampled",
+    "unavailable.no_energy_used",
+    "unavailable.no_host_readings",
 )
 
 

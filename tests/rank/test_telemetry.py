@@ -486,7 +486,7 @@ def test_combine_needs_every_rank_and_says_why() -> None:
     assert telemetry.power_w_mean is None  # a mean over some GPUs would be another figure
     assert unavailable["telemetry.energy_j"] == "rank 0: not measured; rank 1: NotSupported"
     assert unavailable["telemetry.samples_per_joule"] == unavailable["telemetry.energy_j"]
-    assert unavailable["telemetry.tokens_per_joule"] == "not a language model"
+    assert unavailable["telemetry.tokens_per_joule"] == coded("unavailable.not_language_model")
     assert telemetry.gpu_util_pct_mean == 90  # what every rank has is still there
 
 
@@ -495,6 +495,20 @@ def test_mixed_energy_methods() -> None:
         [rank_telemetry(0), rank_telemetry(1, energy_method="power_integral")], 100, 1, 10, None
     )
     assert telemetry.energy_method == "mixed"
+
+
+def test_a_cell_without_host_readings_or_energy_says_why_by_codes() -> None:
+    telemetry, unavailable, _ = combine(
+        [rank_telemetry(0, load=None, energy_j=0.0)],
+        interval_ms=100,
+        windows=1,
+        samples_processed=100,
+        tokens_per_sample=4,
+    )
+    assert telemetry.hosts is None and telemetry.samples_per_joule is None
+    assert unavailable["telemetry.hosts"] == coded("unavailable.no_host_readings")
+    assert unavailable["telemetry.samples_per_joule"] == coded("unavailable.no_energy_used")
+    assert unavailable["telemetry.tokens_per_joule"] == coded("unavailable.no_energy_used")
 
 
 def test_throttling_is_a_warning() -> None:

@@ -89,6 +89,9 @@ SAID: dict[str, str] = {
     "those steps report backward whole",
     "unavailable.no_flops_counted": "FlopCounterMode counted no FLOPs (no op of the step has a "
     "FLOP formula)",
+    "unavailable.no_rank_sampled": "no rank was sampled",
+    "unavailable.no_energy_used": "the windows used 0 J",
+    "unavailable.no_host_readings": "no host readings from any rank",
 }
 META_COUNT_FAILED = (
     "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
