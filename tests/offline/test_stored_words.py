@@ -241,3 +241,38 @@ def test_ranks_that_give_different_reasons_keep_each_as_a_code() -> None:
     differ = one_reason([hooks, fsdp, hooks])
     assert isinstance(differ, Finding) and differ.code == "unavailable.ranks_differ"
     assert why(differ) == f"{say(fsdp)}; {say(hooks)}"  # sorted by code, each once
+
+
+@pytest.mark.parametrize(
+    "finding",
+    [
+        Finding(code="data.plugin_drawn"),
+        Finding(code="data.plugin_not_model_parallel"),
+        Finding(code="data.cifar_in_memory"),
+        Finding(code="data.no_fadvise"),
+        Finding(code="data.labels_mod", figures={"classes": 10, "dataset_classes": 100}),
+        Finding(code="data.cache_not_dropped", figures={"failed": ["a.bin: EIO", "b.bin: EIO"]}),
+    ],
+)
+def test_an_input_pipelines_note_of_schema_19_reads_as_its_code(finding: Finding) -> None:
+    data = {"schema_version": 19, "warnings": [], "data": {"notes": [say(finding)]}}
+    assert upgrade_v19(data)["data"]["notes"] == [finding.model_dump()]
+
+
+def test_a_note_whose_figures_the_result_does_not_keep_stays_as_stored() -> None:
+    # the page-cache note's host memory and byte counts are rounded in its words
+    note = (
+        "the dataset (4 MB) is smaller than this host's memory (8.0 GB): after the first epoch "
+        "samples may come from the page cache, not the storage (each rank read 2.00 epochs of "
+        "its share in this cell)"
+    )
+    data = {"schema_version": 19, "warnings": [], "data": {"notes": [note]}}
+    assert upgrade_v19(data)["data"]["notes"] == [note]
+
+
+def test_a_plugins_reason_for_no_bytes_read_of_schema_19_reads_as_its_code() -> None:
+    words = "plug-in batches: their bytes are the plug-in's own, not counted"
+    data = {"schema_version": 19, "warnings": [], "unavailable": {"data.read_bytes_per_s": words}}
+    assert upgrade_v19(data)["unavailable"] == {
+        "data.read_bytes_per_s": {"code": "data.plugin_not_read", "figures": {}}
+    }

@@ -172,7 +172,9 @@ EVIDENCE: frozenset[str] = frozenset(
 
 # An older version's words, kept only where its reader did not recognise them as a code
 # (never written today), and shown as stored.
-STORED_WORDS: frozenset[str] = frozenset({"cell_result.CellWarning.text"})
+STORED_WORDS: frozenset[str] = frozenset(
+    {"cell_result.CellWarning.text", "cell_result.DataPipeline.notes"}
+)
 
 
 # Sentences still stored; each goes to a finding.
@@ -180,7 +182,6 @@ NOT_YET: frozenset[str] = frozenset(
     {
         "cell_result.CellResult.unavailable",
         "cell_result.CrossCheck.detail",
-        "cell_result.DataPipeline.notes",
         "cell_result.Diagnosis.caveat",
         "cell_result.Estimate.reason",
         "cell_result.HostBound.note",

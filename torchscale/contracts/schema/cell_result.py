@@ -534,7 +534,11 @@ class DataPipeline(Record):
         default=None,
         description="bytes of samples consumed per second of measured windows, all ranks",
     )
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Code | str] = Field(
+        default_factory=list,
+        description="what the pipeline notes (schema 20: codes with their figures, "
+        "contracts/wording/data_notes.py; older words not recognised as stored)",
+    )
 
 
 class Cost(Record):

@@ -46,7 +46,6 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
-from torchscale.contracts.wording.cell_figures import gigabytes, megabytes, ratio
 from torchscale.contracts.wording.unavailable import coded, one_reason
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
@@ -233,7 +232,7 @@ def cell_telemetry(
 
 def _epochs_note(
     info: dict[str, Any], spec: WorkerSpec, world: int, steps_per_rank: int
-) -> str | None:
+) -> Finding | None:
     """The page-cache caveat when the dataset fits in this host's memory."""
     keys = ("dataset_bytes", "physical_memory_bytes", "samples")
     dataset, memory, samples = (info.get(key) for key in keys)
@@ -242,11 +241,8 @@ def _epochs_note(
     per_rank = samples // world
     read = steps_per_rank * spec.cell.batch_size * spec.training.grad_accum_steps
     epochs = read / per_rank if per_rank else 0.0
-    return (
-        f"the dataset ({megabytes(dataset)}) is smaller than this host's memory "
-        f"({gigabytes(memory)}): after the first epoch samples may come from the page cache, "
-        f"not the storage (each rank read {ratio(epochs)} epochs of its share in this cell)"
-    )
+    figures = {"dataset_bytes": dataset, "memory_bytes": memory, "epochs": epochs}
+    return Finding(code="data.page_cache", figures=figures)
 
 
 def data_pipeline(
@@ -273,9 +269,9 @@ def data_pipeline(
         # a plug-in's own batches (torchscale/rank/data/plugin_batches.py) are `synthetic` to
         # the schema: their info says where they came from in notes, and why nothing is counted
         told = info if isinstance(info, dict) else {}
-        said = told.get("not_read")  # a plug-in's own words for why nothing is counted
-        unavailable["data.read_bytes_per_s"] = str(said) if said else NOTHING_READ
-        notes = [str(n) for n in told.get("notes") or []]
+        said = told.get("not_read")  # why a plug-in's batches count nothing read
+        unavailable["data.read_bytes_per_s"] = said or NOTHING_READ
+        notes = list(told.get("notes") or [])
         return DataPipeline(source=spec.data.source, notes=notes, **waited), unavailable
     world = len(phases)
     samples_per_step = spec.cell.batch_size * spec.training.grad_accum_steps * world

@@ -18,8 +18,10 @@ from torchscale.contracts.wording.unavailable import META_COUNT_FAILED
 
 Figures = dict[str, Any]
 
+Table = tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], Figures]], ...]
+
 # (code, the sentence as versions 16-19 wrote it, its figures from the match)
-FIGURED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], Figures]], ...] = (
+FIGURED: Table = (
     (
         "unavailable.flop_count_failed",
         re.compile(re.escape(META_COUNT_FAILED) + r" \((.+)\)"),
@@ -68,6 +70,11 @@ FIGURED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], Figures]], 
     ),
     ("peak.not_looked_for", re.compile(r"not looked for"), lambda m: {}),
     (
+        "data.plugin_not_read",
+        re.compile(r"plug-in batches: their bytes are the plug-in's own, not counted"),
+        lambda m: {},
+    ),
+    (
         "peak.mfu_above_peak",
         re.compile(
             r"MFU above 100 % of the (\S+) peak \((\d+\.\d\d)\): a FLOP count or peak "
@@ -78,15 +85,66 @@ FIGURED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], Figures]], 
 )
 
 
-def reason_finding(text: str) -> Figures | None:
-    """The finding a stored reason's words say (today's words for it are those words), or
-    None where they are no such sentence."""
-    for code, sentence, figures_of in FIGURED:
+def _fixed(code: str) -> tuple[str, re.Pattern[str], Callable[[re.Match[str]], Figures]]:
+    """A figure-less code, recognised by today's words for it."""
+    return (code, re.compile(re.escape(wording.say(Finding(code=code)))), lambda m: {})
+
+
+# the notes of an input pipeline (`data.notes`), and why a plug-in's batches count no bytes
+DATA_NOTES: Table = (
+    *(
+        _fixed(code)
+        for code in (
+            "data.plugin_drawn",
+            "data.plugin_not_model_parallel",
+            "data.cifar_in_memory",
+            "data.no_fadvise",
+        )
+    ),
+    (
+        "data.labels_mod",
+        re.compile(r"labels taken mod (\d+) \(the model has \d+ classes, CIFAR-100 (\d+)\).*"),
+        lambda m: {"classes": int(m[1]), "dataset_classes": int(m[2])},
+    ),
+    (
+        "data.cache_not_dropped",
+        re.compile(r"page cache not dropped for (.+)"),
+        lambda m: {"failed": m[1].split("; ")},
+    ),
+)
+
+
+def _recognised(text: str, table: Table) -> Figures | None:
+    for code, sentence, figures_of in table:
         if (match := sentence.fullmatch(text)) is not None:
             found = Finding(code=code, figures=figures_of(match))
             if wording.say(found) == text:
                 return found.model_dump()
     return None
+
+
+def reason_finding(text: str) -> Figures | None:
+    """The finding a stored reason's words say (today's words for it are those words), or
+    None where they are no such sentence."""
+    return _recognised(text, FIGURED)
+
+
+def coded_data_notes(data: Any) -> Any:
+    """An input pipeline's block with a finding for each note recognised above."""
+    if not isinstance(data, dict) or not isinstance(data.get("notes"), list):
+        return data
+    notes = [(_recognised(n, DATA_NOTES) or n) if isinstance(n, str) else n for n in data["notes"]]
+    return {**data, "notes": notes}
+
+
+def coded_reasons(result: dict[str, Any]) -> dict[str, Any]:
+    """A version 19 result with its reasons and its input pipeline's notes coded."""
+    out = dict(result)
+    if "unavailable" in out:
+        out["unavailable"] = coded_figured(out["unavailable"])
+    if "data" in out:
+        out["data"] = coded_data_notes(out["data"])
+    return out
 
 
 def coded_figured(unavailable: Any) -> Any:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchscale.contracts.wording.unavailable import SAID
-from torchscale.offline.results.upgrades.cell_reasons import coded_figured
+from torchscale.offline.results.upgrades.cell_reasons import coded_reasons
 
 Figures = dict[str, Any]
 
@@ -232,10 +232,12 @@ def _without_mfu(intervals: Any) -> Any:
 def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
     """Version 19 -> 20: stored sentences become codes with their figures."""
     warnings = coded_warnings(data)
-    return {
-        **data,
-        "intervals": _without_mfu(data.get("intervals")),
-        "warnings": warnings,
-        "unavailable": coded_figured(coded_unavailable(data)),
-        "schema_version": 20,
-    }
+    return coded_reasons(
+        {
+            **data,
+            "intervals": _without_mfu(data.get("intervals")),
+            "warnings": warnings,
+            "unavailable": coded_unavailable(data),
+            "schema_version": 20,
+        }
+    )
