@@ -276,3 +276,46 @@ def test_a_plugins_reason_for_no_bytes_read_of_schema_19_reads_as_its_code() -> 
     assert upgrade_v19(data)["unavailable"] == {
         "data.read_bytes_per_s": {"code": "data.plugin_not_read", "figures": {}}
     }
+
+
+def _gpu_cell(mfu: float | None) -> Any:
+    from tests.rank.test_aggregate import make_rank, run
+    from torchscale.contracts.schema.cell_result import Compute
+
+    result = run([make_rank(0, [1, 1, 1])])
+    compute = (result.compute or Compute.model_construct()).model_copy(update={"mfu": mfu})
+    cuda = result.cell.model_copy(update={"device": "cuda"})
+    return result.model_copy(update={"cell": cuda, "host_bound": None, "compute": compute})
+
+
+def test_the_arithmetic_fallback_stores_its_reason_as_a_code_once_however_often_read() -> None:
+    from torchscale.offline.results.upgrades.host_bound import judged_host_bound
+
+    unjudged = judged_host_bound(_gpu_cell(0.5))
+    assert unjudged is not None and unjudged.host_bound is None
+    said = why(unjudged.reason)
+    # the MFU as tables spell it, with its interval
+    assert said is not None and said.startswith("no busy probe (schema 15 or older); MFU 50.0 % ")
+    assert said.endswith(", at least 1 %: not judged")
+    # read again (another MFU): judged from the probe's own reason, not from the first verdict
+    judged = judged_host_bound(_gpu_cell(0.005).model_copy(update={"host_bound": unjudged}))
+    assert judged is not None and judged.host_bound is True
+    reason = judged.reason
+    assert isinstance(reason, Finding) and reason.code == "host_bound.arithmetic"
+    assert reason.figures["why"] == {"code": "host_bound.no_probe", "figures": {}}
+    assert reason.figures["mfu"] == 0.005 and reason.figures["interval"]["value"] == 0.005
+
+
+@pytest.mark.parametrize(
+    "finding",
+    [
+        Finding(code="host_bound.pipeline"),
+        Finding(code="host_bound.peer_failed"),
+        Finding(code="host_bound.none_traced"),
+        Finding(code="host_bound.trace_failed", figures={"error": "RuntimeError: CUPTI (x)"}),
+    ],
+)
+def test_the_busy_traces_reason_of_schema_19_reads_as_its_code(finding: Finding) -> None:
+    bound = {"method": "CUDA trace: not run", "reason": say(finding)}
+    data = {"schema_version": 19, "warnings": [], "host_bound": bound}
+    assert upgrade_v19(data)["host_bound"]["reason"] == finding.model_dump()

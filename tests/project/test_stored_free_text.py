@@ -173,7 +173,12 @@ EVIDENCE: frozenset[str] = frozenset(
 # An older version's words, kept only where its reader did not recognise them as a code
 # (never written today), and shown as stored.
 STORED_WORDS: frozenset[str] = frozenset(
-    {"cell_result.CellWarning.text", "cell_result.DataPipeline.notes"}
+    {
+        "cell_result.CellWarning.text",
+        "cell_result.DataPipeline.notes",
+        "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
+        "cell_result.HostBound.reason",
+    }
 )
 
 
@@ -184,8 +189,6 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_result.CrossCheck.detail",
         "cell_result.Diagnosis.caveat",
         "cell_result.Estimate.reason",
-        "cell_result.HostBound.note",
-        "cell_result.HostBound.reason",
         "cell_result.Problem.evidence",
         "cell_result.Problem.recommendation",
         "cell_result.Problem.title",

@@ -680,7 +680,11 @@ class HostBound(Record):
         description='"CUDA trace: <n> steps", "sleep probe: K steps issued behind a <n> ms GPU '
         'sleep" or "flops at peak (older result)"'
     )
-    reason: str | None = Field(default=None, description="why the figures are null")
+    reason: Code | str | None = Field(
+        default=None,
+        description="why the figures are null (schema 20: a code and its figures, "
+        "contracts/wording/host_bound_reasons.py; older words not recognised as stored)",
+    )
     note: str | None = Field(
         default=None, description="what a reader must know beside a measured share"
     )

@@ -104,10 +104,10 @@ def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
 
 
 def _ranks_differ(figures: Mapping[str, Any]) -> str:
-    return "; ".join(str(why(_reason(r))) for r in figures["reasons"])
+    return "; ".join(str(why(reason_of(r))) for r in figures["reasons"])
 
 
-def _reason(stored: Any) -> Finding | str:
+def reason_of(stored: Any) -> Finding | str:
     return Finding.model_validate(stored) if isinstance(stored, dict) else str(stored)
 
 

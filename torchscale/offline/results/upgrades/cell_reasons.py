@@ -114,6 +114,20 @@ DATA_NOTES: Table = (
 )
 
 
+# why the busy trace measured nothing (`host_bound.reason`, schemas 18-19)
+BUSY_REASONS: Table = (
+    *(
+        _fixed(code)
+        for code in ("host_bound.pipeline", "host_bound.peer_failed", "host_bound.none_traced")
+    ),
+    (
+        "host_bound.trace_failed",
+        re.compile(r"the CUDA trace of the busy share failed \((.+)\)"),
+        lambda m: {"error": m[1]},
+    ),
+)
+
+
 def _recognised(text: str, table: Table) -> Figures | None:
     for code, sentence, figures_of in table:
         if (match := sentence.fullmatch(text)) is not None:
@@ -138,12 +152,17 @@ def coded_data_notes(data: Any) -> Any:
 
 
 def coded_reasons(result: dict[str, Any]) -> dict[str, Any]:
-    """A version 19 result with its reasons and its input pipeline's notes coded."""
+    """A version 19 result with its reasons, its input pipeline's notes and its busy trace's
+    reason coded."""
     out = dict(result)
     if "unavailable" in out:
         out["unavailable"] = coded_figured(out["unavailable"])
     if "data" in out:
         out["data"] = coded_data_notes(out["data"])
+    bound = out.get("host_bound")
+    if isinstance(bound, dict) and isinstance(bound.get("reason"), str):
+        found = _recognised(bound["reason"], BUSY_REASONS)
+        out["host_bound"] = {**bound, "reason": found} if found else bound
     return out
 
 
