@@ -202,6 +202,7 @@ def test_a_workers_reason_of_schema_19_reads_as_its_code(code: str) -> None:
     [
         ("unavailable.flop_count_failed", {"error": "RuntimeError: item() on meta (x; y)"}),
         ("unavailable.parent_unreadable", {"error": "AccessDenied: psutil (pid=1)"}),
+        ("unavailable.compile_counters_failed", {"error": "AttributeError: gone (x)"}),
         ("peak.mig_slice", {"device": "NVIDIA A100-SXM4-40GB MIG 1g.5gb"}),
         ("peak.not_in_table", {"device": "Some GPU"}),
         ("peak.no_dtype", {"dtype": "tf32", "device": "Tesla T4", "model": "T4"}),

@@ -116,6 +116,9 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for 
     "unavailable.parent_unreadable": lambda f: (
         f"the parent process could not be read ({f['error']})"
     ),
+    "unavailable.compile_counters_failed": lambda f: (
+        f"torch._dynamo's counters could not be read ({f['error']})"
+    ),
     "unavailable.ranks_differ": _ranks_differ,
 }
 

@@ -109,7 +109,7 @@ class RankMeasurement:
     # summed; None with the reason in compile_note when its tallies could not be read
     window_compiles: CompileCounts | None = None
     graph_breaks: int | None = None  # training.compile: graph breaks up to the windows' end
-    compile_note: str | None = None
+    compile_note: Reason | None = None
     # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
     comm_probe: Any = None
     window_edge_steps: int = WINDOW_EDGE_STEPS  # untimed steps before each window's clocks

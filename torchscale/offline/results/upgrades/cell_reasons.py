@@ -33,6 +33,11 @@ FIGURED: Table = (
         lambda m: {"error": m[1]},
     ),
     (
+        "unavailable.compile_counters_failed",
+        re.compile(r"torch\._dynamo's counters could not be read \((.+)\)"),
+        lambda m: {"error": m[1]},
+    ),
+    (
         "peak.mig_slice",
         re.compile(
             r"'(.+)' is a MIG slice: its share of the GPU's peak FLOP/s is not in the "
