@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import (
     GPU_PEAKS,
     GpuPeaks,
@@ -16,6 +17,7 @@ from torchscale.contracts.gpu_peaks import (
     lookup,
     peak_tflops,
 )
+from torchscale.contracts.wording import say
 from torchscale.orchestration.config.hardware import PROFILES
 
 TF32_OFF = Tf32Settings(False, False, "matmul=False", "conv=False")
@@ -89,7 +91,10 @@ def test_real_device_names_read_as_their_own_row(
 def test_neighbouring_gpus_get_no_peak_with_the_reason(name: str) -> None:
     assert lookup(name) is None
     peak = cell_peak(name, "bf16", False, TF32_OFF)
-    assert peak.tflops is None and peak.note is not None and name in peak.note
+    assert peak.tflops is None and peak.note == Finding(
+        code="peak.not_in_table", figures={"device": name}
+    )
+    assert name in say(peak.note)
 
 
 def test_superchip_gpus_are_not_read_as_their_neighbours() -> None:
@@ -180,15 +185,17 @@ def test_peak_tflops_known(name: str, precision: str, tf32: bool, expected: floa
 def test_peak_tflops_unknown_gpu() -> None:
     peak, reason = peak_tflops("NVIDIA GeForce GTX 1080", "fp32", False)
     assert peak is None
-    assert reason is not None
-    assert "NVIDIA GeForce GTX 1080" in reason
+    assert reason == Finding(
+        code="peak.not_in_table", figures={"device": "NVIDIA GeForce GTX 1080"}
+    )
 
 
 def test_peak_tflops_dtype_not_in_table() -> None:
     peak, reason = peak_tflops("Tesla V100-SXM2-32GB", "bf16", False)
     assert peak is None
-    assert reason is not None
-    assert "bf16" in reason
+    assert reason is not None and reason.code == "peak.no_dtype"
+    assert reason.figures["dtype"] == "bf16"
+    assert say(reason).startswith("no bf16 peak known for Tesla V100-SXM2-32GB (read as ")
 
 
 @pytest.mark.parametrize(

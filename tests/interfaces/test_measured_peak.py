@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from torchscale.api import run_benchmark
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import ValidateReport
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.analysis.uncertainty import mfu_estimate
 from torchscale.offline.results.directory_layout import ResultLayout
@@ -56,6 +58,7 @@ def test_the_rank_reads_the_peak_the_validate_reports_reader_gives() -> None:
     assert report is not None and report.measured_peaks["bf16"] == pytest.approx(736.85)
     peak = read_measured_peak([str(folder)], "gpu-node-7", "bf16")
     assert peak.tflops == report.measured_peaks["bf16"]
+    assert peak.basis is not None
     assert "bf16 736.9 TFLOP/s" in peak.basis and report.created_at in peak.basis
 
 
@@ -74,13 +77,19 @@ def test_the_newest_report_of_this_host_gives_the_dtypes_peak(tmp_path: Path) ->
     )
     _report(own / "gpu2.perf.json", "gpu2", "2026-11-21T00:00:00+00:00", {"bf16": 1.0}, "perf")
     peak = read_measured_peak([str(own), str(default)], "gpu1", "bf16")
-    assert peak.tflops == 780.0 and "2026-11-20" in peak.basis and "gpu1.burn.json" in peak.basis
+    assert peak.tflops == 780.0 and peak.basis is not None
+    assert "2026-11-20" in peak.basis and "gpu1.burn.json" in peak.basis
     missing_dtype = read_measured_peak([str(own)], "gpu1", "fp8")
-    assert (
-        missing_dtype.tflops is None and "no measured fp8 peak for host gpu1" in missing_dtype.basis
+    assert missing_dtype.tflops is None and missing_dtype.why == Finding(
+        code="peak.dtype_not_measured",
+        figures={"dtype": "fp8", "host": "gpu1", "path": str(own / "gpu1.perf.json")},
     )
+    assert "no measured fp8 peak for host gpu1" in say(missing_dtype.why)
     nothing = read_measured_peak([str(own)], "gpu9", "bf16")
-    assert nothing.tflops is None and "validate --level perf" in nothing.basis
+    assert nothing.tflops is None and nothing.why == Finding(
+        code="peak.not_measured", figures={"host": "gpu9"}
+    )
+    assert "validate --level perf" in say(nothing.why)
     (own / "gpu3.perf.json").write_text("{torn")
     assert read_measured_peak([str(own)], "gpu3", "bf16").tflops is None  # never a crash
 
@@ -89,15 +98,19 @@ def test_the_cells_peak_is_the_mean_over_ranks_and_needs_every_rank() -> None:
     a, b = MeasuredPeak(780.0, "node a"), MeasuredPeak(760.0, "node b")
     both = cell_measured_peak([a, a, b, b])
     assert both.tflops == 770.0 and both.basis.startswith("mean over 4 ranks")
-    gap = cell_measured_peak([a, MeasuredPeak(None, "no measured peak for host b")])
-    assert gap.tflops is None and gap.basis == "no measured peak for host b"
+    missing = Finding(code="peak.not_measured", figures={"host": "b"})
+    gap = cell_measured_peak([a, MeasuredPeak(None, None, missing)])
+    assert gap.tflops is None and gap.why == missing
 
 
 def test_an_mfu_above_100_percent_of_either_peak_is_not_a_figure() -> None:
     assert guarded_mfu(400.0, 800.0, "measured") == (0.5, None)
     assert guarded_mfu(800.0, 800.0, "measured") == (1.0, None)
     mfu, why = guarded_mfu(900.0, 800.0, "spec-sheet")
-    assert mfu is None and why is not None and "above 100 % of the spec-sheet peak (1.12)" in why
+    assert mfu is None and why == Finding(
+        code="peak.mfu_above_peak", figures={"mfu": 1.125, "which": "spec-sheet"}
+    )
+    assert "above 100 % of the spec-sheet peak (1.12)" in say(why)
     assert guarded_mfu(None, 800.0, "measured") == (None, None)
 
 

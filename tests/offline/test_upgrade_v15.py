@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 
 from tests.h100_replay import DEFAULT_SWEEP, h100_cell, needs_h100
-from torchscale.contracts.schema.cell_result import (
-    HOST_BOUND_CPU,
-    RESULT_SCHEMA_VERSION,
-    CellResult,
-)
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.results.versions import (
     V15_EDGE_STEPS,
     V15_FIXED_COSTS,
@@ -64,4 +61,4 @@ def test_a_v15_cpu_cell_says_host_bound_applies_to_gpus() -> None:
     raw = json.loads(h100_cell(DEFAULT_SWEEP, "tiny-mlp__b16__w1").read_text(encoding="utf-8"))
     raw["cell"] = {**raw["cell"], "device": "cpu", "backend": "gloo"}
     result = CellResult.model_validate(_from_16(upgrade_v15(raw)))
-    assert result.unavailable["host_bound"] == HOST_BOUND_CPU
+    assert result.unavailable["host_bound"] == coded("unavailable.host_bound_cpu")

@@ -304,6 +304,8 @@ def test_the_rank_starts_the_capture_after_the_untraced_steps_and_marks_inside_i
     assert record["steps"] == [3, 4, 5]
     assert len(record["step_s"]) == 3 and all(t >= 0 for t in record["step_s"])
     assert record["timing"] == "perf_counter"
+    # why the pipeline's phases are not split: its code, never a sentence
+    assert record["notes"] == {"phases": {"code": "unavailable.pipeline_phases", "figures": {}}}
 
 
 def test_no_capture_range_fires_nothing(

@@ -287,6 +287,9 @@ NOT_YET_COPIES: frozenset[tuple[str, str]] = frozenset(
         ("host_bound.step_s", "intervals.step_p50_s.value"),
         # a two-rank verdict's gap and the what-if's cap are one figure
         ("diagnosis.straggler.gap_s.value", "diagnosis.whatif.extra_work_s"),
+        # the reader's arithmetic host-bound judgement of an older result (made when read)
+        # carries the MFU interval its words quote
+        ("compute.mfu", "host_bound.reason.figures.interval.value"),
     }
 )
 

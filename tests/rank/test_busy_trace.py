@@ -17,14 +17,14 @@ import torch.distributed as dist
 from tests.rank.test_aggregate import make_rank, run
 from tests.rank.test_phases import worker_spec
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.analysis.trace import gpu_busy
 from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.busy_trace import (
-    CAPTURE_FAILED,
     NOT_RUN_METHOD,
     PEER_FAILED,
     PIPELINE_REASON,
@@ -143,7 +143,7 @@ def test_result_counts_its_edge_steps_and_says_why_a_cpu_cell_has_no_probe() -> 
     result = run([make_rank(0, [0.04, 0.04])])
     assert result.window_edge_steps == 1
     assert result.host_bound is None
-    assert result.unavailable["host_bound"] == HOST_BOUND_CPU
+    assert result.unavailable["host_bound"] == coded("unavailable.host_bound_cpu")
 
 
 # ===================================================================== the busy trace's rule
@@ -175,7 +175,8 @@ def test_the_record_is_host_bound_by_the_verdicts_code_alone(
 
 
 def test_one_rank_without_a_share_leaves_the_cell_null_with_its_reason() -> None:
-    failed = BusyReading(1, 3, reason=f"{CAPTURE_FAILED} (RuntimeError: CUPTI)")
+    cupti = Finding(code="host_bound.trace_failed", figures={"error": "RuntimeError: CUPTI"})
+    failed = BusyReading(1, 3, reason=cupti)
     record = host_bound_record([BusyReading(0, 3, 0.003, 0.012), failed])
     assert record.gpu_busy_share is None and record.host_bound is None
     assert record.verdict is None and record.reason == failed.reason
@@ -295,7 +296,9 @@ def test_a_profiler_failing_on_one_rank_leaves_every_rank_untraced_and_unstepped
     readings = ranks_tracing(monkeypatch, [lambda: FakeProfiler(log), refuse_to_start], log)
     assert "step" not in log and "record" not in log
     assert log == ["stop"]  # rank 0's started profiler, stopped untraced
-    own = f"{CAPTURE_FAILED} (RuntimeError: CUPTI unavailable)"
+    own = Finding(
+        code="host_bound.trace_failed", figures={"error": "RuntimeError: CUPTI unavailable"}
+    )
     assert [r.reason if r else None for r in readings] == [PEER_FAILED, own]
     assert all(r is not None and r.steps == 0 for r in readings)
     record = host_bound_record([r for r in readings if r is not None])
@@ -311,12 +314,17 @@ def test_the_profilers_own_failures_fail_open(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(busy_trace, "start_profiler", refuse_to_start)
     refused = trace_rank(cast(Trainer, FakeTrainer(log)))
     assert refused is not None and refused.steps == 0 and log == []
-    assert refused.reason == f"{CAPTURE_FAILED} (RuntimeError: CUPTI unavailable)"
+    assert refused.reason == Finding(
+        code="host_bound.trace_failed", figures={"error": "RuntimeError: CUPTI unavailable"}
+    )
     monkeypatch.setattr(busy_trace, "start_profiler", lambda: FakeProfiler(log, True))
     unexported = trace_rank(cast(Trainer, FakeTrainer(log)))
     assert log == ["record", "step", "step", "step", "stop"]
     assert unexported is not None and unexported.steps == 3
-    assert unexported.reason == f"{CAPTURE_FAILED} (OSError: disk full)"
+    assert unexported.reason == Finding(
+        code="host_bound.trace_failed", figures={"error": "OSError: disk full"}
+    )
+    assert say(unexported.reason) == "the CUDA trace of the busy share failed (OSError: disk full)"
 
 
 @pytest.mark.gpu
@@ -358,4 +366,4 @@ def test_fixed_costs_take_the_slowest_rank_and_say_why_a_stage_is_missing() -> N
 def test_process_start_is_not_measured_outside_torchrun() -> None:
     seconds, why = process_start_seconds()
     assert seconds is None
-    assert why is not None and "not torchrun" in why
+    assert why == coded("unavailable.parent_not_torchrun")

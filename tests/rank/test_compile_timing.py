@@ -29,6 +29,7 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.versions import V10_COMPILE, parse_cell_result
@@ -308,7 +309,8 @@ def test_with_no_warm_up_the_first_compile_in_the_window_is_named_as_such() -> N
 
 
 def test_unreadable_counters_leave_the_figures_null_with_the_reason() -> None:
-    why = "torch._dynamo's counters could not be read (AttributeError: gone)"
+    gone = {"error": "AttributeError: gone"}
+    why = Finding(code="unavailable.compile_counters_failed", figures=gone)
     ranks = [compiled_rank(0, CompileCounts(0, 0, 0.0)), compiled_rank(1, None, why)]
     record, warnings, unavailable = compile_record(compiled(make_spec()), ranks)
     assert record is not None and record.recompiles_in_windows is None

@@ -158,6 +158,12 @@ def test_eviction_works_without_root(tmp_path: Path) -> None:
     assert shards.evict(got.paths) is None
 
 
+def test_files_whose_pages_could_not_be_dropped_are_named_as_figures(tmp_path: Path) -> None:
+    failed = shards.evict([tmp_path / "gone.bin"])
+    assert isinstance(failed, Finding) and failed.code == "data.cache_not_dropped"
+    assert [f.split(":")[0] for f in failed.figures["failed"]] == ["gone.bin"]
+
+
 # ============================================================================== CIFAR-100
 
 
@@ -316,7 +322,9 @@ def test_cifar_batches_are_resized_and_labels_folded(tmp_path: Path) -> None:
     images, labels = pipeline.next_batch()
     assert _signature((images, labels)) == _signature(bundle.make_batch(4, CPU))
     assert images.shape[-1] == 48 and labels.max() < 10
-    assert any("labels taken mod 10" in note for note in pipeline.info["notes"])
+    folded = Finding(code="data.labels_mod", figures={"classes": 10, "dataset_classes": 100})
+    assert pipeline.info["notes"] == [Finding(code="data.cifar_in_memory"), folded]
+    assert say(folded).startswith("labels taken mod 10 (the model has 10 classes, CIFAR-100 100)")
     assert pipeline.info["samples"] == 10
 
 
@@ -466,7 +474,10 @@ def test_the_cell_reports_the_slowest_ranks_data_wait_and_its_share() -> None:
     assert (data.num_workers, data.pin_memory, data.prefetch_factor) == (2, False, 2)
     # bytes of the samples the windows consumed (2 ranks x 8 x 4 steps x 2 windows) / 0.9 s
     assert data.read_bytes_per_s == pytest.approx(3074 * 16 * 4 * 2 / 0.9)
-    assert any("page cache" in note for note in data.notes)  # 4 MB < 8 GB of memory
+    (cached,) = data.notes  # 4 MB < 8 GB of memory: a code and its figures
+    assert isinstance(cached, Finding) and cached.code == "data.page_cache"
+    assert cached.figures["memory_bytes"] == 8 * 10**9
+    assert "page cache" in say(cached) and "(8.0 GB)" in say(cached)
     assert DATA_KEY not in result.environment
     assert not any(k.startswith("data") for k in result.unavailable)
 

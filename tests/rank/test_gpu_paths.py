@@ -33,13 +33,15 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Tf32Settings, cell_peak, peak_tflops
+from torchscale.contracts.wording import say
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import call_model
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker import trainer as trainer_module
 from torchscale.rank.worker.main import FLOP_COUNT_STEP
-from torchscale.rank.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
+from torchscale.rank.worker.measure import Window, count_flops, measure
 from torchscale.rank.worker.tf32_settings import read_tf32_settings
 from torchscale.rank.worker.trainer import Trainer, batch_norms, ddp_module, eager_module
 
@@ -175,8 +177,10 @@ def test_unreadable_tf32_setting_gives_no_peak() -> None:
     peak = cell_peak(H100, "fp32", True, tf32)
     assert peak.tflops is None
     assert peak.basis is None
-    assert peak.note is not None
-    assert "torch.backends.cudnn.allow_tf32" in peak.note
+    assert peak.note == Finding(
+        code="peak.tf32_unknown", figures={"unreadable": ["torch.backends.cudnn.allow_tf32"]}
+    )
+    assert "torch.backends.cudnn.allow_tf32" in say(peak.note)
     # a matmul model does not depend on the cuDNN setting
     assert cell_peak(H100, "fp32", False, tf32).tflops == 67.0
 
@@ -222,9 +226,8 @@ def test_mig_slice_gets_no_peak(name: str, precision: str) -> None:
     peak = cell_peak(name, precision, True, TF32_DEFAULTS)
     assert peak.tflops is None
     assert peak.basis is None
-    assert peak.note is not None
-    assert "MIG" in peak.note
-    assert name in peak.note
+    assert peak.note == Finding(code="peak.mig_slice", figures={"device": name})
+    assert "MIG" in say(peak.note) and name in say(peak.note)
 
 
 @pytest.mark.parametrize(
@@ -315,7 +318,7 @@ def test_facts_on_a_fake_cuda_device(
     if basis_has is None:
         assert facts.peak_basis is None
         assert facts.peak_note is not None
-        assert "MIG" in facts.peak_note
+        assert facts.peak_note.code == "peak.mig_slice"
     else:
         assert facts.peak_note is None
         assert facts.peak_basis is not None
@@ -541,8 +544,8 @@ def test_the_flop_count_allocates_nothing_a_measured_step_does() -> None:
 def test_a_model_the_meta_device_cannot_run_gets_no_flop_count_and_the_reason() -> None:
     flops, note = count_flops(make_spec(model="tests.plugin_models:reads_values"))
     assert flops is None
-    assert note is not None and note.startswith(META_COUNT_FAILED)
-    assert "item" in note  # the model's own error, named
+    assert isinstance(note, Finding) and note.code == "unavailable.flop_count_failed"
+    assert "item" in note.figures["error"]  # the model's own error, named
 
 
 # ------------------------------------------------------------------ 6. FSDP mesh on CPU

@@ -42,6 +42,7 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
 from torchscale.offline.results.versions import (
@@ -485,7 +486,7 @@ def test_combine_needs_every_rank_and_says_why() -> None:
     assert telemetry.power_w_mean is None  # a mean over some GPUs would be another figure
     assert unavailable["telemetry.energy_j"] == "rank 0: not measured; rank 1: NotSupported"
     assert unavailable["telemetry.samples_per_joule"] == unavailable["telemetry.energy_j"]
-    assert unavailable["telemetry.tokens_per_joule"] == "not a language model"
+    assert unavailable["telemetry.tokens_per_joule"] == coded("unavailable.not_language_model")
     assert telemetry.gpu_util_pct_mean == 90  # what every rank has is still there
 
 
@@ -494,6 +495,20 @@ def test_mixed_energy_methods() -> None:
         [rank_telemetry(0), rank_telemetry(1, energy_method="power_integral")], 100, 1, 10, None
     )
     assert telemetry.energy_method == "mixed"
+
+
+def test_a_cell_without_host_readings_or_energy_says_why_by_codes() -> None:
+    telemetry, unavailable, _ = combine(
+        [rank_telemetry(0, load=None, energy_j=0.0)],
+        interval_ms=100,
+        windows=1,
+        samples_processed=100,
+        tokens_per_sample=4,
+    )
+    assert telemetry.hosts is None and telemetry.samples_per_joule is None
+    assert unavailable["telemetry.hosts"] == coded("unavailable.no_host_readings")
+    assert unavailable["telemetry.samples_per_joule"] == coded("unavailable.no_energy_used")
+    assert unavailable["telemetry.tokens_per_joule"] == coded("unavailable.no_energy_used")
 
 
 def test_throttling_is_a_warning() -> None:
@@ -925,7 +940,7 @@ def test_aggregate_without_telemetry_says_it_was_off() -> None:
 
     result = run([make_rank(0, [1, 1, 1])])
     assert result.telemetry is None
-    assert result.unavailable["telemetry"] == "measurement.telemetry.enabled is false"
+    assert result.unavailable["telemetry"] == coded("unavailable.telemetry_off")
 
 
 @pytest.mark.slow  # a real torchrun cell

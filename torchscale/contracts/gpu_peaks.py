@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from torchscale.contracts.finding import Finding
+
 
 @dataclass(frozen=True)
 class GpuPeaks:
@@ -140,25 +142,25 @@ def lookup(device_name: str) -> GpuPeaks | None:
 PRECISION_DTYPE = {"fp32": "fp32", "amp": "fp16", "bf16": "bf16"}
 
 
-def peak_tflops(device_name: str, precision: str, tf32: bool) -> tuple[float | None, str | None]:
+def peak_tflops(
+    device_name: str, precision: str, tf32: bool
+) -> tuple[float | None, Finding | None]:
     """(peak TFLOP/s, None) or (None, why not); `tf32`: fp32 FLOPs may run on TF32 units."""
     if MIG.search(device_name):
-        return None, (
-            f"'{device_name}' is a MIG slice: its share of the GPU's peak FLOP/s is not in "
-            "the table, so no MFU"
-        )
+        return None, Finding(code="peak.mig_slice", figures={"device": device_name})
     dtype = PRECISION_DTYPE[precision]
     if dtype == "fp32" and tf32:
         dtype = "tf32"
     row = lookup(device_name)
     if row is None:
-        return None, f"no peak FLOP/s table entry for '{device_name}'"
+        return None, Finding(code="peak.not_in_table", figures={"device": device_name})
     peaks = row.tflops
     if dtype == "tf32" and "tf32" not in peaks:
         dtype = "fp32"  # no TF32 units: matmuls run in fp32
     if dtype in peaks:
         return peaks[dtype], None
-    return None, f"no {dtype} peak known for {device_name} (read as {row.model})"
+    figures = {"dtype": dtype, "device": device_name, "model": row.model}
+    return None, Finding(code="peak.no_dtype", figures=figures)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ class Peak:
     """What CellFacts needs: the peak (or None), why there is none, and which one was used."""
 
     tflops: float | None
-    note: str | None  # why tflops is None
+    note: Finding | None  # why tflops is None
     basis: str | None  # which peak was used and why
 
 
@@ -202,10 +204,7 @@ def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settin
         unknown = [source for value, source, _ in deciding if value is None]
         if unknown:
             return Peak(
-                None,
-                f"cannot tell whether fp32 kernels may use TF32 ({', '.join(unknown)} "
-                "unreadable), so which peak applies is unknown",
-                None,
+                None, Finding(code="peak.tf32_unknown", figures={"unreadable": unknown}), None
             )
         allowed = [(source, what) for value, source, what in deciding if value]
         tf32_on = bool(allowed)

@@ -607,7 +607,11 @@ class DataPipeline(Record):
         default=None,
         description="bytes of samples consumed per second of measured windows, all ranks",
     )
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Code | str] = Field(
+        default_factory=list,
+        description="what the pipeline notes (schema 20: codes with their figures, "
+        "contracts/wording/data_notes.py; older words not recognised as stored)",
+    )
 
 
 class Cost(Record):
@@ -722,10 +726,6 @@ class CompileActivity(Record):
     )
 
 
-# why a CPU cell has no host-bound record (the worker's and an upgraded result's one wording)
-HOST_BOUND_CPU = "CPU device: every step is host time; host-bound applies to GPUs"
-
-
 class HostBound(Record):
     """GPU cells: how much of a step the GPU is busy. Schema 18 on: a short CUDA-only
     torch.profiler trace of a few steps after the measured windows (rank/worker/busy_trace.py),
@@ -753,7 +753,11 @@ class HostBound(Record):
         description='"CUDA trace: <n> steps", "sleep probe: K steps issued behind a <n> ms GPU '
         'sleep" or "flops at peak (older result)"'
     )
-    reason: str | None = Field(default=None, description="why the figures are null")
+    reason: Code | str | None = Field(
+        default=None,
+        description="why the figures are null (schema 20: a code and its figures, "
+        "contracts/wording/host_bound_reasons.py; older words not recognised as stored)",
+    )
     note: str | None = Field(
         default=None, description="what a reader must know beside a measured share"
     )

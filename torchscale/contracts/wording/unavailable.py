@@ -5,7 +5,7 @@ on what an older schema did not record are codes `older.*`; the worker's own rea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
@@ -58,20 +58,89 @@ SAID: dict[str, str] = {
     "unavailable.no_price": "no price: set cost.per_gpu_hour in the config or "
     "--cost-per-gpu-hour in the report",
     "unavailable.no_tokens": "the model has no tokens (tokens/s is not defined for it)",
+    "unavailable.no_phase_split": "no phase timing with backward split at the last gradient on "
+    "every rank",
+    "unavailable.model_parallel": "tp, pp and hybrid: communication runs inside forward and "
+    "backward, so the phase timers cannot separate it (tensor parallelism: "
+    "parallel.profiled_comm; pipelines: the bubble)",
+    "unavailable.fsdp_no_split": "FSDP: its forward and backward phases contain "
+    "all-gather/reduce-scatter waits (backward is not split at the last gradient), so no step "
+    "model separates compute from communication or names a straggler; profile the cell "
+    "(`torchscale profile`) for both",
+    "unavailable.host_bound_cpu": "CPU device: every step is host time; host-bound applies to GPUs",
+    "unavailable.pipeline_phases": "pipelines interleave the micro-batches' forward and backward "
+    "inside the schedule: no per-phase split; the stage's busy time and the bubble stand in for "
+    "it (parallel in the result)",
+    "unavailable.no_allocator_stats_on_cpu": "no CUDA caching allocator on CPU "
+    "(torch.cuda.memory_stats is CUDA only)",
+    "unavailable.telemetry_off": "measurement.telemetry.enabled is false",
+    "unavailable.flops_off": "measurement.flops is off",
+    "unavailable.compile_counters_unread": "torch._dynamo's counters were not read",
+    "unavailable.cpu_device_init": "CPU device: no CUDA context to create",
+    "unavailable.not_timed_by_rank": "not timed by this rank",
+    "unavailable.parent_not_torchrun": "the worker's parent is not torchrun: no launch time to "
+    "count from",
+    "unavailable.fsdp2_hooks": "FSDP2 runs post-accumulate-grad hooks on the sharded parameters "
+    "after each reduce-scatter, so they mark gradient reduction, not production: backward is "
+    "reported whole (its communication waits included)",
+    "unavailable.no_trainable_parameters": "no trainable parameters: no gradient hook marks the "
+    "end of backward compute",
+    "unavailable.hooks_missed": "in some steps the gradient hooks did not fire as expected: "
+    "those steps report backward whole",
+    "unavailable.no_flops_counted": "FlopCounterMode counted no FLOPs (no op of the step has a "
+    "FLOP formula)",
+    "unavailable.no_rank_sampled": "no rank was sampled",
+    "unavailable.no_energy_used": "the windows used 0 J",
+    "unavailable.no_host_readings": "no host readings from any rank",
 }
+META_COUNT_FAILED = (
+    "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
+    "model failed; a count on the device could need more memory than a measured step"
+)
 
 
 def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda figures: SAID[code]
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID}
+def _ranks_differ(figures: Mapping[str, Any]) -> str:
+    return "; ".join(str(why(reason_of(r))) for r in figures["reasons"])
+
+
+def reason_of(stored: Any) -> Finding | str:
+    return Finding.model_validate(stored) if isinstance(stored, dict) else str(stored)
+
+
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
+    "unavailable.flop_count_failed": lambda f: f"{META_COUNT_FAILED} ({f['error']})",
+    "unavailable.parent_unreadable": lambda f: (
+        f"the parent process could not be read ({f['error']})"
+    ),
+    "unavailable.compile_counters_failed": lambda f: (
+        f"torch._dynamo's counters could not be read ({f['error']})"
+    ),
+    "unavailable.ranks_differ": _ranks_differ,
+}
 
 
 def coded(code: str) -> Finding:
     """The finding of a figure-less reason: `coded('older.v3_telemetry')`."""
     assert code in SAID, code
     return Finding(code=code)
+
+
+def one_reason(reasons: Iterable[Finding | str]) -> Finding | str:
+    """The ranks' reasons for one null figure as one: the reason they share, else each rank's
+    distinct reason (`unavailable.ranks_differ`, worded one after another)."""
+    distinct: dict[str, Finding | str] = {}
+    for reason in reasons:
+        key = reason if isinstance(reason, str) else reason.model_dump_json()
+        distinct.setdefault(key, reason)
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
+    ordered = [distinct[key] for key in sorted(distinct)]
+    stored = [r if isinstance(r, str) else r.model_dump() for r in ordered]
+    return Finding(code="unavailable.ranks_differ", figures={"reasons": stored})
 
 
 def why(reason: Finding | str | None) -> str | None:

@@ -85,13 +85,6 @@ def tflops(value: float) -> str:
     return f"{value:.4g} TFLOP/s"
 
 
-def mfu_above_peak(mfu: float, which: str) -> str:
-    """Why an MFU above 100 % of a peak is no figure."""
-    return (
-        f"MFU above 100 % of the {which} peak ({mfu:.2f}): a FLOP count or peak bug, not reported"
-    )
-
-
 def _all(f: F) -> str:
     """Several findings that are one piece of evidence, in a row (each by its own phrase)."""
     from torchscale.contracts import wording  # the joined phrases, made after this module

@@ -15,11 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import (
-    HOST_BOUND_CPU,
-    RESULT_SCHEMA_VERSION,
-    CellResult,
-)
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
@@ -269,6 +265,7 @@ def upgrade_v14(data: dict[str, Any]) -> dict[str, Any]:
 V15_EDGE_STEPS = coded("older.v15_edge_steps")
 V15_HOST_BOUND = coded("older.v15_host_bound")
 V15_FIXED_COSTS = coded("older.v15_fixed_costs")
+HOST_BOUND_CPU = coded("unavailable.host_bound_cpu")
 
 
 def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:

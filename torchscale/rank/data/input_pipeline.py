@@ -152,16 +152,10 @@ def _shard_dataset(data: DataConfig, layout: Layout) -> tuple[Dataset[Any], dict
 
 def _cifar_dataset(data: DataConfig, layout: Layout) -> tuple[Dataset[Any], dict[str, Any]]:
     train = cifar100.load_train(data.dir or "")
-    notes = [
-        "CIFAR-100 is read into memory when the cell starts: the data phase measures the "
-        "loader, the copy and the on-device resize, not the storage"
-    ]
+    notes = [Finding(code="data.cifar_in_memory")]
     if layout.classes != cifar100.CLASSES:
-        notes.append(
-            f"labels taken mod {layout.classes} (the model has {layout.classes} classes, "
-            f"CIFAR-100 {cifar100.CLASSES}): throughput is unaffected, accuracy would be "
-            "meaningless"
-        )
+        classes = {"classes": layout.classes, "dataset_classes": cifar100.CLASSES}
+        notes.append(Finding(code="data.labels_mod", figures=classes))
     return CifarImages(train.images, train.labels), {
         "dataset_bytes": train.file_bytes,
         "samples": len(train),

@@ -22,23 +22,17 @@ from typing import Any
 import torch
 
 from torchscale.contracts.errors import DataError
+from torchscale.contracts.finding import Finding
 from torchscale.rank.models.bundle import Batches
 from torchscale.rank.models.plugin import describe
 
 SOURCE = "plug-in batches"
 # what the result's `data.notes` says of a cell that drew them (the schema's `data.source` only
 # names torchscale's own sources: such a cell stays `synthetic` there)
-DRAWN = (
-    "batches from the plug-in's own iterable (ModelBundle.batches), one per micro-batch, drawn "
-    "inside the data phase: the data wait is the step's wait for them"
-)
-NOT_READ = "plug-in batches: their bytes are the plug-in's own, not counted"
+DRAWN = Finding(code="data.plugin_drawn")
+NOT_READ = Finding(code="data.plugin_not_read")
 # why a cell kept make_batch's batch although the plug-in gives batches
-NOT_MODEL_PARALLEL = (
-    "the plug-in's batches are not drawn under tp, pp or hybrid (the ranks of a tensor-parallel "
-    "group or a pipeline must see one batch, which an iterable per rank cannot promise): this "
-    "cell trained on one make_batch batch reused every step, so its data wait is about 0"
-)
+NOT_MODEL_PARALLEL = Finding(code="data.plugin_not_model_parallel")
 
 
 def to_device(value: Any, device: torch.device) -> Any:

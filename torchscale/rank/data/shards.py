@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import DataError, describe_os_error
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.cell_figures import megabytes
 
 FORMAT_VERSION = 1
@@ -230,12 +231,12 @@ def ensure_shards(
     return ShardSet(root, wanted["shard_bytes"], names, generated=True, note=note)
 
 
-def evict(paths: list[Path]) -> str | None:
+def evict(paths: list[Path]) -> Finding | None:
     """Drop the files' pages from the page cache (POSIX_FADV_DONTNEED: no root needed), so the
     next reads come from the storage. Returns why it could not be done, or None."""
     advise = getattr(os, "posix_fadvise", None)
     if advise is None:
-        return "this platform has no posix_fadvise: the page cache was not dropped"
+        return Finding(code="data.no_fadvise")
     failed = []
     for path in paths:
         try:
@@ -246,4 +247,4 @@ def evict(paths: list[Path]) -> str | None:
                 os.close(fd)
         except OSError as exc:
             failed.append(f"{path.name}: {describe_os_error(exc)}")
-    return "page cache not dropped for " + "; ".join(failed) if failed else None
+    return Finding(code="data.cache_not_dropped", figures={"failed": failed}) if failed else None

@@ -34,7 +34,7 @@ from torchscale.contracts.gpu_clocks import (
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_result import CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import (
     EnergyMethod,
     FieldStats,
@@ -45,6 +45,7 @@ from torchscale.contracts.schema.cell_telemetry import (
     Telemetry,
 )
 from torchscale.contracts.wording import words
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,
@@ -576,14 +577,14 @@ def combine(
     windows: int,
     samples_processed: int,
     tokens_per_sample: int | None,
-) -> tuple[Telemetry, dict[str, str], list[CellWarning]]:
+) -> tuple[Telemetry, dict[str, Reason], list[CellWarning]]:
     """The cell's telemetry from every rank's: (telemetry, unavailable, warnings).
 
     `samples_processed` is what all ranks processed in the sampled windows (global batch x
     steps x windows). A total needs every rank's figure; otherwise it is null with the ranks'
     reasons under `telemetry.<field>` in `unavailable`."""
     ranks = sorted(ranks, key=lambda r: r.rank)
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
 
     def mean_of(values: list[float | None]) -> float | None:
         every = _every(ranks, values)
@@ -622,17 +623,18 @@ def combine(
         if value is None:
             unavailable[f"telemetry.{key}"] = _reason(ranks, source)
     if throttled is None:
-        unavailable["telemetry.throttled"] = why_not or "no rank was sampled"
+        no_rank = coded("unavailable.no_rank_sampled")
+        unavailable["telemetry.throttled"] = why_not if ranks and why_not else no_rank
     if per_joule is None:
-        unavailable["telemetry.samples_per_joule"] = (
-            unavailable.get("telemetry.energy_j") or "the windows used 0 J"
+        unavailable["telemetry.samples_per_joule"] = unavailable.get("telemetry.energy_j") or coded(
+            "unavailable.no_energy_used"
         )
     hosts = host_loads(ranks)
     if hosts is None:
-        unavailable["telemetry.hosts"] = f"{NO_HOST} from any rank"
+        unavailable["telemetry.hosts"] = coded("unavailable.no_host_readings")
     if tokens is None:
         unavailable["telemetry.tokens_per_joule"] = (
-            "not a language model"
+            coded("unavailable.not_language_model")
             if not tokens_per_sample
             else unavailable["telemetry.samples_per_joule"]
         )

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CellResult,
     CellWarning,
@@ -45,8 +46,7 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
-from torchscale.contracts.wording.cell_figures import gigabytes, megabytes, ratio
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.unavailable import coded, one_reason
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -64,27 +64,25 @@ from torchscale.offline.analysis.uncertainty import (
 from torchscale.offline.results.split_figures import split_reasons
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
-from torchscale.rank.worker.busy_trace import CPU_REASON, host_bound_record
+from torchscale.rank.worker.busy_trace import host_bound_record
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
 from torchscale.rank.worker.measure import RankMeasurement, measured_steps
-from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
+from torchscale.rank.worker.measured_peak import (
+    NOT_LOOKED_FOR,
+    MeasuredPeak,
+    cell_measured_peak,
+    guarded_mfu,
+)
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.rank.worker.phases import medians
 
 T = TypeVar("T")
-FSDP_NO_SPLIT = (
-    "FSDP: its forward and backward phases contain all-gather/reduce-scatter waits (backward is "
-    "not split at the last gradient), so no step model separates compute from communication "
-    "or names a straggler; profile the cell (`torchscale profile`) for both"
-)
-MODEL_PARALLEL = (
-    "tp, pp and hybrid: communication runs inside forward and backward, so the phase timers "
-    "cannot separate it (tensor parallelism: parallel.profiled_comm; pipelines: the bubble)"
-)
-NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
-NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
-TELEMETRY_OFF = "measurement.telemetry.enabled is false"
+FSDP_NO_SPLIT = coded("unavailable.fsdp_no_split")
+MODEL_PARALLEL = coded("unavailable.model_parallel")
+NO_PHASES = coded("unavailable.no_phase_split")
+NO_ALLOCATOR = coded("unavailable.no_allocator_stats_on_cpu")
+TELEMETRY_OFF = coded("unavailable.telemetry_off")
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
 DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
 NOTHING_READ = coded("unavailable.synthetic_nothing_read")
@@ -104,7 +102,7 @@ class CellFacts:
     tokens_per_sample: int | None
     device_name: str  # "cpu" or the CUDA device name
     peak_tflops: float | None
-    peak_note: str | None  # why there is no peak (peak_tflops None)
+    peak_note: Finding | None  # why there is no peak (peak_tflops None)
     environment: dict[str, Any]
     fused_optimizer: bool
     channels_last: bool
@@ -234,7 +232,7 @@ def cell_telemetry(
 
 def _epochs_note(
     info: dict[str, Any], spec: WorkerSpec, world: int, steps_per_rank: int
-) -> str | None:
+) -> Finding | None:
     """The page-cache caveat when the dataset fits in this host's memory."""
     keys = ("dataset_bytes", "physical_memory_bytes", "samples")
     dataset, memory, samples = (info.get(key) for key in keys)
@@ -243,11 +241,8 @@ def _epochs_note(
     per_rank = samples // world
     read = steps_per_rank * spec.cell.batch_size * spec.training.grad_accum_steps
     epochs = read / per_rank if per_rank else 0.0
-    return (
-        f"the dataset ({megabytes(dataset)}) is smaller than this host's memory "
-        f"({gigabytes(memory)}): after the first epoch samples may come from the page cache, "
-        f"not the storage (each rank read {ratio(epochs)} epochs of its share in this cell)"
-    )
+    figures = {"dataset_bytes": dataset, "memory_bytes": memory, "epochs": epochs}
+    return Finding(code="data.page_cache", figures=figures)
 
 
 def data_pipeline(
@@ -274,9 +269,9 @@ def data_pipeline(
         # a plug-in's own batches (torchscale/rank/data/plugin_batches.py) are `synthetic` to
         # the schema: their info says where they came from in notes, and why nothing is counted
         told = info if isinstance(info, dict) else {}
-        said = told.get("not_read")  # a plug-in's own words for why nothing is counted
-        unavailable["data.read_bytes_per_s"] = str(said) if said else NOTHING_READ
-        notes = [str(n) for n in told.get("notes") or []]
+        said = told.get("not_read")  # why a plug-in's batches count nothing read
+        unavailable["data.read_bytes_per_s"] = said or NOTHING_READ
+        notes = list(told.get("notes") or [])
         return DataPipeline(source=spec.data.source, notes=notes, **waited), unavailable
     world = len(phases)
     samples_per_step = spec.cell.batch_size * spec.training.grad_accum_steps * world
@@ -375,9 +370,9 @@ def rank_records(
         )
     else:
         for phase in STEP_PHASES:
-            notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
+            notes = [r.phase_notes[phase] for r in ranks if phase in r.phase_notes]
             if notes:
-                unavailable[f"phases.{phase}"] = "; ".join(sorted(notes))
+                unavailable[f"phases.{phase}"] = one_reason(notes)
     return stats, unavailable
 
 
@@ -449,13 +444,13 @@ def compute_record(
     if mfu is None:
         unavailable["mfu"] = mfu_bug or facts.peak_note or coded("unavailable.no_flop_count")
     measured_peak = cell_measured_peak(
-        [r.measured_peak or MeasuredPeak(None, "not looked for") for r in ranks]
+        [r.measured_peak or MeasuredPeak(None, None, NOT_LOOKED_FOR) for r in ranks]
     )
     mfu_measured, measured_bug = guarded_mfu(achieved, measured_peak.tflops, "measured")
     if mfu_measured is None:
         unavailable["mfu_measured"] = (
             measured_bug
-            or (measured_peak.basis if measured_peak.tflops is None else None)
+            or (measured_peak.why if measured_peak.tflops is None else None)
             or unavailable.get("flops", coded("unavailable.no_flop_count"))
         )
     return Compute(
@@ -516,7 +511,7 @@ def host_bound_block(
     CPU, where every step is host time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
     if len(traced) < len(ranks):
-        return None, {"host_bound": CPU_REASON}
+        return None, {"host_bound": coded("unavailable.host_bound_cpu")}
     return host_bound_record(traced), {}
 
 

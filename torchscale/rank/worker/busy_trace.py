@@ -23,8 +23,9 @@ from typing import Any, TypeVar
 
 import torch.distributed as dist
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gc_pause import cyclic_gc_paused
-from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU, HostBound
+from torchscale.contracts.schema.cell_result import HostBound
 from torchscale.rank.worker.steady_state import agree_any
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
@@ -33,14 +34,9 @@ from torchscale.rank.worker.trainer import Trainer
 # model's trace stays small and its seconds short
 TRACE_STEPS = 3
 
-CPU_REASON = HOST_BOUND_CPU
-PIPELINE_REASON = (
-    "pipeline cells: each stage waits for its neighbours' activations and gradients inside "
-    "the schedule, so a stage's idle GPU time is the bubble, not the host"
-)
+PIPELINE_REASON = Finding(code="host_bound.pipeline")
 NOT_RUN_METHOD = "CUDA trace: not run"
-CAPTURE_FAILED = "the CUDA trace of the busy share failed"
-PEER_FAILED = f"{CAPTURE_FAILED} on another rank, so no rank traced"
+PEER_FAILED = Finding(code="host_bound.peer_failed")
 
 T = TypeVar("T")
 
@@ -55,7 +51,7 @@ class BusyReading:
     steps: int = 0
     busy_s: float = 0.0
     wall_s: float = 0.0
-    reason: str | None = None
+    reason: Finding | None = None
 
 
 def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
@@ -70,7 +66,7 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
     runs = [r for r in readings if r.steps > 0 and r.reason is None]
     method = f"CUDA trace: {runs[0].steps} steps after the windows" if runs else NOT_RUN_METHOD
     if failed is not None or not runs:
-        why = failed.reason if failed is not None else "no rank traced a step"
+        why = failed.reason if failed is not None else Finding(code="host_bound.none_traced")
         return HostBound(
             gpu_busy_s=None,
             step_s=None,
@@ -117,12 +113,13 @@ def start_profiler() -> Any:
     return prof
 
 
-def attempt(action: Callable[[], T]) -> tuple[T | None, str | None]:
+def attempt(action: Callable[[], T]) -> tuple[T | None, Finding | None]:
     """`action`'s value, or None and why it failed: the profiler's own failures fail open."""
     try:
         return action(), None
     except Exception as exc:
-        return None, f"{CAPTURE_FAILED} ({type(exc).__name__}: {exc})"
+        error = f"{type(exc).__name__}: {exc}"
+        return None, Finding(code="host_bound.trace_failed", figures={"error": error})
 
 
 def timed_steps(trainer: Trainer, steps: int) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.worker_spec import (
     NVTX_CAPTURE,
     CaptureRange,
@@ -153,7 +154,8 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
         "cpu_wait_s": cpu_wait[skipped:] if cpu_wait is not None else None,
         # per step, seconds it ran on a CPU (read with the wait; intra-op threads not counted)
         "cpu_time_s": cpu_time[skipped:] if cpu_time is not None else None,
-        "notes": notes,
+        # why a phase is null: a code and its figures (contracts/wording/unavailable.py)
+        "notes": {k: v.model_dump() if isinstance(v, Finding) else v for k, v in notes.items()},
         "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
     }
     try:

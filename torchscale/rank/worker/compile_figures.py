@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity, Reason
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
-NOT_READ = "torch._dynamo's counters were not read"
+NOT_READ = coded("unavailable.compile_counters_unread")
 
 
 def compile_record(

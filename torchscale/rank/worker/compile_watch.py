@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass
 
+from torchscale.contracts.finding import Finding
+
 
 @dataclass(frozen=True)
 class CompileCounts:
@@ -35,7 +37,7 @@ class CompileCounts:
 NOTHING = CompileCounts(0, 0, 0.0)
 
 
-def read_compile_counts() -> tuple[CompileCounts | None, str | None]:
+def read_compile_counts() -> tuple[CompileCounts | None, Finding | None]:
     """Dynamo's tallies now, or why they cannot be read (a private API that may move)."""
     try:
         from torch._dynamo.utils import calculate_time_spent, counters
@@ -44,7 +46,8 @@ def read_compile_counts() -> tuple[CompileCounts | None, str | None]:
         graph_breaks = int(sum(counters["graph_break"].values()))
         compile_s = float(calculate_time_spent().get("total_wall_time", 0.0))
     except Exception as exc:  # private API: absent or changed in this torch
-        return None, f"torch._dynamo's counters could not be read ({type(exc).__name__}: {exc})"
+        error = f"{type(exc).__name__}: {exc}"
+        return None, Finding(code="unavailable.compile_counters_failed", figures={"error": error})
     return CompileCounts(frames, graph_breaks, compile_s), None
 
 
@@ -55,7 +58,7 @@ class WindowCompiles:
     def __init__(self) -> None:
         self.total: CompileCounts | None = NOTHING
         self.last: CompileCounts | None = None  # the latest reading (process totals)
-        self.note: str | None = None  # why `total` is None
+        self.note: Finding | None = None  # why `total` is None
 
     def start(self) -> CompileCounts | None:
         reading, why = read_compile_counts()

@@ -14,10 +14,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
-from torchscale.contracts.schema.cell_result import FixedCosts
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import FixedCosts, Reason
+from torchscale.contracts.wording.unavailable import coded, one_reason
 
-CPU_DEVICE_INIT = "CPU device: no CUDA context to create"
-NOT_TIMED = "not timed by this rank"
+CPU_DEVICE_INIT = coded("unavailable.cpu_device_init")
+NOT_TIMED = coded("unavailable.not_timed_by_rank")
 TORCHRUN_NAMES = ("torch.distributed.run", "torchrun", "torch/distributed/run.py")
 
 
@@ -30,13 +32,13 @@ class RankFixedCosts:
     process_group_init_s: float | None = None
     model_build_s: float | None = None
     warmup_s: float | None = None
-    notes: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, Reason] = field(default_factory=dict)
 
 
 STAGES = tuple(f.name for f in fields(RankFixedCosts) if f.name != "notes")
 
 
-def process_start_seconds(now: float | None = None) -> tuple[float | None, str | None]:
+def process_start_seconds(now: float | None = None) -> tuple[float | None, Reason | None]:
     """Seconds from the start of this process's torchrun (its parent) to `now` (wall clock,
     default: the call), or why they cannot be read: a parent that is not torchrun (a rank run
     in-process by a test, another launcher), or a process table psutil cannot read."""
@@ -48,17 +50,20 @@ def process_start_seconds(now: float | None = None) -> tuple[float | None, str |
         command = " ".join(parent.cmdline())
         created = parent.create_time()
     except Exception as exc:  # psutil's errors: no such process, access denied
-        return None, f"the parent process could not be read ({type(exc).__name__}: {exc})"
+        error = f"{type(exc).__name__}: {exc}"
+        return None, Finding(code="unavailable.parent_unreadable", figures={"error": error})
     if not any(name in command for name in TORCHRUN_NAMES):
-        return None, "the worker's parent is not torchrun: no launch time to count from"
+        return None, coded("unavailable.parent_not_torchrun")
     return max(0.0, now - created), None
 
 
-def fixed_costs_record(per_rank: Sequence[RankFixedCosts]) -> tuple[FixedCosts, dict[str, str]]:
+def fixed_costs_record(
+    per_rank: Sequence[RankFixedCosts],
+) -> tuple[FixedCosts, dict[str, Reason]]:
     """The cell's fixed costs (each stage the slowest rank's) and `unavailable` entries
     (`fixed_costs.<stage>`) for the stages some rank could not time."""
     values: dict[str, float | None] = {}
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     for stage in STAGES:
         timed = [getattr(r, stage) for r in per_rank]
         if timed and all(t is not None for t in timed):
@@ -66,5 +71,5 @@ def fixed_costs_record(per_rank: Sequence[RankFixedCosts]) -> tuple[FixedCosts, 
             continue
         values[stage] = None
         why = [r.notes.get(stage, NOT_TIMED) for r in per_rank if getattr(r, stage) is None]
-        unavailable[f"fixed_costs.{stage}"] = "; ".join(sorted(set(why))) or NOT_TIMED
+        unavailable[f"fixed_costs.{stage}"] = one_reason(why) if why else NOT_TIMED
     return FixedCosts(**values), unavailable

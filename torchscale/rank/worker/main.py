@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf32_off_warning
 from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
@@ -76,7 +77,7 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
         warnings = (CellWarning.of("other", "warning.tf32_off", tf32_off),) if tf32_off else ()
     else:
         name = "cpu"
-        peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)
+        peak = Peak(None, Finding(code="peak.cpu"), None)
     recorded = trainer.settings | {
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "tf32": tf32_record,

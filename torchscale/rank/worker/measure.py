@@ -17,9 +17,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gc_pause import cyclic_gc_paused
+from torchscale.contracts.schema.cell_result import Reason
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, CPU_TIME, CPU_WAIT
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
@@ -36,18 +39,10 @@ from torchscale.rank.worker.steady_state import agreed_steps, collective_timeout
 from torchscale.rank.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.rank.worker.trainer import Trainer
 
-PIPELINE_PHASES_NOTE = (
-    "pipelines interleave the micro-batches' forward and backward inside the schedule: no "
-    "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "
-    "result)"
-)
+PIPELINE_PHASES_NOTE = coded("unavailable.pipeline_phases")
 # untimed steps after each window's opening edge, before its clocks start (CellResult's
 # window_edge_steps)
 WINDOW_EDGE_STEPS = 1
-META_COUNT_FAILED = (
-    "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
-    "model failed; a count on the device could need more memory than a measured step"
-)
 
 
 @dataclass
@@ -56,7 +51,7 @@ class Window:
     step_s: list[float]
     # per phase (step_phases.STEP_PHASES), one value per step; None: phase timing was off
     phases: PhaseSeconds | None = None
-    phase_notes: dict[str, str] = field(default_factory=dict)
+    phase_notes: dict[str, Reason] = field(default_factory=dict)
     # pipelines: seconds this rank computed in each step (torchscale/rank/parallel/busy.py)
     busy_s: list[float] | None = None
     # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py); None:
@@ -94,13 +89,13 @@ class RankMeasurement:
     no_sync_windows: list[Window] = field(default_factory=list)
     measured_peak: MeasuredPeak | None = None  # this rank's node's, for mfu_measured
     flops_per_step: float | None = None
-    flops_note: str | None = None
+    flops_note: Reason | None = None
     peak_allocated: int | None = None
     peak_reserved: int | None = None
     peak_rss: int | None = None
     static: dict[str, int] = field(default_factory=dict)
     # phase -> why it is not measured as named (e.g. grad_sync_wait under FSDP)
-    phase_notes: dict[str, str] = field(default_factory=dict)
+    phase_notes: dict[str, Reason] = field(default_factory=dict)
     profile_capture_s: float | None = None  # wall time of the profiled steps (capture.py)
     profile_files: list[str] = field(default_factory=list)
     profile_notes: list[str] = field(default_factory=list)
@@ -114,7 +109,7 @@ class RankMeasurement:
     # summed; None with the reason in compile_note when its tallies could not be read
     window_compiles: CompileCounts | None = None
     graph_breaks: int | None = None  # training.compile: graph breaks up to the windows' end
-    compile_note: str | None = None
+    compile_note: Reason | None = None
     # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
     comm_probe: Any = None
     window_edge_steps: int = WINDOW_EDGE_STEPS  # untimed steps before each window's clocks
@@ -242,7 +237,7 @@ def pooled_window(windows: list[Window]) -> Window:
     )
 
 
-def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
+def count_flops(spec: WorkerSpec) -> tuple[float | None, Reason | None]:
     """FLOPs of one training step on this rank, counted on the meta device (docs/methodology.md,
     step 4), or None with the reason. tp, pp and hybrid cells: the replica's FLOPs shared
     equally by its ranks, so that MFU counts each replica once."""
@@ -251,9 +246,10 @@ def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
     try:
         total = replica_flops(spec) / share
     except Exception as exc:  # a plug-in's code, on meta tensors: any error it raises
-        return None, f"{META_COUNT_FAILED} ({type(exc).__name__}: {exc})"
+        failed = {"error": f"{type(exc).__name__}: {exc}"}
+        return None, Finding(code="unavailable.flop_count_failed", figures=failed)
     if total <= 0:
-        return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
+        return None, coded("unavailable.no_flops_counted")
     return total, None
 
 
@@ -310,7 +306,8 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     started = time.perf_counter()
     warm = warm_up(trainer, settings.warmup_steps, watch_compile=compiled)
     warmup_s = time.perf_counter() - started
-    flops, flops_note = count_flops(spec) if settings.flops else (None, "measurement.flops is off")
+    off = coded("unavailable.flops_off")
+    flops, flops_note = count_flops(spec) if settings.flops else (None, off)
     steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warm, device)
     result = RankMeasurement(
         dist.get_rank(),

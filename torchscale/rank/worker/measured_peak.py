@@ -17,20 +17,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import ValidateReport
-from torchscale.contracts.wording.validate import mfu_above_peak, tflops
+from torchscale.contracts.wording.validate import tflops
 from torchscale.offline.results.documents import read_validate_report
 
 LEVELS = ("perf", "burn")
-RUN_PERF = "run `torchscale validate --level perf` on the node first"
+NOT_LOOKED_FOR = Finding(code="peak.not_looked_for")
 
 
 @dataclass(frozen=True)
 class MeasuredPeak:
-    """One rank's measured peak (None) with why not, or its value and where it comes from."""
+    """One rank's measured peak and where it comes from, or None and why not."""
 
     tflops: float | None
-    basis: str
+    basis: str | None
+    why: Finding | None = None
 
 
 def read_measured_peak(dirs: Sequence[str], host: str, dtype: str) -> MeasuredPeak:
@@ -43,11 +45,12 @@ def read_measured_peak(dirs: Sequence[str], host: str, dtype: str) -> MeasuredPe
             if report is not None and (newest is None or report.created_at > newest[1].created_at):
                 newest = (path, report)
     if newest is None:
-        return MeasuredPeak(None, f"no measured peak for host {host}: {RUN_PERF}")
+        return MeasuredPeak(None, None, Finding(code="peak.not_measured", figures={"host": host}))
     path, report = newest
     value = report.measured_peaks.get(dtype)
     if value is None or value <= 0:
-        return MeasuredPeak(None, f"no measured {dtype} peak for host {host} in {path}")
+        figures = {"dtype": dtype, "host": host, "path": str(path)}
+        return MeasuredPeak(None, None, Finding(code="peak.dtype_not_measured", figures=figures))
     return MeasuredPeak(
         value,
         f"measured by `torchscale validate` on {host} at {report.created_at}: {dtype} "
@@ -60,20 +63,20 @@ def cell_measured_peak(peaks: Sequence[MeasuredPeak]) -> MeasuredPeak:
     every rank's node has one (else the first reason)."""
     missing = [p for p in peaks if p.tflops is None]
     if missing or not peaks:
-        return MeasuredPeak(None, missing[0].basis if missing else "no ranks")
+        return MeasuredPeak(None, None, missing[0].why if missing else NOT_LOOKED_FOR)
     values = [p.tflops for p in peaks if p.tflops is not None]
-    bases = list(dict.fromkeys(p.basis for p in peaks))
+    bases = list(dict.fromkeys(str(p.basis) for p in peaks))
     basis = bases[0] if len(bases) == 1 else f"mean over {len(peaks)} ranks: " + "; ".join(bases)
     return MeasuredPeak(sum(values) / len(values), basis)
 
 
 def guarded_mfu(
     achieved: float | None, peak: float | None, which: str
-) -> tuple[float | None, str | None]:
+) -> tuple[float | None, Finding | None]:
     """(MFU, None) or (None, why not); above 100 % of the peak it is a bug, not a figure."""
     if achieved is None or not peak:
         return None, None
     mfu = achieved / peak
     if mfu > 1.0:
-        return None, mfu_above_peak(mfu, which)
+        return None, Finding(code="peak.mfu_above_peak", figures={"mfu": mfu, "which": which})
     return mfu, None

@@ -22,24 +22,20 @@ from typing import Any
 
 import torch
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import STEP_PHASES
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.rank.telemetry.cpu_wait import thread_clock
 from torchscale.rank.worker.comm_hold import HoldTally
 
-FSDP_REASON = (
-    "FSDP2 runs post-accumulate-grad hooks on the sharded parameters after each reduce-scatter, "
-    "so they mark gradient reduction, not production: backward is reported whole (its "
-    "communication waits included)"
-)
-NO_PARAMS_REASON = "no trainable parameters: no gradient hook marks the end of backward compute"
-HOOKS_MISSED_REASON = (
-    "in some steps the gradient hooks did not fire as expected: those steps report backward whole"
-)
+FSDP_REASON = coded("unavailable.fsdp2_hooks")
+NO_PARAMS_REASON = coded("unavailable.no_trainable_parameters")
+HOOKS_MISSED_REASON = coded("unavailable.hooks_missed")
 
 PhaseSeconds = dict[str, list[float | None]]
 
 
-def backward_split(strategy: str, parameters: Sequence[torch.nn.Parameter]) -> str | None:
+def backward_split(strategy: str, parameters: Sequence[torch.nn.Parameter]) -> Finding | None:
     """None when backward can be split at the last gradient, else why not."""
     if strategy == "fsdp":
         return FSDP_REASON
@@ -59,14 +55,14 @@ class PhaseRecorder:
         accum: int,
         device: torch.device,
         cuda_events: bool,
-        split_reason: str | None = None,
+        split_reason: Finding | None = None,
         hold: HoldTally | None = None,
     ) -> None:
         self.steps = steps
         self.accum = accum
         self.per_step = 2 + 4 * accum
         self.split = split_reason is None
-        self.notes: dict[str, str] = {}
+        self.notes: dict[str, Finding | str] = {}
         if split_reason is not None:
             self.notes["grad_sync_wait"] = split_reason
         self._cuda = cuda_events and device.type == "cuda"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
+from torchscale.contracts.finding import Finding
 from torchscale.rank.worker.compile_watch import read_compile_counts
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
@@ -41,7 +42,7 @@ class WarmUp:
     step_s: list[float] = field(default_factory=list)
     compiled: list[bool] = field(default_factory=list)
     extra_steps: int = 0  # run beyond measurement.warmup_steps to reach MIN_STEADY_STEPS
-    note: str | None = None  # why compiling steps could not be told by dynamo's tallies
+    note: Finding | None = None  # why compiling steps could not be told by dynamo's tallies
 
     @property
     def steady_s(self) -> list[float]:

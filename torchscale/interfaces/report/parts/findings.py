@@ -9,6 +9,7 @@ from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
 from torchscale.contracts.wording import problems, spelled, words
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.parts.context import (
@@ -57,7 +58,7 @@ def no_finding_text(ctx: Context) -> str:
     if unjudged:  # 'no bottleneck' must not read as 'not host-bound'
         text += (
             f"; whether the GPU waits for the host was not measured in {len(unjudged)} GPU "
-            f"cell(s) ({unjudged[0].reason or unjudged[0].method})"
+            f"cell(s) ({why(unjudged[0].reason) or unjudged[0].method})"
         )
     return text
 

@@ -13,11 +13,12 @@ docs/methodology.md, "Host-bound".
 
 from __future__ import annotations
 
+from typing import Any
+
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
-from torchscale.contracts.wording.cell_figures import percent_setting
-from torchscale.contracts.wording.figures import share_text
-from torchscale.contracts.wording.problems import pct_small
+from torchscale.contracts.wording.unavailable import reason_of
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     host_bound_finding,
@@ -31,8 +32,19 @@ ARITHMETIC_METHOD = (
     f"{HOST_BOUND_MFU * 100:.0f} % is host-bound)"
 )
 NOT_MEASURED = "not measured"
-NO_PROBE = "no busy probe (schema 15 or older)"
+NO_PROBE = Finding(code="host_bound.no_probe")
 NO_MFU = "; no MFU to judge by arithmetic"
+# the reasons this fallback writes, each with the reason it judged beside (`why`)
+JUDGED = ("host_bound.no_mfu", "host_bound.arithmetic", "host_bound.not_judged")
+
+
+def _base_reason(probe: HostBound | None) -> Finding | str:
+    """Why the probe measured nothing, without what an earlier read of it judged."""
+    reason = probe.reason if probe is not None and probe.reason else NO_PROBE
+    if isinstance(reason, Finding):
+        return reason_of(reason.figures["why"]) if reason.code in JUDGED else reason
+    # words an older version stored: less the MFU clause a read before 20 added to them
+    return reason.partition("; MFU ")[0].removesuffix(NO_MFU)
 
 
 def judged_host_bound(result: CellResult) -> HostBound | None:
@@ -43,21 +55,30 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
         return probe
     if result.cell.device != "cuda" or result.status is not Status.OK:
         return probe
-    why = probe.reason if probe is not None and probe.reason else NO_PROBE
-    # a record judged here before: its MFU clause (or the lack of one), once
-    why = why.partition("; MFU ")[0].removesuffix(NO_MFU)
+    base = _base_reason(probe)
+    figures: dict[str, Any] = {"why": base.model_dump() if isinstance(base, Finding) else base}
     mfu = result.compute.mfu if result.compute is not None else None
     step_s = result.step_time.p50 if result.step_time is not None else None
     spread = mfu_estimate(result)  # as tables spell it
-    shown = share_text(spread) if spread is not None and spread.value is not None else None
+    if spread is not None and spread.value is not None:
+        figures["interval"] = spread.model_dump()  # the MFU with its interval, once
+    elif mfu is not None:
+        figures["mfu"] = mfu
     if mfu is None:
-        bound, method, reason = None, NOT_MEASURED, f"{why}{NO_MFU}"
+        bound, method, reason = (
+            None,
+            NOT_MEASURED,
+            Finding(code="host_bound.no_mfu", figures=figures),
+        )
     elif mfu < HOST_BOUND_MFU:
-        bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {shown or pct_small(mfu)}"
+        judged = Finding(code="host_bound.arithmetic", figures=figures)
+        bound, method, reason = True, ARITHMETIC_METHOD, judged
     else:
         bound, method = None, NOT_MEASURED
-        floor = percent_setting(HOST_BOUND_MFU)
-        reason = f"{why}; MFU {shown or pct_small(mfu)}, at least {floor}: not judged"
+        reason = Finding(
+            code="host_bound.not_judged",
+            figures=figures | {"floor": HOST_BOUND_MFU},
+        )
     return HostBound(
         gpu_busy_s=None,
         step_s=step_s,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchscale.contracts.wording.unavailable import SAID
+from torchscale.offline.results.upgrades.cell_reasons import coded_reasons
 from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 
@@ -233,11 +234,13 @@ def _without_mfu(intervals: Any) -> Any:
 def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
     """Version 19 -> 20: stored sentences become codes with their figures."""
     warnings = coded_warnings(data)
-    return {
-        **data,
-        "intervals": _without_mfu(data.get("intervals")),
-        "warnings": warnings,
-        "unavailable": coded_unavailable(data),
-        "diagnosis": coded_diagnosis(coded_problems(data.get("diagnosis"))),
-        "schema_version": 20,
-    }
+    return coded_reasons(
+        {
+            **data,
+            "intervals": _without_mfu(data.get("intervals")),
+            "warnings": warnings,
+            "unavailable": coded_unavailable(data),
+            "diagnosis": coded_diagnosis(coded_problems(data.get("diagnosis"))),
+            "schema_version": 20,
+        }
+    )

@@ -1,0 +1,45 @@
+"""Words for why a GPU cell's busy share is null (`CellResult.host_bound.reason`, schema 20: a
+code and its figures): the busy trace's own reasons (rank/worker/busy_trace.py) and what the
+reader's arithmetic fallback found (offline/results/upgrades/host_bound.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording.cell_figures import percent_setting
+from torchscale.contracts.wording.figures import share_text
+from torchscale.contracts.wording.spelled import pct_small
+from torchscale.contracts.wording.unavailable import reason_of, why
+
+F = Mapping[str, Any]
+CAPTURE_FAILED = "the CUDA trace of the busy share failed"
+
+
+def _why(f: F) -> str:
+    return str(why(reason_of(f["why"])))
+
+
+def _mfu(f: F) -> str:
+    """The MFU as tables spell it: with its interval where the result gives one."""
+    interval = f.get("interval")
+    return share_text(Estimate.model_validate(interval)) if interval else pct_small(f["mfu"])
+
+
+PHRASES: dict[str, Callable[[F], str]] = {
+    "host_bound.pipeline": lambda f: (
+        "pipeline cells: each stage waits for its neighbours' "
+        "activations and gradients inside the schedule, so a stage's idle GPU time is the bubble, "
+        "not the host"
+    ),
+    "host_bound.trace_failed": lambda f: f"{CAPTURE_FAILED} ({f['error']})",
+    "host_bound.peer_failed": lambda f: f"{CAPTURE_FAILED} on another rank, so no rank traced",
+    "host_bound.none_traced": lambda f: "no rank traced a step",
+    "host_bound.no_probe": lambda f: "no busy probe (schema 15 or older)",
+    "host_bound.no_mfu": lambda f: f"{_why(f)}; no MFU to judge by arithmetic",
+    "host_bound.arithmetic": lambda f: f"{_why(f)}; MFU {_mfu(f)}",
+    "host_bound.not_judged": lambda f: (
+        f"{_why(f)}; MFU {_mfu(f)}, at least {percent_setting(f['floor'])}: not judged"
+    ),
+}
