@@ -34,7 +34,9 @@ def test_short_windows_without_a_power_figure_are_no_telemetry_warning() -> None
     assert blind, "the fixture holds cells whose windows were too short for a power figure"
     check = judge_telemetry(cells)
     assert check.status == "PASS", check
-    assert "pynvml" not in check.hint and "short" in check.detail
+    from torchscale.contracts.wording.validate import detail, hint
+
+    assert "pynvml" not in hint(check) and "short" in detail(check)
 
 
 def test_a_gpu_held_at_its_default_power_limit_is_context_not_an_action() -> None:
@@ -127,9 +129,12 @@ def test_a_traced_split_the_noise_cannot_clear_says_so_in_its_own_line() -> None
     assert line.startswith("Step 23.2 ms traced (+16 % [-3, +35] over the untraced step")
     assert "not measurable" in line.split(":")[0] + line.split(":")[1]
     # validate --level workload's line gives the same step with the same caveat
+    from torchscale.contracts.wording.workload_checks import step_words
     from torchscale.orchestration.validate.workload_judge import profile_step
 
-    assert profile_step(analysis).startswith("step 23.2 ms traced (+16 % over the untraced")
+    assert step_words(profile_step(analysis)).startswith(
+        "step 23.2 ms traced (+16 % over the untraced"
+    )
 
 
 def test_no_bottleneck_does_not_read_as_not_host_bound(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
     monkeypatch.setattr(torchscale.orchestration.launch.attempt, "run_launch", launched)
     # CUDA cells compile by default: the toolchain probe of the stood-in GPU is stood in too
     monkeypatch.setattr(
-        compile_toolchain, "toolchain_for", lambda device, env: Toolchain(device, True, "ok")
+        compile_toolchain, "toolchain_for", lambda device, env: Toolchain(device, True, [])
     )
     out = tmp_path / "results"
     run = invoke("-c", write_config(tmp_path / "c.yaml", "mixed"), "-o", out)

@@ -28,6 +28,7 @@ from tests.fake_nvml import (
 )
 from torchscale.contracts import host
 from torchscale.contracts.nvml import NvmlState, nvml_indices, probe_nvml
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.profiling.nsys import parse_nsys_version
@@ -1464,7 +1465,7 @@ def smoke_pass(device: str) -> CheckResult:
 def test_verdict_ready_with_warnings() -> None:
     ctx = make_ctx("cpu", quick=True, torch=fake_torch())
     results = [passed("a", "A", ""), warned("nsys", "Nsight Systems", "", "")]
-    text = runner.verdict_text(ctx, results)
+    text = say(runner.verdict_basis(ctx, results))
     assert text == (
         "This node is ready for CPU (gloo) distributed training. (--quick: the live "
         "smoke test was not run.) Worth a look: Nsight Systems."
@@ -1475,7 +1476,7 @@ def test_verdict_gpu_impossible_but_cpu_works() -> None:
     ctx = make_ctx(
         "cuda", quick=False, torch=fake_torch(version="2.7.1+cpu", cuda=None, gpus=0), nvml=NO_NVML
     )
-    text = runner.verdict_text(ctx, [smoke_pass("cpu")])
+    text = say(runner.verdict_basis(ctx, [smoke_pass("cpu")]))
     assert text.startswith(
         "GPU training is impossible on this node: torch 2.7.1+cpu is a "
         "CPU-only build; NVML: libnvidia-ml.so not found"
@@ -1486,13 +1487,13 @@ def test_verdict_gpu_impossible_but_cpu_works() -> None:
 
 def test_verdict_gpu_impossible_driver_lists_nothing() -> None:
     ctx = make_ctx("cuda", torch=fake_torch(gpus=0), nvml=FakeNvml([]).state())
-    text = runner.verdict_text(ctx, [])
+    text = say(runner.verdict_basis(ctx, []))
     assert "the NVIDIA driver lists no GPU" in text
     assert "may still work" in text
 
 
 def test_verdict_gpu_ready() -> None:
     ctx = make_ctx("cuda", quick=False, torch=fake_torch(gpus=2), nvml=FakeNvml().state())
-    assert runner.verdict_text(ctx, [smoke_pass("cuda")]) == (
+    assert say(runner.verdict_basis(ctx, [smoke_pass("cuda")])) == (
         "This node is ready for GPU (NCCL) distributed training."
     )

@@ -315,7 +315,7 @@ def test_one_gpu_is_not_called_ready_for_distributed_training() -> None:
     basis = runner.verdict_basis(ctx, results)
     assert basis is not None and basis.code == "validate.ready_one_gpu"
     assert basis.figures["unchecked"] == ["P2P / NVLink", "busbw all_reduce", "NCCL between GPUs"]
-    text = runner.verdict_text(ctx, results)
+    text = wording.say(runner.verdict_basis(ctx, results))
     assert "ready for GPU (NCCL) distributed training" not in text
     assert text == wording.say(basis)
     assert "not checked: P2P / NVLink, busbw all_reduce, NCCL between GPUs" in text
