@@ -131,7 +131,7 @@ def test_the_probe_runs_once_per_toolchain_environment(monkeypatch: pytest.Monke
 
     def probe(device: str, env: dict[str, str]) -> Toolchain:
         probed.append((device, env.get("CXX"), env.get("TORCHINDUCTOR_CACHE_DIR")))
-        return Toolchain(device, True, "built")
+        return Toolchain(device, True, [])
 
     base = {"PATH": "/usr/bin", "HOME": "/root"}
     default = {**base, "TORCHINDUCTOR_CACHE_DIR": inductor_default_dir()}  # inductor sets it

@@ -148,7 +148,7 @@ def judge_probe(
         hung = Finding(code="compile.timed_out", figures={"device": device, "timeout_s": timeout_s})
         return Toolchain(device, False, [hung], fix, data)
     if verdict is None:
-        figures = {"why": _last_line(stderr) or None, "returncode": returncode}
+        figures: dict[str, Any] = {"why": _last_line(stderr) or None, "returncode": returncode}
         return Toolchain(
             device, False, [Finding(code="compile.no_verdict", figures=figures)], fix, data
         )
@@ -163,7 +163,7 @@ def judge_probe(
     stage = verdict.get("stage")
     if stage == "triton":
         fix = [FIXES["triton"]]
-    figures = {
+    figures = {  # the same names as a PASS's, read by wording/compile_checks.py
         "reason": str(verdict.get("reason") or "no reason given"),  # the child's own, quoted
         "tools": stage in ("compile", "run"),
         **_tools(verdict),

@@ -378,7 +378,7 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
         return warned("telemetry", title, none, said("fix_telemetry_docs"))
     if measured[0].cell.device != "cuda":
         return _info("telemetry", title, said("cpu_telemetry"))
-    blind = {
+    blind: dict[str, Any] = {
         _label(r): _power_gap(r)
         for r in measured
         if r.telemetry and r.telemetry.power_w_mean is None
@@ -395,10 +395,10 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
         return warned("telemetry", title, hot, said("fix_throttled"))
     powers = [r.telemetry.power_w_mean for r in measured if r.telemetry]
     power = max((p for p in powers if p is not None), default=None)
-    label, why = next(iter(blind.items()), (None, None))
+    first, gap = next(iter(blind.items()), (None, None))
     # windows too short for the power figures: the level's cells are seconds long
     return passed(
-        "telemetry", title, said("power", watts=power, blind=len(blind), label=label, why=why)
+        "telemetry", title, said("power", watts=power, blind=len(blind), label=first, why=gap)
     )
 
 
