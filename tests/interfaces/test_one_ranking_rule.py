@@ -22,6 +22,7 @@ from tests.h100_replay import WORKLOAD as FIRST_RUN
 from tests.h100_replay import read_cells
 from torchscale.contracts import wording
 from torchscale.contracts.wording.ranking import gain_figure
+from torchscale.contracts.wording.validate import detail as said
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis import compile_gain as gain
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one, shards_nothing
@@ -138,11 +139,11 @@ def test_the_workload_level_compares_no_fsdp_on_one_gpu() -> None:
     for result in (*eager, *compiled):
         verdict = judge.judge_cell(result, result in compiled, WORKLOAD)
         if result.cell.strategy == "fsdp":
-            assert "ddp" not in verdict.detail.lower()
+            assert "ddp" not in said(verdict).lower()
             assert verdict.data["finding"]["code"] == "ranking.fsdp_on_one"
     ratio = judge.judge_compile(eager, compiled)
     assert ratio.data["fsdp"]["code"] == "ranking.fsdp_on_one"
-    assert "fsdp: FSDP on one device shards nothing" in ratio.detail
+    assert "fsdp: FSDP on one device shards nothing" in said(ratio)
 
 
 def test_comparable_leaves_out_only_fsdp_on_one() -> None:
@@ -162,7 +163,7 @@ def _both_surfaces(runs: Path, tmp_path: Path) -> tuple[str, str, str]:
     report = json.loads(_report(runs, tmp_path / "r.json"))
     (gpu,) = [b for b in _blocks(report) if b.get("id") == "summary-gpu"]
     headline = _first_lines(report)
-    return checks.detail, gpu["rows"][0]["compiled_vs_eager"], headline
+    return said(checks), gpu["rows"][0]["compiled_vs_eager"], headline
 
 
 def test_the_workload_level_and_the_report_print_one_compile_gain(tmp_path: Path) -> None:
@@ -233,7 +234,7 @@ def test_compiled_slower_beyond_its_interval_is_a_workload_warning() -> None:
     assert ddp.throughput is not None
     slow = ddp.throughput.model_copy(update={"repeats": [v / 2 for v in ddp.throughput.repeats]})
     verdict = judge.judge_compile([ddp], [ddp.model_copy(update={"throughput": slow})])
-    assert verdict.status is CheckStatus.WARN and "compiled slower" in verdict.detail
+    assert verdict.status is CheckStatus.WARN and "compiled slower" in said(verdict)
     assert verdict.data["ddp"]["code"] == gain.SLOWER
 
 
@@ -247,4 +248,4 @@ def test_compiled_slower_by_a_margin_wider_than_itself_is_still_a_warning() -> N
     verdict = judge.judge_compile([ddp], [ddp.model_copy(update={"throughput": slow})])
     assert verdict.data["ddp"]["code"] == gain.NOT_MEASURABLE
     assert verdict.status is CheckStatus.WARN
-    assert "not measurable (4 + 4 repeats), compiled slower beyond noise" in verdict.detail
+    assert "not measurable (4 + 4 repeats), compiled slower beyond noise" in said(verdict)
