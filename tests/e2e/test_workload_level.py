@@ -15,6 +15,7 @@ from tests.processes import processes_mentioning
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.api.workload import read_node, summary_markdown
 from torchscale.interfaces.cli.app import app
@@ -80,12 +81,12 @@ def test_an_8_gpu_node_runs_every_strategy_where_gpt2_splits() -> None:
     # GPT-2's 12 heads do not split over 8 GPUs: tensor parallelism runs on 6
     assert _strategies(plan.eager) == {
         "eager": ["ddp", "fsdp", "pp", "hybrid"],
-        "eager-tp-w6": ["tp"],
+        "eager-tp-x6": ["tp"],
     }
     assert plan.eager["eager"]["training"]["parallel"]["microbatches"] == [8]  # type: ignore[index]
     assert _strategies(plan.compiled) == {
         "compiled": ["ddp", "fsdp", "hybrid"],
-        "compiled-tp-w6": ["tp"],
+        "compiled-tp-x6": ["tp"],
     }  # a pipeline is never compiled
     assert plan.eager["eager"]["training"]["compile"] is False  # type: ignore[index]
     assert plan.compiled["compiled"]["training"]["compile"] is True  # type: ignore[index]
@@ -114,7 +115,7 @@ def test_no_planned_cell_is_skipped_on_any_gpu_count(gpus: int) -> None:
 def test_one_gpu_has_no_collective_sweep_and_says_so() -> None:
     plan = plan_workload(NodeFacts("cuda", 1, 80 * GIB))
     assert "comm" not in plan.eager["eager"]
-    assert plan.nsys_skipped == "nsys is not on PATH"
+    assert plan.nsys_skipped is not None and say(plan.nsys_skipped) == "nsys is not on PATH"
     assert any("one device" in note for note in plan.notes)
 
 
@@ -156,9 +157,11 @@ def test_the_oom_cell_outgrows_memory_in_its_first_activation(memory_gib: int) -
 
 def test_no_oom_cell_when_the_kernel_would_kill_instead_or_memory_is_unknown() -> None:
     always = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=1))
-    assert always.oom is None and "overcommit" in (always.oom_skipped or "")
+    assert always.oom is None and always.oom_skipped is not None
+    assert "overcommit" in say(always.oom_skipped)
     unknown = plan_workload(NodeFacts("cuda", 1, None, memory_unknown="NVML failed"))
-    assert unknown.oom is None and "NVML failed" in (unknown.oom_skipped or "")
+    assert unknown.oom is None and unknown.oom_skipped is not None
+    assert "NVML failed" in say(unknown.oom_skipped)
 
 
 # -- the verdicts ---------------------------------------------------------------------------------
@@ -227,7 +230,7 @@ def test_the_oom_step_needs_the_oom_status_and_recovery() -> None:
     assert ran.status is CheckStatus.FAIL and "ended ok" in shown.detail(ran)
     crashed = ok.model_copy(update={"status": Status.FAILED, "error": CellError(reason="SIGKILL")})
     assert judge.judge_oom(crashed, None, True).status is CheckStatus.FAIL
-    assert judge.judge_oom(None, "memory unknown", None).status is CheckStatus.SKIP
+    assert judge.judge_oom(None, judge.said("oom_memory_unknown", why="NVML failed"), None).status is CheckStatus.SKIP
 
 
 def _profiled() -> ProfiledCell:
@@ -276,7 +279,7 @@ def test_the_summary_puts_failures_first() -> None:
         quick=False,
         ok=False,
         counts={},
-        verdict="not proven",
+        verdict_basis=judge.workload_verdict("cpu", 2, checks),
         checks=checks,
         level="workload",
     )
@@ -284,7 +287,12 @@ def test_the_summary_puts_failures_first() -> None:
     rows = [
         line for line in text.splitlines() if line.startswith("| FAIL") or line.startswith("| PASS")
     ]
-    assert rows[0].startswith("| FAIL | deliberate out-of-memory")
+    assert rows == [
+        "| FAIL | deliberate out-of-memory | a batch that cannot fit ended ok: it ran | the "
+        "out-of-memory classification missed it: please report it with oom/ |",
+        "| PASS | report | written: test_workload_level.py |  |",
+    ]  # the words each step stored before, made from its codes
+    assert "**The CPU (gloo) training stack is NOT proven on this node: deliberate " in text
     assert "node|1" in text  # the title is prose, not a table cell
 
 
@@ -332,18 +340,18 @@ def test_h100_verdict_names_what_one_gpu_did_not_exercise() -> None:
     eager, compiled = _h100("eager"), _h100("compiled")
     checks = [judge.judge_cell(r, False, WORKLOAD) for r in eager]
     checks.append(judge.judge_compile(eager, compiled))
-    verdict = judge.workload_verdict("cuda", 1, checks)
+    verdict = say(judge.workload_verdict("cuda", 1, checks))
     assert "works end to end on one GPU" in verdict
     assert "the DDP wrapper, sharding" in verdict and "NCCL moved nothing" in verdict
     assert "GPU (NCCL) training stack works" not in verdict
-    two = judge.workload_verdict("cuda", 2, checks)
+    two = say(judge.workload_verdict("cuda", 2, checks))
     assert two.startswith("The GPU (NCCL) training stack works end to end") and "one GPU" not in two
 
 
 def test_one_cpu_rank_is_one_rank() -> None:
-    verdict = judge.workload_verdict("cpu", 1, [])
+    verdict = say(judge.workload_verdict("cpu", 1, []))
     assert verdict == "The CPU (gloo) training stack works end to end on this node (1 rank)."
-    assert "(2 ranks)" in judge.workload_verdict("cpu", 2, [])
+    assert "(2 ranks)" in say(judge.workload_verdict("cpu", 2, []))
 
 
 def test_mfu_reference_is_todays_measurement() -> None:
@@ -473,6 +481,26 @@ def test_a_step_that_crashes_or_refuses_is_its_fail_and_the_next_steps_run(
     assert by_id["oom"].status is CheckStatus.FAIL  # the OOM cell left nothing: not a pass
     summary = (run.folder / "summary.md").read_text()
     assert "NOT proven" in summary and "| FAIL | eager cells |" in summary
+    assert "**The CPU (gloo) training stack is NOT proven on this node: eager cells, " in summary
+
+
+def test_the_stored_report_holds_codes_not_sentences(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """validate.json of the workload level: every step's verdict, its fix and the level's
+    conclusion are codes and figures (worded when shown); `said`, `said_fix` and `verdict`
+    hold only an older report's words."""
+    from torchscale.interfaces.api.workload import run_workload
+
+    _fault_everywhere(monkeypatch, {"eager": RuntimeError("boom")})
+    run = run_workload("cpu", tmp_path, node=CPU_NODE)
+    stored = json.loads((run.folder / "validate.json").read_text())
+    assert stored["verdict"] == "" and stored["verdict_basis"]["code"] == "workload.not_proven"
+    assert len(stored["checks"]) > 5
+    for check in stored["checks"]:
+        assert check["said"] == "" and check["said_fix"] == "", check
+        assert check["findings"], check
+        assert check["status"] == "PASS" or check["fix"] or check["status"] == "SKIP", check
 
 
 def test_ctrl_c_keeps_what_ran_writes_where_it_stopped_and_stops(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.errors import ToolNotFoundError
+from torchscale.contracts.finding import Finding
 from torchscale.orchestration.profiling import nsys, session
 
 
@@ -53,7 +54,8 @@ def test_profile_refuses_a_compiled_cell_without_a_toolchain(
         planned = dataclasses.replace(plan.planned, training=training)
         return dataclasses.replace(plan, planned=planned)
 
-    broken = Toolchain("cpu", ok=False, detail="no C compiler (cc) found", fix="install gcc")
+    why = Finding(code="compile.failed", figures={"reason": "no C compiler (cc) found"})
+    broken = Toolchain("cpu", ok=False, findings=[why], fix=[Finding(code="compile.fix_cpu")])
     monkeypatch.setattr(api, "plan_profile", compiled)
     monkeypatch.setattr(compile_toolchain, "toolchain_for", lambda device, env: broken)
     launched: list[object] = []

@@ -16,8 +16,10 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner, Result
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import SCHEMA_VERSION, CheckResult, ValidateReport
 from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import words
 from torchscale.interfaces.cli.app import app
 
 GOLDEN_SCHEMA = Path(__file__).parents[1] / "golden" / "validate_report.schema.json"
@@ -65,6 +67,13 @@ def flat(text: str) -> str:
 
 def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in report["checks"]}
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    """The stored conclusion in words: its code's (today), else an older report's words."""
+    basis = report.get("verdict_basis")
+    stored = report["verdict"]
+    return words(Finding.model_validate(basis) if basis else None, stored) or ""
 
 
 def _detail(check: dict[str, Any]) -> str:
@@ -118,10 +127,10 @@ def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
     assert cpu_report["device"] == "cpu"
     assert cpu_report["quick"] is False
     assert cpu_report["ok"] is True
-    assert cpu_report["verdict"].startswith(
+    assert _verdict(cpu_report).startswith(
         "This node is ready for CPU (gloo) distributed training."
     )
-    assert "--quick" not in cpu_report["verdict"]
+    assert "--quick" not in _verdict(cpu_report)
 
 
 @pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
@@ -258,7 +267,7 @@ def test_schema_version_constant_matches_model() -> None:
         lambda r: r.update(unexpected=1),
         lambda r: r["counts"].update(OK=1),
         lambda r: r.update(schema_version=SCHEMA_VERSION + 1),
-        lambda r: r.pop("verdict"),
+        lambda r: r.update(verdict_basis="a sentence"),
     ],
 )
 def test_schema_rejects_malformed_reports(mutate: Any) -> None:
@@ -302,8 +311,8 @@ def test_default_cuda_path_json_without_gpu() -> None:
     report = json.loads(result.stdout)
     assert report["ok"] is False
     assert report["device"] == "cuda"
-    assert report["verdict"].startswith("GPU training is impossible on this node: ")
-    assert "`torchscale validate --device cpu`" in report["verdict"]
+    assert _verdict(report).startswith("GPU training is impossible on this node: ")
+    assert "`torchscale validate --device cpu`" in _verdict(report)
     checks = by_id(report)
     assert checks["cuda"]["status"] == "FAIL"
     assert checks["driver"]["status"] == "FAIL"
@@ -321,7 +330,7 @@ def test_quick_skips_smoke_test() -> None:
     assert smoke[0]["id"] == "smoke"
     assert smoke[0]["status"] == "SKIP"
     assert smoke[0]["findings"] == [{"code": "smoke.quick", "figures": {}}]
-    assert "(--quick: the live smoke test was not run.)" in report["verdict"]
+    assert "(--quick: the live smoke test was not run.)" in _verdict(report)
 
 
 def test_cpu_quick_table_output() -> None:
@@ -341,7 +350,10 @@ def test_quiet_hides_pass_and_skip_rows(monkeypatch: pytest.MonkeyPatch) -> None
         checks_software,
         "check_nsys",
         lambda ctx: checks_software.warned(
-            "nsys", "Nsight Systems", "nsys not found on PATH", "install it"
+            "nsys",
+            "Nsight Systems",
+            Finding(code="software.no_nsys"),
+            Finding(code="software.fix_nsys"),
         ),
     )
     monkeypatch.setattr(

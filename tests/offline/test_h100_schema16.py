@@ -129,9 +129,12 @@ def test_a_traced_split_the_noise_cannot_clear_says_so_in_its_own_line() -> None
     assert line.startswith("Step 23.2 ms traced (+16 % [-3, +35] over the untraced step")
     assert "not measurable" in line.split(":")[0] + line.split(":")[1]
     # validate --level workload's line gives the same step with the same caveat
+    from torchscale.contracts.wording.workload_checks import step_words
     from torchscale.orchestration.validate.workload_judge import profile_step
 
-    assert profile_step(analysis).startswith("step 23.2 ms traced (+16 % over the untraced")
+    assert step_words(profile_step(analysis)).startswith(
+        "step 23.2 ms traced (+16 % over the untraced"
+    )
 
 
 def test_no_bottleneck_does_not_read_as_not_host_bound(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tests.added_check import CHECK_ID, HINT, TITLE, check_added
+from tests.added_check import CHECK_ID, ELSEWHERE, HINT, SEEN, TITLE, check_added
+from torchscale.contracts.wording import say
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.validate import run_checks
 
@@ -47,21 +48,21 @@ def test_one_function_and_its_checks_line_add_a_validate_check(
         "title": TITLE,
         "status": "WARN",
         "data": {"seen": 1},
-        "findings": [],  # a check written with `warned` and a sentence keeps it in `said`
-        "fix": [],
-        "said": "a made-up finding on the cpu path",
-        "said_fix": HINT,
+        "findings": [SEEN.model_dump()],  # codes and figures, worded when shown
+        "fix": [HINT.model_dump()],
+        "said": "",
+        "said_fix": "",
     }
     assert report["counts"]["WARN"] == without["counts"]["WARN"] + 1
     assert report["ok"] is True
-    assert report["verdict"].split("Worth a look: ")[1].endswith(f"{TITLE}.")
+    assert report["verdict_basis"]["figures"]["warns"][-1] == TITLE
 
     # the table: its row with what it found and the fix, the verdict naming it
     code, table = invoke()
     assert code == 0, table
     [row] = [line for line in table.splitlines() if line.startswith("│") and TITLE in line]
-    assert "WARN" in row and "a made-up finding on the cpu path" in row
-    assert f"fix: {HINT}" in table
+    assert "WARN" in row and say(SEEN) in row
+    assert f"fix: {say(HINT)}" in table
     verdict = " ".join(table.split()).split("Worth a look: ")[1]
     assert verdict.split(" (")[0].endswith(f"{TITLE}.")
 
@@ -75,4 +76,4 @@ def test_one_function_and_its_checks_line_add_a_validate_check(
     _, out = invoke("--json", device="cuda")
     [check] = [c for c in json.loads(out)["checks"] if c["id"] == CHECK_ID]
     assert check["status"] == "SKIP"
-    assert check["said"] == "runs on the CPU path only (--device cpu)"
+    assert check["findings"] == [ELSEWHERE.model_dump()] and check["said"] == ""

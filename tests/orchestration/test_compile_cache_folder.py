@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 import torchscale.orchestration.launch.attempt
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.errors import ToolNotFoundError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.cli.app import app
@@ -85,8 +86,12 @@ class Probe:
         if self.fails_under is not None and where.is_relative_to(self.fails_under):
             why = "OSError: failed to map segment from shared object"
             data = {"stage": "compile", "cxx": self.compiler}
-            return Toolchain(device, False, why, toolchain.FIXES["cpu"], data)
-        return Toolchain(device, True, "built and ran a C++ kernel", data={"binaries_built": 1})
+            failed = Finding(code="compile.failed", figures={"reason": why, "tools": False})
+            return Toolchain(device, False, [failed], [toolchain.FIXES["cpu"]], data)
+        built = Finding(
+            code="compile.built", figures={"device": device, "wall_s": 1, "binaries": 1}
+        )
+        return Toolchain(device, True, [built], data={"binaries_built": 1})
 
 
 def probing_with(monkeypatch: pytest.MonkeyPatch, probe: Probe) -> None:
@@ -108,7 +113,7 @@ def test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder(
     cache = tmp_path / "results" / "exp" / "compile_cache"
     (cache / "old-kernel").mkdir(parents=True)  # a kernel cached by an earlier run
     found = run_probe("cpu", cells_env(ENV, cache), python=fake_child(tmp_path))
-    assert found.ok, found.detail
+    assert found.ok, found.said()
     inductor, triton = Path(found.data["inductor"]), Path(found.data["triton"])
     assert inductor.is_relative_to(cache) and inductor != cache
     assert triton.is_relative_to(inductor.parent)

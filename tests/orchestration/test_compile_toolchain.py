@@ -22,7 +22,9 @@ from typer.testing import CliRunner
 import torchscale.orchestration.launch.attempt
 import torchscale.orchestration.sweep
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
@@ -70,8 +72,8 @@ def test_a_verdict_reads_as_one_line_with_its_fix() -> None:
         returncode=0,
         wall_s=12.3,
     )  # fmt: skip
-    assert ok.ok and ok.fix == ""
-    assert ok.detail == (
+    assert ok.ok and ok.fix == []
+    assert ok.said() == (
         "built and ran a C++ kernel (inductor) in 12 s (7 binaries built in an empty cache; "
         "with g++, Python headers at /x/Python.h)"
     )
@@ -94,12 +96,12 @@ def test_a_verdict_reads_as_one_line_with_its_fix() -> None:
         {"ok": False, "stage": "triton", "reason": "triton is not importable"},
         returncode=0,
     )
-    assert no_triton.fix.startswith("install triton")
+    assert say(no_triton.fix[0]).startswith("install triton")
     hung = judge_probe("cuda", None, returncode=None, timed_out=True, timeout_s=300)
-    assert not hung.ok and "did not finish within 300 s" in hung.detail
-    assert "Triton" in hung.fix
+    assert not hung.ok and "did not finish within 300 s" in hung.said()
+    assert "Triton" in say(hung.fix[0])
     crashed = judge_probe("cpu", None, returncode=-11, stderr="boom\nSegmentation fault\n")
-    assert "without a verdict (Segmentation fault)" in crashed.detail
+    assert "without a verdict (Segmentation fault)" in crashed.said()
 
 
 def test_the_root_cause_is_the_compilers_error_line() -> None:
@@ -129,7 +131,7 @@ def test_the_probe_runs_once_per_toolchain_environment(monkeypatch: pytest.Monke
 
     def probe(device: str, env: dict[str, str]) -> Toolchain:
         probed.append((device, env.get("CXX"), env.get("TORCHINDUCTOR_CACHE_DIR")))
-        return Toolchain(device, True, "built")
+        return Toolchain(device, True, [])
 
     base = {"PATH": "/usr/bin", "HOME": "/root"}
     default = {**base, "TORCHINDUCTOR_CACHE_DIR": inductor_default_dir()}  # inductor sets it
@@ -156,15 +158,16 @@ def _ctx(device: str, quick: bool = False, gpus: int = 1) -> ValidateContext:
 def test_validate_fails_on_cuda_warns_on_cpu_and_skips_when_it_cannot_ask(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    broken = Toolchain("x", False, "InvalidCxxCompiler: none", toolchain.FIXES["cpu"])
+    why = Finding(code="compile.failed", figures={"reason": "InvalidCxxCompiler: none"})
+    broken = Toolchain("x", False, [why], [toolchain.FIXES["cpu"]])
     monkeypatch.setattr(checks_software, "toolchain_for", lambda device, env: broken)
     cuda = checks_software.check_compile(_ctx("cuda"))
-    assert (cuda.status, shown.hint(cuda)) == (CheckStatus.FAIL, toolchain.FIXES["cpu"])
+    assert (cuda.status, cuda.fix) == (CheckStatus.FAIL, [toolchain.FIXES["cpu"]])
     cpu = checks_software.check_compile(_ctx("cpu"))
     assert cpu.status is CheckStatus.WARN and "compile only when it is true" in shown.hint(cpu)
     assert checks_software.check_compile(_ctx("cpu", quick=True)).status is CheckStatus.SKIP
     assert checks_software.check_compile(_ctx("cuda", gpus=0)).status is CheckStatus.SKIP
-    fine = Toolchain("cpu", True, "built and ran", data={"binaries_built": 1})
+    fine = Toolchain("cpu", True, [], data={"binaries_built": 1})
     monkeypatch.setattr(checks_software, "toolchain_for", lambda device, env: fine)
     passed = checks_software.check_compile(_ctx("cpu"))
     assert (passed.status, passed.data["binaries_built"]) == (CheckStatus.PASS, 1)
@@ -197,7 +200,7 @@ def test_the_device_types_checked_are_those_of_cells_that_compile() -> None:
 @pytest.mark.slow  # a real compile toolchain probe (builds a kernel)
 def test_the_cpu_toolchain_builds_and_runs_a_kernel_here() -> None:
     found = toolchain.toolchain_for("cpu", os.environ)
-    assert found.ok, found.detail
+    assert found.ok, found.said()
     assert found.data["binaries_built"] >= 1  # built now, in the probe's empty cache
     assert found.data["cxx"] and found.data["python_headers"]
 
@@ -206,15 +209,15 @@ def test_the_cpu_toolchain_builds_and_runs_a_kernel_here() -> None:
 def test_a_compiler_that_does_not_exist_is_found_for_real() -> None:
     found = toolchain.toolchain_for("cpu", NO_COMPILER)
     assert not found.ok
-    assert "InvalidCxxCompiler" in found.detail and "/nonexistent/g++" in found.detail
-    assert found.fix == toolchain.FIXES["cpu"]
+    assert "InvalidCxxCompiler" in found.said() and "/nonexistent/g++" in found.said()
+    assert found.fix == [toolchain.FIXES["cpu"]]
 
 
 @pytest.mark.slow
 def test_a_path_without_a_compiler_is_found_for_real() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("CXX", "CC")}
     found = run_probe("cpu", {**env, "PATH": "/nonexistent"})
-    assert not found.ok and "InvalidCxxCompiler" in found.detail, found.detail
+    assert not found.ok and "InvalidCxxCompiler" in found.said(), found.said()
 
 
 @pytest.mark.slow  # a real compile toolchain probe (builds a kernel)

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from torchscale.contracts.finding import Finding
 from torchscale.orchestration.validate import compile_toolchain as toolchain
 from torchscale.orchestration.validate import compile_verdicts
 from torchscale.orchestration.validate.compile_toolchain import Toolchain, known_or_probed
 
-PASS = Toolchain("cpu", True, "built and ran a C++ kernel (inductor) in 40 s", data={"x": 1})
+BUILT = Finding(code="compile.built", figures={"device": "cpu", "wall_s": 40, "binaries": 1})
+PASS = Toolchain("cpu", True, [BUILT], data={"x": 1})
 
 
 class Probe:
@@ -53,13 +55,34 @@ def test_a_pass_is_kept_and_read_back_with_its_date(xdg: Path) -> None:
     created = json.loads(kept.read_text(encoding="utf-8"))["created_at"]
     again = known_or_probed("cpu", env, probe)
     assert probe.calls == 1  # read back, nothing compiled
-    assert again.ok and again.detail.startswith(PASS.detail + "; cached from ")
-    assert again.detail.endswith(compile_verdicts.cached_from(created))
+    assert again.ok and again.said().startswith(PASS.said() + "; cached from ")
+    assert again.findings[-1] == Finding(code="compile.cached", figures={"created_at": created})
+    stored = json.loads(kept.read_text(encoding="utf-8"))
+    assert stored["version"] == 2 and stored["findings"] == [BUILT.model_dump()]
+    assert "detail" not in stored  # codes and figures, no sentence
     assert again.data["x"] == 1 and again.data["kept_in"] == str(kept)
 
 
+def _failed(reason: str) -> Finding:
+    return Finding(code="compile.failed", figures={"reason": reason, "tools": False})
+
+
+def test_an_older_kept_pass_reads_as_its_stored_words(xdg: Path) -> None:
+    """A version-1 entry stored its PASS as words: read back as stored words, not re-worded."""
+    env = {"PATH": os.environ.get("PATH", "")}
+    probe = Probe()
+    known_or_probed("cpu", env, probe)
+    [kept] = xdg.glob("*.json")
+    entry = json.loads(kept.read_text(encoding="utf-8"))
+    old = {k: v for k, v in entry.items() if k not in ("version", "findings")}
+    kept.write_text(json.dumps({**old, "detail": "built and ran it, in old words"}))
+    again = known_or_probed("cpu", env, probe)
+    assert probe.calls == 1 and again.ok
+    assert again.said().startswith("built and ran it, in old words; cached from ")
+
+
 def test_a_fail_is_never_kept(xdg: Path) -> None:
-    broken = Toolchain("cpu", False, "InvalidCxxCompiler", toolchain.FIXES["cpu"])
+    broken = Toolchain("cpu", False, [_failed("InvalidCxxCompiler")], [toolchain.FIXES["cpu"]])
     probe = Probe(broken)
     for _ in range(2):
         assert not known_or_probed("cpu", {"PATH": "/usr/bin"}, probe).ok

@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 import torchscale.contracts.host
 import torchscale.orchestration.launch.attempt
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config import hardware
@@ -152,7 +153,7 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
     monkeypatch.setattr(torchscale.orchestration.launch.attempt, "run_launch", launched)
     # CUDA cells compile by default: the toolchain probe of the stood-in GPU is stood in too
     monkeypatch.setattr(
-        compile_toolchain, "toolchain_for", lambda device, env: Toolchain(device, True, "ok")
+        compile_toolchain, "toolchain_for", lambda device, env: Toolchain(device, True, [])
     )
     out = tmp_path / "results"
     run = invoke("-c", write_config(tmp_path / "c.yaml", "mixed"), "-o", out)
@@ -272,7 +273,11 @@ def _failing_check(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(
         "torchscale.orchestration.validate.run_checks.CHECKS",
-        (lambda ctx: failed("stub", "Stub", "this check failed", "nothing to do"),),
+        (
+            lambda ctx: failed(
+                "stub", "Stub", Finding(code="stub.failed"), Finding(code="stub.fix")
+            ),
+        ),
     )
 
 

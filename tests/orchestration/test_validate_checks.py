@@ -27,7 +27,9 @@ from tests.fake_nvml import (
     NVMLError_Unknown,
 )
 from torchscale.contracts import host
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import NvmlState, nvml_indices, probe_nvml
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.profiling.nsys import parse_nsys_version
@@ -313,10 +315,12 @@ def test_validation_without_torch_completes_quick() -> None:
     assert by_id["smoke"].status is CheckStatus.SKIP
     assert not any("crashed" in shown.detail(r) for r in report.checks)
     assert report.ok is False
-    assert report.verdict.startswith(
+    assert report.verdict == ""  # the conclusion is its code and figures
+    verdict = say(report.verdict_basis)  # type: ignore[arg-type]
+    assert verdict.startswith(
         "GPU training is impossible on this node: torch cannot be imported (ImportError: x)."
     )
-    assert "--device cpu" in report.verdict
+    assert "--device cpu" in verdict
     assert sum(report.counts.values()) == len(report.checks)
 
 
@@ -1399,7 +1403,7 @@ def test_guarded_lambda() -> None:
 
 
 def test_guarded_passes_results_through() -> None:
-    ok = passed("x", "X", "fine")
+    ok = passed("x", "X", Finding(code="test.noted"))
     assert runner._guarded(lambda ctx: ok, make_ctx()) is ok
 
 
@@ -1427,8 +1431,8 @@ def test_run_validation_survives_crashing_check(
         CheckStatus.SKIP: 1,
         CheckStatus.INFO: 0,
     }
-    assert "NOT ready" in report.verdict
-    assert "boom" in report.verdict
+    assert "NOT ready" in say(report.verdict_basis)  # type: ignore[arg-type]
+    assert "boom" in say(report.verdict_basis)  # type: ignore[arg-type]
 
 
 def test_run_validation_survives_crashing_smoke(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1449,7 +1453,7 @@ def test_run_validation_passes_base_env_to_smoke(monkeypatch: pytest.MonkeyPatch
 
     def capture(ctx: ValidateContext, env: dict[str, str]) -> list[CheckResult]:
         got.append(env)
-        return [skipped("smoke", "Smoke test", "captured")]
+        return [skipped("smoke", "Smoke test", Finding(code="test.noted"))]
 
     monkeypatch.setattr(runner, "CHECKS", ())
     monkeypatch.setattr(runner, "check_smoke", capture)
@@ -1458,13 +1462,18 @@ def test_run_validation_passes_base_env_to_smoke(monkeypatch: pytest.MonkeyPatch
 
 
 def smoke_pass(device: str) -> CheckResult:
-    return passed(f"smoke_gloo_{device}", "Smoke", "ok", spec={"device": device})
+    return passed(
+        f"smoke_gloo_{device}", "Smoke", Finding(code="test.noted"), spec={"device": device}
+    )
 
 
 def test_verdict_ready_with_warnings() -> None:
     ctx = make_ctx("cpu", quick=True, torch=fake_torch())
-    results = [passed("a", "A", ""), warned("nsys", "Nsight Systems", "", "")]
-    text = runner.verdict_text(ctx, results)
+    results = [
+        passed("a", "A", Finding(code="test.noted")),
+        warned("nsys", "Nsight Systems", Finding(code="test.noted"), Finding(code="test.noted")),
+    ]
+    text = say(runner.verdict_basis(ctx, results))
     assert text == (
         "This node is ready for CPU (gloo) distributed training. (--quick: the live "
         "smoke test was not run.) Worth a look: Nsight Systems."
@@ -1475,7 +1484,7 @@ def test_verdict_gpu_impossible_but_cpu_works() -> None:
     ctx = make_ctx(
         "cuda", quick=False, torch=fake_torch(version="2.7.1+cpu", cuda=None, gpus=0), nvml=NO_NVML
     )
-    text = runner.verdict_text(ctx, [smoke_pass("cpu")])
+    text = say(runner.verdict_basis(ctx, [smoke_pass("cpu")]))
     assert text.startswith(
         "GPU training is impossible on this node: torch 2.7.1+cpu is a "
         "CPU-only build; NVML: libnvidia-ml.so not found"
@@ -1486,13 +1495,13 @@ def test_verdict_gpu_impossible_but_cpu_works() -> None:
 
 def test_verdict_gpu_impossible_driver_lists_nothing() -> None:
     ctx = make_ctx("cuda", torch=fake_torch(gpus=0), nvml=FakeNvml([]).state())
-    text = runner.verdict_text(ctx, [])
+    text = say(runner.verdict_basis(ctx, []))
     assert "the NVIDIA driver lists no GPU" in text
     assert "may still work" in text
 
 
 def test_verdict_gpu_ready() -> None:
     ctx = make_ctx("cuda", quick=False, torch=fake_torch(gpus=2), nvml=FakeNvml().state())
-    assert runner.verdict_text(ctx, [smoke_pass("cuda")]) == (
+    assert say(runner.verdict_basis(ctx, [smoke_pass("cuda")])) == (
         "This node is ready for GPU (NCCL) distributed training."
     )

@@ -23,6 +23,7 @@ import torch
 
 from tests.orchestration.test_validate_checks import fake_torch, make_ctx
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import validate as shown
 from torchscale.orchestration.launch import attempt, process
 from torchscale.orchestration.launch.process import ProcessOutcome, run_logged
@@ -82,7 +83,7 @@ def _planned(
 
     def fake_run(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
         ran.append((spec, timeout_s))
-        return passed(f"smoke_{spec.backend}_{spec.device}", spec.label, "ok")
+        return passed(f"smoke_{spec.backend}_{spec.device}", spec.label, Finding(code="test.noted"))
 
     monkeypatch.setattr(smoke, "run_smoke", fake_run)
     ctx = make_ctx(device, quick=False, torch=fake_torch(gpus=gpus))

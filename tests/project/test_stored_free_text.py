@@ -148,7 +148,6 @@ IDENTIFIERS: frozenset[str] = frozenset(
         "validate_report.ValidateReport.hostname",
         "validate_report.ValidateReport.sku",
         "validate_report.ValidateReport.torchscale_version",
-        "validate_report.ValidateReport.verdict",
     }
 )
 
@@ -182,6 +181,12 @@ STORED_WORDS: frozenset[str] = frozenset(
         "cell_result.DataPipeline.notes",
         "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
         "cell_result.HostBound.reason",
+        # validate reports before schema 5: today's checks store `findings`/`fix`, and the
+        # conclusion `verdict_basis` (test_todays_validate_writers_store_no_words)
+        "validate_report.CheckResult.said",
+        "validate_report.CheckResult.said_fix",
+        "validate_report.Measurement.said",
+        "validate_report.ValidateReport.verdict",
     }
 )
 
@@ -199,9 +204,6 @@ NOT_YET: frozenset[str] = frozenset(
         "power_limit.PowerLimit.unavailable",
         "profile_analysis.ProfileAnalysis.notes",
         "profile_analysis.ProfileAnalysis.unavailable",
-        "validate_report.CheckResult.said",  # checks not yet stated as findings; reports < 5
-        "validate_report.CheckResult.said_fix",
-        "validate_report.Measurement.said",  # validate reports before 5 only
     }
 )
 
@@ -265,3 +267,20 @@ def test_the_lists_name_only_fields_that_exist() -> None:
     for listed in (IDENTIFIERS, EVIDENCE, STORED_WORDS, NOT_YET):
         assert listed <= found, f"listed but gone (delete): {sorted(listed - found)}"
     assert not IDENTIFIERS & EVIDENCE and not IDENTIFIERS & NOT_YET and not EVIDENCE & NOT_YET
+
+
+def test_todays_validate_writers_store_no_words() -> None:
+    """A check is built from findings only (a sentence is refused), and a report's
+    conclusion is its `verdict_basis`: `said`, `said_fix` and `verdict` stay empty."""
+    import pytest
+
+    from torchscale.contracts.finding import Finding
+    from torchscale.orchestration.validate import check_result
+
+    found = Finding(code="workload.no_step")
+    made = check_result.check("x", "x", check_result.CheckStatus.FAIL, found, found)
+    assert made.said == "" and made.said_fix == "" and made.findings == [found]
+    with pytest.raises(TypeError):
+        check_result.check("x", "x", check_result.CheckStatus.FAIL, "a sentence")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        check_result.failed("x", "x", found, "a sentence")  # type: ignore[arg-type]

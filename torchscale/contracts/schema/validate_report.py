@@ -22,9 +22,10 @@ VALIDATE_KIND = "torchscale.validate"
 #    verdict against its SKU); older checks have none
 # 5: no sentence where there is a finding: a check's `detail` and `hint` and a measurement's
 #    `detail` and `unavailable` are gone, worded when shown from `findings`, `fix` and
-#    `finding` (contracts/wording/validate.py); `said`/`said_fix` keep the words a check not
-#    yet stated as findings, or an older report, stored (shown as stored). A version-4 check
-#    with findings drops its detail (it was their words); its hint, a sentence, is kept.
+#    `finding` (contracts/wording/validate.py, workload_checks.py); `said`/`said_fix` and
+#    `verdict` keep the words an older report stored (shown as stored), never written today:
+#    the conclusion is `verdict_basis`. A version-4 check with findings drops its detail (it
+#    was their words); its hint, a sentence, is kept.
 SCHEMA_VERSION = 5
 Level = Literal["basic", "perf", "burn", "workload"]
 
@@ -54,8 +55,8 @@ class CheckResult(Record):
     )
     said: str = Field(
         default="",
-        description="what was found in the words stored by a check not yet stated as findings, "
-        "or by a report before schema 5 (shown as stored)",
+        description="what was found in the words a report before schema 5 stored (shown as "
+        "stored); never written today",
     )
     said_fix: str = Field(default="", description="how to fix it, as `said` (shown as stored)")
 
@@ -102,7 +103,11 @@ class ValidateReport(Record):
     quick: bool = Field(description="true when the live smoke test was skipped")
     ok: bool = Field(description="true when no check failed (exit code 0)")
     counts: dict[CheckStatus, int]
-    verdict: str = Field(description="one-paragraph conclusion for a person")
+    verdict: str = Field(
+        default="",
+        description="the conclusion in the words a report before schema 5 stored (shown as "
+        "stored); today's is `verdict_basis`",
+    )
     checks: list[CheckResult]
     level: Level = Field(
         default="basic", description="basic (seconds), perf, burn, or workload (minutes)"
@@ -123,7 +128,8 @@ class ValidateReport(Record):
         default=None, description="workload: the folder holding everything it ran (schema 3)"
     )
     verdict_basis: Finding | None = Field(
-        default=None, description="what `verdict` rests on, as a code and figures (schema 4)"
+        default=None,
+        description="the conclusion as a code and figures (schema 4; from 5 every report's)",
     )
 
     @model_validator(mode="before")

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
+from torchscale.contracts.wording import words
 from torchscale.contracts.wording.units import of
 from torchscale.contracts.wording.validate import detail, hint
 from torchscale.orchestration.validate.check_result import (
@@ -113,6 +115,7 @@ def run_workload(
     (Ctrl-C, SIGTERM, SIGHUP), hears the folder and the steps that had finished, once the
     summary saying where it stopped is written."""
     from torchscale.offline.results.store import check_output_dir
+    from torchscale.orchestration.validate.workload_judge import said
     from torchscale.orchestration.validate.workload_plan import plan_workload
 
     facts = node or read_node(device)
@@ -138,7 +141,9 @@ def run_workload(
         # what finished is on disk already; the summary says where the level stopped
         how = stop.name if isinstance(stop, Terminated) else "Ctrl-C"
         steps.checks.append(
-            failed("stopped", "stopped", f"stopped by {how} during {current[0]}", "run it again")
+            failed(
+                "stopped", "stopped", said("stopped", how=how, step=current[0]), said("fix_again")
+            )
         )
         with contextlib.suppress(TorchScaleError):
             _write(folder, _validate_report(device, plan, steps.checks, folder, fail_on), plan)
@@ -204,20 +209,31 @@ def _guarded(
 ) -> None:
     """A step's verdicts into `steps`, or its FAIL: one line for a refusal (a TorchScaleError
     names what to fix), the exception and where for a crash (a bug), never a traceback."""
+    from torchscale.orchestration.validate.workload_judge import said
+
     try:
         steps.checks.extend(step() or [])
     except TorchScaleError as exc:
-        hint = "fix what it names, then run the level again"
-        steps.checks.append(failed(id, title, str(exc), hint))
+        steps.checks.append(
+            failed(id, title, said("step_refused", error=str(exc)), said("fix_refused"))
+        )
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
+        crash = Finding(
+            code="validate.crashed",
+            figures={
+                "what": "the step crashed",
+                "error": f"{type(exc).__name__}: {exc}",
+                "file": Path(where.filename).name,
+                "line": where.lineno,
+            },
+        )
         steps.checks.append(
             failed(
                 id,
                 title,
-                f"the step crashed: {type(exc).__name__}: {exc} "
-                f"({Path(where.filename).name}:{where.lineno})",
-                "please report this as a torchscale bug, with the folder",
+                crash,
+                said("fix_report_bug"),
                 traceback=traceback.format_exc(),  # in validate.json, for the report
             )
         )
@@ -295,9 +311,7 @@ def _judge_runs(
         judge.judge_oom(oom_result, plan.oom_skipped, _recovered(results(compiled)))
     )
     main = eager.get("eager")
-    comm_skipped = (
-        None if "comm" in plan.eager.get("eager", {}) else "one device: nothing to exchange"
-    )
+    comm_skipped = None if "comm" in plan.eager.get("eager", {}) else judge.said("comm_one_device")
     steps.checks.append(judge.judge_comm(main.comm if main is not None else [], comm_skipped))
     steps.checks.append(judge.judge_telemetry([*results(eager), *results(compiled)]))
 
@@ -350,7 +364,7 @@ def _validate_report(
     from torchscale.orchestration.validate.workload_judge import workload_verdict
 
     counts = status_counts(checks)
-    verdict = workload_verdict(device, plan.facts.devices, checks)
+    basis = workload_verdict(device, plan.facts.devices, checks)
     return ValidateReport(
         torchscale_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -359,7 +373,7 @@ def _validate_report(
         quick=False,
         ok=is_ok(counts, fail_on),
         counts=counts,
-        verdict=verdict,
+        verdict_basis=basis,
         checks=checks,
         level="workload",
         fail_on=fail_on,
@@ -390,7 +404,7 @@ def summary_markdown(report: ValidateReport, plan: WorkloadPlan) -> str:
     lines = [
         f"# validate --level workload on {report.hostname}",
         "",
-        f"**{report.verdict}**",
+        f"**{words(report.verdict_basis, report.verdict)}**",
         "",
         f"{of(facts.devices, facts.device)}, torchscale {report.torchscale_version}, "
         f"{report.created_at}. The cells are seconds long: a proof that each path works, "

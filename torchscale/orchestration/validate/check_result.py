@@ -36,32 +36,23 @@ def status_counts(checks: Sequence[CheckResult]) -> dict[CheckStatus, int]:
     return {status: sum(c.status is status for c in checks) for status in CheckStatus}
 
 
-Said = str | Finding | Sequence[Finding]
+Said = Finding | Sequence[Finding]
 
 
-def _stated(said: Said) -> tuple[list[Finding], str]:
-    """(findings, stored words): a finding or findings are stored as codes and figures; a
-    sentence (a check not yet stated as findings) as the words it is."""
+def _stated(said: Said) -> list[Finding]:
+    """A finding or findings, stored as codes and figures; a sentence is refused (the words
+    are made when shown: `said`/`said_fix` hold only an older report's)."""
     if isinstance(said, str):
-        return [], said
-    return ([said] if isinstance(said, Finding) else list(said)), ""
+        raise TypeError(f"a check states findings, not a sentence: {said!r}")
+    return [said] if isinstance(said, Finding) else list(said)
 
 
 def check(
-    id: str, title: str, status: CheckStatus, detail: Said, hint: Said = "", **data: Any
+    id: str, title: str, status: CheckStatus, detail: Said, hint: Said = (), **data: Any
 ) -> CheckResult:
-    """A check's verdict: what was found and how to fix it, as findings where they are."""
-    findings, said = _stated(detail)
-    fix, said_fix = _stated(hint)
+    """A check's verdict: what was found and how to fix it, as findings."""
     return CheckResult(
-        id=id,
-        title=title,
-        status=status,
-        findings=findings,
-        said=said,
-        fix=fix,
-        said_fix=said_fix,
-        data=data,
+        id=id, title=title, status=status, findings=_stated(detail), fix=_stated(hint), data=data
     )
 
 
@@ -77,7 +68,7 @@ def failed(id: str, title: str, detail: Said, hint: Said, **data: Any) -> CheckR
     return check(id, title, CheckStatus.FAIL, detail, hint, **data)
 
 
-def skipped(id: str, title: str, detail: Said, hint: Said = "", **data: Any) -> CheckResult:
+def skipped(id: str, title: str, detail: Said, hint: Said = (), **data: Any) -> CheckResult:
     return check(id, title, CheckStatus.SKIP, detail, hint, **data)
 
 
@@ -86,7 +77,7 @@ def found(
     title: str,
     status: CheckStatus,
     findings: Sequence[Finding],
-    hint: Said = "",
+    hint: Said = (),
     **data: Any,
 ) -> CheckResult:
     """A check whose verdict is its findings (worded when shown)."""

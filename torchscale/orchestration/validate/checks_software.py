@@ -28,10 +28,7 @@ from torchscale.orchestration.validate.requirements import MIN_PYTHON, MIN_TORCH
 NSYS_TIMEOUT_S = 20.0
 
 NEEDS_TORCH = Finding(code="software.needs_torch")
-CACHE_FOLDER_FIX = (
-    "keep the results on a filesystem with file locks that allows executables, or set "
-    "TORCHINDUCTOR_CACHE_DIR to a folder that does (each node and run then compiles anew)"
-)
+CACHE_FOLDER_FIX = Finding(code="compile.fix_cache_folder")
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -155,23 +152,23 @@ def check_compile(ctx: ValidateContext) -> CheckResult:
     cache is a WARN: the cells then compile in node-local storage, each node and run anew."""
     title = "torch.compile toolchain"
     if ctx.quick:
-        return skipped("compile", title, "--quick: no kernel compiled")
+        return skipped("compile", title, Finding(code="compile.quick"))
     if ctx.torch.module is None:
         return skipped("compile", title, NEEDS_TORCH)
     if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
-        return skipped("compile", title, "needs a CUDA GPU, and torch sees none")
+        return skipped("compile", title, Finding(code="validate.perf_no_gpu"))
     experiment = ctx.experiment_dir or ctx.output_dir / "standalone"
     cache = ResultLayout(experiment.absolute()).compile_cache_dir
     toolchain = toolchain_for(ctx.device, cells_env(os.environ, cache))
     if toolchain.ok and toolchain.cache_problem:
-        detail = f"{toolchain.fallback_line()}; {toolchain.detail}"
+        detail = [toolchain.fallback(), *toolchain.findings]
         return warned("compile", title, detail, CACHE_FOLDER_FIX, **toolchain.data)
     if toolchain.ok:
-        return passed("compile", title, toolchain.detail, **toolchain.data)
+        return passed("compile", title, toolchain.findings, **toolchain.data)
     if ctx.device == "cuda":
-        return failed("compile", title, toolchain.detail, toolchain.fix, **toolchain.data)
-    hint = toolchain.fix + "; CPU cells compile only when it is true"
-    return warned("compile", title, toolchain.detail, hint, **toolchain.data)
+        return failed("compile", title, toolchain.findings, toolchain.fix, **toolchain.data)
+    hint = [*toolchain.fix, Finding(code="compile.fix_cpu_optional")]
+    return warned("compile", title, toolchain.findings, hint, **toolchain.data)
 
 
 SHOWN_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_")

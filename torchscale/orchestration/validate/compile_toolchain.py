@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
 
+from torchscale.contracts import wording
 from torchscale.contracts.errors import ToolNotFoundError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import read_json_object
-from torchscale.contracts.wording.validate import secs, whole_secs
 from torchscale.orchestration.launch.compile_cache import (
     INDUCTOR_CACHE_ENV,
     TRITON_CACHE_ENV,
@@ -51,41 +52,54 @@ TOOLCHAIN_ENV_NAMES = frozenset(
 TOOLCHAIN_ENV_PREFIXES = ("TORCHINDUCTOR_", "TORCH_INDUCTOR_", "TRITON_")
 # the probe sets it itself
 PROBE_OWN_ENV = frozenset({"TORCHINDUCTOR_COMPILE_THREADS"})
-COMPILE_OFF = "or set training.compile: false"
+# how to fix a probe that failed, by device (and Triton's stage): contracts/wording/compile_checks
 FIXES = {
-    "cpu": "install a C++ compiler and the Python headers (apt install g++ python3-dev), "
-    + COMPILE_OFF,
-    "cuda": "install a C compiler and the Python headers for Triton (apt install gcc "
-    "python3-dev), " + COMPILE_OFF,
-    "triton": "install triton (pip install triton; CUDA wheels of torch bring the matching "
-    "one), " + COMPILE_OFF,
+    "cpu": Finding(code="compile.fix_cpu"),
+    "cuda": Finding(code="compile.fix_cuda"),
+    "triton": Finding(code="compile.fix_triton"),
 }
 
 
 @dataclass(frozen=True)
 class Toolchain:
-    """Whether torch.compile built and ran a kernel on `device`; what was seen, and the fix."""
+    """Whether torch.compile built and ran a kernel on `device`; what was seen, and the fix,
+    as findings (worded when shown)."""
 
     device: str
     ok: bool
-    detail: str
-    fix: str = ""
+    findings: list[Finding]
+    fix: list[Finding] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
-    # why the cells' cache folder cannot hold a cache ("" when it can, or none was given), and
-    # that folder: the verdict is then the one in node-local storage
-    cache_problem: str = ""
+    # why the cells' cache folder cannot hold a cache (None when it can, or none was given:
+    # launch/compile_cache.py's reason, or the compile that failed there), and that folder:
+    # the verdict is then the one in node-local storage
+    cache_problem: Finding | str | None = None
     cache_folder: str = ""
+
+    def said(self) -> str:
+        """What the probe found, in words."""
+        return "; ".join(wording.say(f) for f in self.findings)
 
     def refusal(self) -> str:
         """The one line `benchmark` stops with."""
-        return f"torch.compile cannot build a kernel on {self.device}: {self.detail}; {self.fix}"
+        fix = "; ".join(wording.say(f) for f in self.fix)
+        return f"torch.compile cannot build a kernel on {self.device}: {self.said()}; {fix}"
+
+    def fallback(self) -> Finding:
+        """That the cells compile in node-local storage, and why."""
+        problem = self.cache_problem
+        return Finding(
+            code="compile.cache_fallback",
+            figures={
+                "folder": self.cache_folder,
+                "problem": problem.model_dump() if isinstance(problem, Finding) else problem,
+                "local": str(node_local_cache_dir()),
+            },
+        )
 
     def fallback_line(self) -> str:
         """The one line that says the cells compile in node-local storage, and why."""
-        return (
-            f"the compile cache cannot live in {self.cache_folder} ({self.cache_problem}): "
-            f"the cells compile in node-local {node_local_cache_dir()} instead"
-        )
+        return wording.say(self.fallback())
 
 
 @contextlib.contextmanager
@@ -109,12 +123,12 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _tools_text(verdict: Mapping[str, Any]) -> str:
-    """'with /usr/bin/g++, Python headers at ...' from the child's facts."""
-    compiler = verdict.get("cxx") or verdict.get("c_compiler")
-    headers = verdict.get("python_headers")
-    found = f"Python headers at {headers}" if headers else "no Python headers found"
-    return f"with {compiler}, {found}" if compiler else found
+def _tools(verdict: Mapping[str, Any]) -> dict[str, Any]:
+    """The compiler and Python headers the child found (figures of compile.built/failed)."""
+    return {
+        "compiler": verdict.get("cxx") or verdict.get("c_compiler"),
+        "headers": verdict.get("python_headers"),
+    }
 
 
 def judge_probe(
@@ -127,29 +141,34 @@ def judge_probe(
     timeout_s: float = PROBE_TIMEOUT_S,
     wall_s: float = 0.0,
 ) -> Toolchain:
-    """The child's verdict (None when it wrote none) as a Toolchain, its cause in one line."""
+    """The child's verdict (None when it wrote none) as a Toolchain, its cause in one finding."""
     data: dict[str, Any] = {"probe_wall_s": round(wall_s, 2), **(verdict or {})}
-    what = "a C++ kernel (inductor)" if device == "cpu" else "a Triton kernel (inductor)"
+    fix = [FIXES.get(device, FIXES["cpu"])]
     if timed_out:
-        detail = f"building {what} did not finish within {secs(timeout_s)}"
-        return Toolchain(device, False, detail, FIXES.get(device, FIXES["cpu"]), data)
+        hung = Finding(code="compile.timed_out", figures={"device": device, "timeout_s": timeout_s})
+        return Toolchain(device, False, [hung], fix, data)
     if verdict is None:
-        why = _last_line(stderr) or f"exit code {returncode}"
-        detail = f"the compile probe ended without a verdict ({why})"
-        return Toolchain(device, False, detail, FIXES.get(device, FIXES["cpu"]), data)
-    if verdict.get("ok"):
-        built = verdict.get("binaries_built", 0)
-        detail = (
-            f"built and ran {what} in {whole_secs(wall_s)} ({built} binaries built in an empty "
-            f"cache; {_tools_text(verdict)})"
+        figures: dict[str, Any] = {"why": _last_line(stderr) or None, "returncode": returncode}
+        return Toolchain(
+            device, False, [Finding(code="compile.no_verdict", figures=figures)], fix, data
         )
-        return Toolchain(device, True, detail, "", data)
-    reason = str(verdict.get("reason") or "no reason given")
+    if verdict.get("ok"):
+        figures = {
+            "device": device,
+            "wall_s": wall_s,
+            "binaries": verdict.get("binaries_built", 0),
+            **_tools(verdict),
+        }
+        return Toolchain(device, True, [Finding(code="compile.built", figures=figures)], [], data)
     stage = verdict.get("stage")
-    fix = FIXES["triton"] if stage == "triton" else FIXES.get(device, FIXES["cpu"])
-    if stage in ("compile", "run"):
-        reason += f" ({_tools_text(verdict)})"
-    return Toolchain(device, False, reason, fix, data)
+    if stage == "triton":
+        fix = [FIXES["triton"]]
+    figures = {  # the same names as a PASS's, read by wording/compile_checks.py
+        "reason": str(verdict.get("reason") or "no reason given"),  # the child's own, quoted
+        "tools": stage in ("compile", "run"),
+        **_tools(verdict),
+    }
+    return Toolchain(device, False, [Finding(code="compile.failed", figures=figures)], fix, data)
 
 
 def run_probe(
@@ -237,11 +256,11 @@ def known_or_probed(
     kept = compile_verdicts.recall(folder, key)
     if kept is not None:
         data = {**kept.get("data", {}), "cached_at": kept["created_at"], "kept_in": kept["path"]}
-        detail = f"{kept['detail']}; {compile_verdicts.cached_from(kept['created_at'])}"
-        return Toolchain(device, True, detail, "", data)
+        cached = Finding(code="compile.cached", figures={"created_at": kept["created_at"]})
+        return Toolchain(device, True, [*kept["findings"], cached], [], data)
     found = probe(device, env)
     if found.ok:
-        compile_verdicts.remember(folder, key, found.detail, found.data)
+        compile_verdicts.remember(folder, key, found.findings, found.data)
     return found
 
 
@@ -252,12 +271,13 @@ def checked_probe(
     (its quick check, or a compile there that fails where one in node-local storage passes)
     the node-local verdict, with `cache_problem` saying why."""
     folders = cache_folders(env)
-    problem = next(filter(None, map(cache_folder_problem, folders)), None)
+    problem: Finding | str | None = next(filter(None, map(cache_folder_problem, folders)), None)
     if problem is None:
         found = known_or_probed(device, env, probe)
         if found.ok or not folders or not _may_be_the_folder(found):
             return found
-        problem = f"a compile there failed: {found.detail}"
+        failed = [f.model_dump() for f in found.findings]
+        problem = Finding(code="compile.folder_failed", figures={"findings": failed})
     local = known_or_probed(device, {**env, **node_local_cache_env()}, probe)
     if not local.ok:
         return local
@@ -314,7 +334,7 @@ def require_toolchain(
         if toolchain.cache_problem and fallback is None:
             fallback = toolchain.fallback_line()
             on_check(fallback)
-        on_check(f"torch.compile on {device}: {toolchain.detail}")
+        on_check(f"torch.compile on {device}: {toolchain.said()}")
         verdicts.append(toolchain)
     given = {**env, **(node_local_cache_env() if fallback is not None else {})}
     return ToolchainCheck(verdicts, given, fallback)

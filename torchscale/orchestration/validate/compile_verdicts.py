@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import read_json_object
 from torchscale.orchestration.launch.compile_cache import nearest_existing
 
@@ -115,32 +116,50 @@ def _path(folder: Path, key: dict[str, Any]) -> Path:
     return folder / f"{digest[:32]}.json"
 
 
+# 2: the PASS as findings (codes and figures); 1 (no `version`) stored its words in `detail`
+VERSION = 2
+
+
+def _findings(kept: dict[str, Any]) -> list[Finding] | None:
+    """A kept PASS's findings; an older entry's words as stored words; None if unreadable."""
+    if kept.get("version") == VERSION and isinstance(kept.get("findings"), list):
+        try:
+            return [Finding.model_validate(f) for f in kept["findings"]]
+        except ValueError:
+            return None
+    if "version" not in kept and isinstance(kept.get("detail"), str):
+        return [Finding(code="compile.stored", figures={"words": kept["detail"]})]
+    return None
+
+
 def recall(folder: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The kept PASS for `key` ({'detail', 'data', 'created_at', 'path'}), or None."""
+    """The kept PASS for `key` ({'findings', 'data', 'created_at', 'path'}), or None."""
     path = _path(folder, key)
     kept = read_json_object(path)
-    if not kept or kept.get("key") != key or not isinstance(kept.get("detail"), str):
+    if not kept or kept.get("key") != key:
         return None
-    return {**kept, "path": str(path)}
+    findings = _findings(kept)
+    if findings is None:
+        return None
+    return {**kept, "findings": findings, "path": str(path)}
 
 
 def remember(
-    folder: Path, key: dict[str, Any], detail: str, data: Mapping[str, Any]
+    folder: Path, key: dict[str, Any], findings: list[Finding], data: Mapping[str, Any]
 ) -> Path | None:
     """Keep a PASS (atomically: two probes at once leave one whole file); None when the cache
     folder cannot be written (the verdict stands, it is only not kept)."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    text = json.dumps({"key": key, "created_at": created, "detail": detail, "data": dict(data)})
+    text = json.dumps(
+        {
+            "version": VERSION,
+            "key": key,
+            "created_at": created,
+            "findings": [f.model_dump() for f in findings],
+            "data": dict(data),
+        }
+    )
     try:
         return write_text_atomic(_path(folder, key), text)
     except OSError:
         return None
-
-
-def cached_from(created_at: str) -> str:
-    """'cached from 2026-01-31 14:02 UTC' for a kept verdict's ISO time."""
-    try:
-        when = datetime.fromisoformat(created_at).astimezone(timezone.utc)
-    except ValueError:
-        return f"cached from {created_at}"
-    return f"cached from {when.strftime('%Y-%m-%d %H:%M')} UTC"

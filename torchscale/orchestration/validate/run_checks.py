@@ -11,7 +11,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from torchscale import __version__
-from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
 from torchscale.contracts.wording.validate import secs
@@ -75,19 +74,23 @@ def _guarded(check: Check, ctx: ValidateContext) -> CheckResult:
         return _crashed(name, name, exc, "the check itself crashed")
 
 
-def _no_gpu_reasons(ctx: ValidateContext) -> list[str]:
-    """Why torch sees no GPU, most fundamental first."""
+def _no_gpu(ctx: ValidateContext, results: list[CheckResult]) -> Finding:
+    """Why torch sees no GPU (the figures wording/validate_verdicts.py words), and whether the
+    CPU path's smoke test passed."""
     torch = ctx.torch.module
+    smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is CheckStatus.PASS]
+    figures: dict[str, object] = {
+        "cpu_works": any(r.data.get("spec", {}).get("device") == "cpu" for r in smoke_ok)
+    }
     if torch is None:
-        return [f"torch cannot be imported ({ctx.torch.error})"]
-    reasons = []
-    if torch_build(torch) == "CPU-only":
-        reasons.append(f"torch {torch.__version__} is a CPU-only build")
-    if not ctx.nvml.ok:
-        reasons.append(f"NVML: {ctx.nvml.error}")
-    elif not ctx.nvml.gpus:
-        reasons.append("the NVIDIA driver lists no GPU")
-    return reasons or ["torch sees no CUDA device (check CUDA_VISIBLE_DEVICES)"]
+        figures["torch_error"] = str(ctx.torch.error)
+    else:
+        if torch_build(torch) == "CPU-only":
+            figures["cpu_only_torch"] = str(torch.__version__)
+        if not ctx.nvml.ok:
+            figures["nvml_error"] = str(ctx.nvml.error)
+        figures["driver_lists_none"] = ctx.nvml.ok and not ctx.nvml.gpus
+    return Finding(code="validate.no_gpu", figures=figures)
 
 
 # what a second GPU would check: peer access, the settings GPUs agree on, the GPU-to-GPU copy
@@ -96,12 +99,11 @@ BETWEEN_GPUS = ("p2p", "gpu_settings", "perf_p2p_", "perf_busbw_")
 NCCL_BETWEEN_GPUS = "NCCL between GPUs"
 
 
-def verdict_basis(ctx: ValidateContext, results: list[CheckResult]) -> Finding | None:
-    """What the verdict rests on, as a code and its figures; None where torch sees no GPU on
-    the GPU path (that verdict lists the reasons, see verdict_text). On one GPU the node is
+def verdict_basis(ctx: ValidateContext, results: list[CheckResult]) -> Finding:
+    """The conclusion a person reads first, as a code and its figures. On one GPU the node is
     never called ready for distributed training: what only a second GPU checks is named."""
     if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
-        return None
+        return _no_gpu(ctx, results)
     failures = [r.title for r in results if r.status is CheckStatus.FAIL]
     if failures:
         return Finding(code="validate.not_ready", figures={"failed": failures})
@@ -119,27 +121,6 @@ def verdict_basis(ctx: ValidateContext, results: list[CheckResult]) -> Finding |
         return Finding(code="validate.ready_one_gpu", figures=figures)
     figures["path"] = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
     return Finding(code="validate.ready", figures=figures)
-
-
-def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
-    """The conclusion a person reads first."""
-    basis = verdict_basis(ctx, results)
-    if basis is not None:
-        return wording.say(basis)
-    smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is CheckStatus.PASS]
-    cpu_works = any(r.data.get("spec", {}).get("device") == "cpu" for r in smoke_ok)
-    text = "GPU training is impossible on this node: " + "; ".join(_no_gpu_reasons(ctx)) + "."
-    if cpu_works:
-        text += (
-            " The CPU path works (gloo smoke test passed): `torchscale validate "
-            "--device cpu` checks it, and `device: cpu` in a config runs each rank as "
-            "a CPU process with gloo."
-        )
-    else:
-        text += (
-            " The CPU path (gloo) may still work: check it with `torchscale validate --device cpu`."
-        )
-    return text
 
 
 def is_ok(counts: Mapping[CheckStatus, int], fail_on: str) -> bool:
@@ -225,7 +206,7 @@ def _report(
     measurements: list[Measurement],
     peaks: dict[str, float],
     sku: str | None,
-    verdict: str | None = None,
+    verdict: Finding | None = None,
 ) -> ValidateReport:
     counts = status_counts(results)
     return ValidateReport(
@@ -236,8 +217,7 @@ def _report(
         quick=ctx.quick,
         ok=is_ok(counts, ctx.fail_on),
         counts=counts,
-        verdict=verdict or verdict_text(ctx, results),
-        verdict_basis=None if verdict else verdict_basis(ctx, results),
+        verdict_basis=verdict or verdict_basis(ctx, results),
         checks=results,
         level=ctx.level,
         sku=sku,
@@ -264,7 +244,7 @@ def _stopped(
     figures = {"why": why, "phases": kept.phases, "folder": str(folder)}
     again = Finding(code="validate.fix_run_again")
     stop = failed("stopped", "stopped", Finding(code="validate.stopped", figures=figures), again)
-    verdict = f"Not judged: {why}, before every figure was measured (the ones measured are below)."
+    verdict = Finding(code="validate.not_judged", figures={"why": why})
     checks = [*results, *outcome.checks, stop]
     peaks = outcome.measured_peaks
     return _report(ctx, checks, outcome.measurements, peaks, outcome.sku, verdict), kept

@@ -14,12 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
-from torchscale.contracts.wording import validate as shown
-from torchscale.contracts.wording.max_batch import reason_words
-from torchscale.contracts.wording.unavailable import why
-from torchscale.contracts.wording.validate import percent, three, watts
+from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis import compile_gain as gains
 from torchscale.offline.analysis.ranking import fsdp_on_one, shards_nothing
 from torchscale.offline.results import profile_figures
@@ -35,7 +31,7 @@ from torchscale.orchestration.validate.check_result import (
 )
 
 if TYPE_CHECKING:
-    from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.contracts.schema.cell_result import CellResult, Reason
     from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.contracts.schema.max_batch import MaxBatchResult
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
@@ -48,12 +44,22 @@ MFU_FLOOR = 0.04
 MFU_CEILING = 0.75
 MFU_SOURCE = "GPT-2 124M, batch 8, bf16 on one H100: 24 % eager, 35 % compiled (docs/measured.md)"
 
-NO_WRAPPER = "no wrapper at world 1: DDP needs a peer"
 
-LOOK = "the cell's JSON and logs are in {where}"
+def said(code: str, **figures: Any) -> Finding:
+    """A step's finding or fix (contracts/wording/workload_checks.py words it)."""
+    return Finding(code=f"workload.{code}", figures=figures)
 
 
-def _info(id: str, title: str, detail: str, **data: Any) -> CheckResult:
+def _reason(why: Reason | None) -> Any:
+    """A stored reason as a figure: a code's figures, or the words it was stored in."""
+    return why.model_dump() if isinstance(why, Finding) else why
+
+
+def _look(where: Path) -> Finding:
+    return said("fix_look", where=str(where))
+
+
+def _info(id: str, title: str, detail: Finding | list[Finding], **data: Any) -> CheckResult:
     return check(id, title, CheckStatus.INFO, detail, **data)
 
 
@@ -64,6 +70,10 @@ def _label(result: CellResult) -> str:
 def machinery_only(result: CellResult) -> bool:
     """FSDP at world 1: FSDP2's hooks and DTensors with nothing to shard, proven not judged."""
     return shards_nothing(result.cell.strategy, result.cell.world_size)
+
+
+def _ended(result: CellResult) -> str:
+    return result.error.reason if result.error else str(result.status)
 
 
 def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cell") -> CheckResult:
@@ -77,53 +87,51 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
         title = f"{step}: {title}"
     if result.status is Status.SKIPPED:
         why = result.error.reason if result.error else "skipped"
-        hint = "the workload level planned a cell that cannot run: please report it"
-        return failed(id_, title, f"the planner skipped it: {why}", hint)
+        return failed(id_, title, said("cell_skipped", why=why), said("fix_report_plan"))
     if result.status is not Status.OK:
-        why = result.error.reason if result.error else str(result.status)
-        return failed(id_, title, f"{result.status}: {why}", LOOK.format(where=where))
+        ended = said("cell_ended", status=str(result.status), why=_ended(result))
+        return failed(id_, title, ended, _look(where))
     throughput = result.throughput
     if throughput is None:
-        return warned(id_, title, "it ran but measured no throughput", LOOK.format(where=where))
-    rate = three(throughput.samples_per_s, "samples/s")
+        return warned(id_, title, said("no_throughput"), _look(where))
+    rate = throughput.samples_per_s
     mfu = result.compute.mfu if result.compute else None
     if machinery_only(result):
         unranked = fsdp_on_one()
-        detail = f"{rate}; {wording.say(unranked)}; MFU not judged"
-        return passed(id_, title, detail, mfu=mfu, finding=unranked.model_dump())
+        findings = [said("rate", samples_per_s=rate), unranked, said("mfu_unjudged")]
+        return passed(id_, title, findings, mfu=mfu, finding=unranked.model_dump())
     verdict = _judge_figures(result, id_, title, rate, mfu)
     if cell.strategy == "ddp" and cell.world_size == 1:  # no wrapper: no peer to average with
-        return verdict.model_copy(update={"said": f"{shown.detail(verdict)} ({NO_WRAPPER})"})
+        return verdict.model_copy(update={"findings": [*verdict.findings, said("no_wrapper")]})
     return verdict
 
 
 def _judge_figures(
-    result: CellResult, id_: str, title: str, rate: str, mfu: float | None
+    result: CellResult, id_: str, title: str, rate: float, mfu: float | None
 ) -> CheckResult:
     """A cell that ran: its MFU against what the path can give."""
     cell = result.cell
     if cell.device != "cuda":
-        return passed(id_, title, f"{rate}; MFU: no CPU peak to judge against", mfu=mfu)
+        return passed(
+            id_, title, [said("rate", samples_per_s=rate), said("mfu_no_cpu_peak")], mfu=mfu
+        )
     if mfu is None:
         why = (result.unavailable or {}).get("mfu", "no peak FLOP/s known for this GPU")
-        return passed(id_, title, f"{rate}; MFU not judged: {why}")
-    text = f"{rate}, MFU {percent(mfu)}"
+        return passed(
+            id_, title, [said("rate", samples_per_s=rate), said("mfu_unknown", why=_reason(why))]
+        )
+    figures = {"samples_per_s": rate, "mfu": mfu}
     if mfu > MFU_CEILING:
-        detail = f"{text}: above {percent(MFU_CEILING)}, no dense training step reaches it"
-        hint = "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON"
-        return failed(id_, title, detail, hint, mfu=mfu)
+        above = said("mfu_above", ceiling=MFU_CEILING, **figures)
+        return failed(id_, title, above, said("fix_report_peak"), mfu=mfu)
     if cell.strategy != "ddp":
         # the reference is DDP's: a tensor-parallel split of 768-wide matmuls or a
         # pipeline's bubble lowers MFU for reasons of its own
-        return passed(id_, title, f"{text} (the floor is judged on ddp only)", mfu=mfu)
+        return passed(id_, title, said("mfu_ddp_floor", **figures), mfu=mfu)
     if mfu < MFU_FLOOR:
-        hint = (
-            "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other "
-            "process shares the GPU"
-        )
-        why = f"{text}: below {percent(MFU_FLOOR)} ({MFU_SOURCE})"
-        return warned(id_, title, why, hint, mfu=mfu)
-    return passed(id_, title, text, mfu=mfu)
+        below = said("mfu_below", floor=MFU_FLOOR, source=MFU_SOURCE, **figures)
+        return warned(id_, title, below, said("fix_clocks"), mfu=mfu)
+    return passed(id_, title, said("mfu", **figures), mfu=mfu)
 
 
 def judge_unplaced(unplaced: Mapping[str, str]) -> list[CheckResult]:
@@ -132,8 +140,8 @@ def judge_unplaced(unplaced: Mapping[str, str]) -> list[CheckResult]:
         failed(
             f"cell.{strategy.replace(' ', '.')}",
             strategy,
-            f"no world size on this node runs it: {why}",
-            "the planner refuses every shape of it here: please report it",
+            said("unplaced", why=why),
+            said("fix_planner_refuses"),
         )
         for strategy, why in unplaced.items()
     ]
@@ -146,7 +154,7 @@ def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -
     worth a look).
     FSDP at world 1 is not compared: nothing is sharded, so its step is FSDP2's host work."""
     base = {r.cell.strategy: r for r in eager if r.status is Status.OK and r.throughput}
-    parts: list[str] = []
+    parts: list[Finding] = []
     slower: list[str] = []
     data: dict[str, object] = {"method": gains.METHOD}
     for result in compiled:
@@ -156,46 +164,57 @@ def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -
         strategy = result.cell.strategy
         gain = gains.compile_gain(cell_row(result), cell_row(before))
         if gain is None:
-            parts.append(f"{strategy}: not judged (no throughput figure)")
+            parts.append(said("compile_unjudged", strategy=strategy))
             continue
-        parts.append(f"{strategy}: {wording.say(gain)}")
+        parts.append(said("compile_gain", strategy=strategy, gain=gain.model_dump()))
         data[strategy] = gain.model_dump()
         if gains.slower(gain):
             slower.append(strategy)
     if not parts:
-        return skipped("compile.ratio", "compiled / eager", "no strategy ran both ways")
-    detail = "; ".join(parts)
+        return skipped("compile.ratio", "compiled / eager", said("compile_none"))
     if slower:
-        hint = (
-            f"compiled {', '.join(slower)} is slower than eager beyond the repeats' spread: the "
-            "cells' rank logs show graph breaks and recompiles"
-        )
-        return warned("compile.ratio", "compiled / eager", detail, hint, **data)
-    return _info("compile.ratio", "compiled / eager", detail, **data)
+        hint = said("fix_compile_slower", strategies=slower)
+        return warned("compile.ratio", "compiled / eager", parts, hint, **data)
+    return _info("compile.ratio", "compiled / eager", parts, **data)
 
 
-def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) -> CheckResult:
+def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: Finding | None) -> CheckResult:
     title = "max-batch search"
     if skipped_why is not None:
         return skipped("max_batch", title, skipped_why)
     if not results:
-        return failed("max_batch", title, "the search left no result", "see the sweep's log")
+        return failed(
+            "max_batch", title, said("no_result", what="the search"), said("fix_sweep_log")
+        )
     bad = [r for r in results if r.status != "ok"]
     if bad:
-        detail = f"{bad[0].label}: {reason_words(bad[0])}"
-        return failed("max_batch", title, detail, "see max_batch/ in the folder")
+        why = said("max_batch_failed", label=bad[0].label, **_search_failed(bad[0]))
+        return failed("max_batch", title, why, said("fix_see_folder", sub="max_batch/"))
     one = results[0]
-    probes = len(one.probes)
-    used = one.memory_utilisation
-    share = f" at {percent(used)} of memory" if used is not None else ""
-    if one.limit_reached:
-        answer = f"fits {one.limit} (the limit tried: 4 x the cells' batch){share}, {probes} probes"
-        estimate = max_batch_estimate(one)
-        if estimate is not None:
-            answer += f"; estimate ~{estimate} from the probes' peaks (linear, not probed)"
-    else:
-        answer = f"largest batch {one.max_batch}{share}, {probes} probes"
+    answer = said(
+        "max_batch",
+        limit_reached=one.limit_reached,
+        max_batch=one.max_batch,
+        limit=one.limit,
+        memory_used=one.memory_utilisation,
+        probes=len(one.probes),
+        estimate=max_batch_estimate(one) if one.limit_reached else None,
+    )
     return passed("max_batch", title, answer, max_batch=one.max_batch, limit=one.limit)
+
+
+def _search_failed(result: MaxBatchResult) -> dict[str, Any]:
+    """Why the search has no answer: its finding, and a failed probe's own reason (evidence)."""
+    finding = result.finding
+    given = None
+    if finding is not None and finding.code == "max_batch.probe_failed":
+        failed = [
+            p
+            for p in result.probes
+            if p.outcome == "failed" and p.batch == finding.figures["batch"]
+        ]
+        given = (failed[-1].reason if failed else None) or "no reason"
+    return {"why": finding.model_dump() if finding else None, "given": given}
 
 
 def max_batch_estimate(result: MaxBatchResult) -> int | None:
@@ -221,7 +240,7 @@ def max_batch_estimate(result: MaxBatchResult) -> int | None:
 
 
 def judge_oom(
-    result: CellResult | None, skipped_why: str | None, recovered: bool | None
+    result: CellResult | None, skipped_why: Finding | None, recovered: bool | None
 ) -> CheckResult:
     """The cell that cannot fit must end `oom`, with the rank and the exception, and the
     cells after it must still run (`recovered`: None when none ran after it)."""
@@ -229,65 +248,70 @@ def judge_oom(
     if skipped_why is not None:
         return skipped("oom", title, skipped_why)
     if result is None:
-        return failed("oom", title, "the cell left no result", "see oom/ in the folder")
+        return failed("oom", title, said("no_result", what="the cell"), _in_folder("oom/"))
     if result.status is not Status.OOM:
         why = result.error.reason if result.error else "it ran"
-        hint = "the out-of-memory classification missed it: please report it with oom/"
-        return failed("oom", title, f"a batch that cannot fit ended {result.status}: {why}", hint)
+        missed = said("oom_missed", status=str(result.status), why=why)
+        return failed("oom", title, missed, said("fix_oom_missed"))
     rank = result.error.root_cause_rank if result.error else None
-    where = f"on rank {rank}" if rank is not None else "with no rank named"
     if recovered is False:
-        hint = "memory was not released after the failure: see the next cells' errors"
-        detail = f"classified out of memory {where}, but the next cells failed"
-        return failed("oom", title, detail, hint)
-    after = "; the cells after it ran" if recovered else ""
-    return passed("oom", title, f"classified out of memory {where}{after}")
+        return failed("oom", title, said("oom_not_released", rank=rank), said("fix_oom_release"))
+    return passed("oom", title, said("oom_classified", rank=rank, recovered=bool(recovered)))
+
+
+def _in_folder(sub: str) -> Finding:
+    return said("fix_see_folder", sub=sub)
 
 
 def judge_profile(tool: str, profiled: ProfiledCell) -> CheckResult:
     """A profile must leave an analysis with every rank's steps, its compute and, with several
     ranks, matched collectives; on GPUs, kernels."""
     id_, title = f"profile.{tool}", f"profile ({tool})"
+    traces = said("fix_traces", where=str(profiled.directory))
     if profiled.result.status is not Status.OK:
-        why = profiled.result.error.reason if profiled.result.error else str(profiled.result.status)
-        hint = f"see {profiled.directory}"
-        return failed(id_, title, f"the profiled run {profiled.result.status}: {why}", hint)
+        ran = said(
+            "profile_run_failed", status=str(profiled.result.status), why=_ended(profiled.result)
+        )
+        return failed(id_, title, ran, said("fix_see", where=str(profiled.directory)))
     analysis = profiled.analysis
     if analysis is None:
-        hint = f"the traces are in {profiled.directory}"
-        return failed(id_, title, f"no analysis: {profiled.analysis_error}", hint)
+        return failed(id_, title, said("profile_no_analysis", why=profiled.analysis_error), traces)
     world = profiled.result.cell.world_size
     problems = []
     if analysis.ranks_analysed < world:
-        problems.append(f"{analysis.ranks_analysed} of {world} ranks analysed")
+        problems.append(said("ranks_unanalysed", analysed=analysis.ranks_analysed, world=world))
     if not any(r.steps for r in analysis.ranks):
-        problems.append("no complete step in the traces")
+        problems.append(said("no_step"))
     if not any(r.compute_us for r in analysis.ranks):
-        problems.append("no compute in the traces")
+        problems.append(said("no_compute"))
     if profiled.result.cell.device == "cuda" and not analysis.top_kernels:
-        problems.append("the profiler produced no GPU kernels")
+        problems.append(said("no_kernels"))
     if world > 1 and analysis.matched_collectives == 0:
-        problems.append("no collective matched across ranks")
+        problems.append(said("no_matched"))
     if problems:
-        return failed(id_, title, "; ".join(problems), f"the traces are in {profiled.directory}")
+        return failed(id_, title, problems, traces)
     from torchscale.offline.results.profile_versions import compile_mode
 
-    step = profile_step(analysis)
-    collectives = f", {analysis.matched_collectives} collectives matched" if world > 1 else ""
-    diagnosis = "" if analysis.diagnosis is not None else "; no diagnosis"
-    ranks = f"{analysis.ranks_analysed} rank{'s' if analysis.ranks_analysed != 1 else ''}"
-    detail = f"{ranks}, {compile_mode(profiled.result)}, {step}{collectives}{diagnosis}"
+    detail = said(
+        "profiled",
+        ranks=analysis.ranks_analysed,
+        mode=compile_mode(profiled.result),
+        step=profile_step(analysis),
+        world=world,
+        collectives=analysis.matched_collectives,
+        diagnosed=analysis.diagnosis is not None,
+    )
     if analysis.diagnosis is None:
-        why = analysis.unavailable.get("diagnosis", "")
-        return warned(id_, title, detail, why or "the traces gave no step model")
+        why = analysis.unavailable.get("diagnosis")
+        return warned(id_, title, detail, said("fix_no_step_model", why=_reason(why)))
     return passed(id_, title, detail)
 
 
-def profile_step(analysis: ProfileAnalysis) -> str:
-    """The profile's step as its diagnosis heads it: 'step 19.7 ms untraced (traced 34.8 ms,
-    +76 % under the profiler)' where the profiler slowed the traced steps beyond the noise,
-    'step 34.8 ms traced, +76 % over the untraced' where only the traces have a split, else
-    the traced step."""
+def profile_step(analysis: ProfileAnalysis) -> dict[str, Any]:
+    """The figures of the profile's step as its diagnosis heads it (worded by
+    wording/workload_checks.step_words): 'step 19.7 ms untraced (traced 34.8 ms, +76 % under
+    the profiler)' where the profiler slowed the traced steps beyond the noise, 'step 34.8 ms
+    traced, +76 % over the untraced' where only the traces have a split, else the traced step."""
     from torchscale.offline.analysis.diagnosis.inflation import inflation_of, uncleared_inflation
 
     diagnosis = analysis.diagnosis
@@ -295,50 +319,49 @@ def profile_step(analysis: ProfileAnalysis) -> str:
     inflation = inflation_of(diagnosis) if diagnosis is not None else None
     if diagnosis is not None and step_s is not None and inflation is None:
         unclear = uncleared_inflation(diagnosis)
-        step = three(step_s * 1e3, "ms")
         if unclear is not None and unclear.value is not None:  # the same caveat as its split
-            return (
-                f"step {step} traced ({percent(unclear.value, True)} over "
-                "the untraced step, within the noise of its few traced steps)"
-            )
-        return f"step {step}"
+            return {"kind": "unclear", "step_ms": step_s * 1e3, "added": unclear.value}
+        return {"kind": "plain", "step_ms": step_s * 1e3}
     if diagnosis is None or step_s is None or inflation is None or inflation.value is None:
         cycle = profile_figures.cycle_us(analysis)
-        return f"step {three(cycle / 1000, 'ms')}" if cycle else "no step time"
-    added = percent(inflation.value, True)
-    step = three(step_s * 1e3, "ms")
+        return {"kind": "plain", "step_ms": cycle / 1000} if cycle else {"kind": "none"}
+    figures = {"step_ms": step_s * 1e3, "added": inflation.value}
     if diagnosis.source == "traces":
-        return f"step {step} traced, {added} over the untraced"
-    traced = three(step_s * (1 + inflation.value) * 1e3, "ms")
-    return f"step {step} untraced (traced {traced}, {added} under the profiler)"
+        return {"kind": "traced", **figures}
+    return {"kind": "untraced", "traced_ms": step_s * (1 + inflation.value) * 1e3, **figures}
 
 
-def judge_nsys_absent(why: str) -> CheckResult:
+def judge_nsys_absent(why: Finding) -> CheckResult:
     return skipped("profile.nsys", "profile (nsys)", why)
 
 
-def judge_comm(results: Sequence[CommResult], skipped_why: str | None) -> CheckResult:
+def judge_comm(results: Sequence[CommResult], skipped_why: Finding | None) -> CheckResult:
     from torchscale.orchestration.comm.from_config import comm_failed
 
     title = "collective sweep"
     if skipped_why is not None:
         return skipped("comm", title, skipped_why)
     if not results:
-        return failed("comm", title, "the sweep left no result", "see comm/ in the folder")
+        return failed("comm", title, said("no_result", what="the sweep"), _in_folder("comm/"))
     bad = [r for r in results if comm_failed(r)]
     if bad:
         rows = [row for row in bad[0].rows if row.status == "failed"]
-        why = f"{len(rows)} row(s) failed" if rows else f"the sweep ended {bad[0].status}"
-        if not rows and bad[0].status == "ok":
-            why = f"the bandwidth gate {bad[0].gate}"
-        if (bad[0].wrong_total or 0) > 0:
-            why = f"{bad[0].wrong_total} wrong element(s)"
-        return failed("comm", title, why, "see comm/ in the folder")
+        why = said(
+            "comm_failed",
+            wrong=bad[0].wrong_total or 0,
+            rows=len(rows),
+            status=bad[0].status,
+            gate=bad[0].gate,
+        )
+        return failed("comm", title, why, _in_folder("comm/"))
     one = results[0]
-    ops = sorted({row.op for row in one.rows})
     best = max((row.busbw_gbps or 0.0 for row in one.rows), default=0.0)
-    sizes = f"{len(one.rows)} sizes checked, busbw up to {three(best, 'GB/s')} ({one.backend})"
-    return passed("comm", title, f"{', '.join(ops)}: {sizes}")
+    ops = sorted({row.op for row in one.rows})
+    return passed(
+        "comm",
+        title,
+        said("comm_passed", ops=ops, sizes=len(one.rows), busbw_gbps=best, backend=one.backend),
+    )
 
 
 def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
@@ -347,82 +370,74 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
     title = "telemetry"
     measured = [r for r in results if r.status is Status.OK]
     if not measured:
-        return skipped("telemetry", title, "no cell was measured")
+        return skipped("telemetry", title, said("no_measured_cell"))
     missing = [r for r in measured if r.telemetry is None]
     if missing:
         why = (missing[0].unavailable or {}).get("telemetry", "no telemetry block")
-        hint = "see docs/telemetry.md, 'When a figure is missing'"
-        return warned("telemetry", title, f"{_label(missing[0])}: {why}", hint)
+        none = said("no_telemetry", label=_label(missing[0]), why=_reason(why))
+        return warned("telemetry", title, none, said("fix_telemetry_docs"))
     if measured[0].cell.device != "cuda":
-        return _info("telemetry", title, "CPU: process CPU and memory sampled (no NVML)")
-    blind = {
+        return _info("telemetry", title, said("cpu_telemetry"))
+    blind: dict[str, Any] = {
         _label(r): _power_gap(r)
         for r in measured
         if r.telemetry and r.telemetry.power_w_mean is None
     }
-    unread = {label: why for label, why in blind.items() if not why.startswith(NOT_MEASURABLE)}
+    unread = {label: why for label, why in blind.items() if not _not_measurable(why)}
     if unread:
         label, why = next(iter(unread.items()))
-        hint = "check that pynvml (nvidia-ml-py) is installed and sees the GPUs"
-        return warned("telemetry", title, f"{label}: no NVML power ({why})", hint)
+        return warned("telemetry", title, said("no_power", label=label, why=why), said("fix_nvml"))
     throttled = [r for r in measured if r.telemetry and r.telemetry.throttled]
     if throttled:
-        reasons = (
-            ", ".join(throttled[0].telemetry.throttle_reasons) if throttled[0].telemetry else ""
-        )
-        hint = "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap"
-        return warned("telemetry", title, f"{_label(throttled[0])} throttled: {reasons}", hint)
+        telemetry = throttled[0].telemetry
+        reasons = list(telemetry.throttle_reasons) if telemetry else []
+        hot = said("throttled", label=_label(throttled[0]), reasons=reasons)
+        return warned("telemetry", title, hot, said("fix_throttled"))
     powers = [r.telemetry.power_w_mean for r in measured if r.telemetry]
     power = max((p for p in powers if p is not None), default=None)
-    said = f"up to {watts(power)}" if power is not None else "no power figure"
-    if blind:  # windows too short for the power figures: the level's cells are seconds long
-        label, why = next(iter(blind.items()))
-        said += f"; {len(blind)} cell(s) without one, as their windows are short ({label}: {why})"
-    return passed("telemetry", title, f"NVML sampled every cell; {said}")
+    first, gap = next(iter(blind.items()), (None, None))
+    # windows too short for the power figures: the level's cells are seconds long
+    return passed(
+        "telemetry", title, said("power", watts=power, blind=len(blind), label=first, why=gap)
+    )
 
 
 NOT_MEASURABLE = "not measurable"
 
 
-def _power_gap(result: CellResult) -> str:
-    """Why a GPU cell has no power figure: its ranks' reason ('not measurable: ...' where the
-    windows were too short to judge, anything else where NVML did not answer)."""
+def _not_measurable(why: Any) -> bool:
+    from torchscale.contracts.wording.unavailable import why as words
+
+    text = words(Finding.model_validate(why) if isinstance(why, dict) else why) or ""
+    return text.startswith(NOT_MEASURABLE)
+
+
+def _power_gap(result: CellResult) -> Any:
+    """Why a GPU cell has no power figure, as a figure: its ranks' reason ('not measurable:
+    ...' where the windows were too short to judge, anything else where NVML did not answer)."""
     ranks = result.telemetry.ranks if result.telemetry else []
     stored = (result.unavailable or {}).get("telemetry.power_w_mean")
     return next(
         (v for rank in ranks for k, v in rank.unavailable.items() if "power" in k),
-        (why(stored) if stored is not None else None) or "no reason recorded",
+        _reason(stored) if stored is not None else "no reason recorded",
     )
 
 
 def judge_report(written: Sequence[Path]) -> CheckResult:
     missing = [p.name for p in written if not p.is_file()]
     if not written or missing:
-        hint = "run `torchscale report -s FOLDER/runs` to see why"
-        detail = f"not written: {', '.join(missing) or 'any format'}"
-        return failed("report", "report", detail, hint)
-    return passed("report", "report", f"written: {', '.join(p.name for p in written)}")
+        return failed(
+            "report", "report", said("report_missing", missing=missing), said("fix_report_cmd")
+        )
+    return passed("report", "report", said("report_written", written=[p.name for p in written]))
 
 
-ONE_GPU_UNPROVEN = (
-    "not exercised on one GPU: the DDP wrapper, sharding, and any collective between devices "
-    "(NCCL moved nothing)"
-)
-
-
-def workload_verdict(device: str, world: int, checks: Sequence[CheckResult]) -> str:
+def workload_verdict(device: str, world: int, checks: Sequence[CheckResult]) -> Finding:
     """The level's one-line answer: what was proven on this node, and on one GPU what was
     not (a DDP wrapper, sharding and NCCL need a second device)."""
     bad = [c.title for c in checks if c.status is CheckStatus.FAIL]
     path = "GPU (NCCL)" if device == "cuda" else "CPU (gloo)"
     if bad:
-        return f"The {path} training stack is NOT proven on this node: {', '.join(bad)} failed."
-    if device == "cuda" and world < 2:
-        verdict = f"The training stack works end to end on one GPU; {ONE_GPU_UNPROVEN}."
-    else:
-        ranks = f"{world} rank{'s' if world != 1 else ''}"
-        verdict = f"The {path} training stack works end to end on this node ({ranks})."
+        return said("not_proven", path=path, failed=bad)
     warns = [c.title for c in checks if c.status is CheckStatus.WARN]
-    if warns:
-        verdict += " Worth a look: " + ", ".join(warns) + "."
-    return verdict
+    return said("works", path=path, world=world, warns=warns)

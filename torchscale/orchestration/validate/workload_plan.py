@@ -15,7 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from torchscale.contracts.cell import world_label
 from torchscale.contracts.cell_settings import MAX_BATCH_SIZE
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.run_kinds import PATH_CHECK_DESCRIPTION
 
 WorkloadDevice = Literal["cuda", "cpu"]
@@ -54,10 +56,10 @@ class WorkloadPlan:
     compiled: dict[str, dict[str, Any]]
     fit: dict[str, Any]
     oom: dict[str, Any] | None
-    oom_skipped: str | None  # why there is no OOM cell
+    oom_skipped: Finding | None  # why there is no OOM cell
     unplaced: dict[str, str]  # strategy -> why no world size up to the node's can run it
     profile_tools: tuple[str, ...]  # torch, then nsys when it is on PATH
-    nsys_skipped: str | None
+    nsys_skipped: Finding | None
     profile: dict[str, Any]  # ProfileOptions fields
     notes: list[str] = field(default_factory=list)
     # strategies run to prove their code path only, never judged or compared (fsdp on one
@@ -153,7 +155,8 @@ def _place(
             unplaced[strategy] = reason
             continue
         moved = world != facts.devices or data["batch_sizes"][0] != batch
-        name = f"{prefix}-{strategy}-w{world}" if moved else prefix
+        # its folder and its report's title: the world size spelled as every other line does
+        name = f"{prefix}-{strategy}-{world_label(world)}" if moved else prefix
         if name in groups:
             groups[name]["training"]["strategy"].append(strategy)
         else:
@@ -211,9 +214,9 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
     tools = ("torch", "nsys") if facts.nsys and gpu else ("torch",)
     nsys_skipped = None
     if not gpu:
-        nsys_skipped = "the CPU path is profiled with torch.profiler (nsys is run on GPUs)"
+        nsys_skipped = Finding(code="workload.nsys_cpu")
     elif not facts.nsys:
-        nsys_skipped = "nsys is not on PATH"
+        nsys_skipped = Finding(code="workload.nsys_absent")
     profile = {
         "gpus": world,
         "model": model,
@@ -240,14 +243,16 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
     )
 
 
-def _oom_config(facts: NodeFacts) -> tuple[dict[str, Any] | None, str | None]:
+def _oom_config(facts: NodeFacts) -> tuple[dict[str, Any] | None, Finding | None]:
     """The cell that cannot fit, or (None, why it is not run)."""
     if facts.memory_bytes is None:
-        return None, f"the device's memory is unknown ({facts.memory_unknown})"
+        return None, Finding(
+            code="workload.oom_memory_unknown", figures={"why": facts.memory_unknown}
+        )
     if facts.device == "cpu" and facts.overcommit_mode == 1:
         # with overcommit always on, the allocation succeeds and the kernel's OOM killer ends
         # a process later, maybe not ours: no allocator error to classify
-        return None, "vm.overcommit_memory is 1: a CPU allocation never fails, the OOM killer acts"
+        return None, Finding(code="workload.oom_overcommit")
     hidden = oom_hidden(facts.memory_bytes)
     config = _base("oom", facts, "tiny-mlp", OOM_BATCH, facts.devices)
     config["models"] = [{"name": "tiny-mlp", "options": {"hidden": hidden, "layers": 1}}]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from torchscale.contracts.cell import Device
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording import words
 from torchscale.contracts.wording.comm import gbps
 from torchscale.contracts.wording.units import whole_s
 from torchscale.orchestration.comm.sweep_launch import (
@@ -77,7 +78,8 @@ def node_verdict(path: Path) -> str:
     report = read.doc
     if report.ok:
         return f"ok ({report.hostname})"
-    return f"not ready ({report.hostname}): {report.verdict.strip() or 'see the report'}"
+    verdict = (words(report.verdict_basis, report.verdict) or "").strip()
+    return f"not ready ({report.hostname}): {verdict or 'see the report'}"
 
 
 def fleet_verdict(paths: list[Path]) -> str:

@@ -1,0 +1,239 @@
+"""Words for `validate --level workload`: its steps' findings (codes and figures stored in the
+validate report, schema 5, by orchestration/validate/workload_judge.py) and the level's
+verdict. The words are those the steps stored as sentences before."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.unavailable import why as reason
+from torchscale.contracts.wording.validate import percent, three, watts
+
+F = Mapping[str, Any]
+
+NO_WRAPPER = "no wrapper at world 1: DDP needs a peer"
+ONE_GPU_UNPROVEN = (
+    "not exercised on one GPU: the DDP wrapper, sharding, and any collective between devices "
+    "(NCCL moved nothing)"
+)
+
+
+def _say(figures: Any) -> str:
+    """A finding stored among another's figures, in its own words."""
+    from torchscale.contracts import wording  # the joined phrases, made after this module
+
+    return wording.say(Finding.model_validate(figures))
+
+
+def _rate(f: F) -> str:
+    return three(f["samples_per_s"], "samples/s")
+
+
+def _mfu(f: F) -> str:
+    return f"{_rate(f)}, MFU {percent(f['mfu'])}"
+
+
+def _why(f: F) -> str:
+    return str(reason(f["why"] if not isinstance(f["why"], dict) else Finding(**f["why"])))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _max_batch(f: F) -> str:
+    used = f.get("memory_used")
+    share = f" at {percent(used)} of memory" if used is not None else ""
+    if not f["limit_reached"]:
+        return f"largest batch {f['max_batch']}{share}, {f['probes']} probes"
+    answer = (
+        f"fits {f['limit']} (the limit tried: 4 x the cells' batch){share}, {f['probes']} probes"
+    )
+    if f.get("estimate") is not None:
+        answer += f"; estimate ~{f['estimate']} from the probes' peaks (linear, not probed)"
+    return answer
+
+
+def step_words(f: F) -> str:
+    """The profile's step as its diagnosis heads it (figures of workload_judge.profile_step)."""
+    kind, step = f["kind"], three(f["step_ms"], "ms") if f.get("step_ms") is not None else ""
+    if kind == "none":
+        return "no step time"
+    if kind == "plain":
+        return f"step {step}"
+    if kind == "unclear":
+        return (
+            f"step {step} traced ({percent(f['added'], True)} over "
+            "the untraced step, within the noise of its few traced steps)"
+        )
+    if kind == "traced":
+        return f"step {step} traced, {percent(f['added'], True)} over the untraced"
+    traced = three(f["traced_ms"], "ms")
+    return f"step {step} untraced (traced {traced}, {percent(f['added'], True)} under the profiler)"
+
+
+def _profiled(f: F) -> str:
+    collectives = f", {f['collectives']} collectives matched" if f["world"] > 1 else ""
+    diagnosis = "" if f["diagnosed"] else "; no diagnosis"
+    ranks = _plural(f["ranks"], "rank")
+    return f"{ranks}, {f['mode']}, {step_words(f['step'])}{collectives}{diagnosis}"
+
+
+def _comm_failed(f: F) -> str:
+    if f.get("wrong"):
+        return f"{f['wrong']} wrong element(s)"
+    if f.get("rows"):
+        return f"{f['rows']} row(s) failed"
+    if f["status"] == "ok":
+        return f"the bandwidth gate {f['gate']}"
+    return f"the sweep ended {f['status']}"
+
+
+def _power(f: F) -> str:
+    said = f"up to {watts(f['watts'])}" if f.get("watts") is not None else "no power figure"
+    if f.get("blind"):
+        said += (
+            f"; {f['blind']} cell(s) without one, as their windows are short "
+            f"({f['label']}: {_why(f)})"
+        )
+    return f"NVML sampled every cell; {said}"
+
+
+def _worth_a_look(f: F) -> str:
+    return f" Worth a look: {', '.join(f['warns'])}." if f.get("warns") else ""
+
+
+def _works(f: F) -> str:
+    if f["path"] == "GPU (NCCL)" and f["world"] < 2:
+        verdict = f"The training stack works end to end on one GPU; {ONE_GPU_UNPROVEN}."
+    else:
+        verdict = (
+            f"The {f['path']} training stack works end to end on this node "
+            f"({_plural(f['world'], 'rank')})."
+        )
+    return verdict + _worth_a_look(f)
+
+
+def _look(f: F) -> str:
+    return f"the cell's JSON and logs are in {f['where']}"
+
+
+PHRASES: dict[str, Callable[[F], str]] = {
+    "workload.cell_skipped": lambda f: f"the planner skipped it: {f['why']}",
+    "workload.cell_ended": lambda f: f"{f['status']}: {f['why']}",
+    "workload.no_throughput": lambda f: "it ran but measured no throughput",
+    "workload.rate": _rate,
+    "workload.mfu": _mfu,
+    "workload.mfu_unjudged": lambda f: "MFU not judged",
+    "workload.mfu_no_cpu_peak": lambda f: "MFU: no CPU peak to judge against",
+    "workload.mfu_unknown": lambda f: f"MFU not judged: {_why(f)}",
+    "workload.mfu_above": lambda f: (
+        f"{_mfu(f)}: above {percent(f['ceiling'])}, no dense training step reaches it"
+    ),
+    "workload.mfu_ddp_floor": lambda f: f"{_mfu(f)} (the floor is judged on ddp only)",
+    "workload.mfu_below": lambda f: f"{_mfu(f)}: below {percent(f['floor'])} ({f['source']})",
+    "workload.no_wrapper": lambda f: NO_WRAPPER,
+    "workload.unplaced": lambda f: f"no world size on this node runs it: {f['why']}",
+    "workload.compile_gain": lambda f: f"{f['strategy']}: {_say(f['gain'])}",
+    "workload.compile_unjudged": lambda f: f"{f['strategy']}: not judged (no throughput figure)",
+    "workload.compile_none": lambda f: "no strategy ran both ways",
+    "workload.no_result": lambda f: f"{f['what']} left no result",
+    "workload.max_batch_failed": lambda f: (
+        f"{f['label']}: {_say(f['why']) if f.get('why') else None}"
+        + (f": {f['given']}" if f.get("given") else "")
+    ),
+    "workload.max_batch": _max_batch,
+    "workload.oom_missed": lambda f: f"a batch that cannot fit ended {f['status']}: {f['why']}",
+    "workload.oom_classified": lambda f: (
+        "classified out of memory "
+        + (f"on rank {f['rank']}" if f.get("rank") is not None else "with no rank named")
+        + ("; the cells after it ran" if f.get("recovered") else "")
+    ),
+    "workload.oom_not_released": lambda f: (
+        "classified out of memory "
+        + (f"on rank {f['rank']}" if f.get("rank") is not None else "with no rank named")
+        + ", but the next cells failed"
+    ),
+    "workload.oom_memory_unknown": lambda f: f"the device's memory is unknown ({f['why']})",
+    "workload.oom_overcommit": lambda f: (
+        "vm.overcommit_memory is 1: a CPU allocation never fails, the OOM killer acts"
+    ),
+    "workload.nsys_cpu": lambda f: (
+        "the CPU path is profiled with torch.profiler (nsys is run on GPUs)"
+    ),
+    "workload.nsys_absent": lambda f: "nsys is not on PATH",
+    "workload.comm_one_device": lambda f: "one device: nothing to exchange",
+    "workload.profile_run_failed": lambda f: f"the profiled run {f['status']}: {f['why']}",
+    "workload.profile_no_analysis": lambda f: f"no analysis: {f['why']}",
+    "workload.ranks_unanalysed": lambda f: f"{f['analysed']} of {f['world']} ranks analysed",
+    "workload.no_step": lambda f: "no complete step in the traces",
+    "workload.no_compute": lambda f: "no compute in the traces",
+    "workload.no_kernels": lambda f: "the profiler produced no GPU kernels",
+    "workload.no_matched": lambda f: "no collective matched across ranks",
+    "workload.profiled": _profiled,
+    "workload.comm_failed": _comm_failed,
+    "workload.comm_passed": lambda f: (
+        f"{', '.join(f['ops'])}: {f['sizes']} sizes checked, busbw up to "
+        f"{three(f['busbw_gbps'], 'GB/s')} ({f['backend']})"
+    ),
+    "workload.no_measured_cell": lambda f: "no cell was measured",
+    "workload.no_telemetry": lambda f: f"{f['label']}: {_why(f)}",
+    "workload.cpu_telemetry": lambda f: "CPU: process CPU and memory sampled (no NVML)",
+    "workload.no_power": lambda f: f"{f['label']}: no NVML power ({_why(f)})",
+    "workload.throttled": lambda f: f"{f['label']} throttled: {', '.join(f['reasons'])}",
+    "workload.power": _power,
+    "workload.report_missing": lambda f: f"not written: {', '.join(f['missing']) or 'any format'}",
+    "workload.report_written": lambda f: f"written: {', '.join(f['written'])}",
+    "workload.step_refused": lambda f: str(f["error"]),
+    "workload.stopped": lambda f: f"stopped by {f['how']} during {f['step']}",
+    "workload.not_proven": lambda f: (
+        f"The {f['path']} training stack is NOT proven on this node: "
+        f"{', '.join(f['failed'])} failed."
+    ),
+    "workload.works": _works,
+    # how to fix them
+    "workload.fix_look": _look,
+    "workload.fix_see": lambda f: f"see {f['where']}",
+    "workload.fix_see_folder": lambda f: f"see {f['sub']} in the folder",
+    "workload.fix_traces": lambda f: f"the traces are in {f['where']}",
+    "workload.fix_report_plan": lambda f: (
+        "the workload level planned a cell that cannot run: please report it"
+    ),
+    "workload.fix_report_peak": lambda f: (
+        "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON"
+    ),
+    "workload.fix_clocks": lambda f: (
+        "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other "
+        "process shares the GPU"
+    ),
+    "workload.fix_planner_refuses": lambda f: (
+        "the planner refuses every shape of it here: please report it"
+    ),
+    "workload.fix_compile_slower": lambda f: (
+        f"compiled {', '.join(f['strategies'])} is slower than eager beyond the repeats' "
+        "spread: the cells' rank logs show graph breaks and recompiles"
+    ),
+    "workload.fix_sweep_log": lambda f: "see the sweep's log",
+    "workload.fix_oom_missed": lambda f: (
+        "the out-of-memory classification missed it: please report it with oom/"
+    ),
+    "workload.fix_oom_release": lambda f: (
+        "memory was not released after the failure: see the next cells' errors"
+    ),
+    "workload.fix_no_step_model": lambda f: (
+        _why(f) if f.get("why") else "the traces gave no step model"
+    ),
+    "workload.fix_telemetry_docs": lambda f: "see docs/telemetry.md, 'When a figure is missing'",
+    "workload.fix_nvml": lambda f: (
+        "check that pynvml (nvidia-ml-py) is installed and sees the GPUs"
+    ),
+    "workload.fix_throttled": lambda f: (
+        "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap"
+    ),
+    "workload.fix_report_cmd": lambda f: "run `torchscale report -s FOLDER/runs` to see why",
+    "workload.fix_refused": lambda f: "fix what it names, then run the level again",
+    "workload.fix_again": lambda f: "run it again",
+    "workload.fix_report_bug": lambda f: "please report this as a torchscale bug, with the folder",
+}
