@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from torchscale.contracts.wording.shapes import span
+
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
 
@@ -39,11 +41,6 @@ class PipelineParts:
     blocks: list[nn.Module]
     epilogue: nn.Module
     tied: list[TiedWeight] = field(default_factory=list)
-
-
-def span(noun: str, run: range) -> str:
-    """A run of blocks by name: "blocks 2-3", or "block 2" for a run of one."""
-    return f"{noun}s {run.start}-{run.stop - 1}" if len(run) > 1 else f"{noun} {run.start}"
 
 
 class ParallelPlan(ABC):

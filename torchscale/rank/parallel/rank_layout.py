@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import torch
 
+from torchscale.contracts.wording.shapes import product
 from torchscale.rank.models.bundle import PpSplit, TpPlan
 from torchscale.rank.models.parallel_plan import plan_of
 
@@ -131,7 +132,8 @@ def layout_problem(layout: ParallelLayout) -> str | None:
     if min(layout.world, layout.tp, layout.pp, layout.dp, layout.microbatches) < 1:
         return "world, tp, pp, dp and microbatches must all be at least 1"
     if layout.world != layout.dp * layout.tp * layout.pp:
-        return f"world {layout.world} is not dp x tp x pp = {layout.dp} x {layout.tp} x {layout.pp}"
+        shape = product(("dp", "tp", "pp"), (layout.dp, layout.tp, layout.pp))
+        return f"world {layout.world} is not {shape}"
     if layout.strategy == "tp":
         if layout.tp < 2 or layout.pp != 1 or layout.dp != 1:
             return (

@@ -14,6 +14,7 @@ import pandas as pd
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import too_wide
+from torchscale.contracts.wording.summary_notes import blind_below, tokens_per_s
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -394,7 +395,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 "interval over the runs), not the best run"
             )
         if tokens is not None:
-            note += f"; {fmt(tokens, 'readable')} tokens/s"
+            note += f"; {tokens_per_s(tokens)}"
         if not is_reliable(best):
             note += f"; {plain_reason(str(best['reliability_reason']))}"  # opens with its verdict
         if not is_quiet(best):
@@ -452,12 +453,7 @@ def _baseline_figures(comparison: Comparison) -> list[KeyFigure]:
     figure = regression_figure(comparison, BASELINE_FIGURE)
     blind = comparison.largest_undetectable
     if blind is not None:
-        note = (
-            f"{figure.note}; 'no significant change' here may miss throughput drops smaller "
-            f"than about {blind * 100:.0f} % (the rule finds one that large 95 % of the time "
-            "at the spread measured; more runs a side see smaller ones)"
-        )
-        figure = figure.model_copy(update={"note": note})
+        figure = figure.model_copy(update={"note": blind_below(figure.note, blind)})
     figures = [figure]
     if comparison.judged and comparison.not_judged:
         figures.append(

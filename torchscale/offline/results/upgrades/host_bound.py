@@ -18,6 +18,7 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
 from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import share_text
+from torchscale.contracts.wording.spelled import pct_whole
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     host_bound_finding,
@@ -29,7 +30,7 @@ from torchscale.offline.analysis.uncertainty import mfu_estimate
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
-    f"{HOST_BOUND_MFU * 100:.0f} % is host-bound)"
+    f"{pct_whole(HOST_BOUND_MFU)} is host-bound)"
 )
 NOT_MEASURED = "not measured"
 NO_PROBE = "no busy probe (schema 15 or older)"

@@ -10,12 +10,12 @@ communication is exposed `EXPOSED_COMM_MIN`, the input pipeline is waited for
 
 from __future__ import annotations
 
-import math
-
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.schema.cell_result import CellResult, Estimate, Problem
 from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
 from torchscale.contracts.wording.figures import pct as _pct
+from torchscale.contracts.wording.figures import seconds
+from torchscale.contracts.wording.shapes import cell_title
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 
@@ -43,26 +43,13 @@ PHASE_ADVICE = {
 
 
 def _seconds(value: float | None) -> str:
-    """Seconds as the report writes them: us / ms / s, three significant figures."""
-    if value is None:
-        return "-"
-    size = abs(value)
-    if size == 0:
-        return "0 s"
-    scaled, unit = (
-        (value * 1e6, "us") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
-    )
-    decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
-    return f"{scaled:,.{decimals}f} {unit}"
+    """Seconds as the report writes them (µs / ms / s, three significant figures)."""
+    return "-" if value is None else seconds(value)
 
 
 def cell_words(cell: CellIdentity) -> str:
     """'tiny-mlp b8 x2 fp32 ddp': the cell a point-figure finding is about, as its title says."""
-    nodes = f" ({cell.nodes} nodes)" if (cell.nodes or 1) > 1 else ""
-    return (
-        f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} "
-        f"{cell.strategy}"
-    )
+    return cell_title(cell, cell.strategy)
 
 
 def _finding(title: str, category: str, share: float, evidence: list[str], advice: str) -> Problem:
