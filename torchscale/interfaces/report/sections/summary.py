@@ -85,6 +85,7 @@ from torchscale.interfaces.report.parts.diagnosis import diagnoses_table
 from torchscale.interfaces.report.parts.findings import no_finding_text
 from torchscale.interfaces.report.parts.gpu_summary import gpu_table
 from torchscale.interfaces.report.parts.tables import NO_PRICE
+from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE
 from torchscale.interfaces.report.parts.words import HOST_FIRST, plain_reason, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
@@ -100,8 +101,6 @@ BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_m
 BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
 BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
 BASELINE_FIGURE = "Regressions against the baseline"
-UNUSABLE = "these numbers cannot be used"  # a model's figure under the headline's 'no'
-NOT_USED = "not usable"
 NOT_JUDGED_FIGURE = "Not judged against the baseline"
 TOO_WIDE_NOTE = (
     "its confidence interval is wider than the figure itself, so no number is given here (the "
