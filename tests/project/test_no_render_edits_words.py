@@ -42,12 +42,8 @@ NOT_YET: dict[str, str] = {
     "'step-time CV' said 'step times vary' on the first screen",
     "interfaces/report/sections/summary.py::grouped_findings": "findings grouped by their "
     "title less the cell's name",
-    "interfaces/report/sections/summary.py::_named": "cell ids in a finding's source named "
-    "by their labels",
     "interfaces/report/parts/findings.py::applicable": "the multi-node and sampler "
     "clauses cut out of a stored recommendation",
-    "interfaces/report/parts/decision.py::gpu_name": "NVIDIA's prefix cut from a GPU name",
-    "interfaces/report/build.py::_named": "profile folder names read as run labels",
     "interfaces/console/live_table.py::straggler_note": "'Straggler:' marked injected first",
 }
 

@@ -52,6 +52,7 @@ from torchscale.offline.results.sweep_progress import (
     NO_RESULT,
     CellProgress,
     SweepProgress,
+    label_of_cell_id,
     sweep_progress,
 )
 
@@ -549,7 +550,7 @@ def make_context(
                 f"{ctx.result_label(source.name, entry.result)} (profiled run, "
                 f"{compile_mode(entry.result)})"
                 if entry.result is not None
-                else f"profile {entry.name}"
+                else f"profile {label_of_cell_id(entry.name)}"
             )
             ctx.profiles.append(ProfileRef(source.name, entry, label))
     if baseline is not None:

@@ -5,7 +5,6 @@ findings, one line each. A check mark goes only to a reliable cell's figures."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,7 +91,7 @@ from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED
 from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
-from torchscale.offline.results.sweep_progress import PENDING, UNREACHED, label_of_cell_id
+from torchscale.offline.results.sweep_progress import PENDING, UNREACHED
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
@@ -568,7 +567,7 @@ def _lines(ctx: Context) -> list[Block]:
         cost = (
             f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
         )
-        where = _named(ctx, finding.source)
+        where = finding.source  # a label: a cell's, or its profiled run's (never a hashed id)
         said = "" if where in finding.title else f" ({where})"
         if count > 1:
             said = f" (in {count} cells; the largest: {where})"
@@ -587,9 +586,7 @@ def grouped_findings(
     costliest; at 500 cells the top five are five findings, not one five times."""
     groups: dict[tuple[str, str], list[ReportFinding]] = {}
     for finding in findings:
-        title = finding.title
-        for name in (finding.source, _named(ctx, finding.source)):
-            title = title.replace(name, "")
+        title = finding.title.replace(finding.source, "")
         key = (title.strip(" :,()"), finding.recommendation or "")
         groups.setdefault(key, []).append(finding)
     return [(same[0], len(same)) for same in groups.values()]
@@ -646,20 +643,3 @@ def build(ctx: Context) -> Section:
         blocks.append(KeyFigures(figures=more, role="more"))
     blocks += _lines(ctx) + present(diagnoses_table(ctx))
     return Section(id="summary", title="Executive summary", blocks=blocks)
-
-
-CELL_ID = re.compile(r"[\w.-]+?(?:__[\w.-]+?)*__[0-9a-f]{8}\b")
-
-
-def _named(ctx: Context, source: str) -> str:
-    """A finding's source as the report names it: each cell in it by its label ('tiny-gpt2 b4
-    x2 fp32 ddp'), never by a file's hashed id (the findings section keeps the id, to find the
-    file)."""
-
-    def label(match: re.Match[str]) -> str:
-        rows = ctx.cells[ctx.cells["cell_id"] == match.group(0)]
-        if len(rows):
-            return ctx.label(rows.iloc[0])
-        return label_of_cell_id(match.group(0))  # a profile of a cell outside these results
-
-    return CELL_ID.sub(label, source)
