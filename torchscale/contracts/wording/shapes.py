@@ -31,3 +31,8 @@ def cell_title(cell: CellIdentity, layout: str) -> str:
     nodes = f" ({cell.nodes} nodes)" if (cell.nodes or 1) > 1 else ""
     shape = cell_shape(cell.batch_size, cell.world_size)
     return f"{cell.label} {shape}{nodes} {cell.precision} {layout}"
+
+
+def product_of(*names: str) -> str:
+    """'batch x grad_accum x GPUs x steps': a formula's factors by name."""
+    return " x ".join(names)

@@ -116,8 +116,8 @@ def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
     or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
     prices = sorted(set(pd.to_numeric(priced["price_per_gpu_hour"]).dropna().astype(float)))
     if len(prices) == 1:
-        return units.say(f"at {fmt(prices[0], 'money')} per GPU-hour")
-    return units.say("at each result set's price per GPU-hour")
+        return f"at {fmt(prices[0], 'money')} per {units.one}-hour"
+    return f"at each result set's price per {units.one}-hour"
 
 
 def _config(ctx: Context, row: Mapping[str, Any] | pd.Series) -> str:
@@ -418,10 +418,9 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                     label=f"Cost per million samples: {model}",
                     value=finite(cheapest["cost_per_m_samples"]),
                     format="money",
-                    note=ctx.units.say(
-                        f"cheapest: {_config(ctx, cheapest)}, at "
-                        f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per GPU-hour"
-                    ),
+                    note=f"cheapest: {_config(ctx, cheapest)}, at "
+                    f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per "
+                    f"{ctx.units.one}-hour",
                 )
             )
     if priced is None and models:
@@ -522,9 +521,9 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
             f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
         )
     if any(r.get("efficiency_text") == "no base" for r in rows):
-        note += ctx.units.say(
-            "; scaling efficiency 'no base': no smaller GPU count was measured in the cell's "
-            "group, so there is no scaling figure (never 100 %)"
+        note += (
+            f"; scaling efficiency 'no base': no smaller {ctx.units.one} count was measured in "
+            "the cell's group, so there is no scaling figure (never 100 %)"
         )
     return Table(
         id="summary-best",
