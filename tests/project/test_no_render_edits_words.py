@@ -36,8 +36,6 @@ ESCAPES: frozenset[str] = frozenset(
 
 # edits still to go, each with what it edits: the words belong in contracts/wording/
 NOT_YET: dict[str, str] = {
-    "interfaces/report/parts/words.py::plain_reason": "a reliability reason's "
-    "'step-time CV' said 'step times vary' on the first screen",
     "interfaces/report/sections/summary.py::grouped_findings": "findings grouped by their "
     "title less the cell's name",
     "interfaces/report/parts/findings.py::applicable": "the multi-node and sampler "

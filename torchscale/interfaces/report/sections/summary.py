@@ -13,6 +13,7 @@ import pandas as pd
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import too_wide
+from torchscale.contracts.wording.noise import plain
 from torchscale.contracts.wording.summary_notes import blind_below, tokens_per_s
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
@@ -85,10 +86,10 @@ from torchscale.interfaces.report.parts.findings import no_finding_text
 from torchscale.interfaces.report.parts.gpu_summary import gpu_table
 from torchscale.interfaces.report.parts.tables import NO_PRICE
 from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE
-from torchscale.interfaces.report.parts.words import HOST_FIRST, plain_reason, term_column
+from torchscale.interfaces.report.parts.words import HOST_FIRST, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
-from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED
+from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED, row_verdict
 from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.sweep_progress import PENDING, UNREACHED
@@ -395,7 +396,10 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         if tokens is not None:
             note += f"; {tokens_per_s(tokens)}"
         if not is_reliable(best):
-            note += f"; {plain_reason(str(best['reliability_reason']))}"  # opens with its verdict
+            # its verdict in the first screen's words; a median of runs was judged over the runs
+            # (its reason says so, as stored in the table)
+            verdict = row_verdict(dict(best)) if runs == 1 else None
+            note += f"; {plain(verdict.finding) if verdict else best['reliability_reason']}"
         if not is_quiet(best):
             note += "; ran on a busy machine"
         value, low, high = interval(best, "samples_per_s")
