@@ -11,10 +11,11 @@ def tokens_per_s(value: float) -> str:
     return f"{readable(value)} tokens/s"
 
 
-def blind_below(note: str, blind: float) -> str:
+def blind_below(note: str | None, blind: float) -> str:
     """A regression count's note with the throughput drop it may miss (a share)."""
     return (
-        f"{note}; 'no significant change' here may miss throughput drops smaller than about "
+        f"{note + '; ' if note else ''}'no significant change' here may miss throughput drops "
+        "smaller than about "
         f"{blind * 100:.0f} % (the rule finds one that large 95 % of the time at the spread "
         "measured; more runs a side see smaller ones)"
     )
