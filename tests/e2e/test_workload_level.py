@@ -230,7 +230,8 @@ def test_the_oom_step_needs_the_oom_status_and_recovery() -> None:
     assert ran.status is CheckStatus.FAIL and "ended ok" in shown.detail(ran)
     crashed = ok.model_copy(update={"status": Status.FAILED, "error": CellError(reason="SIGKILL")})
     assert judge.judge_oom(crashed, None, True).status is CheckStatus.FAIL
-    assert judge.judge_oom(None, judge.said("oom_memory_unknown", why="NVML failed"), None).status is CheckStatus.SKIP
+    unknown = judge.said("oom_memory_unknown", why="NVML failed")
+    assert judge.judge_oom(None, unknown, None).status is CheckStatus.SKIP
 
 
 def _profiled() -> ProfiledCell:

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.noise import plain
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
 from torchscale.interfaces.report.parts.findings import action_text, short_advice
-from torchscale.interfaces.report.parts.words import GLOSSARY, plain_reason
+from torchscale.interfaces.report.parts.words import GLOSSARY
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.reliability import judge
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CODE = re.compile(r"\b[a-z]+_[a-z_]+\b|\w+\(\)|=True|\b[A-Z]+_[A-Z_]+\b")
@@ -105,6 +107,10 @@ def test_advice_on_the_first_screen_is_its_plain_first_clause() -> None:
 
 
 def test_the_cv_reads_as_step_times_that_vary() -> None:
-    plain = plain_reason("step-time CV 31.5 % is above 10 %")
-    assert plain == "step times vary by 31.5 %, above 10 %"
-    assert "CV" not in plain_reason("a; step-time CV 5.0 %, both within 10 %")
+    """The first screen words the reliability verdict (a code and its figures) plainly, from
+    the code: the tables' 'step-time CV 31.5 %' is 'step times vary by 31.5 %' there."""
+    varies = judge(100.0, 90.0, 110.0, 4, 0.315, 0.1, figures=[100.0, 101.0, 99.0, 100.0])
+    assert "step-time CV 31.5 %" in varies.reason
+    assert plain(varies.finding) == "varies more than ±10 %: step times vary by 31.5 %"
+    steady = judge(100.0, 99.0, 101.0, 4, 0.05, 0.1, figures=[100.0, 101.0, 99.0, 100.0])
+    assert "CV" not in plain(steady.finding) and "step times vary by 5.0 %" in plain(steady.finding)

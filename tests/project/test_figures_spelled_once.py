@@ -101,20 +101,8 @@ def _spellings() -> dict[str, int]:
 
 
 NOT_YET: dict[str, int] = {
-    "contracts/gpu_clocks.py": 3,
-    "contracts/gpu_peaks.py": 1,
-    "interfaces/console/cells.py": 1,
-    "interfaces/console/sweep_tables.py": 2,
-    "interfaces/report/sections/summary.py": 2,
-    "offline/analysis/regressions.py": 3,
-    "offline/results/frame.py": 1,
-    "offline/results/upgrades/host_bound.py": 1,
-    "offline/results/upgrades/point_figures.py": 2,
-    "rank/data/prepare.py": 2,
-    "rank/models/parallel_plan.py": 1,
     "rank/telemetry/sampler.py": 1,
     "rank/telemetry/window_figures.py": 1,
-    "rank/worker/parallel_metrics.py": 1,
 }
 
 

@@ -35,16 +35,7 @@ ESCAPES: frozenset[str] = frozenset(
 )
 
 # edits still to go, each with what it edits: the words belong in contracts/wording/
-NOT_YET: dict[str, str] = {
-    "interfaces/report/parts/context.py::say": "the report's own texts written of GPUs "
-    "said of ranks on CPU ('per GPU' -> 'per rank')",
-    "interfaces/report/parts/words.py::plain_reason": "a reliability reason's "
-    "'step-time CV' said 'step times vary' on the first screen",
-    "interfaces/report/sections/summary.py::_named": "cell ids in a finding's source named "
-    "by their labels",
-    "interfaces/report/parts/decision.py::gpu_name": "NVIDIA's prefix cut from a GPU name",
-    "interfaces/report/build.py::_named": "profile folder names read as run labels",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _edits(tree: ast.AST) -> list[tuple[str, int]]:

@@ -146,24 +146,16 @@ def _judged(
     return ClockJudgement(verdict, reasons, Finding(code=code, figures={**figures, **more}))
 
 
-def averaged_not_measurable(
+def averaged_too_short(
     window_s: float, floor_s: float = NVML_AVERAGING_S, *, longest: bool = False
-) -> str | None:
+) -> Finding | None:
     """Why NVML's utilisation and power readings cannot describe windows of `window_s` seconds
     in all (`longest`: the longest window, each reading being a trailing average that must lie
-    inside one window), or None when they can."""
+    inside one window), or None when they can (worded by contracts/wording/nvml_windows.py)."""
     if window_s >= floor_s:
         return None
-    if longest:
-        return (
-            f"not measurable: the longest window is {window_s:.3g} s, where NVML averages over "
-            f"~1 s (power) and 1/6-1 s (utilisation); a reading counts only {floor_s:g} s or "
-            "more into a window"
-        )
-    return (
-        f"not measurable: windows of {window_s:.3g} s in all, where NVML averages over ~1 s "
-        f"(power) and 1/6-1 s (utilisation); at least {floor_s:g} s of windows is needed"
-    )
+    code = "unavailable.nvml_longest_window" if longest else "unavailable.nvml_windows"
+    return Finding(code=code, figures={"window_s": window_s, "floor_s": floor_s})
 
 
 def counter_error(window_s: float, windows: int, step_s: float = COUNTER_STEP_S) -> float:
@@ -174,18 +166,17 @@ def counter_error(window_s: float, windows: int, step_s: float = COUNTER_STEP_S)
     return step_s * math.sqrt(max(windows, 1) / 6) / window_s
 
 
-def counter_not_measurable(
+def counter_too_coarse(
     window_s: float, windows: int, step_s: float = COUNTER_STEP_S
-) -> str | None:
+) -> Finding | None:
     """Why the energy counter's deltas over `windows` windows of `window_s` seconds in all are
     not a measurement, or None when they are."""
     error = counter_error(window_s, windows, step_s)
     if error <= COUNTER_MAX_ERROR:
         return None
-    return (
-        f"not measurable: the energy counter moves in steps of up to ~{step_s:g} s, so over "
-        f"{windows} window(s) of {window_s:.3g} s in all it is uncertain by ~{error * 100:.0f} % "
-        f"(kept at {COUNTER_MAX_ERROR * 100:.0f} % or less)"
+    figures = {"step_s": step_s, "windows": windows, "window_s": window_s, "error": error}
+    return Finding(
+        code="unavailable.energy_counter_coarse", figures={**figures, "max": COUNTER_MAX_ERROR}
     )
 
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.peaks import spec_tflops
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settin
         if dtype == "fp32":
             why += "; no TF32 units on this GPU"
     model = f" (as {row.model})" if row is not None else ""
-    basis = f"{device_name}{model}: {dtype} dense peak {tflops:g} TFLOP/s"
+    basis = f"{device_name}{model}: {dtype} dense peak {spec_tflops(tflops)}"
     if why:
         basis += f" ({why})"
     return Peak(tflops, None, basis)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.figures import pct
 
 
@@ -17,9 +18,15 @@ def _units(figures: Mapping[str, Any]) -> str:
     return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
-def _cv(figures: Mapping[str, Any]) -> str:
+def _cv_of(cv: float, plain: bool) -> str:
+    """'step-time CV 31.5 %', or on the first screen 'step times vary by 31.5 %' (the glossary
+    names the CV behind it)."""
+    return f"step times vary by {pct(cv)}" if plain else f"step-time CV {pct(cv)}"
+
+
+def _cv(figures: Mapping[str, Any], plain: bool = False) -> str:
     cv = figures.get("step_cv")
-    return f"step-time CV {pct(cv)}" if cv is not None else "step-time CV not recorded"
+    return _cv_of(cv, plain) if cv is not None else "step-time CV not recorded"
 
 
 def _bound(figures: Mapping[str, Any]) -> str:
@@ -64,7 +71,7 @@ def glossary(bound: float) -> dict[str, str]:
     }
 
 
-def varies(figures: Mapping[str, Any]) -> str:
+def varies(figures: Mapping[str, Any], plain: bool = False) -> str:
     """'varies more than ±10 %: 4 repeats up to ±14.7 % from their median, step-time CV 28.1 %'
     (only what passes the bound)."""
     bound = float(figures["bound"])
@@ -73,11 +80,11 @@ def varies(figures: Mapping[str, Any]) -> str:
     if spread is not None and spread > bound:
         parts.append(f"{_units(figures)} up to ±{pct(spread)} from their median")
     if cv is not None and cv > bound:
-        parts.append(f"step-time CV {pct(cv)}")
+        parts.append(_cv_of(cv, plain))
     return f"varies more than {_bound(figures)}: {', '.join(parts)}"
 
 
-def too_few(figures: Mapping[str, Any]) -> str:
+def too_few(figures: Mapping[str, Any], plain: bool = False) -> str:
     """'too few repeats to judge: 2 repeats within ±2.2 % of their median give a 95 % interval
     of ±29.5 %, above ±10 %; step-time CV 5.5 %'."""
     spread = figures.get("spread")
@@ -85,31 +92,44 @@ def too_few(figures: Mapping[str, Any]) -> str:
     unit = str(figures.get("unit") or "repeat")
     return (
         f"too few {unit}s to judge: {_units(figures)}{within} give a 95 % interval of "
-        f"±{pct(figures['half'])}, above {_bound(figures)}; {_cv(figures)}"
+        f"±{pct(figures['half'])}, above {_bound(figures)}; {_cv(figures, plain)}"
     )
 
 
-def spread_unknown(figures: Mapping[str, Any]) -> str:
+def spread_unknown(figures: Mapping[str, Any], plain: bool = False) -> str:
     """'one repeat: no run-to-run spread to judge throughput by; step-time CV 3.0 %'."""
     why = "one repeat" if int(figures["repeats"]) < 2 else "no throughput interval"
-    return f"{why}: no run-to-run spread to judge throughput by; {_cv(figures)}"
+    return f"{why}: no run-to-run spread to judge throughput by; {_cv(figures, plain)}"
 
 
-def reliable(figures: Mapping[str, Any]) -> str:
+def reliable(figures: Mapping[str, Any], plain: bool = False) -> str:
     """'throughput's 95 % interval ±2.0 % of the median over 3 repeats, repeats up to ±1.0 %
     from their median and step-time CV 5.0 %, all within ±10 %' (the glossary's three)."""
     spread, unit = figures.get("spread"), str(figures.get("unit") or "repeat")
     repeats = f"{unit}s up to ±{pct(spread)}" if spread is not None else f"{unit}s not recorded"
     return (
         f"throughput's 95 % interval ±{pct(figures['half'])} of the median over "
-        f"{_units(figures)}, {repeats} from their median and {_cv(figures)}, all within "
+        f"{_units(figures)}, {repeats} from their median and {_cv(figures, plain)}, all within "
         f"{_bound(figures)}"
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+# each phrase words its figures technically, or with `plain=True` as the first screen says them
+_WORDED: dict[str, Callable[..., str]] = {
     "noise.reliable": reliable,
     "noise.varies": varies,
     "noise.too_few_repeats": too_few,
     "noise.spread_unknown": spread_unknown,
 }
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = dict(_WORDED)
+
+
+def plain(finding: Finding) -> str:
+    """A cell's reliability in the first screen's words: as `PHRASES` say it, the step-time CV
+    said as how much the step times vary (the glossary names the CV)."""
+    phrase = _WORDED.get(finding.code)
+    if phrase is None:  # a busy machine's words (run_purpose.py), as every surface says them
+        from torchscale.contracts import wording
+
+        return wording.say(finding)
+    return phrase(finding.figures, plain=True)

@@ -19,6 +19,7 @@ from torchscale.contracts.wording.figures import (
     readable_like,
     value_format,
 )
+from torchscale.contracts.wording.shapes import cell_title
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
@@ -45,9 +46,7 @@ def ranks_text(count: int, device: str) -> str:
 def cell_name(cell: CellIdentity) -> str:
     """'tiny-gpt2 b4 x2 fp32 ddp', as the reports name a cell (the id, with its hash, is for
     finding files)."""
-    nodes = f" ({cell.nodes} nodes)" if cell.nodes > 1 else ""
-    layout = cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy
-    return f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} {layout}"
+    return cell_title(cell, cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy)
 
 
 def running_line(planned: PlannedCell, position: str | None = None) -> Line:

@@ -6,6 +6,7 @@ The tables are built from the flat cells table that `torchscale.offline.results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,8 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.contracts.wording.figures import readable, value_format
 from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.spelled import pct_one, pct_whole, under_pct
+from torchscale.contracts.wording.sweep_cells import mib_figure, ms_figure
 from torchscale.contracts.wording.table_cells import glued_figure
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
@@ -39,10 +42,8 @@ def ranks_of(row: pd.Series) -> str:
     return f"{row['world_size']}{spread}"
 
 
-def _fmt(value: Any, spec: str, scale: float = 1.0, unit: str = "") -> str:
-    if missing(value):
-        return "-"
-    return format(float(value) * scale, spec) + unit
+def _fmt(value: Any, spell: Callable[[float], str]) -> str:
+    return "-" if missing(value) else spell(float(value))
 
 
 # the per-model table: what may be abbreviated or left out when the terminal is narrow
@@ -101,7 +102,7 @@ def _scaling(r: pd.Series) -> str:
         return "no base"
     if not missing(value) and float(value) > 1 and (missing(low) or float(low) <= 1):
         return "≈100 %"
-    return _fmt(value, ".0f", 100, " %")
+    return _fmt(value, pct_whole)
 
 
 def _comm(r: pd.Series) -> str:
@@ -109,8 +110,8 @@ def _comm(r: pd.Series) -> str:
     where the diagnosis has none."""
     value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
     if missing(value) and not missing(high):
-        return f"<{share_bound(float(high), places=0)} %"
-    return _fmt(value, ".0f", 100, " %")
+        return under_pct(share_bound(float(high), places=0))
+    return _fmt(value, pct_whole)
 
 
 def _row_cells(r: pd.Series) -> list[str]:
@@ -124,11 +125,11 @@ def _row_cells(r: pd.Series) -> list[str]:
         escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
         _throughput(r),
         "-" if missing(per := r["samples_per_s_per_device"]) else readable(float(per)),
-        f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
+        f"{_fmt(r['step_p50_s'], ms_figure)}|{_fmt(r['step_p95_s'], ms_figure)}",
         _scaling(r),
         _comm(r),
-        _fmt(r["mfu"], ".1f", 100, " %"),
-        _fmt(mem, ",.0f", 2**-20),
+        _fmt(r["mfu"], pct_one),
+        _fmt(mem, mib_figure),
         f"[{style}]{status}[/]",
     ]
 

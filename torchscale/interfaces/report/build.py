@@ -8,7 +8,6 @@ once in `SECTIONS` (docs/architecture.md, "A report section").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,7 +45,7 @@ from torchscale.interfaces.report.sections import baseline as baseline_section
 from torchscale.interfaces.report.short import kept_sections, left_out_line, trim
 from torchscale.interfaces.report.sources import ExperimentSource, Sources
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
-from torchscale.offline.results.sweep_progress import NO_RESULT, sweep_progress
+from torchscale.offline.results.sweep_progress import NO_RESULT, label_of_cell_id, sweep_progress
 
 
 def default_title(sources: Sources, baseline: Sources | None) -> str:
@@ -70,7 +69,7 @@ def _named(source: ExperimentSource) -> str:
     else 'communication benchmark' or 'acceptance checks'."""
     if source.name != STANDALONE_EXPERIMENT:
         return source.name
-    runs = [re.sub(r"__[0-9a-f]{8}$", "", p.name).replace("__", " ") for p in source.profiles]
+    runs = [label_of_cell_id(p.name) for p in source.profiles]
     if runs:
         return ", ".join(dict.fromkeys(runs))
     if source.comm:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
+from torchscale.contracts.wording.repeats_cell import joined_repeats
 from torchscale.contracts.wording.rule_figures import one_decimal, setting
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regression_rule import (
@@ -74,9 +75,7 @@ def with_step_repeats(cells: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         return table
     sync = steps[steps["window"] == "sync"]
     medians = sync.groupby([*keys, "repeat"], sort=True)["time_s"].median()
-    joined = medians.groupby(level=list(range(len(keys)))).agg(
-        lambda values: ";".join(f"{v:.6g}" for v in values)
-    )
+    joined = medians.groupby(level=list(range(len(keys)))).agg(joined_repeats)
     lookup: dict[Any, str] = {(k if isinstance(k, tuple) else (k,)): v for k, v in joined.items()}
     table[STEP_REPEATS] = [
         lookup.get(tuple(row)) for row in table[keys].itertuples(index=False, name=None)
@@ -287,12 +286,10 @@ def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
         if metric.tested:
             assert metric.repeats is not None
             figures = [_run_figure(row, metric) for _, row in rows.iterrows()]
-            out[f"{metric.key}{RUNS_SUFFIX}"] = ";".join(
-                f"{v:.6g}" for v in figures if v is not None
-            )
+            out[f"{metric.key}{RUNS_SUFFIX}"] = joined_repeats(v for v in figures if v is not None)
             column = rows[metric.repeats] if metric.repeats in rows.columns else []
             everything = [v for value in column for v in parse_repeats(value)]
-            out[metric.repeats] = ";".join(f"{v:.6g}" for v in everything) or None
+            out[metric.repeats] = joined_repeats(everything) or None
         values = [finite(v) for v in rows[metric.key]] if metric.key in rows.columns else []
         known = [v for v in values if v is not None]
         if known:

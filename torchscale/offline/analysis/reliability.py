@@ -135,20 +135,23 @@ def repeat_count(repeats: Any) -> int:
     return sum(1 for part in repeats.split(";") if finite(part) is not None)
 
 
+def row_verdict(row: Mapping[str, Any], threshold: float = CV_WARN_THRESHOLD) -> Reliability | None:
+    """One cells-table row's verdict (code and figures), None where nothing ok was measured:
+    the table's `reliability` and `reliability_reason` are its level and words."""
+    if row.get("status") != "ok" or finite(row.get("samples_per_s")) is None:
+        return None
+    value, low, high = (row.get(f"samples_per_s{end}") for end in ("", "_low", "_high"))
+    figures = parse_repeats(row.get("samples_per_s_repeats"))
+    cv = row.get("step_cv")
+    verdict = judge(value, low, high, len(figures), cv, threshold, figures=figures)
+    return busy(verdict) if on_busy_machine(row) else verdict
+
+
 def add_reliability(table: pd.DataFrame, threshold: float = CV_WARN_THRESHOLD) -> pd.DataFrame:
     """`table` with `reliability` and `reliability_reason` for every ok cell with a throughput
     (None elsewhere: nothing was measured to judge)."""
     out = table.copy()
-    verdicts: list[Reliability | None] = []
-    for row in out.to_dict("records"):
-        if row.get("status") != "ok" or finite(row.get("samples_per_s")) is None:
-            verdicts.append(None)
-            continue
-        value, low, high = (row.get(f"samples_per_s{end}") for end in ("", "_low", "_high"))
-        figures = parse_repeats(row.get("samples_per_s_repeats"))
-        cv = row.get("step_cv")
-        verdict = judge(value, low, high, len(figures), cv, threshold, figures=figures)
-        verdicts.append(busy(verdict) if on_busy_machine(row) else verdict)
+    verdicts = [row_verdict(row, threshold) for row in out.to_dict("records")]
     levels = [None if v is None else v.level for v in verdicts]
     reasons = [None if v is None else v.reason for v in verdicts]
     out["reliability"] = pd.Series(levels, index=out.index, dtype=object)

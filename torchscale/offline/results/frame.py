@@ -16,6 +16,7 @@ from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.repeats_cell import joined_repeats
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.offline.analysis.uncertainty import in_proportion, median_of_repeats
@@ -236,7 +237,7 @@ def _headline_intervals(result: CellResult) -> dict[str, Any]:
         mfu = in_proportion(throughput, comp.mfu, thr.samples_per_s)
     return {
         **_ends(throughput, "samples_per_s"),
-        "samples_per_s_repeats": ";".join(f"{v:.6g}" for v in thr.repeats) if thr else None,
+        "samples_per_s_repeats": joined_repeats(thr.repeats) if thr else None,
         **_ends(intervals.step_p50_s if intervals else None, "step_p50", "_s"),
         **_ends(intervals.step_p95_s if intervals else None, "step_p95", "_s"),
         **_ends(intervals.step_p99_s if intervals else None, "step_p99", "_s"),

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchscale.contracts.cell_settings import DataConfig
-from torchscale.rank.data.shards import MB, ensure_shards
+from torchscale.contracts.wording.data_ready import cifar_ready, disk_ready
+from torchscale.rank.data.shards import ensure_shards
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,9 @@ def prepare_data(data: DataConfig) -> DataReady | None:
         verb = "generated" if shards.generated else "cached (manifest verified)"
         return DataReady(
             "disk",
-            f"data: {verb}: {len(shards.names)} shards x {data.shard_mb} MB "
-            f"({shards.total_bytes / MB:,.0f} MB) under {shards.directory}",
+            disk_ready(
+                verb, len(shards.names), data.shard_mb, shards.total_bytes, shards.directory
+            ),
             shards.note,
         )
     from torchscale.rank.data.cifar100 import load_train
@@ -40,6 +42,5 @@ def prepare_data(data: DataConfig) -> DataReady | None:
     train = load_train(data.dir)
     return DataReady(
         "cifar100",
-        f"data: CIFAR-100 {len(train):,} training images from {train.path} "
-        f"({train.file_bytes / MB:,.0f} MB)",
+        cifar_ready(len(train), train.path, train.file_bytes),
     )

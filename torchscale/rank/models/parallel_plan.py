@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.shapes import span
 
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
@@ -41,11 +42,6 @@ class PipelineParts:
     blocks: list[nn.Module]
     epilogue: nn.Module
     tied: list[TiedWeight] = field(default_factory=list)
-
-
-def span(noun: str, run: range) -> str:
-    """A run of blocks by name: "blocks 2-3", or "block 2" for a run of one."""
-    return f"{noun}s {run.start}-{run.stop - 1}" if len(run) > 1 else f"{noun} {run.start}"
 
 
 class ParallelPlan(ABC):

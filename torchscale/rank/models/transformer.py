@@ -24,10 +24,11 @@ import torch
 from torch import nn
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.shapes import span
 from torchscale.rank.models import seq2seq_units, training_tasks
 from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.option_values import divisible
-from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts, span
+from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh

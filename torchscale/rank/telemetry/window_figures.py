@@ -27,9 +27,7 @@ from torchscale.contracts.gpu_clocks import (
     POWER_CAP,
     ClockJudgement,
     RankVerdict,
-    averaged_not_measurable,
     cell_verdict,
-    counter_not_measurable,
     judge_clocks,
     throttle_warning,
 )
@@ -45,6 +43,10 @@ from torchscale.contracts.schema.cell_telemetry import (
     Telemetry,
 )
 from torchscale.contracts.wording import words
+from torchscale.contracts.wording.nvml_windows import (
+    averaged_not_measurable,
+    counter_not_measurable,
+)
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,

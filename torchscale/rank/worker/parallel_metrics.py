@@ -20,6 +20,7 @@ from torchscale.contracts.schema.cell_result import (
     StageTime,
     Warmup,
 )
+from torchscale.contracts.wording.shapes import product
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
@@ -28,11 +29,13 @@ if TYPE_CHECKING:  # imported by model-parallel cells only (model_parallel.py)
     from torchscale.rank.parallel.rank_layout import ParallelLayout
 
 
+NAMES = ("dp", "batch_size", "grad_accum_steps")
+
+
 def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str:
     """The global batch in words, with this cell's numbers."""
     text = (
-        f"global batch = dp x batch_size x grad_accum_steps = {shape.dp} x {batch} x {accum} = "
-        f"{shape.dp * batch * accum}; every rank of a "
+        f"global batch = {product(NAMES, (shape.dp, batch, accum), total=True)}; every rank of a "
     )
     if shape.pp > 1:
         return text + (

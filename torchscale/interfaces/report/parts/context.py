@@ -52,6 +52,7 @@ from torchscale.offline.results.sweep_progress import (
     NO_RESULT,
     CellProgress,
     SweepProgress,
+    label_of_cell_id,
     sweep_progress,
 )
 
@@ -100,25 +101,15 @@ class RankUnits:
     batch: str
     per: str
 
-    _WORDS = (  # GPU wording -> rank wording, longest first
-        ("GPU-hours", "rank-hours"),
-        ("GPU-hour", "rank-hour"),
-        ("GPU counts", "rank counts"),
-        ("GPU count", "rank count"),
-        ("per GPU", "per rank"),
-        ("every GPU", "every rank"),
-        ("a 'GPU' is one rank", "a rank is one process"),
-    )
+    @property
+    def one(self) -> str:
+        """What one rank is called in this report's words: 'GPU', or 'rank' on CPU or mixed."""
+        return "GPU" if self.world == "GPUs" else "rank"
 
-    def say(self, text: str) -> str:
-        """`text`, written of GPUs, in this report's units: on CPU ranks 'batch per GPU'
-        becomes 'batch per rank', 'GPUs' 'CPU ranks', '$ per GPU-hour' '$ per rank-hour'."""
-        if self.world == "GPUs":
-            return text
-        for gpu, rank in self._WORDS:
-            text = text.replace(gpu, rank)
-        plural = "CPU ranks" if self.world == "CPU ranks" else "ranks"
-        return re.sub(r"\bGPUs\b", plural, text)
+    @property
+    def many(self) -> str:
+        """Ranks in this report's words: 'GPUs', 'CPU ranks', or 'ranks' where mixed."""
+        return self.world if self.world in ("GPUs", "CPU ranks") else "ranks"
 
 
 CELLS_DIR = ResultLayout(Path()).cells_dir.name  # cells/: one result file per cell
@@ -549,7 +540,7 @@ def make_context(
                 f"{ctx.result_label(source.name, entry.result)} (profiled run, "
                 f"{compile_mode(entry.result)})"
                 if entry.result is not None
-                else f"profile {entry.name}"
+                else f"profile {label_of_cell_id(entry.name)}"
             )
             ctx.profiles.append(ProfileRef(source.name, entry, label))
     if baseline is not None:

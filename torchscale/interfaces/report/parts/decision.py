@@ -5,19 +5,18 @@ rows, the forecasts and their track record. None where the numbers cannot be use
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.devices import gpu_name as short_gpu_name
 from torchscale.interfaces.report.model import Usable
 from torchscale.interfaces.report.parts.context import Context, records
 from torchscale.offline.analysis.decision import decide
 from torchscale.offline.analysis.prediction.score import track_record
 
 COST_COLUMNS = ["cost_per_m_tokens", "price_per_gpu_hour"]
-_VENDOR_PREFIX = re.compile(r"^NVIDIA\s+", re.IGNORECASE)
 
 
 def gpu_name(environment: dict[str, Any]) -> str | None:
@@ -29,7 +28,7 @@ def gpu_name(environment: dict[str, Any]) -> str | None:
         name = gpus[0] if isinstance(gpus, list) and gpus else None
     if not name:
         return None
-    return _VENDOR_PREFIX.sub("", str(name)).strip() or None
+    return short_gpu_name(str(name))
 
 
 def _cells(ctx: Context) -> pd.DataFrame:

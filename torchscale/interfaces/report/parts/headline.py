@@ -53,7 +53,7 @@ from torchscale.interfaces.report.parts.run_verdicts import (
     run_verdict,
 )
 from torchscale.interfaces.report.parts.usability import judge
-from torchscale.interfaces.report.parts.usable import Usability
+from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE, Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
@@ -297,17 +297,26 @@ def _model_line(
     """One plain line per model over every configuration it ran (never one batch
     size standing for the model)."""
     scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
+    if not usable:  # as its cards: no figure (no efficiency, throughput, cost or MFU), only why
+        return Text(text=_unused_line(model, _largest_per_group(scaled)), severity="info")
     cost = _cheapest(ctx, by_cost(priced, model)) + gpu_phrase(ctx, model)
     if scaled.empty:
         return Text(text=_single_size_line(ctx, model) + cost, severity="info")
     rows = _largest_per_group(scaled)
-    severity: Severity = "info"
-    if usable:
-        trusted = all(is_trusted(r) for r in records(weak[weak["model_label"] == model]))
-        severity = _worst(efficiency_severity(*interval(r, "efficiency")) for r in rows)
-        if severity == "good" and not trusted:  # a check mark only from quiet, reliable cells
-            severity = "info"
+    trusted = all(is_trusted(r) for r in records(weak[weak["model_label"] == model]))
+    severity = _worst(efficiency_severity(*interval(r, "efficiency")) for r in rows)
+    if severity == "good" and not trusted:  # a check mark only from quiet, reliable cells
+        severity = "info"
     return Text(text=_scaling_line(ctx, model, rows) + cost, severity=severity)
+
+
+def _unused_line(model: str, rows: list[dict[str, Any]]) -> str:
+    """'tiny-gpt2, scaling to 2 CPU ranks over 4 configurations: not usable (these numbers
+    cannot be used)': what was measured, no figure; the headline above says why."""
+    spans = {_span(r) for r in rows}
+    lead = f"{model}, scaling {spans.pop()}" if len(spans) == 1 else model
+    over = f" over {len(rows)} configurations" if len(rows) > 1 else ""
+    return f"{lead}{over}: {NOT_USED} ({UNUSABLE})"
 
 
 def _alike_once(lines: list[tuple[str, Text]]) -> list[Text]:

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 
 from torchscale.interfaces.report.model import Severity, Usable
 
+# a model's figure under the headline's 'no': its cards and its headline line show no number,
+# only this (a bare '63.33 %' under "cannot be used" reads as a clean figure)
+UNUSABLE = "these numbers cannot be used"
+NOT_USED = "not usable"
+
 SEVERITY: dict[Usable, Severity] = {
     "yes": "good",
     "with care": "warn",

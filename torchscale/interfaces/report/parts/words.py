@@ -6,7 +6,6 @@ the same everywhere in the report."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -93,15 +92,6 @@ def footnote(keys: Iterable[str]) -> str:
     technical terms behind plain headings, for formats without tooltips."""
     parts = [f"{TERMS[k].plain} = {TERMS[k].explained()}" for k in dict.fromkeys(keys)]
     return "Terms: " + "; ".join(parts)
-
-
-_CV = re.compile(r"step-time CV ([\d.]+ %)( is above)?")
-
-
-def plain_reason(reason: str) -> str:
-    """A cell's reliability reason in the first screen's words: 'step times vary by 31.5 %,
-    above 10 %' for 'step-time CV 31.5 % is above 10 %' (the glossary says it is the CV)."""
-    return _CV.sub(lambda m: f"step times vary by {m[1]}{', above' if m[2] else ''}", reason)
 
 
 # the technical terms a report may use, each in one plain sentence: the report's last section

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -18,6 +19,7 @@ from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording import noise
 from torchscale.contracts.wording.counts import devices, limit_pct
+from torchscale.contracts.wording.shapes import product_of
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -28,7 +30,7 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.parts.context import Context, col, present, records
+from torchscale.interfaces.report.parts.context import Context, RankUnits, col, present, records
 from torchscale.interfaces.report.parts.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
@@ -36,11 +38,14 @@ from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 _LIMIT = limit_pct(CV_WARN_THRESHOLD)
 
 
-METHODOLOGY = [
+# how each figure is made; a row said in the report's units (GPUs, or CPU ranks) is a function
+METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     (
         "Throughput",
-        "global samples/s = batch x grad_accum x GPUs x steps / wall time of a barrier-bounded "
-        "window (slowest rank); the median over repeats",
+        lambda u: (
+            f"global samples/s = {product_of('batch', 'grad_accum', u.many, 'steps')} / wall "
+            "time of a barrier-bounded window (slowest rank); the median over repeats"
+        ),
     ),
     ("Tokens/s", "samples/s x sequence length (language models only)"),
     (
@@ -69,15 +74,21 @@ METHODOLOGY = [
     ),
     (
         "Scaling efficiency",
-        "thr(N) / (N / N_min x thr(N_min)) within model, batch per GPU, precision, strategy and "
-        "device: weak scaling, the batch per GPU is fixed; 95 % interval: bootstrap of the "
-        "ratio of the two medians over their repeats (Welch's t on the log ratio when a side "
-        "has 2-3). Above 100 % with 100 % inside the interval: linear within noise; interval "
-        "wholly above 100 %: super-linear, flagged",
+        lambda u: (
+            f"thr(N) / (N / N_min x thr(N_min)) within model, batch per {u.one}, precision, "
+            f"strategy and device: weak scaling, the batch per {u.one} is fixed; 95 % interval: "
+            "bootstrap of the "
+            "ratio of the two medians over their repeats (Welch's t on the log ratio when a side "
+            "has 2-3). Above 100 % with 100 % inside the interval: linear within noise; interval "
+            "wholly above 100 %: super-linear, flagged"
+        ),
     ),
     (
         "Strong scaling",
-        "the same formula within the same global batch (batch per GPU shrinking as GPUs grow)",
+        lambda u: (
+            f"the same formula within the same global batch (batch per {u.one} shrinking "
+            f"as {u.many} grow)"
+        ),
     ),
     (
         "One diagnosis per run",
@@ -155,7 +166,13 @@ METHODOLOGY = [
         "diagnosis holds no data figure: the median of the rank that waited longest over the "
         "median step",
     ),
-    ("Cost", "GPU-hours per million = GPUs x 1e6 / global rate / 3600, times the price"),
+    (
+        "Cost",
+        lambda u: (
+            f"{u.one}-hours per million = {product_of(u.many, '1e6')} / global rate / 3600, "
+            "times the price"
+        ),
+    ),
     (
         "Sync stall",
         "the diagnosis' waiting for peers: the mean over ranks of the time a rank waits for "
@@ -175,9 +192,11 @@ METHODOLOGY = [
 
 
 def _methodology(ctx: Context) -> list[tuple[str, str]]:
-    """`METHODOLOGY`, with the rule each diagnosis states it was judged by after the
-    findings' (and its straggler test: noise could not judge it)."""
-    rows = list(METHODOLOGY)
+    """`METHODOLOGY` in the report's units, with the rule each diagnosis states it was judged by
+    (as stored) after the findings' (and its straggler test: noise could not judge it)."""
+    rows = [
+        (figure, how if isinstance(how, str) else how(ctx.units)) for figure, how in METHODOLOGY
+    ]
     judged: dict[str, set[str]] = {}
     for row in records(ctx.ok):
         diagnosis = ctx.result(row).diagnosis
@@ -445,7 +464,7 @@ def build(ctx: Context) -> Section:
             id="appendix-methodology",
             title="How each figure is measured",
             columns=[col("figure", "Figure"), col("how", "How")],
-            rows=[{"figure": f, "how": ctx.units.say(h)} for f, h in _methodology(ctx)],
+            rows=[{"figure": f, "how": h} for f, h in _methodology(ctx)],
             note="details: docs/methodology.md and docs/profiling.md",
         )
     )

@@ -32,7 +32,14 @@ from torchscale.interfaces.report.parts.comparison import (
     regression_figure,
     short_verdict,
 )
-from torchscale.interfaces.report.parts.context import Context, col, interval, records, text
+from torchscale.interfaces.report.parts.context import (
+    Context,
+    RankUnits,
+    col,
+    interval,
+    records,
+    text,
+)
 from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regression_rule import METRICS, POWER, RegressionRule, min_p_value
@@ -55,7 +62,7 @@ VERDICT_LABELS: dict[PairVerdict, str] = {
 }
 
 
-def rule_text(rule: RegressionRule) -> str:
+def rule_text(rule: RegressionRule, units: RankUnits) -> str:
     """The rule in words, with its parameters, and what else decides or is only shown."""
     shown = "; ".join(f"{m.label} ({m.judged_by})" for m in METRICS if not m.tested)
     return (
@@ -64,7 +71,7 @@ def rule_text(rule: RegressionRule) -> str:
         "rank), where the step records are there. A cell that ran ok in the baseline and fails "
         "now is a regression whatever its figures; a cell is a regression when any judged metric "
         f"is. Shown with their change, never judged: {shown}. Cells are matched by definition "
-        "hash, else by model, batch per GPU, GPUs, precision, strategy and device."
+        f"hash, else by model, batch per {units.one}, {units.many}, precision, strategy and device."
     )
 
 
@@ -521,7 +528,7 @@ def build(ctx: Context) -> Section:
         blocks.append(Text(text=warning, severity="warn"))
     if len(pairs):
         blocks.append(_largest_table(ctx, comparison))
-    blocks.append(Text(text=ctx.units.say(rule_text(comparison.rule))))
+    blocks.append(Text(text=rule_text(comparison.rule, ctx.units)))
     blocks.append(_rule_table(comparison.rule))
     if len(pairs):
         blocks.append(_tested_table(ctx, comparison))

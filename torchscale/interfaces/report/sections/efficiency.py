@@ -14,6 +14,7 @@ from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diag
 from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.host_bound import compute_part
 from torchscale.contracts.wording.peak_memory import title as peak_title
+from torchscale.contracts.wording.shapes import product_of
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
@@ -467,18 +468,19 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         col("cell", "Cell"),
         col("gpus", units.world, "int"),
         col("samples_per_s", "Samples/s", "readable"),
-        col("gpu_hours", units.say("GPU-hours / M samples"), "float"),
+        col("gpu_hours", f"{units.one}-hours / M samples", "float"),
         col("cost_samples", "$ / M samples", "money"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
         columns[3:3] = [col("tokens_per_s", "Tokens/s", "readable")]
         columns.append(col("cost_tokens", "$ / M tokens", "money"))
     if len(prices) > 1:  # result sets at different prices (machines): each row says its own
-        columns[2:2] = [col("price", units.say("$ / GPU-hour"), "money")]
-        at = "at each result set's price per GPU-hour"
+        columns[2:2] = [col("price", f"$ / {units.one}-hour", "money")]
+        at = f"at each result set's price per {units.one}-hour"
     else:
-        at = f"at {fmt(prices[0], 'money')} per GPU-hour"
-    note = units.say(f"{at}; GPU-hours = GPUs x time (every GPU of the job is paid)")
+        at = f"at {fmt(prices[0], 'money')} per {units.one}-hour"
+    u = units
+    note = f"{at}; {u.one}-hours = {product_of(u.many, 'time')} (every {u.one} of the job is paid)"
     if units.world == "Ranks":  # GPU and CPU cells in one report
         note += "; a rank is a GPU on GPU cells and one process on CPU cells"
     return [

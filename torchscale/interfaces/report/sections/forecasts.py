@@ -251,7 +251,7 @@ def _step_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
             y_format="seconds",
             x_log2=True,
             series=[s for curve in by_model[model] for s in _pair(ctx, curve)],
-            note=ctx.units.say(CHART_NOTE),
+            note=CHART_NOTE,
         )
         for model in sorted(by_model)
     ]

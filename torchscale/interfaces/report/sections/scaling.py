@@ -51,27 +51,37 @@ from torchscale.offline.analysis.scaling_efficiency import (
 )
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
-WEAK_TEXT = (
-    "Every cell runs a fixed batch per GPU (batch_size is per device), so the global batch grows "
-    "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
-    "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
-    "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
-    "model, batch, precision, strategy and device (100 % = linear). Throughput is global "
-    f"samples/s, the median over repeats, with its 95 % interval ({THROUGHPUT_INTERVAL}). "
-    "Efficiency carries the 95 % interval of the ratio of the two medians: above 100 % with 100 % "
-    "inside the interval it is linear within noise; an interval wholly above 100 % is "
-    "super-linear and said so (e.g. cache effects), never shown bare."
-)
-STRONG_TEXT = (
-    "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
-    "N); speed-up and efficiency as above, within the same global batch."
-)
-NO_STRONG = (
-    "no model has cells with the same global batch at two or more GPU counts: every sweep here "
-    "keeps its batch per GPU, so the global batch grows with the GPUs (weak scaling). To measure "
-    "strong scaling, add batch sizes that shrink as the GPUs grow (e.g. batch_sizes [32, 16] "
-    "with gpu_counts [1, 2])"
-)
+
+def weak_text(u: RankUnits) -> str:
+    """What weak scaling is, in this report's units (GPUs, or CPU ranks)."""
+    return (
+        f"Every cell runs a fixed batch per {u.one} (batch_size is per device), so the global "
+        f"batch grows with the {u.one} count: these sweeps are weak scaling in the global-batch "
+        f"sense (the same work per {u.one}; ideal: throughput linear in {u.many}). Speed-up = "
+        "thr(N) / thr(N_min); efficiency = thr(N) / (N / N_min x thr(N_min)), against the "
+        f"smallest {u.one} count measured ok in the same model, batch, precision, strategy and "
+        "device (100 % = linear). Throughput is global samples/s, the median over repeats, with "
+        f"its 95 % interval ({THROUGHPUT_INTERVAL}). Efficiency carries the 95 % interval of the "
+        "ratio of the two medians: above 100 % with 100 % inside the interval it is linear within "
+        "noise; an interval wholly above 100 % is super-linear and said so (e.g. cache effects), "
+        "never shown bare."
+    )
+
+
+def strong_text(u: RankUnits) -> str:
+    return (
+        f"Strong scaling: the same global batch split over more {u.many} (batch per {u.one} = "
+        "global batch / N); speed-up and efficiency as above, within the same global batch."
+    )
+
+
+def no_strong(u: RankUnits) -> str:
+    return (
+        f"no model has cells with the same global batch at two or more {u.one} counts: every "
+        f"sweep here keeps its batch per {u.one}, so the global batch grows with the {u.many} "
+        f"(weak scaling). To measure strong scaling, add batch sizes that shrink as the {u.many} "
+        "grow (e.g. batch_sizes [32, 16] with gpu_counts [1, 2])"
+    )
 
 
 def _group_name(ctx: Context, row: Mapping[str, Any] | pd.Series, strong: bool) -> str:
@@ -213,11 +223,9 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                 f"{model}: throughput vs {ctx.units.world} ({kind} scaling)",
                 ctx.units.world,
                 series,
-                ctx.units.say(
-                    "dashed, in the colour of its series: ideal linear scaling from the "
-                    "smallest GPU count; interval: the 95 % interval of the median over the "
-                    "repeats (none with one repeat)"
-                ),
+                "dashed, in the colour of its series: ideal linear scaling from the smallest "
+                f"{ctx.units.one} count; interval: the 95 % interval of the median over the "
+                "repeats (none with one repeat)",
             )
         )
     return charts
@@ -288,7 +296,7 @@ def _single_sizes(ctx: Context, columns: list[str], table: pd.DataFrame) -> dict
 
 def build(ctx: Context) -> Section:
     """Weak scaling (always labelled as such), strong scaling where the sweep has it."""
-    blocks: list[Block] = [] if ctx.ok.empty else [Text(text=ctx.units.say(WEAK_TEXT))]
+    blocks: list[Block] = [] if ctx.ok.empty else [Text(text=weak_text(ctx.units))]
     unavailable: dict[str, str] = {}
     weak_columns = ["experiment", *GROUP_COLUMNS]
     weak = scaling_table(ctx.cells, weak_columns, min_world_sizes=2)
@@ -320,9 +328,9 @@ def build(ctx: Context) -> Section:
     strong = scaling_table(ctx.cells, strong_columns, min_world_sizes=2)
     if not ctx.ok.empty:
         if strong.empty:
-            unavailable["strong scaling"] = ctx.units.say(NO_STRONG)
+            unavailable["strong scaling"] = no_strong(ctx.units)
         else:
-            blocks.append(Text(text=ctx.units.say(STRONG_TEXT)))
+            blocks.append(Text(text=strong_text(ctx.units)))
             rows = _rows(ctx, strong)
             blocks.append(
                 Table(

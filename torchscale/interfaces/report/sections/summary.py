@@ -5,7 +5,6 @@ findings, one line each. A check mark goes only to a reliable cell's figures."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +13,8 @@ import pandas as pd
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import too_wide
+from torchscale.contracts.wording.noise import plain
+from torchscale.contracts.wording.summary_notes import blind_below, tokens_per_s
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -84,13 +85,14 @@ from torchscale.interfaces.report.parts.diagnosis import diagnoses_table
 from torchscale.interfaces.report.parts.findings import no_finding_text
 from torchscale.interfaces.report.parts.gpu_summary import gpu_table
 from torchscale.interfaces.report.parts.tables import NO_PRICE
-from torchscale.interfaces.report.parts.words import HOST_FIRST, plain_reason, term_column
+from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE
+from torchscale.interfaces.report.parts.words import HOST_FIRST, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
-from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED
+from torchscale.offline.analysis.reliability import LEVELS, UNSETTLED, row_verdict
 from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
-from torchscale.offline.results.sweep_progress import PENDING, UNREACHED, label_of_cell_id
+from torchscale.offline.results.sweep_progress import PENDING, UNREACHED
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
@@ -99,8 +101,6 @@ BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_m
 BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
 BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
 BASELINE_FIGURE = "Regressions against the baseline"
-UNUSABLE = "these numbers cannot be used"  # a model's figure under the headline's 'no'
-NOT_USED = "not usable"
 NOT_JUDGED_FIGURE = "Not judged against the baseline"
 TOO_WIDE_NOTE = (
     "its confidence interval is wider than the figure itself, so no number is given here (the "
@@ -117,8 +117,8 @@ def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
     or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
     prices = sorted(set(pd.to_numeric(priced["price_per_gpu_hour"]).dropna().astype(float)))
     if len(prices) == 1:
-        return units.say(f"at {fmt(prices[0], 'money')} per GPU-hour")
-    return units.say("at each result set's price per GPU-hour")
+        return f"at {fmt(prices[0], 'money')} per {units.one}-hour"
+    return f"at each result set's price per {units.one}-hour"
 
 
 def _config(ctx: Context, row: Mapping[str, Any] | pd.Series) -> str:
@@ -394,9 +394,12 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 "interval over the runs), not the best run"
             )
         if tokens is not None:
-            note += f"; {fmt(tokens, 'readable')} tokens/s"
+            note += f"; {tokens_per_s(tokens)}"
         if not is_reliable(best):
-            note += f"; {plain_reason(str(best['reliability_reason']))}"  # opens with its verdict
+            # its verdict in the first screen's words; a median of runs was judged over the runs
+            # (its reason says so, as stored in the table)
+            verdict = row_verdict(dict(best)) if runs == 1 else None
+            note += f"; {plain(verdict.finding) if verdict else best['reliability_reason']}"
         if not is_quiet(best):
             note += "; ran on a busy machine"
         value, low, high = interval(best, "samples_per_s")
@@ -419,10 +422,9 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                     label=f"Cost per million samples: {model}",
                     value=finite(cheapest["cost_per_m_samples"]),
                     format="money",
-                    note=ctx.units.say(
-                        f"cheapest: {_config(ctx, cheapest)}, at "
-                        f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per GPU-hour"
-                    ),
+                    note=f"cheapest: {_config(ctx, cheapest)}, at "
+                    f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per "
+                    f"{ctx.units.one}-hour",
                 )
             )
     if priced is None and models:
@@ -452,12 +454,7 @@ def _baseline_figures(comparison: Comparison) -> list[KeyFigure]:
     figure = regression_figure(comparison, BASELINE_FIGURE)
     blind = comparison.largest_undetectable
     if blind is not None:
-        note = (
-            f"{figure.note}; 'no significant change' here may miss throughput drops smaller "
-            f"than about {blind * 100:.0f} % (the rule finds one that large 95 % of the time "
-            "at the spread measured; more runs a side see smaller ones)"
-        )
-        figure = figure.model_copy(update={"note": note})
+        figure = figure.model_copy(update={"note": blind_below(figure.note, blind)})
     figures = [figure]
     if comparison.judged and comparison.not_judged:
         figures.append(
@@ -528,9 +525,9 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
             f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
         )
     if any(r.get("efficiency_text") == "no base" for r in rows):
-        note += ctx.units.say(
-            "; scaling efficiency 'no base': no smaller GPU count was measured in the cell's "
-            "group, so there is no scaling figure (never 100 %)"
+        note += (
+            f"; scaling efficiency 'no base': no smaller {ctx.units.one} count was measured in "
+            "the cell's group, so there is no scaling figure (never 100 %)"
         )
     return Table(
         id="summary-best",
@@ -573,7 +570,7 @@ def _lines(ctx: Context) -> list[Block]:
         cost = (
             f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
         )
-        where = _named(ctx, finding.source)
+        where = finding.source  # a label: a cell's, or its profiled run's (never a hashed id)
         said = "" if where in finding.title else f" ({where})"
         if count > 1:
             said = f" (in {count} cells; the largest: {where})"
@@ -648,20 +645,3 @@ def build(ctx: Context) -> Section:
         blocks.append(KeyFigures(figures=more, role="more"))
     blocks += _lines(ctx) + present(diagnoses_table(ctx))
     return Section(id="summary", title="Executive summary", blocks=blocks)
-
-
-CELL_ID = re.compile(r"[\w.-]+?(?:__[\w.-]+?)*__[0-9a-f]{8}\b")
-
-
-def _named(ctx: Context, source: str) -> str:
-    """A finding's source as the report names it: each cell in it by its label ('tiny-gpt2 b4
-    x2 fp32 ddp'), never by a file's hashed id (the findings section keeps the id, to find the
-    file)."""
-
-    def label(match: re.Match[str]) -> str:
-        rows = ctx.cells[ctx.cells["cell_id"] == match.group(0)]
-        if len(rows):
-            return ctx.label(rows.iloc[0])
-        return label_of_cell_id(match.group(0))  # a profile of a cell outside these results
-
-    return CELL_ID.sub(label, source)

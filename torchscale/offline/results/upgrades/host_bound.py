@@ -18,6 +18,7 @@ from typing import Any
 from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
+from torchscale.contracts.wording.spelled import pct_whole
 from torchscale.contracts.wording.unavailable import reason_of
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -29,7 +30,7 @@ from torchscale.offline.analysis.uncertainty import mfu_estimate
 
 ARITHMETIC_METHOD = (
     "flops at peak: no busy probe, so judged by arithmetic (MFU under "
-    f"{HOST_BOUND_MFU * 100:.0f} % is host-bound)"
+    f"{pct_whole(HOST_BOUND_MFU)} is host-bound)"
 )
 NOT_MEASURED = "not measured"
 NO_PROBE = Finding(code="host_bound.no_probe")

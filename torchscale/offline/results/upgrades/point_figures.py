@@ -38,6 +38,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording.cell_figures import percent_whole
+from torchscale.contracts.wording.spelled import pct_one, pct_whole
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 from torchscale.offline.results.upgrades.point_findings import (
@@ -51,9 +52,9 @@ NO_INTERVAL = "no interval"
 METHOD = "point figure (median synchronised step and no_sync window), no interval"
 BASIS = (
     "point figures (median synchronised step, no_sync window and phase timers; no interval), "
-    f"judged by thresholds: a straggler the others wait for at least {STRAGGLER_MIN * 100:.1f} "
-    f"%, exposed communication of at least {EXPOSED_COMM_MIN * 100:.1f} % or a data wait of at "
-    f"least {DATA_WAIT_MIN * 100:.1f} % of the step"
+    f"judged by thresholds: a straggler the others wait for at least {pct_one(STRAGGLER_MIN)}, "
+    f"exposed communication of at least {pct_one(EXPOSED_COMM_MIN)} or a data wait of at "
+    f"least {pct_one(DATA_WAIT_MIN)} of the step"
 )
 PROFILED_METHOD = "point figure (steps profiled after the measured windows), no interval"
 PROFILED = "profiled steps, no interval"
@@ -74,7 +75,7 @@ NO_WINDOW = "no no_sync shares"
 ONE_RANK = "one rank"
 TEST = (
     "the run delayed it on purpose or the others wait for it at least "
-    f"{STRAGGLER_MIN * 100:.0f} % of the step (point figures: no significance test)"
+    f"{pct_whole(STRAGGLER_MIN)} of the step (point figures: no significance test)"
 )
 NO_TEST = "no significance test"
 

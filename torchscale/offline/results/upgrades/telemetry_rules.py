@@ -22,9 +22,7 @@ from torchscale.contracts.gpu_clocks import (
     IN_WINDOW,
     POWER_CAP,
     RankVerdict,
-    averaged_not_measurable,
     cell_verdict,
-    counter_not_measurable,
     judge_clocks,
     sku_max_sm_mhz,
     throttle_warning,
@@ -33,6 +31,10 @@ from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult, CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankTelemetry
 from torchscale.contracts.wording import words
+from torchscale.contracts.wording.nvml_windows import (
+    averaged_not_measurable,
+    counter_not_measurable,
+)
 from torchscale.offline.results.upgrades.stored_words import THROTTLED
 
 NOT_RECORDED = "not recorded by results of schema 15 or older"

@@ -1,0 +1,62 @@
+"""Why NVML's averaged readings or its energy counter cannot describe a cell's windows: the
+rules are contracts/gpu_clocks.py's (`averaged_too_short`, `counter_too_coarse`, which give
+the figures), the words are here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from torchscale.contracts.gpu_clocks import (
+    COUNTER_STEP_S,
+    NVML_AVERAGING_S,
+    averaged_too_short,
+    counter_too_coarse,
+)
+
+_AVERAGES = "NVML averages over ~1 s (power) and 1/6-1 s (utilisation)"
+
+
+def _longest(f: Mapping[str, Any]) -> str:
+    return (
+        f"not measurable: the longest window is {f['window_s']:.3g} s, where {_AVERAGES}; a "
+        f"reading counts only {f['floor_s']:g} s or more into a window"
+    )
+
+
+def _windows(f: Mapping[str, Any]) -> str:
+    return (
+        f"not measurable: windows of {f['window_s']:.3g} s in all, where {_AVERAGES}; at least "
+        f"{f['floor_s']:g} s of windows is needed"
+    )
+
+
+def _coarse(f: Mapping[str, Any]) -> str:
+    return (
+        f"not measurable: the energy counter moves in steps of up to ~{f['step_s']:g} s, so over "
+        f"{f['windows']} window(s) of {f['window_s']:.3g} s in all it is uncertain by "
+        f"~{f['error'] * 100:.0f} % (kept at {f['max'] * 100:.0f} % or less)"
+    )
+
+
+PHRASES = {
+    "unavailable.nvml_longest_window": _longest,
+    "unavailable.nvml_windows": _windows,
+    "unavailable.energy_counter_coarse": _coarse,
+}
+
+
+def averaged_not_measurable(
+    window_s: float, floor_s: float = NVML_AVERAGING_S, *, longest: bool = False
+) -> str | None:
+    """`averaged_too_short` in words, or None when the readings describe the windows."""
+    finding = averaged_too_short(window_s, floor_s, longest=longest)
+    return None if finding is None else PHRASES[finding.code](finding.figures)
+
+
+def counter_not_measurable(
+    window_s: float, windows: int, step_s: float = COUNTER_STEP_S
+) -> str | None:
+    """`counter_too_coarse` in words, or None when the counter measures the windows."""
+    finding = counter_too_coarse(window_s, windows, step_s)
+    return None if finding is None else PHRASES[finding.code](finding.figures)
