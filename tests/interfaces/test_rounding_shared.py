@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.contracts.wording.figures import (
     figure_with_interval,
@@ -268,14 +269,16 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     """The straggler sentences and a finding's evidence are written offline and stored; they
     spell a figure with its interval by the same rule (contracts/wording/figures.py), never the long
     '(95 % interval a to b)' beside a table's '±'."""
+    from torchscale.contracts.wording import say
     from torchscale.contracts.wording.figures import seconds_text, share_text
     from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
 
     gap = Estimate(value=0.0134, low=0.0088, high=0.0174, n=19, method="b", measurable=True)
-    named = named_summary(1, "compute", (gap.value, gap.low, gap.high), "forward")
+    named = say(named_summary(1, "compute", (gap.value, gap.low, gap.high), "forward"))
     assert f"{seconds_text(gap, signed=True)} per step over the others" in named, named
     assert "+13.4 ms ±4.3 ms" in named and "interval" not in named
-    noise = unnamed_summary(0, (0.00042, -0.00024, 0.0012), "could be noise", "every step")
+    noisy = Finding(code="straggler.noise_interval")
+    noise = say(unnamed_summary(0, (0.00042, -0.00024, 0.0012), noisy, "every step"))
     assert "+0.42 ms [-0.24, 1.20] per step; every step: could be noise" in noise, noise
     share = Estimate(value=0.288, low=0.266, high=0.310, n=12, method="b", measurable=True)
     assert share_text(share) == "28.8 % ±2.2 %"

@@ -13,6 +13,7 @@ import pytest
 from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording.unavailable import why
 from torchscale.contracts.wording.validate import detail as shown_detail
 from torchscale.contracts.wording.validate import hint as shown_hint
 from torchscale.interfaces.report.parts.findings import throttling_finding
@@ -91,7 +92,7 @@ def test_a_gpu_cell_itemises_its_fixed_costs_and_says_why_the_probe_could_not_ju
     # GPT-2's steps fill the launch queue behind the probe's sleep: the host waited for the
     # GPU, so the busy share is not measured and no host-bound verdict is given
     assert probe is not None and probe.host_bound is None and probe.gpu_busy_share is None
-    assert probe.reason is not None and "GPU sleep" in probe.reason
+    assert probe.reason is not None and "GPU sleep" in (why(probe.reason) or "")
     assert cell.diagnosis is None or not any(
         f.title.startswith("host-bound") for f in cell.diagnosis.findings
     )

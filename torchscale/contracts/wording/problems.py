@@ -492,14 +492,14 @@ PHASE_ADVICE = {
 
 
 def report_seconds(value: float | None) -> str:
-    """Seconds as the report writes them: us / ms / s, three significant figures."""
+    """Seconds as the report writes them: µs / ms / s, three significant figures."""
     if value is None:
         return "-"
     size = abs(value)
     if size == 0:
         return "0 s"
     scaled, unit = (
-        (value * 1e6, "us") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
+        (value * 1e6, "µs") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
     )
     decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
     return f"{scaled:,.{decimals}f} {unit}"

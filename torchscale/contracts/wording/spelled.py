@@ -61,18 +61,18 @@ def sig(value: float, digits: int = 3) -> str:
 
 
 def trace_us(us: float) -> str:
-    """Microseconds as the trace findings write them: '50.54 ms' from 1 ms on, else '412 us'."""
-    return f"{us / 1000.0:.2f} ms" if abs(us) >= 1000 else f"{us:.0f} us"
+    """Microseconds as the trace findings write them: '50.54 ms' from 1 ms on, else '412 µs'."""
+    return f"{us / 1000.0:.2f} ms" if abs(us) >= 1000 else f"{us:.0f} µs"
 
 
 def us_whole(us: float) -> str:
-    """Microseconds, whole: '412 us'."""
-    return f"{us:.0f} us"
+    """Microseconds, whole: '412 µs'."""
+    return f"{us:.0f} µs"
 
 
 def us_one(us: float) -> str:
-    """Microseconds, one decimal: '41.2 us'."""
-    return f"{us:.1f} us"
+    """Microseconds, one decimal: '41.2 µs'."""
+    return f"{us:.1f} µs"
 
 
 def profile_us(us: float) -> str:
@@ -148,8 +148,8 @@ def plain_times(ratio: float) -> str:
 
 
 def plain_us(us: float) -> str:
-    """Microseconds as given: 50 -> '50 us'."""
-    return f"{us:g} us"
+    """Microseconds as given: 50 -> '50 µs'."""
+    return f"{us:g} µs"
 
 
 def ms_list(values: list[int]) -> str:
