@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from torchscale.contracts.durations import parse_duration
 from torchscale.contracts.errors import UsageError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
@@ -75,7 +76,8 @@ def test_shared_real_traces_golden(folder: str, tmp_path: Path) -> None:
     assert profile_figures.cycle_us(analysis) == pytest.approx(cycle, rel=1e-3)
     assert profile_figures.exposed_comm_pct(analysis).value == pytest.approx(exposed, abs=0.01)
     if overlap is None:
-        assert analysis.overlap_pct is None and "overlap_pct" in analysis.unavailable
+        assert analysis.overlap_pct is None
+        assert analysis.unavailable["overlap_pct"] == Finding(code="profile.no_communication")
     else:
         assert analysis.overlap_pct == pytest.approx(overlap, abs=0.01)
     assert [f.category for f in analysis.findings] == categories
@@ -308,7 +310,7 @@ def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
     analysis, problem = read_analysis(path)
     assert problem is None and analysis is not None
     assert analysis.schema_version == 1 and analysis.diagnosis is None
-    assert "schema 1" in analysis.unavailable["diagnosis"]
+    assert analysis.unavailable["diagnosis"] == Finding(code="profile.v1_attribution")
     assert profile_figures.sync_stall_pct(analysis).value == 12.5
     assert [w.rank for w in profile_figures.own_whatifs(analysis)] == [1]
     # its own findings, kept apart with its other figures of then

@@ -295,7 +295,8 @@ def test_analysis_schema_2_attribution_reads_as_a_diagnosis_of_the_traces() -> N
     }
     analysis = ProfileAnalysis.model_validate(v2)
     assert analysis.diagnosis is not None and analysis.diagnosis.source == "traces"
-    assert analysis.unavailable == {"diagnosis": "x"}
+    stored = Finding(code="profile.stored", figures={"words": "x"})
+    assert analysis.unavailable == {"diagnosis": stored}
 
 
 def test_ranks_sharing_cores_carry_the_caveat_too() -> None:

@@ -203,7 +203,6 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_telemetry.RankTelemetry.unavailable",
         "power_limit.PowerLimit.unavailable",
         "profile_analysis.ProfileAnalysis.notes",
-        "profile_analysis.ProfileAnalysis.unavailable",
     }
 )
 

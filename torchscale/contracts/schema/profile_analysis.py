@@ -18,10 +18,6 @@ from torchscale.contracts.versioned import Record
 # what each version added and how older files are read: docs/results.md, "Profile analysis
 # versions"
 ANALYSIS_SCHEMA_VERSION = 10
-V1_ATTRIBUTION = (
-    "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
-    "straggler and what-if figures come from separate methods and may disagree with each other"
-)
 
 
 class TraceFile(Record):
@@ -226,7 +222,11 @@ class ProfileAnalysis(Record):
     )
     stall_by_step: list[StepStall] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-    unavailable: dict[str, str] = Field(default_factory=dict)
+    unavailable: dict[str, Finding] = Field(
+        default_factory=dict,
+        description="schema 10: figure -> why it is null (profile.*), worded by "
+        "contracts/wording/profile_notes.py",
+    )
     analysis_s: float | None = Field(default=None, description="wall time of the analysis")
 
     @property
@@ -264,6 +264,8 @@ class ProfileAnalysis(Record):
         stored = [*(data.pop("findings", None) or []), *(data.pop("other_findings", None) or [])]
         if data["schema_version"] < 8:
             data = _before_schema_8(data)
+        reasons = (data.get("unavailable") or {}).items()
+        data["unavailable"] = {key: _stored_reason(reason) for key, reason in reasons}
         diagnosis = data.get("diagnosis")
         if isinstance(diagnosis, dict) and stored and not diagnosis.get("findings"):
             by_cost = sorted(stored, key=lambda f: -float(f.get("cost_pct") or 0.0))
@@ -273,13 +275,23 @@ class ProfileAnalysis(Record):
         return data
 
 
+def _stored_reason(reason: Any) -> Any:
+    """An older analysis' sentence as stored words; the reader turns the words of a code back
+    into it (offline/results/upgrades/profile_reasons.py)."""
+    return (
+        Finding(code="profile.stored", figures={"words": reason})
+        if isinstance(reason, str)
+        else reason
+    )
+
+
 def _before_schema_8(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 1-7: the step model (schema 1: none, said in `unavailable`), schema 2's
     attribution read as a diagnosis, the headline figures that copied it dropped or kept
     apart."""
     unavailable = dict(data.get("unavailable") or {})
     if data["schema_version"] == 1:
-        unavailable.setdefault("diagnosis", V1_ATTRIBUTION)
+        unavailable.setdefault("diagnosis", Finding(code="profile.v1_attribution"))
     if data["schema_version"] in (1, 2):
         attribution = data.pop("attribution", None)
         if "attribution" in unavailable:

@@ -13,6 +13,7 @@ from torchscale.contracts.schema.profile_analysis import FindingFigures, Profile
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import ms, pct, readable, share_text
+from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.console.lines import Line
@@ -232,7 +233,7 @@ def analysis_lines(
     lines = [Line("head", f"> [ANALYSIS] Profiling complete: {ranks}{backend}{steps}")]
     lines += diagnosis_lines(
         analysis.diagnosis,
-        analysis.unavailable.get("diagnosis"),
+        reason_words(analysis.unavailable.get("diagnosis")),
         verbose=verbose,
         compute=compute_word(result),  # the profiled run's
     )
@@ -258,7 +259,7 @@ def analysis_lines(
         lines.append(Line("skip", f"> [NOTE] {why}: {left}"))
     lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
     lines += [
-        Line("skip", f"> [UNAVAILABLE] {metric}: {reason}")
+        Line("skip", f"> [UNAVAILABLE] {metric}: {reason_words(reason)}")
         for metric, reason in analysis.unavailable.items()
         if metric != "diagnosis" or analysis.diagnosis is not None  # its own line above
     ]

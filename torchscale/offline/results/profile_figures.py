@@ -13,6 +13,7 @@ from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, StragglerFigures, WhatIf
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.unavailable import why
 
 ONE_RANK = (
     "one rank in the input: waiting for peers needs the same collectives on two or more ranks"
@@ -49,7 +50,7 @@ def sync_stall_pct(analysis: ProfileAnalysis) -> Shown:
         return Shown(before.sync_stall_pct)
     if analysis.ranks_analysed < 2:
         return Shown(None, ONE_RANK)
-    return Shown(None, analysis.unavailable.get("sync_stall_pct", NO_MATCH))
+    return Shown(None, why(analysis.unavailable.get("sync_stall_pct")) or NO_MATCH)
 
 
 def exposed_comm_pct(analysis: ProfileAnalysis) -> Shown:
@@ -60,8 +61,9 @@ def exposed_comm_pct(analysis: ProfileAnalysis) -> Shown:
         return Shown(before.exposed_comm_pct)
     transfer = diagnosis.part("exposed_transfer") if diagnosis is not None else None
     if transfer is None:
-        why = analysis.unavailable.get("exposed_comm_pct") or analysis.unavailable.get("diagnosis")
-        return Shown(None, why or "no step model")
+        reasons = analysis.unavailable
+        why_not = why(reasons.get("exposed_comm_pct")) or why(reasons.get("diagnosis"))
+        return Shown(None, why_not or "no step model")
     return _pct(transfer.share)
 
 

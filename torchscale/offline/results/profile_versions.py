@@ -24,6 +24,7 @@ from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
 from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
+from torchscale.offline.results.upgrades.profile_reasons import coded_reasons
 from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 from torchscale.offline.results.upgrades.verdicts import with_not_named
@@ -42,6 +43,7 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     update: dict[str, Any] = {"mismatches": [*analysis.mismatches, *found]}
     update["stored_mismatches"] = lines
     update |= {"diagnosis": with_not_named(_coded(analysis)), "notes": _notes(analysis)}
+    update["unavailable"] = coded_reasons(analysis.unavailable)
     analysis = analysis.model_copy(update=update)
     diagnosis = analysis.diagnosis
     if result is None:

@@ -13,6 +13,7 @@ from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import reasons as reason_texts
 from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
@@ -74,7 +75,7 @@ def _trace_figures(analysis: ProfileAnalysis) -> KeyFigures:
                 label="Compute/communication overlap",
                 value=analysis.overlap_pct,
                 format="pct",
-                note=analysis.unavailable.get(
+                note=reason_texts(analysis.unavailable).get(
                     "overlap_pct",
                     "HTA's definition: computing while communicating, share of the "
                     "communication time",
@@ -87,7 +88,7 @@ def _trace_figures(analysis: ProfileAnalysis) -> KeyFigures:
 def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
     """A run without a diagnosis: its analysis' own figures, from separate
     methods (they may disagree with each other: said in its unavailable reasons)."""
-    why = analysis.unavailable
+    why = reason_texts(analysis.unavailable)
     straggler = profile_figures.own_straggler(analysis)
     best = next(iter(profile_figures.own_whatifs(analysis)), None)
     stall = profile_figures.sync_stall_pct(analysis)
@@ -315,7 +316,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         heatmap,
     )
     blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
-    unavailable = dict(analysis.unavailable)
+    unavailable = reason_texts(analysis.unavailable)
     if diagnosis is not None:  # the diagnosis' lines say these, and why not
         unavailable = {k: v for k, v in unavailable.items() if k not in NOT_SHOWN}
     if heatmap is None:

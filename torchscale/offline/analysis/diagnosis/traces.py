@@ -71,7 +71,7 @@ class StepModel:
     memory: Estimate | None = None
     waits_known: bool = False
     own_work_basis: str = ""
-    reason: str | None = None  # why there is no model
+    reason: str | None = None  # why there is no model: a profile.* code
     notes: list[str] = field(default_factory=list)
 
 
@@ -196,10 +196,10 @@ def build_step_model(
     notes: list[str] = []
     parts = trace_parts(taxonomy)
     if parts.empty:
-        return StepModel(None, parts, reason="no complete step on any rank", notes=notes)
+        return StepModel(None, parts, reason="profile.no_complete_step", notes=notes)
     parts = common_steps(parts, notes)
     if parts.empty:
-        return StepModel(None, parts, reason="no step complete on every rank", notes=notes)
+        return StepModel(None, parts, reason="profile.no_step_on_every_rank", notes=notes)
     ranks = int(parts["rank"].nunique())
     mean = mean_step(parts, "step", ranks, extra=("host_wait", "memory"))
     per_step, step_est, estimates = mean.per_step, mean.step_s, mean.parts

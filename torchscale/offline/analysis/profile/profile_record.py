@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from torchscale import __version__
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import (
     ClockOffset,
     OpFigures,
@@ -18,6 +19,7 @@ from torchscale.contracts.schema.profile_analysis import (
     RankFigures,
     StepStall,
 )
+from torchscale.contracts.wording.profile_notes import coded
 from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.profile.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace import kernels
@@ -34,7 +36,7 @@ def profile_analysis(
     arrival, arrivals, offsets = found.arrival, found.arrivals, found.offsets
     notes = list(found.notes)
     usable = matched.usable
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Finding] = {}
     formats = {reductions[r].file.format for r in ranks}
     # the headline figures (sync stall, exposed communication, straggler, what-if) are the
     # diagnosis' own: read by offline/results/profile_figures.py, never stored beside it
@@ -55,7 +57,7 @@ def profile_analysis(
         mismatches=list(matched.mismatches),
     )
     if diagnosis is None:
-        unavailable["diagnosis"] = model.reason or "no step model"
+        unavailable["diagnosis"] = coded(model.reason or "profile.no_step_model")
     if analysis.device_type not in (None, "cpu"):
         analysis.memory_copy_share = model.memory
     analysis.clock = [
@@ -85,11 +87,11 @@ def profile_analysis(
     # HTA's overlap over every rank and step: computing while communicating / communication
     analysis.overlap_pct = inputs.overlap_pct
     if inputs.overlap_pct is None:
-        unavailable["overlap_pct"] = "no communication in the traced steps"
+        unavailable["overlap_pct"] = coded("profile.no_communication")
     notes += list(inputs.notes)
     # the target's findings are the diagnosis', split when read (`ProfileAnalysis.findings`)
     if target == "memory":
-        unavailable.setdefault("memory.allocations", MEMORY_UNAVAILABLE)
+        unavailable.setdefault("memory.allocations", coded("profile.no_memory_events"))
     analysis.notes = list(dict.fromkeys(notes))
     analysis.unavailable = unavailable
     return analysis
@@ -98,13 +100,6 @@ def profile_analysis(
 def _median(values: Iterable[float]) -> float | None:
     series = pd.Series(list(values), dtype="float64").dropna()
     return float(series.median()) if len(series) else None
-
-
-MEMORY_UNAVAILABLE = (
-    "no allocator figures in these traces: torchscale's profiled steps do not record memory "
-    "events (torch.profiler profile_memory) and the trace reader does not read them; the "
-    "peaks of the measured windows are in the run's result.json (memory)"
-)
 
 
 def _op_figures(usable: pd.DataFrame) -> list[OpFigures]:
