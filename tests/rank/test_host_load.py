@@ -453,3 +453,20 @@ def test_a_real_busy_process_is_seen_as_other_and_a_child_as_own(
     assert other.load_avg_1m is not None and other.cores == (os.cpu_count() or 1)
     parent = host_load("h", [summarise_rank(0, "h", as_parent.report())])
     assert parent.cell_cores is not None and parent.cell_cores >= 0.5 * burner_cores, parent
+
+
+def test_the_too_short_sentence_of_schema_19_reads_as_its_code() -> None:
+    """Schema 19 stored the host's windows-too-short reason as a sentence; the reader's
+    upgrade gives it back its code, and leaves a rank's words copied in as stored."""
+    from torchscale.offline.results.upgrades.stored_words import upgrade_v19
+
+    short = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.034, own_cpu_s=0.024, window_s=0.024)
+    reason = host_load("h", short).unavailable["busy"]
+    assert isinstance(reason, Finding)
+    stored = {"busy": why(reason), "load_avg_1m": "os.getloadavg is not available"}
+    host = {"host": "h", "ranks": [0], "unavailable": stored}
+    data = {"schema_version": 19, "telemetry": {"ranks": [], "hosts": [host]}}
+    upgraded = upgrade_v19(data)["telemetry"]["hosts"][0]["unavailable"]
+    assert upgraded["load_avg_1m"] == "os.getloadavg is not available"
+    assert upgraded["busy"]["code"] == "unavailable.busy_windows_too_short"
+    assert why(Finding.model_validate(upgraded["busy"])) == why(reason)
