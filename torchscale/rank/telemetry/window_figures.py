@@ -514,11 +514,11 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
             other, too_short = None, unresolved(loads, finding)
         else:
             busy = finding.code == BUSY
-    for key, why in (("busy_cores", why_busy), ("cell_cores", why_own)):
-        if why is not None:
-            unavailable[key] = why
+    for key, rank_why in (("busy_cores", why_busy), ("cell_cores", why_own)):
+        if rank_why is not None:
+            unavailable[key] = rank_why
     if other is None:
-        why = why_busy or why_own or too_short or NO_SAMPLE
+        why: Reason = why_busy or why_own or too_short or NO_SAMPLE
         unavailable["other_cores"] = unavailable["busy"] = why
     load_avg = field_stats([v for load in loads for v in load.load_avg_1m])
     if load_avg is None:
@@ -536,7 +536,7 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
         other_gpu_pids=gpu_pids,
         busy=busy,
         finding=finding,
-        unavailable=unavailable | why_gpu,
+        unavailable={**unavailable, **why_gpu},
     )
 
 
