@@ -100,8 +100,7 @@ def _spellings() -> dict[str, int]:
     return found
 
 
-NOT_YET: dict[str, int] = {
-}
+NOT_YET: dict[str, int] = {}
 
 
 def test_no_module_outside_the_wording_layer_spells_a_figure() -> None:
