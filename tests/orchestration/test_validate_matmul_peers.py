@@ -196,9 +196,12 @@ def test_nvml_power_limits_are_read_in_watts_or_say_why_not() -> None:
     assert default.capped is False and default.unavailable is None
     (unknown,) = read_limits(FakeGpu(enforced_power_limit_mw=NOT_SUPPORTED))
     assert unknown.capped is None and unknown.default_w == 700.0
-    assert (
-        unknown.unavailable
-        == "nvmlDeviceGetEnforcedPowerLimit: NVMLError_NotSupported: Not Supported"
+    errors = {"nvmlDeviceGetEnforcedPowerLimit": "NVMLError_NotSupported: Not Supported"}
+    assert unknown.unavailable == Finding(
+        code="power_limit.queries_failed", figures={"errors": errors}
+    )
+    assert wording.say(unknown.unavailable) == (
+        "nvmlDeviceGetEnforcedPowerLimit: NVMLError_NotSupported: Not Supported"
     )
 
 
@@ -269,7 +272,9 @@ def test_a_rank_reads_the_power_limit_of_its_own_gpu_by_uuid(
     assert fake.called("nvmlShutdown")  # NVML's reference count given back
     monkeypatch.setattr(perf_program, "torch_uuid", lambda device: "cccccccc-0000")
     missing = perf_program.gpu_power_limit(torch.device("cuda", 0))
-    assert missing.unavailable == "NVML has no GPU with UUID GPU-cccccccc-0000"
+    assert missing.unavailable == Finding(
+        code="power_limit.no_gpu_with_uuid", figures={"uuid": "GPU-cccccccc-0000"}
+    )
 
 
 def test_a_rows_finding_is_the_verdict_its_status_rests_on() -> None:

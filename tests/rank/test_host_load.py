@@ -22,6 +22,7 @@ from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml, NVMLError_Unknown
 from tests.rank.test_telemetry import UUID, quiet_load, rank_telemetry
 from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.wording.cell_warnings import warning_words
@@ -33,6 +34,7 @@ from torchscale.rank.telemetry.rank import CPU_NO_GPU
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 from torchscale.rank.telemetry.window_figures import (
+    CLOCK_TICK_S,
     NAMESPACE_PIDS,
     busy_warnings,
     combine,
@@ -102,6 +104,10 @@ def test_rounding_below_zero_is_clamped() -> None:
     assert load.other_cores == 0.0 and load.busy is False
 
 
+def _between(finding: Finding) -> dict[str, float]:
+    return {k: finding.figures[k] for k in ("other_cores", "threshold")}
+
+
 def test_windows_too_short_for_the_kernels_ticks_judge_nothing() -> None:
     """Measured: a tiny model's 1-rank cell, 60 steps of 0.4 ms, 24 ms of windows; one stray
     10 ms tick of another process read as 0.4 core and marked the host busy. Where one tick
@@ -111,8 +117,11 @@ def test_windows_too_short_for_the_kernels_ticks_judge_nothing() -> None:
     load = host_load("h", short)
     assert load.other_cores is None and load.busy is None
     assert load.finding is not None and load.finding.code == "busy.unresolved"
-    assert load.unavailable["busy"].startswith("not measurable: the measured windows last 24 ms")
-    assert "run more steps" in load.unavailable["other_cores"]
+    reason = load.unavailable["busy"]
+    assert isinstance(reason, Finding) and reason.code == "unavailable.busy_windows_too_short"
+    assert reason.figures == {"window_s": 0.024, "tick_s": CLOCK_TICK_S, **_between(load.finding)}
+    assert str(why(reason)).startswith("not measurable: the measured windows last 24 ms")
+    assert "run more steps" in str(why(load.unavailable["other_cores"]))
     assert load.busy_cores is not None  # the readings themselves are kept
     assert busy_warnings([load]) == []
     assert tick_cores([short[0].load], tick_s=0.01) == pytest.approx(0.01 / 0.024)  # type: ignore[list-item]
@@ -444,3 +453,20 @@ def test_a_real_busy_process_is_seen_as_other_and_a_child_as_own(
     assert other.load_avg_1m is not None and other.cores == (os.cpu_count() or 1)
     parent = host_load("h", [summarise_rank(0, "h", as_parent.report())])
     assert parent.cell_cores is not None and parent.cell_cores >= 0.5 * burner_cores, parent
+
+
+def test_the_too_short_sentence_of_schema_19_reads_as_its_code() -> None:
+    """Schema 19 stored the host's windows-too-short reason as a sentence; the reader's
+    upgrade gives it back its code, and leaves a rank's words copied in as stored."""
+    from torchscale.offline.results.upgrades.stored_words import upgrade_v19
+
+    short = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.034, own_cpu_s=0.024, window_s=0.024)
+    reason = host_load("h", short).unavailable["busy"]
+    assert isinstance(reason, Finding)
+    stored = {"busy": why(reason), "load_avg_1m": "os.getloadavg is not available"}
+    host = {"host": "h", "ranks": [0], "unavailable": stored}
+    data = {"schema_version": 19, "telemetry": {"ranks": [], "hosts": [host]}}
+    upgraded = upgrade_v19(data)["telemetry"]["hosts"][0]["unavailable"]
+    assert upgraded["load_avg_1m"] == "os.getloadavg is not available"
+    assert upgraded["busy"]["code"] == "unavailable.busy_windows_too_short"
+    assert why(Finding.model_validate(upgraded["busy"])) == why(reason)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.power_limit import PowerLimit, stored_reason
 
 # the clocks-event reasons that are real slowdowns: hardware, thermal, the power brake
 HARDWARE_SLOWDOWNS = (
@@ -76,8 +76,7 @@ def sku_max_sm_mhz(gpu_name: str | None) -> float | None:
 
 def _limit_figures(limit: PowerLimit | None) -> dict[str, object]:
     if limit is None or limit.capped is None:
-        why = limit.unavailable if limit is not None and limit.unavailable else None
-        return {"enforced_w": None, "default_w": None, "limit_unknown": why}
+        return {"enforced_w": None, "default_w": None, "limit_unknown": stored_reason(limit)}
     return {"enforced_w": limit.enforced_w, "default_w": limit.default_w}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import call, nvml_error_name
 from torchscale.contracts.versioned import Record
 
@@ -29,7 +30,11 @@ class PowerLimit(Record):
 
     enforced_w: float | None = Field(default=None, description="the limit NVML enforces now")
     default_w: float | None = Field(default=None, description="the board's default limit")
-    unavailable: str | None = Field(default=None, description="why a limit is unknown")
+    unavailable: Finding | str | None = Field(
+        default=None,
+        description="why a limit is unknown: a code and its figures (contracts/wording/"
+        "power_limit_reasons.py), or the words a version before cell schema 20 stored",
+    )
 
     @property
     def capped(self) -> bool | None:
@@ -39,16 +44,22 @@ class PowerLimit(Record):
         return self.enforced_w < self.default_w
 
 
+def _failed(code: str, exc: BaseException) -> Finding:
+    return Finding(code=code, figures={"error": nvml_error_name(exc)})
+
+
 def power_limit_of(pynvml: Any, handle: Any) -> PowerLimit:
     """Both limits of the GPU behind an NVML handle; a failed query says which and why."""
     queries = ("nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementDefaultLimit")
     read = {query: call(getattr(pynvml, query), handle) for query in queries}
-    errors = [f"{query}: {error}" for query, (_, error) in read.items() if error is not None]
+    errors = {query: error for query, (_, error) in read.items() if error is not None}
     enforced, default = (value for value, _ in read.values())
     return PowerLimit(
         enforced_w=int(enforced) / 1000 if enforced is not None else None,
         default_w=int(default) / 1000 if default is not None else None,
-        unavailable="; ".join(errors) or None,
+        unavailable=Finding(code="power_limit.queries_failed", figures={"errors": errors})
+        if errors
+        else None,
     )
 
 
@@ -57,21 +68,29 @@ def read_power_limit(uuids: Sequence[str]) -> PowerLimit:
     torch reports for this rank's GPU: rank/telemetry/nvml_source.uuid_candidates); never
     raises. NVML is initialised and shut down here (its init is reference-counted)."""
     if not uuids:
-        return PowerLimit(unavailable="this torch reports no UUID for the GPU")
+        return PowerLimit(unavailable=Finding(code="power_limit.no_torch_uuid"))
     try:
         pynvml: Any = importlib.import_module("pynvml")
         pynvml.nvmlInit()
     except Exception as exc:  # no nvidia-ml-py, no driver
-        return PowerLimit(unavailable=f"NVML unavailable: {nvml_error_name(exc)}")
+        return PowerLimit(unavailable=_failed("power_limit.nvml_unavailable", exc))
     try:
         for uuid in uuids:
             handle, _ = call(pynvml.nvmlDeviceGetHandleByUUID, uuid)
             if handle is not None:
                 return power_limit_of(pynvml, handle)
-        return PowerLimit(unavailable=f"NVML has no GPU with UUID {uuids[0]}")
+        missing = Finding(code="power_limit.no_gpu_with_uuid", figures={"uuid": uuids[0]})
+        return PowerLimit(unavailable=missing)
     finally:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
+
+
+def stored_reason(limit: PowerLimit | None) -> Any:
+    """Why a limit is unknown as a finding's figure (a finding's dump, stored words or None),
+    worded by `contracts/wording/unavailable.why(reason_of(...))`."""
+    reason = limit.unavailable if limit is not None else None
+    return reason.model_dump() if isinstance(reason, Finding) else reason or None
 
 
 def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, dict[str, Any]]:
@@ -83,8 +102,7 @@ def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, di
     missing = [limit for limit in limits if limit is None or limit.capped is None]
     if missing:
         first = missing[0]
-        why = first.unavailable if first is not None and first.unavailable else None
-        return None, {"unread": len(missing), "of": len(limits), "why": why}
+        return None, {"unread": len(missing), "of": len(limits), "why": stored_reason(first)}
     known = [limit for limit in limits if limit is not None]
     figures: dict[str, Any] = {
         "enforced_w": [limit.enforced_w for limit in known],

@@ -216,4 +216,8 @@ class HostLoad(Record):
         "and its figures: other, cell, machine and free cores, the threshold; null: not judged, "
         "or a result written before issue 71",
     )
-    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+    unavailable: dict[str, Finding | str] = Field(
+        default_factory=dict,
+        description="field -> why null: a code and its figures (contracts/wording/"
+        "host_load_reasons.py), or words (a rank's reason, or a version before schema 20)",
+    )

@@ -12,6 +12,7 @@ from torchscale.contracts.gpu_clocks import (
     MIN_FLAGGED_SAMPLES,
     POWER_CAP,
 )
+from torchscale.contracts.wording.power_limit_reasons import limit_why
 
 WHERE = {IN_WINDOW: "in-window samples", EDGES_INCLUDED: "samples, window edges included"}
 
@@ -28,7 +29,7 @@ def _transients(f: Mapping[str, Any]) -> str:
 def _limit(f: Mapping[str, Any]) -> str:
     enforced, default = f.get("enforced_w"), f.get("default_w")
     if enforced is None or default is None:
-        return f"power limit unknown ({f.get('limit_unknown') or 'not read'})"
+        return f"power limit unknown ({limit_why(f.get('limit_unknown'))})"
     if enforced < default:
         return f"power limit {enforced:g} W, below its {default:g} W default"
     return f"power limit {enforced:g} W, its default"

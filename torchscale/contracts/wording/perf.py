@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.wording.figures import readable
+from torchscale.contracts.wording.power_limit_reasons import limit_why
 
 
 def _against(f: Mapping[str, Any]) -> str:
@@ -58,7 +59,7 @@ def power_words(f: Mapping[str, Any]) -> str:
         if not f["of"]:
             return "power limit not read"
         return (
-            f"power limit unknown on {f['unread']} of {f['of']} GPUs ({f.get('why') or 'not read'})"
+            f"power limit unknown on {f['unread']} of {f['of']} GPUs ({limit_why(f.get('why'))})"
             ": a power cap can be neither seen nor ruled out"
         )
     enforced, default = f["enforced_w"], f["default_w"]

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.pcie_topology import read_gpu_link, read_host_topology
 from torchscale.contracts.power_limit import PowerLimit, read_power_limit
 from torchscale.contracts.schema.perf import BandwidthResult, PerfRun, PerfSpec, RankPerf
@@ -98,7 +99,8 @@ def gpu_power_limit(device: torch.device) -> PowerLimit:
     try:
         uuid = torch_uuid(device)
     except Exception as exc:  # a torch that cannot describe the device
-        return PowerLimit(unavailable=f"torch cannot describe {device}: {exc}")
+        why = {"device": str(device), "error": str(exc)}
+        return PowerLimit(unavailable=Finding(code="power_limit.device_undescribed", figures=why))
     return read_power_limit(uuid_candidates(uuid) if uuid else [])
 
 

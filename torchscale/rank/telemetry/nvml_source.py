@@ -15,7 +15,9 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from torchscale.contracts import wording
 from torchscale.contracts.clock_reasons import read_clock_reasons
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import nvml_error_name
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, SM_CLOCK_MAX, EdgeReading
@@ -70,21 +72,22 @@ class NvmlSource:
         self._reasons_query: str | None = None  # the clocks-event query name that answers
         self._process_queries = list(PROCESS_QUERIES)  # those not yet found missing
 
-    def _fail_all(self, why: str) -> None:
+    def _fail_all(self, code: str, **figures: Any) -> None:
+        reason = Finding(code=code, figures=figures)
         for name in (*self.fields, ENERGY, GPU_PROCESSES, SM_CLOCK_MAX):
-            self.unavailable.setdefault(name, why)
-        self.power_limit = PowerLimit(unavailable=why)
+            self.unavailable.setdefault(name, str(wording.say(reason)))
+        self.power_limit = PowerLimit(unavailable=reason)
 
     def open(self) -> None:
         try:
             nvml: Any = self._module or importlib.import_module("pynvml")
         except ImportError as exc:
-            self._fail_all(f"pynvml is not importable ({exc}); pip install nvidia-ml-py")
+            self._fail_all("power_limit.no_pynvml", error=str(exc))
             return
         try:
             nvml.nvmlInit()
         except Exception as exc:
-            self._fail_all(f"nvmlInit failed: {nvml_error_name(exc)}")
+            self._fail_all("power_limit.nvml_init_failed", error=nvml_error_name(exc))
             return
         tried = []
         for candidate in uuid_candidates(self.torch_uuid):
@@ -96,7 +99,7 @@ class NvmlSource:
             self.uuid = candidate
             break
         if self._handle is None:
-            self._fail_all(f"no NVML device with torch's UUID ({'; '.join(tried)})")
+            self._fail_all("power_limit.uuid_not_found", tried=tried)
             return
         self._nvml = nvml
         try:

@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 
 # the first start() opens the sources (nvmlInit can take a while on a node without
@@ -101,10 +103,8 @@ class Sampler:
             self._stop.set()
             thread.join(STOP_TIMEOUT_S)
             if thread.is_alive():  # a hung query: abandon the daemon thread, say so
-                self._abandoned = (
-                    f"the sampler thread did not stop within {STOP_TIMEOUT_S:g} s; "
-                    "later windows not sampled"
-                )
+                hung = Finding(code="unavailable.sampler_hung", figures={"stop_s": STOP_TIMEOUT_S})
+                self._abandoned = wording.say(hung)
                 record = WindowSamples(failure=self._abandoned)
         opened, closed = record.open_energy, record.close_energy
         if opened is not None and closed is not None and None not in (opened[0], closed[0]):

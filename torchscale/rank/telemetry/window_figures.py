@@ -479,24 +479,27 @@ def tick_cores(loads: Sequence[RankLoad], tick_s: float = CLOCK_TICK_S) -> float
     return tick_s / window_s if window_s > 0 else float("inf")
 
 
-def unresolved(loads: Sequence[RankLoad], finding: Finding, tick_s: float = CLOCK_TICK_S) -> str:
-    """Why the busy verdict cannot be told from these windows (an unresolved `finding`)."""
+def unresolved(
+    loads: Sequence[RankLoad], finding: Finding, tick_s: float = CLOCK_TICK_S
+) -> Finding:
+    """Why the busy verdict cannot be told from these windows (an unresolved `finding`): the
+    shortest window, the tick and the figures it lies between (contracts/wording/
+    host_load_reasons.py words it)."""
     window_s = min((load.window_s for load in loads if load.window_s > 0), default=0.0)
-    figures = finding.figures
-    return (
-        f"not measurable: the measured windows last {window_s * 1e3:.3g} ms, where one "
-        f"{tick_s * 1e3:.3g} ms tick of the kernel's CPU accounting reads as "
-        f"{tick_s / window_s:.2g} core, more than lies between the other processes' "
-        f"{figures['other_cores']:.2g} and the busy threshold {figures['threshold']:.2g}; run "
-        "more steps to measure it"
-    )
+    figures = {
+        "window_s": window_s,
+        "tick_s": tick_s,
+        "other_cores": finding.figures["other_cores"],
+        "threshold": finding.figures["threshold"],
+    }
+    return Finding(code="unavailable.busy_windows_too_short", figures=figures)
 
 
 def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
     """What else ran on `host` during the windows, from the cell's ranks on it: other cores =
     mean over the ranks of (host busy CPU s / window s) - sum over them of (own CPU s / window
     s), at least 0 (the kernel's 10 ms ticks can take it a hair below)."""
-    unavailable: dict[str, str] = {}
+    unavailable: dict[str, Reason] = {}
     loads = [r.load for r in ranks if r.load is not None]
     cores = max((load.cores for load in loads if load.cores), default=None)
     busy_rates, why_busy = _rates(ranks, "busy_cpu_s")
@@ -511,11 +514,11 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
             other, too_short = None, unresolved(loads, finding)
         else:
             busy = finding.code == BUSY
-    for key, why in (("busy_cores", why_busy), ("cell_cores", why_own)):
-        if why is not None:
-            unavailable[key] = why
+    for key, rank_why in (("busy_cores", why_busy), ("cell_cores", why_own)):
+        if rank_why is not None:
+            unavailable[key] = rank_why
     if other is None:
-        why = why_busy or why_own or too_short or NO_SAMPLE
+        why: Reason = why_busy or why_own or too_short or NO_SAMPLE
         unavailable["other_cores"] = unavailable["busy"] = why
     load_avg = field_stats([v for load in loads for v in load.load_avg_1m])
     if load_avg is None:
@@ -533,7 +536,7 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
         other_gpu_pids=gpu_pids,
         busy=busy,
         finding=finding,
-        unavailable=unavailable | why_gpu,
+        unavailable={**unavailable, **why_gpu},
     )
 
 
