@@ -28,6 +28,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.offline.results.store import ResultStore
@@ -339,7 +341,7 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     cells = by_world(main_sweep.cells)
     one, two = cells[1], cells[2]
     assert split_figures(one).comm_overhead is None
-    assert "world size 1" in one.unavailable["comm_overhead"]
+    assert "world size 1" in (why(one.unavailable["comm_overhead"]) or "")
     assert one.diagnosis is None or one.diagnosis.straggler is None
     overhead = split_figures(two).comm_overhead
     # the step model's exposed transfer: a share of the step, or not measurable with why
@@ -795,7 +797,7 @@ def test_fsdp_cell_with_tied_weights_runs(tmp_path: Path) -> None:
     assert cell.status == "ok", cell.error
     assert cell.cell.strategy == "fsdp"
     assert cell.throughput is not None and cell.throughput.samples_per_s > 0
-    assert "FSDP" in cell.unavailable["comm_overhead"]
+    assert "FSDP" in (why(cell.unavailable["comm_overhead"]) or "")
     # each rank holds a shard: less than the whole model's parameter bytes
     assert cell.memory is not None and cell.parameters is not None
     assert cell.memory.parameter_bytes < cell.parameters * 4
@@ -815,7 +817,7 @@ def test_result_written_before_a_bad_exit_is_kept_with_a_warning(tmp_path: Path)
     (cell,) = sweep.cells
     assert cell.status == "ok"
     assert cell.throughput is not None
-    said = [w.text for w in cell.warnings]
+    said = [warning_words(w) for w in cell.warnings]
     assert any("torchrun exited with 1 after the result was written" in w for w in said)
     assert sweep.result.exit_code == 0
 
@@ -843,7 +845,7 @@ def test_result_written_before_a_hung_shutdown_is_kept_with_a_warning(
     assert cell.throughput is not None
     assert any(
         "had not exited 3 s after the result was written: killed in their shutdown; "
-        "measurement kept" in w.text
+        "measurement kept" in warning_words(w)
         for w in cell.warnings
     ), cell.warnings
     assert sweep.result.exit_code == 0  # ok, not timeout: the grace ended it, not the 600 s

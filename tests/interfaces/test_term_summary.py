@@ -77,13 +77,16 @@ def test_the_summary_fits_the_terminal_at_any_sweep_size(
     if report.decision is not None:  # then the decision's lines, before the sections
         for line in report.decision.lines():
             assert " ".join(strip_code(line.text).split()) in flat, line.text
-    # the best configuration of every model, its throughput and efficiency whole (intervals)
+    # the best configuration of every model, its throughput and efficiency whole (intervals),
+    # where the numbers can be used (the table shows none under "cannot be used")
     summary = report.section("summary")
     assert summary is not None
     (best,) = [b for b in summary.blocks if isinstance(b, Table) and b.id == "summary-best"]
     for row in best.rows:
         for key in ("model", "samples_per_s_text", "efficiency_text"):
-            assert any(str(row[key]) in line for line in lines), (key, row[key])
+            if key in row:
+                assert any(str(row[key]) in line for line in lines), (key, row[key])
+        assert any(str(row["model"]) in line for line in lines)
     # the last line says what was left out and how to see it
     assert "All of it: --full; charts: -f html." in flat
     assert f"{len(report.charts())} charts" in flat

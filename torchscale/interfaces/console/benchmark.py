@@ -318,8 +318,9 @@ def _sweep_summary(run: BenchmarkRun) -> None:
     """The lines after the table: where the results are, and why the sweep counts as failed."""
     from torchscale.interfaces.console.cells import sweep_time_line
 
-    for finding in _purpose(run):  # what the run is for, before how long it took
-        stdout.print(f"[yellow]{escape(wording.say(finding))}.[/]")
+    # what the run is for, before how long it took; cut to the terminal as every line is
+    purpose = [Line("warn", f"{wording.say(finding)}.") for finding in _purpose(run)]
+    print_lines(stdout, purpose)
     time_line = sweep_time_line(list(run.sweep.results))
     if time_line is not None:
         stdout.print(escape(time_line))
