@@ -15,7 +15,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.cell import world_label
 from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.contracts.wording.units import cv, whole_pct, whole_s
-from torchscale.interfaces.console.lines import Line
+from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.interfaces.console.streams import (
     Verbosity,
     print_error_lines,
@@ -318,9 +318,10 @@ def _sweep_summary(run: BenchmarkRun) -> None:
     """The lines after the table: where the results are, and why the sweep counts as failed."""
     from torchscale.interfaces.console.cells import sweep_time_line
 
-    # what the run is for, before how long it took; cut to the terminal as every line is
-    purpose = [Line("warn", f"{wording.say(finding)}.") for finding in _purpose(run)]
-    print_lines(stdout, purpose)
+    # what the run is for, before how long it took; cut to the console's width as the table
+    for finding in _purpose(run):
+        text = hanging(f"{wording.say(finding)}.", stdout.width)
+        stdout.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)
     time_line = sweep_time_line(list(run.sweep.results))
     if time_line is not None:
         stdout.print(escape(time_line))
