@@ -299,16 +299,18 @@ def _spin(wall_s: float) -> None:
 
 @pytest.mark.skipif(not LINUX_SCHEDSTAT, reason="needs Linux /proc/thread-self/schedstat")
 def test_the_time_on_a_cpu_grows_while_the_thread_spins_not_while_it_sleeps() -> None:
-    """Asleep, the thread is on no CPU; spinning, it is always on one or waiting for one, so
-    its time on a CPU and its wait fill the spin (a loaded host moves time from the first to
-    the second); and read() is read_both()'s wait."""
+    """Asleep, the thread is on no CPU; spinning for 0.1 CPU seconds, it runs them, and its
+    time on a CPU and its wait never add up to more than the spin's wall time. (No lower
+    bound on their sum: a VM's stolen time and a throttled cgroup's are in neither, and a
+    loaded CI host was seen to lose 60 % of a spin's wall time that way.) read() is
+    read_both()'s wait."""
     clock = CpuWaitClock()
     try:
         before = clock.read_both()
         time.sleep(0.2)
         slept = clock.read_both()
         started = time.perf_counter()
-        _spin(0.2)
+        _spin_cpu(0.1)
         spun = clock.read_both()
         wall = time.perf_counter() - started
         wait = clock.read()
@@ -317,8 +319,8 @@ def test_the_time_on_a_cpu_grows_while_the_thread_spins_not_while_it_sleeps() ->
     assert before is not None and slept is not None and spun is not None and wait is not None
     assert slept[1] - before[1] < 0.01  # 0.2 s asleep: hardly on a CPU
     on_cpu, waited = spun[1] - slept[1], spun[0] - slept[0]
-    assert 0 < on_cpu <= wall + 1e-3  # its reads bracket the spin a little wider than wall
-    assert 0.5 * wall <= on_cpu + waited <= wall + 1e-3  # a VM's stolen time is in neither
+    assert 0.1 <= on_cpu <= wall + 1e-3  # its reads bracket the spin a little wider than wall
+    assert 0 <= waited and on_cpu + waited <= wall + 1e-3
     assert spun[0] <= wait  # the same run_delay, read later
     assert clock.read_both() is None  # closed
 
