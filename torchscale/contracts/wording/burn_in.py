@@ -18,7 +18,7 @@ def _fell(f: F) -> str:
             f"SM clock fell {fell:.0f} % ({f['clock_from_mhz']:.0f} to {f['clock_to_mhz']:.0f} MHz)"
         )
     if f.get("max_temperature_c") is not None:
-        parts.append(f"up to {f['max_temperature_c']:.0f} C")
+        parts.append(f"up to {f['max_temperature_c']:.0f} °C")
     if f.get("slowdown"):
         parts.append("slowdown: " + ", ".join(f["slowdown"]))
     why = f" ({'; '.join(parts)})" if parts else ""

@@ -110,7 +110,7 @@ def mhz(value: float) -> str:
 
 
 def celsius(value: float) -> str:
-    return f"{value:.0f} C"
+    return f"{value:.0f} °C"
 
 
 def watts(value: float) -> str:

@@ -16,7 +16,7 @@ F = Mapping[str, Any]
 
 
 def figure(value: float | None, unit: str) -> str:
-    """A measured or expected figure in its unit ('771 TFLOP/s', '2,990 GB/s', '4.21 us');
+    """A measured or expected figure in its unit ('771 TFLOP/s', '2,990 GB/s', '4.21 µs');
     '-' where there is none."""
     return "-" if value is None else f"{readable(value)} {unit}"
 

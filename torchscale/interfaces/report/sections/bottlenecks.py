@@ -514,7 +514,7 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         col("gpus", ctx.units.world, "int"),
         col("gpu_util", "GPU utilisation (mean)", "pct"),
         col("power", "Power per GPU, W (mean)", "float"),
-        col("temp", "Hottest GPU, C", "float"),
+        col("temp", "Hottest GPU, °C", "float"),
         col("clock", "SM clock, MHz (mean)", "float"),
         col("energy", "Energy, J (all GPUs)", "float"),
         col("per_joule", "Samples per joule", "float"),
