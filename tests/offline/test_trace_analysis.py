@@ -12,6 +12,7 @@ from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estim
 from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
@@ -1206,7 +1207,7 @@ def test_a_gap_nobody_waits_for_stays_named_and_costs_nothing() -> None:
     assert verdict.significant and verdict.withdrawn_by is None
     checks = {c.name: c for c in out["model"].attribution.cross_checks}
     others = checks["others' wait for it (matched collectives)"]
-    assert others.agrees is None and "no measurable extra wait" in others.detail
+    assert others.agrees is None and "no measurable extra wait" in said(others.detail)
     assert checks["arrival order (last arriver)"].agrees is None
     diagnosis = out["diagnosis"]
     # the diagnosis' verdict is the model's, said not injected (no delay was)
