@@ -238,7 +238,7 @@ def _inflation_check(
     inflation: TracedInflation, agrees: bool, code: str, figures: dict[str, Any] | None = None
 ) -> CrossCheck:
     """The cross-check that compares the traced steps with the measured windows."""
-    said = {"traced_s": inflation.traced_s, "untraced_s": inflation.untraced_s}
+    said: dict[str, Any] = {"traced_s": inflation.traced_s, "untraced_s": inflation.untraced_s}
     said |= {"low": inflation.low, "high": inflation.high, **(figures or {})}
     detail = Code(code=f"cross_check.{code}", figures=said)
     return _check(INFLATION_CHECK, INFLATION_METHOD, agrees, detail, inflation.estimate())

@@ -466,7 +466,7 @@ def arrival_check(
         code = {None: "no_standout", True: "confirms", False: "other"}[agrees]
     else:
         agrees = top is None
-        code = "chance" if top is None else "alone_names" if top.rank == candidate else None
-        code = code or "names_other"
+        alone = top is not None and top.rank == candidate
+        code = "chance" if top is None else "alone_names" if alone else "names_other"
     detail = Finding(code=f"cross_check.arrival_{code}", figures=figures)
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)

@@ -38,7 +38,7 @@ def _last(m: re.Match[str]) -> Figures:
 
 
 def _waited(m: re.Match[str]) -> Figures:
-    return {"rank": int(m[1]), "held_s": _s(m[2]), "by": BY.get(m[3], m[3])}
+    return {"rank": int(m[1]), "held_s": _s(m[2]), "by": BY[m[3]]}
 
 
 UNITS = {"µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -206,8 +206,8 @@ def _candidates(text: str) -> list[Finding]:
             continue
         try:
             found.append(Finding(code=code, figures=figures_of(match)))
-        except ValueError:
-            continue  # a figure these words do not spell as today's do ('?')
+        except (ValueError, KeyError):
+            continue  # a figure these words do not spell as today's do ('?', another rule)
     return found
 
 
