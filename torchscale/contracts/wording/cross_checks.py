@@ -1,10 +1,13 @@
 """Words for what a cross-check of the diagnosis found (`CrossCheck.detail`, schema 20: a code
-with its figures; older words not recognised are shown as stored). Durations are seconds,
-shares fractions of the step, estimates stored as their figures (`Estimate` less its method).
+with its figures; older words not recognised are shown as stored), and why arrival order names
+a rank or none (`arrival.*`, the trace analysis' reason, quoted by the checks). Durations are
+seconds (microseconds where named `_us`), shares fractions, estimates stored as their figures
+(`Estimate` less its method).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,8 +32,8 @@ def detail(stored: Finding | str) -> str:
     return say(stored) if isinstance(stored, Finding) else stored
 
 
-def _said(found: Any) -> str:
-    """A finding nested in the figures (a dump), or words an older verdict stored."""
+def quoted(found: Any) -> str:
+    """A finding nested in figures (a dump), or words an older version stored there."""
     from torchscale.contracts.wording import say
 
     return say(Finding.model_validate(found)) if isinstance(found, dict) else str(found)
@@ -84,11 +87,11 @@ def _verdicts(f: F) -> str:
 
 def _agree(f: F) -> str:
     both = f"both name {_named_as(f['timers'])}" if f["timers"]["rank"] is not None else None
-    return f"{both or 'neither names a rank'}: {_said(f['said'])}"
+    return f"{both or 'neither names a rank'}: {quoted(f['said'])}"
 
 
 def _silent(f: F) -> str:
-    why = _said(f["why"]) if f["why"] is not None else "not named"
+    why = quoted(f["why"]) if f["why"] is not None else "not named"
     return f"{_verdicts(f)}: {why}" + (": trace more steps (--profile-steps)" if f["hint"] else "")
 
 
@@ -116,7 +119,7 @@ def _withheld(f: F) -> str:
         low, high = (f["untraced_s"] * x * 1e3 for x in (f["low"], f["high"]))
         added += f" [{spelled.sig(low)}, {spelled.sig(high)}]"
     items = [
-        f"{_said(w['problem'])}, {spelled.ms_sig(w['cost_s'])} a step "
+        f"{quoted(w['problem'])}, {spelled.ms_sig(w['cost_s'])} a step "
         f"({spelled.percent_one(w['cost_pct'])} of the traced step)"
         for w in f["withheld"]
     ]
@@ -156,6 +159,15 @@ def _other(f: F) -> str:
     )
 
 
+def _reason(f: F) -> str:
+    return quoted(f["reason"]) if f["reason"] is not None else ""
+
+
+def _late(f: F) -> str:
+    """'41.2 µs' late ('nan µs' where no other rank waited at its collectives)."""
+    return spelled.us_one(f["late_us"] if f["late_us"] is not None else math.nan)
+
+
 def _p(f: F) -> str:
     return spelled.p_value(f["p"]) if f["p"] is not None else "no p-value"
 
@@ -191,9 +203,9 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "cross_check.arrival_undecided": lambda f: "no matched collective with a clear last arriver",
     "cross_check.arrival_confirms": lambda f: f"{_arrivals(f)} ({_chance(f)})",
     "cross_check.arrival_other": lambda f: f"{_arrivals(f)}; {_other(f)}",
-    "cross_check.arrival_no_standout": lambda f: f"{_arrivals(f)}; {f['reason']}",
+    "cross_check.arrival_no_standout": lambda f: f"{_arrivals(f)}; {_reason(f)}",
     "cross_check.arrival_chance": lambda f: (
-        f"no rank arrives last more often than chance ({f['reason']})"
+        f"no rank arrives last more often than chance ({_reason(f)})"
     ),
     "cross_check.arrival_alone_names": lambda f: (
         f"{_arrivals(f)} ({_chance(f)}): arrival order alone would name it, but its own work "
@@ -272,5 +284,28 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "cross_check.timers_head": lambda f: (
         f"{_inflation(f)}: the step split is the measured windows'; the traced steps' under the "
         f"profiler: step {spelled.ms_sig(f['step_s'])}: {_split(f['parts'])}{_withheld(f)}"
+    ),
+    "arrival.none_matched": lambda f: "no matched collectives: no straggler analysis",
+    "arrival.none_clear": lambda f: (
+        "no collective had a clear last arriver (durations equal on every rank)"
+    ),
+    "arrival.none_stands_out": lambda f: (
+        f"no rank stands out: the most frequent last arriver, rank {f['rank']}, is last at "
+        f"{spelled.pct_whole(f['share'])} of its collectives (threshold "
+        f"{spelled.pct_whole(f['threshold'])})"
+    ),
+    "arrival.tie": lambda f: f"ranks {f['rank']} and {f['other']} are last equally often",
+    "arrival.chance": lambda f: (
+        f"rank {f['rank']} is last at {f['last']} of {f['matched']} collectives: too few to rule "
+        f"out chance ({spelled.p_value(f['p'])})"
+    ),
+    "arrival.noise": lambda f: (
+        f"rank {f['rank']} is last most often but only {_late(f)} late on "
+        f"average (under {spelled.plain_us(f['min_us'])}: noise)"
+    ),
+    "arrival.last": lambda f: (
+        f"rank {f['rank']} arrives last at {spelled.pct_whole(f['share'])} of its collectives "
+        f"(chance: {spelled.pct_whole(f['expected'])}), {spelled.us_whole(f['late_us'])} late on "
+        "average"
     ),
 }

@@ -453,7 +453,7 @@ def arrival_check(
     top = arrival.straggler if arrival is not None else None
     figures: dict[str, Any] = {"rank": candidate, "last": k, "matched": n}
     if top is None:
-        figures["reason"] = arrival.reason if arrival is not None else ""
+        figures["reason"] = arrival.reason.model_dump() if arrival is not None else None
     elif top.rank != candidate:
         figures |= {"other": top.rank, "other_share": top.share_last}
     else:

@@ -89,6 +89,52 @@ def _chance(m: re.Match[str]) -> Figures:
 
 
 Table = tuple[tuple[str, str, Callable[[re.Match[str]], Figures]], ...]
+US = r"(\S+) µs"
+# why arrival order named nobody (the trace analysis' reason the checks quote)
+REASONS: Table = (
+    ("arrival.none_matched", "no matched collectives: no straggler analysis", lambda m: {}),
+    ("arrival.none_clear", r"no collective had a clear last arriver \(.*\)", lambda m: {}),
+    (
+        "arrival.none_stands_out",
+        r"no rank stands out: .* rank (\d+), is last at (\d+) % .* \(threshold (\d+) %\)",
+        lambda m: {"rank": int(m[1]), "share": _pct(m[2]), "threshold": _pct(m[3])},
+    ),
+    (
+        "arrival.tie",
+        r"ranks (\d+) and (\d+) are last equally often",
+        lambda m: {"rank": int(m[1]), "other": int(m[2])},
+    ),
+    (
+        "arrival.chance",
+        r"rank (\d+) is last at (\d+) of (\d+) collectives: .* \(p = (\S+)\)",
+        lambda m: {**_last(m), "p": float(m[4])},
+    ),
+    (
+        "arrival.noise",
+        r"rank (\d+) is last most often but only " + US + r" late .*under " + US + ": noise.",
+        lambda m: {"rank": int(m[1]), "late_us": float(m[2]), "min_us": float(m[3])},
+    ),
+    (
+        "arrival.last",
+        r"rank (\d+) arrives last at (\d+) % .* \(chance: (\d+) %\), " + US + " late on average",
+        lambda m: {
+            "rank": int(m[1]),
+            "share": _pct(m[2]),
+            "expected": _pct(m[3]),
+            "late_us": float(m[4]),
+        },
+    ),
+)
+
+
+def _why(text: str) -> Figures:
+    """The reason a check quotes, as its finding; a ValueError where none reads as it."""
+    found = _recognised(text, REASONS, ())
+    if found is None:
+        raise ValueError(text)
+    return {"reason": found}
+
+
 # (code, the words as versions 16-19 wrote them, the figures read off them)
 SENTENCES: Table = (
     ("cross_check.paired_slower", r"rank (\d+) is slower at the median step \((.+)\)", _paired),
@@ -130,11 +176,11 @@ SENTENCES: Table = (
         LAST + "; " + OTHER,
         lambda m: {**_last(m), "other": int(m[4]), "other_share": _pct(m[5])},
     ),
-    ("cross_check.arrival_no_standout", LAST + "; (.*)", lambda m: {**_last(m), "reason": m[4]}),
+    ("cross_check.arrival_no_standout", LAST + "; (.*)", lambda m: {**_last(m), **_why(m[4])}),
     (
         "cross_check.arrival_chance",
         r"no rank arrives last more often than chance \((.*)\)",
-        lambda m: {"reason": m[1]},
+        lambda m: _why(m[1]),
     ),
     (
         "cross_check.arrival_names_other",
@@ -199,25 +245,23 @@ FIXED = (
 )
 
 
-def _candidates(text: str) -> list[Finding]:
-    found = [Finding(code=code) for code in FIXED]
-    for code, pattern, figures_of in SENTENCES:
+def _recognised(text: str, table: Table, fixed: tuple[str, ...]) -> Figures | None:
+    """The first finding of `table` (or `fixed`, without figures) whose words are `text`."""
+    found = [Finding(code=code) for code in fixed]
+    for code, pattern, figures_of in table:
         if (match := re.fullmatch(pattern, text)) is None:
             continue
         try:
             found.append(Finding(code=code, figures=figures_of(match)))
         except (ValueError, KeyError):
             continue  # a figure these words do not spell as today's do ('?', another rule)
-    return found
+    return next((f.model_dump() for f in found if wording.say(f) == text), None)
 
 
 def detail_finding(text: str) -> Figures | None:
     """The finding a stored detail's words say (today's words for it are those words), or
     None."""
-    for found in _candidates(text):
-        if wording.say(found) == text:
-            return found.model_dump()
-    return None
+    return _recognised(text, SENTENCES, FIXED)
 
 
 def coded_cross_checks(diagnosis: Any) -> Any:
