@@ -25,6 +25,7 @@ from typer.testing import CliRunner, Result
 from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
 from torchscale.offline.analysis.diagnosis.inflation import (
@@ -161,7 +162,9 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     # traces' where the timers head (with_inflation); both name rank 1, and a loaded machine
     # may read its kind otherwise from one side's evidence, which the check then says
     other = checks["phase timers: straggler" if diagnosis.source == "traces" else TRACES_STRAGGLER]
-    assert other.agrees is True or "one rank, its kind read from different evidence" in other.detail
+    assert other.agrees is True or "one rank, its kind read from different evidence" in said(
+        other.detail
+    )
     assert checks["arrival order (last arriver)"].agrees is True
     differ = [
         c.name for c in diagnosis.cross_checks if c.agrees is False and c.name != INFLATION_CHECK

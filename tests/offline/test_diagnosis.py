@@ -95,7 +95,10 @@ def _matched(last_counts: dict[int, int], instances: int) -> Matched:
 def test_a_significant_gap_with_a_non_significant_arrival_order_is_named() -> None:
     verdict = _named_verdict(1)
     # rank 1 last at 8 of 10 collectives: p = 0.11, so arrival order names nobody
-    arrival = StragglerAnalysis(straggler=None, reason="no rank stands out (p = 0.11)")
+    reason = Finding(
+        code="arrival.chance", figures={"rank": 1, "last": 8, "matched": 10, "p": 0.11}
+    )
+    arrival = StragglerAnalysis(straggler=None, reason=reason)
     check = arrival_check(_matched({1: 8, 0: 2}, 10), arrival, 1, verdict)
     assert check.agrees is None
     assert evidence_against([check]) == []
@@ -114,7 +117,8 @@ def test_a_significant_arrival_order_naming_another_rank_withdraws_the_name() ->
         mean_arrival_lateness_us=None,
         op="all_reduce",
     )
-    arrival = StragglerAnalysis(straggler=top, reason="rank 0 arrives last")
+    last = {"rank": 0, "share": 1.0, "expected": 0.5, "late_us": 100.0}
+    arrival = StragglerAnalysis(straggler=top, reason=Finding(code="arrival.last", figures=last))
     check = arrival_check(_matched({0: 10}, 10), arrival, 1, verdict)
     assert check.agrees is False
     found = evidence_against([check])

@@ -13,6 +13,7 @@ import pytest
 from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis.held_launches import HELD_CHECK
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
@@ -82,7 +83,7 @@ def judged(table: pd.DataFrame) -> tuple[StepSplit, StragglerVerdict]:
 
 def held_check(model: StepSplit) -> str:
     check = next(c for c in model.cross_checks if c.name == HELD_CHECK)
-    return check.detail
+    return said(check.detail)
 
 
 @pytest.mark.parametrize("where", ["sync", "backward"])

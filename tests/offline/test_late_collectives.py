@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.analysis.diagnosis.step_model import ALPHA
@@ -30,7 +31,9 @@ UNNAMED = StragglerVerdict(
 )
 NO_ORDER = StragglerAnalysis(
     straggler=None,
-    reason="rank 3 is last at 6 of 10 collectives: too few to rule out chance (p = 0.079)",
+    reason=Finding(
+        code="arrival.chance", figures={"rank": 3, "last": 6, "matched": 10, "p": 0.079}
+    ),
     shares={0: 0.1, 1: 0.1, 2: 0.2, 3: 0.6},
 )
 

@@ -12,6 +12,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerKind,
     StragglerVerdict,
 )
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     TRACES_STRAGGLER,
@@ -59,37 +60,37 @@ def check(timers: StragglerVerdict, traces: StragglerVerdict, traced_steps: int 
 
 def test_the_same_rank_and_kind_agree() -> None:
     found = check(verdict(1, "compute"), verdict(1, "compute"))
-    assert found.agrees is True and found.detail.startswith("both name rank 1, compute")
+    assert found.agrees is True and said(found.detail).startswith("both name rank 1, compute")
 
 
 def test_nobody_on_both_sides_agrees() -> None:
     found = check(verdict(None, why="could be noise"), verdict(None, why="below the minimum"))
-    assert found.agrees is True and found.detail.startswith("neither names a rank")
+    assert found.agrees is True and said(found.detail).startswith("neither names a rank")
 
 
 def test_traces_too_few_to_name_say_so_and_ask_for_more_steps() -> None:
     found = check(verdict(1, "compute"), verdict(None, why="could be noise"))
     assert found.agrees is False
-    assert "the timers (96 measured steps) name rank 1, compute" in found.detail
-    assert "the traces (10 traced steps) none: could be noise" in found.detail
-    assert found.detail.endswith("trace more steps (--profile-steps)")
+    assert "the timers (96 measured steps) name rank 1, compute" in said(found.detail)
+    assert "the traces (10 traced steps) none: could be noise" in said(found.detail)
+    assert said(found.detail).endswith("trace more steps (--profile-steps)")
 
 
 def test_timers_that_name_nobody_give_their_reason_without_the_hint() -> None:
     found = check(verdict(None, why="below the minimum effect"), verdict(1, "compute"))
-    assert found.agrees is False and found.detail.endswith("below the minimum effect")
+    assert found.agrees is False and said(found.detail).endswith("below the minimum effect")
 
 
 def test_another_kind_for_the_same_rank_names_both_kinds_evidence() -> None:
     found = check(verdict(1, "host"), verdict(1, "compute"), traced_steps=24)
     assert found.agrees is False
-    assert "different evidence" in found.detail
-    assert "(host evidence)" in found.detail and "(compute evidence)" in found.detail
+    assert "different evidence" in said(found.detail)
+    assert "(host evidence)" in said(found.detail) and "(compute evidence)" in said(found.detail)
 
 
 def test_another_rank_says_the_traces_are_another_sample() -> None:
     found = check(verdict(0, "compute"), verdict(1, "compute"))
-    assert found.agrees is False and "another sample of the run" in found.detail
+    assert found.agrees is False and "another sample of the run" in said(found.detail)
 
 
 def inflated_check(timers: StragglerVerdict, traces: StragglerVerdict) -> CrossCheck:
@@ -113,8 +114,10 @@ def test_under_inflation_the_traces_verdict_is_judged_by_the_same_rule() -> None
     the traces' verdict (the cross-check); another kind for that rank disagrees, as it does
     where the traces head."""
     same = inflated_check(verdict(1, "compute"), verdict(1, "compute"))
-    assert same.agrees is True and same.detail == "both name rank 1, compute: rank 1, compute"
+    assert same.agrees is True and said(same.detail) == "both name rank 1, compute: rank 1, compute"
     other_kind = inflated_check(verdict(1, "host"), verdict(1, "compute"))
-    assert other_kind.agrees is False and "different evidence" in other_kind.detail
+    assert other_kind.agrees is False and "different evidence" in said(other_kind.detail)
     silent = inflated_check(verdict(1, "compute"), verdict(None, why="could be noise"))
-    assert silent.agrees is False and silent.detail.endswith("trace more steps (--profile-steps)")
+    assert silent.agrees is False and said(silent.detail).endswith(
+        "trace more steps (--profile-steps)"
+    )

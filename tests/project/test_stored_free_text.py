@@ -181,6 +181,7 @@ STORED_WORDS: frozenset[str] = frozenset(
         "power_limit.PowerLimit.unavailable",
         "profile_analysis.ProfileAnalysis.stored_mismatches",
         "cell_result.DataPipeline.notes",
+        "cell_result.CrossCheck.detail",  # test_todays_cross_checks_store_codes
         "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
         "cell_result.HostBound.reason",
         # validate reports before schema 5: today's checks store `findings`/`fix`, and the
@@ -197,7 +198,6 @@ STORED_WORDS: frozenset[str] = frozenset(
 NOT_YET: frozenset[str] = frozenset(
     {
         "cell_result.CellResult.unavailable",
-        "cell_result.CrossCheck.detail",
         "cell_result.Estimate.reason",
         "cell_result.ProfileRecord.notes",
         "cell_telemetry.HostLoad.unavailable",
@@ -284,3 +284,34 @@ def test_todays_validate_writers_store_no_words() -> None:
         check_result.check("x", "x", check_result.CheckStatus.FAIL, "a sentence")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         check_result.failed("x", "x", found, "a sentence")  # type: ignore[arg-type]
+
+
+def test_todays_cross_checks_store_codes() -> None:
+    """Every cross-check the diagnosis builds today holds a code: the phase timers' model
+    rebuilt from a kept run's steps (paired test, CPU wait, others' wait, no_sync windows),
+    the same model as a cross-check of a traced one (its split and verdict), and a kept trace
+    analysis judged against its measured windows (the profiler's inflation)."""
+    import json
+    from pathlib import Path
+
+    from torchscale.contracts.finding import Finding
+    from torchscale.offline.analysis.diagnosis.inflation import phase_timer_checks
+    from torchscale.offline.results.profile_versions import read_analysis
+    from torchscale.offline.results.profile_windows import timer_diagnosis
+    from torchscale.offline.results.versions import parse_cell_result
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    run = fixtures / "results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
+    result = parse_cell_result(json.loads((run / "result.json").read_text()))[0]
+    assert result is not None and result.diagnosis is not None
+    traced = result.diagnosis.model_copy(update={"source": "traces"})  # rebuilt, not stored
+    timers = timer_diagnosis(run, result.model_copy(update={"diagnosis": traced}))
+    assert timers is not None and timers.straggler is not None
+    checks = [*timers.cross_checks, *phase_timer_checks(timers, timers)]
+    profiled = fixtures / "h100_profile_v6/profile-torch/profile/gpt2__b8__w1__bf16__ddp__c0265f5b"
+    ran = parse_cell_result(json.loads((profiled / "result.json").read_text()))[0]
+    analysis, _ = read_analysis(profiled / "analysis.json", ran)
+    assert analysis is not None and analysis.diagnosis is not None
+    checks += analysis.diagnosis.cross_checks
+    assert len({c.name for c in checks}) >= 7
+    assert all(isinstance(c.detail, Finding) for c in checks), [c.detail for c in checks]

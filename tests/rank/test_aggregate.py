@@ -26,6 +26,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.contracts.wording.unavailable import coded, why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.scaling_efficiency import (
@@ -303,7 +304,7 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     # the slowest rank's mean no_sync step is 4.25 ms: removing communication saves 57.5 %,
     # more than the 40 % exposed transfer: the check disagrees and says why
     assert check.estimate is not None and check.estimate.value == pytest.approx(0.575)
-    assert check.agrees is False and "slows compute" in check.detail
+    assert check.agrees is False and "slows compute" in said(check.detail)
     assert attribution.straggler is not None and not attribution.straggler.named
     # why nobody is named is the verdict's, said once: no copy of it in `unavailable`
     assert "nobody named" in verdict_words.summary(attribution.straggler)

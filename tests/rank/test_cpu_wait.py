@@ -18,6 +18,7 @@ import torch
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.step_phases import CPU_WAIT
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 from torchscale.rank.telemetry import cpu_wait as cpu_wait_module
@@ -65,7 +66,7 @@ def test_a_rank_the_host_held_back_is_named_with_kind_host() -> None:
     )
     assert verdict_words.summary(verdict).endswith("check the host")
     check = host_check(model)
-    assert check.agrees is True and "the host took its time" in check.detail
+    assert check.agrees is True and "the host took its time" in said(check.detail)
 
 
 def test_a_rank_with_more_work_that_waits_longer_for_a_cpu_is_compute() -> None:
@@ -91,7 +92,7 @@ def test_a_slow_rank_that_also_waited_for_a_cpu_is_still_named() -> None:
     assert verdict.host_bound is False
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert verdict.host_wait_s.value == pytest.approx(0.5e-3, rel=0.2)
-    assert "the work itself is slow" in host_check(model).detail
+    assert "the work itself is slow" in said(host_check(model).detail)
 
 
 def on_a_loaded_host(table: pd.DataFrame, rate: float, held: dict[int, float]) -> pd.DataFrame:
@@ -177,7 +178,7 @@ def test_a_rank_blocked_on_its_input_is_input_however_long_it_waited_after() -> 
     basis = verdict.kind_basis or ""
     assert "data phase" in basis and "held it off the CPU" in basis, basis
     assert "less than" not in basis, basis  # it was held longer than the rest of its gap
-    detail = host_check(model).detail or ""
+    detail = said(host_check(model).detail) or ""
     assert detail.endswith("its input is slow"), detail
 
 

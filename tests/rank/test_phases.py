@@ -38,6 +38,7 @@ from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.contracts.wording.unavailable import coded, why
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec, parse_delay
 from torchscale.offline.results.frame import cells_table, ranks_table
@@ -221,7 +222,7 @@ def test_without_a_no_sync_window_the_phases_still_split_the_step() -> None:
         "others' wait for it (phase timers)",
     ]
     host = result.diagnosis.cross_checks[1]
-    assert host.agrees is None and "not measured" in host.detail
+    assert host.agrees is None and "not measured" in said(host.detail)
     assert split_figures(result).comm_overhead == pytest.approx(0.001 / 0.075)
     assert result.diagnosis.no_sync is not None and result.diagnosis.no_sync.step_s is None
 

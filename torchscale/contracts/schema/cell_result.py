@@ -344,7 +344,10 @@ class CrossCheck(Record):
     method: str
     estimate: Estimate | None
     agrees: bool | None = Field(description="null: could not judge")
-    detail: str
+    detail: Code | str = Field(
+        description="what it found (schema 20: a code with its figures, "
+        "contracts/wording/cross_checks.py; older words not recognised as stored)"
+    )
 
 
 class StepSplit(Record):

@@ -16,6 +16,7 @@ from typing import Any
 from torchscale.contracts.schema.cell_result import Estimate, Problem, StragglerVerdict
 from torchscale.contracts.wording import spelled, verdicts
 from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
+from torchscale.contracts.wording.cross_checks import quoted
 from torchscale.contracts.wording.figures import change_text, pct, share_text
 
 Figures = Mapping[str, Any]
@@ -156,7 +157,7 @@ def _straggler_evidence(f: Figures) -> list[str]:
             f"{spelled.pct_whole(arrival['expected'])})"
         )
     elif f.get("arrival_reason"):
-        lines.append(f"cross-check, arrival order: {f['arrival_reason']}")
+        lines.append(f"cross-check, arrival order: {quoted(f['arrival_reason'])}")
     if f.get("stall") is not None:
         lines.append(
             f"ranks wait for peers {_share(f, 'stall')} of the step (mean over ranks, exposed)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import detail
 from torchscale.contracts.wording.figures import ms, seconds_text, share_text
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
@@ -67,7 +68,8 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
     lines = [Line("skip", f"> [DETAIL] {text}") for text in details]
     for check in diagnosis.cross_checks:
         figure = f"{shown}, " if (shown := check_figure(check)) is not None else ""
-        text = f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}"
+        said = f"{VERDICT_WORDS[check.agrees]}: {detail(check.detail)}"
+        text = f"> [CHECK] {check.name}: {figure}{said}"
         lines.append(Line("info" if check.agrees is not False else "warn", text))
     return lines
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.wording import cross_checks
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.report.diagnosis_text import (
@@ -63,7 +64,7 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
             "check": check.name,
             "figure": check_figure(check),
             "verdict": VERDICT_WORDS[check.agrees],
-            "detail": check.detail,
+            "detail": cross_checks.detail(check.detail),
             "_severity": "warn" if check.agrees is False else "info",
         }
         for check in diagnosis.cross_checks

@@ -20,8 +20,11 @@ op (trace/steps.launch_holds). Pure: tables in, a verdict and its cross-check ou
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
@@ -84,24 +87,14 @@ def held_launch_check(
     rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
     hold = tests[rank]
     held_est = gap_estimate(hold)
+    figures = {"rank": rank, "held_s": hold.mean_s}
     if not hold.significant:
-        return verdict, _check(
-            held_est,
-            None,
-            f"no rank's hook holds its launches a straggler's time longer (the most: "
-            f"rank {rank}, {ms(hold.mean_s)} per step)",
-        )
+        return verdict, _check(held_est, None, "held_none", figures)
     work = paired_gap_test(over_others(own.loc[keys], rank), min_effect_s=min_effect, alpha=alpha)
-    held_text = f"rank {rank}'s hook holds its launches {ms(hold.mean_s)} per step longer"
     if work.high_s is not None and work.high_s < -min_effect:
         # less work than the others by a straggler's size: its hook waits for them inside its
         # own collective (a blocking hook), it does not make them wait
-        return verdict, _check(
-            held_est,
-            None,
-            f"{held_text}, but its own work is {ms(work.mean_s)} per step below the "
-            "others': its hook waits for them",
-        )
+        return verdict, _check(held_est, None, "held_waits", {**figures, "work_s": work.mean_s})
     # another rank named by its own work keeps the name unless this hold is larger beyond
     # doubt: a hook that blocks inside its own collective holds longest on the ranks that wait
     # for a slow one, by about what that one is behind
@@ -109,24 +102,15 @@ def held_launch_check(
         other = verdict.headline_gap()
         if other is None or other.value is None or (hold.low_s or 0.0) <= other.value:
             return verdict, _check(
-                held_est,
-                None,
-                f"{held_text}, not beyond what rank {verdict.rank} is behind: it may "
-                "wait there for that rank",
+                held_est, None, "held_behind", {**figures, "named": verdict.rank}
             )
     # a rank the host held off the CPU: its hook's wall time grows with the hold too
     host = verdict.host_wait_s if verdict.named and verdict.kind == "host" else None
     if host is not None and host.value is not None and host.value >= hold.mean_s:
-        return verdict, _check(
-            held_est, True, f"{held_text}, no more than the host held it off the CPU: host"
-        )
+        return verdict, _check(held_est, True, "held_host", figures)
     if work.significant and work.mean_s > hold.mean_s:
-        return verdict, _check(
-            held_est, True, f"{held_text}, less than its extra work ({ms(work.mean_s)}): compute"
-        )
-    return _named(verdict, rank, hold, work, held_est), _check(
-        held_est, True, f"{held_text} than the others': they wait for its launch"
-    )
+        return verdict, _check(held_est, True, "held_compute", {**figures, "work_s": work.mean_s})
+    return _named(verdict, rank, hold, work, held_est), _check(held_est, True, "held_late", figures)
 
 
 def _named(
@@ -151,8 +135,11 @@ def _named(
     )
 
 
-def _check(estimate: Estimate, agrees: bool | None, detail: str) -> CrossCheck:
-    """The held-launch cross-check with what the holds showed."""
+def _check(
+    estimate: Estimate, agrees: bool | None, code: str, figures: dict[str, Any]
+) -> CrossCheck:
+    """The held-launch cross-check with what the holds showed (a `cross_check.held_*` code)."""
+    detail = Finding(code=f"cross_check.{code}", figures=figures)
     return CrossCheck(
         name=HELD_CHECK, method=HELD_METHOD, estimate=estimate, agrees=agrees, detail=detail
     )

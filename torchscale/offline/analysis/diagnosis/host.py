@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
-from torchscale.contracts.wording.figures import gap_text
 from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
@@ -37,18 +37,18 @@ CPU_WAIT_METHOD = (
     "step; without the time on a CPU: beyond the median of the others' wait); the straggler "
     "test repeated on that held time, and on own work less it (capped at own work)"
 )
-CPU_WAIT_UNMEASURED = "the wait for a CPU was not measured on every rank in these steps"
+CPU_WAIT_UNMEASURED = Finding(code="cross_check.cpu_wait_unmeasured")
 
 
 def held_off_cpu(
     waits: pd.DataFrame, cpu_time: pd.DataFrame | None, candidate: int
 ) -> tuple[pd.Series, str]:
     """Per step, the seconds the host held `candidate` off the CPU beyond its fair share, and
-    how it was reckoned. A rank with more work is runnable longer, so on a loaded host it also
-    waits longer: at the others' rate (their median wait over their median time on a CPU),
-    its own time on a CPU would have waited that much; only the wait beyond it is the host's.
-    Without the time on a CPU (results before it, not Linux): its wait beyond the median of
-    the others' waits."""
+    how it was reckoned ('rate' or 'median', contracts/wording/cross_checks.py). A rank with
+    more work is runnable longer, so on a loaded host it also waits longer: at the others'
+    rate (their median wait over their median time on a CPU), its own time on a CPU would
+    have waited that much; only the wait beyond it is the host's ('rate'). Without the time on
+    a CPU (results before it, not Linux): its wait beyond the median of the others' ('median')."""
     others_wait = waits.drop(columns=[candidate]).median(axis=1)
     if cpu_time is not None:
         busy = cpu_time.reindex(index=waits.index, columns=waits.columns)
@@ -56,8 +56,8 @@ def held_off_cpu(
             others_busy = busy.drop(columns=[candidate]).median(axis=1)
             rate = (others_wait / others_busy.where(others_busy > 0)).fillna(0.0)
             fair = rate * busy[candidate]
-            return waits[candidate] - fair, "beyond its time on a CPU at the others' wait rate"
-    return waits[candidate] - others_wait, "beyond the median of the others' wait"
+            return waits[candidate] - fair, "rate"
+    return waits[candidate] - others_wait, "median"
 
 
 def cpu_wait_check(
@@ -91,15 +91,10 @@ def cpu_wait_check(
     gap = over_others(table, candidate)
     less_held = gap - np.minimum(held.clip(lower=0.0), table[candidate])
     left = paired_gap_test(less_held, min_effect_s=min_effect, alpha=ALPHA)
-    waited = (
-        f"rank {candidate} held off the CPU {ms(host.mean_s)} per step ({reckoned})"
-        if host.mean_s > 0
-        else f"rank {candidate} not held off the CPU more than the others ({reckoned})"
-    )
-    left_text = f"its gap less that: {gap_text(left.mean_s, left.low_s, left.high_s)} per step"
+    waited = {"rank": candidate, "held_s": host.mean_s, "by": reckoned}
     updated = verdict.model_copy(update={"host_wait_s": host_est})
     agrees: bool | None = None
-    detail = f"{waited} (not a straggler either way)"
+    detail = Finding(code="cross_check.cpu_wait_neutral", figures=waited)
     if not verdict.named and not verdict.withdrawn_by:
         held_rank = _most_held(waits, cpu_time, min_effect)
         # a rank that ran longer on a CPU than the host held it has more to do: not the host's
@@ -110,10 +105,8 @@ def cpu_wait_check(
         )
         if held_rank is not None and not more_work:
             rank, test = held_rank
-            detail = (
-                f"rank {rank} held off the CPU {ms(test.mean_s)} per step: the host took its "
-                "time outside its own work (in the collective everyone waits in)"
-            )
+            held_by = {"rank": rank, "held_s": test.mean_s}
+            detail = Finding(code="cross_check.cpu_held_other", figures=held_by)
             return _held_verdict(verdict, rank, test, table), _check(
                 gap_estimate(test), True, detail
             )
@@ -123,6 +116,7 @@ def cpu_wait_check(
             on_cpu = None  # a rank waiting for its batch: its time on a CPU is not the question
         kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
         agrees = True
+        waited["left"] = [left.mean_s, left.low_s, left.high_s]
         if kind == "host":
             g = verdict.gap_s
             figures = (g.value, g.low, g.high) if g is not None else (None, None, None)
@@ -130,18 +124,18 @@ def cpu_wait_check(
             updated = updated.model_copy(
                 update={"kind": "host", "kind_basis": basis, "said": summary}
             )
-            detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
+            detail = Finding(code="cross_check.cpu_wait_host", figures=waited)
         else:
             if host.significant and verdict.kind_basis is not None:
                 less = ", less than its work" if host.mean_s < left.mean_s else ""
                 more = f"; the host held it off the CPU {ms(host.mean_s)}{less}"
                 updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
-            slow = "its input is slow" if kind == "input" else "the work itself is slow"
-            detail = f"{waited}; {left_text}: {slow}"
+            waited["input"] = kind == "input"
+            detail = Finding(code="cross_check.cpu_wait_slow", figures=waited)
     return updated, _check(host_est, agrees, detail)
 
 
-def _check(estimate: Estimate | None, agrees: bool | None, detail: str) -> CrossCheck:
+def _check(estimate: Estimate | None, agrees: bool | None, detail: Finding) -> CrossCheck:
     """The CPU-wait cross-check with what the waits showed."""
     return CrossCheck(
         name=CPU_WAIT_CHECK, method=CPU_WAIT_METHOD, estimate=estimate, agrees=agrees, detail=detail

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -27,11 +28,9 @@ from torchscale.contracts.schema.cell_result import (
     Problem,
     StepPart,
     StepSplit,
-    StragglerVerdict,
 )
 from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.figures import change_text, share_text
+from torchscale.contracts.wording.figures import change_text
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
@@ -79,47 +78,53 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
         if ra is None or rb is None:
             continue
         same = ra[0] <= rb[1] and rb[0] <= ra[1]  # the two intervals overlap
-        text = f"{_split_words([part])} against {share_text(mine.share)}"
+        both = {**_part(part), "traces": _figures(mine.share)}
         if part.name in SYNC_PARTS:
             judged_on.append(part.name)
             if not same:
-                differ.append(text)
+                differ.append(both)
         elif not same:
-            other.append(text)
-    step = spelled.ms_sig(cell.step_s.value or 0.0)
-    detail = f"measured windows: step {step}: {_split_words(cell.parts)}"
-    if differ:
-        detail += "; the waits differ: " + "; ".join(differ)
-    elif judged_on:
-        detail += "; waiting for peers and exposed transfer within the traces' intervals"
-    if other:
-        detail += (
-            "; also outside the traces' intervals, as the methods differ (the timers count "
-            "whole phases, Python included, the traces only ops; the traced steps run under "
-            "the profiler): " + "; ".join(other)
-        )
+            other.append(both)
+    figures = {"step_s": cell.step_s.value or 0.0, "parts": [_part(p) for p in cell.parts]}
+    figures |= {"differ": differ, "judged": bool(judged_on), "other": other}
+    detail = Code(code="cross_check.timers_split", figures=figures)
     checks = [_check("phase timers: step model", method, not differ if judged_on else None, detail)]
     if cell.straggler is not None and trace.straggler is not None:
         checks.append(_check("phase timers: straggler", method, *straggler_agreement(cell, trace)))
     return checks
 
 
+def _figures(share: Estimate) -> dict[str, Any]:
+    """A share as the figures its words need (its method is the part's, not said)."""
+    return share.model_dump(exclude={"method"})
+
+
+def _part(part: StepPart) -> dict[str, Any]:
+    return {"name": part.name, "share": _figures(part.share)}
+
+
 def _check(
-    name: str, method: str, agrees: bool | None, detail: str, estimate: Estimate | None = None
+    name: str, method: str, agrees: bool | None, detail: Code, estimate: Estimate | None = None
 ) -> CrossCheck:
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
 
 
-def _named_as(verdict: StragglerVerdict) -> str:
-    if not verdict.named:
-        return "none"
-    kind = f", {verdict.kind}" if verdict.kind else ""
-    return f"rank {verdict.rank}{kind}"
+def _side(split: StepSplit) -> dict[str, Any]:
+    """Who a source's verdict names ('rank' None: nobody) over how many steps."""
+    verdict = split.straggler
+    assert verdict is not None
+    rank = verdict.rank if verdict.named else None
+    return {"steps": split.steps, "rank": rank, "kind": verdict.kind if verdict.named else None}
+
+
+def _words(finding: Code | None, stored: str | None) -> Any:
+    """A verdict's line as a figure: its finding, or the words an older version stored."""
+    return finding.model_dump() if finding is not None else stored
 
 
 def straggler_agreement(
     cell: StepSplit, trace: StepSplit, quote_traces: bool = False
-) -> tuple[bool, str]:
+) -> tuple[bool, Code]:
     """(agrees, detail) of the phase timers' straggler verdict against the traces': they agree
     when both name the same rank with the same kind, or neither names one. A disagreement
     says why the evidence differs (issue 62: `profile` and `benchmark` name the same rank and
@@ -128,26 +133,22 @@ def straggler_agreement(
     quotes the side that is the cross-check: the timers' or, where they head, the traces'."""
     a, b = cell.straggler, trace.straggler
     assert a is not None and b is not None
-    timers, traces = f"{cell.steps} measured steps", f"{trace.steps} traced steps"
+    sides = {"timers": _side(cell), "traces": _side(trace)}
     same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
     if same_rank and (not a.named or not a.kind or not b.kind or a.kind == b.kind):
-        both = f"both name {_named_as(a)}" if a.named else "neither names a rank"
-        return True, f"{both}: {verdict_words.summary(b if quote_traces else a)}"
-    said = f"the timers ({timers}) name {_named_as(a)}, the traces ({traces}) {_named_as(b)}"
+        quoted = b if quote_traces else a
+        said = _words(quoted.said, quoted.stored_summary) or ""
+        return True, Code(code="cross_check.verdicts_agree", figures={**sides, "said": said})
     if a.named != b.named:
         silent = b if a.named else a
-        more = trace.steps < cell.steps and silent is b
-        hint = ": trace more steps (--profile-steps)" if more else ""
-        return False, f"{said}: {verdict_words.why_not(silent) or 'not named'}{hint}"
+        why = _words(silent.why_not, silent.stored_not_named)
+        hint = trace.steps < cell.steps and silent is b
+        figures = {**sides, "why": why, "hint": hint}
+        return False, Code(code="cross_check.verdicts_one_silent", figures=figures)
     if a.rank != b.rank:
-        return False, (
-            f"{said}: the traced steps are another sample of the run, taken after its measured "
-            "windows and under the profiler"
-        )
-    return False, (
-        f"{said}: one rank, its kind read from different evidence: the timers' "
-        f"({a.kind_basis or 'phase times'}) against the traces' ({b.kind_basis or 'ops'})"
-    )
+        return False, Code(code="cross_check.verdicts_other_rank", figures=sides)
+    bases = {"timers_basis": a.kind_basis, "traces_basis": b.kind_basis}
+    return False, Code(code="cross_check.verdicts_other_kind", figures={**sides, **bases})
 
 
 @dataclass(frozen=True)
@@ -182,12 +183,6 @@ class TracedInflation:
             measurable=self.low is not None and self.high is not None,
             reason=None if self.low is not None else "fewer than two steps on a side",
         )
-
-    def words(self) -> str:
-        """'+76 % ±20 %' (spelled as every figure is: `change_text`), or '+76.4 % (no interval)'."""
-        if self.low is None or self.high is None:
-            return f"{change_text(self.share, None, None)} (no interval)"
-        return change_text(self.share, self.low, self.high)
 
 
 def traced_inflation(
@@ -239,12 +234,13 @@ def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str
     )
 
 
-def _split_words(parts: Sequence[StepPart]) -> str:
-    return ", ".join(f"{p.name.replace('_', ' ')} {share_text(p.share)}" for p in parts)
-
-
-def _inflation_check(inflation: TracedInflation, agrees: bool, detail: str) -> CrossCheck:
+def _inflation_check(
+    inflation: TracedInflation, agrees: bool, code: str, figures: dict[str, Any] | None = None
+) -> CrossCheck:
     """The cross-check that compares the traced steps with the measured windows."""
+    said: dict[str, Any] = {"traced_s": inflation.traced_s, "untraced_s": inflation.untraced_s}
+    said |= {"low": inflation.low, "high": inflation.high, **(figures or {})}
+    detail = Code(code=f"cross_check.{code}", figures=said)
     return _check(INFLATION_CHECK, INFLATION_METHOD, agrees, detail, inflation.estimate())
 
 
@@ -260,12 +256,8 @@ def with_inflation(
     cross-checks, their other findings kept with a note), or, without it, the traces' with
     the comparison disagreeing (the split's line carries the inflation)."""
     base_checks = [c for c in traced.cross_checks if c.name != INFLATION_CHECK]
-    summary = (
-        f"traced steps {_ms(inflation.traced_s)} against {_ms(inflation.untraced_s)} in the "
-        f"measured windows, {inflation.words()} (Welch's t)"
-    )
     if not inflation.inflated:
-        check = _inflation_check(inflation, True, f"{summary}: the traces describe the run's steps")
+        check = _inflation_check(inflation, True, "traces_describe_run")
         return traced.model_copy(update={"cross_checks": [*base_checks, check]})
     step_s = traced.step_s.value or inflation.traced_s
     added_high = (inflation.high or inflation.share) * inflation.untraced_s
@@ -274,31 +266,15 @@ def with_inflation(
         share, value = finding.cost_share, finding.cost_pct / 100 * step_s  # cost per step, s
         low = share.low * step_s if share is not None and share.low is not None else value
         if low <= added_high:
-            withheld.append(
-                f"{finding.title}, {_ms(value)} a step ({spelled.percent_one(finding.cost_pct)} of "
-                "the traced step)"
-            )
+            problem = finding.finding.model_dump()
+            withheld.append({"problem": problem, "cost_s": value, "cost_pct": finding.cost_pct})
         else:
             kept.append(finding)
-    added = _ms(inflation.traced_s - inflation.untraced_s)
-    if inflation.low is not None and inflation.high is not None:
-        low, high = (inflation.untraced_s * x * 1e3 for x in (inflation.low, inflation.high))
-        added += f" [{spelled.sig(low)}, {spelled.sig(high)}]"
-    overhead = (
-        f"; withheld as profiler overhead (within the +{added} a step the profiler added): "
-        + "; ".join(withheld)
-        if withheld
-        else ""
-    )
     if timers is None:
-        detail = f"{summary}: the step split describes the traced steps{overhead}"
-        check = _inflation_check(inflation, False, detail)
+        check = _inflation_check(inflation, False, "traced_split", {"withheld": withheld})
         return _with_checks(traced, [*base_checks, check], kept)
-    detail = (
-        f"{summary}: the step split is the measured windows'; the traced steps' under the "
-        f"profiler: step {_ms(step_s)}: {_split_words(traced.parts)}{overhead}"
-    )
-    check = _inflation_check(inflation, False, detail)
+    split = {"step_s": step_s, "parts": [_part(p) for p in traced.parts], "withheld": withheld}
+    check = _inflation_check(inflation, False, "timers_head", split)
     own = {INFLATION_CHECK, TRACES_STRAGGLER}
     trace_checks = [c for c in base_checks if not c.name.startswith("phase timers:")]
     if traced.straggler is not None and timers.straggler is not None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import StragglerVerdict
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import say, spelled
 from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
@@ -87,7 +87,7 @@ def late_collectives(
         f"(chance: {spelled.pct_whole(late.expected_share)})"
         if late is not None
         else "the others wait for it the most (arrival order alone does not single it out: "
-        f"{arrival.reason if arrival is not None else 'no matched collectives'})"
+        f"{say(arrival.reason) if arrival is not None else 'no matched collectives'})"
     )
     basis = (
         f"{order}, the others wait {pct(share.value)} of the step "

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, StepPart, StepSplit
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
@@ -26,7 +27,6 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
-from torchscale.contracts.wording.figures import pct
 from torchscale.offline.analysis.diagnosis.held_launches import late_launcher
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
@@ -124,7 +124,7 @@ def no_sync_cross_check(
         "slowest rank's mean no_sync step, moving-block bootstrap of both"
     )
     if sync.size < 2 or any(s.size < 2 for s in series):
-        detail = "too few steps for an interval"
+        detail = Finding(code="cross_check.no_sync_few_steps")
         return CrossCheck(name=name, method=method, estimate=None, agrees=None, detail=detail)
     sync_means = sync[block_indices(sync.size, seed=7)].mean(axis=1)
     means = [s[block_indices(s.size, seed=8 + i)].mean(axis=1) for i, s in enumerate(series)]
@@ -136,21 +136,13 @@ def no_sync_cross_check(
     model_low = (transfer.share.low or 0.0) + (rest.share.low or 0.0)
     model_high = (transfer.share.high or 0.0) + (rest.share.high or 0.0)
     overlap = low <= model_high and model_low <= high
-    cost = f"{pct(low)} to {pct(high)}"
-    model = f"{pct(model_low)} to {pct(model_high)}"
+    figures = {"model_low": model_low, "model_high": model_high}
     if overlap:
-        detail = f"agrees with exposed transfer + rest of the step model ({model})"
-    elif low > model_high:
-        detail = (
-            f"communication costs more ({cost}) than its exposed transfer + rest ({model}): it "
-            "slows compute while it overlaps (shared cores, memory bandwidth)"
-        )
+        code = "cross_check.no_sync_agrees"
     else:
-        detail = (
-            f"removing communication saves less ({cost}) than exposed transfer + rest ({model}): "
-            "the no_sync windows ran on a different machine state or compute is slower without "
-            "communication"
-        )
+        code = "cross_check.no_sync_" + ("costs_more" if low > model_high else "saves_less")
+        figures |= {"low": low, "high": high}
+    detail = Finding(code=code, figures=figures)
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=overlap, detail=detail)
 
 

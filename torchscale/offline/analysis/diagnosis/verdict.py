@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from scipy import stats as scipy_stats
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import cross_checks
 from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, pattern_words
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
 from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
@@ -250,19 +251,14 @@ def paired_check(paired: GapTest | None, verdict: StragglerVerdict) -> CrossChec
     if paired is None or rank is None:
         return None
     estimate = gap_estimate(paired)
-    p = spelled.p_value(paired.p_value) if paired.p_value is not None else "no p-value"
     slower = paired.p_value is not None and paired.p_value < ALPHA
+    code = "cross_check.paired_slower" if slower else "cross_check.paired_not_slower"
     return CrossCheck(
         name="paired per-step test",
         method=PAIRED_TEST,
         estimate=estimate,
         agrees=True if slower else None,
-        detail=(
-            f"rank {rank} is slower at the median step ({p})"
-            if slower
-            else f"rank {rank} is not slower at the median step ({p}): its cost, if any, "
-            "falls on some steps only"
-        ),
+        detail=Finding(code=code, figures={"rank": rank, "p": paired.p_value}),
     )
 
 
@@ -374,29 +370,19 @@ def others_wait_check(
     mean_step = float(np.mean(step))
     min_share = (verdict.min_effect_s or 0.0) / mean_step if mean_step > 0 else 0.0
     agrees: bool | None
+    figures: dict[str, Any] = {"rank": candidate}
     if high is not None and high < 0:
-        agrees = False
-        detail = f"at the {source} rank {candidate} waits for the others more than they wait for it"
+        agrees, code = False, "cross_check.waits_reversed"
+        figures["source"] = source
     elif verdict.named:
         agrees = True if estimate.measurable else None
-        detail = (
-            f"the other ranks wait for peers this share of the step longer than rank "
-            f"{candidate} does: they wait for it"
-            if estimate.measurable
-            else f"no measurable extra wait of the others for rank {candidate}: its extra work "
-            "may be hidden behind their compute"
-        )
+        code = "cross_check.waited_for" if estimate.measurable else "cross_check.not_waited_for"
     else:
         low = estimate.low if estimate.low is not None else estimate.value
         agrees = low is None or low < min_share
-        detail = (
-            f"the other ranks' extra wait for peers over rank {candidate}'s (share of the "
-            "step) is not a straggler's size either"
-            if agrees
-            else f"the other ranks wait for peers longer than rank {candidate}, above the "
-            f"minimum effect ({spelled.pct_one(min_share)}), though its own work is not "
-            f"significantly above theirs: its delay may lie outside the work the {source} measure"
-        )
+        code = "cross_check.waits_small" if agrees else "cross_check.waits_outside"
+        figures |= {} if agrees else {"min_share": min_share, "source": source}
+    detail = Finding(code=code, figures=figures)
     name = f"others' wait for it ({source})"
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
 
@@ -420,7 +406,7 @@ def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
     points at another rank (arrival order naming a different rank by its binomial test, the
     others waiting significantly less than the candidate). A check that merely fails to
     confirm (not judged, not measurable) withdraws nothing: the own-work test decides."""
-    return [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
+    return [f"{c.name}: {cross_checks.detail(c.detail)}" for c in checks if c.agrees is False]
 
 
 def _last_counts(matched: Matched | None) -> dict[int, tuple[int, int]]:
@@ -452,7 +438,7 @@ def arrival_check(
     name = "arrival order (last arriver)"
     counts = _last_counts(matched)
     if candidate not in counts:
-        detail = "no matched collective with a clear last arriver"
+        detail = Finding(code="cross_check.arrival_undecided")
         return CrossCheck(name=name, method=method, estimate=None, agrees=None, detail=detail)
     k, n = counts[candidate]
     interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
@@ -465,37 +451,22 @@ def arrival_check(
         measurable=True,
     )
     top = arrival.straggler if arrival is not None else None
-    reason = arrival.reason if arrival is not None else ""
-    contradiction = None
-    if top is not None and top.rank != candidate:
-        contradiction = (
-            f"rank {top.rank} arrives last at {spelled.pct_whole(top.share_last)} of the matched "
-            "collectives"
-        )
+    figures: dict[str, Any] = {"rank": candidate, "last": k, "matched": n}
+    if top is None:
+        figures["reason"] = arrival.reason.model_dump() if arrival is not None else None
+    elif top.rank != candidate:
+        figures |= {"other": top.rank, "other_share": top.share_last}
+    else:
+        figures |= {"expected": top.expected_share, "p": top.p_value}
     agrees: bool | None
     if verdict.named:
         # only a different rank standing out (its binomial test) contradicts the own-work
         # test; an arrival order that does not stand out confirms nothing and denies nothing
         agrees = None if top is None else top.rank == candidate
-        detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
-            f" (chance: {spelled.pct_whole(top.expected_share)}, {spelled.p_value(top.p_value)})"
-            if agrees and top
-            else f"; {contradiction or reason}"
-        )
+        code = {None: "no_standout", True: "confirms", False: "other"}[agrees]
     else:
         agrees = top is None
-        if top is None:
-            detail = f"no rank arrives last more often than chance ({reason})"
-        elif top.rank == candidate:
-            detail = (
-                f"rank {candidate} arrives last at {k} of {n} matched collectives (chance: "
-                f"{spelled.pct_whole(top.expected_share)}, {spelled.p_value(top.p_value)}): "
-                "arrival order alone would name it, but its own work is not significantly above "
-                "the others' (its delay may lie outside the work the traces measure)"
-            )
-        else:
-            detail = (
-                f"{contradiction}: arrival order alone would name it; not a straggler by the "
-                "step model's test"
-            )
+        alone = top is not None and top.rank == candidate
+        code = "chance" if top is None else "alone_names" if alone else "names_other"
+    detail = Finding(code=f"cross_check.arrival_{code}", figures=figures)
     return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)

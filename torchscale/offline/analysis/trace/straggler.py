@@ -17,6 +17,7 @@ them).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,7 +25,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.trace.clock import Arrivals
 from torchscale.offline.analysis.trace.collective_matching import Matched, stack_steps
 
@@ -54,10 +55,11 @@ class Straggler:
 @dataclass
 class StragglerAnalysis:
     """`straggler` is None when no rank stands out; `reason` says why (or summarises the
-    verdict); `shares` keeps every rank's share of being last."""
+    verdict: an `arrival.*` code, contracts/wording/cross_checks.py); `shares` keeps every
+    rank's share of being last."""
 
     straggler: Straggler | None
-    reason: str
+    reason: Finding
     shares: dict[int, float] = field(default_factory=dict)
 
 
@@ -76,6 +78,10 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return float(min(1.0, np.exp(top) * np.sum(np.exp(logpmf - top))))
 
 
+def _said(code: str, **figures: object) -> Finding:
+    return Finding(code=f"arrival.{code}", figures=figures)
+
+
 def attribute_straggler(
     matched: Matched,
     arrivals: Arrivals | None,
@@ -85,14 +91,12 @@ def attribute_straggler(
     """Name the straggler and its phase (rules in the module doc)."""
     use = matched.usable
     if use.empty:
-        return StragglerAnalysis(None, "no matched collectives: no straggler analysis")
+        return StragglerAnalysis(None, Finding(code="arrival.none_matched"))
     use = use.assign(_size=use.groupby(["group", "index"])["rank"].transform("size"))
     inst = use.groupby(["group", "index"])["last_by_duration"].transform("any")
     decided = use[inst.astype(bool)]
     if decided.empty:
-        return StragglerAnalysis(
-            None, "no collective had a clear last arriver (durations equal on every rank)"
-        )
+        return StragglerAnalysis(None, Finding(code="arrival.none_clear"))
     per_rank = decided.groupby("rank").agg(
         instances=("index", "size"),
         last=("last_by_duration", "sum"),
@@ -109,28 +113,19 @@ def attribute_straggler(
     threshold = min(2.0 * p, (1.0 + p) / 2.0)
     p_value = min(1.0, binomial_tail(k, n, p) * len(per_rank))
     if share < threshold:
-        return unnamed(
-            f"no rank stands out: the most frequent last arriver, rank {top}, is last at "
-            f"{spelled.pct_whole(share)} of its collectives (threshold "
-            f"{spelled.pct_whole(threshold)})"
-        )
+        return unnamed(_said("none_stands_out", rank=top, share=share, threshold=threshold))
     if len(ordered) > 1 and float(ordered["share"].iloc[1]) == share:
-        return unnamed(f"ranks {top} and {int(ordered.index[1])} are last equally often")
+        return unnamed(_said("tie", rank=top, other=int(ordered.index[1])))
     if p_value > P_VALUE:
-        return unnamed(
-            f"rank {top} is last at {k} of {n} collectives: too few to rule out chance "
-            f"({spelled.p_value(p_value)})"
-        )
+        return unnamed(_said("chance", rank=top, last=k, matched=n, p=p_value))
     mine = decided[(decided["rank"] == top) & decided["last_by_duration"].astype(bool)]
     keys = mine.set_index(["group", "index"]).index
     others = decided[(decided["rank"] != top)].set_index(["group", "index"])
     others = others[others.index.isin(keys)]
     lateness = float(others.groupby(level=[0, 1])["wait_us"].median().mean())
     if not lateness >= MIN_LATENESS_US:
-        return unnamed(
-            f"rank {top} is last most often but only {spelled.us_one(lateness)} late on "
-            f"average (under {spelled.plain_us(MIN_LATENESS_US)}: noise)"
-        )
+        late = lateness if math.isfinite(lateness) else None  # no other rank waited
+        return unnamed(_said("noise", rank=top, late_us=late, min_us=MIN_LATENESS_US))
     arrival_late = None
     if arrivals is not None and not arrivals.table.empty:
         a = arrivals.table[arrivals.table["rank"] == top].set_index(["group", "index"])
@@ -140,10 +135,7 @@ def attribute_straggler(
     op = str(mine["op"].value_counts().index[0])
     found = Straggler(top, share, k, n, p, p_value, lateness, arrival_late, op)
     _attribute_phase(found, phases_by_rank, steps_by_rank)
-    reason = (
-        f"rank {top} arrives last at {spelled.pct_whole(share)} of its collectives (chance: "
-        f"{spelled.pct_whole(p)}), {spelled.us_whole(lateness)} late on average"
-    )
+    reason = _said("last", rank=top, share=share, expected=p, late_us=lateness)
     return StragglerAnalysis(found, reason, shares)
 
 

@@ -1,0 +1,311 @@
+"""Words for what a cross-check of the diagnosis found (`CrossCheck.detail`, schema 20: a code
+with its figures; older words not recognised are shown as stored), and why arrival order names
+a rank or none (`arrival.*`, the trace analysis' reason, quoted by the checks). Durations are
+seconds (microseconds where named `_us`), shares fractions, estimates stored as their figures
+(`Estimate` less its method).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording.figures import change_text, gap_text, pct, share_text
+
+F = Mapping[str, Any]
+
+# how the host's hold of a rank off the CPU was reckoned (`by`)
+RECKONED = {
+    "rate": "beyond its time on a CPU at the others' wait rate",
+    "median": "beyond the median of the others' wait",
+}
+
+
+def detail(stored: Finding | str) -> str:
+    """A cross-check's detail in words: its finding's, or the words an older version stored."""
+    from torchscale.contracts.wording import say
+
+    return say(stored) if isinstance(stored, Finding) else stored
+
+
+def quoted(found: Any) -> str:
+    """A finding nested in figures (a dump), or words an older version stored there."""
+    from torchscale.contracts.wording import say
+
+    return say(Finding.model_validate(found)) if isinstance(found, dict) else str(found)
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else spelled.ms_signed_sig(seconds)
+
+
+def _share(stored: Mapping[str, Any]) -> str:
+    return share_text(Estimate(method="", **stored))
+
+
+def _split(parts: Sequence[Mapping[str, Any]]) -> str:
+    """'compute 53.1 % ±2.0 %, wait for peers 1.2 %, ...' (a step split's parts)."""
+    return ", ".join(f"{p['name'].replace('_', ' ')} {_share(p['share'])}" for p in parts)
+
+
+def _against(parts: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join(f"{_split([p])} against {_share(p['traces'])}" for p in parts)
+
+
+def _timers_split(f: F) -> str:
+    text = f"measured windows: step {spelled.ms_sig(f['step_s'])}: {_split(f['parts'])}"
+    if f["differ"]:
+        text += "; the waits differ: " + _against(f["differ"])
+    elif f["judged"]:
+        text += "; waiting for peers and exposed transfer within the traces' intervals"
+    if f["other"]:
+        text += (
+            "; also outside the traces' intervals, as the methods differ (the timers count "
+            "whole phases, Python included, the traces only ops; the traced steps run under "
+            "the profiler): " + _against(f["other"])
+        )
+    return text
+
+
+def _named_as(side: F) -> str:
+    if side["rank"] is None:
+        return "none"
+    return f"rank {side['rank']}" + (f", {side['kind']}" if side["kind"] else "")
+
+
+def _verdicts(f: F) -> str:
+    timers, traces = f["timers"], f["traces"]
+    return (
+        f"the timers ({timers['steps']} measured steps) name {_named_as(timers)}, the traces "
+        f"({traces['steps']} traced steps) {_named_as(traces)}"
+    )
+
+
+def _agree(f: F) -> str:
+    both = f"both name {_named_as(f['timers'])}" if f["timers"]["rank"] is not None else None
+    return f"{both or 'neither names a rank'}: {quoted(f['said'])}"
+
+
+def _silent(f: F) -> str:
+    why = quoted(f["why"]) if f["why"] is not None else "not named"
+    return f"{_verdicts(f)}: {why}" + (": trace more steps (--profile-steps)" if f["hint"] else "")
+
+
+def _inflation(f: F) -> str:
+    """'traced steps 34.8 ms against 19.7 ms in the measured windows, +76 % ±20 % (Welch's t)'."""
+    share, low, high = f["traced_s"] / f["untraced_s"] - 1.0, f["low"], f["high"]
+    bounded = low is not None and high is not None
+    shown = (
+        change_text(share, low, high)
+        if bounded
+        else f"{change_text(share, None, None)} (no interval)"
+    )
+    return (
+        f"traced steps {spelled.ms_sig(f['traced_s'])} against "
+        f"{spelled.ms_sig(f['untraced_s'])} in the measured windows, {shown} (Welch's t)"
+    )
+
+
+def _withheld(f: F) -> str:
+    """The findings withheld as the profiler's overhead, within the time it added."""
+    if not f["withheld"]:
+        return ""
+    added = spelled.ms_sig(f["traced_s"] - f["untraced_s"])
+    if f["low"] is not None and f["high"] is not None:
+        low, high = (f["untraced_s"] * x * 1e3 for x in (f["low"], f["high"]))
+        added += f" [{spelled.sig(low)}, {spelled.sig(high)}]"
+    items = [
+        f"{quoted(w['problem'])}, {spelled.ms_sig(w['cost_s'])} a step "
+        f"({spelled.percent_one(w['cost_pct'])} of the traced step)"
+        for w in f["withheld"]
+    ]
+    return f"; withheld as profiler overhead (within the +{added} a step the profiler added): " + (
+        "; ".join(items)
+    )
+
+
+def _waited(f: F) -> str:
+    """How long the host held the candidate off the CPU, and how that was reckoned."""
+    by = RECKONED[f["by"]]
+    if f["held_s"] > 0:
+        return f"rank {f['rank']} held off the CPU {_ms(f['held_s'])} per step ({by})"
+    return f"rank {f['rank']} not held off the CPU more than the others ({by})"
+
+
+def _left(f: F) -> str:
+    return f"its gap less that: {gap_text(*f['left'])} per step"
+
+
+def _hook(f: F) -> str:
+    return f"rank {f['rank']}'s hook holds its launches {_ms(f['held_s'])} per step longer"
+
+
+def _arrivals(f: F) -> str:
+    return f"rank {f['rank']} arrives last at {f['last']} of {f['matched']} matched collectives"
+
+
+def _chance(f: F) -> str:
+    return f"chance: {spelled.pct_whole(f['expected'])}, {spelled.p_value(f['p'])}"
+
+
+def _other(f: F) -> str:
+    return (
+        f"rank {f['other']} arrives last at {spelled.pct_whole(f['other_share'])} of the "
+        "matched collectives"
+    )
+
+
+def _reason(f: F) -> str:
+    return quoted(f["reason"]) if f["reason"] is not None else ""
+
+
+def _late(f: F) -> str:
+    """'41.2 µs' late ('nan µs' where no other rank waited at its collectives)."""
+    return spelled.us_one(f["late_us"] if f["late_us"] is not None else math.nan)
+
+
+def _p(f: F) -> str:
+    return spelled.p_value(f["p"]) if f["p"] is not None else "no p-value"
+
+
+PHRASES: dict[str, Callable[[F], str]] = {
+    "cross_check.paired_slower": lambda f: (
+        f"rank {f['rank']} is slower at the median step ({_p(f)})"
+    ),
+    "cross_check.paired_not_slower": lambda f: (
+        f"rank {f['rank']} is not slower at the median step ({_p(f)}): its cost, if any, "
+        "falls on some steps only"
+    ),
+    "cross_check.waits_reversed": lambda f: (
+        f"at the {f['source']} rank {f['rank']} waits for the others more than they wait for it"
+    ),
+    "cross_check.waited_for": lambda f: (
+        f"the other ranks wait for peers this share of the step longer than rank {f['rank']} "
+        "does: they wait for it"
+    ),
+    "cross_check.not_waited_for": lambda f: (
+        f"no measurable extra wait of the others for rank {f['rank']}: its extra work may be "
+        "hidden behind their compute"
+    ),
+    "cross_check.waits_small": lambda f: (
+        f"the other ranks' extra wait for peers over rank {f['rank']}'s (share of the step) is "
+        "not a straggler's size either"
+    ),
+    "cross_check.waits_outside": lambda f: (
+        f"the other ranks wait for peers longer than rank {f['rank']}, above the minimum effect "
+        f"({spelled.pct_one(f['min_share'])}), though its own work is not significantly above "
+        f"theirs: its delay may lie outside the work the {f['source']} measure"
+    ),
+    "cross_check.arrival_undecided": lambda f: "no matched collective with a clear last arriver",
+    "cross_check.arrival_confirms": lambda f: f"{_arrivals(f)} ({_chance(f)})",
+    "cross_check.arrival_other": lambda f: f"{_arrivals(f)}; {_other(f)}",
+    "cross_check.arrival_no_standout": lambda f: f"{_arrivals(f)}; {_reason(f)}",
+    "cross_check.arrival_chance": lambda f: (
+        f"no rank arrives last more often than chance ({_reason(f)})"
+    ),
+    "cross_check.arrival_alone_names": lambda f: (
+        f"{_arrivals(f)} ({_chance(f)}): arrival order alone would name it, but its own work "
+        "is not significantly above the others' (its delay may lie outside the work the traces "
+        "measure)"
+    ),
+    "cross_check.arrival_names_other": lambda f: (
+        f"{_other(f)}: arrival order alone would name it; not a straggler by the step model's test"
+    ),
+    "cross_check.no_sync_few_steps": lambda f: "too few steps for an interval",
+    "cross_check.no_sync_agrees": lambda f: (
+        f"agrees with exposed transfer + rest of the step model ({pct(f['model_low'])} to "
+        f"{pct(f['model_high'])})"
+    ),
+    "cross_check.no_sync_costs_more": lambda f: (
+        f"communication costs more ({pct(f['low'])} to {pct(f['high'])}) than its exposed "
+        f"transfer + rest ({pct(f['model_low'])} to {pct(f['model_high'])}): it slows compute "
+        "while it overlaps (shared cores, memory bandwidth)"
+    ),
+    "cross_check.no_sync_saves_less": lambda f: (
+        f"removing communication saves less ({pct(f['low'])} to {pct(f['high'])}) than exposed "
+        f"transfer + rest ({pct(f['model_low'])} to {pct(f['model_high'])}): the no_sync "
+        "windows ran on a different machine state or compute is slower without communication"
+    ),
+    "cross_check.cpu_wait_unmeasured": lambda f: (
+        "the wait for a CPU was not measured on every rank in these steps"
+    ),
+    "cross_check.cpu_wait_neutral": lambda f: f"{_waited(f)} (not a straggler either way)",
+    "cross_check.cpu_held_other": lambda f: (
+        f"rank {f['rank']} held off the CPU {_ms(f['held_s'])} per step: the host took its time "
+        "outside its own work (in the collective everyone waits in)"
+    ),
+    "cross_check.cpu_wait_host": lambda f: (
+        f"{_waited(f)}; {_left(f)}: the host took its time, the work is not slower"
+    ),
+    "cross_check.cpu_wait_slow": lambda f: (
+        f"{_waited(f)}; {_left(f)}: "
+        + ("its input is slow" if f["input"] else "the work itself is slow")
+    ),
+    "cross_check.held_none": lambda f: (
+        f"no rank's hook holds its launches a straggler's time longer (the most: rank "
+        f"{f['rank']}, {_ms(f['held_s'])} per step)"
+    ),
+    "cross_check.held_waits": lambda f: (
+        f"{_hook(f)}, but its own work is {_ms(f['work_s'])} per step below the others': its "
+        "hook waits for them"
+    ),
+    "cross_check.held_behind": lambda f: (
+        f"{_hook(f)}, not beyond what rank {f['named']} is behind: it may wait there for that rank"
+    ),
+    "cross_check.held_host": lambda f: (
+        f"{_hook(f)}, no more than the host held it off the CPU: host"
+    ),
+    "cross_check.held_compute": lambda f: (
+        f"{_hook(f)}, less than its extra work ({_ms(f['work_s'])}): compute"
+    ),
+    "cross_check.held_late": lambda f: f"{_hook(f)} than the others': they wait for its launch",
+    "cross_check.timers_split": _timers_split,
+    "cross_check.verdicts_agree": _agree,
+    "cross_check.verdicts_one_silent": _silent,
+    "cross_check.verdicts_other_rank": lambda f: (
+        f"{_verdicts(f)}: the traced steps are another sample of the run, taken after its "
+        "measured windows and under the profiler"
+    ),
+    "cross_check.verdicts_other_kind": lambda f: (
+        f"{_verdicts(f)}: one rank, its kind read from different evidence: the timers' "
+        f"({f['timers_basis'] or 'phase times'}) against the traces' "
+        f"({f['traces_basis'] or 'ops'})"
+    ),
+    "cross_check.traces_describe_run": lambda f: (
+        f"{_inflation(f)}: the traces describe the run's steps"
+    ),
+    "cross_check.traced_split": lambda f: (
+        f"{_inflation(f)}: the step split describes the traced steps{_withheld(f)}"
+    ),
+    "cross_check.timers_head": lambda f: (
+        f"{_inflation(f)}: the step split is the measured windows'; the traced steps' under the "
+        f"profiler: step {spelled.ms_sig(f['step_s'])}: {_split(f['parts'])}{_withheld(f)}"
+    ),
+    "arrival.none_matched": lambda f: "no matched collectives: no straggler analysis",
+    "arrival.none_clear": lambda f: (
+        "no collective had a clear last arriver (durations equal on every rank)"
+    ),
+    "arrival.none_stands_out": lambda f: (
+        f"no rank stands out: the most frequent last arriver, rank {f['rank']}, is last at "
+        f"{spelled.pct_whole(f['share'])} of its collectives (threshold "
+        f"{spelled.pct_whole(f['threshold'])})"
+    ),
+    "arrival.tie": lambda f: f"ranks {f['rank']} and {f['other']} are last equally often",
+    "arrival.chance": lambda f: (
+        f"rank {f['rank']} is last at {f['last']} of {f['matched']} collectives: too few to rule "
+        f"out chance ({spelled.p_value(f['p'])})"
+    ),
+    "arrival.noise": lambda f: (
+        f"rank {f['rank']} is last most often but only {_late(f)} late on "
+        f"average (under {spelled.plain_us(f['min_us'])}: noise)"
+    ),
+    "arrival.last": lambda f: (
+        f"rank {f['rank']} arrives last at {spelled.pct_whole(f['share'])} of its collectives "
+        f"(chance: {spelled.pct_whole(f['expected'])}), {spelled.us_whole(f['late_us'])} late on "
+        "average"
+    ),
+}
