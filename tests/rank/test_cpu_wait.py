@@ -17,6 +17,7 @@ import torch
 
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.step_phases import CPU_WAIT
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
@@ -218,7 +219,7 @@ def test_the_clock_is_unavailable_with_its_reason(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(cpu_wait_module, "SCHEDSTAT", "/nonexistent/schedstat")
     clock = CpuWaitClock()
     assert clock.read() is None
-    assert clock.unavailable is not None and "Linux only" in clock.unavailable
+    assert clock.unavailable is not None and "Linux only" in say(clock.unavailable)
 
 
 @pytest.mark.skipif(not LINUX_SCHEDSTAT, reason="needs Linux /proc/thread-self/schedstat")
@@ -288,7 +289,7 @@ def test_an_unavailable_clock_reads_neither(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(cpu_wait_module, "SCHEDSTAT", "/nonexistent/schedstat")
     clock = CpuWaitClock()
     assert clock.read_both() is None and clock.read() is None
-    assert clock.unavailable is not None and "CPU time" in clock.unavailable
+    assert clock.unavailable is not None and "CPU time" in say(clock.unavailable)
 
 
 def _spin(wall_s: float) -> None:
@@ -320,7 +321,7 @@ def test_the_time_on_a_cpu_grows_while_the_thread_spins_not_while_it_sleeps() ->
     assert slept[1] - before[1] < 0.01  # 0.2 s asleep: hardly on a CPU
     on_cpu, waited = spun[1] - slept[1], spun[0] - slept[0]
     assert 0.1 <= on_cpu <= wall + 1e-3  # its reads bracket the spin a little wider than wall
-    assert 0 <= waited and on_cpu + waited <= wall + 1e-3
+    assert waited >= 0 and on_cpu + waited <= wall + 1e-3
     assert spun[0] <= wait  # the same run_delay, read later
     assert clock.read_both() is None  # closed
 
