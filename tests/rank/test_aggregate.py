@@ -73,6 +73,7 @@ def make_spec(
         steps_path="/nonexistent/steps.jsonl",
     )
 
+
 CPU_PEAK = Finding(code="peak.cpu")
 
 

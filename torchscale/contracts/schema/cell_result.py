@@ -461,7 +461,7 @@ class Problem(Record):
                 "n": 1,
                 "method": STORED_POINT_COST,
                 "measurable": True,
-                "reason": "no interval",
+                "reason": {"code": "estimate.no_interval", "figures": {}},
             }
         return data
 
