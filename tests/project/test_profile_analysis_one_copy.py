@@ -62,7 +62,8 @@ def test_a_ranks_phase_record_has_one_reader() -> None:
 def _copies(document: object) -> dict[str, list[str]]:
     """Each object or list stored at two places under different names (list members of one
     list count as one place), by value: {its JSON: the paths}. Intervals (`Estimate`s: every
-    zero share reads alike), their reasons with them, are left out; they are figures, not facts a second field mirrors."""
+    zero share reads alike), their reasons with them, are left out; they are figures, not
+    facts a second field mirrors."""
     import json
     from collections import defaultdict
 
