@@ -43,12 +43,11 @@ UNAVAILABLE_BY_19 = [
 ]
 
 
-def _estimate(reason: Any) -> dict[str, Any]:
-    return {"value": None, "low": None, "high": None, "n": 0, "method": "m", "measurable": False}
+NULL = {"value": None, "low": None, "high": None, "n": 0, "method": "m", "measurable": False}
 
 
 def _read(estimate_reason: str) -> Any:
-    estimate = {**_estimate(None), "reason": estimate_reason}
+    estimate = {**NULL, "reason": estimate_reason}
     data = {"schema_version": 19, "warnings": [], "intervals": {"step_p50": estimate}}
     return upgrade_v19(data)["intervals"]["step_p50"]["reason"]
 
