@@ -301,10 +301,11 @@ def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
 def test_a_wait_that_cannot_exist_reads_none_not_zero_percent() -> None:
     """One rank has no peers to wait for: its Sync stall reads 'none (one rank: ...)' as the
     profile line's '-' does, never a measured-looking '0.0 %'; a part no step had stays 0.0 %."""
+    from torchscale.contracts.wording.estimates import said
     from torchscale.contracts.wording.figures import share_text
-    from torchscale.offline.analysis.diagnosis.step_model import ONE_RANK
 
-    lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True, reason=ONE_RANK)
-    assert share_text(lone) == f"none ({ONE_RANK})"
+    one_rank = said("estimate.one_rank")
+    lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True, reason=one_rank)
+    assert share_text(lone) == "none (one rank: no peers to wait for)"
     idle = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True)
     assert share_text(idle) == "0.0 %"

@@ -13,6 +13,7 @@ from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
+from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
@@ -589,7 +590,7 @@ def test_single_rank_gives_comm_figures_but_no_stall() -> None:
     attribution = out["model"].attribution
     wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
     assert wait.share.value is None and wait.share.high is None
-    assert "one rank of 2" in (wait.share.reason or "")
+    assert "one rank of 2" in (why(wait.share.reason) or "")
     assert attribution.straggler is None
 
 
@@ -1172,7 +1173,7 @@ def test_without_collectives_the_wait_is_unknown_but_the_phases_name_the_straggl
     model = out["model"]
     assert not model.waits_known
     wait = next(p for p in model.attribution.parts if p.name == "wait_for_peers")
-    assert wait.share.value is None and "no collective matched" in (wait.share.reason or "")
+    assert wait.share.value is None and "no collective matched" in (why(wait.share.reason) or "")
     verdict = model.attribution.straggler
     assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
         verdict_words.summary(verdict)

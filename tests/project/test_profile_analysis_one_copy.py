@@ -62,7 +62,8 @@ def test_a_ranks_phase_record_has_one_reader() -> None:
 def _copies(document: object) -> dict[str, list[str]]:
     """Each object or list stored at two places under different names (list members of one
     list count as one place), by value: {its JSON: the paths}. Intervals (`Estimate`s: every
-    zero share reads alike) are left out; they are figures, not facts a second field mirrors."""
+    zero share reads alike), their reasons with them, are left out; they are figures, not
+    facts a second field mirrors."""
     import json
     from collections import defaultdict
 
@@ -73,7 +74,8 @@ def _copies(document: object) -> dict[str, list[str]]:
             if node and path and "measurable" not in node:
                 seen[json.dumps(node, sort_keys=True)].add(path)
             for key, value in node.items():
-                walk(value, f"{path}.{key}")
+                if "measurable" not in node or key != "reason":  # an interval's, with it
+                    walk(value, f"{path}.{key}")
         elif isinstance(node, list):
             if node and path:
                 seen[json.dumps(node, sort_keys=True)].add(path)

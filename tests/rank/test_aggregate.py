@@ -23,6 +23,7 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
@@ -74,11 +75,14 @@ def make_spec(
     )
 
 
+CPU_PEAK = Finding(code="peak.cpu")
+
+
 def make_facts(
     kind: str = "other",
     tokens: int | None = None,
     peak: float | None = None,
-    note: str | None = "MFU is defined against GPU peak FLOP/s; none on CPU",
+    note: Finding | None = CPU_PEAK,
 ) -> CellFacts:
     return CellFacts(
         parameters=1234,
@@ -296,7 +300,7 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     assert comm.sync_overhead is None
     assert "cross-check" in str(why(result.unavailable["sync_overhead"]))
     assert comm.load_imbalance is None  # exactly zero wait: nothing above noise
-    assert "not measurable" in result.unavailable["load_imbalance"]
+    assert "not measurable" in str(why(result.unavailable["load_imbalance"]))
     parts = {p.name: p.share.value for p in attribution.parts}
     assert parts["exposed_transfer"] == pytest.approx(0.4)
     assert parts["compute"] == pytest.approx(0.59)

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.offline.test_trace_analysis import START, ev, row
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
 from torchscale.offline.traces.rank_trace import RankTrace
 from torchscale.rank.worker.comm_probe import profiled_comm, scope
@@ -62,10 +65,13 @@ def test_exposed_communication_splits_into_waiting_and_transfer() -> None:
 
 
 def test_a_rank_without_a_probe_gives_its_reason() -> None:
-    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: "rank 1: profiled steps failed: disk"}, "tp")
-    assert comm is None and why == "rank 1: profiled steps failed: disk"
+    failed = Finding(code="unavailable.probe_failed", figures={"rank": 1, "error": "disk"})
+    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: failed}, "tp")
+    assert comm is None and why == failed
+    assert say(failed) == "rank 1: profiled steps failed: disk"
     comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: None}, "tp")
-    assert comm is None and why is not None and "two ranks" in why
+    assert comm is None and why == coded("unavailable.probe_one_rank")
+    assert "two ranks" in say(why)
 
 
 def test_the_scope_names_fsdps_collectives_in_a_hybrid_mesh() -> None:

@@ -17,6 +17,7 @@ import torch
 
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.step_phases import CPU_WAIT
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
@@ -219,7 +220,7 @@ def test_the_clock_is_unavailable_with_its_reason(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(cpu_wait_module, "SCHEDSTAT", "/nonexistent/schedstat")
     clock = CpuWaitClock()
     assert clock.read() is None
-    assert clock.unavailable is not None and "Linux only" in clock.unavailable
+    assert clock.unavailable is not None and "Linux only" in say(clock.unavailable)
 
 
 @pytest.mark.skipif(not LINUX_SCHEDSTAT, reason="needs Linux /proc/thread-self/schedstat")
@@ -289,7 +290,7 @@ def test_an_unavailable_clock_reads_neither(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(cpu_wait_module, "SCHEDSTAT", "/nonexistent/schedstat")
     clock = CpuWaitClock()
     assert clock.read_both() is None and clock.read() is None
-    assert clock.unavailable is not None and "CPU time" in clock.unavailable
+    assert clock.unavailable is not None and "CPU time" in say(clock.unavailable)
 
 
 def _spin(wall_s: float) -> None:

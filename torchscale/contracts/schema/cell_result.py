@@ -64,7 +64,11 @@ class Estimate(Record):
     n: int = Field(description="the units the interval was taken over (steps, repeats)")
     method: str = Field(description="how the interval was taken")
     measurable: bool = Field(description="false: the interval includes 0 or leaves the domain")
-    reason: str | None = Field(default=None, description="why not measurable, or no interval")
+    reason: Reason | None = Field(
+        default=None,
+        description="why not measurable, or no interval: a code and its figures (schema 20, "
+        "worded by contracts/wording/estimates.py), or an older version's words",
+    )
 
 
 class StepTimeStats(Record):
@@ -460,7 +464,7 @@ class Problem(Record):
                 "n": 1,
                 "method": STORED_POINT_COST,
                 "measurable": True,
-                "reason": "no interval",
+                "reason": {"code": "estimate.no_interval", "figures": {}},
             }
         return data
 

@@ -345,5 +345,5 @@ def _point(value: float) -> dict[str, Any]:
         "n": 1,
         "method": SCHEMA_2_WHATIF,
         "measurable": True,
-        "reason": "no interval",
+        "reason": {"code": "estimate.no_interval", "figures": {}},
     }

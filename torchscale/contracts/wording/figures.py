@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.unavailable import why
 
 # how a renderer formats a value; raw values stay in the report model
 ValueFormat = Literal[
@@ -401,13 +403,13 @@ def share_text(estimate: Estimate | None) -> str:
         return "unknown"
     if exactly_zero(estimate):
         zero_by_reason = estimate.value == 0.0 and estimate.measurable and estimate.reason
-        return f"none ({estimate.reason})" if zero_by_reason else pct(0.0)
+        return f"none ({why(estimate.reason)})" if zero_by_reason else pct(0.0)
     if estimate.value is None or not estimate.measurable:
         if estimate.high is not None:
             return f"not measurable (< {pct_bound(estimate.high)})"
-        return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
+        return f"not measurable ({why(estimate.reason)})" if estimate.reason else "unknown"
     if estimate.low is None or estimate.high is None:
-        return f"{pct(estimate.value)} ({estimate.reason or 'spread unknown'})"
+        return f"{pct(estimate.value)} ({why(estimate.reason) or 'spread unknown'})"
     if estimate.low == estimate.high:  # every resample alike: the figure, no '±0'
         return pct(estimate.value)
     return _spelled(_rounded(estimate.value, estimate.low, estimate.high, 100.0), "%")
@@ -457,8 +459,8 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
     value_s = estimate.value + 0.0  # no '-0'
     sign = "+" if signed and value_s >= 0 else ""
     if estimate.low is None or estimate.high is None or estimate.low == estimate.high:
-        why = "" if estimate.low is not None else f" ({estimate.reason or 'spread unknown'})"
-        return f"{sign}{_three_figures(value_s * scale)} {unit}{why}"
+        said = "" if estimate.low is not None else f" ({why(estimate.reason) or 'spread unknown'})"
+        return f"{sign}{_three_figures(value_s * scale)} {unit}{said}"
     shown = _rounded(value_s, estimate.low, estimate.high, scale)
     value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
     straddles = estimate.low < 0 < estimate.high
@@ -479,7 +481,7 @@ def gap_text(mean: float | None, low: float | None, high: float | None) -> str:
     [-0.24, 1.20]' where it reaches 0 (`seconds_text`); '?' without a figure."""
     if mean is None:
         return "?"
-    reason = "no interval" if low is None or high is None else None
+    reason = Finding(code="estimate.no_interval") if low is None or high is None else None
     estimate = Estimate(
         value=mean, low=low, high=high, n=0, method="", measurable=True, reason=reason
     )

@@ -6,7 +6,7 @@ on what an older schema did not record are codes `older.*`; the worker's own rea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from torchscale.contracts.finding import Finding
 
@@ -92,6 +92,10 @@ SAID: dict[str, str] = {
     "unavailable.no_rank_sampled": "no rank was sampled",
     "unavailable.no_energy_used": "the windows used 0 J",
     "unavailable.no_host_readings": "no host readings from any rank",
+    "unavailable.profiled_launch": "this launch was profiled by torchscale profile: its "
+    "analysis.json holds the communication of the profiled steps",
+    "unavailable.probe_one_rank": "fewer than two ranks have profiled steps",
+    "unavailable.probe_no_step": "the profiled steps held no complete step on some rank",
 }
 META_COUNT_FAILED = (
     "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
@@ -120,6 +124,14 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for 
         f"torch._dynamo's counters could not be read ({f['error']})"
     ),
     "unavailable.ranks_differ": _ranks_differ,
+    "unavailable.probe_failed": lambda f: f"rank {f['rank']}: profiled steps failed: {f['error']}",
+    "unavailable.probe_no_trace": lambda f: (
+        "; ".join(str(why(reason_of(n))) for n in f["notes"]) or "the profiled steps left no trace"
+    ),
+    "unavailable.schedstat_unreadable": lambda f: (
+        f"{f['path']} unreadable ({f['error']}): the CPU wait and CPU time are measured on Linux "
+        "only (run_delay of CONFIG_SCHED_INFO)"
+    ),
 }
 
 
@@ -129,10 +141,13 @@ def coded(code: str) -> Finding:
     return Finding(code=code)
 
 
-def one_reason(reasons: Iterable[Finding | str]) -> Finding | str:
+R = TypeVar("R", Finding, str, Finding | str)
+
+
+def one_reason(reasons: Iterable[R]) -> R | Finding:
     """The ranks' reasons for one null figure as one: the reason they share, else each rank's
     distinct reason (`unavailable.ranks_differ`, worded one after another)."""
-    distinct: dict[str, Finding | str] = {}
+    distinct: dict[str, R] = {}
     for reason in reasons:
         key = reason if isinstance(reason, str) else reason.model_dump_json()
         distinct.setdefault(key, reason)

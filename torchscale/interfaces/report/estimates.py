@@ -38,7 +38,7 @@ def two_scopes_note(mfu: bool) -> str:
 # interval (no repeat or bootstrap behind it) prints as the plain value, never "(spread
 # unknown)".
 
-ONE_REPEAT = "one repeat: spread unknown"
+ONE_REPEAT = Finding(code="estimate.one_unit", figures={"unit": "repeat"})
 
 
 def from_columns(
@@ -48,7 +48,7 @@ def from_columns(
     *,
     n: int = 0,
     method: str = "cells table",
-    reason: str | None = None,
+    reason: Finding | None = None,
 ) -> Estimate | None:
     """The Estimate behind a row's value and interval columns; None when there is neither. An
     empty value with an interval left is "not measurable above noise" (the table's rule)."""

@@ -37,9 +37,6 @@ THROUGHPUT_INTERVAL = (
 # the rate's interval this many times the median step's, relative: two figures of one cell that
 # read as disagreeing, so where both are shown the reader is told why (`two_scopes`)
 SCOPES_APART = 2.0
-ONE_UNIT = "one {unit}: spread unknown"
-NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
-RANGE_ONLY = "range of {n} {unit}s, no interval"
 
 
 def block_length(n: int) -> int:
@@ -76,7 +73,7 @@ def judged(
     method: str,
     lower: float | None = 0.0,
     upper: float | None = None,
-    reason: str | None = None,
+    reason: Finding | None = None,
 ) -> Estimate:
     """An Estimate, measurable unless its interval reaches the domain's edge: a quantity that
     exists only above `lower` (a time, a share of the step) is not measurable when its
@@ -86,19 +83,19 @@ def judged(
         return Estimate(
             value=value, low=None, high=None, n=n, method=method, measurable=True, reason=reason
         )
-    edge = None
+    edge: dict[str, float] | None = None
     if lower is not None and low <= lower:
-        edge = setting(lower)
+        edge = {"edge": lower}
     elif upper is not None and high > upper:
-        edge = f"above {setting(upper)}"
+        edge = {"above": upper}
     if lower is not None:
         low, high = max(low, lower), max(high, lower)
     if upper is not None:
         low, high = min(low, upper), min(high, upper)
     if edge is None and lower is not None and value <= lower:
-        edge = setting(lower)  # a point at or below the domain's edge is noise whatever the spread
+        edge = {"edge": lower}  # a point at or below the domain's edge is noise whatever the spread
     if edge is not None:
-        reason = NOISE.format(edge=edge)
+        reason = Finding(code="estimate.inside_noise", figures=edge)
         return Estimate(
             value=None, low=low, high=high, n=n, method=method, measurable=False, reason=reason
         )
@@ -107,7 +104,8 @@ def judged(
 
 def one_unit(value: float, unit: str = "step") -> Estimate:
     """A figure of a single step, repeat or run: no interval, its spread unknown."""
-    return judged(value, None, None, n=1, method=f"one {unit}", reason=ONE_UNIT.format(unit=unit))
+    why = Finding(code="estimate.one_unit", figures={"unit": unit})
+    return judged(value, None, None, n=1, method=f"one {unit}", reason=why)
 
 
 def t_interval(
@@ -269,7 +267,7 @@ def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
         return one_unit(point)
     if data.size < SMALL:
         n = int(data.size)
-        reason = RANGE_ONLY.format(n=n, unit="step")
+        reason = Finding(code="estimate.range_only", figures={"n": n, "unit": "step"})
         return judged(point, None, None, n=n, method=f"{name} of {n} steps", reason=reason)
     rows = block_indices(data.size)
     low, high = percentile_interval(np.percentile(data[rows], q, axis=1))

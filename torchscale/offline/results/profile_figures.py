@@ -80,7 +80,7 @@ def _pct(share: Estimate) -> Shown:
 def not_measurable(estimate: Estimate) -> str:
     """How large a figure inside its noise could be, or why it has no interval."""
     if estimate.high is None:
-        return estimate.reason or "no interval"
+        return why(estimate.reason) or "no interval"
     return f"{spelled.under_pct(share_bound(estimate.high))} of the step"
 
 

@@ -23,6 +23,7 @@ from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
 from torchscale.offline.results.upgrades.cross_check_words import coded_cross_checks
+from torchscale.offline.results.upgrades.estimate_words import coded_estimates
 from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.upgrades.profile_reasons import coded_reasons
@@ -115,6 +116,7 @@ def read_analysis(
         return None, problem
     if isinstance(data, dict) and data.get("schema_version", 10) < 10:  # the same diagnosis
         data = {**data, "diagnosis": coded_cross_checks(coded_problems(data.get("diagnosis")))}
+        data = coded_estimates(data)
     analysis, problem = validated(ProfileAnalysis, data, "profile analysis")
     if analysis is None:
         return None, problem

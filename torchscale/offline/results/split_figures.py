@@ -97,4 +97,4 @@ def split_reasons(diagnosis: Diagnosis | None, world: int, why_not: Reason) -> d
 def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, Reason]:
     """`result`'s unavailable once `diagnosis` replaces its diagnosis (a profiled run's)."""
     kept = {k: v for k, v in result.unavailable.items() if k not in SPLIT_KEYS}
-    return kept | split_reasons(diagnosis, diagnosis.ranks, "")
+    return kept | split_reasons(diagnosis, diagnosis.ranks, coded("unavailable.not_measurable"))

@@ -14,11 +14,9 @@ from __future__ import annotations
 import os
 import time
 
+from torchscale.contracts.finding import Finding
+
 SCHEDSTAT = "/proc/thread-self/schedstat"
-UNAVAILABLE = (
-    f"{SCHEDSTAT} unreadable ({{why}}): the CPU wait and CPU time are measured on Linux only "
-    "(run_delay of CONFIG_SCHED_INFO)"
-)
 
 
 class CpuWaitClock:
@@ -27,7 +25,7 @@ class CpuWaitClock:
     `read()` are None once it is unavailable, and `unavailable` says why."""
 
     def __init__(self) -> None:
-        self.unavailable: str | None = None
+        self.unavailable: Finding | None = None
         self._fd: int | None = None
         try:
             self._fd = os.open(SCHEDSTAT, os.O_RDONLY)
@@ -41,7 +39,10 @@ class CpuWaitClock:
         return int(raw.split()[1]) / 1e9
 
     def _fail(self, exc: BaseException) -> None:
-        self.unavailable = UNAVAILABLE.format(why=f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
+        self.unavailable = Finding(
+            code="unavailable.schedstat_unreadable", figures={"path": SCHEDSTAT, "error": error}
+        )
         self.close()
 
     def read_both(self) -> tuple[float, float] | None:

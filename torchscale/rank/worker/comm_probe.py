@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.errors import TorchScaleError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import ProfiledComm
+from torchscale.contracts.wording.unavailable import coded
 
 if TYPE_CHECKING:
     from torchscale.offline.analysis.trace.reduce import RankReduction
@@ -48,8 +50,8 @@ def scope(strategy: str, hybrid: str | None) -> str:
     return "the tensor-parallel collectives (a tp cell runs no others)"
 
 
-def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
-    """Profile this rank's extra steps and reduce its trace; a one-line reason on failure.
+def probe_rank(trainer: Trainer, rank: int) -> RankReduction | Finding:
+    """Profile this rank's extra steps and reduce its trace; why not (a code) on failure.
 
     Every rank must call it (the capture starts with a barrier)."""
     from torchscale.contracts.worker_spec import ProfileSpec, trace_name
@@ -64,31 +66,31 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
         )
         outcome = capture(trainer, spec, rank)
         if trace_name(rank) not in outcome.files:
-            return "; ".join(outcome.notes) or "the profiled steps left no trace"
+            return Finding(code="unavailable.probe_no_trace", figures={"notes": outcome.notes})
         return reduce_rank(read_kineto(directory / trace_name(rank), rank_hint=rank))
     except (OSError, TorchScaleError) as exc:
-        return f"rank {rank}: profiled steps failed: {exc}"
+        return Finding(code="unavailable.probe_failed", figures={"rank": rank, "error": str(exc)})
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
 def profiled_comm(
-    reductions: Mapping[int, RankReduction | str | None], scope_text: str
-) -> tuple[ProfiledComm | None, str | None]:
+    reductions: Mapping[int, RankReduction | Finding | None], scope_text: str
+) -> tuple[ProfiledComm | None, Finding | None]:
     """Rank 0: the figures from every rank's reduction, or why there are none (pure)."""
     from torchscale.offline.analysis.profile.combine import combine
     from torchscale.offline.analysis.profile.profile_record import share_pct
 
-    problems = [r for r in reductions.values() if isinstance(r, str)]
+    problems = [r for r in reductions.values() if isinstance(r, Finding)]
     if problems:
         return None, problems[0]
     found: dict[int, Any] = {k: v for k, v in reductions.items() if v is not None}
     if len(found) < 2:
-        return None, "fewer than two ranks have profiled steps"
+        return None, coded("unavailable.probe_one_rank")
     analysis = combine(found, source="profiled steps (in memory)", target="comm")
     ranks = analysis.ranks
     if not ranks or min(r.steps for r in ranks) == 0:
-        return None, "the profiled steps held no complete step on some rank"
+        return None, coded("unavailable.probe_no_step")
 
     def share(column: str) -> float | None:  # the analysis' % over ranks, as a fraction
         pct = share_pct(ranks, column)

@@ -108,13 +108,10 @@ def parallel_metrics(
 
 def _profiled_comm(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[ProfiledComm | None, str | None]:
+) -> tuple[ProfiledComm | None, Reason | None]:
     """A tp cell's profiled communication, or why there is none."""
     if spec.profile is not None:
-        return None, (
-            "this launch was profiled by torchscale profile: its analysis.json holds the "
-            "communication of the profiled steps"
-        )
+        return None, coded("unavailable.profiled_launch")
     from torchscale.rank.worker.comm_probe import profiled_comm, scope
 
     shape = spec.cell.parallel

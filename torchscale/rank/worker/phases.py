@@ -62,7 +62,7 @@ class PhaseRecorder:
         self.accum = accum
         self.per_step = 2 + 4 * accum
         self.split = split_reason is None
-        self.notes: dict[str, Finding | str] = {}
+        self.notes: dict[str, Finding] = {}
         if split_reason is not None:
             self.notes["grad_sync_wait"] = split_reason
         self._cuda = cuda_events and device.type == "cuda"
@@ -256,7 +256,7 @@ class PhaseRecorder:
         return total, in_backward
 
     @property
-    def cpu_wait_note(self) -> str | None:
+    def cpu_wait_note(self) -> Finding | None:
         return self._clock.unavailable
 
     def seconds(self, steps: int | None = None) -> PhaseSeconds:

@@ -335,7 +335,7 @@ def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
             parts = diagnosis.parts if diagnosis is not None else []
             reason = (
                 why(result.unavailable.get("comm_overhead"))
-                or next((p.share.reason for p in parts if p.share.reason), None)
+                or next((why(p.share.reason) for p in parts if p.share.reason), None)
                 or why(result.unavailable.get("diagnosis"))
             )
             missing.append((ctx.label(row), reason or "not measured for this cell"))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
+from torchscale.contracts.wording.estimates import said
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -418,7 +419,7 @@ def host_bound_finding(
         n=1,
         method=ARITHMETIC_COST,
         measurable=False,
-        reason="the GPU's busy time was not measured (no busy probe)",
+        reason=said("estimate.no_busy_probe"),
     )
     return _problem(
         "problem.host_bound.arithmetic",

@@ -30,6 +30,7 @@ from torchscale.contracts.schema.cell_result import (
     StepSplit,
 )
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording.estimates import said
 from torchscale.contracts.wording.figures import change_text
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
@@ -181,7 +182,7 @@ class TracedInflation:
             n=self.traced_steps,
             method=INFLATION_METHOD,
             measurable=self.low is not None and self.high is not None,
-            reason=None if self.low is not None else "fewer than two steps on a side",
+            reason=None if self.low is not None else said("estimate.few_steps_a_side"),
         )
 
 

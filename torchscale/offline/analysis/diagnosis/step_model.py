@@ -27,6 +27,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording.estimates import said
 from torchscale.offline.analysis.uncertainty import (
     GapTest,
     judged,
@@ -38,7 +39,7 @@ from torchscale.offline.analysis.uncertainty import (
 MIN_EFFECT_SHARE = 0.05  # a straggler costs the others at least 5 % of the step, or it is noise
 ALPHA = 0.01
 MIN_PAIRED_STEPS = math.floor(math.log2(1 / ALPHA)) + 1  # smallest n with 2^-n < ALPHA
-ONE_RANK = "one rank: no peers to wait for"
+NO_STEP_TIME, ONE_STEP = said("estimate.no_step_time"), said("estimate.one_step")
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def part_estimates(
                 n=steps,
                 method=method,
                 measurable=True,
-                reason=ONE_RANK,
+                reason=said("estimate.one_rank"),
             )
             parts.append(StepPart(name=name, seconds=zero, share=zero))
             continue
@@ -150,7 +151,7 @@ def mean_seconds(values: np.ndarray, method: str) -> Estimate:
     """The mean of per-step seconds with its moving-block bootstrap interval (one step: none)."""
     means, resampled = mean_columns(values[:, None])
     if resampled is None:
-        return judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
+        return judged(float(means[0]), None, None, n=1, method="one step", reason=ONE_STEP)
     low, high = percentile_interval(resampled[:, 0])
     return judged(float(means[0]), low, high, n=len(values), method=method)
 
@@ -168,7 +169,7 @@ def share_of_step(
     ratio = resampled[:, 0] / np.where(resampled[:, 1] > 0, resampled[:, 1], np.nan)
     ratio = ratio[np.isfinite(ratio)]
     if ratio.size == 0:  # no step with any length: nothing to resample
-        return judged(value, None, None, n=1, method=method, reason="no step time", lower=lower)
+        return judged(value, None, None, n=1, method=method, reason=NO_STEP_TIME, lower=lower)
     low, high = percentile_interval(ratio)
     n = int(matrix.shape[0])
     return judged(value, low, high, n=n, method=method, lower=lower, upper=1.0)

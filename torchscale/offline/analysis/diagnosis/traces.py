@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     PART_NAMES,
     CrossCheck,
@@ -27,6 +28,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.step_model import (
     mean_step,
     part_estimates,
@@ -41,10 +43,6 @@ PART_COLUMNS = ["rank", "step", "step_s", *PART_NAMES, "host_wait", "memory"]
 BASIS = (
     "profiler traces: per rank and complete step, the step window cut instant by instant "
     "(compute > waiting for peers > exposed transfer > data > rest), mean over {ranks} rank(s)"
-)
-UNKNOWN_WAIT = (
-    "not separable: {why}; the wait is inside exposed transfer (collective time with nothing "
-    "computing)"
 )
 OWN_WORK_FROM_PHASES = (
     "own work = the rank's busy time in its data, forward, backward and optimizer ranges (a "
@@ -207,10 +205,9 @@ def build_step_model(
     one_of_many = ranks == 1 and (world_size or 1) > 1
     basis = BASIS.format(ranks=ranks)
     if one_of_many or (ranks > 1 and not waits_known):
-        why = (
-            f"one rank of {world_size} in the input"
-            if one_of_many
-            else "no collective matched across the ranks"
+        why = Finding(
+            code="estimate.wait_not_separable",
+            figures={"world_size": world_size if one_of_many else None},
         )
         estimates = [
             p.model_copy(update={"seconds": _unknown(why), "share": _unknown(why)})
@@ -218,7 +215,7 @@ def build_step_model(
             else p
             for p in estimates
         ]
-        basis += "; " + UNKNOWN_WAIT.format(why=why)
+        basis += "; " + say(why)
     host = share_of_step(
         per_step["host_wait"].to_numpy(np.float64),
         step_series,
@@ -288,7 +285,7 @@ def _cpu_tables(cpu_wait: pd.DataFrame | None) -> tuple[pd.DataFrame | None, pd.
     return tables[0], tables[1]
 
 
-def _unknown(why: str) -> Estimate:
+def _unknown(why: Finding) -> Estimate:
     return Estimate(
         value=None,
         low=None,
@@ -296,5 +293,5 @@ def _unknown(why: str) -> Estimate:
         n=0,
         method="none",
         measurable=False,
-        reason=UNKNOWN_WAIT.format(why=why),
+        reason=why,
     )

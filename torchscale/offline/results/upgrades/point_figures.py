@@ -29,15 +29,18 @@ built: they need the per-step table.
 
 from __future__ import annotations
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     PART_NAMES,
     CellResult,
     Diagnosis,
     Estimate,
+    Reason,
     StepPart,
     StragglerVerdict,
 )
 from torchscale.contracts.wording.cell_figures import percent_whole
+from torchscale.contracts.wording.estimates import SAID, said
 from torchscale.contracts.wording.spelled import pct_one, pct_whole
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
@@ -48,7 +51,7 @@ from torchscale.offline.results.upgrades.point_findings import (
     point_figure_findings,
 )
 
-NO_INTERVAL = "no interval"
+NO_INTERVAL = said("estimate.no_interval")
 METHOD = "point figure (median synchronised step and no_sync window), no interval"
 BASIS = (
     "point figures (median synchronised step, no_sync window and phase timers; no interval), "
@@ -57,22 +60,22 @@ BASIS = (
     f"least {pct_one(DATA_WAIT_MIN)} of the step"
 )
 PROFILED_METHOD = "point figure (steps profiled after the measured windows), no interval"
-PROFILED = "profiled steps, no interval"
-PROFILED_STEP = "median profiled step, no interval"
+PROFILED = said("estimate.profiled")
+PROFILED_STEP = said("estimate.profiled_step")
 PROFILED_BASIS = (
     "profiled steps after the measured windows (tensor-parallel collectives; no interval), "
     + BASIS.split("), ", 1)[1]
 )
-SYNC_STEP = "median synchronised step, no interval"
-POOLED_STEP = "median step of all ranks, no interval"
-OUTSIDE = "a point figure outside 0-100 %"
-OVER_STEP = "waiting + exposed comm over 100 %"
-INSIDE_COMPUTE = "counted in compute"
-NOT_RECORDED = "not recorded"
+SYNC_STEP = said("estimate.sync_step")
+POOLED_STEP = said("estimate.pooled_step")
+OUTSIDE = said("estimate.outside_share")
+OVER_STEP = said("estimate.over_step")
+INSIDE_COMPUTE = said("estimate.inside_compute")
+NOT_RECORDED = said("estimate.not_recorded")
 # the reasons are short: each is said in a table cell, five to a row (the result's
 # `unavailable` says more)
-NO_WINDOW = "no no_sync shares"
-ONE_RANK = "one rank"
+NO_WINDOW = said("estimate.no_window")
+ONE_RANK = said("estimate.point_one_rank")
 TEST = (
     "the run delayed it on purpose or the others wait for it at least "
     f"{pct_whole(STRAGGLER_MIN)} of the step (point figures: no significance test)"
@@ -81,7 +84,7 @@ NO_TEST = "no significance test"
 
 
 def _point(
-    value: float | None, *, share: bool, reason: str = NO_INTERVAL, method: str = METHOD
+    value: float | None, *, share: bool, reason: Reason = NO_INTERVAL, method: str = METHOD
 ) -> Estimate:
     """A point figure as an Estimate: the value with no interval, or not measurable with why
     (not recorded; a share outside [0, 1])."""
@@ -94,7 +97,7 @@ def _point(
     )
 
 
-def _unknown(reason: str, method: str = METHOD) -> Estimate:
+def _unknown(reason: Reason, method: str = METHOD) -> Estimate:
     return Estimate(
         value=None, low=None, high=None, n=0, method=method, measurable=False, reason=reason
     )
@@ -104,7 +107,7 @@ def _part(name: str, seconds: Estimate, share: Estimate) -> StepPart:
     return StepPart.model_validate({"name": name, "seconds": seconds, "share": share})
 
 
-def _unknown_part(name: str, reason: str, method: str = METHOD) -> StepPart:
+def _unknown_part(name: str, reason: Reason, method: str = METHOD) -> StepPart:
     return _part(name, _unknown(reason, method), _unknown(reason, method))
 
 
@@ -117,12 +120,14 @@ def _share_part(name: str, share: Estimate, seconds: float | None, method: str) 
     )
 
 
-def _compute_why(exposed: Estimate, waiting: Estimate) -> str:
+def _compute_why(exposed: Estimate, waiting: Estimate) -> Finding:
     """Why compute, the rest of the step after the two shares, is not measurable."""
     if exposed.reason == OVER_STEP:
         return OVER_STEP
     label, share = ("exposed comm", exposed) if not exposed.measurable else ("waiting", waiting)
-    return f"rest after {label}: {share.reason or OUTSIDE}"
+    why = share.reason or OUTSIDE
+    figures = {"label": label, "reason": why.model_dump() if isinstance(why, Finding) else why}
+    return Finding(code="estimate.rest_after", figures=figures)
 
 
 def step_parts(result: CellResult, older: OlderBlocks) -> tuple[Estimate, list[StepPart]]:
@@ -206,7 +211,7 @@ def _why_not_named(imbalance: float | None) -> str:
     if imbalance is None:
         return "the others' wait for it was not recorded"
     if not 0.0 <= imbalance <= 1.0:
-        return f"the others' wait for it is {OUTSIDE}"
+        return f"the others' wait for it is {SAID['estimate.outside_share']}"
     return f"the others wait for it less than {percent_whole(STRAGGLER_MIN)} of the step"
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from torchscale.contracts.wording.unavailable import SAID
 from torchscale.offline.results.upgrades.cell_reasons import coded_reasons
 from torchscale.offline.results.upgrades.cross_check_words import coded_cross_checks
+from torchscale.offline.results.upgrades.estimate_words import coded_estimates
 from torchscale.offline.results.upgrades.host_load_words import coded_host_loads
 from torchscale.offline.results.upgrades.power_limit_words import coded_power_limits
 from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
@@ -237,6 +238,7 @@ def _without_mfu(intervals: Any) -> Any:
 def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
     """Version 19 -> 20: stored sentences become codes with their figures."""
     data = {**data, "diagnosis": coded_cross_checks(data.get("diagnosis"))}
+    data = coded_estimates(data)
     warnings = coded_warnings(data)
     return coded_reasons(
         {

@@ -1,0 +1,67 @@
+"""Words for why a figure has no interval or is not measurable (`Estimate.reason`, a code and
+its figures from cell result schema 20; the words an older version stored otherwise). The
+figure-less codes say exactly what the versions before 20 stored, so the reader turns such a
+sentence back into its code (upgrades/estimate_words.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.rule_figures import setting
+from torchscale.contracts.wording.unavailable import reason_of, why
+
+SAID: dict[str, str] = {
+    "estimate.one_rank": "one rank: no peers to wait for",
+    "estimate.one_step": "one step",
+    "estimate.no_step_time": "no step time",
+    "estimate.no_interval": "no interval",
+    "estimate.few_steps_a_side": "fewer than two steps on a side",
+    "estimate.no_busy_probe": "the GPU's busy time was not measured (no busy probe)",
+    # an older result's point figures (upgrades/point_figures.py)
+    "estimate.profiled": "profiled steps, no interval",
+    "estimate.profiled_step": "median profiled step, no interval",
+    "estimate.sync_step": "median synchronised step, no interval",
+    "estimate.pooled_step": "median step of all ranks, no interval",
+    "estimate.outside_share": "a point figure outside 0-100 %",
+    "estimate.over_step": "waiting + exposed comm over 100 %",
+    "estimate.inside_compute": "counted in compute",
+    "estimate.not_recorded": "not recorded",
+    "estimate.no_window": "no no_sync shares",
+    "estimate.point_one_rank": "one rank",
+}
+
+
+def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda figures: SAID[code]
+
+
+def _noise(f: Mapping[str, Any]) -> str:
+    edge = setting(f["edge"]) if "edge" in f else f"above {setting(f['above'])}"
+    return f"not measurable above noise: its 95 % interval reaches {edge}"
+
+
+def _not_separable(f: Mapping[str, Any]) -> str:
+    """`world_size`: one rank of it in the input; None: no collective matched across ranks."""
+    size = f.get("world_size")
+    cause = f"one rank of {size} in the input" if size else "no collective matched across the ranks"
+    return (
+        f"not separable: {cause}; the wait is inside exposed transfer (collective time with "
+        "nothing computing)"
+    )
+
+
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
+    "estimate.one_unit": lambda f: f"one {f['unit']}: spread unknown",
+    "estimate.inside_noise": _noise,
+    "estimate.range_only": lambda f: f"range of {f['n']} {f['unit']}s, no interval",
+    "estimate.wait_not_separable": _not_separable,
+    "estimate.rest_after": lambda f: f"rest after {f['label']}: {why(reason_of(f['reason']))}",
+}
+
+
+def said(code: str) -> Finding:
+    """The finding of a figure-less reason: `said('estimate.one_step')`."""
+    assert code in SAID, code
+    return Finding(code=code)
