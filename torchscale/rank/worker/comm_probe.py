@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.schema.cell_result import ProfiledComm
+from torchscale.contracts.wording import say
 
 if TYPE_CHECKING:
     from torchscale.offline.analysis.trace.reduce import RankReduction
@@ -64,7 +65,7 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
         )
         outcome = capture(trainer, spec, rank)
         if trace_name(rank) not in outcome.files:
-            return "; ".join(outcome.notes) or "the profiled steps left no trace"
+            return "; ".join(map(say, outcome.notes)) or "the profiled steps left no trace"
         return reduce_rank(read_kineto(directory / trace_name(rank), rank_hint=rank))
     except (OSError, TorchScaleError) as exc:
         return f"rank {rank}: profiled steps failed: {exc}"
