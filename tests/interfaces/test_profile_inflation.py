@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from tests.h100_replay import WORKLOAD, needs_h100
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.validate import detail as shown_detail
 from torchscale.interfaces.api.profile import analyze_traces
 from torchscale.interfaces.cli.app import app
@@ -87,7 +88,10 @@ def test_the_real_traces_reanalysed_head_with_the_untraced_split(tmp_path: Path)
     assert analysed.saved == output and output.is_file()
     assert (TRACED / "analysis.json").read_bytes() == before
     assert_untraced_headline(analysed.analysis)
-    assert any("Welch's t" in n for n in analysed.analysis.notes)
+    [overhead] = [
+        n for n in analysed.analysis.notes if getattr(n, "code", None) == "profile.capture_overhead"
+    ]
+    assert "Welch's t" in said(overhead)
     printed = [line.text for line in analysis_lines(analysed.analysis)]
     assert any(UNTRACED_HEAD in line for line in printed)
     assert "3 traced step(s)" in printed[0]
@@ -101,8 +105,8 @@ def test_a_stored_schema_6_analysis_is_judged_when_read() -> None:
     assert analysis.schema_version == 6
     assert_untraced_headline(analysis)
     # its note on the capture overhead is the same comparison's, on the means
-    [note] = [n for n in analysis.notes if n.startswith("capture overhead")]
-    assert "(+76 % ±20 %, Welch's t" in note
+    [note] = [n for n in analysis.notes if getattr(n, "code", None) == "profile.capture_overhead"]
+    assert "(+76 % ±20 %, Welch's t" in said(note)
 
 
 def test_the_report_heads_with_the_untraced_split_and_says_compiled(tmp_path: Path) -> None:
