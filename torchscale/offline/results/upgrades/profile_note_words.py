@@ -24,7 +24,7 @@ def _figure_less() -> dict[str, str]:
     for code in [*profile_notes.NOTES, *trace_notes.NOTES]:
         try:
             said[wording.say(Finding(code=code))] = code
-        except (KeyError, TypeError):
+        except KeyError:
             continue  # a note with figures: FIGURED below, or left as stored
     return said
 
