@@ -63,49 +63,43 @@ def _overhead(f: F) -> str:
     )
 
 
-NOTES: dict[str, Callable[[F], str]] = {
+# a note's words, each whole figure by name (as `trace_notes.SAID`)
+NOTE_SAID: dict[str, str] = {
+    "profile.no_measured_step": "no measured step time to compare the traced steps with",
+    "profile.no_traced_step_times": "the ranks recorded no traced step times "
+    "(rank<k>.phases.json step_s)",
+    "profile.waits_included": "its exposed communication includes the waits for peers: it was "
+    "analysed without a step model to split them out",
+    "profile.steps_left_out": "step model: {count} step(s) not complete on every rank left out",
+    "profile.steps_by_position": "step model: the ranks share no step number; steps paired by "
+    "position",
+    "profile.no_findings": "no step model: no findings",
+    "profile.not_written": "{file} not written: {error}",
+    "profile.capture_failed": "nsys capture {what} failed: {error}",
+    "profile.trigger_cpu": "nsys waits for cudaProfilerStart, which a CPU rank cannot call",
+    "profile.trigger_no_nvtx": "nsys waits for the NVTX range {range}, and this rank has no NVTX",
+    "profile.nvtx_torch": "NVTX from torch.cuda.nvtx: default NVTX domain (it takes none); "
+    "ranges are named torchscale:<phase> and ProfilerStep#<n>",
+    "profile.nvtx_missing": "no NVTX on this CPU build of torch and the nvtx package is not "
+    "installed (pip install 'nvtx<0.2.12'): no phase or step ranges in the Nsight Systems report",
+    "profile.nvtx_too_new": "nvtx {version} on a CPU build: with Nsight Systems 2022.4 only nvtx "
+    "< 0.2.12 records anything from a CPU-only process; newer Nsight Systems may work",
+}
+
+
+def templated(words: str) -> Callable[[F], str]:
+    """The phrase of words that name their figures ('{count} duplicate step range(s)')."""
+    return lambda f: words.format(**f)
+
+
+NOTES: dict[str, Callable[[F], str]] = {code: templated(w) for code, w in NOTE_SAID.items()} | {
     "profile.capture_overhead": _overhead,
     "profile.overhead_unknown": lambda f: f"capture overhead: unknown ({_said_why(f)})",
-    "profile.no_measured_step": lambda f: "no measured step time to compare the traced steps with",
-    "profile.no_traced_step_times": lambda f: (
-        "the ranks recorded no traced step times (rank<k>.phases.json step_s)"
-    ),
-    "profile.waits_included": lambda f: (
-        "its exposed communication includes the waits for peers: it was analysed without a step "
-        "model to split them out"
-    ),
-    "profile.steps_left_out": lambda f: (
-        f"step model: {f['count']} step(s) not complete on every rank left out"
-    ),
-    "profile.steps_by_position": lambda f: (
-        "step model: the ranks share no step number; steps paired by position"
-    ),
-    "profile.no_findings": lambda f: "no step model: no findings",
-    "profile.devices_differ": lambda f: f"ranks report different devices: {f['devices']}",
-    "profile.not_written": lambda f: f"{f['file']} not written: {f['error']}",
-    "profile.capture_failed": lambda f: f"nsys capture {f['what']} failed: {f['error']}",
     "profile.nothing_captured": lambda f: f"{_said_why(f)}: nothing is captured",
-    "profile.trigger_cpu": lambda f: (
-        "nsys waits for cudaProfilerStart, which a CPU rank cannot call"
-    ),
-    "profile.trigger_no_nvtx": lambda f: (
-        f"nsys waits for the NVTX range {f['range']}, and this rank has no NVTX"
-    ),
+    "profile.devices_differ": lambda f: f"ranks report different devices: {f['devices']}",
     "profile.whole_run": lambda f: (
         "nsys captured the whole run, not only the profiled steps: the ranks have no NVTX "
         f"to start a capture range with ({_said_why(f) if f['why'] else 'no NVTX backend'})"
-    ),
-    "profile.nvtx_torch": lambda f: (
-        "NVTX from torch.cuda.nvtx: default NVTX domain (it takes none); ranges are "
-        "named torchscale:<phase> and ProfilerStep#<n>"
-    ),
-    "profile.nvtx_missing": lambda f: (
-        "no NVTX on this CPU build of torch and the nvtx package is not installed "
-        "(pip install 'nvtx<0.2.12'): no phase or step ranges in the Nsight Systems report"
-    ),
-    "profile.nvtx_too_new": lambda f: (
-        f"nvtx {f['version']} on a CPU build: with Nsight Systems 2022.4 only nvtx < 0.2.12 "
-        "records anything from a CPU-only process; newer Nsight Systems may work"
     ),
 }
 
