@@ -1,7 +1,7 @@
 """The versioned trace analysis (`profile/<name>/analysis.json`), read by reports.
 
 Every figure that the traces cannot give is null with the reason in `unavailable`; what was odd
-or missing in the input is a line in `notes`. Times are microseconds unless a name says
+or missing in the input is a finding in `notes`. Times are microseconds unless a name says
 otherwise; percentages are of the cycle (median step time) unless a name says otherwise.
 """
 

@@ -3,8 +3,8 @@
 overhead = mean traced step / mean measured step - 1, every rank's steps pooled on both sides,
 timed by the same step timer (`measurement.timing`): what the profiler adds, plus run-to-run
 drift. Its 95 % interval is Welch's t (`inflation.traced_inflation`; docs/profiling.md, "When
-the profiler inflates the traced steps"); one that includes 0 reads "not measurable". One line
-in the run's `profile.notes` (result.json) and in the analysis' notes (analysis.json).
+the profiler inflates the traced steps"); one that includes 0 reads "not measurable". One note
+(`profile.capture_overhead`) in the run's `profile.notes` and in the analysis' notes.
 """
 
 from __future__ import annotations

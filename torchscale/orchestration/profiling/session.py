@@ -5,7 +5,7 @@ torchrun's logs, the run's own result (its measured windows, phase timings and s
 phase timers, taken before any profiled step), one trace per rank, and `analysis.json`. It never
 writes into `cells/`, so profiling a cell after a sweep cannot change the sweep's results. The
 traced steps' cost against the measured windows (torchscale/orchestration/profiling/overhead.py) is
-one line in the result's `profile.notes` and in the analysis' notes.
+one note (`profile.capture_overhead`) in the result's `profile.notes` and in the analysis' notes.
 """
 
 from __future__ import annotations
