@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.offline.analysis.trace.intervals import window_index
 from torchscale.offline.analysis.trace.steps import full_steps
 from torchscale.offline.traces.rank_trace import RankTrace
 
 NAME = "event_counts"
 COLUMNS = ["step", "kind", "events"]
-NOTE = "event_counts: counted every event that starts in a complete step"
+NOTE = Finding(code="trace.event_counts")  # a code no wording module knows: shown as its code
 
 
-def event_counts(trace: RankTrace, steps: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def event_counts(trace: RankTrace, steps: pd.DataFrame, notes: list[Finding]) -> pd.DataFrame:
     """Per complete step and event kind: how many events start inside the step's window."""
     full = full_steps(steps)
     events = trace.events

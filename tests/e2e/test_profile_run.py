@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.contracts.cell_settings import TRACED_STEPS
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
@@ -37,6 +38,14 @@ from torchscale.offline.results import profile_figures
 from torchscale.offline.results.versions import read_cell_result
 
 DELAY_MS = 50.0
+
+
+def overheads(notes: list[Finding | str], tool: str) -> list[Finding]:
+    """The capture overhead notes of `tool` (a code: compared, never its words)."""
+    code = "profile.capture_overhead"
+    return [
+        n for n in notes if isinstance(n, Finding) and (n.code, n.figure("tool")) == (code, tool)
+    ]
 
 
 def invoke(*args: str | Path) -> Result:
@@ -119,8 +128,8 @@ def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Resu
     ranks, result, directory = profiled
     run = read_cell_result(directory / "result.json").result
     assert run is not None and run.profile is not None and run.step_time is not None
-    [line] = [n for n in run.profile.notes if n.startswith("capture overhead (torch)")]
-    assert f"over {ranks} rank(s)" in line and "same step timer: perf_counter" in line
+    [line] = overheads(run.profile.notes, "torch")
+    assert (line.figures["ranks"], line.figures["timing"]) == (ranks, "perf_counter")
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert line in analysis.notes
     assert "capture overhead" not in result.output  # a note: shown with -v
@@ -320,7 +329,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
         assert stall.value is None and stall.reason == profile_figures.NO_MATCH
     else:
         assert analysis.diagnosis.source == "phase timers"
-        assert any(n.startswith("capture overhead (nsys)") for n in analysis.notes)
+        assert overheads(analysis.notes, "nsys")
         assert (stall.reason is not None) != (stall.value is not None)
     # only the profiled steps: the ranks' empty `torchscale:capture` range started the
     # collection, so nothing of the start-up (torch's imports alone are ~1 s of OS calls)
@@ -339,7 +348,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     assert trigger_ns - first_osrt_ns < 1e9, (trigger_ns, first_osrt_ns)
     # what the traced steps cost against the measured windows, in both files
     assert run.profile is not None
-    [overhead] = [n for n in run.profile.notes if n.startswith("capture overhead (nsys)")]
+    [overhead] = overheads(run.profile.notes, "nsys")
     assert overhead in analysis.notes
 
 

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from tests.h100_replay import WORKLOAD, needs_h100
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording.cross_checks import detail as said
+from torchscale.contracts.wording.cross_checks import detail
+from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.validate import detail as shown_detail
 from torchscale.interfaces.api.profile import analyze_traces
 from torchscale.interfaces.cli.app import app
@@ -70,9 +71,9 @@ def assert_untraced_headline(analysis: ProfileAnalysis) -> None:
     inflation = inflation_of(diagnosis)
     assert inflation is not None and inflation.low is not None and inflation.low > 0.05
     [check] = [c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK]
-    assert "compute 53.1 %" in said(check.detail) and "Welch's t" in said(check.detail)
-    assert "withheld as profiler overhead" in said(check.detail)
-    assert "GPU idle waiting for the host" in said(check.detail)
+    assert "compute 53.1 %" in detail(check.detail) and "Welch's t" in detail(check.detail)
+    assert "withheld as profiler overhead" in detail(check.detail)
+    assert "GPU idle waiting for the host" in detail(check.detail)
     assert not any("CUDA graphs" in f for f in every_finding(analysis))
     # said once, on the Step line (UNTRACED_HEAD), not again as a disagreeing cross-check
     assert INFLATION_CHECK not in (disagreement(diagnosis.cross_checks) or "")
@@ -88,7 +89,10 @@ def test_the_real_traces_reanalysed_head_with_the_untraced_split(tmp_path: Path)
     assert analysed.saved == output and output.is_file()
     assert (TRACED / "analysis.json").read_bytes() == before
     assert_untraced_headline(analysed.analysis)
-    assert any("Welch's t" in n for n in analysed.analysis.notes)
+    [overhead] = [
+        n for n in analysed.analysis.notes if getattr(n, "code", None) == "profile.capture_overhead"
+    ]
+    assert "Welch's t" in said(overhead)
     printed = [line.text for line in analysis_lines(analysed.analysis)]
     assert any(UNTRACED_HEAD in line for line in printed)
     assert "3 traced step(s)" in printed[0]
@@ -102,8 +106,8 @@ def test_a_stored_schema_6_analysis_is_judged_when_read() -> None:
     assert analysis.schema_version == 6
     assert_untraced_headline(analysis)
     # its note on the capture overhead is the same comparison's, on the means
-    [note] = [n for n in analysis.notes if n.startswith("capture overhead")]
-    assert "(+76 % ±20 %, Welch's t" in note
+    [note] = [n for n in analysis.notes if getattr(n, "code", None) == "profile.capture_overhead"]
+    assert "(+76 % ±20 %, Welch's t" in said(note)
 
 
 def test_the_report_heads_with_the_untraced_split_and_says_compiled(tmp_path: Path) -> None:

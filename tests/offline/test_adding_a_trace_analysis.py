@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from benchmarks.synthetic_traces import write_synthetic_traces
 from tests.added_reducer import COLUMNS, NAME, NOTE, event_counts
+from torchscale.contracts.wording.profile_notes import on_rank
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.trace import registry
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
@@ -75,7 +76,7 @@ def test_one_module_and_its_registry_line_add_a_trace_analysis(
         for name in ("phases", "breakdown", "collectives", "kernels"):
             pd.testing.assert_frame_equal(reduction.tables[name], before[rank].tables[name])
         pd.testing.assert_frame_equal(reduction.idle.per_step, before[rank].idle.per_step)
-        assert reduction.notes == [*before[rank].notes, f"rank {rank}: {NOTE}"]
+        assert reduction.notes == [*before[rank].notes, on_rank(NOTE, rank)]
 
     # `torchscale profile analyze`: the same analysis.json but for the reducer's notes
     out = tmp_path / "analysis.json"
@@ -83,7 +84,7 @@ def test_one_module_and_its_registry_line_add_a_trace_analysis(
     assert result.exit_code == 0, result.output
     analysed = json.loads(out.read_text())
     expected = json.loads(analysed_before.model_dump_json())
-    added = [f"rank {rank}: {NOTE}" for rank in sorted(after)]
+    added = [on_rank(NOTE, rank).model_dump() for rank in sorted(after)]
     assert [n for n in analysed["notes"] if n in added] == added
     assert [n for n in analysed["notes"] if n not in added] == expected["notes"]
     for stored in (analysed, expected):

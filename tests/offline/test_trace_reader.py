@@ -19,6 +19,7 @@ import pytest
 from benchmarks.synthetic_traces import write_synthetic_traces
 from torchscale.contracts.errors import TraceError
 from torchscale.contracts.step_phases import OWN_WORK_PHASES as PHASES
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.traces import kineto
 from torchscale.offline.traces.classify import classify_event, normalise_coll_op, phase_of, step_of
 from torchscale.offline.traces.discover import find_traces, read_rank_traces
@@ -287,8 +288,9 @@ def test_bad_durations_dropped_with_one_note(tmp_path: Path) -> None:
     ]
     trace = read_kineto(write_trace(tmp_path / "rank0.json", events, dist=GLOO))
     assert trace.events["name"].tolist() == ["aten::mm", "aten::exact_day"]
-    bad = [n for n in trace.notes if "dropped" in n]
-    assert len(bad) == 1 and bad[0].startswith("dropped 6 event(s)")
+    assert [n for n in trace.notes if n.code == "trace.dropped_events"] == [
+        note("trace.dropped_events", count=6)
+    ]
 
 
 def test_keys_written_after_trace_events(tmp_path: Path) -> None:
@@ -409,11 +411,12 @@ def test_rank_from_file_name(name: str, rank: int | None) -> None:
 def test_rank_without_distributed_info(tmp_path: Path) -> None:
     trace = read_kineto(write_trace(tmp_path / "worker_rank-4.json", gloo_events()))
     assert (trace.rank, trace.rank_source) == (4, "file name")
-    assert any("rank 4 taken from the file name" in n for n in trace.notes)
+    assert note("trace.rank_from_file_name", field="distributedInfo", rank=4) in trace.notes
     given = read_kineto(tmp_path / "worker_rank-4.json", rank_hint=6)
     assert (given.rank, given.rank_source) == (6, "given")
     disagree = read_kineto(write_trace(tmp_path / "r.json", gloo_events(), dist=GLOO), rank_hint=1)
-    assert disagree.rank == 0 and any("expected 1" in n for n in disagree.notes)
+    assert disagree.rank == 0
+    assert note("trace.rank_disagrees", rank=0, expected=1) in disagree.notes
     message = read_error(write_trace(tmp_path / "trace.json", gloo_events()))
     assert "no rank" in message and "trace.json" in message
 
@@ -421,9 +424,9 @@ def test_rank_without_distributed_info(tmp_path: Path) -> None:
 def test_single_process_trace_reads_with_notes(tmp_path: Path) -> None:
     events = [ev("aten::mm", ts=1), ev("aten::add", ts=3)]
     trace = read_kineto(write_trace(tmp_path / "rank0.json", events))
-    notes = " | ".join(trace.notes)
-    assert "no ProfilerStep" in notes and "no collectives" in notes
-    assert "no distributedInfo" in notes
+    codes = [n.code for n in trace.notes]
+    assert {"trace.no_step_ranges", "trace.no_collectives"} <= set(codes)
+    assert "trace.rank_from_file_name" in codes
     assert trace.device_type == "cpu" and trace.world_size is None
     empty = read_kineto(write_trace(tmp_path / "rank1.json", []))
     assert len(empty.events) == 0 and tuple(empty.events.columns) == EVENT_COLUMNS

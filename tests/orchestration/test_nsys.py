@@ -17,6 +17,7 @@ import pytest
 
 from tests.processes import kill_mentioning
 from torchscale.contracts.errors import LaunchError, TraceError
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.traces.nsys_sqlite import read_nsys_sqlite
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS, KINDS
 from torchscale.orchestration.launch.torchrun import torchrun_command
@@ -251,12 +252,12 @@ def test_reads_one_rank_trace_per_worker_with_the_contract_columns(tmp_path: Pat
         assert t.world_size == 2 and t.backend == "gloo"
         assert t.base_time_ns == SESSION_START_NS
         assert t.rank_source == "nvtx mark"
-        assert any("NVTX mark" in n for n in t.notes)
+        assert any(n.code == "trace.nsys_rank_mark" for n in t.notes)
         assert t.events["ts"].is_monotonic_increasing
         assert str(t.events["ts"].dtype) == "float64"
         assert str(t.events["correlation"].dtype) == "Int64"
     # rank 1 is pid 200: the mark wins over the pid order
-    assert "pid 200" in traces[1].notes[0]
+    assert traces[1].notes[0].figure("process") == "pid 200 (python)"
 
 
 def test_steps_phases_and_times_in_microseconds(tmp_path: Path) -> None:
@@ -297,15 +298,18 @@ def test_nested_push_pop_ranges_keep_their_own_extent(tmp_path: Path) -> None:
     assert ev.loc["Optimizer.step#SGD.step", "phase"] == "optimizer"
     assert ev.loc["my user range", "kind"] == "cpu_op"
     assert "torchscale:forward" not in ev.index
-    assert any("1 NVTX range(s) never closed" in n for n in trace.notes)
+    assert note("trace.nsys_unclosed", count=1) in trace.notes
 
 
 def test_missing_rank_marks_fall_back_to_process_order(tmp_path: Path) -> None:
     traces = read_nsys_sqlite(two_rank_export(tmp_path / "r.sqlite", marks=False))
     assert [t.rank for t in traces] == [0, 1]
     assert all(t.rank_source == "nsys process order" for t in traces)
-    assert "pid 100" in traces[0].notes[0] and "pid 200" in traces[1].notes[0]
-    assert all(any("process order" in n for n in t.notes) for t in traces)
+    assert [t.notes[0].figure("process") for t in traces] == [
+        "pid 100 (python)",
+        "pid 200 (python)",
+    ]
+    assert all(any(n.code == "trace.nsys_process_order" for n in t.notes) for t in traces)
     assert traces[0].world_size is None
 
 
@@ -316,10 +320,12 @@ def test_some_marks_missing_unmarked_get_the_free_ranks(tmp_path: Path) -> None:
         ex.start_end(pid, "ProfilerStep#0", 0, 5 * MS)
     ex.mark(10, "torchscale:rank=1", 0)
     traces = read_nsys_sqlite(ex.close())
-    got = {t.rank: (t.rank_source, t.notes[0]) for t in traces}
-    assert got[1][0] == "nvtx mark" and "pid 10" in got[1][1]
-    assert got[0][0] == "nsys process order" and "pid 20" in got[0][1]
-    assert got[2][0] == "nsys process order" and "pid 30" in got[2][1]
+    got = {t.rank: (t.rank_source, t.notes[0].figure("process")) for t in traces}
+    assert got == {
+        1: ("nvtx mark", "pid 10 (python)"),
+        0: ("nsys process order", "pid 20 (python)"),
+        2: ("nsys process order", "pid 30 (python)"),
+    }
 
 
 def test_two_processes_marking_one_rank_is_an_error(tmp_path: Path) -> None:
@@ -397,7 +403,7 @@ def test_cuda_kernels_nccl_collectives_and_runtime(tmp_path: Path) -> None:
     assert run["correlation"].tolist() == [4] and not run["device_side"].any()
     mem = ev[ev["kind"] == "memory"]
     assert mem["name"].astype(str).tolist() == ["Memcpy HtoD"]
-    assert not any("no CUDA kernels" in n for n in trace.notes)
+    assert note("trace.nsys_no_kernels") not in trace.notes
 
 
 def test_unknown_schema_version_is_a_trace_error(tmp_path: Path) -> None:
@@ -434,7 +440,7 @@ def test_newer_metadata_table_name_is_accepted(tmp_path: Path) -> None:
     ex.mark(100, "torchscale:rank=0", 0)
     ex.start_end(100, "ProfilerStep#0", 0, MS)
     (trace,) = read_nsys_sqlite(ex.close())
-    assert trace.rank == 0 and "schema 3.24.14" in trace.notes[0]
+    assert trace.rank == 0 and trace.notes[0].figure("schema") == "3.24.14"
 
 
 @pytest.mark.parametrize("content", [b"", b"not a database at all, just text\n" * 40])

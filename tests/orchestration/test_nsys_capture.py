@@ -19,6 +19,8 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.contracts.worker_spec import CAPTURE_ENV, NVTX_CAPTURE, ProfileSpec, capture_range
 from torchscale.orchestration.config import parse_config
 from torchscale.orchestration.launch.torchrun import torchrun_command
@@ -137,9 +139,9 @@ def test_without_the_environment_a_rank_fires_nothing() -> None:
 
 def test_a_trigger_the_rank_cannot_fire_says_why() -> None:
     trigger, why = nsys_trigger("cudaProfilerApi", "cpu", FakeNvtx([]))
-    assert trigger is None and why is not None and "cudaProfilerStart" in why
+    assert trigger is None and why == note("profile.trigger_cpu")
     trigger, why = nsys_trigger("nvtx", "cpu", None)
-    assert trigger is None and why is not None and NVTX_CAPTURE in why
+    assert trigger is None and why == note("profile.trigger_no_nvtx", range=NVTX_CAPTURE)
 
 
 def test_cuda_trigger_is_cuda_profiler_start_and_stop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,13 +184,15 @@ def test_profile_session_wraps_with_the_capture_range(
     noted: bool,
 ) -> None:
     monkeypatch.setattr(nsys_mod, "find_nsys", lambda *a, **k: NSYS)
-    monkeypatch.setattr(nsys_mod, "cpu_nvtx_records", lambda: (records, "no NVTX here"))
-    command, note = session._nsys_wrap(launch(tmp_path, "cuda" if gpu else "cpu"), tmp_path)
+    monkeypatch.setattr(
+        nsys_mod, "cpu_nvtx_records", lambda: (records, note("profile.nvtx_missing"))
+    )
+    command, whole = session._nsys_wrap(launch(tmp_path, "cuda" if gpu else "cpu"), tmp_path)
     assert command.env_overrides[CAPTURE_ENV] == expected
     assert (flag(command.argv, "capture-range") or "none") == expected
-    assert (note is not None) == noted
-    if note:
-        assert "whole run" in note and "no NVTX here" in note
+    assert (whole is not None) == noted
+    if whole:
+        assert whole == note("profile.whole_run", why=note("profile.nvtx_missing").model_dump())
 
 
 # ------------------------------------------------------------- where the rank fires it
@@ -330,7 +334,8 @@ def test_a_failing_trigger_costs_the_trace_not_the_cell(
     monkeypatch.setattr(markers, "nvtx_backend", lambda: (BrokenNvtx(events), None))
     spec = ProfileSpec(tool="nsys", wait=0, warmup=1, active=2, trace_dir=str(tmp_path))
     outcome = capture(FakeTrainer(events), spec, rank=0)  # type: ignore[arg-type]
-    assert outcome.notes == [f"rank 0: nsys capture start failed: cannot push {NVTX_CAPTURE}"]
+    error = f"cannot push {NVTX_CAPTURE}"
+    assert outcome.notes == [note("profile.capture_failed", on_rank=0, what="start", error=error)]
     assert [e for e in events if e.startswith("step")] == ["step 0", "step 1", "step 2"]
     assert outcome.files == ["rank0.phases.json"]
 
@@ -365,12 +370,14 @@ def test_overhead_is_traced_against_measured_mean_step(tmp_path: Path) -> None:
     assert overhead.measured_step_s == pytest.approx(0.100)
     assert overhead.overhead == pytest.approx(0.115)
     assert (overhead.traced_steps, overhead.ranks, overhead.timing) == (6, 2, "perf_counter")
-    line = overhead.line()
+    line = say(overhead.note())
     assert line.startswith("capture overhead (nsys): traced steps 112 ms mean against 100 ms")
     assert "+11.5 % ±" in line and "Welch's t" in line  # spelled as every figure is
     (tmp_path / "rank1.phases.json").unlink()
     write_phases(tmp_path, 0, [0.1115])  # one traced step: no interval
-    assert "+11.5 %, no interval" in capture_overhead(cell_result(0.1), tmp_path, "nsys")[0].line()
+    assert "+11.5 %, no interval" in say(
+        capture_overhead(cell_result(0.1), tmp_path, "nsys")[0].note()
+    )
 
 
 def test_overhead_carries_an_interval_and_is_not_measurable_inside_it(tmp_path: Path) -> None:
@@ -380,17 +387,17 @@ def test_overhead_carries_an_interval_and_is_not_measurable_inside_it(tmp_path: 
     overhead = clear[0]
     assert overhead is not None and overhead.low is not None and overhead.high is not None
     assert 0 < overhead.low < overhead.overhead < overhead.high
-    assert overhead.measurable and "(+11.0 % ±1.2 %, Welch's t" in overhead.line()
+    assert overhead.measurable and "(+11.0 % ±1.2 %, Welch's t" in say(overhead.note())
     # measured windows as noisy as the difference: the figure is not a figure
     noisy = capture_overhead(cell_result(0.1, std=0.05), tmp_path, "nsys")
     overhead = noisy[0]
     assert overhead is not None and not overhead.measurable
-    assert "not measurable: its interval [-" in overhead.line()
-    assert "+11" not in overhead.line()
+    assert "not measurable: its interval [-" in say(overhead.note())
+    assert "+11" not in say(overhead.note())
 
 
 def test_overhead_unknown_says_why(tmp_path: Path) -> None:
     overhead, why = capture_overhead(cell_result(0.1), tmp_path, "torch")
-    assert overhead is None and why is not None and "step_s" in why
+    assert overhead is None and why == note("profile.no_traced_step_times")
     (tmp_path / "rank0.phases.json").write_text("{not json")
     assert capture_overhead(cell_result(0.1), tmp_path, "torch")[0] is None

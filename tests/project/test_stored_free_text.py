@@ -185,6 +185,9 @@ STORED_WORDS: frozenset[str] = frozenset(
         # today's writers store a code (tests/offline/test_estimate_words.py)
         "cell_result.CellResult.unavailable",  # but `telemetry.*`: the telemetry's own, copied
         "cell_result.Estimate.reason",
+        # today's profile writers store codes (tests/offline/test_profile_note_words.py)
+        "cell_result.ProfileRecord.notes",
+        "profile_analysis.ProfileAnalysis.notes",
         "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
         "cell_result.HostBound.reason",
         # validate reports before schema 5: today's checks store `findings`/`fix`, and the
@@ -200,11 +203,9 @@ STORED_WORDS: frozenset[str] = frozenset(
 # Sentences still stored; each goes to a finding.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "cell_result.ProfileRecord.notes",
         "cell_telemetry.HostLoad.unavailable",
         "cell_telemetry.RankLoad.unavailable",
         "cell_telemetry.RankTelemetry.unavailable",
-        "profile_analysis.ProfileAnalysis.notes",
     }
 )
 

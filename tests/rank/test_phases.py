@@ -33,6 +33,7 @@ from torchscale.contracts.cell_settings import (
     TelemetryConfig,
     TrainingConfig,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, StragglerVerdict
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
@@ -441,13 +442,13 @@ def test_markers_nvtx_ranges_steps_and_rank_mark() -> None:
 def test_nvtx_backend_choice() -> None:
     backend, note = markers.nvtx_backend(cuda_build=True)
     assert backend is not None and backend.name == "torch.cuda.nvtx"
-    assert note is not None and "default NVTX domain" in note
+    assert note == Finding(code="profile.nvtx_torch")
     try:
         import nvtx  # noqa: F401
     except ImportError:
         backend, note = markers.nvtx_backend(cuda_build=False)
         assert backend is None
-        assert note is not None and "nvtx<0.2.12" in note
+        assert note == Finding(code="profile.nvtx_missing")
     else:
         backend, _ = markers.nvtx_backend(cuda_build=False)
         assert backend is not None and backend.name.startswith("nvtx ")

@@ -566,7 +566,11 @@ class ProfileRecord(Record):
     active: int
     files: list[str] = Field(default_factory=list, description="names inside trace_dir")
     capture_s: float | None = Field(description="wall time of the capture, slowest rank")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Code | str] = Field(
+        default_factory=list,
+        description="schema 20: codes with their figures (contracts/wording/profile_notes.py); "
+        "older words not recognised as stored",
+    )
 
 
 class CellError(Record):

@@ -1,7 +1,7 @@
 """The versioned trace analysis (`profile/<name>/analysis.json`), read by reports.
 
 Every figure that the traces cannot give is null with the reason in `unavailable`; what was odd
-or missing in the input is a line in `notes`. Times are microseconds unless a name says
+or missing in the input is a finding in `notes`. Times are microseconds unless a name says
 otherwise; percentages are of the cycle (median step time) unless a name says otherwise.
 """
 
@@ -221,7 +221,11 @@ class ProfileAnalysis(Record):
         "(part of the model's compute); null on CPU ranks",
     )
     stall_by_step: list[StepStall] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Finding | str] = Field(
+        default_factory=list,
+        description="what was odd or missing in the input (schema 10: codes with their figures, "
+        "contracts/wording/trace_notes.py, profile_notes.py; older words not recognised as stored)",
+    )
     unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="schema 10: figure -> why it is null (profile.*), worded by "

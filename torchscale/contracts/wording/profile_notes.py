@@ -1,14 +1,21 @@
 """Words for why a profile analysis' figure is null (`ProfileAnalysis.unavailable`, schema 10:
 figure -> a code and its figures). The words of each figure-less code are those analyses before
 schema 10 stored, so the reader turns such a sentence back into its code
-(offline/results/upgrades/profile_reasons.py); any other stays as stored (`profile.stored`)."""
+(offline/results/upgrades/profile_reasons.py); any other stays as stored (`profile.stored`).
+And the notes of a profiled run and its analysis (`ProfileRecord.notes`, `ProfileAnalysis.notes`,
+schema 20 and 10: codes with their figures; the trace's own in trace_notes.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording.figures import change_text
+
+F = Mapping[str, Any]
 
 SAID: dict[str, str] = {
     "profile.no_step_model": "no step model",
@@ -29,12 +36,106 @@ def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda figures: SAID[code]
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
-    "profile.stored": lambda f: str(f["words"]),
+def ranked(phrase: Callable[[F], str]) -> Callable[[F], str]:
+    """A note's phrase, said after 'rank <r>: ' where the note is one rank's (`on_rank`)."""
+    return lambda f: (f"rank {f['on_rank']}: " if "on_rank" in f else "") + phrase(f)
+
+
+def _said_why(f: F) -> str:
+    return wording.say(Finding.model_validate(f["why"]))
+
+
+def _overhead(f: F) -> str:
+    """'capture overhead (torch): traced steps 34.8 ms mean against 19.7 ms in the measured
+    windows (+76 % ±20 %, Welch's t; ...)'; 'not measurable' where the interval includes 0."""
+    low, high = f["low"], f["high"]
+    if low is None or high is None:
+        figure = f"{change_text(f['share'], None, None)}, no interval"
+    elif not low <= 0.0 <= high:
+        figure = f"{change_text(f['share'], low, high)}, Welch's t"
+    else:
+        ends = ", ".join(change_text(end, None, None) for end in (low, high))
+        figure = f"not measurable: its interval [{ends}] reaches 0"
+    return (
+        f"capture overhead ({f['tool']}): traced steps {spelled.ms_sig(f['traced_s'])} mean "
+        f"against {spelled.ms_sig(f['untraced_s'])} in the measured windows ({figure}; "
+        f"{f['steps']} traced step(s) over {f['ranks']} rank(s), same step timer: {f['timing']})"
+    )
+
+
+# a note's words, each whole figure by name (as `trace_notes.SAID`)
+NOTE_SAID: dict[str, str] = {
+    "profile.no_measured_step": "no measured step time to compare the traced steps with",
+    "profile.no_traced_step_times": "the ranks recorded no traced step times "
+    "(rank<k>.phases.json step_s)",
+    "profile.waits_included": "its exposed communication includes the waits for peers: it was "
+    "analysed without a step model to split them out",
+    "profile.steps_left_out": "step model: {count} step(s) not complete on every rank left out",
+    "profile.steps_by_position": "step model: the ranks share no step number; steps paired by "
+    "position",
+    "profile.no_findings": "no step model: no findings",
+    "profile.not_written": "{file} not written: {error}",
+    "profile.capture_failed": "nsys capture {what} failed: {error}",
+    "profile.trigger_cpu": "nsys waits for cudaProfilerStart, which a CPU rank cannot call",
+    "profile.trigger_no_nvtx": "nsys waits for the NVTX range {range}, and this rank has no NVTX",
+    "profile.nvtx_torch": "NVTX from torch.cuda.nvtx: default NVTX domain (it takes none); "
+    "ranges are named torchscale:<phase> and ProfilerStep#<n>",
+    "profile.nvtx_missing": "no NVTX on this CPU build of torch and the nvtx package is not "
+    "installed (pip install 'nvtx<0.2.12'): no phase or step ranges in the Nsight Systems report",
+    "profile.nvtx_too_new": "nvtx {version} on a CPU build: with Nsight Systems 2022.4 only nvtx "
+    "< 0.2.12 records anything from a CPU-only process; newer Nsight Systems may work",
 }
+
+
+def templated(words: str) -> Callable[[F], str]:
+    """The phrase of words that name their figures ('{count} duplicate step range(s)')."""
+    return lambda f: words.format(**f)
+
+
+NOTES: dict[str, Callable[[F], str]] = {code: templated(w) for code, w in NOTE_SAID.items()} | {
+    "profile.capture_overhead": _overhead,
+    "profile.overhead_unknown": lambda f: f"capture overhead: unknown ({_said_why(f)})",
+    "profile.nothing_captured": lambda f: f"{_said_why(f)}: nothing is captured",
+    "profile.devices_differ": lambda f: f"ranks report different devices: {f['devices']}",
+    "profile.whole_run": lambda f: (
+        "nsys captured the whole run, not only the profiled steps: the ranks have no NVTX "
+        f"to start a capture range with ({_said_why(f) if f['why'] else 'no NVTX backend'})"
+    ),
+}
+
+PHRASES: dict[str, Callable[[F], str]] = (
+    {code: _said(code) for code in SAID}
+    | {"profile.stored": lambda f: str(f["words"])}
+    | {code: ranked(phrase) for code, phrase in NOTES.items()}
+)
 
 
 def coded(code: str) -> Finding:
     """The finding of a figure-less reason: `coded('profile.no_step_model')`."""
     assert code in SAID, code
     return Finding(code=code)
+
+
+def note(code: str, **figures: Any) -> Finding:
+    """A note of a profiled run or its analysis: `note('trace.duplicate_steps', count=2)`;
+    the figure `on_rank`: the rank whose trace or capture it is about."""
+    return Finding(code=code, figures=figures)
+
+
+def said(stored: Finding | str) -> str:
+    """A note in words: its code's, else the words an older version stored, as stored."""
+    return wording.say(stored) if isinstance(stored, Finding) else stored
+
+
+def on_rank(found: Finding, rank: int) -> Finding:
+    """A rank's note, said as that rank's ('rank <r>: ...')."""
+    return found.model_copy(update={"figures": {**found.figures, "on_rank": rank}})
+
+
+def distinct(notes: Iterable[Finding]) -> list[Finding]:
+    """The notes in order, each once (a finding is no dict key)."""
+    kept: list[Finding] = []
+    for found in notes:
+        if found not in kept:
+            kept.append(found)
+    return kept

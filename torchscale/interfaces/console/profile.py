@@ -13,6 +13,7 @@ from torchscale.contracts.schema.profile_analysis import FindingFigures, Profile
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import ms, pct, readable, share_text
+from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.console.cells import cell_lines, cell_name
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
@@ -257,7 +258,7 @@ def analysis_lines(
         left = "; ".join(f"{f.title} ({_finding_cost(f)})" for f in analysis.other_findings)
         why = f"left out by --target {analysis.target} (--target all shows them)"
         lines.append(Line("skip", f"> [NOTE] {why}: {left}"))
-    lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
+    lines += [Line("skip", f"> [NOTE] {said(note)}") for note in analysis.notes]
     lines += [
         Line("skip", f"> [UNAVAILABLE] {metric}: {reason_words(reason)}")
         for metric, reason in analysis.unavailable.items()

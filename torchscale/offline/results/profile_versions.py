@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import (
     ANALYSIS_SCHEMA_VERSION,
@@ -26,6 +27,7 @@ from torchscale.offline.results.upgrades.cross_check_words import coded_cross_ch
 from torchscale.offline.results.upgrades.estimate_words import coded_estimates
 from torchscale.offline.results.upgrades.mismatch_words import coded_mismatches
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
+from torchscale.offline.results.upgrades.profile_note_words import coded_notes
 from torchscale.offline.results.upgrades.profile_reasons import coded_reasons
 from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
@@ -77,15 +79,13 @@ def _coded(analysis: ProfileAnalysis) -> Diagnosis | None:
 
 # what a schema-1 analysis' exposed communication holds: it had no step model to split the
 # waits for peers out of it (one of the analysis' notes, shown with its figures)
-WAITS_INCLUDED = (
-    "its exposed communication includes the waits for peers: it was analysed without a step "
-    "model to split them out"
-)
+WAITS_INCLUDED = Finding(code="profile.waits_included")
 
 
-def _notes(analysis: ProfileAnalysis) -> list[str]:
-    """The analysis' notes, with what a schema-1 exposed communication holds."""
-    notes = list(analysis.notes)
+def _notes(analysis: ProfileAnalysis) -> list[Finding | str]:
+    """The analysis' notes (an older one's sentences coded where recognised), with what a
+    schema-1 exposed communication holds."""
+    notes = coded_notes(analysis.notes)
     before = analysis.before_diagnosis
     if analysis.schema_version == 1 and before is not None and before.exposed_comm_pct is not None:
         notes += [] if WAITS_INCLUDED in notes else [WAITS_INCLUDED]

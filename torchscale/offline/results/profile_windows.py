@@ -24,9 +24,8 @@ from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
-    OVERHEAD_NOTE,
     TracedInflation,
-    overhead_line,
+    overhead_note,
     traced_inflation,
     with_inflation,
 )
@@ -163,6 +162,8 @@ def judged_against_windows(
     judged = with_caveat(judged, diagnosis.busy)
     times, timing = traced_step_times(directory, result.cell.world_size)
     # the note of the same comparison, on the means the diagnosis was judged by
-    notes = [n for n in analysis.notes if not n.startswith(f"{OVERHEAD_NOTE} (")]
-    notes.append(overhead_line(analysis.tool, inflation, len(times), timing))
+    # (such an analysis stored it in words, beginning 'capture overhead (')
+    old = [n for n in analysis.notes if isinstance(n, str) and n.startswith("capture overhead (")]
+    notes = [n for n in analysis.notes if n not in old]
+    notes.append(overhead_note(analysis.tool, inflation, len(times), timing))
     return analysis.model_copy(update={"diagnosis": judged, "notes": notes})

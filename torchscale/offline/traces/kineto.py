@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.errors import TraceError, describe_os_error
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.traces.classify import EventClass, classify_event
 from torchscale.offline.traces.rank_trace import (
     COLL_OPS,
@@ -108,19 +110,16 @@ def read_kineto(path: Path, *, rank_hint: int | None = None) -> RankTrace:
     table = _Table()
     header, nbytes = _scan(path, table)
     events, bad = table.frame()
-    notes: list[str] = []
+    notes: list[Finding] = []
     rank, source = _rank(path, header, rank_hint, notes)
     info = header.distributedInfo if isinstance(header.distributedInfo, dict) else {}
     if bad:
-        notes.append(
-            f"dropped {bad} event(s) with a missing, negative, NaN or absurd (> 1 day) "
-            "duration or timestamp"
-        )
+        notes.append(note("trace.dropped_events", count=bad))
     kinds = events["kind"]
     if not (kinds == "step").any():
-        notes.append("no ProfilerStep#N ranges in this trace")
+        notes.append(note("trace.no_step_ranges"))
     if not kinds.isin(["collective", "collective_call"]).any():
-        notes.append("no collectives in this trace (single process, or communication not traced)")
+        notes.append(note("trace.no_collectives"))
     backend = info.get("backend")
     devices = header.deviceProperties if isinstance(header.deviceProperties, list) else []
     return RankTrace(
@@ -673,25 +672,25 @@ def rank_from_file_name(path: Path) -> int | None:
 
 
 def _rank(
-    path: Path, header: _Header, hint: int | None, notes: list[str]
+    path: Path, header: _Header, hint: int | None, notes: list[Finding]
 ) -> tuple[int, RankSource]:
     info = header.distributedInfo
     rank = _int_or_none(info.get("rank")) if isinstance(info, dict) else None
     if rank is not None:
         if hint is not None and hint != rank:
-            notes.append(f"distributedInfo says rank {rank}, the caller expected {hint}")
+            notes.append(note("trace.rank_disagrees", rank=rank, expected=hint))
         return rank, "distributedInfo"
-    missing = "no distributedInfo" if not isinstance(info, dict) else "no distributedInfo.rank"
+    field = "distributedInfo" if not isinstance(info, dict) else "distributedInfo.rank"
     if hint is not None:
-        notes.append(f"{missing}: rank {hint} as given by the caller")
+        notes.append(note("trace.rank_given", field=field, rank=hint))
         return hint, "given"
     rank = rank_from_file_name(path)
     if rank is None:
         raise TraceError(
-            f"{path}: no rank: the trace has {missing} and the file name holds no rank "
+            f"{path}: no rank: the trace has no {field} and the file name holds no rank "
             "(name it rank<N>.json)"
         )
-    notes.append(f"{missing}: rank {rank} taken from the file name")
+    notes.append(note("trace.rank_from_file_name", field=field, rank=rank))
     return rank, "file name"
 
 

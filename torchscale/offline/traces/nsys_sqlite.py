@@ -46,7 +46,9 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.errors import TraceError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.traces.classify import EventClass, classify_event
 from torchscale.offline.traces.rank_trace import COLL_OPS, KINDS, RankSource, RankTrace
 
@@ -215,7 +217,7 @@ class _Worker:
     rank_source: RankSource = "nsys process order"
     world_size: int | None = None
     backend: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -340,10 +342,8 @@ def _assign_ranks(workers: list[_Worker], path: Path) -> None:
                 w.backend = value
         others = {RANK_MARK.match(t).group(1) for t in texts[1:]} - {str(rank)}  # type: ignore[union-attr]
         if others:
-            w.notes.append(
-                f"{w.label} marked several ranks ({rank}, {', '.join(sorted(others))}); "
-                f"using the first, {rank}"
-            )
+            figures = {"process": w.label, "rank": rank, "others": sorted(others)}
+            w.notes.append(note("trace.nsys_several_ranks", **figures))
         if rank in claimed:
             raise TraceError(
                 f"{path}: {claimed[rank].label} and {w.label} both mark rank {rank}; "
@@ -352,16 +352,12 @@ def _assign_ranks(workers: list[_Worker], path: Path) -> None:
         claimed[rank] = w
         w.rank = rank
         w.rank_source = "nvtx mark"
-        w.notes.append(f"rank {rank} from the NVTX mark '{texts[0]}' of {w.label}")
+        w.notes.append(note("trace.nsys_rank_mark", rank=rank, mark=texts[0], process=w.label))
     free = (r for r in range(len(workers) + len(claimed) + 1) if r not in claimed)
     for w in sorted((w for w in workers if w.rank is None), key=lambda w: w.pid):
         w.rank = next(free)
         w.rank_source = "nsys process order"
-        w.notes.append(
-            f"{w.label} has no 'torchscale:rank=<r>' NVTX mark: rank {w.rank} assigned by "
-            "process order (pid order), which matches torchrun's local ranks on one node but "
-            "is a guess"
-        )
+        w.notes.append(note("trace.nsys_process_order", process=w.label, rank=w.rank))
 
 
 def _bad(start: int | None, end: int | None) -> bool:
@@ -411,7 +407,7 @@ def _read_nvtx(
         if cls.kind == "step":
             step_span.extend((start, end))
     if unclosed:
-        w.notes.append(f"{unclosed} NVTX range(s) never closed (or ending before they start)")
+        w.notes.append(note("trace.nsys_unclosed", count=unclosed))
     main = max(per_thread, key=lambda t: per_thread[t]) if per_thread else None
     span = (min(step_span), max(step_span)) if step_span else None
     return main, span
@@ -475,7 +471,7 @@ def _read_cuda(
         for start, end, tid, corr, text in checked.usable(rows):
             cols.add(text or "unknown CUDA call", "runtime", start, end, tid, correlation=corr)
     if checked.bad:
-        w.notes.append(f"{checked.bad} CUDA event(s) with a missing or negative duration left out")
+        w.notes.append(note("trace.nsys_bad_events", count=checked.bad))
     return devices
 
 
@@ -548,22 +544,18 @@ def read_nsys_sqlite(path: Path | str, *, osrt_waits: bool = True) -> list[RankT
             devices = _read_cuda(con, layout, w, cols, classifier)
             on_gpu = bool(devices) or "runtime" in cols.kind
             if not devices:
-                w.notes.append(
-                    "no CUDA kernels for this process: collectives are not visible as such in "
-                    "this capture (CPU/gloo run, or traced without --trace=cuda)"
-                )
+                w.notes.append(note("trace.nsys_no_kernels"))
             if osrt_waits and layout.has("OSRT_API"):
                 if main_tid is not None and span is not None:
                     kept = _read_osrt_waits(con, w, main_tid, span, cols)
-                    w.notes.append(
-                        f"{kept} OS runtime wait(s) of the training thread (tid {main_tid}) "
-                        "kept as kind 'runtime' rows named 'osrt:<call>'"
-                    )
+                    w.notes.append(note("trace.nsys_osrt_kept", count=kept, tid=main_tid))
                 else:
-                    w.notes.append("no step ranges: OS runtime waits left out")
+                    w.notes.append(note("trace.nsys_osrt_left_out"))
             if not any(k == "step" for k in cols.kind):
-                w.notes.append("no ProfilerStep#<n> NVTX ranges for this process")
+                w.notes.append(note("trace.nsys_no_steps"))
             assert w.rank is not None
+            versions = {"schema": layout.schema_version, "version": layout.product_version}
+            exported = note("trace.nsys_export", **versions, process=w.label)
             traces.append(
                 RankTrace(
                     path=path,
@@ -578,11 +570,7 @@ def read_nsys_sqlite(path: Path | str, *, osrt_waits: bool = True) -> list[RankT
                     source_format="nsys",
                     # the file is parsed once for all ranks: its size is shared out among them
                     bytes_read=size // len(workers) + (size % len(workers) if index == 0 else 0),
-                    notes=[
-                        f"nsys export schema {layout.schema_version} (nsys "
-                        f"{layout.product_version}), {w.label}",
-                        *w.notes,
-                    ],
+                    notes=[exported, *w.notes],
                 )
             )
         return sorted(traces, key=lambda t: t.rank)

@@ -59,6 +59,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from torchscale.contracts.collective_facts import OPS
+from torchscale.contracts.finding import Finding
 
 KINDS = (
     "step",
@@ -110,4 +111,4 @@ class RankTrace:
     process_groups: list[dict[str, Any]] = field(default_factory=list)  # pg_config as written
     source_format: Literal["kineto", "nsys"] = "kineto"
     bytes_read: int = 0  # uncompressed bytes parsed (for MB/s)
-    notes: list[str] = field(default_factory=list)  # what was odd or missing, one line each
+    notes: list[Finding] = field(default_factory=list)  # what was odd or missing, a code each

@@ -17,6 +17,7 @@ import pandas as pd
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import ResultsError, TraceInputError, describe_os_error
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.offline.analysis.profile.combine import combine
@@ -62,14 +63,14 @@ def analyze_directory(
     longer than the measured windows beyond the noise (`overhead.capture_overhead`)."""
     started = time.perf_counter()
     inflation = None
-    notes: list[str] = []
+    notes: list[Finding] = []
     # the run's no_sync window is a fact of its measured windows, not of the traces: the
     # analysis' diagnosis carries it as the run's result does, so the two are one diagnosis
     window = cell.diagnosis.no_sync if cell is not None and cell.diagnosis is not None else None
     if cell is not None:
         overhead, _ = capture_overhead(cell, directory, tool or "torch")
         inflation = overhead.inflation if overhead is not None else None
-        notes += [overhead.line()] if overhead is not None else []
+        notes += [overhead.note()] if overhead is not None else []
         cell = cell.model_copy(update={"diagnosis": timer_diagnosis(directory, cell)})
     reductions: dict[int, RankReduction] = {}
     for trace in _rank_traces(directory):

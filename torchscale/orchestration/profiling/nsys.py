@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from torchscale.contracts.errors import LaunchError, ToolNotFoundError, TraceError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.worker_spec import CAPTURE_ENV, NVTX_CAPTURE, CaptureRange
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 
@@ -174,7 +175,7 @@ def default_capture(gpu: bool, nvtx_records: bool = True) -> CaptureRange:
     return "nvtx" if nvtx_records else "none"
 
 
-def cpu_nvtx_records() -> tuple[bool, str | None]:
+def cpu_nvtx_records() -> tuple[bool, Finding | None]:
     """Whether a CPU rank's NVTX (the backend torchscale/rank/worker/markers.py picks, which also
     fires the trigger) is known to record under Nsight Systems, with why not. Imports torch."""
     from torchscale.rank.worker.markers import NVTX_CPU_MAX_VERSION, nvtx_backend

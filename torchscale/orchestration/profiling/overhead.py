@@ -3,8 +3,8 @@
 overhead = mean traced step / mean measured step - 1, every rank's steps pooled on both sides,
 timed by the same step timer (`measurement.timing`): what the profiler adds, plus run-to-run
 drift. Its 95 % interval is Welch's t (`inflation.traced_inflation`; docs/profiling.md, "When
-the profiler inflates the traced steps"); one that includes 0 reads "not measurable". One line
-in the run's `profile.notes` (result.json) and in the analysis' notes (analysis.json).
+the profiler inflates the traced steps"); one that includes 0 reads "not measurable". One note
+(`profile.capture_overhead`) in the run's `profile.notes` and in the analysis' notes.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
-    overhead_line,
+    overhead_note,
     traced_inflation,
 )
 from torchscale.offline.results.profile_windows import traced_step_times
@@ -60,21 +62,21 @@ class CaptureOverhead:
         """False when the interval includes 0: tracing cost nothing the run could resolve."""
         return self.low is None or self.high is None or not self.low <= 0.0 <= self.high
 
-    def line(self) -> str:
-        return overhead_line(self.tool, self.inflation, self.ranks, self.timing)
+    def note(self) -> Finding:
+        return overhead_note(self.tool, self.inflation, self.ranks, self.timing)
 
 
 def capture_overhead(
     result: CellResult, directory: Path, tool: str
-) -> tuple[CaptureOverhead | None, str | None]:
+) -> tuple[CaptureOverhead | None, Finding | None]:
     """The overhead of the traced steps in `directory` against `result`'s measured windows,
     or None with why not."""
     stats = result.step_time
     if stats is None or stats.mean <= 0:
-        return None, "no measured step time to compare the traced steps with"
+        return None, note("profile.no_measured_step")
     times, timing = traced_step_times(directory, result.cell.world_size)
     pooled = [t for steps in times.values() for t in steps]
     inflation = traced_inflation(pooled, stats.mean, stats.std, stats.count)
     if inflation is None:
-        return None, "the ranks recorded no traced step times (rank<k>.phases.json step_s)"
+        return None, note("profile.no_traced_step_times")
     return CaptureOverhead(tool=tool, inflation=inflation, ranks=len(times), timing=timing), None

@@ -5,7 +5,7 @@ torchrun's logs, the run's own result (its measured windows, phase timings and s
 phase timers, taken before any profiled step), one trace per rank, and `analysis.json`. It never
 writes into `cells/`, so profiling a cell after a sweep cannot change the sweep's results. The
 traced steps' cost against the measured windows (torchscale/orchestration/profiling/overhead.py) is
-one line in the result's `profile.notes` and in the analysis' notes.
+one note (`profile.capture_overhead`) in the result's `profile.notes` and in the analysis' notes.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from torchscale.contracts.errors import (
     TorchScaleError,
     describe_os_error,
 )
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.documents import read_cell
@@ -66,7 +68,7 @@ class ProfiledCell:
     result: CellResult
     analysis: ProfileAnalysis | None = None
     analysis_error: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
     capture_overhead: CaptureOverhead | None = None
 
 
@@ -107,7 +109,7 @@ def _prepare(directory: Path) -> None:
         raise ResultsError(f"cannot prepare {directory}: {describe_os_error(exc)}") from None
 
 
-def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, str | None]:
+def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, Finding | None]:
     """The torchrun launch inside `nsys profile` capturing only the profiled steps (the launch
     itself unchanged), and a note when the whole run must be captured instead."""
     from torchscale.orchestration.profiling.nsys import (
@@ -123,16 +125,12 @@ def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, 
     gpu = "CUDA_VISIBLE_DEVICES" in command.env_overrides
     records, why = (True, None) if gpu else cpu_nvtx_records()
     capture = default_capture(gpu, records)
-    note = None
-    if capture == "none":
-        note = (
-            "nsys captured the whole run, not only the profiled steps: the ranks have no NVTX "
-            f"to start a capture range with ({why or 'no NVTX backend'})"
-        )
+    why_dump = why.model_dump() if why else None
+    whole = note("profile.whole_run", why=why_dump) if capture == "none" else None
     wrapped = wrap_launch(
         command, nsys, directory / "capture", gpu=gpu, capture=capture, tmp_dir=directory / "tmp"
     )
-    return wrapped, note
+    return wrapped, whole
 
 
 def launch_profiled(
@@ -161,7 +159,7 @@ def launch_profiled(
     spec_path = store.write_text(files.spec_path, spec.model_dump_json(indent=2))
     shared = planned.sharing_compile_cache(store.compile_cache_dir)  # the sweep's compiles
     command = shared.command(spec_path, files.log_dir, base_env)
-    notes: list[str] = []
+    notes: list[Finding] = []
     if request.tool == "nsys":
         command, capture_note = _nsys_wrap(command, directory)
         notes += [capture_note] if capture_note else []
@@ -187,10 +185,11 @@ def launch_profiled(
     overhead: CaptureOverhead | None = None
     if result.status == Status.OK:  # the traced steps' overhead (or why none) as a note
         overhead, why_not = capture_overhead(result, directory, request.tool)
-        notes.append(overhead.line() if overhead else f"capture overhead: unknown ({why_not})")
+        unknown = note("profile.overhead_unknown", why=why_not.model_dump() if why_not else None)
+        notes.append(overhead.note() if overhead else unknown)
     profiled = ProfiledCell(directory, result, notes=notes, capture_overhead=overhead)
     if result.profile is not None:
-        result.profile.notes = result.profile.notes + profiled.notes
+        result.profile.notes = [*result.profile.notes, *profiled.notes]
     store.write_text(files.result_path, result.model_dump_json(indent=2))
     if result.status != Status.OK:
         profiled.analysis_error = failed_run_reason(result, command.log_path)

@@ -46,6 +46,7 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
+from torchscale.contracts.wording.profile_notes import distinct
 from torchscale.contracts.wording.unavailable import coded, one_reason
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
@@ -190,7 +191,7 @@ def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> Profi
         active=profile.active,
         files=sorted({name for r in ranks for name in r.profile_files}),
         capture_s=max(times) if times else None,
-        notes=list(dict.fromkeys(n for r in ranks for n in r.profile_notes)),
+        notes=list(distinct(n for r in ranks for n in r.profile_notes)),
     )
 
 

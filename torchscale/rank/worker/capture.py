@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.contracts.worker_spec import (
     NVTX_CAPTURE,
     CaptureRange,
@@ -43,7 +44,7 @@ class CaptureOutcome:
 
     capture_s: float
     files: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -57,17 +58,17 @@ class Trigger:
 
 def nsys_trigger(
     mode: CaptureRange, device_type: str, backend: markers.NvtxBackend | None
-) -> tuple[Trigger | None, str | None]:
+) -> tuple[Trigger | None, Finding | None]:
     """The trigger for `mode` on this rank, or None with why (nothing would be captured)."""
     if mode == "cudaProfilerApi":
         if device_type != "cuda":
-            return None, "nsys waits for cudaProfilerStart, which a CPU rank cannot call"
+            return None, note("profile.trigger_cpu")
         import torch.cuda.profiler as cuda_profiler
 
         return Trigger(mode, cuda_profiler.start, cuda_profiler.stop), None
     if mode == "nvtx":
         if backend is None:
-            return None, f"nsys waits for the NVTX range {NVTX_CAPTURE}, and this rank has no NVTX"
+            return None, note("profile.trigger_no_nvtx", range=NVTX_CAPTURE)
         nvtx = backend
 
         def start() -> None:  # empty: a range around the steps would read as one op
@@ -78,12 +79,12 @@ def nsys_trigger(
     return None, None
 
 
-def _fire(action: Callable[[], None], what: str, rank: int) -> str | None:
+def _fire(action: Callable[[], None], what: str, rank: int) -> Finding | None:
     """Call a trigger; a failure costs the trace, never the cell's measured windows."""
     try:
         action()
     except Exception as exc:  # cudaProfilerStart/Stop raise RuntimeError on a CUDA error
-        return f"rank {rank}: nsys capture {what} failed: {exc}"
+        return note("profile.capture_failed", on_rank=rank, what=what, error=str(exc))
     return None
 
 
@@ -162,25 +163,26 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
         write_text_atomic(directory / phases_name(rank), json.dumps(record, indent=1) + "\n")
         outcome.files.append(phases_name(rank))
     except OSError as exc:
-        outcome.notes.append(f"rank {rank}: {phases_name(rank)} not written: {exc}")
+        failed = {"file": phases_name(rank), "error": str(exc)}
+        outcome.notes.append(note("profile.not_written", on_rank=rank, **failed))
     outcome.capture_s = time.perf_counter() - started
     return outcome
 
 
 def _nsys_steps(
     trainer: Trainer, profile: ProfileSpec, recorder: Any, timer: StepTimer, rank: int
-) -> list[str]:
+) -> list[Finding]:
     """The steps under Nsight Systems: wait and warm-up unmarked and outside the capture, the
     active steps marked and inside it (see the module docstring for the trigger and barriers)."""
     import torch.distributed as dist
 
     from torchscale.rank.worker.timing import settle
 
-    backend, note = markers.nvtx_backend()
-    notes = [note] if note else []
+    backend, nvtx_note = markers.nvtx_backend()
+    notes = [nvtx_note] if nvtx_note else []
     trigger, why_not = nsys_trigger(capture_range(), trainer.device.type, backend)
     if why_not:
-        notes.append(f"rank {rank}: {why_not}: nothing is captured")
+        notes.append(note("profile.nothing_captured", on_rank=rank, why=why_not.model_dump()))
     skipped = profile.wait + profile.warmup
     for step in range(skipped):
         _timed_step(trainer, timer, step, recorder)
@@ -201,7 +203,7 @@ def _nsys_steps(
 
 def _torch_steps(
     trainer: Trainer, profile: ProfileSpec, recorder: Any, timer: StepTimer, target: Path
-) -> str | None:
+) -> Finding | None:
     """The steps under torch.profiler; the trace written, or why not (a write error must not
     cost the cell its measured windows: the other ranks go on, and the result says so)."""
     import torch
@@ -213,14 +215,14 @@ def _torch_steps(
     if trainer.device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
     total = profile.wait + profile.warmup + profile.active
-    exported: list[str | None] = []
+    exported: list[Finding | None] = []
 
     def on_ready(prof: Any) -> None:
         try:
             _export_atomic(prof, target)
             exported.append(None)
         except OSError as exc:
-            exported.append(f"{target.name} not written: {exc}")
+            exported.append(note("profile.not_written", file=target.name, error=str(exc)))
 
     with (
         markers.use(markers.Markers(torch_profiler=True)),

@@ -66,7 +66,10 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | Finding:
         )
         outcome = capture(trainer, spec, rank)
         if trace_name(rank) not in outcome.files:
-            return Finding(code="unavailable.probe_no_trace", figures={"notes": outcome.notes})
+            return Finding(
+                code="unavailable.probe_no_trace",
+                figures={"notes": [n.model_dump() for n in outcome.notes]},
+            )
         return reduce_rank(read_kineto(directory / trace_name(rank), rank_hint=rank))
     except (OSError, TorchScaleError) as exc:
         return Finding(code="unavailable.probe_failed", figures={"rank": rank, "error": str(exc)})

@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import RANGE_PREFIX, OwnWorkPhase, phase_range
+from torchscale.contracts.wording.profile_notes import note
 
 DATA = phase_range("data")
 FORWARD = phase_range("forward")
@@ -90,7 +92,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(d) if d else 0 for d in digits)
 
 
-def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, str | None]:
+def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, Finding | None]:
     """The NVTX backend to use here and a note for the reader (None when nothing to say).
 
     `cuda_build`: whether torch is a CUDA build (default: asked of torch)."""
@@ -101,30 +103,21 @@ def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, st
     if cuda_build:
         import torch.cuda.nvtx as torch_nvtx
 
-        return _torch_nvtx(torch_nvtx), (
-            "NVTX from torch.cuda.nvtx: default NVTX domain (it takes none); ranges are "
-            "named torchscale:<phase> and ProfilerStep#<n>"
-        )
+        return _torch_nvtx(torch_nvtx), note("profile.nvtx_torch")
     try:
         module = importlib.import_module("nvtx")
     except ImportError:
-        return None, (
-            "no NVTX on this CPU build of torch and the nvtx package is not installed "
-            "(pip install 'nvtx<0.2.12'): no phase or step ranges in the Nsight Systems report"
-        )
+        return None, note("profile.nvtx_missing")
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         found = version("nvtx")
     except PackageNotFoundError:
         found = str(getattr(module, "__version__", "unknown"))
-    note = None
-    if _version_tuple(found) >= NVTX_CPU_MAX_VERSION:
-        note = (
-            f"nvtx {found} on a CPU build: with Nsight Systems 2022.4 only nvtx < 0.2.12 "
-            "records anything from a CPU-only process; newer Nsight Systems may work"
-        )
-    return _package_nvtx(module, found), note
+    too_new = _version_tuple(found) >= NVTX_CPU_MAX_VERSION
+    return _package_nvtx(module, found), note(
+        "profile.nvtx_too_new", version=found
+    ) if too_new else None
 
 
 @dataclass

@@ -98,7 +98,7 @@ class RankMeasurement:
     phase_notes: dict[str, Reason] = field(default_factory=dict)
     profile_capture_s: float | None = None  # wall time of the profiled steps (capture.py)
     profile_files: list[str] = field(default_factory=list)
-    profile_notes: list[str] = field(default_factory=list)
+    profile_notes: list[Finding] = field(default_factory=list)
     telemetry: RankTelemetry | None = None  # None: measurement.telemetry.enabled is false
     allocator: AllocatorStats | None = None  # CUDA only
     compile_s: float | None = None  # training.compile: dynamo's compile time in the warm-up

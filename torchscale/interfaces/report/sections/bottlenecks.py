@@ -13,6 +13,7 @@ from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.unavailable import reasons as reason_texts
 from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.report.diagnosis_text import (
@@ -315,7 +316,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         _whatif_table(ref, key) if profile_figures.own_whatifs(analysis) else None,
         heatmap,
     )
-    blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
+    blocks += [Text(text=f"Note: {said(note)}") for note in analysis.notes]
     unavailable = reason_texts(analysis.unavailable)
     if diagnosis is not None:  # the diagnosis' lines say these, and why not
         unavailable = {k: v for k, v in unavailable.items() if k not in NOT_SHOWN}

@@ -24,6 +24,7 @@ import pandas as pd
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
 from torchscale.contracts.wording.estimates import said
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -101,7 +102,7 @@ class FindingInputs:
     data_wait_worst: tuple[int, float] | None = None  # (rank, share) of the slowest loader
     compute_spread_frac: float | None = None  # median over steps of (max - min) rank compute
     rank_waits: dict[int, Estimate] = field(default_factory=dict)  # each rank's wait share
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 def part_share(model: StepSplit | None, name: str) -> Estimate | None:
@@ -124,10 +125,10 @@ def finding_inputs(
 ) -> FindingInputs:
     """The step model's parts and verdict, plus evidence from the per-rank breakdowns
     (`breakdown.rank_breakdown`), the matched collectives and arrival order."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     attribution = model.attribution
     if attribution is None or not (attribution.step_s.value or 0) > 0:
-        notes.append("no step model: no findings")
+        notes.append(note("profile.no_findings"))
         return FindingInputs(cycle_us=float("nan"), ranks=len(breakdowns), notes=notes)
     inputs = FindingInputs(
         cycle_us=float(attribution.step_s.value or 0.0) * 1e6,

@@ -31,7 +31,6 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.estimates import said
-from torchscale.contracts.wording.figures import change_text
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
@@ -45,7 +44,6 @@ INFLATION_METHOD = (
     "end is above 5 % of the measured step"
 )
 TRACES_STRAGGLER = "traces: straggler"
-OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
 TERMINAL_HINT = "(-v shows them)"  # where the terminal shows the cross-checks
 
 
@@ -215,24 +213,12 @@ def _ms(seconds: float) -> str:
     return spelled.ms_sig(seconds)
 
 
-def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> str:
-    """The capture overhead in one note of the run: 'capture overhead (torch): traced steps
-    34.8 ms mean against 19.7 ms in the measured windows (+76 % ±20 %, Welch's t; ...)';
-    'not measurable' with the interval where it includes 0."""
-    low, high = inflation.low, inflation.high
-    if low is None or high is None:
-        figure = f"{change_text(inflation.share, None, None)}, no interval"
-    elif not low <= 0.0 <= high:
-        figure = f"{change_text(inflation.share, low, high)}, Welch's t"
-    else:
-        ends = ", ".join(change_text(end, None, None) for end in (low, high))
-        figure = f"not measurable: its interval [{ends}] reaches 0"
-    return (
-        f"{OVERHEAD_NOTE} ({tool}): traced steps {_ms(inflation.traced_s)} mean against "
-        f"{_ms(inflation.untraced_s)} in the measured windows ({figure}; "
-        f"{inflation.traced_steps} traced step(s) over {ranks} rank(s), same step timer: "
-        f"{timing})"
-    )
+def overhead_note(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> Code:
+    """The capture overhead, one note of the run (worded by contracts/wording/profile_notes.py)."""
+    figures = {"tool": tool, "traced_s": inflation.traced_s, "untraced_s": inflation.untraced_s}
+    figures |= {"share": inflation.share, "low": inflation.low, "high": inflation.high}
+    figures |= {"steps": inflation.traced_steps, "ranks": ranks, "timing": timing}
+    return Code(code="profile.capture_overhead", figures=figures)
 
 
 def _inflation_check(

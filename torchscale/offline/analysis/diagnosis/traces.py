@@ -29,6 +29,7 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.diagnosis.step_model import (
     mean_step,
     part_estimates,
@@ -70,7 +71,7 @@ class StepModel:
     waits_known: bool = False
     own_work_basis: str = ""
     reason: str | None = None  # why there is no model: a profile.* code
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 def trace_parts(taxonomy: pd.DataFrame) -> pd.DataFrame:
@@ -99,7 +100,7 @@ def trace_parts(taxonomy: pd.DataFrame) -> pd.DataFrame:
     return out[PART_COLUMNS]
 
 
-def common_steps(parts: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def common_steps(parts: pd.DataFrame, notes: list[Finding]) -> pd.DataFrame:
     """The rows of steps every rank has. Ranks whose captures share no step number are paired
     by position (the k-th complete step of each), with a note."""
     ranks = parts["rank"].nunique()
@@ -110,9 +111,9 @@ def common_steps(parts: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     if not kept.empty:
         dropped = int(parts["step"].nunique() - kept["step"].nunique())
         if dropped:
-            notes.append(f"step model: {dropped} step(s) not complete on every rank left out")
+            notes.append(note("profile.steps_left_out", count=dropped))
         return kept
-    notes.append("step model: the ranks share no step number; steps paired by position")
+    notes.append(note("profile.steps_by_position"))
     by_position = parts.sort_values(["rank", "step"]).assign(
         step=lambda f: f.groupby("rank").cumcount().astype(np.int64)
     )
@@ -191,7 +192,7 @@ def build_step_model(
     rank's training thread waited for a CPU (and ran on one) in the traced steps
     (`host.cpu_wait_check`). The what-if
     and findings are the diagnosis' (diagnose.py)."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     parts = trace_parts(taxonomy)
     if parts.empty:
         return StepModel(None, parts, reason="profile.no_complete_step", notes=notes)

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
@@ -39,7 +41,7 @@ class TraceAnalyses:
     step model, the findings' inputs and the run's one diagnosis (None: no step model)."""
 
     reductions: dict[int, RankReduction]
-    notes: list[str]
+    notes: list[Finding]
     matched: collective_matching.Matched
     stall: collective_matching.SyncStall
     raw_wait: collective_matching.SyncStall
@@ -76,10 +78,10 @@ def analyse(
     steps against the run's measured windows, decides whose split heads the diagnosis)."""
     ranks = sorted(reductions)
     first = reductions[ranks[0]]
-    notes = [note for rank in ranks for note in reductions[rank].notes]
+    notes = [found for rank in ranks for found in reductions[rank].notes]
     device_types = {reductions[r].device_type for r in ranks}
     if len(device_types) > 1:
-        notes.append(f"ranks report different devices: {sorted(device_types)}")
+        notes.append(note("profile.devices_differ", devices=sorted(device_types)))
     steps_by_rank = {r: reductions[r].steps for r in ranks}
     phases_by_rank = {r: reductions[r].phases for r in ranks}
     matched = collective_matching.match_collectives({r: reductions[r].collectives for r in ranks})

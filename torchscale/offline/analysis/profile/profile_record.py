@@ -19,7 +19,7 @@ from torchscale.contracts.schema.profile_analysis import (
     RankFigures,
     StepStall,
 )
-from torchscale.contracts.wording.profile_notes import coded
+from torchscale.contracts.wording.profile_notes import coded, distinct
 from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.profile.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace import kernels
@@ -92,7 +92,7 @@ def profile_analysis(
     # the target's findings are the diagnosis', split when read (`ProfileAnalysis.findings`)
     if target == "memory":
         unavailable.setdefault("memory.allocations", coded("profile.no_memory_events"))
-    analysis.notes = list(dict.fromkeys(notes))
+    analysis.notes = list(distinct(notes))
     analysis.unavailable = unavailable
     return analysis
 

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.collective_facts import ops_where
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.steps import empty_table
 
@@ -33,7 +35,7 @@ class Offsets:
 
     table: pd.DataFrame
     reference: int | None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 def estimate_offsets(matched: Matched) -> Offsets:
@@ -41,17 +43,14 @@ def estimate_offsets(matched: Matched) -> Offsets:
 
     Ranks that never share an instance with the reference (sub-groups) are aligned through the
     already-aligned rank they share most instances with."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     use = matched.usable
     if use.empty:
         empty = empty_table(OFFSET_COLUMNS, rank=np.int64, samples=np.int64)
-        return Offsets(empty, None, ["no matched collectives: no clock offsets"])
+        return Offsets(empty, None, [note("trace.no_clock_offsets")])
     sym = use[use["op"].isin(SYMMETRIC_OPS)]
     if sym.empty:
-        notes.append(
-            "no all_reduce/all_gather-style collectives: offsets from all matched ops, whose "
-            "ends may not coincide (less precise)"
-        )
+        notes.append(note("trace.clock_all_ops"))
         sym = use
     wide = sym.pivot_table(index=["group", "index"], columns="rank", values="end", aggfunc="first")
     ranks = sorted(int(r) for r in use["rank"].unique())
@@ -83,11 +82,11 @@ def estimate_offsets(matched: Matched) -> Offsets:
             solved[r] = (off_via + med, unc, int(both.sum()))
             progress = True
             if via != ref:
-                notes.append(f"rank {r} aligned through rank {via} (no instance with rank {ref})")
+                notes.append(note("trace.clock_via", rank=r, via=via, ref=ref))
     rows = []
     for r in ranks:
         if r not in solved:
-            notes.append(f"rank {r} shares no collective with the others: clock not aligned")
+            notes.append(note("trace.clock_unaligned", rank=r))
         off, unc, n = solved.get(r, (np.nan, np.nan, 0))
         rows.append({"rank": r, "offset_us": off, "uncertainty_us": unc, "samples": n})
     table = pd.DataFrame(rows, columns=OFFSET_COLUMNS).astype(
@@ -106,19 +105,19 @@ class Arrivals:
 
     table: pd.DataFrame
     agreement: float | None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 def arrivals(matched: Matched, offsets: Offsets) -> Arrivals:
     """Arrival order of every matched instance on aligned clocks (see `Arrivals`)."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     use = matched.usable
     off = offsets.table.dropna(subset=["offset_us"])
     if use.empty or off.empty:
         empty = empty_table(
             ARRIVAL_COLUMNS, group=object, index=np.int64, rank=np.int64, last_by_arrival=bool
         )
-        return Arrivals(empty, None, ["no aligned matched collectives: no arrivals"])
+        return Arrivals(empty, None, [note("trace.no_arrivals")])
     shift = off.set_index("rank")["offset_us"]
     m = use[use["rank"].isin(shift.index)].copy()
     m["aligned_ts"] = m["ts"] - m["rank"].map(shift).astype(np.float64)
@@ -137,5 +136,5 @@ def arrivals(matched: Matched, offsets: Offsets) -> Arrivals:
         same = by_arr.loc[both].to_numpy() == by_dur.loc[both].to_numpy()
         agreement = float(np.mean(same))
     else:
-        notes.append("no instance has a clear last arriver by both methods: no cross-check")
+        notes.append(note("trace.no_arrival_cross_check"))
     return Arrivals(table, agreement, notes)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from torchscale.contracts.collective_facts import ops_where
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     clip_pieces,
@@ -57,7 +58,7 @@ def _empty_collectives() -> pd.DataFrame:
 
 
 def collective_table(
-    events: pd.DataFrame, steps: pd.DataFrame, notes: list[str] | None = None
+    events: pd.DataFrame, steps: pd.DataFrame, notes: list[Finding] | None = None
 ) -> pd.DataFrame:
     """The collectives one rank executed, each numbered within its process group.
 
@@ -147,7 +148,9 @@ def _call_meta(events: pd.DataFrame) -> pd.DataFrame:
     return agg.reset_index(drop=True)
 
 
-def _fill_from_calls(events: pd.DataFrame, coll: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def _fill_from_calls(
+    events: pd.DataFrame, coll: pd.DataFrame, notes: list[Finding]
+) -> pd.DataFrame:
     """Fill metadata missing on collective executions from the calls that enqueued them.
 
     GPU: kernel -> runtime launch (same correlation) -> the outermost call on the launching
@@ -188,21 +191,18 @@ def _fill_from_calls(events: pd.DataFrame, coll: pd.DataFrame, notes: list[str])
     else:
         calls = meta.sort_values("ts")
         execs = coll.sort_values("ts")
-        skipped: list[str] = []
+        skipped: list[list[Any]] = []
         for op, ex in execs.groupby(execs["coll_op"].astype(object), sort=True):
             cl = calls[calls["coll_op"] == op]
             if len(cl) != len(ex):
-                skipped.append(f"{op} ({len(cl)} calls, {len(ex)} executions)")
+                skipped.append([str(op), len(cl), len(ex)])
                 continue
             for col in META:
                 values = pd.Series(cl[col].to_numpy(dtype=object), index=ex.index)
                 held = coll.loc[ex.index, col]
                 coll.loc[ex.index, col] = held.astype(object).where(held.notna(), values)
         if skipped:
-            notes.append(
-                "collective metadata not taken from the enqueuing calls, counts differ: "
-                + ", ".join(skipped)
-            )
+            notes.append(note("trace.metadata_not_from_calls", ops=skipped))
     for col in ("seq", "nelems", "group_size"):
         coll[col] = pd.to_numeric(coll[col], errors="coerce").astype("Int64")
     return coll
@@ -224,7 +224,7 @@ class Matched:
 
     matched: pd.DataFrame
     mismatches: list[Finding] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
     @property
     def usable(self) -> pd.DataFrame:
@@ -248,28 +248,22 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
     communication and overlap figures but no stall). With unequal counts only keys present on
     every rank are matched (the common prefix when keyed by order); without `seq`, ranks whose
     capture began at different steps are first trimmed to the first common step."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     mismatches: list[Finding] = []
     frames = [t.assign(rank=int(r)) for r, t in sorted(tables.items()) if not t.empty]
     if not frames:
-        notes.append("no collectives on any rank: nothing to match")
+        notes.append(note("trace.no_collectives_anywhere"))
         return Matched(empty_matched(), mismatches, notes)
     allc = pd.concat(frames, ignore_index=True)
     p2p = allc["op"].isin(P2P_OPS)
     if p2p.any():
-        notes.append(
-            f"{int(p2p.sum())} point-to-point op(s) (send/recv) not matched: the peer of each "
-            "is not recorded"
-        )
+        notes.append(note("trace.p2p_unmatched", count=int(p2p.sum())))
         allc = allc[~p2p]
     out: list[pd.DataFrame] = []
     for group, g in allc.groupby("group", sort=True):
         ranks = sorted(int(r) for r in g["rank"].unique())
         if len(ranks) < 2:
-            notes.append(
-                f"group {group}: only rank {ranks[0]} is in the input: not matchable, no wait "
-                "or stall figures for it"
-            )
+            notes.append(note("trace.group_one_rank", group=str(group), rank=ranks[0]))
             continue
         m = _match_group(str(group), g, mismatches, notes)
         if not m.empty:
@@ -279,30 +273,26 @@ def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
 
 
 def _match_group(
-    group: str, g: pd.DataFrame, mismatches: list[Finding], notes: list[str]
+    group: str, g: pd.DataFrame, mismatches: list[Finding], notes: list[Finding]
 ) -> pd.DataFrame:
     by_seq = bool(g["by_seq"].all())
     if not by_seq:
         if g["by_seq"].any():
-            notes.append(f"group {group}: seq recorded on some ranks only: matched by order")
+            notes.append(note("trace.seq_partial", group=group))
         if g["step"].notna().all():
             first = g.groupby("rank")["step"].min()
             common = int(first.max())
             if int(first.min()) != common:
-                notes.append(
-                    f"group {group}: captures begin at different steps: matched from step "
-                    f"{common} on"
-                )
+                notes.append(note("trace.captures_start_apart", group=group, step=common))
                 g = g[g["step"] >= common]
         g = g.sort_values(["rank", "ts", "tid", "nelems"], kind="stable")
         g = g.assign(index=g.groupby("rank").cumcount().astype(np.int64))
         if g["rank"].nunique() < 2:
-            notes.append(f"group {group}: fewer than two ranks left after trimming: not matched")
+            notes.append(note("trace.group_too_few", group=group))
             return g.iloc[0:0]
     counts = g.groupby("rank")["index"].nunique()
     keys_per_rank = g.groupby("rank")["index"].agg(lambda s: set(s.tolist()))
     common_keys: set[int] = set.intersection(*keys_per_rank.tolist())
-    how = "common seq numbers" if by_seq else "common prefix"
     if counts.nunique() > 1:
         figures = {
             "group": group,
@@ -312,13 +302,9 @@ def _match_group(
         }
         mismatches.append(Finding(code="trace.unequal_counts", figures=figures))
     elif any(len(k) != len(common_keys) for k in keys_per_rank):
-        spans = ", ".join(
-            f"rank {int(r)}: {min(k)}-{max(k)}" for r, k in keys_per_rank.items() if k
-        )
-        notes.append(
-            f"group {group}: the captures cover different collectives (seq {spans}); matched "
-            f"the {len(common_keys)} {how}"
-        )
+        spans = [[int(r), min(k), max(k)] for r, k in keys_per_rank.items() if k]
+        figures = {"spans": spans, "matched": len(common_keys), "by_seq": by_seq}
+        notes.append(note("trace.different_collectives", group=group, **figures))
     m = g[g["index"].isin(common_keys)].copy()
     if m.empty:
         return m
@@ -374,7 +360,7 @@ class SyncStall:
 
     table: pd.DataFrame
     overall_pct: float | None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 def stack_steps(steps_by_rank: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
@@ -400,11 +386,11 @@ def sync_stall(
 ) -> SyncStall:
     """Per rank and full step: how long the rank waited for peers (see `SyncStall`). With
     `exposed_by_rank` (`idle.IdleBase.exposed`), only waiting with nothing else to do counts."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     steps = stack_steps(steps_by_rank)
     use = matched.usable
     if use.empty:
-        notes.append("no matched collectives (single rank, or none recorded): no sync stall")
+        notes.append(note("trace.no_matched_collectives"))
         table = steps.assign(stall_us=np.nan, stall_pct=np.nan).iloc[0:0]
         return SyncStall(table, None, notes)
     use = use[use["step"].notna()]
@@ -426,7 +412,7 @@ def sync_stall(
     total = float(table["step_us"].sum())
     overall = 100.0 * float(table["stall_us"].sum()) / total if total > 0 else None
     if total <= 0:
-        notes.append("no full steps on the matched ranks: no stall percentage")
+        notes.append(note("trace.no_full_steps"))
     return SyncStall(table.reset_index(drop=True), overall, notes)
 
 

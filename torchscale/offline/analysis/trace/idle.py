@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.trace.breakdown import activity, data_ranges
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.intervals import (
@@ -57,13 +59,13 @@ class IdleBase:
     per_step: pd.DataFrame
     exposed: Intervals
     device: bool
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
 
 def idle_reducer(events: pd.DataFrame, steps: pd.DataFrame) -> IdleBase:
     """Reduce one rank's events to an `IdleBase`."""
     steps = full_steps(steps)
-    notes: list[str] = []
+    notes: list[Finding] = []
     act = activity(events)
     lo = steps["start"].to_numpy(np.float64)
     hi = steps["end"].to_numpy(np.float64)
@@ -79,7 +81,7 @@ def idle_reducer(events: pd.DataFrame, steps: pd.DataFrame) -> IdleBase:
     else:
         host = np.zeros(lo.size)
         if lo.size:
-            notes.append("CPU rank: no launch queue, host wait not applicable (all idle is other)")
+            notes.append(note("trace.cpu_no_launch_queue"))
     window = merge(lo, hi)
     per_step = pd.DataFrame(
         {

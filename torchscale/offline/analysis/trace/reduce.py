@@ -5,7 +5,9 @@ the reductions) see every rank, and they see the small tables only.
 
 from __future__ import annotations
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import TraceFile
+from torchscale.contracts.wording.profile_notes import distinct, on_rank
 from torchscale.offline.analysis.trace import registry, steps
 from torchscale.offline.analysis.trace.reduction import RankReduction
 from torchscale.offline.traces.rank_trace import RankTrace
@@ -15,7 +17,7 @@ def reduce_rank(trace: RankTrace) -> RankReduction:
     """One rank's small tables (pure over its events): its step table, then every registered
     reducer over it, in the registry's order."""
     found = steps.step_table(trace.events)
-    local_notes: list[str] = list(trace.notes) + list(found.notes)
+    local_notes: list[Finding] = list(trace.notes) + list(found.notes)
     tables = {
         name: reducer(trace, found.table, local_notes)
         for name, reducer in registry.REDUCERS.items()
@@ -33,7 +35,7 @@ def reduce_rank(trace: RankTrace) -> RankReduction:
         world_size=trace.world_size,
         steps=found.table,
         tables=tables,
-        notes=[f"rank {trace.rank}: {note}" for note in dict.fromkeys(local_notes)],
+        notes=[on_rank(note, trace.rank) for note in distinct(local_notes)],
     )
 
 

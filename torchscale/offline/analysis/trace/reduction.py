@@ -10,6 +10,7 @@ from typing import cast
 
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import TraceFile
 from torchscale.offline.analysis.trace.idle import IdleBase
 
@@ -25,7 +26,7 @@ class RankReduction:
     world_size: int | None
     steps: pd.DataFrame  # steps.step_table(...).table: step, start, end, dur, partial
     tables: dict[str, object] = field(default_factory=dict)  # reducer name -> its table
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
     # the tables `combine` reads, by their registry names
     @property

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     from_frame,
@@ -39,7 +40,7 @@ class Steps:
     excluded from every per-step figure). `notes`: what was odd, one line each."""
 
     table: pd.DataFrame
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
 
     @property
     def full(self) -> pd.DataFrame:
@@ -73,17 +74,17 @@ def step_table(events: pd.DataFrame) -> Steps:
     still get a breakdown. The same step number twice (two tools marking it) keeps the longest
     range. A step shorter than half the median is flagged partial: the last step is often cut
     by the end of the capture and would drag every per-step mean down."""
-    notes: list[str] = []
+    notes: list[Finding] = []
     if events.empty:
         return Steps(
-            empty_table(STEP_COLUMNS, step=np.int64, partial=bool), ["no events: no steps"]
+            empty_table(STEP_COLUMNS, step=np.int64, partial=bool), [note("trace.no_events")]
         )
     rows = events[events["kind"] == "step"]
     if rows.empty:
         ts = events["ts"].to_numpy(dtype=np.float64)
         end = ts + events["dur"].to_numpy(dtype=np.float64)
         start, stop = float(np.nanmin(ts)), float(np.nanmax(end))
-        notes.append("no ProfilerStep ranges: the whole trace is one pseudo-step (step 0)")
+        notes.append(note("trace.pseudo_step"))
         table = pd.DataFrame({"step": [0], "start": [start], "end": [stop], "dur": [stop - start]})
         table["partial"] = False
         return Steps(table.astype({"step": np.int64}), notes)
@@ -95,23 +96,21 @@ def step_table(events: pd.DataFrame) -> Steps:
         }
     ).sort_values("start", kind="stable")
     if table["step"].isna().any():
-        notes.append("step ranges without a number: numbered by order")
+        notes.append(note("trace.steps_unnumbered"))
         table["step"] = np.arange(len(table))
     table["step"] = table["step"].astype(np.int64)
     before = len(table)
     table = table.sort_values(["step", "dur"], ascending=[True, False]).drop_duplicates("step")
     if len(table) < before:
-        notes.append(f"{before - len(table)} duplicate step range(s): kept the longest")
+        notes.append(note("trace.duplicate_steps", count=before - len(table)))
     table = table.sort_values("start").reset_index(drop=True)
     table["end"] = table["start"] + table["dur"]
     median = float(table["dur"].median())
     table["partial"] = table["dur"] < PARTIAL_FRACTION * median
     for _, row in table[table["partial"]].iterrows():
-        notes.append(
-            f"step {int(row['step'])} lasted {spelled.us_whole(float(row['dur']))}, under "
-            f"{spelled.plain_times(PARTIAL_FRACTION)} the median {spelled.us_whole(median)}: "
-            "partial (cut by the capture), left out of the figures"
-        )
+        dur, step = float(row["dur"]), int(row["step"])
+        partial = {"step_us": dur, "median_us": median, "fraction": PARTIAL_FRACTION}
+        notes.append(note("trace.partial_step", step=step, **partial))
     return Steps(table[STEP_COLUMNS], notes)
 
 

@@ -22,6 +22,7 @@ from torchscale.offline.results.upgrades.cross_check_words import coded_cross_ch
 from torchscale.offline.results.upgrades.estimate_words import coded_estimates
 from torchscale.offline.results.upgrades.host_load_words import coded_host_loads
 from torchscale.offline.results.upgrades.power_limit_words import coded_power_limits
+from torchscale.offline.results.upgrades.profile_note_words import coded_profile_notes
 from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 
@@ -247,6 +248,7 @@ def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
             "warnings": warnings,
             "unavailable": coded_unavailable(data),
             "diagnosis": coded_diagnosis(coded_problems(data.get("diagnosis"))),
+            "profile": coded_profile_notes(data.get("profile")),
             "schema_version": 20,
         }
     )
