@@ -183,6 +183,10 @@ STORED_WORDS: frozenset[str] = frozenset(
         "cell_result.DataPipeline.notes",
         "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
         "cell_result.HostBound.reason",
+        # today's samplers store codes (tests/rank/test_telemetry_reasons.py)
+        "cell_telemetry.HostLoad.unavailable",
+        "cell_telemetry.RankLoad.unavailable",
+        "cell_telemetry.RankTelemetry.unavailable",
         # validate reports before schema 5: today's checks store `findings`/`fix`, and the
         # conclusion `verdict_basis` (test_todays_validate_writers_store_no_words)
         "validate_report.CheckResult.said",
@@ -200,9 +204,6 @@ NOT_YET: frozenset[str] = frozenset(
         "cell_result.CrossCheck.detail",
         "cell_result.Estimate.reason",
         "cell_result.ProfileRecord.notes",
-        "cell_telemetry.HostLoad.unavailable",
-        "cell_telemetry.RankLoad.unavailable",
-        "cell_telemetry.RankTelemetry.unavailable",
         "profile_analysis.ProfileAnalysis.notes",
     }
 )
