@@ -101,10 +101,6 @@ WRITTEN_BY_19 = [
         code="telemetry.window_broken",
         figures={"failure": {"code": "unavailable.sampler_hung", "figures": {"stop_s": 10.0}}},
     ),
-    Finding(code="amdsmi.gpus_at", figures={"count": 2, "address": "0000:c1:00"}),
-    Finding(
-        code="amdsmi.not_reported", figures={"query": "amdsmi_get_power_info", "value": "'N/A'"}
-    ),
     Finding(code="unavailable.nvml_longest_window", figures={"window_s": 0.108, "floor_s": 1.0}),
     Finding(code="power_limit.uuid_not_found", figures={"tried": ["GPU-1: NVMLError_NotFound"]}),
 ]

@@ -3,7 +3,7 @@
 stores codes with their figures (contracts/wording/sampler_reasons.py, nvml_windows.py,
 power_limit_reasons.py). A sentence becomes its finding only where today's words for that
 finding are the stored sentence exactly; anything else (a rank's reasons joined, an error's
-bare text) stays as stored words.
+bare text, an AMD GPU's reasons) stays as stored words.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from torchscale.contracts.wording.sampler_reasons import SAID
 from torchscale.offline.results.upgrades.power_limit_words import coded_limit_reason
 
 _BY_WORDS = {words: code for code, words in SAID.items()}
-_QUERY = re.compile(r"((?:nvmlDevice|amdsmi_)[\w()]+): (.+)")
+_QUERY = re.compile(r"(nvmlDevice\w+): (.+)")
 
 
 def _error(m: re.Match[str]) -> dict[str, Any]:
@@ -54,23 +54,6 @@ _STORED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], dict[str, A
         lambda m: {"stop_s": float(m[1])},
     ),
     ("telemetry.window_broken", re.compile(r"a window was not fully sampled: (.+)"), _broken),
-    ("amdsmi.load_failed", re.compile(r"amdsmi failed to load: (.+)"), _error),
-    ("amdsmi.list_failed", re.compile(r"amdsmi could not list the GPUs: (.+)"), _error),
-    (
-        "amdsmi.no_gpu_at",
-        re.compile(r"no amdsmi GPU at torch's PCI address (\S+)"),
-        lambda m: {"address": m[1]},
-    ),
-    (
-        "amdsmi.gpus_at",
-        re.compile(r"(\d+) amdsmi GPUs at PCI address (\S+) \(a partitioned GPU\?\): .+"),
-        lambda m: {"count": int(m[1]), "address": m[2]},
-    ),
-    (
-        "amdsmi.not_reported",
-        re.compile(r"(amdsmi_\S+): amdsmi reports (.+) on this GPU"),
-        lambda m: {"query": m[1], "value": m[2]},
-    ),
     (
         "unavailable.nvml_longest_window",
         re.compile(
@@ -100,7 +83,7 @@ _STORED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], dict[str, A
 
 
 def _queries(stored: str) -> Finding | None:
-    """NVML's or amdsmi's failed queries, `query: error` joined by '; '."""
+    """NVML's failed queries, `query: error` joined by '; '."""
     parts = [_QUERY.fullmatch(part) for part in stored.split("; ")]
     if not all(parts):
         return None
