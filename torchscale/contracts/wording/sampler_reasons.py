@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.power_limit_reasons import PHRASES as LIMIT_PHRASES
 from torchscale.contracts.wording.unavailable import reason_of, why
 
 # the words each figure-less code says, exactly as the versions before 20 stored them
@@ -57,10 +58,6 @@ def _by_rank(f: Mapping[str, Any]) -> str:
     return "; ".join(f"rank {r['rank']}: {why(reason_of(r['reason']))}" for r in f["ranks"])
 
 
-def _queries(f: Mapping[str, Any]) -> str:
-    return "; ".join(f"{query}: {error}" for query, error in f["errors"].items())
-
-
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
     "unavailable.sampler_hung": lambda f: (
         f"the sampler thread did not stop within {f['stop_s']:g} s; later windows not sampled"
@@ -69,7 +66,7 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for 
     "telemetry.psutil_unusable": lambda f: f"psutil unusable: {f['error']}",
     "telemetry.psutil_failed": lambda f: f"psutil: {f['error']}",
     "telemetry.read_failed": lambda f: f["error"],
-    "telemetry.queries_failed": _queries,
+    "telemetry.queries_failed": LIMIT_PHRASES["power_limit.queries_failed"],  # query: error
     "telemetry.window_broken": lambda f: (
         f"a window was not fully sampled: {why(reason_of(f['failure']))}"
     ),

@@ -34,7 +34,7 @@ from torchscale.contracts.gpu_clocks import (
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.rank_reasons import by_rank, several
+from torchscale.contracts.rank_reasons import NO_RANK_SAMPLED, by_rank, several
 from torchscale.contracts.schema.cell_result import CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import (
     EnergyMethod,
@@ -388,7 +388,7 @@ def summarise_rank(
 def _reason(ranks: Sequence[RankTelemetry], key: str) -> Reason:
     """Why a total is null: the ranks' reason, once when they share it."""
     if not ranks:
-        return coded("unavailable.no_rank_sampled")
+        return NO_RANK_SAMPLED
     measured = said("telemetry.not_measured")
     return by_rank({r.rank: r.unavailable.get(key, measured) for r in ranks}, len(ranks))
 
@@ -621,8 +621,7 @@ def combine(
         if value is None:
             unavailable[f"telemetry.{key}"] = _reason(ranks, source)
     if throttled is None:
-        no_rank = coded("unavailable.no_rank_sampled")
-        unavailable["telemetry.throttled"] = why_not if ranks and why_not else no_rank
+        unavailable["telemetry.throttled"] = why_not if ranks and why_not else NO_RANK_SAMPLED
     if per_joule is None:
         unavailable["telemetry.samples_per_joule"] = unavailable.get("telemetry.energy_j") or coded(
             "unavailable.no_energy_used"
