@@ -67,6 +67,7 @@ IN_WINDOW = ("gpu_util_pct", "power_w", "sm_clock_mhz")
 # NVML's ~1 s averages: not measurable over windows shorter than that in all
 AVERAGED = ("gpu_util_pct", "power_w")
 NO_HOST = said("telemetry.no_host")
+# windows too short for what did answer: said beside the sources' reasons for energy
 NOT_MEASURABLE = ("unavailable.nvml_windows", "unavailable.energy_counter_coarse")
 
 
