@@ -296,9 +296,13 @@ NOT_YET_COPIES: frozenset[tuple[str, str]] = frozenset(
 
 def _figures(value: object, path: str = "") -> Iterator[tuple[str, float]]:
     """Every non-integral float of a dumped result by its dotted name (lists left out: their
-    items are per rank or per repeat, alike by nature for one rank or one repeat)."""
+    items are per rank or per repeat, alike by nature for one rank or one repeat; and the
+    reasons of `unavailable`: one cause, with its rule's figures, stands behind each figure it
+    nulls, as short windows null utilisation, power and energy alike)."""
     if isinstance(value, dict):
         for key, inner in value.items():
+            if not path and key == "unavailable":
+                continue
             yield from _figures(inner, f"{path}.{key}" if path else key)
     elif isinstance(value, float) and not value.is_integer():
         yield path, value

@@ -183,13 +183,17 @@ STORED_WORDS: frozenset[str] = frozenset(
         "cell_result.DataPipeline.notes",
         "cell_result.CrossCheck.detail",  # test_todays_cross_checks_store_codes
         # today's writers store a code (tests/offline/test_estimate_words.py)
-        "cell_result.CellResult.unavailable",  # but `telemetry.*`: the telemetry's own, copied
+        "cell_result.CellResult.unavailable",  # `telemetry.*`: tests/rank/test_telemetry_reasons.py
         "cell_result.Estimate.reason",
         # today's profile writers store codes (tests/offline/test_profile_note_words.py)
         "cell_result.ProfileRecord.notes",
         "profile_analysis.ProfileAnalysis.notes",
         "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
         "cell_result.HostBound.reason",
+        # today's samplers store codes (tests/rank/test_telemetry_reasons.py)
+        "cell_telemetry.HostLoad.unavailable",
+        "cell_telemetry.RankLoad.unavailable",
+        "cell_telemetry.RankTelemetry.unavailable",
         # validate reports before schema 5: today's checks store `findings`/`fix`, and the
         # conclusion `verdict_basis` (test_todays_validate_writers_store_no_words)
         "validate_report.CheckResult.said",
@@ -201,13 +205,7 @@ STORED_WORDS: frozenset[str] = frozenset(
 
 
 # Sentences still stored; each goes to a finding.
-NOT_YET: frozenset[str] = frozenset(
-    {
-        "cell_telemetry.HostLoad.unavailable",
-        "cell_telemetry.RankLoad.unavailable",
-        "cell_telemetry.RankTelemetry.unavailable",
-    }
-)
+NOT_YET: frozenset[str] = frozenset()
 
 
 def _holds_text(annotation: Any) -> bool:

@@ -15,8 +15,10 @@ import pytest
 import torch
 
 from torchscale.contracts.cell_settings import TelemetryConfig
+from torchscale.contracts.wording.sampler_reasons import said
+from torchscale.contracts.wording.unavailable import why
 from torchscale.rank.telemetry import rank as rank_module
-from torchscale.rank.telemetry.amdsmi_source import NOT_INSTALLED, AmdSmiSource, pci_address
+from torchscale.rank.telemetry.amdsmi_source import AmdSmiSource, pci_address
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.process_source import ProcessSource
 from torchscale.rank.telemetry.sampler import Sampler
@@ -118,10 +120,10 @@ def test_no_amdsmi_nulls_every_gpu_field_with_the_reason(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "amdsmi", None)  # import amdsmi raises ImportError
     rank = sampled(None)
     for name in ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c"):
-        assert rank.unavailable[name] == NOT_INSTALLED
-    assert rank.unavailable["energy_j"] == NOT_INSTALLED
-    assert rank.unavailable["throttled_fraction"] == NOT_INSTALLED
-    assert "amdsmi not installed" in NOT_INSTALLED
+        assert rank.unavailable[name] == said("amdsmi.not_installed")
+    assert rank.unavailable["energy_j"] == said("amdsmi.not_installed")
+    assert rank.unavailable["throttled_fraction"] == said("amdsmi.not_installed")
+    assert "amdsmi not installed" in str(why(said("amdsmi.not_installed")))
     assert rank.cpu_util_pct is not None and rank.rss_bytes is not None  # the process still
 
 
@@ -143,7 +145,7 @@ def test_reads_the_ranks_gpu_by_pci_address() -> None:
     assert rank.sm_clock_mhz is not None and rank.sm_clock_mhz.max == 2100
     # energy from the power samples; no NVML mask on AMD, said so
     assert rank.energy_method == "power_integral" and rank.energy_j is not None
-    assert "amdsmi has no such mask" in rank.unavailable["throttled_fraction"]
+    assert "amdsmi has no such mask" in str(why(rank.unavailable["throttled_fraction"]))
 
 
 def test_average_power_where_current_is_not_reported() -> None:
@@ -155,10 +157,10 @@ def test_average_power_where_current_is_not_reported() -> None:
 def test_unsupported_and_na_fields_are_null_with_the_reason_and_asked_once() -> None:
     fake = FakeAmdSmi({f"{ADDRESS}.0": gpu(temperature=NOT_SUPPORTED, gfx_clock="N/A")})
     rank = sampled(fake)
-    assert (
-        rank.temperature_c is None and "AmdSmiLibraryException" in rank.unavailable["temperature_c"]
+    assert rank.temperature_c is None and "AmdSmiLibraryException" in str(
+        why(rank.unavailable["temperature_c"])
     )
-    assert rank.sm_clock_mhz is None and "'N/A'" in rank.unavailable["sm_clock_mhz"]
+    assert rank.sm_clock_mhz is None and "'N/A'" in str(why(rank.unavailable["sm_clock_mhz"]))
     assert fake.calls.count("temperature") == 1 and fake.calls.count("gfx_clock") == 1
     assert rank.gpu_util_pct is not None  # the other fields go on
 
@@ -166,7 +168,9 @@ def test_unsupported_and_na_fields_are_null_with_the_reason_and_asked_once() -> 
 def test_no_gpu_at_torchs_address_is_the_reason() -> None:
     rank = sampled(FakeAmdSmi({"0000:05:00.0": gpu()}))
     assert rank.power_w is None
-    assert rank.unavailable["power_w"] == f"no amdsmi GPU at torch's PCI address {ADDRESS}"
+    assert (
+        str(why(rank.unavailable["power_w"])) == f"no amdsmi GPU at torch's PCI address {ADDRESS}"
+    )
 
 
 def test_pci_address_from_torchs_properties() -> None:
@@ -195,4 +199,4 @@ def test_rocm_torch_without_pci_fields_says_why(monkeypatch: pytest.MonkeyPatch)
     _hip_torch(monkeypatch, types.SimpleNamespace(uuid="x"))
     sampler = rank_module.rank_sampler(TelemetryConfig(), torch.device("cuda", 0))
     assert sampler is not None
-    assert "no PCI address" in sampler.report().unavailable["power_w"]
+    assert "no PCI address" in str(why(sampler.report().unavailable["power_w"]))

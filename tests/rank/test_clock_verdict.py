@@ -18,6 +18,7 @@ from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import say, words
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.sampler import Sampler
@@ -129,10 +130,10 @@ def test_power_cap_with_neither_limit_nor_top_clock_readable_is_not_judged() -> 
         floor_s=0.0,
     )
     assert rank.clock_verdict == "not_judged"
-    assert "nvmlDeviceGetMaxClockInfo" in rank.unavailable["sm_clock_max_mhz"]
+    assert "nvmlDeviceGetMaxClockInfo" in str(why(rank.unavailable["sm_clock_max_mhz"]))
     telemetry, unavailable, warnings = combine([rank], 10, 1, 8, None)
     assert telemetry.throttled is None and warnings == []
-    assert "whether it cost clocks is not known" in unavailable["telemetry.throttled"]
+    assert "whether it cost clocks is not known" in str(why(unavailable["telemetry.throttled"]))
 
 
 def test_one_flagged_sample_is_a_transient() -> None:
@@ -200,14 +201,14 @@ def test_windows_too_short_for_nvml_averaging_are_not_measurable() -> None:
     ]
     rank = summarise_rank(0, "h", report_of(short))
     assert rank.gpu_util_pct is None and rank.power_w is None and rank.energy_j is None
-    assert rank.unavailable["gpu_util_pct"].startswith(
+    assert str(why(rank.unavailable["gpu_util_pct"])).startswith(
         "not measurable: the longest window is 0.108 s"
     )
-    assert "NVML averages over ~1 s" in rank.unavailable["power_w"]
-    assert "energy counter moves in steps" in rank.unavailable["energy_j"]
+    assert "NVML averages over ~1 s" in str(why(rank.unavailable["power_w"]))
+    assert "energy counter moves in steps" in str(why(rank.unavailable["energy_j"]))
     telemetry, unavailable, _ = combine([rank], 100, 2, 16, 1024)
     assert telemetry.gpu_util_pct_mean is None and telemetry.power_w_mean is None
-    assert unavailable["telemetry.power_w_mean"].startswith("not measurable")
+    assert str(why(unavailable["telemetry.power_w_mean"])).startswith("not measurable")
     long = [window([0.0, 1.0, 2.0], 0.0, 2.0, gpu_util_pct=[99] * 3, power_w=[400] * 3)]
     rank = summarise_rank(0, "h", report_of(long))
     assert rank.gpu_util_pct is not None and rank.power_method == "counter"
@@ -266,10 +267,10 @@ def test_h100_compiled_gpt2_utilisation_and_power_are_not_measurable() -> None:
     assert telemetry is not None
     assert telemetry.gpu_util_pct_mean is None and telemetry.power_w_mean is None
     assert telemetry.energy_j is None and telemetry.samples_per_joule is None
-    why = result.unavailable["telemetry.gpu_util_pct_mean"]
-    assert why.startswith("not measurable: windows of 0.216 s in all")
-    assert "NVML averages over ~1 s" in result.unavailable["telemetry.power_w_mean"]
-    assert "~27 %" in result.unavailable["telemetry.energy_j"]
+    utilisation = str(why(result.unavailable["telemetry.gpu_util_pct_mean"]))
+    assert utilisation.startswith("not measurable: windows of 0.216 s in all")
+    assert "NVML averages over ~1 s" in str(why(result.unavailable["telemetry.power_w_mean"]))
+    assert "~27 %" in str(why(result.unavailable["telemetry.energy_j"]))
 
 
 @needs_h100
@@ -305,9 +306,8 @@ def test_an_nvml_average_counts_only_once_it_lies_inside_one_window() -> None:
         for t in (0.0, 1.0, 2.0, 3.0)
     ]
     rank = summarise_rank(0, "h", report_of(four))
-    assert (
-        rank.gpu_util_pct is None
-        and "the longest window is 0.3 s" in rank.unavailable["gpu_util_pct"]
+    assert rank.gpu_util_pct is None and "the longest window is 0.3 s" in str(
+        why(rank.unavailable["gpu_util_pct"])
     )
     assert rank.power_method in (None, "counter")  # never the 1 s average samples
     settled = [window([0.0, 0.5, 1.5, 2.5, 3.0], 0.0, 3.0, gpu_util_pct=[20, 20, 90, 90, 90])]

@@ -26,16 +26,15 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.results.frame import cells_table
 from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import NvmlSource
-from torchscale.rank.telemetry.rank import CPU_NO_GPU
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 from torchscale.rank.telemetry.window_figures import (
     CLOCK_TICK_S,
-    NAMESPACE_PIDS,
     busy_warnings,
     combine,
     host_load,
@@ -176,7 +175,7 @@ def test_pids_of_another_namespace_are_counted_not_named() -> None:
     ]
     load = host_load("h", ranks)
     assert load.other_gpu_processes == 1 and load.other_gpu_pids == []
-    assert load.unavailable["other_gpu_pids"] == NAMESPACE_PIDS
+    assert load.unavailable["other_gpu_pids"] == said("telemetry.namespace_pids")
     (warning,) = busy_warnings([load])
     assert "(h: 1 (PIDs of another PID namespace))" in warning_words(warning)
 
@@ -187,21 +186,24 @@ def test_what_is_missing_is_null_with_the_reason() -> None:
             r,
             device="cpu",
             load=quiet_load(
-                r, gpu_pids=None, gpu_processes_max=None, unavailable={"gpu_pids": CPU_NO_GPU}
+                r,
+                gpu_pids=None,
+                gpu_processes_max=None,
+                unavailable={"gpu_pids": said("telemetry.cpu_no_gpu")},
             ),
         )
         for r in (0, 1)
     ]
     load = host_load("h", cpu)
     assert load.other_gpu_processes is None
-    assert load.unavailable["other_gpu_processes"] == CPU_NO_GPU
+    assert load.unavailable["other_gpu_processes"] == said("telemetry.cpu_no_gpu")
     assert load.other_cores is not None  # the CPU figures stand on their own
     broken = rank_telemetry(
         1, load=quiet_load(1, busy_cpu_s=None, unavailable={"busy_cpu_s": "psutil: gone"})
     )
     load = host_load("h", [rank_telemetry(0), broken])
     assert load.busy_cores is None and load.other_cores is None and load.busy is None
-    assert load.unavailable["other_cores"] == "rank 1: psutil: gone"
+    assert str(why(load.unavailable["other_cores"])) == "rank 1: psutil: gone"
     assert load.unavailable["busy"] == load.unavailable["other_cores"]
     assert load.cell_cores == pytest.approx(2.0)  # what every rank has is still there
     telemetry, unavailable, _ = combine([rank_telemetry(0, load=None)], 100, 1, 10, None)
@@ -266,14 +268,14 @@ def test_rank_load_sums_the_deltas_between_each_windows_edges() -> None:
 def test_rank_load_of_a_window_not_fully_sampled_is_null_with_the_reason() -> None:
     whole = window(edge(0.0, 1.0, 1.0, 1.0), edge(1.0, 2.0, 1.5, 1.0))
     broken = window(edge(5.0, 3.0, 2.0, 1.0), complete=False, failure="it hung")
-    load = rank_load(report(whole, broken, unavailable={"gpu_pids": CPU_NO_GPU}))
+    load = rank_load(report(whole, broken, unavailable={"gpu_pids": said("telemetry.cpu_no_gpu")}))
     assert load.busy_cpu_s is None and load.own_cpu_s is None
-    assert load.unavailable["busy_cpu_s"] == "a window was not fully sampled: it hung"
+    assert str(why(load.unavailable["busy_cpu_s"])) == "a window was not fully sampled: it hung"
     assert load.load_avg_1m == [1.0, 1.0, 1.0]  # the levels read are still levels
-    assert load.gpu_pids is None and load.unavailable["gpu_pids"] == CPU_NO_GPU
+    assert load.gpu_pids is None and load.unavailable["gpu_pids"] == said("telemetry.cpu_no_gpu")
     unread = window(edge(0.0, None, 1.0, 1.0), edge(1.0, None, 2.0, 1.0))
     load = rank_load(report(unread, errors={"busy_cpu_s": "PermissionError: /proc/stat"}))
-    assert load.unavailable["busy_cpu_s"] == "PermissionError: /proc/stat"
+    assert str(why(load.unavailable["busy_cpu_s"])) == "PermissionError: /proc/stat"
     assert load.own_cpu_s == pytest.approx(1.0)
 
 
@@ -332,7 +334,7 @@ def test_process_list_not_supported_is_null_with_the_reason_and_asked_once() -> 
     fake = FakeNvml([FakeGpu(uuid=f"GPU-{UUID}", compute_pids=NOT_SUPPORTED)])
     rank = summarise_rank(0, "h", sampled(gpu_sampler(fake)), floor_s=0.0, counter_step_s=0.0)
     assert rank.load is not None and rank.load.gpu_pids is None
-    assert "NVMLError_NotSupported" in rank.load.unavailable["gpu_pids"]
+    assert "NVMLError_NotSupported" in str(why(rank.load.unavailable["gpu_pids"]))
     assert len(fake.called("nvmlDeviceGetComputeRunningProcesses")) == 1
     assert rank.power_w is not None  # the rest goes on
 
@@ -350,7 +352,7 @@ def test_an_unknown_gpu_leaves_the_process_list_null() -> None:
     fake = FakeNvml([FakeGpu(uuid="GPU-someone-else")])
     rank = summarise_rank(0, "h", sampled(gpu_sampler(fake), windows=1))
     assert rank.load is not None and rank.load.gpu_pids is None
-    assert "no NVML device with torch's UUID" in rank.load.unavailable["gpu_pids"]
+    assert "no NVML device with torch's UUID" in str(why(rank.load.unavailable["gpu_pids"]))
     assert rank.load.busy_cpu_s is not None  # the host is still read
 
 

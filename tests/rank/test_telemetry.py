@@ -42,6 +42,7 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.contracts.wording.unavailable import coded, why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
@@ -54,7 +55,7 @@ from torchscale.offline.results.versions import (
 from torchscale.rank.telemetry import sampler as sampler_module
 from torchscale.rank.telemetry.nvml_source import NvmlSource, uuid_candidates
 from torchscale.rank.telemetry.process_source import ProcessSource
-from torchscale.rank.telemetry.rank import CPU_NO_ENERGY, CPU_NO_GPU, rank_sampler
+from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.samples import GPU_FIELDS, SamplerReport, WindowSamples
 from torchscale.rank.telemetry.window_figures import (
@@ -169,7 +170,7 @@ def test_not_supported_fields_are_null_with_the_reason_and_asked_once() -> None:
     report = sample_windows(nvml_sampler(fake), seconds=0.1)
     rank = summarise(0, "host", report)
     assert rank.temperature_c is None
-    assert "NotSupported" in rank.unavailable["temperature_c"]
+    assert "NotSupported" in str(why(rank.unavailable["temperature_c"]))
     assert len(fake.called("nvmlDeviceGetTemperature")) == 1  # never asked again
     assert len(fake.called("nvmlDeviceGetTotalEnergyConsumption")) == 1
     # the rest goes on; energy from the power samples instead of the counter
@@ -183,8 +184,8 @@ def test_no_counter_and_no_power_means_no_energy_with_both_reasons() -> None:
     fake = FakeNvml([gpu(energy_mj=NOT_SUPPORTED, power_mw=NOT_SUPPORTED)])
     rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
     assert rank.energy_j is None and rank.energy_method is None and rank.power_w is None
-    assert "nvmlDeviceGetTotalEnergyConsumption" in rank.unavailable["energy_j"]
-    assert "nvmlDeviceGetPowerUsage" in rank.unavailable["energy_j"]
+    assert "nvmlDeviceGetTotalEnergyConsumption" in str(why(rank.unavailable["energy_j"]))
+    assert "nvmlDeviceGetPowerUsage" in str(why(rank.unavailable["energy_j"]))
     assert rank.gpu_util_pct is not None
 
 
@@ -197,7 +198,7 @@ def test_a_transient_error_loses_one_sample_not_the_field() -> None:
     fake = FakeNvml([gpu(utilization=flaky)])
     report = sample_windows(nvml_sampler(fake), seconds=0.1, windows=1)
     assert "gpu_util_pct" not in report.unavailable
-    assert "NVMLError_Unknown" in report.errors["gpu_util_pct"]
+    assert "NVMLError_Unknown" in str(why(report.errors["gpu_util_pct"]))
     rank = summarise(0, "host", report)
     assert rank.gpu_util_pct == FieldStats(mean=80, max=80)
     assert report.windows[0].column("gpu_util_pct")[0] is None
@@ -219,8 +220,8 @@ def test_unknown_uuid_nulls_the_gpu_but_keeps_the_process() -> None:
     fake = FakeNvml([FakeGpu(uuid="GPU-someone-else")])
     rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
     for name in ("gpu_util_pct", "power_w", "temperature_c", "sm_clock_mhz", "energy_j"):
-        assert "no NVML device with torch's UUID" in rank.unavailable[name]
-    assert f"GPU-{UUID}" in rank.unavailable["power_w"]
+        assert "no NVML device with torch's UUID" in str(why(rank.unavailable[name]))
+    assert f"GPU-{UUID}" in str(why(rank.unavailable["power_w"]))
     assert rank.cpu_util_pct is not None and rank.rss_bytes is not None
 
 
@@ -228,7 +229,7 @@ def test_nvml_init_failure_is_the_reason() -> None:
     fake = FakeNvml([gpu()], init_error=NVMLError_FunctionNotFound())
     rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
     assert rank.power_w is None
-    assert rank.unavailable["power_w"].startswith("nvmlInit failed")
+    assert str(why(rank.unavailable["power_w"])).startswith("nvmlInit failed")
 
 
 def test_sources_open_once_over_many_windows() -> None:
@@ -281,8 +282,8 @@ def test_a_hung_sampler_is_abandoned_not_waited_for(monkeypatch: pytest.MonkeyPa
         assert not sampler.stop().complete
         assert source.reads == 2
         rank = summarise_rank(0, "host", sampler.report())
-        assert "did not stop" in rank.unavailable["windows"]
-        assert "did not stop" in rank.unavailable["energy_j"]
+        assert "did not stop" in str(why(rank.unavailable["windows"]))
+        assert "did not stop" in str(why(rank.unavailable["energy_j"]))
     finally:
         source.release.set()
 
@@ -316,9 +317,9 @@ def test_cpu_rank_samples_its_process_and_nulls_the_gpu_fields() -> None:
     assert 0 < rank.cpu_util_pct.mean <= 100 * (os.cpu_count() or 1) + 10
     assert rank.rss_bytes is not None and rank.rss_bytes.max > 10_000_000
     for name in ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c"):
-        assert rank.unavailable[name] == CPU_NO_GPU
-    assert rank.unavailable["throttled_fraction"] == CPU_NO_GPU
-    assert rank.unavailable["energy_j"] == CPU_NO_ENERGY
+        assert rank.unavailable[name] == said("telemetry.cpu_no_gpu")
+    assert rank.unavailable["throttled_fraction"] == said("telemetry.cpu_no_gpu")
+    assert rank.unavailable["energy_j"] == said("telemetry.cpu_no_energy")
     assert rank.energy_j is None and rank.throttled_fraction is None
 
 
@@ -358,11 +359,11 @@ def test_window_energy_prefers_the_counter_in_every_window() -> None:
     # one window without the counter: all windows by power, never a mix
     half = [both[0], window([5, 6], (None, None), power_w=power)]
     assert window_energy(half) == (pytest.approx(200.0), "power_integral", None)
-    energy, method, why = window_energy([window([0, 1], (None, None), power_w=[None, 1.0])])
-    assert energy is None and method is None and why and "neither" in why
+    energy, method, reason = window_energy([window([0, 1], (None, None), power_w=[None, 1.0])])
+    assert energy is None and method is None and reason and "neither" in str(why(reason))
     broken = WindowSamples(t=[0.0], failure="it broke")
-    assert window_energy([broken])[2] == "a window was not fully sampled: it broke"
-    assert window_energy([])[2] == "no window was sampled"
+    assert why(window_energy([broken])[2]) == "a window was not fully sampled: it broke"
+    assert why(window_energy([])[2]) == "no window was sampled"
 
 
 def test_clock_reason_decoding_ignores_idle_and_application_clocks() -> None:
@@ -484,7 +485,9 @@ def test_combine_needs_every_rank_and_says_why() -> None:
     )
     assert telemetry.energy_j is None and telemetry.samples_per_joule is None
     assert telemetry.power_w_mean is None  # a mean over some GPUs would be another figure
-    assert unavailable["telemetry.energy_j"] == "rank 0: not measured; rank 1: NotSupported"
+    assert (
+        str(why(unavailable["telemetry.energy_j"])) == "rank 0: not measured; rank 1: NotSupported"
+    )
     assert unavailable["telemetry.samples_per_joule"] == unavailable["telemetry.energy_j"]
     assert unavailable["telemetry.tokens_per_joule"] == coded("unavailable.not_language_model")
     assert telemetry.gpu_util_pct_mean == 90  # what every rank has is still there
@@ -555,7 +558,7 @@ def test_throttling_is_a_warning() -> None:
     ]
     telemetry, unavailable, _ = combine(unread, 100, 1, 10, None)
     assert telemetry.throttled is None and telemetry.clock_verdict is None
-    assert unavailable["telemetry.throttled"] == "rank 1: NotSupported"
+    assert str(why(unavailable["telemetry.throttled"])) == "rank 1: NotSupported"
 
 
 def test_allocator_figures() -> None:
@@ -702,13 +705,13 @@ def test_real_cpu_cell_has_cpu_telemetry(cpu_cell: CellResult) -> None:
         assert rank.rss_bytes is not None and rank.rss_bytes.max > 10_000_000
         for name in GPU_FIELDS[:-1]:
             assert getattr(rank, name) is None
-            assert rank.unavailable[name] == CPU_NO_GPU
-        assert rank.unavailable["energy_j"] == CPU_NO_ENERGY
+            assert rank.unavailable[name] == said("telemetry.cpu_no_gpu")
+        assert rank.unavailable["energy_j"] == said("telemetry.cpu_no_energy")
     assert telemetry.cpu_util_pct_mean is not None
     for name in ("gpu_util_pct_mean", "power_w_mean", "energy_j", "samples_per_joule"):
         assert getattr(telemetry, name) is None
         assert cpu_cell.unavailable[f"telemetry.{name}"]
-    assert cpu_cell.unavailable["telemetry.energy_j"] == CPU_NO_ENERGY
+    assert cpu_cell.unavailable["telemetry.energy_j"] == said("telemetry.cpu_no_energy")
     assert telemetry.throttled is None
     assert not any("throttl" in warning_words(w) for w in cpu_cell.warnings)
 
@@ -882,7 +885,9 @@ def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> N
     unavailable = {
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
-    assert unavailable["throttling"].startswith("1 GPU run(s) without readable clocks-event")
+    assert str(why(unavailable["throttling"])).startswith(
+        "1 GPU run(s) without readable clocks-event"
+    )
     assert say(V3_TELEMETRY) in unavailable["throttling"]
     findings = [
         f for s in report.sections for b in s.blocks if b.type == "findings" for f in b.findings
@@ -954,7 +959,7 @@ def test_real_cpu_cell_records_what_else_ran_on_its_host(cpu_cell: CellResult) -
     assert host.other_cores is not None and host.other_cores >= 0
     assert host.load_avg_1m is not None and host.load_avg_1m.max > 0
     assert host.other_gpu_processes is None
-    assert host.unavailable["other_gpu_processes"] == CPU_NO_GPU
+    assert host.unavailable["other_gpu_processes"] == said("telemetry.cpu_no_gpu")
     loads = [r.load for r in telemetry.ranks]
     assert all(load is not None and load.window_s > 0 for load in loads)
     assert len({load.pid for load in loads if load is not None}) == 2

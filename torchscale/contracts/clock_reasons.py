@@ -51,7 +51,15 @@ FALLBACK_ERRORS = ("NVMLError_FunctionNotFound", "NVMLError_NotSupported")
 
 
 def read_clock_reasons(pynvml: Any, handle: Any) -> tuple[int | None, str | None, str | None]:
-    """(mask, the query name that answered, None), or (None, None, why neither name answered).
+    """(mask, the query name that answered, None), or (None, None, why neither name answered)
+    in words (`clock_reason_errors`)."""
+    mask, query, errors = clock_reason_errors(pynvml, handle)
+    why = "; ".join(f"{name}: {error}" for name, error in errors.items())
+    return mask, query, why if mask is None else None
+
+
+def clock_reason_errors(pynvml: Any, handle: Any) -> tuple[int | None, str | None, dict[str, str]]:
+    """(mask, the query name that answered, {}), or (None, None, each name's error).
 
     nvidia-ml-py defines nvmlDeviceGetCurrentClocksEventReasons even when the driver lacks the
     symbol: the call then raises NVMLError_FunctionNotFound, and only the old "throttle" name
@@ -60,16 +68,16 @@ def read_clock_reasons(pynvml: Any, handle: Any) -> tuple[int | None, str | None
     fallback = tuple(
         cls for cls in (getattr(pynvml, n, None) for n in FALLBACK_ERRORS) if isinstance(cls, type)
     )
-    errors: list[str] = []
+    errors: dict[str, str] = {}
     for name in CLOCK_REASON_QUERIES:
         query = getattr(pynvml, name, None)
         if query is None:
-            errors.append(f"{name}: not in this pynvml")
+            errors[name] = "not in this pynvml"
             continue
         try:
-            return int(query(handle)), name, None
+            return int(query(handle)), name, {}
         except Exception as exc:
-            errors.append(f"{name}: {nvml_error_name(exc)}")
+            errors[name] = nvml_error_name(exc)
             if not isinstance(exc, fallback):
                 break  # a real failure (GPU lost, ...): the other name would not help
-    return None, None, "; ".join(errors)
+    return None, None, errors

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit, stored_reason
+from torchscale.contracts.rank_reasons import NO_RANK_SAMPLED, by_rank
 
 # the clocks-event reasons that are real slowdowns: hardware, thermal, the power brake
 HARDWARE_SLOWDOWNS = (
@@ -85,7 +86,7 @@ def judge_clocks(
     samples: int,
     low_clock_mhz: float | None,
     max_sm_mhz: float | None,
-    max_why: str | None,
+    max_why: Finding | str | None,
     limit: PowerLimit | None,
     power_w: float | None = None,
     where: str = IN_WINDOW,
@@ -128,7 +129,8 @@ def judge_clocks(
             return _judged("not_judged", (), "clocks.draw_unknown", base)
         return _judged("at_power_limit", (), "clocks.power_managed", base)
     if share is None:  # neither the limit nor the clock to judge by
-        base["max_unknown"] = max_why if not max_sm_mhz else None
+        unknown = max_why.model_dump() if isinstance(max_why, Finding) else max_why
+        base["max_unknown"] = unknown if not max_sm_mhz else None
         return _judged("not_judged", (), "clocks.not_judged", base)
     if low:  # a limit nobody read may be a site cap
         return _judged("throttled", (POWER_CAP,), "clocks.low_limit_unknown", base)
@@ -197,32 +199,26 @@ class RankVerdict:
     gpu: str
     verdict: ClockVerdict | None
     reasons: tuple[str, ...]
-    why: str
-
-
-def _joined(reasons: Mapping[int, str], ranks: int) -> str:
-    if len(reasons) == ranks and len(set(reasons.values())) == 1:
-        return next(iter(reasons.values()))
-    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
+    why: Finding | str
 
 
 def cell_verdict(
     ranks: Sequence[RankVerdict],
-) -> tuple[ClockVerdict | None, bool | None, list[str], str | None]:
+) -> tuple[ClockVerdict | None, bool | None, list[str], Finding | str | None]:
     """(the worst GPU's verdict, throttled, the throttled GPUs' reasons, why throttled is null):
     one throttled GPU makes the cell throttled; otherwise throttled is false only when every GPU
     was judged at its power limit or at full clocks."""
     if not ranks:
-        return None, None, [], "no rank was sampled"
+        return None, None, [], NO_RANK_SAMPLED
     hot = [r for r in ranks if r.verdict == "throttled"]
     if hot:
         return "throttled", True, list(dict.fromkeys(n for r in hot for n in r.reasons)), None
     unjudged = {r.rank: r.why for r in ranks if r.verdict in (None, "not_judged")}
     if any(r.verdict is None for r in ranks):
-        return None, None, [], _joined(unjudged, len(ranks))
+        return None, None, [], by_rank(unjudged, len(ranks))
     worst = min((r.verdict for r in ranks if r.verdict), key=VERDICT_ORDER.index)
     if unjudged:
-        return worst, None, [], _joined(unjudged, len(ranks))
+        return worst, None, [], by_rank(unjudged, len(ranks))
     return worst, False, [], None
 
 

@@ -52,7 +52,11 @@ class RankLoad(Record):
     gpu_processes_max: int | None = Field(
         default=None, description="the most compute processes listed on the GPU at one edge"
     )
-    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+    unavailable: dict[str, Finding | str] = Field(
+        default_factory=dict,
+        description="field -> why null: a code and its figures (contracts/wording/"
+        "sampler_reasons.py), or the words a version before schema 20 stored",
+    )
 
 
 class RankTelemetry(Record):
@@ -135,7 +139,11 @@ class RankTelemetry(Record):
     clock_basis: str | None = Field(
         default=None, description="what the verdict rested on, in the words of schema 18 or older"
     )
-    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+    unavailable: dict[str, Finding | str] = Field(
+        default_factory=dict,
+        description="field -> why null: a code and its figures (contracts/wording/"
+        "sampler_reasons.py), or the words a version before schema 20 stored",
+    )
     load: RankLoad | None = Field(
         default=None, description="the host's CPU and the GPU's processes at the window edges"
     )
@@ -219,5 +227,6 @@ class HostLoad(Record):
     unavailable: dict[str, Finding | str] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "host_load_reasons.py), or words (a rank's reason, or a version before schema 20)",
+        "host_load_reasons.py, sampler_reasons.py), or the words a version before schema 20 "
+        "stored",
     )

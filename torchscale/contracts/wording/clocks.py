@@ -13,6 +13,8 @@ from torchscale.contracts.gpu_clocks import (
     POWER_CAP,
 )
 from torchscale.contracts.wording.power_limit_reasons import limit_why
+from torchscale.contracts.wording.unavailable import reason_of
+from torchscale.contracts.wording.unavailable import why as unavailable_why
 
 WHERE = {IN_WINDOW: "in-window samples", EDGES_INCLUDED: "samples, window edges included"}
 
@@ -104,7 +106,8 @@ def low_limit_unknown(f: Mapping[str, Any]) -> str:
 
 
 def not_judged(f: Mapping[str, Any]) -> str:
-    why = f.get("max_unknown") or "no SM clock read in those samples"
+    unknown = f.get("max_unknown")
+    why = unavailable_why(reason_of(unknown)) if unknown else "no SM clock read in those samples"
     return (
         f"{_seen(f)}: whether it cost clocks is not known: {_limit(f)}; maximum SM clock "
         f"unknown ({why}){_transients(f)}"

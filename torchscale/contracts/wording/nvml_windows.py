@@ -7,13 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from torchscale.contracts.gpu_clocks import (
-    COUNTER_STEP_S,
-    NVML_AVERAGING_S,
-    averaged_too_short,
-    counter_too_coarse,
-)
-
 _AVERAGES = "NVML averages over ~1 s (power) and 1/6-1 s (utilisation)"
 
 
@@ -44,19 +37,3 @@ PHRASES = {
     "unavailable.nvml_windows": _windows,
     "unavailable.energy_counter_coarse": _coarse,
 }
-
-
-def averaged_not_measurable(
-    window_s: float, floor_s: float = NVML_AVERAGING_S, *, longest: bool = False
-) -> str | None:
-    """`averaged_too_short` in words, or None when the readings describe the windows."""
-    finding = averaged_too_short(window_s, floor_s, longest=longest)
-    return None if finding is None else PHRASES[finding.code](finding.figures)
-
-
-def counter_not_measurable(
-    window_s: float, windows: int, step_s: float = COUNTER_STEP_S
-) -> str | None:
-    """`counter_too_coarse` in words, or None when the counter measures the windows."""
-    finding = counter_too_coarse(window_s, windows, step_s)
-    return None if finding is None else PHRASES[finding.code](finding.figures)

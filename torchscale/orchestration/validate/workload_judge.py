@@ -402,14 +402,12 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
     )
 
 
-NOT_MEASURABLE = "not measurable"
+# windows too short for NVML's averages or its energy counter (contracts/gpu_clocks.py)
+NOT_MEASURABLE = ("unavailable.nvml_longest_window", "unavailable.nvml_windows")
 
 
 def _not_measurable(why: Any) -> bool:
-    from torchscale.contracts.wording.unavailable import why as words
-
-    text = words(Finding.model_validate(why) if isinstance(why, dict) else why) or ""
-    return text.startswith(NOT_MEASURABLE)
+    return isinstance(why, dict) and why.get("code") in NOT_MEASURABLE
 
 
 def _power_gap(result: CellResult) -> Any:
@@ -418,7 +416,7 @@ def _power_gap(result: CellResult) -> Any:
     ranks = result.telemetry.ranks if result.telemetry else []
     stored = (result.unavailable or {}).get("telemetry.power_w_mean")
     return next(
-        (v for rank in ranks for k, v in rank.unavailable.items() if "power" in k),
+        (_reason(v) for rank in ranks for k, v in rank.unavailable.items() if "power" in k),
         _reason(stored) if stored is not None else "no reason recorded",
     )
 

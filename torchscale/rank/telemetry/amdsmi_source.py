@@ -15,19 +15,15 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES
 
-NOT_INSTALLED = (
-    "amdsmi not installed: AMD GPU telemetry reads the amdsmi Python package of the node's "
-    "ROCm (pip install the amdsmi matching it)"
-)
 NOT_READ = {
-    "clock_reasons": "NVML clocks-event reasons: amdsmi has no such mask (not read on AMD GPUs)",
-    GPU_PROCESSES: "the GPU's process list is not read on AMD GPUs",
-    "energy_j": (
-        "amdsmi's energy counter is not read (its fields differ across amdsmi versions): "
-        "energy integrates the power samples"
-    ),
+    "clock_reasons": said("amdsmi.no_clock_reasons"),
+    GPU_PROCESSES: said("amdsmi.no_process_list"),
+    "energy_j": said("amdsmi.no_energy_counter"),
 }
 # amdsmi_status_t codes after which a query will never answer on this GPU (amdsmi.h)
 PERMANENT_CODES = {2: "NOT_SUPPORTED", 3: "NOT_YET_IMPLEMENTED", 10: "NO_PERM"}
@@ -60,15 +56,15 @@ class AmdSmiSource:
 
     def __init__(self, address: str, module: ModuleType | None = None) -> None:
         self.address = address.lower()
-        self.unavailable: dict[str, str] = {}
-        self.errors: dict[str, str] = {}
+        self.unavailable: dict[str, Reason] = {}
+        self.errors: dict[str, Reason] = {}
         self.name: str | None = None
         self.uuid: str | None = None
         self._module = module
         self._smi: Any = None
         self._handle: Any = None
 
-    def _fail_all(self, why: str) -> None:
+    def _fail_all(self, why: Finding) -> None:
         for name in (*self.fields, GPU_PROCESSES, "energy_j"):
             self.unavailable.setdefault(name, why)
 
@@ -76,23 +72,22 @@ class AmdSmiSource:
         try:
             smi: Any = self._module or importlib.import_module("amdsmi")
         except ImportError:
-            self._fail_all(NOT_INSTALLED)
+            self._fail_all(said("amdsmi.not_installed"))
             return
         except Exception as exc:  # the package is there, its libamd_smi.so is not
-            self._fail_all(f"amdsmi failed to load: {error_text(exc)}")
+            self._fail_all(said("amdsmi.load_failed", error=error_text(exc)))
             return
         try:
             smi.amdsmi_init()
             handles = [h for h in smi.amdsmi_get_processor_handles() if self._at(smi, h)]
         except Exception as exc:
-            self._fail_all(f"amdsmi could not list the GPUs: {error_text(exc)}")
+            self._fail_all(said("amdsmi.list_failed", error=error_text(exc)))
             return
         if len(handles) != 1:
             self._fail_all(
-                f"no amdsmi GPU at torch's PCI address {self.address}"
+                said("amdsmi.no_gpu_at", address=self.address)
                 if not handles
-                else f"{len(handles)} amdsmi GPUs at PCI address {self.address} (a partitioned "
-                "GPU?): which one is this rank's is unknown"
+                else said("amdsmi.gpus_at", count=len(handles), address=self.address)
             )
             return
         self._smi, self._handle = smi, handles[0]
@@ -123,11 +118,11 @@ class AmdSmiSource:
         try:
             value = read(self._smi)
         except Exception as exc:
-            why = f"{query}: {error_text(exc)}"
+            why = said("telemetry.queries_failed", errors={query: error_text(exc)})
             (self.unavailable if _permanent(exc) else self.errors)[name] = why
             return None
         if not isinstance(value, int | float):  # 'N/A': this GPU does not report it
-            self.unavailable[name] = f"{query}: amdsmi reports {value!r} on this GPU"
+            self.unavailable[name] = said("amdsmi.not_reported", query=query, value=repr(value))
             return None
         return float(value)
 

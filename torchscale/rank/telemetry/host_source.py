@@ -15,6 +15,8 @@ from typing import Any
 
 from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.host import usable_cores
+from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.rank.telemetry.samples import HOST_FIELDS, EdgeReading
 
 
@@ -46,8 +48,8 @@ class HostSource:
 
     def __init__(self, pid: int | None = None) -> None:
         self.pid = os.getpid() if pid is None else pid
-        self.unavailable: dict[str, str] = {}
-        self.errors: dict[str, str] = {}
+        self.unavailable: dict[str, Reason] = {}
+        self.errors: dict[str, Reason] = {}
         self.cores: int | None = None
         self.usable_cores: int | None = None
         self._psutil: Any = None
@@ -59,13 +61,13 @@ class HostSource:
             psutil = importlib.import_module("psutil")
             self._process = psutil.Process(self.pid)
         except Exception as exc:  # ImportError, or the process is gone
-            why = f"psutil unusable: {type(exc).__name__}: {exc}"
+            why = said("telemetry.psutil_unusable", error=f"{type(exc).__name__}: {exc}")
             self.unavailable.update({k: why for k in HOST_FIELDS if k != "load_avg_1m"})
         else:
             self._psutil = psutil
             self.cores = psutil.cpu_count(logical=True)
         if not hasattr(os, "getloadavg"):
-            self.unavailable["load_avg_1m"] = "os.getloadavg is not available on this platform"
+            self.unavailable["load_avg_1m"] = said("telemetry.no_loadavg")
 
     def read(self, into: dict[str, float | None]) -> None:
         return None  # edges only
@@ -84,5 +86,5 @@ class HostSource:
         try:
             into.values[name] = float(read())
         except Exception as exc:  # the rank's process gone, /proc unreadable: this edge only
-            self.errors[name] = f"{type(exc).__name__}: {exc}"
+            self.errors[name] = said("telemetry.read_failed", error=f"{type(exc).__name__}: {exc}")
             into.values[name] = None

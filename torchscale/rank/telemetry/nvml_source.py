@@ -15,11 +15,12 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from torchscale.contracts import wording
-from torchscale.contracts.clock_reasons import read_clock_reasons
+from torchscale.contracts.clock_reasons import clock_reason_errors
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import nvml_error_name
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
+from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, SM_CLOCK_MAX, EdgeReading
 
 ENERGY = "energy_j"  # the unavailable key of the energy counter
@@ -60,8 +61,8 @@ class NvmlSource:
 
     def __init__(self, torch_uuid: str, module: ModuleType | None = None) -> None:
         self.torch_uuid = torch_uuid
-        self.unavailable: dict[str, str] = {}
-        self.errors: dict[str, str] = {}
+        self.unavailable: dict[str, Reason] = {}
+        self.errors: dict[str, Reason] = {}
         self.name: str | None = None
         self.uuid: str | None = None
         self.sm_clock_max_mhz: float | None = None
@@ -75,7 +76,7 @@ class NvmlSource:
     def _fail_all(self, code: str, **figures: Any) -> None:
         reason = Finding(code=code, figures=figures)
         for name in (*self.fields, ENERGY, GPU_PROCESSES, SM_CLOCK_MAX):
-            self.unavailable.setdefault(name, str(wording.say(reason)))
+            self.unavailable.setdefault(name, reason)
         self.power_limit = PowerLimit(unavailable=reason)
 
     def open(self) -> None:
@@ -109,7 +110,7 @@ class NvmlSource:
         top = self._call(SM_CLOCK_MAX, "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM)
         self.sm_clock_max_mhz = float(top) if top else None
         if top is not None and not top:
-            self.unavailable[SM_CLOCK_MAX] = "nvmlDeviceGetMaxClockInfo: answered 0"
+            self.unavailable[SM_CLOCK_MAX] = said("telemetry.max_clock_zero")
         self.power_limit = power_limit_of(nvml, self._handle)
 
     def _call(self, name: str, query: str, *args: Any) -> Any:
@@ -119,7 +120,7 @@ class NvmlSource:
         try:
             return getattr(self._nvml, query)(self._handle, *args)
         except Exception as exc:
-            why = f"{query}: {nvml_error_name(exc)}"
+            why = said("telemetry.queries_failed", errors={query: nvml_error_name(exc)})
             (self.unavailable if _permanent(exc) else self.errors)[name] = why
             return None
 
@@ -127,12 +128,12 @@ class NvmlSource:
         if "clock_reasons" in self.unavailable or self._handle is None:
             return None
         if self._reasons_query is None:  # first read: find the name this binding and driver have
-            mask, query, err = read_clock_reasons(self._nvml, self._handle)
+            mask, query, errors = clock_reason_errors(self._nvml, self._handle)
             if mask is None:
-                why = err or "no answer"
+                why = said("telemetry.queries_failed", errors=errors)
                 permanent = all(
-                    any(p in part for p in (*PERMANENT_ERRORS, "not in this pynvml"))
-                    for part in why.split("; ")
+                    any(p in error for p in (*PERMANENT_ERRORS, "not in this pynvml"))
+                    for error in errors.values()
                 )
                 (self.unavailable if permanent else self.errors)["clock_reasons"] = why
                 return None
@@ -169,7 +170,7 @@ class NvmlSource:
             try:
                 pids = sorted({int(p.pid) for p in getattr(self._nvml, query)(self._handle)})
             except Exception as exc:
-                why = f"{query}: {nvml_error_name(exc)}"
+                why = said("telemetry.queries_failed", errors={query: nvml_error_name(exc)})
                 if type(exc).__name__ in MISSING_SYMBOL or isinstance(exc, AttributeError):
                     self._process_queries.pop(0)  # an older driver or binding: the next name
                     if not self._process_queries:

@@ -11,6 +11,8 @@ import importlib
 import os
 from typing import Any
 
+from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.rank.telemetry.samples import PROCESS_FIELDS
 
 
@@ -21,8 +23,8 @@ class ProcessSource:
 
     def __init__(self, pid: int | None = None) -> None:
         self.pid = os.getpid() if pid is None else pid
-        self.unavailable: dict[str, str] = {}
-        self.errors: dict[str, str] = {}
+        self.unavailable: dict[str, Reason] = {}
+        self.errors: dict[str, Reason] = {}
         self._process: Any = None
 
     def open(self) -> None:
@@ -30,7 +32,7 @@ class ProcessSource:
             psutil = importlib.import_module("psutil")
             self._process = psutil.Process(self.pid)
         except Exception as exc:  # ImportError, or the process is gone
-            why = f"psutil unusable: {type(exc).__name__}: {exc}"
+            why = said("telemetry.psutil_unusable", error=f"{type(exc).__name__}: {exc}")
             self.unavailable.update(dict.fromkeys(self.fields, why))
 
     def read(self, into: dict[str, float | None]) -> None:
@@ -42,7 +44,7 @@ class ProcessSource:
                 into["cpu_s"] = float(times.user + times.system)
                 into["rss_bytes"] = float(self._process.memory_info().rss)
         except Exception as exc:
-            why = f"psutil: {type(exc).__name__}: {exc}"
+            why = said("telemetry.psutil_failed", error=f"{type(exc).__name__}: {exc}")
             self.errors.update(dict.fromkeys(self.fields, why))
 
     def energy_mj(self) -> float | None:

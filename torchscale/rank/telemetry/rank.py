@@ -8,18 +8,14 @@ from __future__ import annotations
 import torch
 
 from torchscale.contracts.cell_settings import TelemetryConfig
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.rank.telemetry.amdsmi_source import AmdSmiSource, pci_address
 from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import ENERGY, NvmlSource
 from torchscale.rank.telemetry.process_source import ProcessSource
 from torchscale.rank.telemetry.sampler import Sampler, Source
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES
-
-CPU_NO_GPU = "CPU cell: no GPU to sample (NVML reads NVIDIA GPUs only)"
-CPU_NO_ENERGY = (
-    "CPU cell: energy comes from the GPU's NVML counter or power samples; CPU package energy "
-    "(RAPL) is not sampled"
-)
 
 
 def torch_uuid(device: torch.device) -> str | None:
@@ -40,23 +36,25 @@ def rank_sampler(config: TelemetryConfig, device: torch.device) -> Sampler | Non
         index = device.index if device.index is not None else torch.cuda.current_device()
         label = f"cuda:{index}"
         gpu = _gpu_source(device)
-        if isinstance(gpu, str):
+        if isinstance(gpu, Finding):
             unavailable = {**dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), gpu), ENERGY: gpu}
             return Sampler(process, interval_s, label, unavailable)
         return Sampler([gpu, *process], interval_s, label)
-    unavailable = {**dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), CPU_NO_GPU), ENERGY: CPU_NO_ENERGY}
+    no_gpu = said("telemetry.cpu_no_gpu")
+    unavailable = dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), no_gpu)
+    unavailable[ENERGY] = said("telemetry.cpu_no_energy")
     return Sampler(process, interval_s, "cpu", unavailable)
 
 
-def _gpu_source(device: torch.device) -> Source | str:
+def _gpu_source(device: torch.device) -> Source | Finding:
     """The source for the rank's GPU: amdsmi under ROCm's torch, NVML otherwise; or why the
     GPU cannot be found."""
     if getattr(torch.version, "hip", None):
         address = pci_address(torch.cuda.get_device_properties(device))
         if address is None:
-            return "this torch reports no PCI address for the device: amdsmi cannot find it"
+            return said("telemetry.no_pci_address")
         return AmdSmiSource(address)
     uuid = torch_uuid(device)
     if uuid is None:
-        return "this torch reports no UUID for the device: its NVML handle cannot be found"
+        return said("telemetry.no_torch_uuid")
     return NvmlSource(uuid)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from torchscale.contracts import wording
-from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 
 # the first start() opens the sources (nvmlInit can take a while on a node without
@@ -31,8 +31,8 @@ HOST_FACTS = ("pid", "cores", "usable_cores")
 class Source(Protocol):
     """Something sampled: opened, read and asked for energy in the sampler thread only."""
 
-    unavailable: dict[str, str]  # field -> why it is never read
-    errors: dict[str, str]  # field -> the last error of a query that failed only sometimes
+    unavailable: dict[str, Reason]  # field -> why it is never read
+    errors: dict[str, Reason]  # field -> the last error of a query that failed only sometimes
 
     @property
     def fields(self) -> tuple[str, ...]: ...
@@ -60,7 +60,7 @@ class Sampler:
         sources: Sequence[Source],
         interval_s: float,
         device: str,
-        unavailable: dict[str, str] | None = None,
+        unavailable: Mapping[str, Reason] | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"sampling interval must be positive (got {interval_s})")
@@ -76,7 +76,7 @@ class Sampler:
         self._record: WindowSamples | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
-        self._abandoned: str | None = None  # a thread that did not stop: sample no more
+        self._abandoned: Reason | None = None  # a thread that did not stop: sample no more
 
     def start(self) -> None:
         """Start sampling a window; returns after its first sample."""
@@ -103,8 +103,7 @@ class Sampler:
             self._stop.set()
             thread.join(STOP_TIMEOUT_S)
             if thread.is_alive():  # a hung query: abandon the daemon thread, say so
-                hung = Finding(code="unavailable.sampler_hung", figures={"stop_s": STOP_TIMEOUT_S})
-                self._abandoned = wording.say(hung)
+                self._abandoned = said("unavailable.sampler_hung", stop_s=STOP_TIMEOUT_S)
                 record = WindowSamples(failure=self._abandoned)
         opened, closed = record.open_energy, record.close_energy
         if opened is not None and closed is not None and None not in (opened[0], closed[0]):
@@ -134,7 +133,7 @@ class Sampler:
     def report(self) -> SamplerReport:
         """The windows sampled so far and why fields are missing (call when stopped)."""
         unavailable = dict(self._fixed_unavailable)
-        errors: dict[str, str] = {}
+        errors: dict[str, Reason] = {}
         # the first source that knows it; only the host source knows its process and host
         found: dict[str, Any] = {}
         for source in self.sources:
@@ -196,6 +195,6 @@ class Sampler:
             record.energy_t = (started, time.perf_counter())
             record.complete = True
         except Exception as exc:  # never let telemetry take the rank down
-            record.failure = f"sampler thread failed: {type(exc).__name__}: {exc}"
+            record.failure = said("telemetry.sampler_failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             self._ready.set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.schema.cell_result import Reason
 
 # the fields each source writes; a value is None where that sample could not read it
 GPU_FIELDS = (
@@ -52,7 +53,7 @@ class WindowSamples:
     energy_stop_mj: float | None = None
     energy_t: tuple[float, float] | None = None  # when the two counter reads happened
     complete: bool = False  # the thread stopped cleanly (else: what it had, and `failure`)
-    failure: str | None = None
+    failure: Reason | None = None
     edges: list[EdgeReading] = field(default_factory=list)  # at the start, then at the stop
     opened: float | None = None  # perf_counter() at the window's opening edge; None: not marked
     closed: float | None = None
@@ -101,9 +102,9 @@ class SamplerReport:
     interval_s: float
     windows: list[WindowSamples]
     # field -> why it was never read (NotSupported, no GPU on CPU, no psutil, ...)
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, Reason] = field(default_factory=dict)
     # field -> the last error of a query that failed only sometimes
-    errors: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, Reason] = field(default_factory=dict)
     gpu_name: str | None = None
     gpu_uuid: str | None = None
     pid: int | None = None  # the rank's process

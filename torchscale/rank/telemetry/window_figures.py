@@ -27,11 +27,14 @@ from torchscale.contracts.gpu_clocks import (
     POWER_CAP,
     ClockJudgement,
     RankVerdict,
+    averaged_too_short,
     cell_verdict,
+    counter_too_coarse,
     judge_clocks,
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.rank_reasons import NO_RANK_SAMPLED, by_rank, several
 from torchscale.contracts.schema.cell_result import CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import (
     EnergyMethod,
@@ -42,11 +45,7 @@ from torchscale.contracts.schema.cell_telemetry import (
     RankTelemetry,
     Telemetry,
 )
-from torchscale.contracts.wording import words
-from torchscale.contracts.wording.nvml_windows import (
-    averaged_not_measurable,
-    counter_not_measurable,
-)
+from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
@@ -59,7 +58,7 @@ from torchscale.rank.telemetry.samples import (
 # rounding, so the maximum is taken over spans of at least this long
 MIN_CPU_SPAN_S = 0.1
 SPAN_SLACK = 0.95  # a sample a hair early (timer jitter) still closes a span
-NO_SAMPLE = "no sample of it in the measured windows"
+NO_SAMPLE = said("telemetry.no_sample")
 # the kernel's CPU accounting (/proc/stat, a process' utime and stime) counts in these
 CLOCK_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c", "sm_clock_mhz")
@@ -67,11 +66,9 @@ GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c"
 IN_WINDOW = ("gpu_util_pct", "power_w", "sm_clock_mhz")
 # NVML's ~1 s averages: not measurable over windows shorter than that in all
 AVERAGED = ("gpu_util_pct", "power_w")
-NO_HOST = "no host readings"
-NAMESPACE_PIDS = (
-    "NVML lists PIDs of another PID namespace (a container without the host's PID namespace: "
-    "a rank's own PID is not among its GPU's processes): counted, not named"
-)
+NO_HOST = said("telemetry.no_host")
+# windows too short for what did answer: said beside the sources' reasons for energy
+NOT_MEASURABLE = ("unavailable.nvml_windows", "unavailable.energy_counter_coarse")
 
 
 def field_stats(values: Iterable[float | None]) -> FieldStats | None:
@@ -116,28 +113,35 @@ def window_energy(
     windows: Sequence[WindowSamples],
     floor_s: float = NVML_AVERAGING_S,
     counter_step_s: float = COUNTER_STEP_S,
-) -> tuple[float | None, EnergyMethod | None, str | None]:
+) -> tuple[float | None, EnergyMethod | None, Reason | None]:
     """(joules over all windows, method, None) or (None, None, why): the counter where it
-    answered in every window and its steps allow (`counter_not_measurable`), else the power
+    answered in every window and its steps allow (`counter_too_coarse`), else the power
     samples' integral over at least NVML's averaging floor of windows."""
     if not windows:
-        return None, None, "no window was sampled"
+        return None, None, said("telemetry.no_window")
     broken = [w.failure for w in windows if not w.complete]
     if broken:
-        return None, None, f"a window was not fully sampled: {broken[0]}"
+        return None, None, _broken(broken[0])
     counted = [counter_j(w) for w in windows]
     coarse = None
     if all(j is not None for j in counted):
-        coarse = counter_not_measurable(counter_s(windows), len(windows), counter_step_s)
+        coarse = counter_too_coarse(counter_s(windows), len(windows), counter_step_s)
         if coarse is None:
             return sum(j for j in counted if j is not None), "counter", None
     integrated = [trapezoid_j(w.t, w.column("power_w")) for w in windows]
     if all(j is not None for j in integrated):
-        short = averaged_not_measurable(sum(w.length_s for w in windows), floor_s)
+        short = averaged_too_short(sum(w.length_s for w in windows), floor_s)
         if short is None:
             return sum(j for j in integrated if j is not None), "power_integral", None
         return None, None, coarse or short
-    return None, None, coarse or "neither the energy counter nor two power samples in every window"
+    return None, None, coarse or said("telemetry.no_energy_source")
+
+
+def _broken(failure: Reason | None) -> Finding:
+    """Why a figure of windows not all fully sampled is null."""
+    failure = failure or said("telemetry.no_edge_reading")
+    stored = failure.model_dump() if isinstance(failure, Finding) else failure
+    return said("telemetry.window_broken", failure=stored)
 
 
 def cpu_spans(t: Sequence[float], cpu_s: Sequence[float | None], min_span_s: float) -> list[float]:
@@ -196,7 +200,7 @@ def clock_reasons(windows: Sequence[WindowSamples]) -> tuple[list[str], float | 
 def clock_judgement(
     windows: Sequence[WindowSamples],
     max_sm_mhz: float | None,
-    max_why: str | None,
+    max_why: Reason | None,
     limit: PowerLimit | None,
     power_w: float | None,
 ) -> ClockJudgement | None:
@@ -240,7 +244,7 @@ def rank_power(
     return None, None
 
 
-def _why(report: SamplerReport, name: str, otherwise: str = NO_SAMPLE) -> str:
+def _why(report: SamplerReport, name: str, otherwise: Reason = NO_SAMPLE) -> Reason:
     """Why the sampler has no `name`: the source's reason, its last error, else `otherwise`."""
     return report.unavailable.get(name) or report.errors.get(name) or otherwise
 
@@ -249,16 +253,14 @@ def rank_load(report: SamplerReport) -> RankLoad:
     """The rank's host readings over its windows: CPU-second deltas between each window's two
     edges, summed; the load average at every edge; the GPU's processes seen at any edge."""
     windows = report.windows
-    unavailable: dict[str, str] = {}
-    broken = [w.failure or "no edge reading" for w in windows if not w.complete or len(w.edges) < 2]
+    unavailable: dict[str, Reason] = {}
+    broken = [w.failure for w in windows if not w.complete or len(w.edges) < 2]
     whole = [w for w in windows if w.complete and len(w.edges) >= 2]
     window_s = sum(w.edges[-1].t - w.edges[0].t for w in whole)
 
     def delta(name: str) -> float | None:
         if broken or not whole:
-            unavailable[name] = (
-                f"a window was not fully sampled: {broken[0]}" if broken else _why(report, name)
-            )
+            unavailable[name] = _broken(broken[0]) if broken else _why(report, name)
             return None
         pairs = [(w.edges[0].values.get(name), w.edges[-1].values.get(name)) for w in whole]
         if any(a is None or b is None for a, b in pairs):
@@ -306,8 +308,8 @@ def summarise_rank(
         return [v for w in windows for v in w.column(name)]
 
     longest_s = max((w.length_s for w in windows), default=0.0)
-    short = averaged_not_measurable(longest_s, floor_s, longest=True)
-    unavailable: dict[str, str] = {}
+    short = averaged_too_short(longest_s, floor_s, longest=True)
+    unavailable: dict[str, Reason] = {}
     stats: dict[str, FieldStats | None] = {}
     for name in (*GPU_STATS, "rss_bytes"):
         stats[name] = field_stats(column(name))
@@ -330,10 +332,10 @@ def summarise_rank(
             reasons.append(report.unavailable.get("power_w"))
         named = [r for r in reasons if r]
         broken = any(not w.complete for w in windows)
-        if energy_why and energy_why.startswith("not measurable"):
+        if isinstance(energy_why, Finding) and energy_why.code in NOT_MEASURABLE:
             named.append(energy_why)  # what did answer could not measure windows this short
         unavailable["energy_j"] = (
-            "; ".join(dict.fromkeys(named)) if named and not broken else energy_why or NO_SAMPLE
+            several(named) if named and not broken else energy_why or NO_SAMPLE
         )
     power, power_method = rank_power(windows, energy, method, stats["power_w"])
     if power is not None:
@@ -343,7 +345,7 @@ def summarise_rank(
         unavailable["throttled_fraction"] = _why(report, "clock_reasons")
     max_why = None
     if report.sm_clock_max_mhz is None and report.device != "cpu":
-        why = _why(report, SM_CLOCK_MAX, "not read by this GPU's telemetry source")
+        why = _why(report, SM_CLOCK_MAX, said("telemetry.max_clock_unread"))
         max_why = unavailable[SM_CLOCK_MAX] = why
     mean_w = power.mean if power is not None else None
     judged = clock_judgement(windows, report.sm_clock_max_mhz, max_why, report.power_limit, mean_w)
@@ -351,7 +353,7 @@ def summarise_rank(
         unavailable["clock_verdict"] = unavailable.get("throttled_fraction") or NO_SAMPLE
     failures = [w.failure for w in windows if w.failure]
     if failures:
-        unavailable["windows"] = "; ".join(dict.fromkeys(failures))
+        unavailable["windows"] = several(failures)
     return RankTelemetry(
         rank=rank,
         host=host,
@@ -384,11 +386,12 @@ def summarise_rank(
     )
 
 
-def _reason(ranks: Sequence[RankTelemetry], key: str) -> str:
+def _reason(ranks: Sequence[RankTelemetry], key: str) -> Reason:
     """Why a total is null: the ranks' reason, once when they share it."""
     if not ranks:
-        return "no rank was sampled"
-    return _joined({r.rank: r.unavailable.get(key, "not measured") for r in ranks}, len(ranks))
+        return NO_RANK_SAMPLED
+    measured = said("telemetry.not_measured")
+    return by_rank({r.rank: r.unavailable.get(key, measured) for r in ranks}, len(ranks))
 
 
 def _every(ranks: Sequence[RankTelemetry], values: list[float | None]) -> list[float] | None:
@@ -407,34 +410,25 @@ def rank_verdicts(ranks: Sequence[RankTelemetry]) -> list[RankVerdict]:
             gpu=r.gpu_name or r.device,
             verdict=r.clock_verdict,
             reasons=tuple(r.throttle_reasons),
-            why=words(r.clock_finding, r.clock_basis)
-            or r.unavailable.get("clock_verdict", NO_SAMPLE),
+            why=r.clock_finding or r.clock_basis or r.unavailable.get("clock_verdict", NO_SAMPLE),
         )
         for r in ranks
     ]
 
 
-def _joined(reasons: dict[int, str], ranks: int) -> str:
-    """The reasons of the ranks that lack a figure: once when all `ranks` share it, else
-    named by rank."""
-    if len(reasons) == ranks and len(set(reasons.values())) == 1:
-        return next(iter(reasons.values()))
-    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
-
-
-def _load_reason(ranks: Sequence[RankTelemetry], key: str) -> str:
+def _load_reason(ranks: Sequence[RankTelemetry], key: str) -> Reason:
     """Why the ranks' host readings lack `key`, once when they share it."""
-    return _joined(
+    return by_rank(
         {r.rank: r.load.unavailable.get(key, NO_SAMPLE) if r.load else NO_HOST for r in ranks},
         len(ranks),
     )
 
 
-def _rates(ranks: Sequence[RankTelemetry], name: str) -> tuple[list[float] | None, str | None]:
+def _rates(ranks: Sequence[RankTelemetry], name: str) -> tuple[list[float] | None, Reason | None]:
     """Each rank's `name` (CPU seconds) per second of its windows: (rates, None) when every
     rank has it, else (None, why)."""
     rates: list[float] = []
-    reasons: dict[int, str] = {}
+    reasons: dict[int, Reason] = {}
     for r in ranks:
         load = r.load
         seconds = getattr(load, name) if load is not None else None
@@ -443,15 +437,15 @@ def _rates(ranks: Sequence[RankTelemetry], name: str) -> tuple[list[float] | Non
         elif seconds is None:
             reasons[r.rank] = load.unavailable.get(name, NO_SAMPLE)
         elif load.window_s <= 0:
-            reasons[r.rank] = "its windows have no length"
+            reasons[r.rank] = said("telemetry.no_window_length")
         else:
             rates.append(seconds / load.window_s)
-    return (None, _joined(reasons, len(ranks))) if reasons else (rates, None)
+    return (None, by_rank(reasons, len(ranks))) if reasons else (rates, None)
 
 
 def other_gpu_processes(
     ranks: Sequence[RankTelemetry],
-) -> tuple[int | None, list[int], dict[str, str]]:
+) -> tuple[int | None, list[int], dict[str, Reason]]:
     """(count, PIDs, unavailable) of compute processes on the ranks' GPUs that are not the
     ranks (all on one host: PIDs are per host). A rank's own PID missing from its GPU's list
     means NVML's PIDs are of another PID namespace: then each GPU counts its processes beyond
@@ -467,7 +461,7 @@ def other_gpu_processes(
     for r, load in loads:
         per_gpu.setdefault(r.gpu_uuid or r.device, []).append(load.gpu_processes_max or 0)
     count = sum(max(0, max(most) - len(most)) for most in per_gpu.values())
-    return count, [], {"other_gpu_pids": NAMESPACE_PIDS}
+    return count, [], {"other_gpu_pids": said("telemetry.namespace_pids")}
 
 
 def tick_cores(loads: Sequence[RankLoad], tick_s: float = CLOCK_TICK_S) -> float:
@@ -628,8 +622,7 @@ def combine(
         if value is None:
             unavailable[f"telemetry.{key}"] = _reason(ranks, source)
     if throttled is None:
-        no_rank = coded("unavailable.no_rank_sampled")
-        unavailable["telemetry.throttled"] = why_not if ranks and why_not else no_rank
+        unavailable["telemetry.throttled"] = why_not if ranks and why_not else NO_RANK_SAMPLED
     if per_joule is None:
         unavailable["telemetry.samples_per_joule"] = unavailable.get("telemetry.energy_j") or coded(
             "unavailable.no_energy_used"

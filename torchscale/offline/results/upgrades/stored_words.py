@@ -24,6 +24,7 @@ from torchscale.offline.results.upgrades.host_load_words import coded_host_loads
 from torchscale.offline.results.upgrades.power_limit_words import coded_power_limits
 from torchscale.offline.results.upgrades.profile_note_words import coded_profile_notes
 from torchscale.offline.results.upgrades.stored_problems import coded_diagnosis as coded_problems
+from torchscale.offline.results.upgrades.telemetry_words import coded_telemetry
 from torchscale.offline.results.upgrades.verdict_words import coded_diagnosis
 
 Figures = dict[str, Any]
@@ -243,7 +244,7 @@ def upgrade_v19(data: dict[str, Any]) -> dict[str, Any]:
     warnings = coded_warnings(data)
     return coded_reasons(
         {
-            **coded_host_loads(coded_power_limits(data)),
+            **coded_telemetry(coded_host_loads(coded_power_limits(data))),
             "intervals": _without_mfu(data.get("intervals")),
             "warnings": warnings,
             "unavailable": coded_unavailable(data),

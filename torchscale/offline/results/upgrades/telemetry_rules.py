@@ -22,19 +22,18 @@ from torchscale.contracts.gpu_clocks import (
     IN_WINDOW,
     POWER_CAP,
     RankVerdict,
+    averaged_too_short,
     cell_verdict,
+    counter_too_coarse,
     judge_clocks,
     sku_max_sm_mhz,
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.rank_reasons import several
 from torchscale.contracts.schema.cell_result import CellResult, CellWarning, Reason
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankTelemetry
-from torchscale.contracts.wording import words
-from torchscale.contracts.wording.nvml_windows import (
-    averaged_not_measurable,
-    counter_not_measurable,
-)
+from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.results.upgrades.stored_words import THROTTLED
 
 NOT_RECORDED = "not recorded by results of schema 15 or older"
@@ -46,14 +45,14 @@ def rejudged_rank(rank: RankTelemetry, windows: int) -> RankTelemetry:
     seconds = window_s if window_s is not None else rank.sampled_s
     unavailable = dict(rank.unavailable)
     update: dict[str, object] = {}
-    short = averaged_not_measurable(seconds)
+    short = averaged_too_short(seconds)
     for name in ("gpu_util_pct", "power_w"):
         if short is not None and getattr(rank, name) is not None:
             update[name] = None
             unavailable[name] = short
     energy = rank.energy_j
     if energy is not None and rank.energy_method == "counter":
-        coarse = counter_not_measurable(seconds, max(windows, 1))
+        coarse = counter_too_coarse(seconds, max(windows, 1))
         if coarse is not None:
             update |= {"energy_j": None, "energy_method": None}
             unavailable["energy_j"] = coarse
@@ -109,8 +108,9 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
 
     def total(key: str, values: list[float | None], mean: bool) -> float | None:
         if not ranks or any(v is None for v in values):
-            reasons = {r.unavailable.get(key.removesuffix("_mean")) for r in ranks}
-            unavailable[f"telemetry.{key}"] = "; ".join(sorted(r for r in reasons if r))
+            reasons = [r.unavailable.get(key.removesuffix("_mean")) for r in ranks]
+            named = sorted((r for r in reasons if r), key=lambda r: str(why(r)))
+            unavailable[f"telemetry.{key}"] = several(named) if named else ""
             return None
         present = [v for v in values if v is not None]
         return sum(present) / len(present) if mean else sum(present)
@@ -158,8 +158,7 @@ def with_verdicts(
             r.gpu_name or r.device,
             r.clock_verdict,
             tuple(r.throttle_reasons),
-            words(r.clock_finding, r.clock_basis)
-            or r.unavailable.get("clock_verdict", NOT_RECORDED),
+            r.clock_finding or r.clock_basis or r.unavailable.get("clock_verdict", NOT_RECORDED),
         )
         for r in ranks
     ]

@@ -1,0 +1,41 @@
+"""Several reasons for one null figure as one reason (a rank's figure missing for more than
+one cause, a cell's total missing on some ranks): a finding whose figures hold the reasons,
+worded by contracts/wording/sampler_reasons.py. Built here, below the wording layer, so that
+the clock verdict's rules (gpu_clocks.py) can use it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from torchscale.contracts.finding import Finding
+
+NO_RANK_SAMPLED = Finding(code="unavailable.no_rank_sampled")
+
+
+def _stored(reason: Finding | str) -> Any:
+    return reason.model_dump() if isinstance(reason, Finding) else reason
+
+
+def several(reasons: Iterable[Finding | str]) -> Finding | str:
+    """Distinct reasons as one (in their order): the one, or all of them worded in turn."""
+    distinct: dict[str, Finding | str] = {}
+    for reason in reasons:
+        distinct.setdefault(_key(reason), reason)
+    ordered = list(distinct.values())
+    if len(ordered) == 1:
+        return ordered[0]
+    return Finding(code="telemetry.several", figures={"reasons": [_stored(r) for r in ordered]})
+
+
+def by_rank(reasons: Mapping[int, Finding | str], ranks: int) -> Finding | str:
+    """The reasons of the ranks that lack a figure: once when all `ranks` share it, else
+    named by rank."""
+    if len(reasons) == ranks and len({_key(r) for r in reasons.values()}) == 1:
+        return next(iter(reasons.values()))
+    ranked = [{"rank": rank, "reason": _stored(r)} for rank, r in reasons.items()]
+    return Finding(code="telemetry.by_rank", figures={"ranks": ranked})
+
+
+def _key(reason: Finding | str) -> str:
+    return reason if isinstance(reason, str) else reason.model_dump_json()
