@@ -29,6 +29,11 @@ RANK_IMPORTED_BY_HOST: dict[str, str] = {
     " device (torch, in the function)",
     "torchscale.rank.strategy_layouts": "the plan judges a layout on the model built on the meta"
     " device (model_problem: torch, in the function)",
+    "torchscale.rank.worker.aggregate": "`profile -- COMMAND` combines a user's own job's ranks"
+    " with the worker's own aggregation, so the judge cannot tell it from a cell (orchestration/"
+    "own_job/run.py, in the function; CellFacts for its facts, in the function)",
+    "torchscale.rank.worker.measure": "the same: RankMeasurement, the probe's files as read (type"
+    " hints only)",
     "torchscale.rank.worker.markers": "nsys asks which NVTX backend a rank would use (torch, in"
     " the function)",
     "torchscale.rank.worker.run_environment": "a run's env.json records torch, CUDA and the GPUs"

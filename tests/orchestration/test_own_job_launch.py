@@ -1,0 +1,206 @@
+"""`torchscale profile -- COMMAND`, the host side: the user's command and environment built as
+data, secrets kept out of what is stored, and real (tiny, torch-free) jobs run through the one
+launch path: a missing program, one that exits at once, one that never steps, and one whose
+ranks' files (prepared here from RankMeasurement objects, in place of the probe's) become one
+result.json with the straggler named."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchscale.contracts import wording
+from torchscale.contracts.errors import UsageError
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.orchestration.own_job.command import (
+    CARRIER_DIR,
+    DIR_ENV,
+    REDACTED,
+    STEPS_ENV,
+    STOP_ENV,
+    WARMUP_ENV,
+    OwnJobRequest,
+    job_command,
+    job_label,
+    redacted,
+)
+from torchscale.orchestration.own_job.run import OwnJobRun, run_own_job
+from torchscale.rank.worker.measure import RankMeasurement, Window
+
+PHASES = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
+# a plain-python "job": copies the measurement files prepared by the test (argv[1]) into the
+# folder the host named in its environment, as the probe would write them
+COPYING_JOB = """
+import os, shutil, sys
+source, target = sys.argv[1], os.environ["TORCHSCALE_OWN_JOB_DIR"]
+assert os.environ["TORCHSCALE_OWN_JOB_STOP"] == "1"
+for name in os.listdir(source):
+    shutil.copy(os.path.join(source, name), target)
+print("trained")
+"""
+
+
+def request(*argv: str, timeout_s: float = 60.0) -> OwnJobRequest:
+    return OwnJobRequest(
+        argv=argv, warmup_steps=5, steps=20, let_it_finish=False, timeout_s=timeout_s
+    )
+
+
+def pickled_reader(folder: Path) -> tuple[list[RankMeasurement], list[Finding]]:
+    """Stands in for the probe's read_rank_files: what the test job copied, by rank."""
+    ranks, findings = [], []
+    for path in sorted(folder.glob("rank*.pkl")):
+        read = pickle.loads(path.read_bytes())
+        if isinstance(read, Finding):
+            findings.append(read)
+        else:
+            ranks.append(read)
+    return sorted(ranks, key=lambda r: r.rank), findings
+
+
+def rank(index: int, phases: dict[str, float]) -> RankMeasurement:
+    steps = [0.02] * 4
+    windows = [
+        Window(1.0, list(steps), {name: [value] * 4 for name, value in phases.items()})
+        for _ in range(3)
+    ]
+    return RankMeasurement(
+        rank=index, host="host", timing="perf_counter", steps=4, warmup_s=[0.02] * 5,
+        windows=windows,
+    )  # fmt: skip
+
+
+def run(tmp_path: Path, job: OwnJobRequest) -> OwnJobRun:
+    env = dict(os.environ)
+    return run_own_job(job, tmp_path / "results", "standalone", env, pickled_reader)
+
+
+# ------------------------------------------------------------------------------- as data
+
+
+def test_the_command_is_run_as_given_with_the_carrier_first(tmp_path: Path) -> None:
+    argv = ("torchrun", "--nproc-per-node", "2", "train.py", "--lr", "0.1")
+    base = {"PYTHONPATH": "/mine:/theirs", "PATH": "/usr/bin", "HF_TOKEN": "hf_abc"}
+    command = job_command(request(*argv), tmp_path, base)
+    assert command.argv == list(argv)
+    assert command.env["PYTHONPATH"].split(os.pathsep) == [str(CARRIER_DIR), "/mine", "/theirs"]
+    assert CARRIER_DIR.parts[-3:] == ("rank", "own_job", "carrier")
+    assert command.env[DIR_ENV] == str(tmp_path / "ranks")
+    assert (command.env[WARMUP_ENV], command.env[STEPS_ENV], command.env[STOP_ENV]) == (
+        "5",
+        "20",
+        "1",
+    )
+    assert command.env["HF_TOKEN"] == "hf_abc"  # the job gets its secrets
+    assert "HF_TOKEN" not in command.env_overrides
+    assert command.log_path.parent == tmp_path / "logs"
+
+
+def test_without_a_pythonpath_the_carrier_is_alone_and_let_it_finish_never_stops(
+    tmp_path: Path,
+) -> None:
+    job = OwnJobRequest(("python", "x.py"), 2, 0, let_it_finish=True, timeout_s=10)
+    command = job_command(job, tmp_path, {"PATH": "/usr/bin"})
+    assert command.env["PYTHONPATH"] == str(CARRIER_DIR)
+    assert (command.env[STEPS_ENV], command.env[STOP_ENV]) == ("0", "0")
+
+
+def test_secrets_are_redacted_by_their_names() -> None:
+    env = {
+        "HF_TOKEN": "a",
+        "WANDB_API_KEY": "b",
+        "AWS_SECRET_ACCESS_KEY": "c",
+        "DB_PASSWORD": "d",
+        "PATH": "/usr/bin",
+        "NCCL_DEBUG": "INFO",
+    }
+    stored = redacted(env)
+    assert {k for k, v in stored.items() if v == REDACTED} == {
+        "HF_TOKEN",
+        "WANDB_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "DB_PASSWORD",
+    }
+    assert stored["PATH"] == "/usr/bin" and stored["NCCL_DEBUG"] == "INFO"
+
+
+@pytest.mark.parametrize(
+    ("argv", "label"),
+    [
+        (("torchrun", "--nproc-per-node", "2", "examples/train.py"), "train.py"),
+        (("python", "-m", "my.trainer"), "my.trainer"),
+        (("/opt/bin/launch.sh",), "launch.sh"),
+    ],
+)
+def test_the_job_is_named_by_its_script(argv: tuple[str, ...], label: str) -> None:
+    assert job_label(argv) == label
+
+
+# ------------------------------------------------------------------------ real launches
+
+
+def test_a_command_not_found_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as raised:
+        run(tmp_path, request("no-such-program-73", "train.py"))
+    assert str(raised.value).startswith("no-such-program-73: command not found")
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_job_that_exits_3_at_once_is_one_line_and_fails(tmp_path: Path) -> None:
+    ran = run(tmp_path, request(sys.executable, "-c", "import sys; sys.exit(3)"))
+    assert ran.problem is not None and ran.problem.code == "own_job.exited"
+    assert ran.exit_code != 0
+    line = wording.say(ran.problem)
+    assert "exited with 3" in line and "\n" not in line
+    stored = CellResult.model_validate_json((ran.directory / "result.json").read_text())
+    assert stored.status == "failed" and stored.error is not None
+    assert (ran.directory / "environment.json").is_file()
+
+
+def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    for k in range(2):
+        no_step = Finding(code="own_job.no_optimizer_step", figures={"rank": k})
+        (prepared / f"rank{k}.pkl").write_bytes(pickle.dumps(no_step))
+    script = tmp_path / "job.py"
+    script.write_text(COPYING_JOB)
+    ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
+    assert ran.problem is not None and ran.problem.code == "own_job.no_step_seen"
+    assert ran.exit_code == 1
+    assert "no optimizer step seen" in wording.say(ran.problem)
+    assert "optimizer hooks" in wording.say(ran.problem)
+
+
+def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) -> None:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    slow = {**PHASES, "backward": 0.013, "grad_sync_wait": 0.001}
+    ranks = [rank(0, {**PHASES, "grad_sync_wait": 0.011}), rank(1, slow)]
+    for measurement in ranks:
+        (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
+    script = tmp_path / "train.py"
+    script.write_text(COPYING_JOB)
+    ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
+    assert ran.problem is None and ran.exit_code == 0
+    assert ran.directory.parent == tmp_path / "results" / "standalone" / "profile"
+    stored = CellResult.model_validate_json((ran.directory / "result.json").read_text())
+    assert stored.status == "ok"
+    assert stored.cell.model == "own:train.py" and stored.cell.world_size == 2
+    assert stored.diagnosis is not None and stored.diagnosis.straggler is not None
+    assert stored.diagnosis.straggler.named and stored.diagnosis.straggler.rank == 1
+    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
+    assert "own_job.identity_unknown" in codes
+    # the job's own output went to its log, not to torchscale's answer
+    log = (ran.directory / "logs" / "torchrun.log").read_text()
+    assert "trained" in log
+    environment = json.loads((ran.directory / "environment.json").read_text())
+    assert environment["argv"][1] == str(script)
+    assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))

@@ -1,0 +1,59 @@
+"""Words for `torchscale profile -- COMMAND` (orchestration/own_job/): the user's own launch
+line run with the probe, each way it can end without a measurement said in one line, and what
+torchscale cannot know about someone else's job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torchscale.contracts.wording.units import limit_s, whole_s
+
+F = Mapping[str, Any]
+
+
+def _output(f: F) -> str:
+    return f"its output: {f['log']}"
+
+
+PHRASES: dict[str, Callable[[F], str]] = {
+    "own_job.command_not_found": lambda f: (
+        f"{f['program']}: command not found (give the launch line as you would run it, "
+        "e.g. torchrun --nproc-per-node 2 train.py)"
+    ),
+    "own_job.not_executable": lambda f: f"{f['program']}: not executable",
+    "own_job.exited": lambda f: (
+        f"your job exited with {f['returncode']} after {whole_s(f['wall_s'])} before any "
+        f"rank measured a step; {_output(f)}"
+    ),
+    "own_job.no_rank_files": lambda f: (
+        f"your job ended after {whole_s(f['wall_s'])} and no process wrote a measurement: "
+        "none imported torch and stepped an optimizer, or python ran with -E, -I or -S "
+        f"(which ignore PYTHONPATH, where the probe is); {_output(f)}"
+    ),
+    "own_job.no_step_seen": lambda f: (
+        f"no optimizer step seen on {f['ranks']} rank(s): the probe finds steps by torch's "
+        "optimizer hooks (torch.optim.Optimizer.step), and a step marker of your own "
+        f"(torchscale.mark_step()) is not yet available; {_output(f)}"
+    ),
+    "own_job.too_few_steps": lambda f: (
+        f"no measured step: the probe discards the first {f['warmup']} warm-up step(s) "
+        f"(--warmup-steps) and your job stepped fewer; {_output(f)}"
+    ),
+    "own_job.timed_out": lambda f: (
+        f"your job was stopped after the {limit_s(f['timeout_s'])} --timeout (hung, or "
+        f"slower than expected: raise --timeout); {_output(f)}"
+    ),
+    "own_job.stopped": lambda f: (
+        f"stopped by {f['signal']}: your job's processes were stopped; what the ranks "
+        "measured before is kept"
+    ),
+    "own_job.identity_unknown": lambda f: (
+        "your job's batch size, precision and parallel strategy are not known to torchscale: "
+        "its label shows placeholders (b1, fp32, ddp), a sample is one optimizer step, and "
+        "the step is judged as data-parallel (every rank runs the whole step)"
+    ),
+    "own_job.no_flops": lambda f: (
+        "your job's FLOPs per step are not counted by the probe: no TFLOP/s or MFU"
+    ),
+}

@@ -1,0 +1,122 @@
+"""The user's launch line as data: its argv exactly as given, its environment (the caller's,
+with the probe's carrier first on PYTHONPATH and the TORCHSCALE_OWN_JOB_* settings every rank
+reads before the job starts), and a copy of that environment safe to store.
+
+Nothing here starts a process: launch.attempt.run_attempt runs what this builds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+import torchscale
+from torchscale.contracts.finding import Finding
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+
+# the probe's carrier folder (its sitecustomize.py), torchscale/rank/own_job/carrier: found by
+# the package's path, not by importing the probe, which must stay out of this process
+CARRIER_DIR = Path(torchscale.__file__).resolve().parent / "rank" / "own_job" / "carrier"
+# the agreed interface with the probe (torchscale/rank/own_job/)
+DIR_ENV = "TORCHSCALE_OWN_JOB_DIR"
+WARMUP_ENV = "TORCHSCALE_OWN_JOB_WARMUP"
+STEPS_ENV = "TORCHSCALE_OWN_JOB_STEPS"
+STOP_ENV = "TORCHSCALE_OWN_JOB_STOP"
+# torchrun records a failed rank's exception here (read back by launch/failure.py)
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
+ENVIRONMENT_FILE = "environment.json"
+REDACTED = "<redacted>"
+# a variable whose name holds one of these carries a secret: stored as REDACTED
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
+_SECRET_NAME = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OwnJobRequest:
+    """What the user asked: their command and how long to measure it."""
+
+    argv: tuple[str, ...]
+    warmup_steps: int
+    steps: int  # measured optimizer steps; with let_it_finish, 0 (every step after warm-up)
+    let_it_finish: bool
+    timeout_s: float
+
+    @property
+    def stop(self) -> bool:
+        return not self.let_it_finish
+
+
+def job_label(argv: Sequence[str]) -> str:
+    """The job's name as results show it: its script ('train.py'), else the module after
+    -m, else the program's name."""
+    for arg in argv[1:]:
+        if arg.endswith(".py"):
+            return PurePath(arg).name
+    for flag, value in itertools.pairwise(argv):
+        if flag == "-m":
+            return value
+    return PurePath(argv[0]).name if argv else "job"
+
+
+def missing_program(argv: Sequence[str], env: Mapping[str, str]) -> Finding | None:
+    """Why `argv[0]` cannot be started (not found on the job's PATH, not executable), or None:
+    said in one line before anything is launched."""
+    program = argv[0]
+    if os.sep in program:
+        if not Path(program).is_file():
+            return Finding(code="own_job.command_not_found", figures={"program": program})
+        if not os.access(program, os.X_OK):
+            return Finding(code="own_job.not_executable", figures={"program": program})
+        return None
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return Finding(code="own_job.command_not_found", figures={"program": program})
+    return None
+
+
+def job_overrides(
+    request: OwnJobRequest, measurements: Path, base_env: Mapping[str, str], log_dir: Path
+) -> dict[str, str]:
+    """What torchscale sets on top of the caller's environment: the carrier first on
+    PYTHONPATH (the user's entries kept after it), the probe's settings, torchrun's error
+    file."""
+    inherited = base_env.get("PYTHONPATH", "")
+    path = os.pathsep.join([str(CARRIER_DIR), *([inherited] if inherited else [])])
+    return {
+        "PYTHONPATH": path,
+        DIR_ENV: str(measurements),
+        WARMUP_ENV: str(request.warmup_steps),
+        STEPS_ENV: str(0 if request.let_it_finish else request.steps),
+        STOP_ENV: "1" if request.stop else "0",
+        ERROR_FILE_ENV: str(log_dir / "error.json"),
+    }
+
+
+def job_command(
+    request: OwnJobRequest, directory: Path, base_env: Mapping[str, str]
+) -> LaunchCommand:
+    """The launch of the user's command, with its log and diagnostics in `directory`/logs and
+    the ranks' measurements in `directory`/ranks."""
+    log_dir = directory / "logs"
+    overrides = job_overrides(request, directory / "ranks", base_env, log_dir)
+    env = {**base_env, **overrides}
+    threads = env.get("OMP_NUM_THREADS", "")
+    return LaunchCommand(
+        argv=list(request.argv),
+        env=env,
+        env_overrides=overrides,
+        omp_num_threads=int(threads) if threads.isdigit() else 0,  # 0: the job's own choice
+        nproc=0,  # the launch line decides; the ranks' files tell how many ran
+        error_file=log_dir / "error.json",
+        log_dir=log_dir,
+    )
+
+
+def redacted(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment as stored: a variable named like a secret (SECRET_WORDS) keeps its
+    name, not its value."""
+    return {k: REDACTED if _SECRET_NAME.search(k) else v for k, v in sorted(env.items())}

@@ -1,0 +1,100 @@
+"""What torchscale can honestly say a user's job is: its script's name, how many ranks wrote a
+measurement, on what device. Its batch size, precision and strategy are not known: the schema
+needs values, so placeholders stand there and the result carries `own_job.identity_unknown`
+saying so (and `own_job.no_flops`: the probe counts no FLOPs)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.worker_spec import WorkerSpec
+from torchscale.offline.results.directory_layout import ProfileRun
+
+if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is called
+    from torchscale.rank.worker.aggregate import CellFacts
+    from torchscale.rank.worker.measure import RankMeasurement
+
+OWN_PREFIX = "own:"  # the model name of a user's job: "own:train.py", never a built-in's name
+IDENTITY_UNKNOWN = CellWarning.of("other", "own_job.identity_unknown", {})
+NO_FLOPS = Finding(code="own_job.no_flops")
+
+
+def model_name(label: str) -> str:
+    return f"{OWN_PREFIX}{label}"
+
+
+def job_device(ranks: Sequence[RankMeasurement]) -> str:
+    """cuda when a rank read CUDA's allocator (its peak or its statistics), else cpu."""
+    cuda = any(r.peak_allocated is not None or r.allocator is not None for r in ranks)
+    return "cuda" if cuda else "cpu"
+
+
+def job_identity(
+    cell_id: str, argv: Sequence[str], label: str, world: int, device: str
+) -> CellIdentity:
+    """The job as a cell: b1 fp32 ddp are placeholders (IDENTITY_UNKNOWN says so)."""
+    digest = hashlib.sha256(json.dumps(list(argv)).encode()).hexdigest()
+    return CellIdentity(
+        id=cell_id,
+        definition_sha256=digest,
+        model=model_name(label),
+        label=model_name(label),
+        batch_size=1,
+        world_size=world,
+        precision="fp32",
+        strategy="ddp",
+        device="cuda" if device == "cuda" else "cpu",
+        backend="nccl" if device == "cuda" else "gloo",
+    )
+
+
+def job_spec(
+    identity: CellIdentity, files: ProfileRun[Path], warmup: int, ranks: Sequence[RankMeasurement]
+) -> WorkerSpec:
+    """The spec the aggregation reads: the job's warm-up and measured steps as the probe
+    counted them, nothing injected, nothing profiled."""
+    steps = max((r.steps for r in ranks), default=0)
+    repeats = max((len(r.windows) for r in ranks), default=1)
+    return WorkerSpec(
+        cell=identity,
+        # not a model torchscale builds (ModelSpec checks its names): never built nor stored
+        model=ModelSpec.model_construct(name=identity.model),
+        training=TrainingConfig(),
+        measurement=MeasurementConfig(
+            warmup_steps=warmup, steps=max(steps, 1), repeats=max(repeats, 1)
+        ),
+        data=DataConfig(),
+        result_path=str(files.result_path),
+        steps_path=str(files.steps_path),
+    )
+
+
+def job_facts(ranks: Sequence[RankMeasurement], device: str) -> CellFacts:
+    """What the host knows besides the measurements: little (no parameter count, no FLOPs)."""
+    from torchscale.rank.worker.aggregate import CellFacts
+
+    return CellFacts(
+        parameters=0,
+        model_kind="other",
+        tokens_per_sample=None,
+        device_name=device,
+        peak_tflops=None,
+        peak_note=NO_FLOPS,
+        environment={"host": ranks[0].host if ranks else None},
+        fused_optimizer=False,
+        channels_last=False,
+        warnings=(IDENTITY_UNKNOWN,),
+    )

@@ -1,0 +1,202 @@
+"""Run the user's own launch line once, through the one launch path, and turn what its ranks
+measured into one CellResult written where `torchscale report` reads profiled runs
+(OUTPUT_DIR/<experiment>/profile/<id>/result.json).
+
+The job's process group is stopped on Ctrl-C, SIGTERM or SIGHUP (launch/process.py), and what
+the ranks measured before is kept. Each way it ends without a measurement (exited, hung, never
+stepped an optimizer, wrote nothing) is one finding, said in one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.contracts import wording
+from torchscale.contracts.cell import Status
+from torchscale.contracts.errors import LaunchError, UsageError
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
+from torchscale.contracts.signals import Terminated, signal_name
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.launch.attempt import Attempt, run_attempt
+from torchscale.orchestration.own_job.command import (
+    ENVIRONMENT_FILE,
+    OwnJobRequest,
+    job_command,
+    job_label,
+    missing_program,
+    redacted,
+)
+from torchscale.orchestration.own_job.identity import (
+    job_device,
+    job_facts,
+    job_identity,
+    job_spec,
+)
+
+if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is called
+    from torchscale.rank.worker.measure import RankMeasurement
+
+# the probe's reader (torchscale.rank.own_job.read_rank_files): the ranks' measurements, by
+# rank, and the problems found reading them
+RankReader = Callable[[Path], "tuple[list[RankMeasurement], list[Finding]]"]
+NO_STEP = "own_job.no_optimizer_step"  # the probe's code for a rank that never stepped
+PROBE_MODULE = "torchscale.rank.own_job"
+EXIT_NO_MEASUREMENT = 1
+
+
+@dataclass(frozen=True)
+class OwnJobRun:
+    """What one run of the user's job left: its folder, its result (ok with the measurement,
+    or failed), the one line said when nothing was measured, and the signal that stopped it."""
+
+    directory: Path
+    result: CellResult
+    problem: Finding | None = None
+    stopped_by: int | None = None
+    warnings: list[Finding] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped_by is not None:
+            return 128 + self.stopped_by
+        return EXIT_NO_MEASUREMENT if self.problem is not None else 0
+
+
+def probe_reader() -> RankReader:
+    """The probe's own reader of its files (the host never parses them itself)."""
+    try:
+        module = importlib.import_module(PROBE_MODULE)
+    except ImportError as exc:
+        raise LaunchError(f"the probe ({PROBE_MODULE}) cannot be imported: {exc}") from None
+    reader: RankReader = module.read_rank_files
+    return reader
+
+
+def run_id(label: str, now: datetime) -> str:
+    """'own_train.py__20261128-031502': the job's folder under profile/."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
+    return f"own_{slug}__{now.strftime('%Y%m%d-%H%M%S')}"
+
+
+def measured(ranks: list[RankMeasurement]) -> list[RankMeasurement]:
+    """The ranks with at least one measured step (a window with step times)."""
+    return [r for r in ranks if any(w.step_s for w in r.windows)]
+
+
+def run_own_job(
+    request: OwnJobRequest,
+    output_dir: Path,
+    experiment: str,
+    base_env: Mapping[str, str],
+    read_ranks: RankReader | None = None,
+    now: datetime | None = None,
+) -> OwnJobRun:
+    """Run the job, read its ranks' files, write and return its result."""
+    missing = missing_program(request.argv, base_env)
+    if missing is not None:
+        raise UsageError(wording.say(missing))
+    reader = read_ranks or probe_reader()
+    started = now or datetime.now(timezone.utc)
+    store = ResultStore.for_experiment(output_dir, experiment)
+    files = store.profile_run(run_id(job_label(request.argv), started))
+    command = job_command(request, files.directory, base_env)
+    rank_dir = Path(command.env_overrides["TORCHSCALE_OWN_JOB_DIR"])
+    rank_dir.mkdir(parents=True, exist_ok=True)
+    record = {"argv": command.argv, "env": redacted(command.env)}
+    store.write_text(files.directory / ENVIRONMENT_FILE, json.dumps(record, indent=2))
+
+    read: list[tuple[list[RankMeasurement], list[Finding]]] = []
+
+    def read_written() -> list[RankMeasurement] | None:
+        read.append(reader(rank_dir))
+        return measured(read[-1][0]) or None
+
+    clock = time.perf_counter()
+    attempt: Attempt[list[RankMeasurement]] | None = None
+    stopped_by: int | None = None
+    try:
+        attempt = run_attempt(command, request.timeout_s, read_written)
+    except KeyboardInterrupt:  # the job's group is down already (run_logged)
+        stopped_by = signal.SIGINT
+    except Terminated as stop:
+        stopped_by = stop.signum
+    wall_s = time.perf_counter() - clock
+    if attempt is None:
+        read_written()
+    ranks, findings = read[-1]
+    kept = measured(ranks)
+    label = job_label(request.argv)
+    device = job_device(ranks)
+    identity = job_identity(files.directory.name, request.argv, label, len(ranks), device)
+    notes = list(findings)
+    if stopped_by is not None:
+        notes.append(Finding(code="own_job.stopped", figures={"signal": signal_name(stopped_by)}))
+    problem = None
+    if kept:
+        from torchscale.rank.worker.aggregate import aggregate
+
+        spec = job_spec(identity, files, request.warmup_steps, kept)
+        result = aggregate(spec, kept, job_facts(kept, device))
+        shutdown = attempt.warnings if attempt is not None else []
+        result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
+    else:
+        problem = _problem(request, attempt, ranks, findings, stopped_by, wall_s, command.log_path)
+        error = attempt.failure.as_error() if attempt and attempt.failure else None
+        result = CellResult(
+            cell=identity,
+            status=_status(attempt),
+            error=error or CellError(reason=wording.say(problem)),
+            warnings=[_warning(n) for n in notes],
+        )
+    result.started_at = started.isoformat(timespec="seconds")
+    result.wall_s = round(wall_s, 3)
+    result.launch = {"argv": command.argv, "env": redacted(command.env_overrides)}
+    store.write_text(files.result_path, result.model_dump_json(indent=2))
+    return OwnJobRun(files.directory, result, problem, stopped_by, notes)
+
+
+def _warning(finding: Finding) -> CellWarning:
+    return CellWarning.of("other", finding.code, dict(finding.figures))
+
+
+def _status(attempt: Attempt[list[RankMeasurement]] | None) -> Status:
+    if attempt is not None and attempt.failure is not None:
+        return attempt.failure.status
+    return Status.FAILED
+
+
+def _problem(
+    request: OwnJobRequest,
+    attempt: Attempt[list[RankMeasurement]] | None,
+    ranks: list[RankMeasurement],
+    findings: list[Finding],
+    stopped_by: int | None,
+    wall_s: float,
+    log: Path,
+) -> Finding:
+    """Why nothing was measured, in the order a user acts on it."""
+    where = {"log": str(log), "wall_s": wall_s}
+    if stopped_by is not None:
+        return Finding(code="own_job.stopped", figures={"signal": signal_name(stopped_by)})
+    outcome = attempt.outcome if attempt is not None else None
+    if outcome is not None and outcome.timed_out:
+        return Finding(code="own_job.timed_out", figures={"timeout_s": request.timeout_s, **where})
+    if outcome is not None and outcome.returncode not in (0, None):
+        return Finding(code="own_job.exited", figures={"returncode": outcome.returncode, **where})
+    never_stepped = [f for f in findings if f.code == NO_STEP]
+    if never_stepped and not ranks:
+        return Finding(code="own_job.no_step_seen", figures={"ranks": len(never_stepped), **where})
+    if ranks:  # ranks stepped, but not past the warm-up
+        figures = {"warmup": request.warmup_steps, **where}
+        return Finding(code="own_job.too_few_steps", figures=figures)
+    return Finding(code="own_job.no_rank_files", figures=where)
