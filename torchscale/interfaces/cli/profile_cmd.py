@@ -1,13 +1,15 @@
 """`torchscale profile`: profile one cell on every rank and analyse its traces;
-`torchscale profile analyze DIR`: analyse traces written by any PyTorch job."""
+`torchscale profile [options] -- COMMAND...`: run your own launch line with the probe and judge
+its steps; `torchscale profile analyze DIR`: analyse traces written by any PyTorch job."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.interfaces.cli.common import handle_errors
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
     from torchscale.interfaces.api import ProfileRun
+    from torchscale.orchestration.own_job.command import OwnJobRequest
     from torchscale.orchestration.profiling.standalone import ProfilePlan
 
 TARGET_HELP = (
@@ -39,9 +42,43 @@ TARGET_HELP = (
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the analysis as JSON on stdout.")]
 
+COMMAND_KEY = "torchscale.profile.command"  # ctx.meta: the words after `--`, the user's command
+OWN_JOB = "Your own job (-- COMMAND)"  # the help panel of the options a command takes
+BUILT_IN = "Built-in workload (no COMMAND)"
+# the options of the built-in workload: with a command they are the launch line's business
+BUILT_IN_ONLY = (
+    "gpus", "model", "batch_size", "precision", "strategy", "device", "duration",
+    "profile_steps", "target", "tool", "inject_delay", "json_output",
+)  # fmt: skip
+OWN_JOB_ONLY = ("warmup_steps", "let_it_finish", "timeout")
+DEFAULT_OWN_STEPS = 20
+DEFAULT_OWN_WARMUP = 5
+DEFAULT_OWN_TIMEOUT = "30m"
+
+
+class CommandAfterDashes(TyperGroup):
+    """`profile [options] -- COMMAND...`: the words after `--` are the user's command, kept
+    whole, never read as a subcommand's name (click would look for a command called
+    '.venv/bin/torchrun'). `profile analyze ... -- x` stays analyze's."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            before = args[:at]
+            if not any(word in self.commands for word in before):
+                ctx.meta[COMMAND_KEY] = args[at + 1 :]
+                return super().parse_args(ctx, before)
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [*super().collect_usage_pieces(ctx), "| [OPTIONS] -- YOUR LAUNCH LINE..."]
+
+
 app = typer.Typer(
-    help="Profile one cell on every rank and find sync stalls and stragglers "
-    "(or analyse existing traces: `torchscale profile analyze DIR`).",
+    cls=CommandAfterDashes,
+    help="Profile one cell on every rank and find sync stalls and stragglers; or your own "
+    "launch line, unchanged: `torchscale profile [--steps N] -- torchrun --nproc-per-node 2 "
+    "train.py` (or analyse existing traces: `torchscale profile analyze DIR`).",
     no_args_is_help=False,
     invoke_without_command=True,
 )
@@ -52,26 +89,82 @@ app = typer.Typer(
 def profile(
     ctx: typer.Context,
     gpus: Annotated[
-        int, typer.Option("--gpus", "-g", min=1, help="Ranks to profile (GPUs; CPU processes)")
+        int,
+        typer.Option(
+            "--gpus",
+            "-g",
+            min=1,
+            help="Ranks to profile (GPUs; CPU processes). With a COMMAND, your launch line "
+            "says this (torchrun --nproc-per-node).",
+            rich_help_panel=BUILT_IN,
+        ),
     ] = DEFAULT_GPUS,
     model: Annotated[
-        str | None, typer.Option(help=f"Model (default: {GPU_MODEL} on GPUs, {CPU_MODEL} on CPU).")
+        str | None,
+        typer.Option(
+            help=f"Model (default: {GPU_MODEL} on GPUs, {CPU_MODEL} on CPU). With a COMMAND, "
+            "your script is the model.",
+            rich_help_panel=BUILT_IN,
+        ),
     ] = None,
     # no -b: that is comm's --min-bytes (nccl-tests' -b); one meaning per short flag
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
-    precision: Annotated[str, typer.Option(help="fp32 | amp | bf16")] = "fp32",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, rich_help_panel=BUILT_IN)] = 32,
+    precision: Annotated[
+        str, typer.Option(help="fp32 | amp | bf16", rich_help_panel=BUILT_IN)
+    ] = "fp32",
     strategy: Annotated[
-        str, typer.Option(help="ddp | fsdp | tp | pp | hybrid (tp/pp over every rank)")
+        str,
+        typer.Option(
+            help="ddp | fsdp | tp | pp | hybrid (tp/pp over every rank)", rich_help_panel=BUILT_IN
+        ),
     ] = "ddp",
-    device: Annotated[str, typer.Option(help="auto | cuda | cpu")] = "auto",
+    device: Annotated[
+        str, typer.Option(help="auto | cuda | cpu", rich_help_panel=BUILT_IN)
+    ] = "auto",
     duration: Annotated[
         str | None,
         typer.Option(
-            "--duration", "-d", help="Measured window before profiling: 30s, 2m or 45 (seconds)."
+            "--duration",
+            "-d",
+            help="Measured window before profiling: 30s, 2m or 45 (seconds).",
+            rich_help_panel=BUILT_IN,
         ),
     ] = None,
     steps: Annotated[
-        int | None, typer.Option(min=1, help="Measured steps instead of --duration.")
+        int | None,
+        typer.Option(
+            min=1,
+            help="Measured steps instead of --duration; with a COMMAND, the optimizer steps "
+            f"measured after the warm-up, then every rank stops (default {DEFAULT_OWN_STEPS}).",
+            rich_help_panel=OWN_JOB,
+        ),
+    ] = None,
+    warmup_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--warmup-steps",
+            min=0,
+            help="COMMAND only: optimizer steps run first and not measured (default "
+            f"{DEFAULT_OWN_WARMUP}).",
+            rich_help_panel=OWN_JOB,
+        ),
+    ] = None,
+    let_it_finish: Annotated[
+        bool,
+        typer.Option(
+            "--let-it-finish",
+            help="COMMAND only: never stop the job; measure every step after the warm-up.",
+            rich_help_panel=OWN_JOB,
+        ),
+    ] = False,
+    timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--timeout",
+            help="COMMAND only: stop the job after this long: 90s, 30m or 45 (seconds; "
+            f"default {DEFAULT_OWN_TIMEOUT}).",
+            rich_help_panel=OWN_JOB,
+        ),
     ] = None,
     profile_steps: Annotated[
         int,
@@ -81,14 +174,18 @@ def profile(
             max=1000,
             help="Traced steps per rank (a stall every k-th step needs about 3k to be told "
             "from chance).",
+            rich_help_panel=BUILT_IN,
         ),
     ] = TRACED_STEPS,
-    target: Annotated[Target, typer.Option("--target", "-t", help=TARGET_HELP)] = "sync_stalls",
+    target: Annotated[
+        Target, typer.Option("--target", "-t", help=TARGET_HELP, rich_help_panel=BUILT_IN)
+    ] = "sync_stalls",
     tool: Annotated[
         ToolChoice,
         typer.Option(
             help="torch (torch.profiler), nsys (Nsight Systems) or auto (torch.profiler; "
-            "nsys only by name)."
+            "nsys only by name).",
+            rich_help_panel=BUILT_IN,
         ),
     ] = "auto",
     inject_delay: Annotated[
@@ -98,19 +195,32 @@ def profile(
             metavar="RANK:PHASE:MS",
             help="Sleep MS ms in PHASE (data|forward|backward|optimizer) on RANK every step: a "
             "known straggler to check the analysis against (repeatable).",
+            rich_help_panel=BUILT_IN,
         ),
     ] = None,
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/profile/.")
     ] = Path("./results"),
     name: ExperimentName = STANDALONE_EXPERIMENT,
-    json_output: JsonFlag = False,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the analysis as JSON on stdout.", rich_help_panel=BUILT_IN
+        ),
+    ] = False,
     verbose: VerbosityFlag = None,
 ) -> None:
-    """Profile one cell on every rank, then name the stalls, the straggler and the fix."""
+    """Profile one cell on every rank, then name the stalls, the straggler and the fix; or,
+    after `--`, your own launch line, run unchanged with a probe in every rank."""
     if ctx.invoked_subcommand is not None:
         return
     Verbosity.override(verbose)
+    command = ctx.meta.get(COMMAND_KEY)
+    _refuse_mixed(ctx, command)
+    if command is not None:
+        raise typer.Exit(
+            _profile_own_job(command, warmup_steps, steps, let_it_finish, timeout, output_dir, name)
+        )
     from torchscale.contracts.durations import parse_duration
     from torchscale.contracts.worker_spec import parse_delay
     from torchscale.interfaces.api import ProfileOptions, run_profile
@@ -132,6 +242,87 @@ def profile(
     )
     run = run_profile(options, output_dir, on_start=_starting)
     raise typer.Exit(_print_outcome(run, json_output))
+
+
+def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
+    """The options among `names` the user gave (not left at their defaults), as spelled."""
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name or "")
+        if param.name in names and source is not None and source.name != "DEFAULT":
+            given.append(max(param.opts, key=len))
+    return given
+
+
+def _refuse_mixed(ctx: typer.Context, command: list[str] | None) -> None:
+    """One line when options of one form are given to the other."""
+    from torchscale.contracts.errors import UsageError
+
+    if command is None:
+        own = _given(ctx, OWN_JOB_ONLY)
+        if own:
+            raise UsageError(
+                f"{', '.join(own)}: only with your own command after -- (torchscale profile "
+                f"{own[0]} ... -- torchrun --nproc-per-node 2 train.py)"
+            )
+        return
+    if not command:
+        raise UsageError("nothing after --: give your launch line (-- torchrun ... train.py)")
+    built_in = _given(ctx, BUILT_IN_ONLY)
+    if built_in:
+        raise UsageError(
+            f"{', '.join(built_in)}: not taken with a command after -- (your launch line sets "
+            "the ranks, the model and how it trains; put them there)"
+        )
+
+
+def _profile_own_job(
+    command: list[str],
+    warmup_steps: int | None,
+    steps: int | None,
+    let_it_finish: bool,
+    timeout: str | None,
+    output_dir: Path,
+    name: str,
+) -> int:
+    """Run the user's command with the probe; print the answer, or the one line why none."""
+    import os
+
+    from torchscale.contracts import wording
+    from torchscale.contracts.cell import Status
+    from torchscale.contracts.durations import parse_duration
+    from torchscale.interfaces.console.profile import run_lines
+    from torchscale.orchestration.own_job.command import OwnJobRequest
+    from torchscale.orchestration.own_job.run import run_own_job
+
+    request = OwnJobRequest(
+        argv=tuple(command),
+        warmup_steps=DEFAULT_OWN_WARMUP if warmup_steps is None else warmup_steps,
+        steps=0 if let_it_finish else steps or DEFAULT_OWN_STEPS,
+        let_it_finish=let_it_finish,
+        timeout_s=parse_duration(timeout or DEFAULT_OWN_TIMEOUT),
+    )
+    run = run_own_job(request, output_dir, name, dict(os.environ), on_start=_own_job_starting)
+    if run.result.status is Status.OK:
+        lines = run_lines(run.result, run.directory, None, verbose=Verbosity.level > 0)
+        print_lines(stdout, lines)
+    if run.problem is not None:
+        stderr.print(f"[bold red]error:[/] {escape(wording.say(run.problem))}")
+    elif run.stopped_by is not None:
+        stopped = next(n for n in run.warnings if n.code == "own_job.stopped")
+        stderr.print(f"[yellow]note:[/] {escape(wording.say(stopped))}")
+    return run.exit_code
+
+
+def _own_job_starting(request: OwnJobRequest) -> None:
+    if not Verbosity.quiet():
+        import shlex
+
+        until = "to its end" if request.let_it_finish else f"then {request.steps} measured"
+        stderr.print(
+            f"profiling your job: {escape(shlex.join(request.argv))} ({request.warmup_steps} "
+            f"warm-up optimizer steps, {until}) ..."
+        )
 
 
 def _starting(plan: ProfilePlan) -> None:

@@ -100,8 +100,10 @@ def run_own_job(
     base_env: Mapping[str, str],
     read_ranks: RankReader | None = None,
     now: datetime | None = None,
+    on_start: Callable[[OwnJobRequest], object] | None = None,
 ) -> OwnJobRun:
-    """Run the job, read its ranks' files, write and return its result."""
+    """Run the job, read its ranks' files, write and return its result (`on_start` is told
+    once the command is found, just before it starts)."""
     missing = missing_program(request.argv, base_env)
     if missing is not None:
         raise UsageError(wording.say(missing))
@@ -121,6 +123,8 @@ def run_own_job(
         read.append(reader(rank_dir))
         return measured(read[-1][0]) or None
 
+    if on_start is not None:
+        on_start(request)
     clock = time.perf_counter()
     attempt: Attempt[list[RankMeasurement]] | None = None
     stopped_by: int | None = None
