@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import processes_mentioning
 from torchscale.contracts import wording
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
@@ -204,3 +205,75 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     environment = json.loads((ran.directory / "environment.json").read_text())
     assert environment["argv"][1] == str(script)
     assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
+
+
+def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path: Path) -> None:
+    ran = run(tmp_path, request(sys.executable, "-c", "print('no torch here')"))
+    assert ran.problem is not None and ran.problem.code == "own_job.no_rank_files"
+    assert ran.exit_code == 1
+    assert "-E, -I or -S" in wording.say(ran.problem)
+
+
+def test_a_hanging_job_is_stopped_at_the_timeout(tmp_path: Path) -> None:
+    hang = request(sys.executable, "-c", "import time; time.sleep(120)", timeout_s=1.0)
+    ran = run(tmp_path, hang)
+    assert ran.problem is not None and ran.problem.code == "own_job.timed_out"
+    assert ran.exit_code == 1 and ran.result.status == "timeout"
+    assert "--timeout" in wording.say(ran.problem)
+
+
+# a driver in its own process, as the CLI runs: the probe's reader replaced by the test's
+DRIVER = """
+import pickle, sys
+from pathlib import Path
+from torchscale.orchestration.own_job import run
+
+def read(folder):
+    return [pickle.loads(p.read_bytes()) for p in sorted(Path(folder).glob("rank*.pkl"))], []
+
+run.probe_reader = lambda: read
+from torchscale.interfaces.cli.app import main
+sys.argv = ["torchscale", "profile", "-o", sys.argv[1], "--", *sys.argv[2:]]
+main()
+"""
+# writes the prepared files, says so, then never ends (a job stuck after measuring)
+WRITE_THEN_HANG = COPYING_JOB + "sys.stdout.flush()\nimport time\ntime.sleep(120)\n"
+
+
+def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    even = {**PHASES, "grad_sync_wait": 0.001}
+    for measurement in (rank(0, even), rank(1, even)):
+        (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
+    (tmp_path / "driver.py").write_text(DRIVER)
+    (tmp_path / "train.py").write_text(WRITE_THEN_HANG)
+    out = tmp_path / "results"
+    argv = [sys.executable, str(tmp_path / "driver.py"), str(out), sys.executable]
+    argv += [str(tmp_path / "train.py"), str(prepared)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        logs = list(out.glob("standalone/profile/*/logs/torchrun.log"))
+        while time.monotonic() < deadline and not (logs and "trained" in logs[0].read_text()):
+            time.sleep(0.2)
+            logs = list(out.glob("standalone/profile/*/logs/torchrun.log"))
+        assert logs, "the job never started"
+        driver.send_signal(signal.SIGTERM)
+        stdout, stderr = driver.communicate(timeout=60)
+    finally:
+        driver.kill()
+    assert driver.returncode == 128 + signal.SIGTERM, stderr.decode()
+    assert "stopped by SIGTERM" in stderr.decode()
+    assert "own:train.py" in stdout.decode()  # the answer from what was measured
+    assert b"Traceback" not in stderr
+    stored = CellResult.model_validate_json((logs[0].parents[1] / "result.json").read_text())
+    assert stored.status == "ok"
+    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
+    assert "own_job.stopped" in codes
+    assert processes_mentioning(str(tmp_path / "train.py")) == []  # the job's group is gone
