@@ -140,5 +140,6 @@ def _same_dir(entry: str) -> bool:
         return False
 
 
-_install()
-_chain()
+if __name__ == "sitecustomize":  # imported by `site`, not read by a tool under its path
+    _install()
+    _chain()
