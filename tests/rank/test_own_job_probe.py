@@ -1,0 +1,338 @@
+"""The probe inside a user's own job (torchscale/rank/own_job/): the sitecustomize carrier and
+its chain, the steps it finds, the stop at the agreed step, and that it changes nothing the
+job computes and never crashes it. The user's scripts run as real `python` processes with the
+carrier first on PYTHONPATH, as the host runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.processes import REPO_ROOT, processes_mentioning
+from torchscale.rank.own_job import CARRIER_DIR, read_rank_files
+from torchscale.rank.own_job.reading import OwnJobMeasurement, adapter
+from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, batch_counts, resolve
+
+# a user's loop as its author writes it: options only to vary what the probe must handle
+TRAIN = textwrap.dedent(
+    """\
+    import argparse
+    import sys
+
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--accum", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--no-optimizer", action="store_true")
+    parser.add_argument("--double", action="store_true")
+    args = parser.parse_args()
+
+    class Wrapped(torch.optim.SGD):
+        def step(self, closure=None):  # a subclass calling super(): both classes wrapped
+            return super().step(closure)
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    head = torch.nn.Linear(1, 1)
+    if args.double:
+        torch.optim.SGD(head.parameters(), lr=0.01)  # a parent-class instance exists
+        opt = Wrapped(model.parameters(), lr=0.01)
+        other = torch.optim.SGD(head.parameters(), lr=0.01)  # a second optimizer
+    else:
+        opt, other = torch.optim.SGD(model.parameters(), lr=0.01), None
+    n = 16 * args.accum * args.steps
+    data = TensorDataset(torch.randn(n, 8), torch.randn(n, 1))
+    loader = DataLoader(data, batch_size=16)
+    for i, (x, y) in enumerate(loader):
+        out = model(x)
+        if other is not None:
+            out = head(out)
+        loss = torch.nn.functional.mse_loss(out, y) / args.accum
+        loss.backward()
+        if (i + 1) % args.accum == 0 and not args.no_optimizer:
+            opt.step()
+            if other is not None:
+                other.step()
+                other.zero_grad()
+            opt.zero_grad()
+            print(f"loss {loss.item():.8f}", flush=True)
+    print("probe loaded:", "torchscale.rank.own_job.probe" in sys.modules)
+    print("finished")
+    """
+)
+
+
+def run_job(
+    tmp_path: Path, args: list[str], env: dict[str, str] | None, script: str = TRAIN
+) -> subprocess.CompletedProcess[str]:
+    """`python train.py ARGS` with the carrier first on PYTHONPATH and `env` added (None: no
+    probe settings at all)."""
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    full = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
+    full["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(REPO_ROOT)])
+    full |= env or {}
+    return subprocess.run(
+        [sys.executable, str(path), *args],
+        env=full,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def probe_env(folder: Path, warmup: int, steps: int, stop: bool) -> dict[str, str]:
+    return {
+        "TORCHSCALE_OWN_JOB_DIR": str(folder),
+        "TORCHSCALE_OWN_JOB_WARMUP": str(warmup),
+        "TORCHSCALE_OWN_JOB_STEPS": str(steps),
+        "TORCHSCALE_OWN_JOB_STOP": "1" if stop else "0",
+    }
+
+
+def losses(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("loss ")]
+
+
+def only_rank(folder: Path) -> OwnJobMeasurement:
+    ranks, findings = read_rank_files(folder)
+    assert findings == []
+    assert [r.rank for r in ranks] == [0]
+    assert isinstance(ranks[0], OwnJobMeasurement)
+    return ranks[0]
+
+
+def assert_phases_add_up(rank: OwnJobMeasurement) -> None:
+    (window,) = rank.windows
+    assert window.phases is not None
+    for i, step in enumerate(window.step_s):
+        parts = [window.phases[p][i] or 0.0 for p in window.phases]
+        assert sum(parts) == pytest.approx(step, rel=1e-6, abs=1e-9)
+        assert window.phases["backward"][i] > 0  # type: ignore[operator]
+        assert window.phases["data"][i] > 0  # type: ignore[operator]
+
+
+# ----------------------------------------------------------------------------- the carrier
+
+
+def test_the_carrier_holds_only_sitecustomize() -> None:
+    assert sorted(p.name for p in CARRIER_DIR.iterdir() if p.name != "__pycache__") == [
+        "sitecustomize.py"
+    ]
+
+
+CHECK = (
+    "import sys; print('chained' if 'fake_site_ran' in sys.modules else 'not chained'); "
+    "print('torch' in sys.modules, 'torchscale.rank.own_job.probe' in sys.modules); "
+    "print(sorted(type(f).__name__ for f in sys.meta_path if 'Torch' in type(f).__name__))"
+)
+
+
+@pytest.mark.parametrize("probe_on", [True, False])
+def test_an_existing_sitecustomize_still_runs_and_nothing_heavy_is_imported(
+    tmp_path: Path, probe_on: bool
+) -> None:
+    fake = tmp_path / "site"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text("import sys\nsys.modules['fake_site_ran'] = sys\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
+    env["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(fake), str(REPO_ROOT)])
+    if probe_on:
+        env["TORCHSCALE_OWN_JOB_DIR"] = str(tmp_path / "out")
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    chained, imported, watch = done.stdout.splitlines()
+    assert chained == "chained"
+    assert imported == "False False"  # a process that never imports torch: no probe, no torch
+    assert watch == ("['_TorchWatch']" if probe_on else "[]")
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- a rank's steps
+
+
+def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> None:
+    """Gradient accumulation (3 micro-batches of 16): one step per optimizer step, its
+    samples summed over the micro-batches; W + N steps, then rc 0 and nothing after."""
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--accum", "3"], probe_env(out, warmup=2, steps=4, stop=True))
+    assert done.returncode == 0, done.stderr
+    # 2 + 4 optimizer steps of the 12: the 6th ends inside `step`, before its loss is printed
+    assert len(losses(done.stdout)) == 5
+    assert "finished" not in done.stdout
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.optimizer_steps, rank.stopped) == (4, 2, 6, True)
+    assert rank.samples_per_step == [48] * 4
+    assert rank.tokens_per_step == [None] * 4  # float features: no tokens
+    assert rank.window_edge_steps == 0 and rank.timing == "perf_counter"
+    assert_phases_add_up(rank)
+    (window,) = rank.windows
+    assert window.wall_s == pytest.approx(sum(window.step_s))
+    assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
+
+
+def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
+    """Same seed, same losses bare and under the probe (which here lets the job finish and
+    writes at exit every step after the warm-up); bare, with the carrier on the path but no
+    settings, the probe is never loaded."""
+    bare = run_job(tmp_path, [], None)
+    out = tmp_path / "out"
+    probed = run_job(tmp_path, [], probe_env(out, warmup=3, steps=0, stop=False))
+    assert bare.returncode == 0 and probed.returncode == 0, probed.stderr
+    assert len(losses(bare.stdout)) == 12
+    assert losses(probed.stdout) == losses(bare.stdout)
+    assert "probe loaded: False" in bare.stdout and "probe loaded: True" in probed.stdout
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.stopped) == (9, 3, False)
+    assert rank.samples_per_step == [16] * 9
+    assert_phases_add_up(rank)
+
+
+def test_a_subclass_and_a_second_optimizer_count_one_step(tmp_path: Path) -> None:
+    """The subclass's step fires the hooks twice, nested, and a second optimizer steps after
+    it: the first optimizer seen is the clock, each of its outermost steps one step."""
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--double"], probe_env(out, warmup=1, steps=3, stop=True))
+    assert done.returncode == 0, done.stderr
+    assert len(losses(done.stdout)) == 3  # the 4th step ends inside `step`
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps) == (3, 4)
+    assert_phases_add_up(rank)
+
+
+def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--no-optimizer"], probe_env(out, warmup=1, steps=3, stop=True))
+    assert done.returncode == 0, done.stderr
+    assert "finished" in done.stdout
+    ranks, findings = read_rank_files(out)
+    assert ranks == []
+    assert [f.code for f in findings] == ["own_job.no_optimizer_step"]
+    assert findings[0].figures == {"rank": 0, "batches": 12, "backward_calls": 12}
+
+
+def test_a_probe_failure_leaves_the_job_running(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = probe_env(out, warmup=1, steps=3, stop=True) | {"TORCHSCALE_OWN_JOB_WARMUP": "two"}
+    done = run_job(tmp_path, [], env)
+    assert done.returncode == 0, done.stderr
+    assert "finished" in done.stdout and len(losses(done.stdout)) == 12
+    assert done.stderr == ""  # nothing said into the job's own output
+    ranks, findings = read_rank_files(out)
+    assert ranks == []
+    assert [f.code for f in findings] == ["own_job.probe_failed"]
+    assert "ValueError" in findings[0].figures["error"]
+
+
+# ----------------------------------------------------------------------------- pure parts
+
+
+def test_batch_counts_follow_the_documented_rule() -> None:
+    import torch
+
+    ids = torch.ones(4, 7, dtype=torch.long)
+    mask = torch.zeros(4, 7, dtype=torch.long)
+    mask[:, :3] = 1
+    assert batch_counts({"input_ids": ids}) == (4, 28)
+    assert batch_counts({"input_ids": ids, "attention_mask": mask}) == (4, 12)
+    assert batch_counts((torch.randn(5, 3), torch.zeros(5))) == (5, None)
+    assert batch_counts([ids, torch.randn(4)]) == (4, 28)
+    assert batch_counts({"meta": "x"}) == (None, None)
+    assert batch_counts(torch.tensor(1.0)) == (1, None)
+
+
+def test_phases_are_cut_as_documented() -> None:
+    """A Lightning-style step: backward inside the optimizer's closure is backward, not
+    optimizer time; the rest of the step is forward."""
+    step = StepMarks(0.0, end=10.0)
+    step.data = [(0.0, 1.0)]
+    step.backward = [Backward(5.0, grad=6.5, end=7.0)]
+    step.optimizer = [(4.0, 9.0)]
+    step.nested = [(5.0, 7.0)]
+    seconds = resolve(step, Clock())
+    assert seconds.step_s == 10.0
+    assert seconds.phases == {
+        "data": 1.0,
+        "forward": 4.0,
+        "backward": 1.5,
+        "grad_sync_wait": 0.5,
+        "optimizer": 3.0,
+    }
+    step.split = False
+    assert resolve(step, Clock()).phases["grad_sync_wait"] is None
+
+
+def test_a_rank_file_round_trips_and_a_bad_one_is_a_finding(tmp_path: Path) -> None:
+    made = OwnJobMeasurement(rank=1, host="h", timing="perf_counter", steps=0, warmup_s=[0.1])
+    (tmp_path / "rank1.measurement.json").write_bytes(adapter().dump_json(made))
+    (tmp_path / "rank0.measurement.json").write_text("{not json")
+    back = json.loads((tmp_path / "rank1.measurement.json").read_text())
+    assert adapter().validate_python(back) == made
+    ranks, findings = read_rank_files(tmp_path)
+    assert ranks == []  # no measured step
+    assert [(f.code, f.figures["rank"]) for f in findings] == [("own_job.rank_file_unreadable", 0)]
+
+
+# ----------------------------------------------------------------------------- torchrun
+
+DDP = textwrap.dedent(
+    """\
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = TensorDataset(torch.randn(640, 8), torch.randn(640, 1))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    dist.destroy_process_group()
+    print("finished")
+    """
+)
+
+
+@pytest.mark.slow  # a real torchrun of 2 gloo ranks
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun ranks, Linux /proc")
+def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
+    script = tmp_path / "ddp_train.py"
+    script.write_text(DDP)
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
+    env["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(REPO_ROOT)])
+    env |= probe_env(out, warmup=2, steps=3, stop=True)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    command += ["--master-port", "0", str(script)]
+    done = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "finished" not in done.stdout
+    ranks, findings = read_rank_files(out)
+    assert findings == []
+    assert [r.rank for r in ranks] == [0, 1]
+    for rank in ranks:
+        assert isinstance(rank, OwnJobMeasurement)
+        assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, True)
+        assert rank.samples_per_step == [8] * 3
+        assert_phases_add_up(rank)
+    assert processes_mentioning(str(tmp_path)) == []

@@ -1,0 +1,462 @@
+"""The probe in one process of a user's job, activated by the carrier once torch is imported.
+
+It installs torch's GLOBAL optimizer step hooks and wraps `torch.autograd.backward` and the
+DataLoader iterator's `__next__`; nothing is measured until the first optimizer post hook
+decides what this process is: a DataLoader worker (`get_worker_info()` set) stays inert, any
+other process that steps an optimizer is a training rank (its rank from torch.distributed once
+initialised, else RANK, else 0). Steps: the first optimizer seen at a post hook is the step's
+clock; a step ends when its outermost `step` returns (a subclass calling `super().step()` fires
+twice, nested: counted once; other optimizers' steps are optimizer time inside the clock's
+step). After W warm-up and N measured steps the rank writes `rank<k>.measurement.json` and,
+with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from that post hook: every rank stops at
+the same agreed step. N = 0: every step after W is measured and written at exit.
+Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import json
+import os
+import resource
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchscale.rank.own_job import (
+    ENV_DIR,
+    ENV_STEPS,
+    ENV_STOP,
+    ENV_WARMUP,
+    FAILURE_FILE,
+    PROBE_FILE,
+)
+from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, StepSeconds, batch_counts
+
+FSDP2_HOOKS = {"code": "unavailable.fsdp2_hooks", "figures": {}}
+HOOKS_MISSED = {"code": "unavailable.hooks_missed", "figures": {}}
+
+
+@dataclass(frozen=True)
+class Settings:
+    folder: Path
+    warmup: int
+    steps: int
+    stop: bool
+
+    @classmethod
+    def from_env(cls, env: Any = None) -> Settings:
+        """The host's settings; a malformed number raises (recorded as a probe failure)."""
+        env = os.environ if env is None else env
+        warmup, steps = int(env.get(ENV_WARMUP) or 0), int(env.get(ENV_STEPS) or 0)
+        if warmup < 0 or steps < 0:
+            raise ValueError(f"{ENV_WARMUP}={warmup} and {ENV_STEPS}={steps} must be >= 0")
+        stop = env.get(ENV_STOP, "0") == "1" and steps > 0
+        return cls(Path(env[ENV_DIR]), warmup, steps, stop)
+
+
+def _env_rank() -> int:
+    try:
+        return int(os.environ.get("RANK") or 0)
+    except ValueError:
+        return 0
+
+
+_FAILED = False
+
+
+def record_failure(exc: BaseException, rank: int | None = None) -> None:
+    """Write `rank<k>.probe.json` once per process (own_job.probe_failed); never raises."""
+    global _FAILED
+    if _FAILED:
+        return
+    _FAILED = True
+    with contextlib.suppress(Exception):  # nowhere to write: the job runs on regardless
+        folder = Path(os.environ[ENV_DIR])
+        rank = _env_rank() if rank is None else rank
+        figures = {"rank": rank, "pid": os.getpid(), "error": f"{type(exc).__name__}: {exc}"}
+        failure = {"code": "own_job.probe_failed", "figures": figures}
+        _write_json(folder / FAILURE_FILE.format(rank=rank), failure)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Atomically: a reader sees the whole file or none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
+class Probe:
+    """The hooks' state in one process (see the module docstring)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.role: str | None = None  # None: undecided; "rank" or "inert"
+        self.off = False  # failed, inert or written: every hook returns at once
+        self.rank = 0
+        self.clock: Clock = Clock()
+        self.clock_id: int | None = None  # id() of the optimizer that is the step's clock
+        self.opt_depth = 0
+        self.opt_start: Any = None
+        self.data_depth = 0
+        self.bwd_depth = 0
+        self.count = 0  # optimizer steps done
+        self.batches = 0
+        self.backward_calls = 0
+        self.step: StepMarks | None = None  # the step being marked
+        self.pending: list[tuple[int, StepMarks]] = []  # steps ended, marks not yet read
+        self.done: dict[int, StepSeconds] = {}  # step number -> its seconds
+        self.phase_note: dict[str, Any] | None = None
+        self.grad_count = 0
+        self.grad_expected = 0
+        self.written = False
+        self.stopped = False
+        self.thread = threading.get_ident()
+        self.sched: Any = None  # the training thread's cpu_wait clock
+        self.untimed_first = False  # the first step's marks are on another clock
+
+    # ------------------------------------------------------------------ install
+
+    def install(self) -> None:
+        import torch
+        import torch.utils.data.dataloader as dataloader
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
+
+        register_optimizer_step_pre_hook(self._pre)
+        register_optimizer_step_post_hook(self._post)
+        torch.autograd.backward = self._wrap_backward(torch.autograd.backward)
+        iterator = dataloader._BaseDataLoaderIter
+        iterator.__next__ = self._wrap_next(iterator.__next__)  # type: ignore[method-assign]
+        atexit.register(self.at_exit)
+
+    def fail(self, exc: BaseException) -> None:
+        self.off = True
+        record_failure(exc, self.rank)
+
+    def _begin(self) -> StepMarks:
+        """The current step's marks, opened at the first sight of training."""
+        if self.step is None:
+            self.step = StepMarks(self.clock.mark())
+        return self.step
+
+    # ------------------------------------------------------------------ wrappers
+
+    def _wrap_next(self, original: Any) -> Any:
+        probe = self
+
+        @functools.wraps(original)
+        def __next__(it: Any) -> Any:
+            if probe.off or probe.data_depth or threading.get_ident() != probe.thread:
+                return original(it)
+            try:
+                step = probe._begin()
+                start = probe.clock.mark()
+            except Exception as exc:
+                probe.fail(exc)
+                return original(it)
+            probe.data_depth += 1
+            try:
+                batch = original(it)
+            finally:
+                probe.data_depth -= 1
+                probe._interval(step.data, start)
+            try:
+                probe.batches += 1
+                samples, tokens = batch_counts(batch)
+                if samples is not None:
+                    step.samples = (step.samples or 0) + samples
+                if tokens is not None:
+                    step.tokens = (step.tokens or 0) + tokens
+            except Exception as exc:
+                probe.fail(exc)
+            return batch
+
+        return __next__
+
+    def _wrap_backward(self, original: Any) -> Any:
+        probe = self
+
+        @functools.wraps(original)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if probe.off or probe.bwd_depth or threading.get_ident() != probe.thread:
+                return original(*args, **kwargs)
+            try:
+                step = probe._begin()
+                record = Backward(probe.clock.mark())
+                step.backward.append(record)
+                probe.grad_count = 0
+            except Exception as exc:
+                probe.fail(exc)
+                return original(*args, **kwargs)
+            probe.bwd_depth += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                probe.bwd_depth -= 1
+                probe._backward_end(step, record)
+
+        return backward
+
+    def _interval(self, into: list[tuple[Any, Any]], start: Any) -> None:
+        try:
+            end = self.clock.mark()
+            into.append((start, end))
+            if self.opt_depth and self.step is not None:
+                self.step.nested.append((start, end))
+        except Exception as exc:
+            self.fail(exc)
+
+    def _backward_end(self, step: StepMarks, record: Backward) -> None:
+        try:
+            self.backward_calls += 1
+            record.end = self.clock.mark()
+            if self.opt_depth:
+                step.nested.append((record.start, record.end))
+            if self.clock.device is not None and self.grad_count != self.grad_expected:
+                record.grad = None  # not the last gradient: split not made this step
+                if self.grad_count > 0:
+                    self.grad_expected = self.grad_count  # learnt for the next steps
+        except Exception as exc:
+            self.fail(exc)
+
+    def _grad(self, _param: Any) -> None:
+        """Every hooked parameter's gradient accumulated: the last one ends backward."""
+        try:
+            step = self.step
+            if self.off or step is None or not step.backward or self.bwd_depth == 0:
+                return
+            record = step.backward[-1]
+            self.grad_count += 1
+            if self.clock.device is None:
+                record.grad = self.clock.mark()
+            elif self.grad_count == self.grad_expected:
+                import torch
+
+                record.grad = self.clock.mark(torch.cuda.current_stream(self.clock.device))
+        except Exception as exc:
+            self.fail(exc)
+
+    # ------------------------------------------------------------------ optimizer hooks
+
+    def _pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.off:
+            return None
+        try:
+            if self.opt_depth == 0:
+                self._begin()
+                self.opt_start = self.clock.mark()
+            self.opt_depth += 1
+        except Exception as exc:
+            self.fail(exc)
+        return None
+
+    def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.off:
+            return
+        stop = False
+        try:
+            self.opt_depth = max(0, self.opt_depth - 1)
+            if self.opt_depth == 0 and self.step is not None and self.opt_start is not None:
+                self.step.optimizer.append((self.opt_start, self.clock.mark()))
+                self.opt_start = None
+            if self.role is None:
+                self._decide(optimizer)
+            if self.role == "rank" and id(optimizer) == self.clock_id and self.opt_depth == 0:
+                stop = self._step_end()
+        except Exception as exc:
+            self.fail(exc)
+        if stop:
+            self.stopped = True
+            raise SystemExit(0)  # every rank, at the same agreed step (own-job.md section 5)
+
+    def _decide(self, optimizer: Any) -> None:
+        """At the first optimizer step: rank or inert, the step's clock, the device's clock,
+        the gradient hooks that split backward."""
+        import torch
+        from torch.utils.data import get_worker_info
+
+        if get_worker_info() is not None:
+            self.role, self.off = "inert", True
+            return
+        self.role = "rank"
+        self.rank = self._rank()
+        self.clock_id = id(optimizer)
+        self.thread = threading.get_ident()
+        params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+        cuda = [p for p in params if p.device.type == "cuda"]
+        if cuda and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            # created now that the user chose the device; the first step, marked on the
+            # host's clock, cannot be read against the device's: it is counted, not timed
+            self.clock = Clock(cuda[0].device)
+            self.untimed_first = True
+        if any(hasattr(p, "to_local") for p in params):  # FSDP2's DTensors: hooks fire late
+            self.phase_note = FSDP2_HOOKS
+        else:
+            for p in params:
+                p.register_post_accumulate_grad_hook(self._grad)
+            self.grad_expected = len(params)
+        from torchscale.rank.telemetry.cpu_wait import thread_clock
+
+        self.sched = thread_clock()
+
+    def _rank(self) -> int:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+        return _env_rank()
+
+    def _step_end(self) -> bool:
+        """Close the step; True when the rank must stop here."""
+        step = self._begin()
+        step.end = self.clock.mark()
+        step.split = self.phase_note is None
+        step.sched_end = self.sched.read_both() if self.sched is not None else None
+        self.count += 1
+        if self.untimed_first:
+            self.untimed_first = False
+            step.end = self.clock.mark()
+        else:
+            self.pending.append((self.count, step))
+        self.step = StepMarks(step.end, sched_start=step.sched_end)
+        self._read_completed()
+        s = self.settings
+        if s.steps and self.count >= s.warmup + s.steps:
+            self.write()
+            return s.stop
+        return False
+
+    def _read_completed(self, wait: bool = False) -> None:
+        """Resolve the ended steps whose marks have completed (all of them with `wait`)."""
+        from torchscale.rank.own_job.steps import resolve
+
+        if wait and self.clock.device is not None:
+            import torch
+
+            torch.cuda.synchronize(self.clock.device)  # once, after the measured steps
+        left = []
+        for number, step in self.pending:
+            if all(self.clock.done(m) for m in step.marks()):
+                self.done[number] = resolve(step, self.clock)
+            else:
+                left.append((number, step))
+        self.pending = left
+
+    # ------------------------------------------------------------------ writing
+
+    def at_exit(self) -> None:
+        if self.written or self.role == "inert" or _FAILED:
+            return
+        try:
+            from torch.utils.data import get_worker_info
+
+            if get_worker_info() is not None:
+                return
+            if self.count == 0 and not (self.batches or self.backward_calls):
+                return  # never trained here (a launch agent, a helper process)
+            self.write()
+        except Exception as exc:
+            self.fail(exc)
+
+    def write(self) -> None:
+        self._read_completed(wait=True)
+        self.written = True
+        self.off = True  # nothing after the measurement is marked
+        if self.role is None:
+            self.rank = self._rank()
+        data = self.measurement()
+        _write_json(self.settings.folder / PROBE_FILE.format(rank=self.rank), data)
+
+    def measurement(self) -> dict[str, Any]:
+        """This rank's measurement as the JSON of reading.OwnJobMeasurement (the worker's
+        RankMeasurement and the user's job's own fields), built without importing the worker."""
+        s = self.settings
+        warm = [self.done[n].step_s for n in sorted(self.done) if n <= s.warmup]
+        last = s.warmup + s.steps if s.steps else self.count
+        measured = [self.done[n] for n in sorted(self.done) if s.warmup < n <= last]
+        findings: list[dict[str, Any]] = []
+        if self.count == 0:
+            figures = {
+                "rank": self.rank,
+                "batches": self.batches,
+                "backward_calls": self.backward_calls,
+            }
+            findings.append({"code": "own_job.no_optimizer_step", "figures": figures})
+        elif s.steps and len(measured) < s.steps:
+            figures = {"rank": self.rank, "steps": self.count, "asked": s.warmup + s.steps}
+            findings.append({"code": "own_job.ended_early", "figures": figures})
+        notes = {"grad_sync_wait": self.phase_note} if self.phase_note else {}
+        if not notes and any(st.phases["grad_sync_wait"] is None for st in measured):
+            notes = {"grad_sync_wait": HOOKS_MISSED}
+        windows = []
+        if measured:
+            names = ("data", "forward", "backward", "grad_sync_wait", "optimizer")
+            windows.append(
+                {
+                    "wall_s": sum(st.step_s for st in measured),
+                    "step_s": [st.step_s for st in measured],
+                    "phases": {n: [st.phases[n] for st in measured] for n in names},
+                    "phase_notes": notes,
+                    "cpu_wait_s": [st.cpu_wait_s for st in measured],
+                    "cpu_time_s": [st.cpu_time_s for st in measured],
+                }
+            )
+        return {
+            "rank": self.rank,
+            "host": socket.gethostname(),
+            "timing": self.clock.timing,
+            "steps": len(measured),
+            "warmup_s": warm,
+            "windows": windows,
+            "phase_notes": notes,
+            "peak_rss": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
+            **self._cuda_peaks(),
+            "window_edge_steps": 0,
+            "samples_per_step": [st.samples for st in measured],
+            "tokens_per_step": [st.tokens for st in measured],
+            "warmup_steps": s.warmup,
+            "optimizer_steps": self.count,
+            "stopped": s.stop and bool(s.steps) and len(measured) == s.steps,
+            "findings": findings,
+        }
+
+    def _cuda_peaks(self) -> dict[str, int]:
+        device = self.clock.device
+        if device is None:
+            return {}
+        import torch
+
+        return {
+            "peak_allocated": int(torch.cuda.max_memory_allocated(device)),
+            "peak_reserved": int(torch.cuda.max_memory_reserved(device)),
+        }
+
+
+_PROBE: Probe | None = None
+
+
+def activate() -> None:
+    """Install the probe in this process, once (the carrier calls it when torch is whole)."""
+    global _PROBE
+    if _PROBE is not None or os.environ.get(ENV_DIR) is None:
+        return
+    try:
+        _PROBE = Probe(Settings.from_env())
+        _PROBE.install()
+    except Exception as exc:  # fail open
+        if _PROBE is not None:
+            _PROBE.off = True
+        record_failure(exc)
+
+
+def current() -> Probe | None:
+    """This process's probe (tests and diagnostics)."""
+    return _PROBE
