@@ -15,18 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-import torchscale
 from torchscale.contracts.finding import Finding
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 
-# the probe's carrier folder (its sitecustomize.py), torchscale/rank/own_job/carrier: found by
-# the package's path, not by importing the probe, which must stay out of this process
-CARRIER_DIR = Path(torchscale.__file__).resolve().parent / "rank" / "own_job" / "carrier"
-# the agreed interface with the probe (torchscale/rank/own_job/)
-DIR_ENV = "TORCHSCALE_OWN_JOB_DIR"
-WARMUP_ENV = "TORCHSCALE_OWN_JOB_WARMUP"
-STEPS_ENV = "TORCHSCALE_OWN_JOB_STEPS"
-STOP_ENV = "TORCHSCALE_OWN_JOB_STOP"
+# the agreed interface with the probe, spelled once there (its package imports nothing heavy):
+# the carrier folder (its sitecustomize.py) and the settings every rank reads
+from torchscale.rank.own_job import CARRIER_DIR
+from torchscale.rank.own_job import ENV_DIR as DIR_ENV
+from torchscale.rank.own_job import ENV_STEPS as STEPS_ENV
+from torchscale.rank.own_job import ENV_STOP as STOP_ENV
+from torchscale.rank.own_job import ENV_WARMUP as WARMUP_ENV
+
 # torchrun records a failed rank's exception here (read back by launch/failure.py)
 ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 ENVIRONMENT_FILE = "environment.json"

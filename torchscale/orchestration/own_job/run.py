@@ -9,7 +9,6 @@ stepped an optimizer, wrote nothing) is one finding, said in one line.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import signal
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import Status
-from torchscale.contracts.errors import LaunchError, UsageError
+from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
 from torchscale.contracts.signals import Terminated, signal_name
@@ -50,7 +49,7 @@ if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is c
 # rank, and the problems found reading them
 RankReader = Callable[[Path], "tuple[list[RankMeasurement], list[Finding]]"]
 NO_STEP = "own_job.no_optimizer_step"  # the probe's code for a rank that never stepped
-PROBE_MODULE = "torchscale.rank.own_job"
+ENDED_EARLY = "own_job.ended_early"  # ... for one that ended before its measured steps
 EXIT_NO_MEASUREMENT = 1
 
 
@@ -74,12 +73,9 @@ class OwnJobRun:
 
 def probe_reader() -> RankReader:
     """The probe's own reader of its files (the host never parses them itself)."""
-    try:
-        module = importlib.import_module(PROBE_MODULE)
-    except ImportError as exc:
-        raise LaunchError(f"the probe ({PROBE_MODULE}) cannot be imported: {exc}") from None
-    reader: RankReader = module.read_rank_files
-    return reader
+    from torchscale.rank.own_job import read_rank_files
+
+    return read_rank_files
 
 
 def run_id(label: str, now: datetime) -> str:
@@ -200,7 +196,7 @@ def _problem(
     never_stepped = [f for f in findings if f.code == NO_STEP]
     if never_stepped and not ranks:
         return Finding(code="own_job.no_step_seen", figures={"ranks": len(never_stepped), **where})
-    if ranks:  # ranks stepped, but not past the warm-up
+    if ranks or any(f.code == ENDED_EARLY for f in findings):  # stepped, not past the warm-up
         figures = {"warmup": request.warmup_steps, **where}
         return Finding(code="own_job.too_few_steps", figures=figures)
     return Finding(code="own_job.no_rank_files", figures=where)
