@@ -20,18 +20,18 @@ from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.orchestration.own_job.command import (
-    CARRIER_DIR,
-    DIR_ENV,
     REDACTED,
-    STEPS_ENV,
-    STOP_ENV,
-    WARMUP_ENV,
     OwnJobRequest,
     job_command,
     job_label,
     redacted,
 )
 from torchscale.orchestration.own_job.run import OwnJobRun, run_own_job
+from torchscale.rank.own_job import CARRIER_DIR
+from torchscale.rank.own_job import ENV_DIR as DIR_ENV
+from torchscale.rank.own_job import ENV_STEPS as STEPS_ENV
+from torchscale.rank.own_job import ENV_STOP as STOP_ENV
+from torchscale.rank.own_job import ENV_WARMUP as WARMUP_ENV
 from torchscale.rank.worker.measure import RankMeasurement, Window
 
 PHASES = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
