@@ -277,3 +277,22 @@ def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path
     codes = [w.finding.code for w in stored.warnings if w.finding is not None]
     assert "own_job.stopped" in codes
     assert processes_mentioning(str(tmp_path / "train.py")) == []  # the job's group is gone
+
+
+def test_the_batch_is_the_samples_per_step_the_probe_counted() -> None:
+    from dataclasses import replace
+
+    from torchscale.orchestration.own_job.identity import job_identity, measured_batch
+    from torchscale.rank.own_job.reading import OwnJobMeasurement
+
+    base = rank(0, PHASES)
+    fields = {k: getattr(base, k) for k in ("rank", "host", "timing", "steps", "warmup_s")}
+    counted = OwnJobMeasurement(**fields, windows=base.windows, samples_per_step=[32, 32, 32, 16])
+    assert measured_batch([counted, replace(counted, rank=1)]) == 32
+    unknown = replace(counted, samples_per_step=[32, None, 32, 32])
+    assert measured_batch([counted, unknown]) is None
+    assert measured_batch([base]) is None  # a reader that counts nothing
+    identity = job_identity("own_x", ["python", "x.py"], "x.py", 2, "cpu", None)
+    assert (identity.batch_size, identity.model, identity.backend) == (1, "own:x.py", "gloo")
+    said = wording.say(Finding(code="own_job.identity_unknown", figures={"batch": 32}))
+    assert "b32 is the samples" in said and "b1" not in said

@@ -16,6 +16,23 @@ def _output(f: F) -> str:
     return f"its output: {f['log']}"
 
 
+def _identity(f: F) -> str:
+    batch = f.get("batch")
+    if batch is None:
+        unknown = "batch size, precision and parallel strategy"
+        shown = "placeholders (b1, fp32, ddp), a sample is one optimizer step"
+    else:
+        unknown = "precision and parallel strategy"
+        shown = (
+            f"placeholders (fp32, ddp); b{batch} is the samples each rank's loader gave per "
+            "optimizer step"
+        )
+    return (
+        f"your job's {unknown} are not known to torchscale: its label shows {shown}, and the "
+        "step is judged as data-parallel (every rank runs the whole step)"
+    )
+
+
 PHRASES: dict[str, Callable[[F], str]] = {
     "own_job.command_not_found": lambda f: (
         f"{f['program']}: command not found (give the launch line as you would run it, "
@@ -48,11 +65,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"stopped by {f['signal']}: your job's processes were stopped; what the ranks "
         "measured before is kept"
     ),
-    "own_job.identity_unknown": lambda f: (
-        "your job's batch size, precision and parallel strategy are not known to torchscale: "
-        "its label shows placeholders (b1, fp32, ddp), a sample is one optimizer step, and "
-        "the step is judged as data-parallel (every rank runs the whole step)"
-    ),
+    "own_job.identity_unknown": _identity,
     "own_job.no_flops": lambda f: (
         "your job's FLOPs per step are not counted by the probe: no TFLOP/s or MFU"
     ),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,12 +29,30 @@ if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is c
     from torchscale.rank.worker.measure import RankMeasurement
 
 OWN_PREFIX = "own:"  # the model name of a user's job: "own:train.py", never a built-in's name
-IDENTITY_UNKNOWN = CellWarning.of("other", "own_job.identity_unknown", {})
 NO_FLOPS = Finding(code="own_job.no_flops")
 
 
 def model_name(label: str) -> str:
     return f"{OWN_PREFIX}{label}"
+
+
+def measured_batch(ranks: Sequence[RankMeasurement]) -> int | None:
+    """The samples a rank's loader gave per measured optimizer step, as the probe counted them
+    (`samples_per_step` of its files): the most common count, or None where a step's count is
+    unknown (a batch that held no tensor)."""
+    counts: list[int | None] = []
+    for rank in ranks:
+        counts += getattr(rank, "samples_per_step", None) or [None]
+    known = [n for n in counts if n is not None and n >= 1]
+    if not known or len(known) < len(counts):
+        return None
+    most: int = Counter(known).most_common(1)[0][0]
+    return most
+
+
+def identity_warning(batch: int | None) -> CellWarning:
+    """What the label's placeholders are (`batch`: None when the batch is one too)."""
+    return CellWarning.of("other", "own_job.identity_unknown", {"batch": batch})
 
 
 def job_device(ranks: Sequence[RankMeasurement]) -> str:
@@ -43,16 +62,17 @@ def job_device(ranks: Sequence[RankMeasurement]) -> str:
 
 
 def job_identity(
-    cell_id: str, argv: Sequence[str], label: str, world: int, device: str
+    cell_id: str, argv: Sequence[str], label: str, world: int, device: str, batch: int | None
 ) -> CellIdentity:
-    """The job as a cell: b1 fp32 ddp are placeholders (IDENTITY_UNKNOWN says so)."""
+    """The job as a cell: the measured batch (else 1), fp32 and ddp are placeholders
+    (identity_warning says so)."""
     digest = hashlib.sha256(json.dumps(list(argv)).encode()).hexdigest()
     return CellIdentity(
         id=cell_id,
         definition_sha256=digest,
         model=model_name(label),
         label=model_name(label),
-        batch_size=1,
+        batch_size=batch or 1,
         world_size=world,
         precision="fp32",
         strategy="ddp",
@@ -82,7 +102,7 @@ def job_spec(
     )
 
 
-def job_facts(ranks: Sequence[RankMeasurement], device: str) -> CellFacts:
+def job_facts(ranks: Sequence[RankMeasurement], device: str, batch: int | None) -> CellFacts:
     """What the host knows besides the measurements: little (no parameter count, no FLOPs)."""
     from torchscale.rank.worker.aggregate import CellFacts
 
@@ -96,5 +116,5 @@ def job_facts(ranks: Sequence[RankMeasurement], device: str) -> CellFacts:
         environment={"host": ranks[0].host if ranks else None},
         fused_optimizer=False,
         channels_last=False,
-        warnings=(IDENTITY_UNKNOWN,),
+        warnings=(identity_warning(batch),),
     )

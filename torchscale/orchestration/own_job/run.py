@@ -40,6 +40,7 @@ from torchscale.orchestration.own_job.identity import (
     job_facts,
     job_identity,
     job_spec,
+    measured_batch,
 )
 
 if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is called
@@ -136,8 +137,8 @@ def run_own_job(
     ranks, findings = read[-1]
     kept = measured(ranks)
     label = job_label(request.argv)
-    device = job_device(ranks)
-    identity = job_identity(files.directory.name, request.argv, label, len(ranks), device)
+    device, batch = job_device(ranks), measured_batch(kept)
+    identity = job_identity(files.directory.name, request.argv, label, len(ranks), device, batch)
     notes = list(findings)
     if stopped_by is not None:
         notes.append(Finding(code="own_job.stopped", figures={"signal": signal_name(stopped_by)}))
@@ -146,7 +147,7 @@ def run_own_job(
         from torchscale.rank.worker.aggregate import aggregate
 
         spec = job_spec(identity, files, request.warmup_steps, kept)
-        result = aggregate(spec, kept, job_facts(kept, device))
+        result = aggregate(spec, kept, job_facts(kept, device, batch))
         shutdown = attempt.warnings if attempt is not None else []
         result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
     else:
