@@ -157,5 +157,9 @@ def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     assert "own:train.py" in result.output
     assert "Straggler: rank 1" in result.output
     assert "the job's own line" not in result.output
-    (run,) = (out / "standalone" / "profile").iterdir()
-    assert (run / "result.json").is_file()
+    (cell,) = (out / "own_job" / "cells").iterdir()
+    assert cell.name.startswith("own_train.py__")
+    report = CliRunner().invoke(app, ["report", "-s", str(out / "own_job"), "-f", "md", "-o", out])
+    assert report.exit_code == 0, report.output
+    (md,) = out.glob("*.md")
+    assert "Straggler: rank 1" in md.read_text()  # the report reads the job as a measured cell

@@ -2,7 +2,7 @@
 data, secrets kept out of what is stored, and real (tiny, torch-free) jobs run through the one
 launch path: a missing program, one that exits at once, one that never steps, and one whose
 ranks' files (prepared here from RankMeasurement objects, in place of the probe's) become one
-result.json with the straggler named."""
+stored cell (cells/<id>.json) with the straggler named."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def test_a_job_that_exits_3_at_once_is_one_line_and_fails(tmp_path: Path) -> Non
     assert ran.exit_code != 0
     line = wording.say(ran.problem)
     assert "exited with 3" in line and "\n" not in line
-    stored = CellResult.model_validate_json((ran.directory / "result.json").read_text())
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
     assert stored.status == "failed" and stored.error is not None
     assert (ran.directory / "environment.json").is_file()
 
@@ -191,8 +191,9 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     script.write_text(COPYING_JOB)
     ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
     assert ran.problem is None and ran.exit_code == 0
-    assert ran.directory.parent == tmp_path / "results" / "standalone" / "profile"
-    stored = CellResult.model_validate_json((ran.directory / "result.json").read_text())
+    assert ran.result_path.parent == tmp_path / "results" / "standalone" / "cells"
+    assert ran.directory.parent == tmp_path / "results" / "standalone" / "logs"
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
     assert stored.status == "ok"
     assert stored.cell.model == "own:train.py" and stored.cell.world_size == 2
     assert stored.diagnosis is not None and stored.diagnosis.straggler is not None
@@ -259,10 +260,10 @@ def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path
     driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        logs = list(out.glob("standalone/profile/*/logs/torchrun.log"))
+        logs = list(out.glob("own_job/logs/*/logs/torchrun.log"))
         while time.monotonic() < deadline and not (logs and "trained" in logs[0].read_text()):
             time.sleep(0.2)
-            logs = list(out.glob("standalone/profile/*/logs/torchrun.log"))
+            logs = list(out.glob("own_job/logs/*/logs/torchrun.log"))
         assert logs, "the job never started"
         driver.send_signal(signal.SIGTERM)
         stdout, stderr = driver.communicate(timeout=60)
@@ -272,7 +273,8 @@ def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path
     assert "stopped by SIGTERM" in stderr.decode()
     assert "own:train.py" in stdout.decode()  # the answer from what was measured
     assert b"Traceback" not in stderr
-    stored = CellResult.model_validate_json((logs[0].parents[1] / "result.json").read_text())
+    (cell,) = (out / "own_job" / "cells").iterdir()
+    stored = CellResult.model_validate_json(cell.read_text())
     assert stored.status == "ok"
     codes = [w.finding.code for w in stored.warnings if w.finding is not None]
     assert "own_job.stopped" in codes

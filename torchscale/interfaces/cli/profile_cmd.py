@@ -54,6 +54,8 @@ OWN_JOB_ONLY = ("warmup_steps", "let_it_finish", "timeout")
 DEFAULT_OWN_STEPS = 20
 DEFAULT_OWN_WARMUP = 5
 DEFAULT_OWN_TIMEOUT = "30m"
+# a user's jobs are cells of their own experiment: `report` reads them as measured cells
+OWN_JOB_EXPERIMENT = "own_job"
 
 
 class CommandAfterDashes(TyperGroup):
@@ -199,7 +201,14 @@ def profile(
         ),
     ] = None,
     output_dir: Annotated[
-        Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/profile/.")
+        Path,
+        typer.Option(
+            "--output-dir",
+            "-o",
+            help="Results go to OUTPUT_DIR/<name>/profile/; with a COMMAND, to "
+            f"OUTPUT_DIR/<name>/cells/ (--name default {OWN_JOB_EXPERIMENT}), its log and "
+            "ranks' files to logs/.",
+        ),
     ] = Path("./results"),
     name: ExperimentName = STANDALONE_EXPERIMENT,
     json_output: Annotated[
@@ -219,7 +228,15 @@ def profile(
     _refuse_mixed(ctx, command)
     if command is not None:
         raise typer.Exit(
-            _profile_own_job(command, warmup_steps, steps, let_it_finish, timeout, output_dir, name)
+            _profile_own_job(
+                command,
+                warmup_steps,
+                steps,
+                let_it_finish,
+                timeout,
+                output_dir,
+                name if _given(ctx, ("name",)) else OWN_JOB_EXPERIMENT,
+            )
         )
     from torchscale.contracts.durations import parse_duration
     from torchscale.contracts.worker_spec import parse_delay

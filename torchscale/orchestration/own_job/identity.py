@@ -22,7 +22,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
-from torchscale.offline.results.directory_layout import ProfileRun
+from torchscale.orchestration.own_job.command import OwnJobRequest
 
 if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is called
     from torchscale.rank.worker.aggregate import CellFacts
@@ -82,7 +82,11 @@ def job_identity(
 
 
 def job_spec(
-    identity: CellIdentity, files: ProfileRun[Path], warmup: int, ranks: Sequence[RankMeasurement]
+    identity: CellIdentity,
+    result_path: Path,
+    steps_path: Path,
+    request: OwnJobRequest,
+    ranks: Sequence[RankMeasurement],
 ) -> WorkerSpec:
     """The spec the aggregation reads: the job's warm-up and measured steps as the probe
     counted them, nothing injected, nothing profiled."""
@@ -94,11 +98,11 @@ def job_spec(
         model=ModelSpec.model_construct(name=identity.model),
         training=TrainingConfig(),
         measurement=MeasurementConfig(
-            warmup_steps=warmup, steps=max(steps, 1), repeats=max(repeats, 1)
+            warmup_steps=request.warmup_steps, steps=max(steps, 1), repeats=max(repeats, 1)
         ),
         data=DataConfig(),
-        result_path=str(files.result_path),
-        steps_path=str(files.steps_path),
+        result_path=str(result_path),
+        steps_path=str(steps_path),
     )
 
 

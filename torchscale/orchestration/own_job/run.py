@@ -1,6 +1,9 @@
 """Run the user's own launch line once, through the one launch path, and turn what its ranks
-measured into one CellResult written where `torchscale report` reads profiled runs
-(OUTPUT_DIR/<experiment>/profile/<id>/result.json).
+measured into one CellResult written as a sweep's cell (OUTPUT_DIR/<experiment>/cells/<id>.json,
+the run's log, measurements and environment in logs/<id>/), so `torchscale report` reads it
+like any measured cell: its diagnosis, straggler and findings. (A profiled run's folder,
+profile/<id>/, is read by the report only through its trace analysis, which a user's job has
+not: its result there would be shown as "not analysed".)
 
 The job's process group is stopped on Ctrl-C, SIGTERM or SIGHUP (launch/process.py), and what
 the ranks measured before is kept. Each way it ends without a measurement (exited, hung, never
@@ -59,7 +62,8 @@ class OwnJobRun:
     """What one run of the user's job left: its folder, its result (ok with the measurement,
     or failed), the one line said when nothing was measured, and the signal that stopped it."""
 
-    directory: Path
+    directory: Path  # the run's folder: its log, the ranks' files, its environment
+    result_path: Path
     result: CellResult
     problem: Finding | None = None
     stopped_by: int | None = None
@@ -107,12 +111,13 @@ def run_own_job(
     reader = read_ranks or probe_reader()
     started = now or datetime.now(timezone.utc)
     store = ResultStore.for_experiment(output_dir, experiment)
-    files = store.profile_run(run_id(job_label(request.argv), started))
-    command = job_command(request, files.directory, base_env)
+    cell_id = run_id(job_label(request.argv), started)
+    directory, result_path = store.log_dir(cell_id), store.cell_path(cell_id)
+    command = job_command(request, directory, base_env)
     rank_dir = Path(command.env_overrides["TORCHSCALE_OWN_JOB_DIR"])
     rank_dir.mkdir(parents=True, exist_ok=True)
     record = {"argv": command.argv, "env": redacted(command.env)}
-    store.write_text(files.directory / ENVIRONMENT_FILE, json.dumps(record, indent=2))
+    store.write_text(directory / ENVIRONMENT_FILE, json.dumps(record, indent=2))
 
     read: list[tuple[list[RankMeasurement], list[Finding]]] = []
 
@@ -138,7 +143,7 @@ def run_own_job(
     kept = measured(ranks)
     label = job_label(request.argv)
     device, batch = job_device(ranks), measured_batch(kept)
-    identity = job_identity(files.directory.name, request.argv, label, len(ranks), device, batch)
+    identity = job_identity(cell_id, request.argv, label, len(ranks), device, batch)
     notes = list(findings)
     if stopped_by is not None:
         notes.append(Finding(code="own_job.stopped", figures={"signal": signal_name(stopped_by)}))
@@ -146,7 +151,7 @@ def run_own_job(
     if kept:
         from torchscale.rank.worker.aggregate import aggregate
 
-        spec = job_spec(identity, files, request.warmup_steps, kept)
+        spec = job_spec(identity, result_path, store.steps_path(cell_id), request, kept)
         result = aggregate(spec, kept, job_facts(kept, device, batch))
         shutdown = attempt.warnings if attempt is not None else []
         result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
@@ -162,8 +167,8 @@ def run_own_job(
     result.started_at = started.isoformat(timespec="seconds")
     result.wall_s = round(wall_s, 3)
     result.launch = {"argv": command.argv, "env": redacted(command.env_overrides)}
-    store.write_text(files.result_path, result.model_dump_json(indent=2))
-    return OwnJobRun(files.directory, result, problem, stopped_by, notes)
+    store.write_text(result_path, result.model_dump_json(indent=2))
+    return OwnJobRun(directory, result_path, result, problem, stopped_by, notes)
 
 
 def _warning(finding: Finding) -> CellWarning:
