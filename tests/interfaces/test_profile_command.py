@@ -159,7 +159,9 @@ def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     assert "the job's own line" not in result.output
     (cell,) = (out / "own_job" / "cells").iterdir()
     assert cell.name.startswith("own_train.py__")
-    report = CliRunner().invoke(app, ["report", "-s", str(out / "own_job"), "-f", "md", "-o", out])
+    report = CliRunner().invoke(
+        app, ["report", "-s", str(out / "own_job"), "-f", "md", "-o", str(out)]
+    )
     assert report.exit_code == 0, report.output
     (md,) = out.glob("*.md")
     assert "Straggler: rank 1" in md.read_text()  # the report reads the job as a measured cell
