@@ -101,6 +101,12 @@ def test_the_own_job_options_are_refused_without_a_command(seen: list[Any]) -> N
     assert seen == []
 
 
+def test_steps_and_let_it_finish_are_refused_together(seen: list[Any]) -> None:
+    result = profile("--steps", 5, "--let-it-finish", "--", "python", "x.py")
+    assert result.exit_code == 2 and "give one" in result.output
+    assert seen == []
+
+
 def test_nothing_after_the_dashes_is_refused(seen: list[Any]) -> None:
     result = profile("--")
     assert result.exit_code == 2 and "nothing after --" in result.output
@@ -156,6 +162,7 @@ def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     assert result.exit_code == 0, result.output
     assert "own:train.py" in result.output
     assert "Straggler: rank 1" in result.output
+    assert "your job's output and the ranks' files" in result.output
     assert "the job's own line" not in result.output
     (cell,) = (out / "own_job" / "cells").iterdir()
     assert cell.name.startswith("own_train.py__")

@@ -285,6 +285,8 @@ def _refuse_mixed(ctx: typer.Context, command: list[str] | None) -> None:
         return
     if not command:
         raise UsageError("nothing after --: give your launch line (-- torchrun ... train.py)")
+    if _given(ctx, ("let_it_finish",)) and _given(ctx, ("steps",)):
+        raise UsageError("--steps and --let-it-finish: give one (stop after N steps, or never)")
     built_in = _given(ctx, BUILT_IN_ONLY)
     if built_in:
         raise UsageError(
@@ -308,7 +310,9 @@ def _profile_own_job(
     from torchscale.contracts import wording
     from torchscale.contracts.cell import Status
     from torchscale.contracts.durations import parse_duration
-    from torchscale.interfaces.console.profile import run_lines
+    from torchscale.interfaces.console.cells import cell_lines
+    from torchscale.interfaces.console.lines import Line
+    from torchscale.interfaces.console.profile import run_name
     from torchscale.orchestration.own_job.command import OwnJobRequest
     from torchscale.orchestration.own_job.run import run_own_job
 
@@ -320,8 +324,13 @@ def _profile_own_job(
         timeout_s=parse_duration(timeout or DEFAULT_OWN_TIMEOUT),
     )
     run = run_own_job(request, output_dir, name, dict(os.environ), on_start=_own_job_starting)
-    if run.result.status is Status.OK:
-        lines = run_lines(run.result, run.directory, None, verbose=Verbosity.level > 0)
+    if run.result.status is Status.OK:  # a cell's lines: the job has no traces to analyse
+        lines = [Line("head", f"> [RUN] {run_name(run.result)}: {run.result.status}")]
+        lines += cell_lines(run.result, verbose=Verbosity.level > 0)
+        lines.append(Line("info", f"> [RUN] result: {run.result_path}"))
+        lines.append(
+            Line("info", f"> [RUN] your job's output and the ranks' files: {run.directory}")
+        )
         print_lines(stdout, lines)
     if run.problem is not None:
         stderr.print(f"[bold red]error:[/] {escape(wording.say(run.problem))}")
