@@ -101,6 +101,10 @@ def test_the_command_is_run_as_given_with_the_carrier_first(tmp_path: Path) -> N
     assert command.env["HF_TOKEN"] == "hf_abc"  # the job gets its secrets
     assert "HF_TOKEN" not in command.env_overrides
     assert command.log_path.parent == tmp_path / "logs"
+    assert command.env["TORCHELASTIC_ERROR_FILE"] == str(command.error_file)
+    theirs = job_command(request(*argv), tmp_path, {**base, "TORCHELASTIC_ERROR_FILE": "/e.json"})
+    assert "TORCHELASTIC_ERROR_FILE" not in theirs.env_overrides  # the user's own is kept
+    assert theirs.error_file == Path("/e.json")
 
 
 def test_without_a_pythonpath_the_carrier_is_alone_and_let_it_finish_never_stops(

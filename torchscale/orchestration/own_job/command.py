@@ -78,21 +78,23 @@ def missing_program(argv: Sequence[str], env: Mapping[str, str]) -> Finding | No
 
 
 def job_overrides(
-    request: OwnJobRequest, measurements: Path, base_env: Mapping[str, str], log_dir: Path
+    request: OwnJobRequest, measurements: Path, base_env: Mapping[str, str], error_file: Path
 ) -> dict[str, str]:
     """What torchscale sets on top of the caller's environment: the carrier first on
-    PYTHONPATH (the user's entries kept after it), the probe's settings, torchrun's error
-    file."""
+    PYTHONPATH (the user's entries kept after it), the probe's settings, and torchrun's error
+    file unless the user named their own."""
     inherited = base_env.get("PYTHONPATH", "")
     path = os.pathsep.join([str(CARRIER_DIR), *([inherited] if inherited else [])])
-    return {
+    overrides = {
         "PYTHONPATH": path,
         DIR_ENV: str(measurements),
         WARMUP_ENV: str(request.warmup_steps),
         STEPS_ENV: str(0 if request.let_it_finish else request.steps),
         STOP_ENV: "1" if request.stop else "0",
-        ERROR_FILE_ENV: str(log_dir / "error.json"),
     }
+    if ERROR_FILE_ENV not in base_env:
+        overrides[ERROR_FILE_ENV] = str(error_file)
+    return overrides
 
 
 def job_command(
@@ -101,7 +103,8 @@ def job_command(
     """The launch of the user's command, with its log and diagnostics in `directory`/logs and
     the ranks' measurements in `directory`/ranks."""
     log_dir = directory / "logs"
-    overrides = job_overrides(request, directory / "ranks", base_env, log_dir)
+    error_file = Path(base_env.get(ERROR_FILE_ENV) or log_dir / "error.json")
+    overrides = job_overrides(request, directory / "ranks", base_env, error_file)
     env = {**base_env, **overrides}
     threads = env.get("OMP_NUM_THREADS", "")
     return LaunchCommand(
@@ -110,7 +113,7 @@ def job_command(
         env_overrides=overrides,
         omp_num_threads=int(threads) if threads.isdigit() else 0,  # 0: the job's own choice
         nproc=0,  # the launch line decides; the ranks' files tell how many ran
-        error_file=log_dir / "error.json",
+        error_file=error_file,
         log_dir=log_dir,
     )
 
