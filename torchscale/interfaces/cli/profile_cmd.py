@@ -78,9 +78,9 @@ class CommandAfterDashes(TyperGroup):
 
 app = typer.Typer(
     cls=CommandAfterDashes,
-    help="Profile one cell on every rank and find sync stalls and stragglers; or your own "
-    "launch line, unchanged: `torchscale profile [--steps N] -- torchrun --nproc-per-node 2 "
-    "train.py` (or analyse existing traces: `torchscale profile analyze DIR`).",
+    help="Profile one cell on every rank and find sync stalls and stragglers, or your own "
+    "launch line (`torchscale profile -- torchrun ... train.py`; existing traces: "
+    "`torchscale profile analyze DIR`).",
     no_args_is_help=False,
     invoke_without_command=True,
 )

@@ -60,8 +60,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     ),
     "profile": Subcommand(
         "torchscale.interfaces.cli.profile_cmd:app",
-        "Profile one cell on every rank and find sync stalls and stragglers (or analyse "
-        "existing traces: `torchscale profile analyze DIR`).",
+        "Profile one cell on every rank and find sync stalls and stragglers, or your own "
+        "launch line (`torchscale profile -- torchrun ... train.py`; existing traces: "
+        "`torchscale profile analyze DIR`).",
     ),
     "comm": Subcommand(
         "torchscale.interfaces.cli.comm_cmd:comm",
