@@ -13,6 +13,7 @@ stepped an optimizer, wrote nothing) is one finding, said in one line.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import time
@@ -112,6 +113,8 @@ def run_own_job(
     started = now or datetime.now(timezone.utc)
     store = ResultStore.for_experiment(output_dir, experiment)
     cell_id = run_id(job_label(request.argv), started)
+    if store.cell_path(cell_id).exists() or store.log_dir(cell_id).exists():  # same second
+        cell_id = f"{cell_id}-{os.getpid()}"
     directory, result_path = store.log_dir(cell_id), store.cell_path(cell_id)
     command = job_command(request, directory, base_env)
     rank_dir = Path(command.env_overrides["TORCHSCALE_OWN_JOB_DIR"])
@@ -136,7 +139,8 @@ def run_own_job(
         stopped_by = signal.SIGINT
     except Terminated as stop:
         stopped_by = stop.signum
-    wall_s = time.perf_counter() - clock
+    # the job's own time: the launch's, not reading its files after (the reader loads torch)
+    wall_s = attempt.outcome.wall_s if attempt is not None else time.perf_counter() - clock
     if attempt is None:
         read_written()
     ranks, findings = read[-1]
