@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.processes import processes_mentioning
+from tests.processes import default_signals, processes_mentioning
 from torchscale.contracts import wording
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
@@ -245,10 +248,11 @@ main()
 WRITE_THEN_HANG = COPYING_JOB + "sys.stdout.flush()\nimport time\ntime.sleep(120)\n"
 
 
-def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import time
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_stops_the_jobs_group_and_keeps_what_was_measured(
+    tmp_path: Path, signum: int
+) -> None:
+    name = signal.Signals(signum).name
 
     prepared = tmp_path / "prepared"
     prepared.mkdir()
@@ -261,7 +265,13 @@ def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path
     argv = [sys.executable, str(tmp_path / "driver.py"), str(out), sys.executable]
     argv += [str(tmp_path / "train.py"), str(prepared)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    driver = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_signals,  # as from a shell: SIGINT not ignored
+    )
     try:
         deadline = time.monotonic() + 60
         logs = list(out.glob("own_job/logs/*/logs/torchrun.log"))
@@ -269,12 +279,12 @@ def test_sigterm_stops_the_jobs_group_and_keeps_what_was_measured(tmp_path: Path
             time.sleep(0.2)
             logs = list(out.glob("own_job/logs/*/logs/torchrun.log"))
         assert logs, "the job never started"
-        driver.send_signal(signal.SIGTERM)
+        driver.send_signal(signum)
         stdout, stderr = driver.communicate(timeout=60)
     finally:
         driver.kill()
-    assert driver.returncode == 128 + signal.SIGTERM, stderr.decode()
-    assert "stopped by SIGTERM" in stderr.decode()
+    assert driver.returncode == 128 + signum, stderr.decode()
+    assert f"stopped by {name}" in stderr.decode()
     assert "own:train.py" in stdout.decode()  # the answer from what was measured
     assert b"Traceback" not in stderr
     (cell,) = (out / "own_job" / "cells").iterdir()
