@@ -117,8 +117,8 @@ def _profile(folder: Path, warmup: int, steps: int, *script_args: str) -> OwnRun
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        kill_mentioning(str(script))
+        kill_mentioning(str(script))  # ranks in sessions of their own may hold the pipes
+        out, err = proc.communicate(timeout=30)
         pytest.fail(f"no end in {TIMEOUT_S} s\n{out.decode()}\n{err.decode()}")
     try:
         leftovers = processes_mentioning(str(script))
