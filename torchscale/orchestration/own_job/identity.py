@@ -111,14 +111,14 @@ def job_facts(ranks: Sequence[RankMeasurement], device: str, batch: int | None) 
     from torchscale.rank.worker.aggregate import CellFacts
 
     return CellFacts(
-        parameters=0,
+        parameters=None,
         model_kind="other",
         tokens_per_sample=None,
         device_name=device,
         peak_tflops=None,
         peak_note=NO_FLOPS,
         environment={"host": ranks[0].host if ranks else None},
-        fused_optimizer=False,
-        channels_last=False,
+        fused_optimizer=None,
+        channels_last=None,
         warnings=(identity_warning(batch),),
     )

@@ -98,15 +98,15 @@ SYNC_VARIANCE_SHARE = 0.5
 class CellFacts:
     """What rank 0 knows besides the measurements."""
 
-    parameters: int
+    parameters: int | None  # None: not known (a user's job, whose model torchscale never built)
     model_kind: str
     tokens_per_sample: int | None
     device_name: str  # "cpu" or the CUDA device name
     peak_tflops: float | None
     peak_note: Finding | None  # why there is no peak (peak_tflops None)
     environment: dict[str, Any]
-    fused_optimizer: bool
-    channels_last: bool
+    fused_optimizer: bool | None  # None: not known (a user's job)
+    channels_last: bool | None
     peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
     warnings: tuple[CellWarning, ...] = ()  # what rank 0 saw set up (fp32 without TF32)
 
