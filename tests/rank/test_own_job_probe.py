@@ -320,10 +320,10 @@ def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
     env["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(REPO_ROOT)])
     env |= probe_env(out, warmup=2, steps=3, stop=True)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    command += ["--master-port", "0", str(script)]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1"]
+    command += ["--nproc-per-node=2", "--max-restarts=0", str(script)]
     done = subprocess.run(
-        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "finished" not in done.stdout
