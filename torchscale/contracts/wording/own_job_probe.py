@@ -12,8 +12,8 @@ F = Mapping[str, Any]
 PHRASES: dict[str, Callable[[F], str]] = {
     "own_job.no_optimizer_step": lambda f: (
         f"rank {f['rank']} never stepped a torch.optim optimizer ({f['batches']} batch(es) "
-        f"read, {f['backward_calls']} backward call(s)): no step to measure; call "
-        "torchscale.mark_step() once per training step"
+        f"read, {f['backward_calls']} backward call(s)): no step to measure (steps are found "
+        "where a torch.optim optimizer steps)"
     ),
     "own_job.ended_early": lambda f: (
         f"rank {f['rank']} ended after {f['steps']} optimizer step(s), before the "
