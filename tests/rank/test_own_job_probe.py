@@ -33,6 +33,7 @@ TRAIN = textwrap.dedent(
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--no-optimizer", action="store_true")
     parser.add_argument("--double", action="store_true")
+    parser.add_argument("--eval", action="store_true")
     args = parser.parse_args()
 
     class Wrapped(torch.optim.SGD):
@@ -51,6 +52,7 @@ TRAIN = textwrap.dedent(
     n = 16 * args.accum * args.steps
     data = TensorDataset(torch.randn(n, 8), torch.randn(n, 1))
     loader = DataLoader(data, batch_size=16)
+    held_out = DataLoader(TensorDataset(torch.randn(40, 8), torch.randn(40, 1)), batch_size=10)
     for i, (x, y) in enumerate(loader):
         out = model(x)
         if other is not None:
@@ -64,6 +66,10 @@ TRAIN = textwrap.dedent(
                 other.zero_grad()
             opt.zero_grad()
             print(f"loss {loss.item():.8f}", flush=True)
+            if args.eval:
+                with torch.no_grad():
+                    for vx, vy in held_out:
+                        model(vx)
     print("probe loaded:", "torchscale.rank.own_job.probe" in sys.modules)
     print("finished")
     """
@@ -168,9 +174,10 @@ def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> No
     samples summed over the micro-batches; W + N steps, then rc 0 and nothing after. The
     optimizer is a subclass whose step calls super() (the hooks fire twice, nested) and a
     second optimizer steps after it: the first optimizer seen is the clock, each of its
-    outermost steps one step."""
+    outermost steps one step. An evaluation after each step (grad disabled) is neither
+    data wait nor samples."""
     out = tmp_path / "out"
-    args = ["--accum", "3", "--double"]
+    args = ["--accum", "3", "--double", "--eval"]
     done = run_job(tmp_path, args, probe_env(out, warmup=2, steps=4, stop=True))
     assert done.returncode == 0, done.stderr
     # 2 + 4 optimizer steps of the 12: the 6th ends inside `step`, before its loss is printed
