@@ -77,14 +77,16 @@ TRAIN = textwrap.dedent(
 
 
 def run_job(
-    tmp_path: Path, args: list[str], env: dict[str, str] | None, script: str = TRAIN
+    tmp_path: Path, args: list[str], env: dict[str, str] | None, carrier_only: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """`python train.py ARGS` with the carrier first on PYTHONPATH and `env` added (None: no
-    probe settings at all)."""
+    probe settings at all); `carrier_only`: nothing else on PYTHONPATH (the carrier finds its
+    own torchscale)."""
     path = tmp_path / "train.py"
-    path.write_text(script)
+    path.write_text(TRAIN)
     full = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
-    full["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(REPO_ROOT)])
+    path_entries = [str(CARRIER_DIR)] + ([] if carrier_only else [str(REPO_ROOT)])
+    full["PYTHONPATH"] = os.pathsep.join(path_entries)
     full |= env or {}
     return subprocess.run(
         [sys.executable, str(path), *args],
@@ -212,8 +214,10 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
 
 
 def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:
+    """Here only the carrier is on PYTHONPATH: it imports its own torchscale."""
     out = tmp_path / "out"
-    done = run_job(tmp_path, ["--no-optimizer"], probe_env(out, warmup=1, steps=3, stop=True))
+    env = probe_env(out, warmup=1, steps=3, stop=True)
+    done = run_job(tmp_path, ["--no-optimizer"], env, carrier_only=True)
     assert done.returncode == 0, done.stderr
     assert "finished" in done.stdout
     ranks, findings = read_rank_files(out)
