@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,8 @@ from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, batch_coun
 TRAIN = textwrap.dedent(
     """\
     import argparse
+    import os
+    import signal
     import sys
 
     import torch
@@ -34,6 +37,7 @@ TRAIN = textwrap.dedent(
     parser.add_argument("--no-optimizer", action="store_true")
     parser.add_argument("--double", action="store_true")
     parser.add_argument("--eval", action="store_true")
+    parser.add_argument("--sigterm-after", type=int, default=0)
     args = parser.parse_args()
 
     class Wrapped(torch.optim.SGD):
@@ -66,6 +70,8 @@ TRAIN = textwrap.dedent(
                 other.zero_grad()
             opt.zero_grad()
             print(f"loss {loss.item():.8f}", flush=True)
+            if (i + 1) // args.accum == args.sigterm_after:
+                os.kill(os.getpid(), signal.SIGTERM)  # the job killed from outside
             if args.eval:
                 with torch.no_grad():
                     for vx, vy in held_out:
@@ -224,6 +230,17 @@ def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> 
     assert ranks == []
     assert [f.code for f in findings] == ["own_job.no_optimizer_step"]
     assert findings[0].figures == {"rank": 0, "batches": 12, "backward_calls": 12}
+
+
+def test_a_job_killed_by_sigterm_keeps_what_was_measured(tmp_path: Path) -> None:
+    """Letting the job finish (N = 0), a SIGTERM after 5 steps: the measurement is written
+    and the job still dies by SIGTERM, as it would without the probe."""
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--sigterm-after", "5"], probe_env(out, 2, 0, stop=False))
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert len(losses(done.stdout)) == 5
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, False)
 
 
 def test_a_probe_failure_leaves_the_job_running(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ step). A batch fetched with grad disabled (an evaluation's loader) is neither da
 samples: it is in the rest of the step, with the evaluation. After W warm-up and N measured
 steps the rank writes `rank<k>.measurement.json` and,
 with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from that post hook: every rank stops at
-the same agreed step. N = 0: every step after W is measured and written at exit.
+the same agreed step. N = 0: every step after W is measured and written at exit (also on
+SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
 """
 
@@ -23,6 +24,7 @@ import functools
 import json
 import os
 import resource
+import signal
 import socket
 import threading
 from dataclasses import dataclass
@@ -312,6 +314,23 @@ class Probe:
         from torchscale.rank.telemetry.cpu_wait import thread_clock
 
         self.sched = thread_clock()
+        self._keep_on_sigterm()
+
+    def _keep_on_sigterm(self) -> None:
+        """SIGTERM's default ends Python without atexit: where the job left it at the
+        default, write what was measured first, then die by the same signal (the job's exit
+        status unchanged). A handler of the job's own is left alone."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            self.at_exit()
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
 
     def _rank(self) -> int:
         import torch.distributed as dist
