@@ -305,6 +305,23 @@ def test_a_rank_file_round_trips_and_a_bad_one_is_a_finding(tmp_path: Path) -> N
     assert [(f.code, f.figures["rank"]) for f in findings] == [("own_job.rank_file_unreadable", 0)]
 
 
+def test_measured_steps_split_into_blocks_for_the_repeats() -> None:
+    from torchscale.rank.own_job.reading import in_blocks
+    from torchscale.rank.worker.measure import Window
+
+    steps = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]
+    phases: dict[str, list[float | None]] = {"data": [s / 10 for s in steps]}
+    window = Window(sum(steps), steps, phases, cpu_wait_s=list(steps), cpu_time_s=None)
+    rank = OwnJobMeasurement(0, "h", "perf_counter", 7, [], [window], samples_per_step=[8] * 7)
+    blocks = in_blocks(rank, 3)
+    assert blocks.steps == 3 and [w.step_s for w in blocks.windows] == [steps[:3], steps[3:6]]
+    assert [w.wall_s for w in blocks.windows] == pytest.approx([0.6, 1.5])
+    assert (blocks.windows[1].phases or {})["data"] == pytest.approx([0.04, 0.05, 0.06])
+    assert blocks.windows[1].cpu_wait_s == steps[3:6] and blocks.windows[1].cpu_time_s is None
+    assert blocks.samples_per_step == [8] * 6
+    assert in_blocks(rank, 8) is rank  # fewer steps than one block: as measured
+
+
 # ----------------------------------------------------------------------------- torchrun
 
 DDP = textwrap.dedent(
