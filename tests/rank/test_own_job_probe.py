@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,8 @@ from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, batch_coun
 TRAIN = textwrap.dedent(
     """\
     import argparse
+    import os
+    import signal
     import sys
 
     import torch
@@ -33,6 +36,8 @@ TRAIN = textwrap.dedent(
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--no-optimizer", action="store_true")
     parser.add_argument("--double", action="store_true")
+    parser.add_argument("--eval", action="store_true")
+    parser.add_argument("--sigterm-after", type=int, default=0)
     args = parser.parse_args()
 
     class Wrapped(torch.optim.SGD):
@@ -51,6 +56,7 @@ TRAIN = textwrap.dedent(
     n = 16 * args.accum * args.steps
     data = TensorDataset(torch.randn(n, 8), torch.randn(n, 1))
     loader = DataLoader(data, batch_size=16)
+    held_out = DataLoader(TensorDataset(torch.randn(40, 8), torch.randn(40, 1)), batch_size=10)
     for i, (x, y) in enumerate(loader):
         out = model(x)
         if other is not None:
@@ -64,6 +70,12 @@ TRAIN = textwrap.dedent(
                 other.zero_grad()
             opt.zero_grad()
             print(f"loss {loss.item():.8f}", flush=True)
+            if (i + 1) // args.accum == args.sigterm_after:
+                os.kill(os.getpid(), signal.SIGTERM)  # the job killed from outside
+            if args.eval:
+                with torch.no_grad():
+                    for vx, vy in held_out:
+                        model(vx)
     print("probe loaded:", "torchscale.rank.own_job.probe" in sys.modules)
     print("finished")
     """
@@ -71,14 +83,16 @@ TRAIN = textwrap.dedent(
 
 
 def run_job(
-    tmp_path: Path, args: list[str], env: dict[str, str] | None, script: str = TRAIN
+    tmp_path: Path, args: list[str], env: dict[str, str] | None, carrier_only: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """`python train.py ARGS` with the carrier first on PYTHONPATH and `env` added (None: no
-    probe settings at all)."""
+    probe settings at all); `carrier_only`: nothing else on PYTHONPATH (the carrier finds its
+    own torchscale)."""
     path = tmp_path / "train.py"
-    path.write_text(script)
+    path.write_text(TRAIN)
     full = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
-    full["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(REPO_ROOT)])
+    path_entries = [str(CARRIER_DIR)] + ([] if carrier_only else [str(REPO_ROOT)])
+    full["PYTHONPATH"] = os.pathsep.join(path_entries)
     full |= env or {}
     return subprocess.run(
         [sys.executable, str(path), *args],
@@ -165,9 +179,14 @@ def test_an_existing_sitecustomize_still_runs_and_nothing_heavy_is_imported(
 
 def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> None:
     """Gradient accumulation (3 micro-batches of 16): one step per optimizer step, its
-    samples summed over the micro-batches; W + N steps, then rc 0 and nothing after."""
+    samples summed over the micro-batches; W + N steps, then rc 0 and nothing after. The
+    optimizer is a subclass whose step calls super() (the hooks fire twice, nested) and a
+    second optimizer steps after it: the first optimizer seen is the clock, each of its
+    outermost steps one step. An evaluation after each step (grad disabled) is neither
+    data wait nor samples."""
     out = tmp_path / "out"
-    done = run_job(tmp_path, ["--accum", "3"], probe_env(out, warmup=2, steps=4, stop=True))
+    args = ["--accum", "3", "--double", "--eval"]
+    done = run_job(tmp_path, args, probe_env(out, warmup=2, steps=4, stop=True))
     assert done.returncode == 0, done.stderr
     # 2 + 4 optimizer steps of the 12: the 6th ends inside `step`, before its loss is printed
     assert len(losses(done.stdout)) == 5
@@ -200,27 +219,28 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     assert_phases_add_up(rank)
 
 
-def test_a_subclass_and_a_second_optimizer_count_one_step(tmp_path: Path) -> None:
-    """The subclass's step fires the hooks twice, nested, and a second optimizer steps after
-    it: the first optimizer seen is the clock, each of its outermost steps one step."""
-    out = tmp_path / "out"
-    done = run_job(tmp_path, ["--double"], probe_env(out, warmup=1, steps=3, stop=True))
-    assert done.returncode == 0, done.stderr
-    assert len(losses(done.stdout)) == 3  # the 4th step ends inside `step`
-    rank = only_rank(out)
-    assert (rank.steps, rank.optimizer_steps) == (3, 4)
-    assert_phases_add_up(rank)
-
-
 def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:
+    """Here only the carrier is on PYTHONPATH: it imports its own torchscale."""
     out = tmp_path / "out"
-    done = run_job(tmp_path, ["--no-optimizer"], probe_env(out, warmup=1, steps=3, stop=True))
+    env = probe_env(out, warmup=1, steps=3, stop=True)
+    done = run_job(tmp_path, ["--no-optimizer"], env, carrier_only=True)
     assert done.returncode == 0, done.stderr
     assert "finished" in done.stdout
     ranks, findings = read_rank_files(out)
     assert ranks == []
     assert [f.code for f in findings] == ["own_job.no_optimizer_step"]
     assert findings[0].figures == {"rank": 0, "batches": 12, "backward_calls": 12}
+
+
+def test_a_job_killed_by_sigterm_keeps_what_was_measured(tmp_path: Path) -> None:
+    """Letting the job finish (N = 0), a SIGTERM after 5 steps: the measurement is written
+    and the job still dies by SIGTERM, as it would without the probe."""
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--sigterm-after", "5"], probe_env(out, 2, 0, stop=False))
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert len(losses(done.stdout)) == 5
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, False)
 
 
 def test_a_probe_failure_leaves_the_job_running(tmp_path: Path) -> None:
@@ -285,6 +305,23 @@ def test_a_rank_file_round_trips_and_a_bad_one_is_a_finding(tmp_path: Path) -> N
     assert [(f.code, f.figures["rank"]) for f in findings] == [("own_job.rank_file_unreadable", 0)]
 
 
+def test_measured_steps_split_into_blocks_for_the_repeats() -> None:
+    from torchscale.rank.own_job.reading import in_blocks
+    from torchscale.rank.worker.measure import Window
+
+    steps = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]
+    phases: dict[str, list[float | None]] = {"data": [s / 10 for s in steps]}
+    window = Window(sum(steps), steps, phases, cpu_wait_s=list(steps), cpu_time_s=None)
+    rank = OwnJobMeasurement(0, "h", "perf_counter", 7, [], [window], samples_per_step=[8] * 7)
+    blocks = in_blocks(rank, 3)
+    assert blocks.steps == 3 and [w.step_s for w in blocks.windows] == [steps[:3], steps[3:6]]
+    assert [w.wall_s for w in blocks.windows] == pytest.approx([0.6, 1.5])
+    assert (blocks.windows[1].phases or {})["data"] == pytest.approx([0.04, 0.05, 0.06])
+    assert blocks.windows[1].cpu_wait_s == steps[3:6] and blocks.windows[1].cpu_time_s is None
+    assert blocks.samples_per_step == [8] * 6
+    assert in_blocks(rank, 8) is rank  # fewer steps than one block: as measured
+
+
 # ----------------------------------------------------------------------------- torchrun
 
 DDP = textwrap.dedent(
@@ -320,10 +357,10 @@ def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
     env["PYTHONPATH"] = os.pathsep.join([str(CARRIER_DIR), str(REPO_ROOT)])
     env |= probe_env(out, warmup=2, steps=3, stop=True)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    command += ["--master-port", "0", str(script)]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1"]
+    command += ["--nproc-per-node=2", "--max-restarts=0", str(script)]
     done = subprocess.run(
-        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "finished" not in done.stdout

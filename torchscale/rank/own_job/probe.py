@@ -7,9 +7,12 @@ other process that steps an optimizer is a training rank (its rank from torch.di
 initialised, else RANK, else 0). Steps: the first optimizer seen at a post hook is the step's
 clock; a step ends when its outermost `step` returns (a subclass calling `super().step()` fires
 twice, nested: counted once; other optimizers' steps are optimizer time inside the clock's
-step). After W warm-up and N measured steps the rank writes `rank<k>.measurement.json` and,
+step). A batch fetched with grad disabled (an evaluation's loader) is neither data wait nor
+samples: it is in the rest of the step, with the evaluation. After W warm-up and N measured
+steps the rank writes `rank<k>.measurement.json` and,
 with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from that post hook: every rank stops at
-the same agreed step. N = 0: every step after W is measured and written at exit.
+the same agreed step. N = 0: every step after W is measured and written at exit (also on
+SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
 """
 
@@ -21,6 +24,7 @@ import functools
 import json
 import os
 import resource
+import signal
 import socket
 import threading
 from dataclasses import dataclass
@@ -139,7 +143,7 @@ class Probe:
 
     def fail(self, exc: BaseException) -> None:
         self.off = True
-        record_failure(exc, self.rank)
+        record_failure(exc, self.rank if self.role == "rank" else None)
 
     def _begin(self) -> StepMarks:
         """The current step's marks, opened at the first sight of training."""
@@ -150,11 +154,15 @@ class Probe:
     # ------------------------------------------------------------------ wrappers
 
     def _wrap_next(self, original: Any) -> Any:
+        import torch
+
         probe = self
 
         @functools.wraps(original)
         def __next__(it: Any) -> Any:
             if probe.off or probe.data_depth or threading.get_ident() != probe.thread:
+                return original(it)
+            if not torch.is_grad_enabled():  # an evaluation's loader: rest, not data
                 return original(it)
             try:
                 step = probe._begin()
@@ -306,6 +314,23 @@ class Probe:
         from torchscale.rank.telemetry.cpu_wait import thread_clock
 
         self.sched = thread_clock()
+        self._keep_on_sigterm()
+
+    def _keep_on_sigterm(self) -> None:
+        """SIGTERM's default ends Python without atexit: where the job left it at the
+        default, write what was measured first, then die by the same signal (the job's exit
+        status unchanged). A handler of the job's own is left alone."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            self.at_exit()
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
 
     def _rank(self) -> int:
         import torch.distributed as dist

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,47 @@ class OwnJobMeasurement(RankMeasurement):
     optimizer_steps: int = 0  # optimizer steps the rank made under the probe
     stopped: bool = False  # the probe ended the rank (SystemExit(0)) after its steps
     findings: list[Finding] = field(default_factory=list)  # own_job.* codes of this rank
+
+
+def in_blocks(rank: OwnJobMeasurement, block: int) -> OwnJobMeasurement:
+    """The rank's measured steps as consecutive windows of `block` steps each (the repeats
+    the aggregation reads: a throughput per window, its spread across them); the steps after
+    the last whole block are left out, and so are their samples. Walls are the blocks'
+    summed steps (the probe's steps are contiguous: post hook to post hook)."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1, not {block}")
+    steps = [i for w in rank.windows for i in range(len(w.step_s))]
+    if len(rank.windows) != 1 or len(steps) < block:
+        return rank
+    (whole,) = rank.windows
+    count = len(steps) // block
+    windows = []
+    for k in range(count):
+        cut = slice(k * block, (k + 1) * block)
+
+        def part(values: list[Any] | None, cut: slice = cut) -> list[Any] | None:
+            return None if values is None else values[cut]
+
+        phases = {n: v[cut] for n, v in whole.phases.items()} if whole.phases else None
+        step_s = whole.step_s[cut]
+        windows.append(
+            replace(
+                whole,
+                wall_s=sum(step_s),
+                step_s=step_s,
+                phases=phases,
+                cpu_wait_s=part(whole.cpu_wait_s),
+                cpu_time_s=part(whole.cpu_time_s),
+            )
+        )
+    kept = count * block
+    return replace(
+        rank,
+        steps=block,
+        windows=windows,
+        samples_per_step=rank.samples_per_step[:kept],
+        tokens_per_step=rank.tokens_per_step[:kept],
+    )
 
 
 _ADAPTER: TypeAdapter[OwnJobMeasurement] | None = None

@@ -11,7 +11,7 @@ this file only, so nothing else shadows the user's modules.
 
 # os.path, not pathlib, and bare excepts: this runs in every process of the job, before
 # anything else, and must neither cost an import nor raise
-# ruff: noqa: PTH100, PTH120, S110
+# ruff: noqa: PTH100, PTH118, PTH120, S110
 
 from __future__ import annotations
 
@@ -42,12 +42,24 @@ def _fail(exc: BaseException) -> None:
 
 
 def _ensure_torchscale() -> None:
-    """Make this carrier's torchscale importable: appended (never prepended) so that nothing
-    of the user's is shadowed; an installed or editable torchscale is found as it is."""
+    """Import this carrier's own torchscale (the probe must match the host that reads its
+    files): as installed where the path finds it, else from the carrier's package parent,
+    put first on sys.path only for this import (the user's job never imports torchscale,
+    so nothing of theirs is shadowed, and the path is left as it was)."""
     import importlib.util
 
-    if importlib.util.find_spec("torchscale") is None and _PACKAGE_PARENT not in sys.path:
-        sys.path.append(_PACKAGE_PARENT)
+    if "torchscale" in sys.modules:
+        return
+    ours = os.path.join(_PACKAGE_PARENT, "torchscale")
+    spec = importlib.util.find_spec("torchscale")
+    found = spec.submodule_search_locations if spec is not None else None
+    if found and any(os.path.abspath(p) == ours for p in found):
+        return
+    sys.path.insert(0, _PACKAGE_PARENT)
+    try:
+        import torchscale.rank.own_job.probe  # noqa: F401  (cached: later imports find it)
+    finally:
+        sys.path.remove(_PACKAGE_PARENT)
 
 
 def _activate() -> None:
