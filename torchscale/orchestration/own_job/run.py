@@ -95,6 +95,23 @@ def measured(ranks: list[RankMeasurement]) -> list[RankMeasurement]:
     return [r for r in ranks if any(w.step_s for w in r.windows)]
 
 
+REPEATS = 5  # the measured steps cut into this many blocks: the interval's repeats
+
+
+def as_repeats(ranks: list[RankMeasurement]) -> list[RankMeasurement]:
+    """Each rank's measured steps as REPEATS consecutive blocks (`in_blocks`), so the
+    aggregation gives the job's throughput an interval as it does a cell's repeats."""
+    from torchscale.rank.own_job.reading import OwnJobMeasurement, in_blocks
+
+    def blocks(rank: RankMeasurement) -> RankMeasurement:
+        steps = sum(len(w.step_s) for w in rank.windows)
+        if not isinstance(rank, OwnJobMeasurement) or steps < 2 * REPEATS:
+            return rank
+        return in_blocks(rank, steps // REPEATS)
+
+    return [blocks(r) for r in ranks]
+
+
 def run_own_job(
     request: OwnJobRequest,
     output_dir: Path,
@@ -144,7 +161,7 @@ def run_own_job(
     if attempt is None:
         read_written()
     ranks, findings = read[-1]
-    kept = measured(ranks)
+    kept = as_repeats(measured(ranks))
     label = job_label(request.argv)
     device, batch = job_device(ranks), measured_batch(kept)
     identity = job_identity(cell_id, request.argv, label, len(ranks), device, batch)
