@@ -32,6 +32,8 @@ RANK_IMPORTED_BY_HOST: dict[str, str] = {
     "torchscale.rank.own_job": "`profile -- COMMAND` sets the probe's carrier and settings in the"
     " job's environment as the probe spells them, and reads its files with the probe's reader"
     " (nothing heavy at import: it runs in every process of the job)",
+    "torchscale.rank.own_job.reading": "the same: its files' steps cut into the blocks the"
+    " aggregation reads as repeats (in_blocks, in the function)",
     "torchscale.rank.worker.aggregate": "`profile -- COMMAND` combines a user's own job's ranks"
     " with the worker's own aggregation, so the judge cannot tell it from a cell (orchestration/"
     "own_job/run.py, in the function; CellFacts for its facts, in the function)",
