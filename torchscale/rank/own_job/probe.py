@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchscale.contracts.atomic import write_text_atomic
 from torchscale.rank.own_job import (
     ENV_DIR,
     ENV_STEPS,
@@ -89,10 +90,7 @@ def record_failure(exc: BaseException, rank: int | None = None) -> None:
 
 def _write_json(path: Path, data: Any) -> None:
     """Atomically: a reader sees the whole file or none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(data))
 
 
 class Probe:
