@@ -91,7 +91,7 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
     records = read_step_records(ProfileRun(directory).steps_path)
     if not records:
         return None
-    table, no_sync = _steps_table(records)
+    table, no_sync = steps_table(records)
     if table.empty:
         return None
     return diagnose(
@@ -106,7 +106,7 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
     )
 
 
-def _steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncSteps | None]:
+def steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncSteps | None]:
     """The step records as the phase table rank 0 diagnoses (window, step, rank, step_s, the
     phases, cpu_wait, cpu_time, comm holds; NaN where not measured) and the no_sync windows'
     steps per rank (None without)."""
