@@ -52,4 +52,41 @@ def test_a_share_shown_without_its_interval_keeps_three_figures() -> None:
     from torchscale.contracts.wording.figures import share_figure
 
     assert share_figure(0.001723, 0.001711, 0.001735) == "0.172 %"
-    assert share_figure(0.0171, 0.0119, 0.0223) == "1.71 %"
+    assert share_figure(0.0171, 0.0119, 0.0223) == "1.7 %"  # as beside "1.7 % ±0.5 %"
+
+
+def test_a_figure_keeps_the_digits_its_half_width_supports() -> None:
+    """Issue 72: '99.930 % ±0.047 %' printed a digit its interval does not support. By the
+    Particle Data Group's rule a half-width keeps two significant digits where its leading
+    three are 100-354, else one; a lopsided interval's ends keep two digits."""
+    from torchscale.contracts.wording.figures import (
+        figure_with_interval,
+        uncertainty_quantum,
+        value_format,
+    )
+
+    share = value_format("pct")
+    assert figure_with_interval(99.93, 99.883, 99.977, share) == "99.93 % ±0.05 %"
+    assert figure_with_interval(99.93, 99.907, 99.953, share) == "99.930 % ±0.023 %"
+    assert figure_with_interval(30.0, 13.0, 84.0, share) == "30 % [13, 84]"
+    assert [uncertainty_quantum(s) for s in (0.354, 0.355, 0.97, 26_235.3)] == [
+        0.01,
+        0.1,
+        0.1,
+        1_000.0,
+    ]
+
+
+def test_older_sentences_are_recognised_by_the_rule_that_wrote_them() -> None:
+    """Schema 16-19 sentences kept two digits of every half-width: their readers re-render
+    under that rule, and only inside it."""
+    from torchscale.contracts.wording.figures import (
+        as_written_before_schema_20,
+        figure_with_interval,
+        value_format,
+    )
+
+    share = value_format("pct")
+    with as_written_before_schema_20():
+        assert figure_with_interval(99.93, 99.883, 99.977, share) == "99.930 % ±0.047 %"
+    assert figure_with_interval(99.93, 99.883, 99.977, share) == "99.93 % ±0.05 %"

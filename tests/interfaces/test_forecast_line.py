@@ -30,7 +30,7 @@ def test_a_scored_forecast_is_one_line_and_a_problem_a_warning(tmp_path: Path) -
     assert first.text.endswith(f"measured {shown}: inside, error +5 %"), first.text
     error = round((0.041 - measured) / measured * 100)
     assert second.text == (
-        f"forecast for tiny-gpt2 b16 x2: 41.0 ms ±4.0 ms predicted, "
+        f"forecast for tiny-gpt2 b16 x2: 41 ms ±4 ms predicted, "
         f"measured {shown}: outside, error +{error} %"
     )
     assert (problem.level, problem.text) == (

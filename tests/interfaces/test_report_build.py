@@ -265,12 +265,15 @@ def test_step_distributions_from_the_sync_window(report: Report) -> None:
 def test_cost_per_million(report: Report) -> None:
     rows = {r["cell"]: r for r in table(report, "efficiency-cost").rows}
     row = rows["tiny-gpt2 b8 x2 fp32 ddp"]
-    # the table's rates are cut to the digits their interval supports (349.09 reads 349)
+    # the table's rates are cut to the one digit of ± their interval supports (349.09 reads
+    # 350, 22,342 reads 22,000); the costs come from the measured rates, so they agree with
+    # the shown ones within half that cut (1.4 % and 2.3 % here)
+    assert (row["samples_per_s"], row["tokens_per_s"]) == (350, 22_000)
     hours = 2 * 1e6 / row["samples_per_s"] / 3600
-    assert row["gpu_hours"] == pytest.approx(hours, rel=5e-3)
-    assert row["cost_samples"] == pytest.approx(hours * PRICE, rel=5e-3)
+    assert row["gpu_hours"] == pytest.approx(hours, rel=5 / 350)
+    assert row["cost_samples"] == pytest.approx(hours * PRICE, rel=5 / 350)
     tokens = 2 * 1e6 / row["tokens_per_s"] / 3600 * PRICE
-    assert row["cost_tokens"] == pytest.approx(tokens, rel=5e-3)
+    assert row["cost_tokens"] == pytest.approx(tokens, rel=500 / 22_000)
     assert rows["tiny-mlp b8 x1 fp32 ddp"]["cost_tokens"] is None  # not a language model
     best = {(r["model"], r["best_by"]) for r in table(report, "summary-best").rows}
     # the v3 sweep's numbers cannot be used (2 repeats): no best by either measure, one row a

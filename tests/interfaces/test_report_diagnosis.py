@@ -146,7 +146,7 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
         ("no_sync windows", "disagrees"),
         ("arrival order", "agrees"),
     ]
-    assert appendix.rows[0]["figure"] == "5.0 % ±4.0 %"
+    assert appendix.rows[0]["figure"] == "5 % ±4 %"
     # never beside the headline: no cross-check detail in the summary
     assert not any("rank 0 faster under no_sync" in t for t in texts(report, "summary"))
     # the one line is said on every surface, from the stored checks: the summary's table is

@@ -91,7 +91,7 @@ def test_the_track_record_and_the_table(root: Path) -> None:
     # spelled as every figure with its interval is (predict prints it the same way)
     four = by_world["4"]  # the raw figure for JSON, and its text spelled as every figure is
     assert (four["step"], four["step_low"], four["step_high"]) == (0.036, 0.030, 0.042)
-    assert four["step_text"] == compact(0.036, 0.030, 0.042, "seconds") == "36.0 ms ±6.0 ms"
+    assert four["step_text"] == compact(0.036, 0.030, 0.042, "seconds") == "36 ms ±6 ms"
 
 
 def test_each_forecast_is_drawn_dashed_beside_its_measured_curve(root: Path) -> None:

@@ -143,7 +143,7 @@ def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
         t for s in report.sections for t in s.blocks if getattr(t, "id", "") == "summary-gpu"
     )
     (row,) = gpu.rows
-    assert row["mfu_text"] == "22.1 % ±8.8 %" and row["peak"] == 989.0 and row["peak_reserved"]
+    assert row["mfu_text"] == "22 % ±9 %" and row["peak"] == 989.0 and row["peak_reserved"]
     assert report.headline.severity == "bad"
 
 

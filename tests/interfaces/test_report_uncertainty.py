@@ -448,7 +448,7 @@ def test_efficiency_readings(
 
 def test_compact_texts() -> None:
     assert compact(None, 0.0, 0.034, "ratio_pct") == "not measurable (< 3.4 %)"
-    assert compact(4075.9, 4067.1, 4084.7, "rate") == "4,075.9 ±8.8"
+    assert compact(4075.9, 4067.1, 4084.7, "rate") == "4,076 ±9"
     assert compact(4075.9, None, None, "rate", spread_unknown=True) == "4,075.9 (spread unknown)"
     assert compact(0.0123, None, None, "seconds") == "12.3 ms"  # stored without an interval
 
@@ -525,7 +525,7 @@ def test_efficiency_above_one_within_noise_reads_linear(tmp_path: Path) -> None:
     row = weak[("tiny-gpt2", 2)]
     assert row["efficiency"] == pytest.approx(1.24)
     assert row["efficiency_low"] < 1.0 < row["efficiency_high"]
-    assert row["efficiency_text"].startswith("linear within noise (124 % ")
+    assert row["efficiency_text"].startswith("linear within noise (120 % ")
     card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
     assert report.decision is not None and report.decision.usable == "no"
     assert card.value == "not usable"  # under "cannot be used": no figure on a card
@@ -587,8 +587,8 @@ def test_not_measurable_exposed_share_in_every_format(tmp_path: Path) -> None:
     assert row["exposed_transfer_text"] == "not measurable (< 3.4 %)"
     assert row["exposed_transfer_share"] is None
     # the terminal's words: one decimal, the interval as [low, high]
-    assert row["compute_text"] == "60.0 % ±5.0 %"
-    assert row["wait_for_peers_text"] == "30.0 % ±4.0 %"
+    assert row["compute_text"] == "60 % ±5 %"
+    assert row["wait_for_peers_text"] == "30 % ±4 %"
     texts = rendered(report)
     # the Markdown is the summary for a PR comment: the step model is in the HTML report
     assert "efficiency-step-model" not in texts["md"]
@@ -624,7 +624,7 @@ def test_a_straggler_the_test_does_not_name_is_not_named(tmp_path: Path) -> None
     assert not any("straggler" in f.title for f in findings.findings if "x2" in f.title)
     (tests,) = [t for t in blocks_of(report, "bottlenecks", Table) if t.id.endswith("tests")]
     (row,) = [r for r in tests.rows if r["cell"] == "tiny-mlp b8 x2 fp32 ddp"]
-    assert row["verdict"].startswith("Straggler: none (rank 1 +36 µs [-10, 80]/step: could")
+    assert row["verdict"].startswith("Straggler: none (rank 1 +40 µs [-10, 80]/step: could")
     assert row["named"] is False and row["summary"] == SUMMARY_36US
     chart = next(c for c in report.charts() if c.id.endswith(slug(MLP_W2)))
     verdict = balanced_attribution().straggler
@@ -730,7 +730,7 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
     report = build(root)
     rows = {r["cell"]: r for r in table(report, "latency-stats").rows}
     row = rows["tiny-mlp b8 x2 fp32 ddp"]
-    assert row["samples_per_s_text"] == "4,075.9 ±8.8"
+    assert row["samples_per_s_text"] == "4,076 ±9"
     assert row["step_p50_text"].count("±") == 1  # schema 8: its own interval
     assert "±" not in rows["tiny-mlp b8 x1 fp32 ddp"]["step_p50_text"]  # older: none recorded
     best = figures(report)["Highest throughput: tiny-mlp"]

@@ -41,9 +41,11 @@ NUMBER = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?")
 
 # (value, low, high, what every surface prints): measured figures and small rates
 FIGURES = [
-    (11_079.0, 6_757.0, 15_401.0, "11,100 ±4,300"),  # 2 digits of ±
+    (11_079.0, 6_757.0, 15_401.0, "11,000 ±4,000"),  # 1 digit of ± (4,322: 432 > 354)
+    (11_079.0, 8_079.0, 14_079.0, "11,100 ±3,000"),  # 2 digits of ± (3,000: 300 <= 354)
     (38_509.0, 792.0, 1_712_321.0, "40,000 [790, 1,710,000]"),  # lopsided: one step
-    (4_075.9, 4_067.1, 4_084.7, "4,075.9 ±8.8"),
+    (4_075.9, 4_067.1, 4_084.7, "4,076 ±9"),
+    (4_075.9, 4_073.6, 4_078.2, "4,075.9 ±2.3"),
     (0.4213, 0.3902, 0.4526, "0.421 ±0.031"),  # small rates keep digits
     (0.42, 0.05, 1.9, "0.42 [0.05, 1.90]"),
     (21_425.6, 0.5, 482_125_066.0, "21,000 [0.50, 480,000,000]"),  # an end below the step
@@ -212,7 +214,7 @@ def test_no_figure_of_a_report_reads_finer_than_its_interval(tmp_path: Path, sou
     """Every figure with an interval, in every sentence, card and table cell of a full report
     (what every format renders), has at most the digits two significant digits of its
     half-width give; rates that are a multiple of samples/s (tokens/s, per device) are cut by
-    its interval ('81,500', never '81,537.6' beside '1,270 ±110')."""
+    its interval ('82,000', never '81,537.6' beside '1,270 ±110')."""
     root = FIXTURES / "sweep8_v13" if source == "sweep8_v13" else _scale_results(tmp_path, 60)
     report = build_report(read_sources(root), ReportOptions(generated_at="2026-01-01T00:00:00Z"))
     texts = _texts(report)
@@ -232,8 +234,8 @@ def test_the_scan_finds_an_over_precise_figure() -> None:
 
 def test_a_rate_in_proportion_to_samples_takes_their_interval() -> None:
     # 64 tokens a sample: 1,274 samples/s in [1,170, 1,390] is 81,537.6 tokens/s ±7,040
-    assert scaled_rate(81_537.6, 1_274.0, 1_170.0, 1_390.0) == 81_500.0
-    assert scaled_rate(637.3, 1_274.0, 1_170.0, 1_390.0) == 637.0  # per device of 2: ±55
+    assert scaled_rate(81_537.6, 1_274.0, 1_170.0, 1_390.0) == 82_000.0  # ±7,000
+    assert scaled_rate(637.3, 1_274.0, 1_170.0, 1_390.0) == 640.0  # per device of 2: ±55
     assert scaled_rate(81_537.6, 1_274.0, None, None) == 81_537.6  # no interval: as it is
     assert scaled_rate(0.42, 1_274.0, 100.0, 90_000.0) == 0.42  # wider than itself: its digits
 
@@ -248,8 +250,8 @@ def test_a_straggler_gap_reads_in_the_unit_that_keeps_its_digits() -> None:
 
 
 def test_an_interval_reads_in_its_figure_unit() -> None:
-    """'28.77 ms ±0.87 ms', never '28.77 ms ±870 us': one unit for a figure and its spread."""
-    assert compact(0.02877, 0.0279, 0.02964, "seconds") == "28.77 ms ±0.87 ms"
+    """'28.8 ms ±0.9 ms', never '28.8 ms ±870 us': one unit for a figure and its spread."""
+    assert compact(0.02877, 0.0279, 0.02964, "seconds") == "28.8 ms ±0.9 ms"
     assert compact(0.0109, 0.00099, 0.0293, "seconds") == "11 ms [0.99, 29]"
 
 
@@ -276,10 +278,10 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     gap = Estimate(value=0.0134, low=0.0088, high=0.0174, n=19, method="b", measurable=True)
     named = say(named_summary(1, "compute", (gap.value, gap.low, gap.high), "forward"))
     assert f"{seconds_text(gap, signed=True)} per step over the others" in named, named
-    assert "+13.4 ms ±4.3 ms" in named and "interval" not in named
+    assert "+13 ms ±4 ms" in named and "interval" not in named
     noisy = Finding(code="straggler.noise_interval")
     noise = say(unnamed_summary(0, (0.00042, -0.00024, 0.0012), noisy, "every step"))
-    assert "+0.42 ms [-0.24, 1.20] per step; every step: could be noise" in noise, noise
+    assert "+0.4 ms [-0.2, 1.2] per step; every step: could be noise" in noise, noise
     share = Estimate(value=0.288, low=0.266, high=0.310, n=12, method="b", measurable=True)
     assert share_text(share) == "28.8 % ±2.2 %"
 

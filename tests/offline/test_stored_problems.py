@@ -10,6 +10,7 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import CellResult, Problem
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.figures import as_written_before_schema_20
 from torchscale.offline.results.upgrades.stored_problems import coded_problem
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -57,15 +58,18 @@ def test_a_kept_schema_18_results_problems_word_as_before() -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["schema_version"] == 18
     comm = next(p for p in _fresh().diagnosis.findings if p.category == "exposed_comm")
-    unknown = {**_sentences(comm), "title": "Something an older version said"}
-    data["diagnosis"]["findings"] = [_sentences(comm), unknown]
+    with as_written_before_schema_20():  # as a schema 18 result's sentences were written
+        written = _sentences(comm)
+    unknown = {**written, "title": "Something an older version said"}
+    data["diagnosis"]["findings"] = [written, unknown]
     result, _, problem = parse_cell_result(data)
     assert result is not None and result.diagnosis is not None, problem
     read = {p.finding.code: p for p in result.diagnosis.findings}
     assert set(read) == {"problem.exposed_comm", "problem.stored"}
-    for old in data["diagnosis"]["findings"]:
-        new = next(p for p in read.values() if p.title == old["title"])
-        assert (new.evidence, new.recommendation) == (old["evidence"], old["recommendation"])
+    with as_written_before_schema_20():  # the same words, by the rule that wrote them
+        for old in data["diagnosis"]["findings"]:
+            new = next(p for p in read.values() if p.title == old["title"])
+            assert (new.evidence, new.recommendation) == (old["evidence"], old["recommendation"])
 
 
 @pytest.mark.parametrize(

@@ -296,7 +296,7 @@ def test_the_arithmetic_fallback_stores_its_reason_as_a_code_once_however_often_
     assert unjudged is not None and unjudged.host_bound is None
     said = why(unjudged.reason)
     # the MFU as tables spell it, with its interval
-    assert said is not None and said.startswith("no busy probe (schema 15 or older); MFU 50.0 % ")
+    assert said is not None and said.startswith("no busy probe (schema 15 or older); MFU 50 % ")
     assert said.endswith(", at least 1 %: not judged")
     # read again (another MFU): judged from the probe's own reason, not from the first verdict
     judged = judged_host_bound(_gpu_cell(0.005).model_copy(update={"host_bound": unjudged}))

@@ -1,14 +1,17 @@
 """How a figure is written, on every surface and in every stored sentence: a number in its
-value format, and a figure with its 95 % interval in one spelling ('11,100 ±4,300' where the
+value format, and a figure with its 95 % interval in one spelling ('11,100 ±3,000' where the
 interval is about symmetric, '40,000 [790, 1,710,000]' where it is lopsided, the unit said
-once, the digits cut to two significant digits of the half-width). Contracts, because the
-offline analysis writes evidence sentences the reports print beside their tables: one rule
-for both (docs/reporting.md, "Uncertainty"). Pure functions of numbers and `Estimate`s."""
+once, the digits cut to the one or two significant digits the half-width supports).
+Contracts, because the offline analysis writes evidence sentences the reports print beside
+their tables: one rule for both (docs/reporting.md, "Uncertainty"). Pure functions of numbers
+and `Estimate`s."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -189,7 +192,7 @@ def format_rounded(
     known. A number smaller than the step keeps two significant digits of its own (the low end 792
     of an interval rounded to thousands is '790', never '1,000' or '0'); 'int' never shows decimals.
     `like`: the figure whose unit it takes (an interval's ends and half-width read in their figure's
-    unit: '28.77 ms ±0.87 ms', never '±870 µs'). Without a step: `format_value`."""
+    unit: '28.8 ms ±0.9 ms', never '±870 µs'). Without a step: `format_value`."""
     plain = format_value(value, fmt)
     number = _number(value)
     if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
@@ -223,12 +226,40 @@ def round_half_up(number: float, step: float) -> float:
     return math.copysign(math.floor(units + 0.5) * step, number)
 
 
-def quantum_of(spread: float | None) -> float | None:
-    """The rounding step an uncertainty of `spread` supports: its two significant figures
-    (±26,235.3 -> 1,000; ±8.8 -> 0.1); None without a positive spread."""
-    if spread is None or not spread > 0 or not math.isfinite(spread):
+def quantum_of(number: float | None) -> float | None:
+    """The step that keeps two significant figures of `number` (26,235.3 -> 1,000; 8.8 ->
+    0.1): a figure's own digits where no interval decides them; None unless positive."""
+    if number is None or not number > 0 or not math.isfinite(number):
         return None
-    return float(10 ** (math.floor(math.log10(spread)) - 1))
+    return float(10 ** (math.floor(math.log10(number)) - 1))
+
+
+# Schema 16-19 stored sentences whose every half-width kept two significant digits; their
+# readers recognise a sentence only where today's words reproduce it, so they re-render
+# under the rule it was written by (`as_written_before_schema_20`).
+_TWO_DIGITS_ALWAYS: ContextVar[bool] = ContextVar("two_digits_always", default=False)
+
+
+def uncertainty_quantum(spread: float | None) -> float | None:
+    """The rounding step an uncertainty of `spread` supports, by the Particle Data Group's
+    rule: two significant digits where its three leading digits are 100-354 (±26,235.3 ->
+    1,000; ±0.23 -> 0.01), else one (±0.047 -> 0.01, shown ±0.05; ±97 -> 10, shown ±100), so
+    no digit is printed that the interval does not support. None without a positive spread."""
+    step = quantum_of(spread)
+    if step is None or spread is None or _TWO_DIGITS_ALWAYS.get():
+        return step
+    return step if round(spread / step, 9) < 35.5 else step * 10
+
+
+@contextmanager
+def as_written_before_schema_20() -> Iterator[None]:
+    """Figures worded with two significant digits of every half-width, as sentences stored
+    before schema 20 were: for the readers that turn those sentences into codes."""
+    token = _TWO_DIGITS_ALWAYS.set(True)
+    try:
+        yield
+    finally:
+        _TWO_DIGITS_ALWAYS.reset(token)
 
 
 Format = Callable[[float], str]
@@ -259,7 +290,7 @@ class RoundedFigure:
     half: str | None
 
     def compact(self) -> str:
-        """'11,100 ±4,300', or '40,000 [790, 1,710,000]' where lopsided: the unit said once,
+        """'11,100 ±3,000', or '40,000 [790, 1,710,000]' where lopsided: the unit said once,
         after the figure ('35.1 ms [35.0, 35.2]', as the diagnosis lines write it)."""
         if self.half is None:  # the unit the figure's text ends in (' ms', ' %'), said once
             number, space, unit = self.value.rpartition(" ")
@@ -269,28 +300,35 @@ class RoundedFigure:
 
 
 def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
-    """The figure, its interval's ends and half-width cut to one precision: two significant
-    digits of the half-width (`figure_quantum`), the figure and both ends to the same step;
+    """The figure, its interval's ends and half-width cut to one precision: what the
+    half-width supports (`figure_quantum`), the figure and both ends to the same step;
     an end smaller than the step keeps two significant digits of its own (`_rounding`)."""
     symmetric = not lopsided(value, low, high)
     half = (high - low) / 2
-    show = _rounding(fmt, figure_quantum(value, low, high), like=value)
-    return RoundedFigure(show(value), show(low), show(high), show(half) if symmetric else None)
+    step = figure_quantum(value, low, high)
+    show = _rounding(fmt, step, like=value)
+    # an end smaller than the step keeps digits of its own; a figure beside '±' never reads
+    # finer than it ('-0.01 % ±0.04 %', never '-0.0087 % ±0.04 %')
+    shown = round_half_up(value, step) if symmetric and step and abs(value) < step else value
+    return RoundedFigure(show(shown), show(low), show(high), show(half) if symmetric else None)
 
 
 def figure_quantum(value: float, low: float, high: float) -> float | None:
-    """The step a figure with this interval is rounded to: two significant digits of the
-    half-width, lopsided or not. The nearer side would be finer, but a percentile at the top
-    of its resamples has a nearer side of almost 0 ('57.09886 ms [54.37901, 57.09930]'): the
-    width is what the figure is known to."""
-    return quantum_of((high - low) / 2)
+    """The step a figure with this interval is rounded to. Printed '±half': what the
+    half-width supports (`uncertainty_quantum`: one or two digits). Printed '[low, high]'
+    (`lopsided`): two significant digits of the half-width, as the ends are read as numbers
+    of their own ('30 % [13, 84]', not '[10, 80]'); the nearer side would be finer, but a
+    percentile at the top of its resamples has a nearer side of almost 0 ('57.09886 ms
+    [54.37901, 57.09930]'): the width is what the figure is known to."""
+    half = (high - low) / 2
+    return quantum_of(half) if lopsided(value, low, high) else uncertainty_quantum(half)
 
 
 def figure_with_interval(
     value: float | None, low: float | None, high: float | None, fmt: Format
 ) -> str:
     """THE text of a figure with its 95 % interval, for every surface (terminal lines and
-    tables, report tables, cards, Markdown): '11,100 ±4,300' (± half the interval) when it is
+    tables, report tables, cards, Markdown): '11,100 ±3,000' (± half the interval) when it is
     about symmetric, '40,000 [790, 1,710,000]' when it is `lopsided`, each number rounded by
     `round_figure` so terminal and reports print the same digits; the plain figure without
     an interval, '-' without a figure."""
@@ -477,8 +515,8 @@ def _spelled(shown: RoundedFigure, unit: str, straddles: bool = False) -> str:
 
 
 def gap_text(mean: float | None, low: float | None, high: float | None) -> str:
-    """A signed gap in seconds with its interval, for a sentence: '+13.4 ms ±4.3 ms', '+0.42 ms
-    [-0.24, 1.20]' where it reaches 0 (`seconds_text`); '?' without a figure."""
+    """A signed gap in seconds with its interval, for a sentence: '+13 ms ±4 ms', '+0.4 ms
+    [-0.2, 1.2]' where it reaches 0 (`seconds_text`); '?' without a figure."""
     if mean is None:
         return "?"
     reason = Finding(code="estimate.no_interval") if low is None or high is None else None
@@ -496,7 +534,7 @@ def change_text(change: float, low: float | None, high: float | None) -> str:
 
 def share_figure(value: float, low: float | None, high: float | None) -> str:
     """A share without its interval, to the digits `share_text` gives it with one: a step
-    split beside its 'Sync stall 1.71 % ±0.52 %' says 'waiting 1.71 %', not '1.7 %'."""
+    split beside its 'Sync stall 1.71 % ±0.23 %' says 'waiting 1.71 %', not '1.7 %'."""
     if low is None or high is None or high == low:
         return pct(value)
     shown = _rounded(value, low, high, 100.0).value

@@ -15,8 +15,8 @@ from torchscale.contracts.wording.figures import (
     ValueFormatter,
     figure_with_interval,
     format_value,
-    quantum_of,
     seconds_text,
+    uncertainty_quantum,
 )
 from torchscale.contracts.wording.rule_figures import error_pct
 from torchscale.interfaces.console.lines import Line, hanging
@@ -43,7 +43,7 @@ def figure(estimate: Estimate | None, scale: float = 1.0) -> str:
     high = None if estimate.high is None else estimate.high * scale
     if low is not None and high is not None and math.isinf(high) and low < value:
         # a rate whose step may be 0: no upper end, the figure cut to its lower side
-        quantum = quantum_of(value - low)
+        quantum = uncertainty_quantum(value - low)
         return f"{_NUMBER.rounded(value, quantum)} [{_NUMBER.rounded(low, quantum)}, no limit]"
     return figure_with_interval(value, low, high, _NUMBER)
 

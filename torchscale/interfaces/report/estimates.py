@@ -18,6 +18,7 @@ from torchscale.contracts.wording.figures import (
     round_figure,
     round_half_up,
     too_wide,
+    uncertainty_quantum,
     value_format,
 )
 from torchscale.interfaces.report.model import ValueFormat
@@ -70,7 +71,7 @@ def compact(
     *,
     spread_unknown: bool = False,
 ) -> str | None:
-    """A table cell: '4,075.9 ±8.8', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
+    """A table cell: '4,076 ±9', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
     'not measurable (< 3.4 %)', '4,075.9 (spread unknown)' where the interval is missing
     because of one repeat (`spread_unknown`), else the plain value (a figure stored without an
     interval); None when there is nothing. Sentences print it the same way: one spelling."""
@@ -118,7 +119,7 @@ def scaled_rate(
     interval wider than the rate keeps two digits of its own."""
     if value is None or base is None or low is None or high is None or base == 0:
         return value
-    quantum = quantum_of((high - low) / 2 * abs(value / base))
+    quantum = uncertainty_quantum((high - low) / 2 * abs(value / base))
     if quantum is None:
         return value
     if value != 0 and abs(value) < quantum:

@@ -21,6 +21,7 @@ from torchscale.contracts.schema.profile_analysis import (
     ProfileAnalysis,
 )
 from torchscale.contracts.versioned import read_json, validated, version_problem
+from torchscale.contracts.wording.figures import as_written_before_schema_20
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
 from torchscale.offline.results.upgrades.cross_check_words import coded_cross_checks
@@ -104,6 +105,7 @@ def no_diagnosis(analysis: ProfileAnalysis) -> str:
     return f"analysed before the diagnosis existed: schema {analysis.schema_version}"
 
 
+@as_written_before_schema_20()  # older sentences are recognised by the words that wrote them
 def read_analysis(
     path: Path, result: CellResult | None = None
 ) -> tuple[ProfileAnalysis | None, str | None]:

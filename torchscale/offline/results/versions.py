@@ -17,6 +17,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.versioned import read_json, validated, version_problem
+from torchscale.contracts.wording.figures import as_written_before_schema_20
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
 from torchscale.offline.results.upgrades.stored_words import upgrade_v19  # re-exported
@@ -406,6 +407,7 @@ class ReadCell:
     problem: str | None
 
 
+@as_written_before_schema_20()  # older sentences are recognised by the words that wrote them
 def parse_cell_result(
     data: Any, cell_path: Path | None = None
 ) -> tuple[CellResult | None, int | None, str | None]:
