@@ -310,9 +310,8 @@ def _profile_own_job(
     from torchscale.contracts import wording
     from torchscale.contracts.cell import Status
     from torchscale.contracts.durations import parse_duration
-    from torchscale.interfaces.console.cells import cell_lines
     from torchscale.interfaces.console.lines import Line
-    from torchscale.interfaces.console.profile import run_name
+    from torchscale.interfaces.console.profile import own_job_lines
     from torchscale.orchestration.own_job.command import OwnJobRequest
     from torchscale.orchestration.own_job.run import run_own_job
 
@@ -324,9 +323,8 @@ def _profile_own_job(
         timeout_s=parse_duration(timeout or DEFAULT_OWN_TIMEOUT),
     )
     run = run_own_job(request, output_dir, name, dict(os.environ), on_start=_own_job_starting)
-    if run.result.status is Status.OK:  # a cell's lines: the job has no traces to analyse
-        lines = [Line("head", f"> [RUN] {run_name(run.result)}: {run.result.status}")]
-        lines += cell_lines(run.result, verbose=Verbosity.level > 0)
+    if run.result.status is Status.OK:
+        lines = own_job_lines(run.result, verbose=Verbosity.level > 0)
         lines.append(Line("info", f"> [RUN] result: {run.result_path}"))
         lines.append(
             Line("info", f"> [RUN] your job's output and the ranks' files: {run.directory}")

@@ -110,8 +110,12 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     if verbose:
         lines += fixed_cost_lines(result)
     lines += headline_lines(result)
-    lines += [Line("warn", f"> [WARN] {w}") for w in _shown_warnings(result, verbose)]
-    return lines
+    return lines + warning_lines(result, verbose=verbose)
+
+
+def warning_lines(result: CellResult, *, verbose: bool) -> list[Line]:
+    """The result's warnings, one line each (the busy machine once: `_shown_warnings`)."""
+    return [Line("warn", f"> [WARN] {w}") for w in _shown_warnings(result, verbose)]
 
 
 def host_bound_finding(result: CellResult) -> Problem | None:

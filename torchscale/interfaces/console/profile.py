@@ -12,10 +12,17 @@ from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.figures import ms, pct, readable, share_text
+from torchscale.contracts.wording.figures import (
+    ms,
+    pct,
+    plus_minus,
+    readable,
+    readable_like,
+    share_text,
+)
 from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.unavailable import why as reason_words
-from torchscale.interfaces.console.cells import cell_lines, cell_name
+from torchscale.interfaces.console.cells import cell_lines, cell_name, warning_lines
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
@@ -75,17 +82,43 @@ def run_lines(
         lines += traced_step_lines(result, analysis)
         lines.append(Line("info", f"> [RUN] traces and analysis: {directory}"))
         return lines
-    figures = []
-    if result.throughput is not None:
-        figures.append(spelled.samples_per_s(readable(result.throughput.samples_per_s)))
-    if result.step_time is not None:
-        figures.append(f"step {ms(result.step_time.p50)} median")
-    lines = [Line("head", f"> [RUN] {run_name(result)}: {', '.join(['ok', *figures])}")]
+    lines = [run_head(result)]
     for delay in result.injected_delays:
         what = f"rank {delay.rank} +{spelled.ms_plain(delay.ms)} in {delay.phase} each step"
         what += " (artificial)"
         lines.append(Line("warn", f"> [WARN] injected delay: {what}"))
     return lines + traced_step_lines(result, analysis)
+
+
+def run_head(result: CellResult) -> Line:
+    """'> [RUN] gpt2 b8 x1 bf16 ddp compiled: ok, 1,200 ±40 samples/s, step 6.6 ms median':
+    the measured run in one line, its figures cut to their intervals."""
+    figures = []
+    if (thr := result.throughput) is not None:
+        interval = result.intervals.samples_per_s if result.intervals is not None else None
+        rate = readable(thr.samples_per_s)
+        if interval is not None and interval.low is not None and interval.high is not None:
+            rate = plus_minus(interval, readable_like(thr.samples_per_s))
+        figures.append(spelled.samples_per_s(rate))
+    if result.step_time is not None:
+        figures.append(f"step {ms(result.step_time.p50)} median")
+    return Line("head", f"> [RUN] {run_name(result)}: {', '.join(['ok', *figures])}")
+
+
+def own_job_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
+    """A measured job of the user's, answer first: its run line, then the one diagnosis
+    (a named straggler leads it), then the warnings; `verbose`: every line of a sweep's cell.
+    It has no traces, so the diagnosis is the phase timers' the result holds."""
+    if verbose or result.status is not Status.OK:
+        head = Line("head", f"> [RUN] {run_name(result)}: {result.status}")
+        return [head, *cell_lines(result, verbose=verbose)]
+    diagnosis = diagnosis_lines(
+        result.diagnosis,
+        reason_words(result.unavailable.get("diagnosis")),
+        verbose=False,
+        compute=compute_word(result),
+    )
+    return [run_head(result), *diagnosis, *warning_lines(result, verbose=False)]
 
 
 # traced and untraced steps within this fraction of each other read as one step time: a mean

@@ -186,19 +186,22 @@ def headline(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> list
     """The diagnosis' lines in the order every surface prints them: sync stall, the step
     split, the straggler verdict (when there are peers or a verdict), the busy-machine caveat,
     the what-if and, when a cross-check disagrees, the one line saying so (the terminal's
-    pointer to -v: `disagreement_text` points elsewhere)."""
+    pointer to -v: `disagreement_text` points elsewhere). A straggler the verdict names is
+    the answer, so it and its what-if come first, the figures that carry them after."""
     verdict = diagnosis.straggler
-    out = [
+    figures = [
         Sentence("stall", "info", sync_stall_text(diagnosis)),
         Sentence("split", "info", split_text(diagnosis, compute)),
     ]
+    answer = []
     if diagnosis.ranks > 1 or verdict is not None:
         level: Literal["info", "warn"] = "warn" if acted(verdict) else "info"
-        out.append(Sentence("straggler", level, straggler_text(verdict, diagnosis.ranks)))
+        answer.append(Sentence("straggler", level, straggler_text(verdict, diagnosis.ranks)))
     if caveat := verdict_words.caveat(diagnosis):
-        out.append(Sentence("caveat", "warn", caveat))
+        answer.append(Sentence("caveat", "warn", caveat))
     if (whatif := whatif_text(diagnosis)) is not None:
-        out.append(Sentence("whatif", "info", whatif))
+        answer.append(Sentence("whatif", "info", whatif))
+    out = [*answer, *figures] if acted(verdict) else [*figures, *answer]
     if (line := disagreement(diagnosis.cross_checks)) is not None:
         out.append(Sentence("disagreement", "skip", line))
     return out
