@@ -185,6 +185,10 @@ def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None
     assert ran.exit_code == 1
     assert "no optimizer step seen" in wording.say(ran.problem)
     assert "optimizer hooks" in wording.say(ran.problem)
+    # stored as its code, worded when shown (a stored sentence would keep today's words)
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.error is not None and stored.error.cause == ran.problem
+    assert stored.error.coded == ran.problem
 
 
 def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) -> None:

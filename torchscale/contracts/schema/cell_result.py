@@ -582,6 +582,11 @@ class CellError(Record):
         description="skipped by the plan: why, as a code (plan.*, layout.*; schema 20); "
         "`reason` holds its words as written",
     )
+    cause: finding.Finding | None = Field(
+        default=None,
+        description="why it measured nothing, where torchscale found it (a user's job that "
+        "never stepped, exited at once: own_job.*), as a code; `reason` holds its words",
+    )
     root_cause_rank: int | None = None
     exception: str | None = Field(default=None, description="the failing rank's exception")
     exit_signal: str | None = Field(default=None, description="e.g. SIGKILL, when a rank died")
@@ -592,6 +597,11 @@ class CellError(Record):
         default_factory=list, description="stack dumps, flight-recorder dumps, kept with the logs"
     )
     log_tail: str | None = None
+
+    @property
+    def coded(self) -> finding.Finding | None:
+        """The code its words are made from: why it was skipped, or why it measured nothing."""
+        return self.skip or self.cause
 
 
 class DataPipeline(Record):

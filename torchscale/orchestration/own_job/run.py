@@ -179,10 +179,15 @@ def run_own_job(
     else:
         problem = _problem(request, attempt, ranks, findings, stopped_by, wall_s, command.log_path)
         error = attempt.failure.as_error() if attempt and attempt.failure else None
+        if error is None or problem.code not in JOB_FAILED:  # the job ended well: ours is why
+            found = CellError(reason=wording.say(problem), cause=problem)
+            if error is not None:  # its log tail and signal kept
+                found = error.model_copy(update={"reason": found.reason, "cause": problem})
+            error = found
         result = CellResult(
             cell=identity,
             status=_status(attempt),
-            error=error or CellError(reason=wording.say(problem)),
+            error=error,
             warnings=[_warning(n) for n in notes],
         )
     result.started_at = started.isoformat(timespec="seconds")
@@ -200,6 +205,10 @@ def _status(attempt: Attempt[list[RankMeasurement]] | None) -> Status:
     if attempt is not None and attempt.failure is not None:
         return attempt.failure.status
     return Status.FAILED
+
+
+# the job's own failure, whose root cause the launch found (today's, as for a cell)
+JOB_FAILED = frozenset({"own_job.exited", "own_job.timed_out"})
 
 
 def _problem(

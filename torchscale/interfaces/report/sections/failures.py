@@ -34,7 +34,7 @@ def last_log_line(error: CellError | None) -> str | None:
 def _row(label: str, status: str, error: CellError | None, fallback: str) -> dict[str, Any]:
     failed = status in ("failed", "oom", "timeout")
     # a plan's skip by today's words for its code, else the words stored
-    reason = _short(words(error.skip, error.reason) or "") if error else fallback
+    reason = _short(words(error.coded, error.reason) or "") if error else fallback
     last = last_log_line(error)
     if last and reason and last.split(": ", 1)[-1] in reason:
         last = None  # the exception line the reason already quotes
