@@ -51,6 +51,15 @@ def test_an_idle_machine_is_not_busy() -> None:
     assert not is_busy(0.0, cell_cores=1.7, cores=2, ranks=2)  # the kept sweep's 2-rank cell
 
 
+def test_background_time_beside_a_sleeping_cell_is_not_busy() -> None:
+    """A 2-rank profile with a 50 ms delay injected used 0.12 core; the others' 0.03 core
+    (the host's background) crossed a tenth of that and read 'busy machine (others used 0.0
+    cores)'. Below a tenth of a core the host is never busy; above it, as before."""
+    assert busy_threshold(2, cell_cores=0.117, ranks=2) == pytest.approx(0.1)
+    assert busy_finding(0.033, 0.117, cores=2, ranks=2).code == QUIET
+    assert is_busy(0.43, cell_cores=0.117, cores=2, ranks=2)
+
+
 def test_others_on_the_cores_the_cell_leaves_free_take_nothing_from_it() -> None:
     """A 64-core host, 4 ranks using 6 cores: 8 cores of others fit in the 58 free ones with a
     core to spare for each rank; 56 leave fewer than that and come out of the cell's."""

@@ -36,16 +36,23 @@ def free_cores(cores: int | None, cell_cores: float) -> float | None:
     return max(0.0, cores - cell_cores) if cores else None
 
 
+# Below a tenth of a core, others' time is the host's own background (kernel threads, the
+# telemetry sampler's reads: 0.03 core beside a 2-rank cell sleeping in an injected delay,
+# whose tenth of its own 0.12 core was the threshold, so that 'busy machine' said 'others
+# used 0.0 cores'); every slowed run measured had others at 0.43 core or more (issue 71).
+BACKGROUND_CORES = 0.1
+
+
 def busy_threshold(cores: int | None, cell_cores: float, ranks: int) -> float:
     """Other processes' cores that make a host busy: what the free cores hold with a core to
     spare for each rank's helper threads (gloo and NCCL progress threads, DataLoader workers
     wake at once and need one), plus BUSY_SLOWDOWN of the cell's own cores, the others' time
     that beyond the free cores comes out of the cell's. A cell that fills the machine has no
     free cores: a tenth of its cores of other work is busy, however few (unknown cores count
-    as none free)."""
+    as none free). Never below BACKGROUND_CORES."""
     free = free_cores(cores, cell_cores)
     spare = max(0.0, free - ranks) if free is not None else 0.0
-    return spare + BUSY_SLOWDOWN * cell_cores
+    return max(BACKGROUND_CORES, spare + BUSY_SLOWDOWN * cell_cores)
 
 
 def busy_finding(
@@ -56,7 +63,8 @@ def busy_finding(
     kernel's CPU accounting reads as over the windows: a stray tick could flip it)."""
     threshold = busy_threshold(cores, cell_cores, ranks)
     free = free_cores(cores, cell_cores)
-    taken = max(0.0, other_cores - (threshold - BUSY_SLOWDOWN * cell_cores))
+    spare = max(0.0, threshold - BUSY_SLOWDOWN * cell_cores)
+    taken = max(0.0, other_cores - spare)
     figures = {
         "other_cores": round(other_cores, 3),
         "cell_cores": round(cell_cores, 3),
