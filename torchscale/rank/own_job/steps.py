@@ -6,7 +6,8 @@ of training). Inside it the probe marks each DataLoader `__next__`, each
 cut as the worker cuts them (rank/worker/phases.py, contracts/step_phases.py), adding up to
 the step: data = time inside `__next__`; backward = backward start to its last gradient;
 grad_sync_wait = last gradient to backward's return (None when the split cannot be made);
-optimizer = inside `step` less the data and backward inside it (Lightning's closure);
+optimizer = inside `step` less the closure it called (Lightning's, whose forward, backward
+and data are those phases) or, without one, the data and backward inside it;
 forward = the rest (forward, loss, logging: everything the user's loop does besides).
 A mark is a perf_counter reading on CPU, a CUDA event on GPUs (read once it has completed: no
 added synchronize), so every phase is in the device's time, as the worker's are.
@@ -65,7 +66,8 @@ class StepMarks:
     data: list[tuple[Mark, Mark]] = field(default_factory=list)
     backward: list[Backward] = field(default_factory=list)
     optimizer: list[tuple[Mark, Mark]] = field(default_factory=list)
-    # (start, end) of data and backward intervals inside an optimizer step (closures)
+    # (start, end) of the closure an optimizer step called, or of the data and backward
+    # intervals inside the step outside any closure: not the optimizer's time
     nested: list[tuple[Mark, Mark]] = field(default_factory=list)
     end: Mark | None = None
     samples: int | None = None
@@ -76,7 +78,7 @@ class StepMarks:
 
     def marks(self) -> list[Mark]:
         out = [self.start, self.end]
-        out += [m for pair in self.data + self.optimizer for m in pair]
+        out += [m for pair in self.data + self.optimizer + self.nested for m in pair]
         out += [m for b in self.backward for m in (b.start, b.grad, b.end)]
         return [m for m in out if m is not None]
 
