@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -306,7 +307,8 @@ def test_batch_counts_follow_the_documented_rule() -> None:
 def test_phases_are_cut_as_documented() -> None:
     """Backward inside the optimizer's step is backward, not optimizer time; the rest of the
     step is forward. Then a Lightning-style step: the closure the step called (forward and
-    backward inside it) is not optimizer time either, its forward is forward."""
+    backward inside it) is not optimizer time either, its forward is forward; a blocking
+    collective outside backward is waiting."""
     step = StepMarks(0.0, end=10.0)
     step.data = [(0.0, 1.0)]
     step.backward = [Backward(5.0, grad=6.5, end=7.0)]
@@ -328,6 +330,11 @@ def test_phases_are_cut_as_documented() -> None:
     phases = resolve(step, Clock()).phases
     assert phases["optimizer"] == 1.5 and phases["forward"] == 5.5
     assert sum(v or 0.0 for v in phases.values()) == 10.0
+    step.collectives = [(1.0, 2.0)]  # a blocking all-gather before the forward: waiting
+    phases = resolve(step, Clock()).phases
+    assert phases["grad_sync_wait"] == 1.5 and phases["forward"] == 4.5
+    step.split = False  # no split: the wait is not known apart, the collective is forward
+    assert resolve(step, Clock()).phases["forward"] == 5.5
 
 
 def test_a_rank_file_round_trips_and_a_bad_one_is_a_finding(tmp_path: Path) -> None:
@@ -360,8 +367,11 @@ def test_measured_steps_split_into_blocks_for_the_repeats() -> None:
 
 # ----------------------------------------------------------------------------- torchrun
 
+LATE_MS = 40  # rank 1's slow work before the collective each step (a slow preprocessing)
 DDP = textwrap.dedent(
-    """\
+    f"""\
+    import time
+
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -374,6 +384,10 @@ DDP = textwrap.dedent(
     data = TensorDataset(torch.randn(640, 8), torch.randn(640, 1))
     loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=1)
     for x, y in loader:
+        if dist.get_rank() == 1:
+            time.sleep({LATE_MS} / 1000)
+        count = torch.tensor([len(x)])
+        dist.all_reduce(count)  # the batch summed over ranks, as the HF Trainer's token count
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()
@@ -387,6 +401,8 @@ DDP = textwrap.dedent(
 @pytest.mark.slow  # a real torchrun of 2 gloo ranks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun ranks, Linux /proc")
 def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
+    """Both stop at W + N; rank 0 waits for rank 1 at a collective before its forward each
+    step, and that wait is its grad_sync_wait (the wait for the others), not forward."""
     script = tmp_path / "ddp_train.py"
     script.write_text(DDP)
     out = tmp_path / "out"
@@ -408,4 +424,9 @@ def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
         assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, True)
         assert rank.samples_per_step == [8] * 3
         assert_phases_add_up(rank)
+    phases = ranks[0].windows[0].phases or {}
+    wait, forward = (
+        statistics.median(v or 0.0 for v in phases[p]) for p in ("grad_sync_wait", "forward")
+    )
+    assert wait >= LATE_MS / 2000 and forward < wait, (wait, forward)
     assert processes_mentioning(str(tmp_path)) == []

@@ -15,6 +15,11 @@ rest of the step, with the evaluation. After W warm-up and N measured steps the 
 that post hook: every rank stops at the same agreed step. N = 0: every step after W is
 measured and written at exit (also on SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
+
+torch.distributed's blocking collectives are wrapped too: one the training loop calls outside
+backward, data and the optimizer's own work (the HF Trainer's all-gather of the batch's token
+count, Lightning's broadcast of its SIGTERM flag, a metric's all-reduce) is a wait for the
+other ranks, as the gradient all-reduce's is.
 """
 
 from __future__ import annotations
@@ -43,6 +48,13 @@ from torchscale.rank.own_job import (
 )
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, StepSeconds, batch_counts
 
+# torch.distributed's collectives the probe times when called blocking (async_op=False)
+COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
+    "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather",
+    "gather_object", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+    "scatter_object_list",
+)  # fmt: skip
 FSDP2_HOOKS = {"code": "unavailable.fsdp2_hooks", "figures": {}}
 HOOKS_MISSED = {"code": "unavailable.hooks_missed", "figures": {}}
 
@@ -109,6 +121,7 @@ class Probe:
         self.closure_depth = 0  # inside the closure an optimizer step called
         self.data_depth = 0
         self.bwd_depth = 0
+        self.coll_depth = 0
         self.count = 0  # optimizer steps done
         self.batches = 0
         self.backward_calls = 0
@@ -139,6 +152,10 @@ class Probe:
         torch.autograd.backward = self._wrap_backward(torch.autograd.backward)
         iterator = dataloader._BaseDataLoaderIter
         iterator.__next__ = self._wrap_next(iterator.__next__)  # type: ignore[method-assign]
+        dist = torch.distributed
+        for name in COLLECTIVES if dist.is_available() else ():
+            if callable(original := getattr(dist, name, None)):
+                setattr(dist, name, self._wrap_collective(original))
         atexit.register(self.at_exit)
 
     def fail(self, exc: BaseException) -> None:
@@ -212,6 +229,38 @@ class Probe:
                 probe._backward_end(step, record)
 
         return backward
+
+    def _wrap_collective(self, original: Any) -> Any:
+        """The collective as it was; called blocking from the training loop (not inside
+        backward, a batch's fetch or the optimizer's own work), its time is a wait."""
+        import torch
+
+        probe = self
+
+        @functools.wraps(original)
+        def collective(*args: Any, **kwargs: Any) -> Any:
+            busy = probe.data_depth or probe.bwd_depth or probe.coll_depth
+            if probe.off or busy or (probe.opt_depth and not probe.closure_depth):
+                return original(*args, **kwargs)
+            if torch.compiler.is_compiling():  # traced by Dynamo: as if not wrapped
+                return original(*args, **kwargs)
+            if threading.get_ident() != probe.thread:
+                return original(*args, **kwargs)
+            try:
+                step, start = probe._begin(), probe.clock.mark()
+            except Exception as exc:
+                probe.fail(exc)
+                return original(*args, **kwargs)
+            probe.coll_depth += 1
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                probe.coll_depth -= 1
+            if out is None:  # blocking; async_op=True returns a Work: its wait is not here
+                probe._interval(step.collectives, start)
+            return out
+
+        return collective
 
     def _interval(self, into: list[tuple[Any, Any]], start: Any) -> None:
         try:
