@@ -312,3 +312,23 @@ def test_the_batch_is_the_samples_per_step_the_probe_counted() -> None:
     assert (identity.batch_size, identity.model, identity.backend) == (1, "own:x.py", "gloo")
     said = wording.say(Finding(code="own_job.identity_unknown", figures={"batch": 32}))
     assert "b32 is the samples" in said and "b1" not in said
+
+
+def test_tokens_per_sample_are_the_tokens_the_probe_counted_over_its_samples() -> None:
+    """So the throughput has tokens per second: padded batches (fewer tokens than ids) give
+    the mean; one step whose tokens are unknown leaves it unknown."""
+    from dataclasses import replace
+
+    from torchscale.orchestration.own_job.identity import job_facts, measured_tokens_per_sample
+    from torchscale.rank.own_job.reading import OwnJobMeasurement
+
+    base = rank(0, PHASES)
+    fields = {k: getattr(base, k) for k in ("rank", "host", "timing", "steps", "warmup_s")}
+    counted = OwnJobMeasurement(
+        **fields, windows=base.windows, samples_per_step=[8] * 4, tokens_per_step=[256] * 4
+    )
+    padded = replace(counted, rank=1, tokens_per_step=[200, 256, 256, 256])
+    assert measured_tokens_per_sample([counted, padded]) == (7 * 256 + 200) / 64
+    assert job_facts([counted], "cpu", 8).tokens_per_sample == 32
+    assert measured_tokens_per_sample([replace(counted, tokens_per_step=[None] * 4)]) is None
+    assert measured_tokens_per_sample([base]) is None  # a reader that counts nothing
