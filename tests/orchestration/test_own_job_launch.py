@@ -215,6 +215,28 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
 
 
+def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_said(
+    tmp_path: Path,
+) -> None:
+    """The ranks wrote their files at W + N, then the job's own teardown failed (exit 3): the
+    measurement is the result, and a warning says the exit came after it."""
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    even = {**PHASES, "grad_sync_wait": 0.001}
+    for measurement in (rank(0, even), rank(1, even)):
+        (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
+    script = tmp_path / "train.py"
+    script.write_text(COPYING_JOB + "sys.exit(3)\n")
+    ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
+    assert ran.problem is None and ran.exit_code == 0
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.status == "ok" and stored.throughput is not None
+    (crash,) = [w.finding for w in stored.warnings if w.finding is not None
+                and w.finding.code == "warning.exit_after_result"]  # fmt: skip
+    assert crash.figures["returncode"] == 3
+    assert "measurement kept" in wording.say(crash)
+
+
 def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path: Path) -> None:
     ran = run(tmp_path, request(sys.executable, "-c", "print('no torch here')"))
     assert ran.problem is not None and ran.problem.code == "own_job.no_rank_files"
