@@ -16,10 +16,10 @@ that post hook: every rank stops at the same agreed step. N = 0: every step afte
 measured and written at exit (also on SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
 
-torch.distributed's blocking collectives are wrapped too: one the training loop calls outside
-backward, data and the optimizer's own work (the HF Trainer's all-gather of the batch's token
-count, Lightning's broadcast of its SIGTERM flag, a metric's all-reduce) is a wait for the
-other ranks, as the gradient all-reduce's is.
+torch.distributed's blocking collectives are wrapped too: one the training loop calls with grad
+enabled outside backward, data and the optimizer's own work (the HF Trainer's all-gather of
+the batch's token count, Lightning's broadcast of its SIGTERM flag, a metric's all-reduce) is a
+wait for the other ranks, as the gradient all-reduce's is.
 """
 
 from __future__ import annotations
@@ -243,6 +243,8 @@ class Probe:
             if probe.off or busy or (probe.opt_depth and not probe.closure_depth):
                 return original(*args, **kwargs)
             if torch.compiler.is_compiling():  # traced by Dynamo: as if not wrapped
+                return original(*args, **kwargs)
+            if not torch.is_grad_enabled():  # an evaluation's gather: rest, as its batches
                 return original(*args, **kwargs)
             if threading.get_ident() != probe.thread:
                 return original(*args, **kwargs)
