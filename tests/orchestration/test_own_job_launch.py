@@ -219,6 +219,28 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
 
 
+def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_said(
+    tmp_path: Path,
+) -> None:
+    """The ranks wrote their files at W + N, then the job's own teardown failed (exit 3): the
+    measurement is the result, and a warning says the exit came after it."""
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    even = {**PHASES, "grad_sync_wait": 0.001}
+    for measurement in (rank(0, even), rank(1, even)):
+        (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
+    script = tmp_path / "train.py"
+    script.write_text(COPYING_JOB + "sys.exit(3)\n")
+    ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
+    assert ran.problem is None and ran.exit_code == 0
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.status == "ok" and stored.throughput is not None
+    (crash,) = [w.finding for w in stored.warnings if w.finding is not None
+                and w.finding.code == "warning.exit_after_result"]  # fmt: skip
+    assert crash.figures["returncode"] == 3
+    assert "measurement kept" in wording.say(crash)
+
+
 def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path: Path) -> None:
     ran = run(tmp_path, request(sys.executable, "-c", "print('no torch here')"))
     assert ran.problem is not None and ran.problem.code == "own_job.no_rank_files"
@@ -316,3 +338,23 @@ def test_the_batch_is_the_samples_per_step_the_probe_counted() -> None:
     assert (identity.batch_size, identity.model, identity.backend) == (1, "own:x.py", "gloo")
     said = wording.say(Finding(code="own_job.identity_unknown", figures={"batch": 32}))
     assert "b32 is the samples" in said and "b1" not in said
+
+
+def test_tokens_per_sample_are_the_tokens_the_probe_counted_over_its_samples() -> None:
+    """So the throughput has tokens per second: padded batches (fewer tokens than ids) give
+    the mean; one step whose tokens are unknown leaves it unknown."""
+    from dataclasses import replace
+
+    from torchscale.orchestration.own_job.identity import job_facts, measured_tokens_per_sample
+    from torchscale.rank.own_job.reading import OwnJobMeasurement
+
+    base = rank(0, PHASES)
+    fields = {k: getattr(base, k) for k in ("rank", "host", "timing", "steps", "warmup_s")}
+    counted = OwnJobMeasurement(
+        **fields, windows=base.windows, samples_per_step=[8] * 4, tokens_per_step=[256] * 4
+    )
+    padded = replace(counted, rank=1, tokens_per_step=[200, 256, 256, 256])
+    assert measured_tokens_per_sample([counted, padded]) == (7 * 256 + 200) / 64
+    assert job_facts([counted], "cpu", 8).tokens_per_sample == 32
+    assert measured_tokens_per_sample([replace(counted, tokens_per_step=[None] * 4)]) is None
+    assert measured_tokens_per_sample([base]) is None  # a reader that counts nothing

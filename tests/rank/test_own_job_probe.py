@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -27,6 +28,7 @@ TRAIN = textwrap.dedent(
     import os
     import signal
     import sys
+    import time
 
     import torch
     from torch.utils.data import DataLoader, TensorDataset
@@ -38,6 +40,7 @@ TRAIN = textwrap.dedent(
     parser.add_argument("--double", action="store_true")
     parser.add_argument("--eval", action="store_true")
     parser.add_argument("--sigterm-after", type=int, default=0)
+    parser.add_argument("--closure-ms", type=float, default=0.0)
     args = parser.parse_args()
 
     class Wrapped(torch.optim.SGD):
@@ -58,6 +61,16 @@ TRAIN = textwrap.dedent(
     loader = DataLoader(data, batch_size=16)
     held_out = DataLoader(TensorDataset(torch.randn(40, 8), torch.randn(40, 1)), batch_size=10)
     for i, (x, y) in enumerate(loader):
+        if args.closure_ms:  # Lightning's way: forward and backward inside step(closure)
+            def closure():
+                time.sleep(args.closure_ms / 1000)  # a slow forward
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                return loss
+            loss = opt.step(closure)
+            opt.zero_grad()
+            print(f"loss {loss.item():.8f}", flush=True)
+            continue
         out = model(x)
         if other is not None:
             out = head(out)
@@ -219,6 +232,24 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     assert_phases_add_up(rank)
 
 
+def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
+    """`optimizer.step(closure)` with forward and backward inside the closure (Lightning's
+    automatic optimization): one step per call, the closure's slow forward (a 40 ms sleep)
+    counted as forward, its backward as backward, the optimizer only what is left."""
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--closure-ms", "40"], probe_env(out, warmup=1, steps=4, stop=True))
+    assert done.returncode == 0, done.stderr
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (4, 5, True)
+    assert rank.samples_per_step == [16] * 4
+    assert_phases_add_up(rank)
+    (window,) = rank.windows
+    phases = window.phases or {}
+    assert min(phases["forward"]) >= 0.04  # type: ignore[type-var]
+    pairs = zip(phases["optimizer"], phases["forward"], strict=True)
+    assert all(o is not None and f is not None and o < f for o, f in pairs)
+
+
 def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:
     """Here only the carrier is on PYTHONPATH: it imports its own torchscale."""
     out = tmp_path / "out"
@@ -274,8 +305,10 @@ def test_batch_counts_follow_the_documented_rule() -> None:
 
 
 def test_phases_are_cut_as_documented() -> None:
-    """A Lightning-style step: backward inside the optimizer's closure is backward, not
-    optimizer time; the rest of the step is forward."""
+    """Backward inside the optimizer's step is backward, not optimizer time; the rest of the
+    step is forward. Then a Lightning-style step: the closure the step called (forward and
+    backward inside it) is not optimizer time either, its forward is forward; a blocking
+    collective outside backward is waiting."""
     step = StepMarks(0.0, end=10.0)
     step.data = [(0.0, 1.0)]
     step.backward = [Backward(5.0, grad=6.5, end=7.0)]
@@ -292,6 +325,16 @@ def test_phases_are_cut_as_documented() -> None:
     }
     step.split = False
     assert resolve(step, Clock()).phases["grad_sync_wait"] is None
+    step.split = True
+    step.nested = [(4.5, 8.0)]  # the closure: 2.0 forward, then the backward at 5.0-7.0
+    phases = resolve(step, Clock()).phases
+    assert phases["optimizer"] == 1.5 and phases["forward"] == 5.5
+    assert sum(v or 0.0 for v in phases.values()) == 10.0
+    step.collectives = [(1.0, 2.0)]  # a blocking all-gather before the forward: waiting
+    phases = resolve(step, Clock()).phases
+    assert phases["grad_sync_wait"] == 1.5 and phases["forward"] == 4.5
+    step.split = False  # no split: the wait is not known apart, the collective is forward
+    assert resolve(step, Clock()).phases["forward"] == 5.5
 
 
 def test_a_rank_file_round_trips_and_a_bad_one_is_a_finding(tmp_path: Path) -> None:
@@ -324,8 +367,11 @@ def test_measured_steps_split_into_blocks_for_the_repeats() -> None:
 
 # ----------------------------------------------------------------------------- torchrun
 
+LATE_MS = 40  # rank 1's slow work before the collective each step (a slow preprocessing)
 DDP = textwrap.dedent(
-    """\
+    f"""\
+    import time
+
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -338,6 +384,10 @@ DDP = textwrap.dedent(
     data = TensorDataset(torch.randn(640, 8), torch.randn(640, 1))
     loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=1)
     for x, y in loader:
+        if dist.get_rank() == 1:
+            time.sleep({LATE_MS} / 1000)
+        count = torch.tensor([len(x)])
+        dist.all_reduce(count)  # the batch summed over ranks, as the HF Trainer's token count
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()
@@ -351,6 +401,8 @@ DDP = textwrap.dedent(
 @pytest.mark.slow  # a real torchrun of 2 gloo ranks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun ranks, Linux /proc")
 def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
+    """Both stop at W + N; rank 0 waits for rank 1 at a collective before its forward each
+    step, and that wait is its grad_sync_wait (the wait for the others), not forward."""
     script = tmp_path / "ddp_train.py"
     script.write_text(DDP)
     out = tmp_path / "out"
@@ -372,4 +424,9 @@ def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
         assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, True)
         assert rank.samples_per_step == [8] * 3
         assert_phases_add_up(rank)
+    phases = ranks[0].windows[0].phases or {}
+    wait, forward = (
+        statistics.median(v or 0.0 for v in phases[p]) for p in ("grad_sync_wait", "forward")
+    )
+    assert wait >= LATE_MS / 2000 and forward < wait, (wait, forward)
     assert processes_mentioning(str(tmp_path)) == []

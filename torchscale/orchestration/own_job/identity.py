@@ -50,6 +50,24 @@ def measured_batch(ranks: Sequence[RankMeasurement]) -> int | None:
     return most
 
 
+def measured_tokens_per_sample(ranks: Sequence[RankMeasurement]) -> float | None:
+    """The tokens per sample of the measured steps (`tokens_per_step` over
+    `samples_per_step` of the probe's files, all ranks together), so the throughput has its
+    tokens per second; None where any step's tokens are unknown (batches without token ids)."""
+    samples = tokens = 0
+    for rank in ranks:
+        per_step = zip(
+            getattr(rank, "samples_per_step", None) or [None],
+            getattr(rank, "tokens_per_step", None) or [None],
+            strict=False,
+        )
+        for n, t in per_step:
+            if n is None or t is None:
+                return None
+            samples, tokens = samples + n, tokens + t
+    return tokens / samples if samples and tokens else None
+
+
 def identity_warning(batch: int | None) -> CellWarning:
     """What the label's placeholders are (`batch`: None when the batch is one too)."""
     return CellWarning.of("other", "own_job.identity_unknown", {"batch": batch})
@@ -107,13 +125,14 @@ def job_spec(
 
 
 def job_facts(ranks: Sequence[RankMeasurement], device: str, batch: int | None) -> CellFacts:
-    """What the host knows besides the measurements: little (no parameter count, no FLOPs)."""
+    """What the host knows besides the measurements: little (no parameter count, no FLOPs;
+    the tokens per sample the probe counted)."""
     from torchscale.rank.worker.aggregate import CellFacts
 
     return CellFacts(
         parameters=None,
         model_kind="other",
-        tokens_per_sample=None,
+        tokens_per_sample=measured_tokens_per_sample(ranks),
         device_name=device,
         peak_tflops=None,
         peak_note=NO_FLOPS,

@@ -7,13 +7,19 @@ other process that steps an optimizer is a training rank (its rank from torch.di
 initialised, else RANK, else 0). Steps: the first optimizer seen at a post hook is the step's
 clock; a step ends when its outermost `step` returns (a subclass calling `super().step()` fires
 twice, nested: counted once; other optimizers' steps are optimizer time inside the clock's
-step). A batch fetched with grad disabled (an evaluation's loader) is neither data wait nor
-samples: it is in the rest of the step, with the evaluation. After W warm-up and N measured
-steps the rank writes `rank<k>.measurement.json` and,
-with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from that post hook: every rank stops at
-the same agreed step. N = 0: every step after W is measured and written at exit (also on
-SIGTERM, where the job left its default).
+step). A closure passed to the outermost `step` (Lightning's: forward and backward run inside
+it) is timed and taken out of the optimizer's time, so its forward is forward. A batch fetched
+with grad disabled (an evaluation's loader) is neither data wait nor samples: it is in the
+rest of the step, with the evaluation. After W warm-up and N measured steps the rank writes
+`rank<k>.measurement.json` and, with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from
+that post hook: every rank stops at the same agreed step. N = 0: every step after W is
+measured and written at exit (also on SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
+
+torch.distributed's blocking collectives are wrapped too: one the training loop calls with grad
+enabled outside backward, data and the optimizer's own work (the HF Trainer's all-gather of
+the batch's token count, Lightning's broadcast of its SIGTERM flag, a metric's all-reduce) is a
+wait for the other ranks, as the gradient all-reduce's is.
 """
 
 from __future__ import annotations
@@ -42,6 +48,13 @@ from torchscale.rank.own_job import (
 )
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, StepSeconds, batch_counts
 
+# torch.distributed's collectives the probe times when called blocking (async_op=False)
+COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
+    "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather",
+    "gather_object", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+    "scatter_object_list",
+)  # fmt: skip
 FSDP2_HOOKS = {"code": "unavailable.fsdp2_hooks", "figures": {}}
 HOOKS_MISSED = {"code": "unavailable.hooks_missed", "figures": {}}
 
@@ -105,8 +118,10 @@ class Probe:
         self.clock_id: int | None = None  # id() of the optimizer that is the step's clock
         self.opt_depth = 0
         self.opt_start: Any = None
+        self.closure_depth = 0  # inside the closure an optimizer step called
         self.data_depth = 0
         self.bwd_depth = 0
+        self.coll_depth = 0
         self.count = 0  # optimizer steps done
         self.batches = 0
         self.backward_calls = 0
@@ -137,6 +152,10 @@ class Probe:
         torch.autograd.backward = self._wrap_backward(torch.autograd.backward)
         iterator = dataloader._BaseDataLoaderIter
         iterator.__next__ = self._wrap_next(iterator.__next__)  # type: ignore[method-assign]
+        dist = torch.distributed
+        for name in COLLECTIVES if dist.is_available() else ():
+            if callable(original := getattr(dist, name, None)):
+                setattr(dist, name, self._wrap_collective(original))
         atexit.register(self.at_exit)
 
     def fail(self, exc: BaseException) -> None:
@@ -211,11 +230,45 @@ class Probe:
 
         return backward
 
+    def _wrap_collective(self, original: Any) -> Any:
+        """The collective as it was; called blocking from the training loop (not inside
+        backward, a batch's fetch or the optimizer's own work), its time is a wait."""
+        import torch
+
+        probe = self
+
+        @functools.wraps(original)
+        def collective(*args: Any, **kwargs: Any) -> Any:
+            busy = probe.data_depth or probe.bwd_depth or probe.coll_depth
+            if probe.off or busy or (probe.opt_depth and not probe.closure_depth):
+                return original(*args, **kwargs)
+            if torch.compiler.is_compiling():  # traced by Dynamo: as if not wrapped
+                return original(*args, **kwargs)
+            if not torch.is_grad_enabled():  # an evaluation's gather: rest, as its batches
+                return original(*args, **kwargs)
+            if threading.get_ident() != probe.thread:
+                return original(*args, **kwargs)
+            try:
+                step, start = probe._begin(), probe.clock.mark()
+            except Exception as exc:
+                probe.fail(exc)
+                return original(*args, **kwargs)
+            probe.coll_depth += 1
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                probe.coll_depth -= 1
+            if out is None:  # blocking; async_op=True returns a Work: its wait is not here
+                probe._interval(step.collectives, start)
+            return out
+
+        return collective
+
     def _interval(self, into: list[tuple[Any, Any]], start: Any) -> None:
         try:
             end = self.clock.mark()
             into.append((start, end))
-            if self.opt_depth and self.step is not None:
+            if self.opt_depth and not self.closure_depth and self.step is not None:
                 self.step.nested.append((start, end))
         except Exception as exc:
             self.fail(exc)
@@ -224,7 +277,7 @@ class Probe:
         try:
             self.backward_calls += 1
             record.end = self.clock.mark()
-            if self.opt_depth:
+            if self.opt_depth and not self.closure_depth:
                 step.nested.append((record.start, record.end))
             if self.clock.device is not None and self.grad_count != self.grad_expected:
                 record.grad = None  # not the last gradient: split not made this step
@@ -252,17 +305,53 @@ class Probe:
 
     # ------------------------------------------------------------------ optimizer hooks
 
-    def _pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def _pre(self, optimizer: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         if self.off:
             return None
+        timed = None
         try:
             if self.opt_depth == 0:
                 self._begin()
                 self.opt_start = self.clock.mark()
+                timed = self._timed_closure(args, kwargs)
             self.opt_depth += 1
         except Exception as exc:
             self.fail(exc)
+            return None
+        return timed
+
+    def _timed_closure(self, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+        """`step`'s (args, kwargs) with its closure timed (None: it was given none). `args`
+        starts with the optimizer itself, as torch's hook wrapper passes them."""
+        closure = kwargs.get("closure")
+        if callable(closure):
+            return args, {**kwargs, "closure": self._wrap_closure(closure)}
+        if len(args) > 1 and callable(args[1]):
+            return (args[0], self._wrap_closure(args[1]), *args[2:]), kwargs
         return None
+
+    def _wrap_closure(self, closure: Any) -> Any:
+        """The closure as it was, its time marked as not the optimizer's (`nested`): the data,
+        backward and forward inside it are counted as those phases."""
+        probe = self
+
+        @functools.wraps(closure)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if probe.off or threading.get_ident() != probe.thread:
+                return closure(*args, **kwargs)
+            try:
+                step, start = probe._begin(), probe.clock.mark()
+            except Exception as exc:
+                probe.fail(exc)
+                return closure(*args, **kwargs)
+            probe.closure_depth += 1
+            try:
+                return closure(*args, **kwargs)
+            finally:
+                probe._interval(step.nested, start)  # still inside: added to nested once
+                probe.closure_depth -= 1
+
+        return timed
 
     def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.off:

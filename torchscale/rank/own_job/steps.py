@@ -5,8 +5,11 @@ of training). Inside it the probe marks each DataLoader `__next__`, each
 `torch.autograd.backward` (with its last gradient) and each optimizer `step`; the phases are
 cut as the worker cuts them (rank/worker/phases.py, contracts/step_phases.py), adding up to
 the step: data = time inside `__next__`; backward = backward start to its last gradient;
-grad_sync_wait = last gradient to backward's return (None when the split cannot be made);
-optimizer = inside `step` less the data and backward inside it (Lightning's closure);
+grad_sync_wait = last gradient to backward's return, and the blocking collectives the loop
+called outside backward, data and the optimizer (None when the split cannot be made: those
+collectives are then in forward);
+optimizer = inside `step` less the closure it called (Lightning's, whose forward, backward
+and data are those phases) or, without one, the data and backward inside it;
 forward = the rest (forward, loss, logging: everything the user's loop does besides).
 A mark is a perf_counter reading on CPU, a CUDA event on GPUs (read once it has completed: no
 added synchronize), so every phase is in the device's time, as the worker's are.
@@ -65,8 +68,11 @@ class StepMarks:
     data: list[tuple[Mark, Mark]] = field(default_factory=list)
     backward: list[Backward] = field(default_factory=list)
     optimizer: list[tuple[Mark, Mark]] = field(default_factory=list)
-    # (start, end) of data and backward intervals inside an optimizer step (closures)
+    # (start, end) of the closure an optimizer step called, or of the data and backward
+    # intervals inside the step outside any closure: not the optimizer's time
     nested: list[tuple[Mark, Mark]] = field(default_factory=list)
+    # (start, end) of blocking collectives called outside backward, data and the optimizer
+    collectives: list[tuple[Mark, Mark]] = field(default_factory=list)
     end: Mark | None = None
     samples: int | None = None
     tokens: int | None = None
@@ -76,7 +82,8 @@ class StepMarks:
 
     def marks(self) -> list[Mark]:
         out = [self.start, self.end]
-        out += [m for pair in self.data + self.optimizer for m in pair]
+        pairs = self.data + self.optimizer + self.nested + self.collectives
+        out += [m for pair in pairs for m in pair]
         out += [m for b in self.backward for m in (b.start, b.grad, b.end)]
         return [m for m in out if m is not None]
 
@@ -106,15 +113,15 @@ def resolve(step: StepMarks, clock: Clock) -> StepSeconds:
         and bool(step.backward)
         and all(b.grad is not None and b.end is not None for b in step.backward)
     )
-    backward, wait = bwd_whole, None
+    backward, wait, collectives = bwd_whole, None, 0.0
     if split:
         backward = sum(span(b.start, b.grad) for b in step.backward)
-        wait = sum(span(b.grad, b.end) for b in step.backward)
         backward = min(backward, bwd_whole)
-        wait = max(0.0, bwd_whole - backward)
+        collectives = sum(span(a, b) for a, b in step.collectives)
+        wait = max(0.0, bwd_whole - backward) + collectives
     optimizer = sum(span(a, b) for a, b in step.optimizer)
     optimizer = max(0.0, optimizer - sum(span(a, b) for a, b in step.nested))
-    forward = max(0.0, whole - data - bwd_whole - optimizer)
+    forward = max(0.0, whole - data - bwd_whole - collectives - optimizer)
     phases: dict[str, float | None] = {
         "data": data,
         "forward": forward,

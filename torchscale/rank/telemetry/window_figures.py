@@ -575,7 +575,7 @@ def combine(
     interval_ms: int,
     windows: int,
     samples_processed: int,
-    tokens_per_sample: int | None,
+    tokens_per_sample: float | None,
 ) -> tuple[Telemetry, dict[str, Reason], list[CellWarning]]:
     """The cell's telemetry from every rank's: (telemetry, unavailable, warnings).
 

@@ -100,7 +100,7 @@ class CellFacts:
 
     parameters: int | None  # None: not known (a user's job, whose model torchscale never built)
     model_kind: str
-    tokens_per_sample: int | None
+    tokens_per_sample: float | None  # a user's job: the mean its loader's batches held
     device_name: str  # "cpu" or the CUDA device name
     peak_tflops: float | None
     peak_note: Finding | None  # why there is no peak (peak_tflops None)
