@@ -41,6 +41,7 @@ TRAIN = textwrap.dedent(
     parser.add_argument("--eval", action="store_true")
     parser.add_argument("--sigterm-after", type=int, default=0)
     parser.add_argument("--closure-ms", type=float, default=0.0)
+    parser.add_argument("--mark-step", action="store_true")
     args = parser.parse_args()
 
     class Wrapped(torch.optim.SGD):
@@ -76,6 +77,16 @@ TRAIN = textwrap.dedent(
             out = head(out)
         loss = torch.nn.functional.mse_loss(out, y) / args.accum
         loss.backward()
+        if args.mark_step:  # a hand-written update, no torch.optim: the step marked by hand
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.01 * p.grad
+                    p.grad = None
+            import torchscale
+
+            torchscale.mark_step()
+            print(f"loss {loss.item():.8f}", flush=True)
+            continue
         if (i + 1) % args.accum == 0 and not args.no_optimizer:
             opt.step()
             if other is not None:
@@ -248,6 +259,23 @@ def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     assert min(phases["forward"]) >= 0.04  # type: ignore[type-var]
     pairs = zip(phases["optimizer"], phases["forward"], strict=True)
     assert all(o is not None and f is not None and o < f for o, f in pairs)
+
+
+def test_a_loop_without_an_optimizer_is_measured_by_its_step_marker(tmp_path: Path) -> None:
+    """A hand-written update calling `torchscale.mark_step()` each step: W + N marked steps,
+    then the agreed stop; backward whole (a marker names no parameters to split it at);
+    bare, the marker does nothing and the losses are the same."""
+    bare = run_job(tmp_path, ["--mark-step"], None)
+    out = tmp_path / "out"
+    done = run_job(tmp_path, ["--mark-step"], probe_env(out, warmup=2, steps=4, stop=True))
+    assert bare.returncode == 0 and done.returncode == 0, done.stderr
+    assert "finished" in bare.stdout and "finished" not in done.stdout
+    assert losses(done.stdout) == losses(bare.stdout)[:5]  # the 6th ends in the marker
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.stopped) == (4, 2, True)
+    assert rank.samples_per_step == [16] * 4
+    assert rank.phase_notes["grad_sync_wait"].code == "unavailable.marked_steps"
+    assert_phases_add_up(rank)
 
 
 def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:

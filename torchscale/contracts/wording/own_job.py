@@ -50,8 +50,8 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "own_job.no_step_seen": lambda f: (
         f"no optimizer step seen on {f['ranks']} rank(s): the probe finds steps by torch's "
-        "optimizer hooks (torch.optim.Optimizer.step), and a step marker of your own "
-        f"(torchscale.mark_step()) is not yet available; {_output(f)}"
+        "optimizer hooks (torch.optim.Optimizer.step); a loop that steps no torch.optim "
+        f"optimizer marks its steps with one line, torchscale.mark_step(); {_output(f)}"
     ),
     "own_job.too_few_steps": lambda f: (
         f"no measured step: the probe discards the first {f['warmup']} warm-up step(s) "

@@ -13,8 +13,8 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "own_job.no_optimizer_step": lambda f: (
         f"rank {f['rank']} never stepped a torch.optim optimizer ({f['batches']} batch(es) "
         f"read, {f['backward_calls']} backward call(s)): no step to measure (steps are found by "
-        "torch's optimizer step hooks; a job that steps no torch.optim optimizer cannot be "
-        "measured yet)"
+        "torch's optimizer step hooks; a loop that steps no torch.optim optimizer calls "
+        "torchscale.mark_step() once a step)"
     ),
     "own_job.ended_early": lambda f: (
         f"rank {f['rank']} ended after {f['steps']} optimizer step(s), before the "

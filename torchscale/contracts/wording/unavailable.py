@@ -83,6 +83,9 @@ SAID: dict[str, str] = {
     "unavailable.fsdp2_hooks": "FSDP2 runs post-accumulate-grad hooks on the sharded parameters "
     "after each reduce-scatter, so they mark gradient reduction, not production: backward is "
     "reported whole (its communication waits included)",
+    "unavailable.marked_steps": "steps marked by torchscale.mark_step(), which names no "
+    "parameters: no gradient hook marks the end of backward compute, so backward is reported "
+    "whole (its communication waits included)",
     "unavailable.no_trainable_parameters": "no trainable parameters: no gradient hook marks the "
     "end of backward compute",
     "unavailable.hooks_missed": "in some steps the gradient hooks did not fire as expected: "

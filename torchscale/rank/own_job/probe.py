@@ -56,6 +56,8 @@ COLLECTIVES = (
     "scatter_object_list",
 )  # fmt: skip
 FSDP2_HOOKS = {"code": "unavailable.fsdp2_hooks", "figures": {}}
+MARKED_STEPS = {"code": "unavailable.marked_steps", "figures": {}}
+MARKER_CLOCK = -1  # `clock_id` where torchscale.mark_step() ends the steps (no id() is -1)
 HOOKS_MISSED = {"code": "unavailable.hooks_missed", "figures": {}}
 
 
@@ -372,9 +374,27 @@ class Probe:
             self.stopped = True
             raise SystemExit(0)  # every rank, at the same agreed step (own-job.md section 5)
 
+    def mark(self) -> None:
+        """`torchscale.mark_step()`: a step ends here, in a loop that steps no torch.optim
+        optimizer. The first of the two seen is the clock: after an optimizer step, marks are
+        ignored; after a mark, optimizer steps are optimizer time inside the step."""
+        if self.off or (self.role is not None and threading.get_ident() != self.thread):
+            return
+        stop = False
+        try:
+            if self.role is None:
+                self._decide(None)
+            if self.role == "rank" and self.clock_id == MARKER_CLOCK:
+                stop = self._step_end()
+        except Exception as exc:
+            self.fail(exc)
+        if stop:
+            self.stopped = True
+            raise SystemExit(0)  # as at an optimizer step: every rank at the agreed step
+
     def _decide(self, optimizer: Any) -> None:
-        """At the first optimizer step: rank or inert, the step's clock, the device's clock,
-        the gradient hooks that split backward."""
+        """At the first optimizer step (or step marker, `optimizer` None): rank or inert, the
+        step's clock, the device's clock, the gradient hooks that split backward."""
         import torch
         from torch.utils.data import get_worker_info
 
@@ -383,16 +403,21 @@ class Probe:
             return
         self.role = "rank"
         self.rank = self._rank()
-        self.clock_id = id(optimizer)
+        self.clock_id = id(optimizer) if optimizer is not None else MARKER_CLOCK
         self.thread = threading.get_ident()
-        params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
-        cuda = [p for p in params if p.device.type == "cuda"]
+        groups = optimizer.param_groups if optimizer is not None else []
+        params = [p for g in groups for p in g["params"] if p.requires_grad]
+        cuda = [p.device for p in params if p.device.type == "cuda"]
+        if optimizer is None and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            cuda = [torch.device("cuda", torch.cuda.current_device())]
         if cuda and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             # created now that the user chose the device; the first step, marked on the
             # host's clock, cannot be read against the device's: it is counted, not timed
-            self.clock = Clock(cuda[0].device)
+            self.clock = Clock(cuda[0])
             self.untimed_first = True
-        if any(hasattr(p, "to_local") for p in params):  # FSDP2's DTensors: hooks fire late
+        if optimizer is None:  # a marker names no parameters: no gradient to split at
+            self.phase_note = MARKED_STEPS
+        elif any(hasattr(p, "to_local") for p in params):  # FSDP2's DTensors: hooks fire late
             self.phase_note = FSDP2_HOOKS
         else:
             for p in params:
@@ -572,3 +597,9 @@ def activate() -> None:
 def current() -> Probe | None:
     """This process's probe (tests and diagnostics)."""
     return _PROBE
+
+
+def mark_step() -> None:
+    """`torchscale.mark_step()` reaches the probe here; nothing where none is installed."""
+    if _PROBE is not None:
+        _PROBE.mark()
