@@ -241,6 +241,30 @@ def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_s
     assert "measurement kept" in wording.say(crash)
 
 
+def test_samples_per_step_given_replace_the_loaders_count_and_say_so(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    both = {**PHASES, "grad_sync_wait": 0.001}
+    for measurement in [rank(0, both), rank(1, both)]:
+        (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
+    script = tmp_path / "train.py"
+    script.write_text(COPYING_JOB)
+    given = replace(request(sys.executable, str(script), str(prepared)), samples_per_step=24)
+    ran = run(tmp_path, given)
+    assert ran.problem is None and ran.exit_code == 0
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.cell.batch_size == 24
+    said = [wording.say(w.finding) for w in stored.warnings if w.finding is not None]
+    assert any(s.startswith("samples per step: 24 per rank as given") for s in said), said
+    # the throughput counts the given samples: twice them, twice the samples per second
+    doubled = run(tmp_path / "again", replace(given, samples_per_step=48))
+    again = CellResult.model_validate_json(doubled.result_path.read_text())
+    assert stored.throughput is not None and again.throughput is not None
+    assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
+
+
 def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path: Path) -> None:
     ran = run(tmp_path, request(sys.executable, "-c", "print('no torch here')"))
     assert ran.problem is not None and ran.problem.code == "own_job.no_rank_files"

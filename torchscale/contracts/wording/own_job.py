@@ -66,6 +66,14 @@ PHRASES: dict[str, Callable[[F], str]] = {
         "measured before is kept"
     ),
     "own_job.identity_unknown": _identity,
+    "own_job.samples_given": lambda f: (
+        f"samples per step: {f['given']} per rank as given (--samples-per-step), not counted; "
+        + (
+            f"the loader's batches held {f['counted']}"
+            if f.get("counted") is not None
+            else "the loader's batches could not be counted"
+        )
+    ),
     "own_job.no_flops": lambda f: (
         "your job's FLOPs per step are not counted by the probe: no TFLOP/s or MFU"
     ),

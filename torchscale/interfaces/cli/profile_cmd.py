@@ -50,7 +50,7 @@ BUILT_IN_ONLY = (
     "gpus", "model", "batch_size", "precision", "strategy", "device", "duration",
     "profile_steps", "target", "tool", "inject_delay", "json_output",
 )  # fmt: skip
-OWN_JOB_ONLY = ("warmup_steps", "let_it_finish", "timeout")
+OWN_JOB_ONLY = ("warmup_steps", "let_it_finish", "timeout", "samples_per_step")
 DEFAULT_OWN_STEPS = 20
 DEFAULT_OWN_WARMUP = 5
 DEFAULT_OWN_TIMEOUT = "30m"
@@ -159,6 +159,16 @@ def profile(
             rich_help_panel=OWN_JOB,
         ),
     ] = False,
+    samples_per_step: Annotated[
+        int | None,
+        typer.Option(
+            "--samples-per-step",
+            min=1,
+            help="COMMAND only: the samples one rank trains on per optimizer step, where the "
+            "probe cannot count them from the loader's batches (the result says which was used).",
+            rich_help_panel=OWN_JOB,
+        ),
+    ] = None,
     timeout: Annotated[
         str | None,
         typer.Option(
@@ -236,6 +246,7 @@ def profile(
                 timeout,
                 output_dir,
                 name if _given(ctx, ("name",)) else OWN_JOB_EXPERIMENT,
+                samples_per_step,
             )
         )
     from torchscale.contracts.durations import parse_duration
@@ -303,6 +314,7 @@ def _profile_own_job(
     timeout: str | None,
     output_dir: Path,
     name: str,
+    samples_per_step: int | None = None,
 ) -> int:
     """Run the user's command with the probe; print the answer, or the one line why none."""
     import os
@@ -321,6 +333,7 @@ def _profile_own_job(
         steps=0 if let_it_finish else steps or DEFAULT_OWN_STEPS,
         let_it_finish=let_it_finish,
         timeout_s=parse_duration(timeout or DEFAULT_OWN_TIMEOUT),
+        samples_per_step=samples_per_step,
     )
     run = run_own_job(request, output_dir, name, dict(os.environ), on_start=_own_job_starting)
     if run.result.status is Status.OK:

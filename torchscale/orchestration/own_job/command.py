@@ -44,6 +44,7 @@ class OwnJobRequest:
     steps: int  # measured optimizer steps; with let_it_finish, 0 (every step after warm-up)
     let_it_finish: bool
     timeout_s: float
+    samples_per_step: int | None = None  # given by the user: the loader's count not used
 
     @property
     def stop(self) -> bool:

@@ -163,9 +163,13 @@ def run_own_job(
     ranks, findings = read[-1]
     kept = as_repeats(measured(ranks))
     label = job_label(request.argv)
-    device, batch = job_device(ranks), measured_batch(kept)
+    device, counted = job_device(ranks), measured_batch(kept)
+    batch = request.samples_per_step or counted
     identity = job_identity(cell_id, request.argv, label, len(ranks), device, batch)
     notes = list(findings)
+    if request.samples_per_step is not None:  # the result says which count it used
+        given = {"given": request.samples_per_step, "counted": counted}
+        notes.append(Finding(code="own_job.samples_given", figures=given))
     if stopped_by is not None:
         notes.append(Finding(code="own_job.stopped", figures={"signal": signal_name(stopped_by)}))
     problem = None
