@@ -154,8 +154,8 @@ def _timed_out_after_result(f: Mapping[str, Any]) -> str:
 
 def _exit_after_result(f: Mapping[str, Any]) -> str:
     return (
-        f"torchrun exited with {f['returncode']} after the result was written (shutdown "
-        f"failure; measurement kept): see {f['log_dir']}"
+        f"{f.get('program', 'torchrun')} exited with {f['returncode']} after the result was "
+        f"written (shutdown failure; measurement kept): see {f['log_dir']}"
     )
 
 

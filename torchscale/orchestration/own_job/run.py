@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
@@ -178,7 +178,7 @@ def run_own_job(
 
         spec = job_spec(identity, result_path, store.steps_path(cell_id), request, kept)
         result = aggregate(spec, kept, job_facts(kept, device, batch))
-        shutdown = attempt.warnings if attempt is not None else []
+        shutdown = [_launched_by(w, request.argv) for w in attempt.warnings] if attempt else []
         result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
     else:
         problem = _problem(request, attempt, ranks, findings, stopped_by, wall_s, command.log_path)
@@ -199,6 +199,16 @@ def run_own_job(
     result.launch = {"argv": command.argv, "env": redacted(command.env_overrides)}
     store.write_text(result_path, result.model_dump_json(indent=2))
     return OwnJobRun(directory, result_path, result, problem, stopped_by, notes)
+
+
+def _launched_by(warning: CellWarning, argv: tuple[str, ...]) -> CellWarning:
+    """A shutdown warning names what exited: the job's own launcher (python, accelerate),
+    not always torchrun as a cell's."""
+    coded = warning.finding
+    if coded is None or coded.code != "warning.exit_after_result":
+        return warning
+    figures = {**coded.figures, "program": PurePath(argv[0]).name}
+    return CellWarning.of(warning.kind, coded.code, figures)
 
 
 def _warning(finding: Finding) -> CellWarning:
