@@ -58,7 +58,7 @@ from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.orchestration.own_job.command import OwnJobRequest, SweepLaunch, sweep_command
 from torchscale.orchestration.own_job.identity import job_cell_id, model_name
-from torchscale.orchestration.own_job.job_line import JobLine, filled, is_python_line
+from torchscale.orchestration.own_job.job_line import JobLine, filled, wrapped_line
 from torchscale.rank.strategy_layouts import model_problem
 
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
@@ -725,7 +725,7 @@ def plan_job_cell(
     line = JobLine(
         job.label,
         filled(job.command, values),
-        is_python_line(job.command),
+        wrapped_line(job.command),
         job.named,
         job.batch,
     )

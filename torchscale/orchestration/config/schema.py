@@ -136,7 +136,7 @@ def _names_to_model_specs(value: Any) -> Any:
         for index, item in enumerate(value):
             if isinstance(item, dict) and "command" in item:
                 raise ValueError(
-                    f"models[{index}] names a command: a model row names a built-in or plug-in "
+                    f"row {index} names a command: a model row names a built-in or plug-in "
                     "model; your own command goes in a row of jobs: (docs/own-job.md)"
                 )
         return [{"name": item} if isinstance(item, str) else item for item in value]

@@ -1,8 +1,8 @@
 """A `jobs:` row's command as the sweep reads it (docs/own-job.md, "Sweeps of your job"): the
 placeholders the matrix fills into it ({gpus}, {batch}, {precision}), and how it is started at
 each size: a `python SCRIPT ...` or `python -m MODULE ...` line is launched by torchscale's own
-torchrun, as cells are; any other line (`torchrun --nproc-per-node {gpus} train.py`) is run as
-given, its {gpus} filled. Standard library only: the config's validation reads it.
+torchrun, as cells are; a line naming {gpus} (`torchrun --nproc-per-node {gpus} train.py`) is
+run as given, {gpus} filled. Standard library only: the config's validation reads it.
 """
 
 from __future__ import annotations
@@ -70,26 +70,32 @@ def is_python_line(argv: Sequence[str]) -> bool:
     return bool(argv) and bool(_PYTHON.match(PurePath(argv[0]).name))
 
 
+def wrapped_line(argv: Sequence[str]) -> bool:
+    """True where torchscale's torchrun starts the command at each size: a python line that
+    leaves the world size to torchscale (names no {gpus}); a line naming {gpus} is run as
+    given (`python spawn.py --procs {gpus}` starts its processes itself)."""
+    return is_python_line(argv) and "gpus" not in placeholders(argv)
+
+
 def line_problem(argv: Sequence[str]) -> str | None:
     """Why the command cannot be swept (one line), or None: its placeholders, then how it
-    takes the world size (a python line torchscale launches, or {gpus} in a launch line)."""
-    named = placeholders(argv)
-    if is_python_line(argv):
-        rest = argv[1:]
-        if not rest or (rest[0] == "-m" and len(rest) < 2):
-            return "a python line names no script: python SCRIPT ... or python -m MODULE ..."
-        if rest[0].startswith("-") and rest[0] != "-m":
-            return (
-                f"python option {rest[0]!r} before the script: torchrun starts the script "
-                "without interpreter options (set PYTHON* variables in launcher.env, or give "
-                "a launch line with {gpus})"
-            )
+    takes the world size ({gpus} in the line, or a python line torchscale launches)."""
+    if "gpus" in placeholders(argv):
         return None
-    if "gpus" not in named:
+    if not is_python_line(argv):
         return (
             "names neither a python script (torchscale's torchrun then starts it at each of "
             "gpu_counts) nor {gpus} (where your launch line takes the world size, e.g. "
             "torchrun --nproc-per-node {gpus} train.py)"
+        )
+    rest = argv[1:]
+    if not rest or (rest[0] == "-m" and len(rest) < 2):
+        return "a python line names no script: python SCRIPT ... or python -m MODULE ..."
+    if rest[0].startswith("-") and rest[0] != "-m":
+        return (
+            f"python option {rest[0]!r} before the script: torchrun starts the script "
+            "without interpreter options (set PYTHON* variables in launcher.env, or give "
+            "a launch line with {gpus})"
         )
     return None
 
@@ -100,7 +106,7 @@ class JobLine:
 
     name: str  # the row's name: the job's label in results
     argv: tuple[str, ...]  # the row's command, placeholders filled
-    wrapped: bool  # a python line: torchscale's torchrun starts it at the cell's world size
+    wrapped: bool  # torchscale's torchrun starts it at the cell's world size (wrapped_line)
     named: frozenset[str]  # the placeholders the row's command names
     batch_scope: BatchScope  # what {batch} is: per rank, or the global batch of a step
 
