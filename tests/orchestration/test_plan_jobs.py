@@ -240,3 +240,20 @@ def test_a_changed_command_is_a_new_cell_and_the_same_one_the_same() -> None:
     other = [*SCRIPT, "--lr", "0.1"]
     changed = build_plan(config(jobs=[{"name": "my_ddp", "command": other}]), CPU_BOX)
     assert not set(first) & {p.cell.id for p in changed}
+
+
+def test_config_validate_counts_the_job_cells_the_plan_makes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from torchscale.interfaces.cli.app import app
+
+    named = ["python", "t.py", "--bs", "{batch}", "--precision", "{precision}"]
+    jobs = [{"name": "named", "command": named}, {"name": "own", "command": ["python", "u.py"]}]
+    data = config(jobs=jobs, batch_sizes=[8, 16], training={"precision": ["fp32", "bf16"]})
+    path = tmp_path / "jobs.yaml"
+    path.write_text(data.as_yaml(), encoding="utf-8")
+    shown = CliRunner().invoke(app, ["config", "validate", str(path)], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    planned = len(build_plan(data, CPU_BOX))
+    assert planned == 10  # named: 2 batches x 2 precisions x 2 sizes; own: 2 sizes
+    assert f"and {planned} cell(s) of 2 job(s)" in " ".join(shown.output.split())
