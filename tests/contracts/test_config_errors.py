@@ -424,7 +424,7 @@ def test_experiment_name_must_be_a_safe_directory_name(name: str) -> None:
 def test_empty_file(text: str) -> None:
     problem = only_problem(text)
     assert problem.message.startswith("the file is empty")
-    assert "experiment_name, models and gpu_counts" in problem.message
+    assert "experiment_name, models (or jobs) and gpu_counts" in problem.message
     assert (problem.source, problem.path) == (SOURCE, "")
 
 
@@ -440,7 +440,7 @@ def test_top_level_must_be_a_mapping(text: str) -> None:
 def test_missing_required_keys_are_all_named() -> None:
     problems = problems_of("experiment_name: x\n")
     assert [(p.path, p.message) for p in problems] == [
-        ("models", "required key is missing"),
+        ("models", "required key is missing (models, or jobs: your own command)"),
         ("gpu_counts", "required key is missing"),
     ]
 

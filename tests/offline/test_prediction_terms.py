@@ -373,6 +373,15 @@ def test_exposed_from_comm_subtracts_the_measured_overlap() -> None:
     assert got.basis == ["comm/ar.json"]
 
 
+def test_without_the_models_bytes_a_comm_run_sizes_nothing() -> None:
+    # a user's job (jobs:, profile -- COMMAND): the probe counts no parameter bytes, stored 0
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
+    assert fit is not None
+    cells = [cell(1, 10, 0.1, grads=0), cell(2, 10, 0.6, grads=0)]
+    assert exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 4, 1 << 30) is None
+    assert not isinstance(exposed_from_cells(cells, "ddp", 4), str)  # what is used instead
+
+
 def test_a_step_that_paid_more_than_the_collective_carries_it() -> None:
     # T(2) = 1.01 ms but 2 ranks exposed 3.1 ms over 0.1 at 1: H = 1.01 - 3.0 = -1.99 ms;
     # at 4: 0.1 + (1.53 + 1.99) = 3.62 ms (and at 2 it gives back the measured 3.1 ms)

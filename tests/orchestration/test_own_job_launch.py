@@ -384,3 +384,78 @@ def test_tokens_per_sample_are_the_tokens_the_probe_counted_over_its_samples() -
     assert job_facts([counted], "cpu", 8).tokens_per_sample == 32
     assert measured_tokens_per_sample([replace(counted, tokens_per_step=[None] * 4)]) is None
     assert measured_tokens_per_sample([base]) is None  # a reader that counts nothing
+
+
+# ------------------------------------------------------------ a sweep's job cells (jobs:)
+
+
+def test_a_sweeps_job_cells_relaunch_and_a_failing_one_leaves_the_sweep_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two `jobs:` rows through the sweep's own loop: one exits 3 (failed, its root cause
+    kept), the other relaunched twice (measurement.repeats), its launches' windows the
+    result's repeats, its start-up from the probe's stamps, the plan's id and definition."""
+    from dataclasses import replace
+
+    from torchscale.offline.results.store import ResultStore
+    from torchscale.orchestration.config.schema import BenchConfig
+    from torchscale.orchestration.own_job import sweep_cell
+    from torchscale.orchestration.plan import Machine, build_plan
+    from torchscale.orchestration.sweep import run_sweep
+    from torchscale.rank.own_job.reading import OwnJobMeasurement
+
+    monkeypatch.setattr(sweep_cell, "probe_reader", lambda: pickled_reader)
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    even = {**PHASES, "grad_sync_wait": 0.001}
+    imported = time.time() + 100.0  # after the launch: its start-up counts from the launch
+    for k in range(2):
+        base = rank(k, even)
+        fields = {f: getattr(base, f) for f in ("rank", "host", "timing", "steps", "warmup_s")}
+        own = OwnJobMeasurement(**fields, windows=base.windows, samples_per_step=[16] * 12)
+        own = replace(own, torch_imported_unix=imported, training_started_unix=imported + 2.5)
+        (prepared / f"rank{k}.pkl").write_bytes(pickle.dumps(own))
+    script = tmp_path / "train.py"
+    script.write_text(COPYING_JOB)
+    failing = [sys.executable, "-c", "import sys; sys.exit(3)", "{gpus}"]
+    jobs = [
+        {"name": "bad", "command": failing},
+        {"name": "good", "command": [sys.executable, str(script), str(prepared), "{gpus}"]},
+    ]
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "sweep",
+            "jobs": jobs,
+            "gpu_counts": [2],
+            "device": "cpu",
+            "measurement": {"warmup_steps": 5, "steps": 4, "repeats": 2},
+        }
+    )
+    plan = build_plan(config, Machine(gpu_count=0, cpu_cores=2))
+    store = ResultStore.for_experiment(tmp_path / "results", "sweep")
+    outcome = run_sweep(plan, store, dict(os.environ))
+    bad, good = outcome.results
+    assert bad.status == "failed" and bad.error is not None
+    assert "exited with 3" in bad.error.reason  # its root cause
+    assert bad.launch.get("launches") is None  # a launch that measures nothing ends the cell
+    assert good.status == "ok", good.error
+    assert (good.cell.id, good.cell.definition_sha256) == (
+        plan[1].cell.id,
+        plan[1].cell.definition_sha256,
+    )
+    assert (good.cell.world_size, good.cell.batch_size, good.cell.model) == (2, 16, "own:good")
+    assert good.repeats == 2 and good.launch["launches"] == 2  # a repeat is a relaunch
+    assert good.measured_steps == 4
+    costs = good.fixed_costs
+    assert costs is not None and costs.model_build_s == pytest.approx(2.5)
+    assert costs.process_start_s is not None and 90.0 < costs.process_start_s <= 100.0
+    assert costs.warmup_s == pytest.approx(0.1)  # 5 warm-up steps of 0.02 s
+    assert good.unavailable["fixed_costs.process_group_init_s"].code == (
+        "unavailable.own_job_setup_whole"
+    )
+    for result in (bad, good):  # written where a sweep's cells go: what resume and report read
+        stored = store.read_cell(result.cell.id)
+        assert stored is not None and stored.status == result.status
+    logs = store.log_dir(good.cell.id)
+    assert sorted(p.name for p in logs.iterdir()) == ["launch1", "launch2"]
+    assert (logs / "launch2" / "environment.json").is_file()

@@ -33,12 +33,15 @@ RANK_IMPORTED_BY_HOST: dict[str, str] = {
     " job's environment as the probe spells them, and reads its files with the probe's reader"
     " (nothing heavy at import: it runs in every process of the job)",
     "torchscale.rank.own_job.reading": "the same: its files' steps cut into the blocks the"
-    " aggregation reads as repeats (in_blocks, in the function)",
+    " aggregation reads as repeats (in_blocks), a sweep's relaunches joined as repeats"
+    " (relaunched; both in the function)",
     "torchscale.rank.worker.aggregate": "`profile -- COMMAND` combines a user's own job's ranks"
     " with the worker's own aggregation, so the judge cannot tell it from a cell (orchestration/"
     "own_job/run.py, in the function; CellFacts for its facts, in the function)",
     "torchscale.rank.worker.measure": "the same: RankMeasurement, the probe's files as read (type"
     " hints only)",
+    "torchscale.rank.worker.fixed_costs": "the same: a user's job's start-up as a cell's fixed"
+    " costs (RankFixedCosts, in the function)",
     "torchscale.rank.worker.markers": "nsys asks which NVTX backend a rank would use (torch, in"
     " the function)",
     "torchscale.rank.worker.run_environment": "a run's env.json records torch, CUDA and the GPUs"

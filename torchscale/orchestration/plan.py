@@ -56,6 +56,9 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
+from torchscale.orchestration.own_job.command import OwnJobRequest, SweepLaunch, sweep_command
+from torchscale.orchestration.own_job.identity import job_cell_id, model_name
+from torchscale.orchestration.own_job.job_line import JobLine, filled, wrapped_line
 from torchscale.rank.strategy_layouts import model_problem
 
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
@@ -63,6 +66,7 @@ if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
     from torchscale.orchestration.config.schema import (
         BenchConfig,
         CommConfig,
+        JobSpec,
         LauncherConfig,
         MemoryConfig,
         ProfilingConfig,
@@ -170,6 +174,8 @@ class PlannedCell:
     warnings: tuple[CellWarning, ...] = ()  # what its result will say of how it ran (codes)
     # what a launcher saw where the cell runs (a Slurm step's CPUs), as its result keeps it
     run_warnings: tuple[CellWarning, ...] = ()
+    # a `jobs:` row's cell: the user's command, run through the own-job host, not the worker
+    job: JobLine | None = field(default=None, repr=False)
 
     @property
     def skip_reason(self) -> str | None:
@@ -196,6 +202,18 @@ class PlannedCell:
             acceptance_dirs=[str(d) for d in acceptance_dirs],
         )
 
+    @property
+    def job_request(self) -> OwnJobRequest:
+        """A job cell's measurement as the own-job host takes it: the config's warm-up and
+        measured steps, then every rank stops; each launch killed after the cell timeout."""
+        return OwnJobRequest(
+            argv=self.job.argv if self.job is not None else (),
+            warmup_steps=self.measurement.warmup_steps,
+            steps=self.measurement.steps or 0,
+            let_it_finish=False,
+            timeout_s=self.launch.timeout_s,
+        )
+
     def sharing_compile_cache(self, directory: PurePath) -> PlannedCell:
         """This cell launched with the experiment's compile cache `directory` (used when it
         compiles): every cell, probe, profile and resume of an experiment shares one."""
@@ -212,7 +230,16 @@ class PlannedCell:
     ) -> LaunchCommand:
         """The torchrun command of this cell: one node by default; a multi-node launcher
         (Slurm step, Kubernetes pod) passes its interpreter and rendezvous flags. A compiled
-        cell points inductor and Triton at its experiment's compile cache, when it has one."""
+        cell points inductor and Triton at its experiment's compile cache, when it has one.
+        A job cell: the user's command with the probe, its files in `log_dir`."""
+        if self.job is not None:
+            how = SweepLaunch(
+                nproc=self.launch.nproc_per_node,
+                device=self.cell.device,
+                omp_num_threads=self.launch.omp_num_threads,
+                extra_env=self.launch.extra_env,
+            )
+            return sweep_command(self.job, self.job_request, how, log_dir, base_env)
         return torchrun_command(
             WORKER_MODULE,
             ["--spec", str(spec_path)],
@@ -301,7 +328,11 @@ class Plan:
         launches, plus timed windows when the measurement is duration-based (step times are
         unknown before measuring)."""
         runnable = self.runnable if cells is None else cells
-        launch = sum(LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size for p in runnable)
+        launch = sum(
+            (LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size)
+            * (p.measurement.repeats if p.job is not None else 1)  # a job's repeat: a launch
+            for p in runnable
+        )
         m = self.measurement
         if m.duration_s is not None:
             windows = m.repeats * (2 if m.comm_overhead else 1)  # a no_sync window after each
@@ -660,7 +691,102 @@ def build_plan(config: BenchConfig, machine: Machine) -> Plan:
         for shape in shapes
         for layout in parallel_shapes(strategy, parallel, shape.world_size)
     ]
+    cells += [
+        plan_job_cell(config, machine, job, batch, shape, precision)
+        for job in config.jobs
+        # an axis applies to a job where its command names the axis' placeholder
+        for precision in (config.training.precision if "precision" in job.named else [None])
+        for batch in (_listed(config.batch_sizes) if "batch" in job.named else [None])
+        for shape in shapes
+    ]
     return Plan.of(config, cells, notes, machine.scheduler_answer)
+
+
+def _listed(batch_sizes: Sequence[int] | str) -> list[int | None]:
+    """The config's batches (a job naming {batch} has a list: the config checks it)."""
+    return [] if isinstance(batch_sizes, str) else list(batch_sizes)
+
+
+def plan_job_cell(
+    config: BenchConfig,
+    machine: Machine,
+    job: JobSpec,
+    batch: int | None,
+    shape: Shape,
+    precision: Precision | None,
+) -> PlannedCell:
+    """One cell of a `jobs:` row: its command with the matrix's values filled, its identity
+    (what the config filled; the batch per rank, or 1, and fp32 stand where the job decides,
+    replaced by what its ranks measured), launched as a cell is (threads, launcher.env)."""
+    device = resolve_device(config, machine)
+    backend = resolve_backend(config, device)
+    threads = resolve_omp_threads(config, machine)
+    values = {"gpus": shape.world_size, "batch": batch, "precision": precision}
+    line = JobLine(
+        job.label,
+        filled(job.command, values),
+        wrapped_line(job.command),
+        job.named,
+        job.batch,
+    )
+    measurement = config.measurement
+    definition = json.dumps(
+        {
+            "job": job.label,
+            "command": list(line.argv),
+            "wrapped": line.wrapped,
+            "batch_scope": job.batch if batch is not None else None,
+            "world_size": shape.world_size,
+            "nnodes": shape.nodes,
+            "device": device,
+            "backend": backend,
+            "measurement": measurement.model_dump(mode="json", include=JOB_MEASUREMENT),
+            "omp_num_threads": threads if line.wrapped else None,
+            "env": dict(sorted(config.launcher.env.items())),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    sha = definition_hash(definition)
+    per_rank = batch if batch is None or job.batch == "per_rank" else batch // shape.world_size
+    label = model_name(job.label)
+    identity = CellIdentity(
+        id=job_cell_id(job.label, batch, shape.world_size, precision, sha),
+        definition_sha256=sha,
+        model=label,
+        label=label,
+        batch_size=max(1, per_rank or 1),
+        world_size=shape.world_size,
+        precision=precision or "fp32",
+        strategy="ddp",
+        device=device,
+        backend=backend,
+        nodes=shape.nodes,
+    )
+    skip, warnings = _skip_or_warn(identity, shape, machine)
+    launch = LaunchSettings(
+        nproc_per_node=shape.nproc_per_node,
+        nnodes=shape.nodes,
+        omp_num_threads=threads,
+        extra_env=dict(config.launcher.env),
+        timeout_s=config.launcher.cell_timeout_s,
+    )
+    return PlannedCell(
+        identity,
+        ModelSpec.model_construct(name=label),  # not a model torchscale builds
+        definition,
+        config.training,
+        measurement,
+        config.data,
+        launch,
+        skip,
+        warnings,
+        job=line,
+    )
+
+
+# what of `measurement` a job cell uses (the rest is the built-in worker's)
+JOB_MEASUREMENT = {"warmup_steps", "steps", "repeats"}
 
 
 def batch_sizes(

@@ -109,7 +109,14 @@ def run_cell(
 ) -> CellResult:
     """Launch one cell and return its result (also written to the store), priced at
     `price_per_gpu_hour` (config `cost:`) when it finished ok. `launch_notes` join the
-    result's `launch` record (a Slurm job id and node list)."""
+    result's `launch` record (a Slurm job id and node list). A `jobs:` row's cell runs the
+    user's command through the own-job host instead (orchestration/own_job/sweep_cell.py)."""
+    if planned.job is not None:
+        from torchscale.orchestration.own_job.sweep_cell import run_job_cell
+
+        result = priced(run_job_cell(planned, store, base_env), price_per_gpu_hour)
+        store.write_cell(result)
+        return result
     cell_id = planned.cell.id
     store.prepare_cell(cell_id)
     spec_path = store.write_spec(

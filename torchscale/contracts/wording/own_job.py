@@ -17,19 +17,27 @@ def _output(f: F) -> str:
 
 
 def _identity(f: F) -> str:
-    batch = f.get("batch")
+    """`batch`: the samples each rank's loader gave per step (None: unknown); `precision`: the
+    one a sweep filled into the command's {precision} (None: unknown)."""
+    batch, precision = f.get("batch"), f.get("precision")
+    unknown = [
+        *(["batch size"] if batch is None else []),
+        *(["precision"] if precision is None else []),
+        "parallel strategy",
+    ]
+    shown = [*(["b1"] if batch is None else []), *(["fp32"] if precision is None else []), "ddp"]
+    said = f"placeholder{'s' if len(shown) > 1 else ''} ({', '.join(shown)})"
     if batch is None:
-        unknown = "batch size, precision and parallel strategy"
-        shown = "placeholders (b1, fp32, ddp), a sample is one optimizer step"
+        said += ", a sample is one optimizer step"
     else:
-        unknown = "precision and parallel strategy"
-        shown = (
-            f"placeholders (fp32, ddp); b{batch} is the samples each rank's loader gave per "
-            "optimizer step"
-        )
+        said += f"; b{batch} is the samples each rank's loader gave per optimizer step"
+    if precision is not None:
+        said += f"; {precision} is the precision the sweep filled into your command"
+    what = unknown[0] if len(unknown) == 1 else f"{', '.join(unknown[:-1])} and {unknown[-1]}"
     return (
-        f"your job's {unknown} are not known to torchscale: its label shows {shown}, and the "
-        "step is judged as data-parallel (every rank runs the whole step)"
+        f"your job's {what} {'is' if len(unknown) == 1 else 'are'} not known to torchscale: "
+        f"its label shows {said}, and the step is judged as data-parallel (every rank runs the "
+        "whole step)"
     )
 
 

@@ -86,6 +86,9 @@ SAID: dict[str, str] = {
     "unavailable.marked_steps": "steps marked by torchscale.mark_step(), which names no "
     "parameters: no gradient hook marks the end of backward compute, so backward is reported "
     "whole (its communication waits included)",
+    "unavailable.own_job_setup_whole": "your job's set-up (its process group, CUDA context, "
+    "model, optimizer and loader) is timed whole, from torch imported to the first training "
+    "step, and shown as the model build: the probe sees no boundary inside it",
     "unavailable.no_trainable_parameters": "no trainable parameters: no gradient hook marks the "
     "end of backward compute",
     "unavailable.hooks_missed": "in some steps the gradient hooks did not fire as expected: "

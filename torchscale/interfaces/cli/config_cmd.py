@@ -40,6 +40,12 @@ def validate_config(
     auto = isinstance(config.batch_sizes, str)  # batch_sizes: auto, one batch per model
     batches = 1 if auto else len(config.batch_sizes)
     cells = len(config.models) * batches * len(config.training.precision) * per_model_batch
+    job_cells = sum(  # a job crosses gpu_counts and the axes its command names
+        len(cell_shapes(config))
+        * (batches if "batch" in job.named else 1)
+        * (len(config.training.precision) if "precision" in job.named else 1)
+        for job in config.jobs
+    )
     if not Verbosity.quiet():
         layouts = ""
         if any(s in ("tp", "pp", "hybrid") for s in config.training.strategy):
@@ -57,7 +63,13 @@ def validate_config(
         stdout.print(
             f"[green]OK[/] {file}: experiment '{config.experiment_name}', {cells} cell(s) = "
             + " x ".join(factors)
-            + layouts,
+            + layouts
+            + (
+                f", and {job_cells} cell(s) of {len(config.jobs)} job(s) (each over gpu_counts "
+                "and the axes its command names)"
+                if config.jobs
+                else ""
+            ),
             markup=True,
         )
         _, on_cuda = config.for_device("cuda")

@@ -34,7 +34,9 @@ def plan_lines(
         env = " ".join(f"{k}={v}" for k, v in sorted(command.env_overrides.items()))
         lines.append(Line("info", f"   argv: {shlex.join(command.argv)}"))
         dropped = "RANK/MASTER_*/PET_*/TORCHELASTIC_*"
-        lines.append(Line("info", f"   env:  {env} (+ inherited, minus {dropped})"))
+        as_given = planned.job is not None and not planned.job.wrapped  # a user's own launcher
+        inherited = "+ inherited" if as_given else f"+ inherited, minus {dropped}"
+        lines.append(Line("info", f"   env:  {env} ({inherited})"))
         lines += [Line("warn", f"   warn: {warning_words(w)}") for w in planned.warnings]
     to_run = [p for p in plan.runnable if p.cell.id not in reused]
     estimate = plan.estimate(to_run)

@@ -22,7 +22,7 @@ from torchscale.orchestration.config.schema import LIST_TAG, UNION_TAGS, BenchCo
 from torchscale.orchestration.config.seed_keys import seed_key_hint
 from torchscale.orchestration.config.yaml_source import YamlIndex, parse_scalar, read_yaml
 
-REQUIRED_HINT = "a config needs at least experiment_name, models and gpu_counts"
+REQUIRED_HINT = "a config needs at least experiment_name, models (or jobs) and gpu_counts"
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> BenchConfig:

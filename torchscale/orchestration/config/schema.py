@@ -9,12 +9,14 @@ everything else has a default, so `config show` can print the fully resolved con
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
+    ConfigDict,
     Discriminator,
     Field,
     SerializationInfo,
@@ -25,6 +27,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from torchscale.contracts.catalog import Collective
 from torchscale.contracts.cell_settings import (
@@ -57,6 +60,12 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.launcher_registry import LAUNCHERS
 from torchscale.contracts.units import parse_bytes
+from torchscale.orchestration.own_job.job_line import (
+    BatchScope,
+    job_label,
+    line_problem,
+    placeholders,
+)
 
 BatchList = Annotated[
     list[Annotated[int, Field(gt=0), AtMost(MAX_BATCH_SIZE)]],
@@ -104,11 +113,84 @@ EnvText = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class _Required:
+    """`models` as written, in a config with no jobs: then it is required and not empty."""
+
+    value: Any
+
+
+_ABSENT = object()
+
+
 def _names_to_model_specs(value: Any) -> Any:
-    """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`."""
+    """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`; a row naming a
+    command belongs to `jobs:`, said in one line."""
+    if isinstance(value, _Required):
+        if value.value is _ABSENT:
+            raise ValueError("required key is missing (models, or jobs: your own command)")
+        if value.value == []:
+            raise PydanticCustomError("too_short", "must not be empty")
+        value = value.value
     if isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, dict) and "command" in item:
+                raise ValueError(
+                    f"row {index} names a command: a model row names a built-in or plug-in "
+                    "model; your own command goes in a row of jobs: (docs/own-job.md)"
+                )
         return [{"name": item} if isinstance(item, str) else item for item in value]
     return value
+
+
+class JobSpec(StrictModel):
+    """Your own training job, swept over the matrix like a model (docs/own-job.md, "Sweeps of
+    your job"): its command with the placeholders the matrix fills ({gpus}, {batch},
+    {precision}), run with the probe at each of gpu_counts."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
+        default=None, description="its label in results (default: its script's name)"
+    )
+    command: Annotated[
+        list[Annotated[str, Field(min_length=1)]],
+        Field(
+            min_length=1,
+            description="argv, no shell: `python SCRIPT ...` is started by torchscale's torchrun "
+            "at each size; any other launch line must place {gpus}; {batch} and {precision} "
+            "are filled from batch_sizes and training.precision where the line names them",
+        ),
+    ]
+    batch: BatchScope = Field(
+        default="per_rank",
+        description="what {batch} is: per_rank (each rank's batch, as batch_sizes are) or "
+        "global (one step's batch over every rank: your script divides it)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_a_model(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("model" in data or "options" in data):
+            raise ValueError(
+                "a jobs row runs your command, not a model: give a model in a row of models:"
+            )
+        return data
+
+    @field_validator("command")
+    @classmethod
+    def _sweepable(cls, command: list[str]) -> list[str]:
+        problem = line_problem(command)
+        if problem is not None:
+            raise ValueError(problem)
+        return command
+
+    @property
+    def label(self) -> str:
+        return self.name or job_label(self.command)
+
+    @property
+    def named(self) -> frozenset[str]:
+        """The placeholders its command names."""
+        return placeholders(self.command)
 
 
 def _comm_bytes(value: Any) -> Any:
@@ -520,6 +602,12 @@ class OnCudaConfig(StrictModel):
 class BenchConfig(StrictModel):
     """A whole experiment: the sweep axes and how every cell is run and measured."""
 
+    # models or jobs (or both): the schema's editors say so as the validation does
+    model_config = ConfigDict(
+        **StrictModel.model_config,
+        json_schema_extra={"anyOf": [{"required": ["models"]}, {"required": ["jobs"]}]},
+    )
+
     experiment_name: Annotated[
         str,
         Field(
@@ -532,8 +620,12 @@ class BenchConfig(StrictModel):
     models: Annotated[
         list[ModelSpec],
         BeforeValidator(_names_to_model_specs, json_schema_input_type=list[str | ModelSpec]),
-        Field(min_length=1),
-    ]
+    ] = Field(default_factory=list, description="built-in or plug-in models (or jobs, or both)")
+    jobs: list[JobSpec] = Field(
+        default_factory=list,
+        description="your own training jobs, each a command swept like a model "
+        "(docs/own-job.md, 'Sweeps of your job')",
+    )
     batch_sizes: Annotated[
         Annotated[BatchList, Tag(LIST_TAG)] | Annotated[Literal["auto"], Tag(AUTO_TAG)],
         Discriminator(_batch_sizes_form),
@@ -564,6 +656,14 @@ class BenchConfig(StrictModel):
         "(docs/configuration.md, 'One file for CPU and GPU')",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _models_unless_jobs(cls, data: Any) -> Any:
+        """Without jobs, models is required and not empty, said with the other keys' errors."""
+        if isinstance(data, dict) and not data.get("jobs"):
+            return {**data, "models": _Required(data.get("models", _ABSENT))}
+        return data
+
     @field_validator("experiment_name")
     @classmethod
     def _safe_directory_name(cls, name: str) -> str:
@@ -579,6 +679,36 @@ class BenchConfig(StrictModel):
     def _distinct_models(cls, models: list[ModelSpec]) -> list[ModelSpec]:
         _unique([m.display_name for m in models])
         return models
+
+    @model_validator(mode="after")
+    def _jobs_runnable(self) -> BenchConfig:
+        """What a sweep of the user's jobs cannot do, one line each, before anything runs."""
+        labels = [m.display_name for m in self.models] + [j.label for j in self.jobs]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(
+                f"two rows of models and jobs are labelled {', '.join(twice)}: give a job a "
+                "name of its own (jobs[].name), a model a label"
+            )
+        if not self.jobs:
+            return self
+        if self.launcher.kind != "local":
+            raise ValueError(
+                f"jobs run with launcher.kind 'local' only (not yet under "
+                f"'{self.launcher.kind}': docs/own-job.md)"
+            )
+        if self.measurement.duration_s is not None:
+            raise ValueError(
+                "jobs are measured over a number of optimizer steps: set measurement.steps, "
+                "not duration_s"
+            )
+        for index, job in enumerate(self.jobs):
+            if "batch" in job.named and isinstance(self.batch_sizes, str):
+                raise ValueError(
+                    f"jobs[{index}] ({job.label}) names {{batch}}: batch_sizes must be a list "
+                    "(auto sizes torchscale's own models)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> BenchConfig:

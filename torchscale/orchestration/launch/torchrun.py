@@ -101,8 +101,10 @@ def torchrun_command(
     malloc_reuse: bool = False,
     compile_cache: PurePath | None = None,
     cpu_binding: bool = False,
+    as_script: bool = False,
 ) -> LaunchCommand:
-    """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
+    """A launch of `python -m module *module_args` (with `as_script`, of the script at the
+    path `module`: a user's `python train.py` line) on `nproc` ranks per node: one node with
     the default `rendezvous`, or whatever a multi-node launcher passes instead
     (`--nnodes=2 --rdzv-backend=c10d ...`, torchscale/orchestration/schedulers/slurm/step.py).
 
@@ -117,7 +119,7 @@ def torchrun_command(
     error_file = log_dir / "error.json"
     argv = [python, "-m", "torch.distributed.run", *rendezvous, f"--nproc-per-node={nproc}"]
     argv += ["--max-restarts=0", "--log-dir", str(log_dir / "ranks"), "--redirects", "3"]
-    argv += ["-m", module, *module_args]
+    argv += [module, *module_args] if as_script else ["-m", module, *module_args]
     diagnostics = log_dir / "diagnostics"
     overrides = {
         "OMP_NUM_THREADS": str(omp_num_threads),

@@ -68,7 +68,7 @@ def search_groups(plan: Plan) -> list[SearchGroup]:
     which the doubling and bisection do not respect (docs/memory.md)."""
     members: dict[str, list[PlannedCell]] = {}
     for planned in plan.runnable:
-        if planned.cell.parallel is not None:
+        if planned.cell.parallel is not None or planned.job is not None:  # a job sizes itself
             continue
         members.setdefault(definition_hash(group_definition(planned)), []).append(planned)
     groups = []

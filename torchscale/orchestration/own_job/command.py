@@ -1,22 +1,26 @@
-"""The user's launch line as data: its argv exactly as given, its environment (the caller's,
-with the probe's carrier first on PYTHONPATH and the TORCHSCALE_OWN_JOB_* settings every rank
-reads before the job starts), and a copy of that environment safe to store.
+"""The user's launch line as data: its argv exactly as given (or, in a sweep, a python line
+inside torchscale's own torchrun), its environment (the caller's, with the probe's carrier
+first on PYTHONPATH and the TORCHSCALE_OWN_JOB_* settings every rank reads before the job
+starts), and a copy of that environment safe to store.
 
 Nothing here starts a process: launch.attempt.run_attempt runs what this builds.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path, PurePath
+from dataclasses import dataclass, replace
+from pathlib import Path
 
+from torchscale.contracts.cell import Device
 from torchscale.contracts.finding import Finding
-from torchscale.orchestration.launch.torchrun import LaunchCommand
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.launch.torchrun_env import child_environment
+from torchscale.orchestration.own_job.job_line import JobLine
+from torchscale.orchestration.own_job.job_line import job_label as job_label
 
 # the agreed interface with the probe, spelled once there (its package imports nothing heavy):
 # the carrier folder (its sitecustomize.py) and the settings every rank reads
@@ -49,18 +53,6 @@ class OwnJobRequest:
     @property
     def stop(self) -> bool:
         return not self.let_it_finish
-
-
-def job_label(argv: Sequence[str]) -> str:
-    """The job's name as results show it: its script ('train.py'), else the module after
-    -m, else the program's name."""
-    for arg in argv[1:]:
-        if arg.endswith(".py"):
-            return PurePath(arg).name
-    for flag, value in itertools.pairwise(argv):
-        if flag == "-m":
-            return value
-    return PurePath(argv[0]).name if argv else "job"
 
 
 def missing_program(argv: Sequence[str], env: Mapping[str, str]) -> Finding | None:
@@ -99,24 +91,69 @@ def job_overrides(
 
 
 def job_command(
-    request: OwnJobRequest, directory: Path, base_env: Mapping[str, str]
+    request: OwnJobRequest,
+    directory: Path,
+    base_env: Mapping[str, str],
+    launch_env: Mapping[str, str] | None = None,
 ) -> LaunchCommand:
     """The launch of the user's command, with its log and diagnostics in `directory`/logs and
-    the ranks' measurements in `directory`/ranks."""
+    the ranks' measurements in `directory`/ranks; `launch_env`: what torchscale's own launch
+    sets on top of `base_env` (a sweep's torchrun, launcher.env), recorded as its overrides."""
     log_dir = directory / "logs"
-    error_file = Path(base_env.get(ERROR_FILE_ENV) or log_dir / "error.json")
-    overrides = job_overrides(request, directory / "ranks", base_env, error_file)
-    env = {**base_env, **overrides}
+    given = {**base_env, **(launch_env or {})}
+    error_file = Path(given.get(ERROR_FILE_ENV) or log_dir / "error.json")
+    overrides = job_overrides(request, directory / "ranks", given, error_file)
+    env = {**given, **overrides}
     threads = env.get("OMP_NUM_THREADS", "")
     return LaunchCommand(
         argv=list(request.argv),
         env=env,
-        env_overrides=overrides,
+        env_overrides={**(launch_env or {}), **overrides},
         omp_num_threads=int(threads) if threads.isdigit() else 0,  # 0: the job's own choice
         nproc=0,  # the launch line decides; the ranks' files tell how many ran
         error_file=error_file,
         log_dir=log_dir,
     )
+
+
+@dataclass(frozen=True)
+class SweepLaunch:
+    """How a sweep starts one job cell: at its world size, with its threads and device."""
+
+    nproc: int
+    device: Device
+    omp_num_threads: int
+    extra_env: Mapping[str, str]  # launcher.env
+
+
+def sweep_command(
+    job: JobLine,
+    request: OwnJobRequest,
+    how: SweepLaunch,
+    directory: Path,
+    base_env: Mapping[str, str],
+) -> LaunchCommand:
+    """A job cell's launch: a python line inside torchscale's own torchrun at the cell's
+    size, as a cell is launched (its threads per rank, its visible GPUs, launcher.env); any
+    other line run as given, {gpus} filled, with launcher.env; the probe's settings on top."""
+    if not job.wrapped:
+        return job_command(replace(request, argv=job.argv), directory, base_env, how.extra_env)
+    interpreter, entry, script, args = job.python_parts()
+    wrapper = torchrun_command(
+        entry,
+        args,
+        nproc=how.nproc,
+        device=how.device,
+        log_dir=directory / "logs",
+        base_env=base_env,
+        omp_num_threads=how.omp_num_threads,
+        extra_env=how.extra_env,
+        python=interpreter,
+        as_script=script,
+    )
+    inherited = child_environment(base_env, {})  # no other launch's RANK, MASTER_*, PET_*
+    wrapped = replace(request, argv=tuple(wrapper.argv))
+    return job_command(wrapped, directory, inherited, wrapper.env_overrides)
 
 
 def redacted(env: Mapping[str, str]) -> dict[str, str]:

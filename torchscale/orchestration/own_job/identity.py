@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell import MAX_SLUG, CellIdentity, file_safe
 from torchscale.contracts.cell_settings import (
     DataConfig,
     MeasurementConfig,
@@ -68,9 +68,13 @@ def measured_tokens_per_sample(ranks: Sequence[RankMeasurement]) -> float | None
     return tokens / samples if samples and tokens else None
 
 
-def identity_warning(batch: int | None) -> CellWarning:
-    """What the label's placeholders are (`batch`: None when the batch is one too)."""
-    return CellWarning.of("other", "own_job.identity_unknown", {"batch": batch})
+def identity_warning(batch: int | None, precision: str | None = None) -> CellWarning:
+    """What the label's placeholders are (`batch`: None when the batch is one too;
+    `precision`: the one a sweep filled into the command, None when it is one too)."""
+    figures: dict[str, object] = {"batch": batch}
+    if precision is not None:
+        figures["precision"] = precision
+    return CellWarning.of("other", "own_job.identity_unknown", figures)
 
 
 def job_device(ranks: Sequence[RankMeasurement]) -> str:
@@ -99,6 +103,34 @@ def job_identity(
     )
 
 
+def job_cell_id(
+    label: str, batch: int | None, world: int, precision: str | None, sha256: str
+) -> str:
+    """A sweep's job cell id, 'my_ddp__b8__w2__job__1a2b3c4d': what the config filled into
+    the command (a batch or precision it does not name is left out) and the definition's
+    hash; 'job' where a model cell's id has its strategy."""
+    parts = [file_safe(label)[:MAX_SLUG], *([f"b{batch}"] if batch is not None else [])]
+    parts += [f"w{world}", *([precision] if precision is not None else []), "job", sha256[:8]]
+    return "__".join(parts)
+
+
+def as_measured(planned: CellIdentity, world: int, device: str, batch: int | None) -> CellIdentity:
+    """A sweep's planned job cell as it ran: its id and definition kept (what --resume
+    matches), the world, device and batch per rank as the ranks' files tell them (the
+    throughput's samples are the measured batch's)."""
+    if world == 0:
+        return planned
+    cuda = device == "cuda"
+    return planned.model_copy(
+        update={
+            "world_size": world,
+            "batch_size": batch or planned.batch_size,
+            "device": "cuda" if cuda else "cpu",
+            "backend": "nccl" if cuda else "gloo",
+        }
+    )
+
+
 def job_spec(
     identity: CellIdentity,
     result_path: Path,
@@ -124,7 +156,9 @@ def job_spec(
     )
 
 
-def job_facts(ranks: Sequence[RankMeasurement], device: str, batch: int | None) -> CellFacts:
+def job_facts(
+    ranks: Sequence[RankMeasurement], device: str, batch: int | None, precision: str | None = None
+) -> CellFacts:
     """What the host knows besides the measurements: little (no parameter count, no FLOPs;
     the tokens per sample the probe counted)."""
     from torchscale.rank.worker.aggregate import CellFacts
@@ -139,5 +173,5 @@ def job_facts(ranks: Sequence[RankMeasurement], device: str, batch: int | None) 
         environment={"host": ranks[0].host if ranks else None},
         fused_optimizer=None,
         channels_last=None,
-        warnings=(identity_warning(batch),),
+        warnings=(identity_warning(batch, precision),),
     )

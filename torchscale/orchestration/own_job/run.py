@@ -15,22 +15,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
-from torchscale.contracts.cell import Status
+from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
 from torchscale.contracts.signals import Terminated, signal_name
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.attempt import Attempt, run_attempt
+from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.own_job.command import (
     ENVIRONMENT_FILE,
     OwnJobRequest,
@@ -46,6 +48,7 @@ from torchscale.orchestration.own_job.identity import (
     job_spec,
     measured_batch,
 )
+from torchscale.rank.own_job import ENV_DIR as DIR_ENV
 
 if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is called
     from torchscale.rank.worker.measure import RankMeasurement
@@ -112,6 +115,172 @@ def as_repeats(ranks: list[RankMeasurement]) -> list[RankMeasurement]:
     return [blocks(r) for r in ranks]
 
 
+@dataclass(frozen=True)
+class Launched:
+    """One launch of the job: its command, how it ended, what its ranks wrote."""
+
+    command: LaunchCommand
+    attempt: Attempt[list[RankMeasurement]] | None  # None: stopped by a signal
+    ranks: list[RankMeasurement]  # every rank file read, measured steps or not
+    findings: list[Finding]
+    wall_s: float  # the launch's own time (not reading the files after it)
+    started_unix: float  # its start on the wall clock: the ranks' start-up counts from it
+    stopped_by: int | None = None
+
+    @property
+    def kept(self) -> list[RankMeasurement]:
+        """The measured ranks, with their start-up from this launch's start."""
+        return with_start_up(measured(self.ranks), self.started_unix)
+
+
+def launch_job(
+    command: LaunchCommand,
+    request: OwnJobRequest,
+    reader: RankReader,
+    keep_on_stop: bool = False,
+) -> Launched:
+    """Run the job once and read its ranks' files (a stale one of an earlier launch in the
+    same folder removed first). Ctrl-C and SIGTERM stop the job's group (run_logged); with
+    `keep_on_stop` what the ranks measured before is kept and the signal recorded, else
+    the signal goes on up (a sweep stops)."""
+    rank_dir = Path(command.env_overrides[DIR_ENV])
+    shutil.rmtree(rank_dir, ignore_errors=True)
+    rank_dir.mkdir(parents=True, exist_ok=True)
+    read: list[tuple[list[RankMeasurement], list[Finding]]] = []
+
+    def read_written() -> list[RankMeasurement] | None:
+        read.append(reader(rank_dir))
+        return measured(read[-1][0]) or None
+
+    clock, started_unix = time.perf_counter(), time.time()
+    attempt: Attempt[list[RankMeasurement]] | None = None
+    stopped_by: int | None = None
+    try:
+        attempt = run_attempt(command, request.timeout_s, read_written)
+    except KeyboardInterrupt:  # the job's group is down already (run_logged)
+        if not keep_on_stop:
+            raise
+        stopped_by = signal.SIGINT
+    except Terminated as stop:
+        if not keep_on_stop:
+            raise
+        stopped_by = stop.signum
+    # the job's own time: the launch's, not reading its files after (the reader loads torch)
+    wall_s = attempt.outcome.wall_s if attempt is not None else time.perf_counter() - clock
+    if attempt is None:
+        read_written()
+    ranks, findings = read[-1]
+    return Launched(command, attempt, ranks, findings, wall_s, started_unix, stopped_by)
+
+
+# the job's set-up is one span to the probe: no CUDA context or process group apart
+SETUP_WHOLE = "unavailable.own_job_setup_whole"
+
+
+def with_start_up(ranks: list[RankMeasurement], launched_unix: float) -> list[RankMeasurement]:
+    """Each rank's start-up as a cell's fixed costs: the launch's start to torch imported
+    (torchrun's and the interpreter's start, imports: process start), torch imported to the
+    first sight of training (the job's own set-up, whole: shown as the model build) and its
+    warm-up steps."""
+    from torchscale.rank.worker.fixed_costs import RankFixedCosts
+
+    whole = Finding(code=SETUP_WHOLE)
+    out = []
+    for rank in ranks:
+        imported = getattr(rank, "torch_imported_unix", None)
+        training = getattr(rank, "training_started_unix", None)
+        setup = None if imported is None or training is None else max(0.0, training - imported)
+        fixed = RankFixedCosts(
+            process_start_s=None if imported is None else max(0.0, imported - launched_unix),
+            model_build_s=setup,
+            warmup_s=sum(rank.warmup_s) if rank.warmup_s else None,
+            notes={"device_init_s": whole, "process_group_init_s": whole},
+        )
+        out.append(replace(rank, fixed=fixed))
+    return out
+
+
+def combined(launches: Sequence[Launched]) -> list[RankMeasurement]:
+    """The ranks' measurements of a cell: one launch's steps cut into REPEATS blocks (as
+    `profile` does), or several launches', a window per launch (a relaunch is a repeat)."""
+    if len(launches) == 1:
+        return as_repeats(launches[0].kept)
+    from torchscale.rank.own_job.reading import OwnJobMeasurement, relaunched
+
+    kept = [[r for r in launch.kept if isinstance(r, OwnJobMeasurement)] for launch in launches]
+    return list(relaunched(kept)) if all(kept) else []
+
+
+def job_result(
+    launches: Sequence[Launched],
+    request: OwnJobRequest,
+    store: ResultStore,
+    identity_of: Callable[[int, str, int | None], CellIdentity],
+    precision: str | None = None,
+) -> tuple[CellResult, Finding | None, list[Finding]]:
+    """(the result of the launches, why nothing was measured or None, the notes said):
+    `identity_of(world, device, batch)` names the cell from what the ranks' files tell."""
+    last = launches[-1]
+    notes = [f for launch in launches for f in launch.findings]
+    if last.stopped_by is not None:
+        figures = {"signal": signal_name(last.stopped_by)}
+        notes.append(Finding(code="own_job.stopped", figures=figures))
+    kept = combined(launches) if last.kept else []
+    device, counted = job_device(last.ranks), measured_batch(kept)
+    batch = request.samples_per_step or counted
+    if request.samples_per_step is not None:  # the result says which count it used
+        given = {"given": request.samples_per_step, "counted": counted}
+        notes.append(Finding(code="own_job.samples_given", figures=given))
+    identity = identity_of(len(last.ranks), device, batch)
+    problem = None
+    if kept:
+        from torchscale.rank.worker.aggregate import aggregate
+
+        paths = store.cell_path(identity.id), store.steps_path(identity.id)
+        spec = job_spec(identity, *paths, request, kept)
+        result = aggregate(spec, kept, job_facts(kept, device, batch, precision))
+        shutdown = [
+            _launched_by(w, request.argv)
+            for launch in launches
+            if launch.attempt
+            for w in launch.attempt.warnings
+        ]
+        result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
+    else:
+        problem = _problem(
+            request,
+            last.attempt,
+            last.ranks,
+            last.findings,
+            last.stopped_by,
+            last.wall_s,
+            last.command.log_path,
+        )
+        error = last.attempt.failure.as_error() if last.attempt and last.attempt.failure else None
+        if error is None or problem.code not in JOB_FAILED:  # the job ended well: ours is why
+            found = CellError(reason=wording.say(problem), cause=problem)
+            if error is not None:  # its log tail and signal kept
+                found = error.model_copy(update={"reason": found.reason, "cause": problem})
+            error = found
+        result = CellResult(
+            cell=identity,
+            status=_status(last.attempt),
+            error=error,
+            warnings=[_warning(n) for n in notes],
+        )
+    result.wall_s = round(sum(launch.wall_s for launch in launches), 3)
+    result.launch = {"argv": last.command.argv, "env": redacted(last.command.env_overrides)}
+    if len(launches) > 1:
+        result.launch["launches"] = len(launches)
+    return result, problem, notes
+
+
+def record_environment(store: ResultStore, command: LaunchCommand, directory: Path) -> None:
+    """The job's argv and environment, secrets redacted, beside its log."""
+    record = {"argv": command.argv, "env": redacted(command.env)}
+    store.write_text(directory / ENVIRONMENT_FILE, json.dumps(record, indent=2))
+
+
 def run_own_job(
     request: OwnJobRequest,
     output_dir: Path,
@@ -134,71 +303,19 @@ def run_own_job(
         cell_id = f"{cell_id}-{os.getpid()}"
     directory, result_path = store.log_dir(cell_id), store.cell_path(cell_id)
     command = job_command(request, directory, base_env)
-    rank_dir = Path(command.env_overrides["TORCHSCALE_OWN_JOB_DIR"])
-    rank_dir.mkdir(parents=True, exist_ok=True)
-    record = {"argv": command.argv, "env": redacted(command.env)}
-    store.write_text(directory / ENVIRONMENT_FILE, json.dumps(record, indent=2))
-
-    read: list[tuple[list[RankMeasurement], list[Finding]]] = []
-
-    def read_written() -> list[RankMeasurement] | None:
-        read.append(reader(rank_dir))
-        return measured(read[-1][0]) or None
-
+    record_environment(store, command, directory)
     if on_start is not None:
         on_start(request)
-    clock = time.perf_counter()
-    attempt: Attempt[list[RankMeasurement]] | None = None
-    stopped_by: int | None = None
-    try:
-        attempt = run_attempt(command, request.timeout_s, read_written)
-    except KeyboardInterrupt:  # the job's group is down already (run_logged)
-        stopped_by = signal.SIGINT
-    except Terminated as stop:
-        stopped_by = stop.signum
-    # the job's own time: the launch's, not reading its files after (the reader loads torch)
-    wall_s = attempt.outcome.wall_s if attempt is not None else time.perf_counter() - clock
-    if attempt is None:
-        read_written()
-    ranks, findings = read[-1]
-    kept = as_repeats(measured(ranks))
+    launched = launch_job(command, request, reader, keep_on_stop=True)
     label = job_label(request.argv)
-    device, counted = job_device(ranks), measured_batch(kept)
-    batch = request.samples_per_step or counted
-    identity = job_identity(cell_id, request.argv, label, len(ranks), device, batch)
-    notes = list(findings)
-    if request.samples_per_step is not None:  # the result says which count it used
-        given = {"given": request.samples_per_step, "counted": counted}
-        notes.append(Finding(code="own_job.samples_given", figures=given))
-    if stopped_by is not None:
-        notes.append(Finding(code="own_job.stopped", figures={"signal": signal_name(stopped_by)}))
-    problem = None
-    if kept:
-        from torchscale.rank.worker.aggregate import aggregate
 
-        spec = job_spec(identity, result_path, store.steps_path(cell_id), request, kept)
-        result = aggregate(spec, kept, job_facts(kept, device, batch))
-        shutdown = [_launched_by(w, request.argv) for w in attempt.warnings] if attempt else []
-        result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
-    else:
-        problem = _problem(request, attempt, ranks, findings, stopped_by, wall_s, command.log_path)
-        error = attempt.failure.as_error() if attempt and attempt.failure else None
-        if error is None or problem.code not in JOB_FAILED:  # the job ended well: ours is why
-            found = CellError(reason=wording.say(problem), cause=problem)
-            if error is not None:  # its log tail and signal kept
-                found = error.model_copy(update={"reason": found.reason, "cause": problem})
-            error = found
-        result = CellResult(
-            cell=identity,
-            status=_status(attempt),
-            error=error,
-            warnings=[_warning(n) for n in notes],
-        )
+    def identity_of(world: int, device: str, batch: int | None) -> CellIdentity:
+        return job_identity(cell_id, request.argv, label, world, device, batch)
+
+    result, problem, notes = job_result([launched], request, store, identity_of)
     result.started_at = started.isoformat(timespec="seconds")
-    result.wall_s = round(wall_s, 3)
-    result.launch = {"argv": command.argv, "env": redacted(command.env_overrides)}
     store.write_text(result_path, result.model_dump_json(indent=2))
-    return OwnJobRun(directory, result_path, result, problem, stopped_by, notes)
+    return OwnJobRun(directory, result_path, result, problem, launched.stopped_by, notes)
 
 
 def _launched_by(warning: CellWarning, argv: tuple[str, ...]) -> CellWarning:

@@ -314,7 +314,8 @@ def profile_after_sweep(
     from torchscale.orchestration.profiling.trigger import select_for_profiling
 
     settings = plan.profiling
-    by_id = {planned.cell.id: planned for planned in plan.cells}
+    # a user's job is not torchscale's worker: its cells are not profiled here
+    by_id = {planned.cell.id: planned for planned in plan.cells if planned.job is None}
     chosen = [
         (selected, by_id[selected.cell_id])
         for selected in select_for_profiling(results, settings)

@@ -33,6 +33,7 @@ import resource
 import signal
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,10 @@ class Probe:
         self.thread = threading.get_ident()
         self.sched: Any = None  # the training thread's cpu_wait clock
         self.untimed_first = False  # the first step's marks are on another clock
+        # wall clock (the host's start-up figures): torch imported, and the first sight of
+        # training (the job's own set-up done)
+        self.torch_imported_unix = time.time()
+        self.training_started_unix: float | None = None
 
     # ------------------------------------------------------------------ install
 
@@ -168,6 +173,8 @@ class Probe:
         """The current step's marks, opened at the first sight of training."""
         if self.step is None:
             self.step = StepMarks(self.clock.mark())
+            if self.training_started_unix is None:
+                self.training_started_unix = time.time()
         return self.step
 
     # ------------------------------------------------------------------ wrappers
@@ -562,6 +569,8 @@ class Probe:
             "warmup_steps": s.warmup,
             "optimizer_steps": self.count,
             "stopped": s.stop and bool(s.steps) and len(measured) == s.steps,
+            "torch_imported_unix": self.torch_imported_unix,
+            "training_started_unix": self.training_started_unix,
             "findings": findings,
         }
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from torchscale.contracts.finding import Finding
-from torchscale.rank.worker.measure import RankMeasurement
+from torchscale.rank.worker.fixed_costs import STAGES, RankFixedCosts
+from torchscale.rank.worker.measure import RankMeasurement, Window
 
 RANK_FILE = re.compile(r"^rank(\d+)\.(measurement|probe)\.json$")
 
@@ -31,13 +34,35 @@ class OwnJobMeasurement(RankMeasurement):
     optimizer_steps: int = 0  # optimizer steps the rank made under the probe
     stopped: bool = False  # the probe ended the rank (SystemExit(0)) after its steps
     findings: list[Finding] = field(default_factory=list)  # own_job.* codes of this rank
+    # wall clock (time.time()) when torch was imported and when training was first seen: the
+    # host's start-up figures, against the launch's own start
+    torch_imported_unix: float | None = None
+    training_started_unix: float | None = None
+
+
+def _cut(window: Window, cut: slice) -> Window:
+    """The steps `cut` of a window; its wall the steps' sum (the probe's steps are contiguous:
+    post hook to post hook)."""
+
+    def part(values: list[Any] | None) -> list[Any] | None:
+        return None if values is None else values[cut]
+
+    phases = {n: v[cut] for n, v in window.phases.items()} if window.phases else None
+    step_s = window.step_s[cut]
+    return replace(
+        window,
+        wall_s=sum(step_s),
+        step_s=step_s,
+        phases=phases,
+        cpu_wait_s=part(window.cpu_wait_s),
+        cpu_time_s=part(window.cpu_time_s),
+    )
 
 
 def in_blocks(rank: OwnJobMeasurement, block: int) -> OwnJobMeasurement:
     """The rank's measured steps as consecutive windows of `block` steps each (the repeats
     the aggregation reads: a throughput per window, its spread across them); the steps after
-    the last whole block are left out, and so are their samples. Walls are the blocks'
-    summed steps (the probe's steps are contiguous: post hook to post hook)."""
+    the last whole block are left out, and so are their samples."""
     if block < 1:
         raise ValueError(f"block must be >= 1, not {block}")
     steps = [i for w in rank.windows for i in range(len(w.step_s))]
@@ -45,25 +70,7 @@ def in_blocks(rank: OwnJobMeasurement, block: int) -> OwnJobMeasurement:
         return rank
     (whole,) = rank.windows
     count = len(steps) // block
-    windows = []
-    for k in range(count):
-        cut = slice(k * block, (k + 1) * block)
-
-        def part(values: list[Any] | None, cut: slice = cut) -> list[Any] | None:
-            return None if values is None else values[cut]
-
-        phases = {n: v[cut] for n, v in whole.phases.items()} if whole.phases else None
-        step_s = whole.step_s[cut]
-        windows.append(
-            replace(
-                whole,
-                wall_s=sum(step_s),
-                step_s=step_s,
-                phases=phases,
-                cpu_wait_s=part(whole.cpu_wait_s),
-                cpu_time_s=part(whole.cpu_time_s),
-            )
-        )
+    windows = [_cut(whole, slice(k * block, (k + 1) * block)) for k in range(count)]
     kept = count * block
     return replace(
         rank,
@@ -72,6 +79,48 @@ def in_blocks(rank: OwnJobMeasurement, block: int) -> OwnJobMeasurement:
         samples_per_step=rank.samples_per_step[:kept],
         tokens_per_step=rank.tokens_per_step[:kept],
     )
+
+
+def relaunched(launches: Sequence[Sequence[OwnJobMeasurement]]) -> list[OwnJobMeasurement]:
+    """The ranks of several launches of one job as one measurement each, a window per launch
+    (a relaunch is a repeat), every window cut to the fewest steps a launch measured so each
+    counts alike; ranks missing from a launch are left out. The first launch's other fields
+    stand, with the worst peaks and the start-up each stage's median over the launches."""
+    common = sorted(set.intersection(*({r.rank for r in ranks} for ranks in launches)))
+    out = []
+    for number in common:
+        parts = [next(r for r in ranks if r.rank == number) for ranks in launches]
+        steps = min(len(w.step_s) for p in parts for w in p.windows)
+        first = parts[0]
+        out.append(
+            replace(
+                first,
+                steps=steps,
+                windows=[_cut(w, slice(0, steps)) for p in parts for w in p.windows[:1]],
+                samples_per_step=[n for p in parts for n in p.samples_per_step[:steps]],
+                tokens_per_step=[n for p in parts for n in p.tokens_per_step[:steps]],
+                peak_rss=_worst([p.peak_rss for p in parts]),
+                peak_allocated=_worst([p.peak_allocated for p in parts]),
+                peak_reserved=_worst([p.peak_reserved for p in parts]),
+                fixed=_median_fixed([p.fixed for p in parts]),
+            )
+        )
+    return out
+
+
+def _worst(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(known) if len(known) == len(values) else None
+
+
+def _median_fixed(costs: list[RankFixedCosts]) -> RankFixedCosts:
+    """Each stage the median over the launches (unknown where a launch did not time it)."""
+    merged = RankFixedCosts(notes={k: v for c in costs for k, v in c.notes.items()})
+    for stage in STAGES:
+        values = [getattr(c, stage) for c in costs]
+        known = [v for v in values if v is not None]
+        setattr(merged, stage, statistics.median(known) if len(known) == len(values) else None)
+    return merged
 
 
 _ADAPTER: TypeAdapter[OwnJobMeasurement] | None = None

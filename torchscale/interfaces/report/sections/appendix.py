@@ -339,7 +339,7 @@ def _defaults() -> tuple[dict[str, Any], frozenset[str]]:
     except ValueError:  # cannot happen with a valid schema; then nothing counts as default
         defaults = {}
     required = frozenset(k for k, f in BenchConfig.model_fields.items() if f.is_required())
-    return defaults, required
+    return defaults, required | {"models", "jobs"}  # one of them is required: what is swept
 
 
 def _brief(value: Any) -> Any:
