@@ -48,6 +48,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "own_job" / "ddp_train.py"
@@ -59,10 +60,12 @@ SIDES = ("bare", "probed")
 
 @dataclass(frozen=True)
 class Run:
-    """One side's run: rank 0's step times and losses (every step, from the script's own
-    metrics log), launch to exit in seconds, and the steps each probed rank measured."""
+    """One side's run: rank 0's step times (wall and its process's CPU) and losses, every
+    step, from the script's own metrics log; launch to exit in seconds; and the steps each
+    probed rank measured."""
 
     step_s: list[float]
+    cpu_s: list[float]
     losses: list[float]
     wall_s: float
     probe_steps: list[int] | None  # per rank; None on the bare side
@@ -112,6 +115,7 @@ def run_side(
     records = [json.loads(line) for line in metrics.read_text().splitlines()]
     run = Run(
         step_s=[float(r["step_s"]) for r in records],
+        cpu_s=[float(r["cpu_s"]) for r in records],
         losses=[float(r["loss"]) for r in records],
         wall_s=wall,
         probe_steps=probe_steps(folder / "ranks", args) if side == "probed" else None,
@@ -140,9 +144,18 @@ def probe_steps(folder: Path, args: argparse.Namespace) -> list[int]:
     return counts
 
 
-def measured(run: Run, args: argparse.Namespace) -> list[float]:
-    """The N step times after the W warm-up steps: those the probe measured."""
-    return run.step_s[args.warmup : args.warmup + args.steps]
+def measured(run: Run, args: argparse.Namespace, clock: str = "step_s") -> list[float]:
+    """The N step times after the W warm-up steps (those the probe measured), on the wall
+    clock (`step_s`) or the process's CPU clock (`cpu_s`)."""
+    values: list[float] = getattr(run, clock)
+    return values[args.warmup : args.warmup + args.steps]
+
+
+def medians(
+    rounds: list[dict[str, Run]], args: argparse.Namespace, clock: str
+) -> dict[str, list[float]]:
+    """Each side's median measured step, round by round."""
+    return {s: [statistics.median(measured(r[s], args, clock)) for r in rounds] for s in SIDES}
 
 
 def mean_interval(values: list[float], *, log: bool) -> tuple[float, float | None, float | None]:
@@ -174,26 +187,37 @@ def verdict(high: float | None, bare_step_s: float, rounds: int) -> str:
 
 def report(rounds: list[dict[str, Run]], args: argparse.Namespace) -> tuple[float | None, bool]:
     """Print the summary; the ratio's upper bound and whether every run's losses agree."""
-    medians = {s: [statistics.median(measured(r[s], args)) for r in rounds] for s in SIDES}
-    ratios = [p / b for p, b in zip(medians["probed"], medians["bare"], strict=True)]
-    diffs = [p - b for p, b in zip(medians["probed"], medians["bare"], strict=True)]
+    wall, cpu = medians(rounds, args, "step_s"), medians(rounds, args, "cpu_s")
+    ratios = [p / b for p, b in zip(wall["probed"], wall["bare"], strict=True)]
+    diffs = [p - b for p, b in zip(wall["probed"], wall["bare"], strict=True)]
+    # the probe's added CPU work per step (its hooks run on the training thread) over the
+    # bare step's wall time: what it adds to the step when the core is the job's own
+    shares = [(p - b) / w for p, b, w in zip(cpu["probed"], cpu["bare"], wall["bare"], strict=True)]
     ratio, low, high = mean_interval(ratios, log=True)
     diff, dlow, dhigh = mean_interval(diffs, log=False)
-    bare_step = statistics.median(medians["bare"])
+    share, slow, shigh = mean_interval(shares, log=False)
+    bare_step = statistics.median(wall["bare"])
     print(
         f"median step (median over rounds): bare {bare_step * 1e3:.2f} ms, probed "
-        f"{statistics.median(medians['probed']) * 1e3:.2f} ms; rounds' ratios "
+        f"{statistics.median(wall['probed']) * 1e3:.2f} ms; rounds' ratios "
         f"{min(ratios):.4f}-{max(ratios):.4f}"
     )
     interval = f"95 % interval {low:.4f}-{high:.4f}" if low is not None else "no interval"
     print(f"probed / bare, geometric mean over {len(rounds)} rounds: {ratio:.4f} ({interval})")
-    spread = (
-        f"95 % interval {dlow * 1e6:+.0f} to {dhigh * 1e6:+.0f} us"
-        if dlow is not None and dhigh is not None
-        else "no interval"
-    )
+    spread = "no interval"
+    if dlow is not None and dhigh is not None:
+        spread = f"95 % interval {dlow * 1e6:+.0f} to {dhigh * 1e6:+.0f} us"
     print(f"probed - bare, mean per step: {diff * 1e6:+.0f} us ({spread})")
     print(f"verdict: {verdict(high, bare_step, len(rounds))}")
+    spread = "no interval"
+    if slow is not None and shigh is not None:
+        spread = f"95 % interval {slow * 100:+.2f} to {shigh * 100:+.2f} %"
+    print(
+        f"CPU per step (the process's CPU clock), median over rounds: bare "
+        f"{statistics.median(cpu['bare']) * 1e3:.2f} ms, probed "
+        f"{statistics.median(cpu['probed']) * 1e3:.2f} ms; probed - bare as a share of the bare "
+        f"step: {share * 100:+.2f} % ({spread})"
+    )
     walls = [r["probed"].wall_s / r["bare"].wall_s for r in rounds]
     print(f"launch to exit, probed / bare: median {statistics.median(walls):.3f}")
     reference = rounds[0]["bare"].losses
@@ -214,12 +238,115 @@ def report(rounds: list[dict[str, Run]], args: argparse.Namespace) -> tuple[floa
     return high, not differ
 
 
+def probe_work_child(args: argparse.Namespace) -> None:
+    """In a process the carrier put the probe into (launched by `probe_work`): the example's
+    own model, data and optimizer with a tiny width and batch, so a step is little besides
+    the probe's per-step work (one batch, one backward, one optimizer step, a hook per
+    parameter); blocks of steps with the probe on and off in turn (its own switch: off, every
+    hook returns at once), each block's median step written to `args.probe_work`."""
+    import importlib.util
+
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+
+    from torchscale.rank.own_job.probe import current
+
+    spec = importlib.util.spec_from_file_location("ddp_train", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    probe = current()
+    if probe is None:
+        raise SystemExit("the carrier did not activate the probe in this process")
+    torch.manual_seed(0)
+    features, classes, batch = 64, 10, 4
+    dataset = example.SyntheticClassification(batch * args.work_block, features, classes)
+    loader = DataLoader(dataset, batch_size=batch, shuffle=True)
+    model = example.MLP(features, 8, classes, args.dropout)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def block() -> float:
+        """One epoch of `work_block` steps; the median step, the first (it makes the
+        loader's iterator) left out."""
+        steps, last = [], time.perf_counter()
+        for x, y in loader:
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            now = time.perf_counter()
+            steps.append(now - last)
+            last = now
+        return statistics.median(steps[1:])
+
+    block()  # the probe decides this process is a rank at its first optimizer step
+    if probe.role != "rank":
+        raise SystemExit(f"the probe took this process for {probe.role!r}, not a rank")
+    pairs: list[dict[str, float]] = []
+    for i in range(args.work_pairs):
+        pair = {}
+        for on in (True, False) if i % 2 == 0 else (False, True):
+            probe.off = not on
+            pair["on" if on else "off"] = block()
+        pairs.append(pair)
+    probe.off = False
+    params = sum(1 for _ in model.parameters())
+    record = {"pairs": pairs, "parameters": params, "block": args.work_block}
+    Path(args.probe_work).write_text(json.dumps(record))
+
+
+def probe_work(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """Run `probe_work_child` under the carrier, as `torchscale profile --let-it-finish` puts
+    the probe into a job; its blocks' medians."""
+    out = workdir / "probe-work.json"
+    argv = [sys.executable, str(Path(__file__).resolve()), "--probe-work", str(out)]
+    argv += ["--work-pairs", str(args.work_pairs), "--work-block", str(args.work_block)]
+    argv += ["--dropout", str(args.dropout)]
+    child_env = probed_env(argv, args, {**env, "OMP_NUM_THREADS": "1"}, workdir / "work")
+    done = subprocess.run(argv, env=child_env, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not out.exists():
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+        raise SystemExit(f"the probe's work alone failed ({done.returncode}):\n{tail}")
+    record: dict[str, Any] = json.loads(out.read_text())
+    return record
+
+
+def work_report(record: dict[str, Any], bare_step_s: float | None) -> float | None:
+    """Print the probe's work per step (on - off, paired blocks) and its share of the bare
+    step of the job; the share's upper bound (None without a bare step or an interval)."""
+    pairs = record["pairs"]
+    diffs = [p["on"] - p["off"] for p in pairs]
+    cost, low, high = mean_interval(diffs, log=False)
+    spread = "no interval"
+    if low is not None and high is not None:
+        spread = f"95 % interval {low * 1e6:+.1f} to {high * 1e6:+.1f} us"
+    on = statistics.median(p["on"] for p in pairs)
+    off = statistics.median(p["off"] for p in pairs)
+    print(
+        f"the probe's work alone ({len(pairs)} pairs of blocks of {record['block']} steps, on "
+        f"and off in turn, a tiny step with {record['parameters']} parameters, one process): "
+        f"median "
+        f"step on {on * 1e6:.1f} us, off {off * 1e6:.1f} us; on - off {cost * 1e6:+.1f} us a "
+        f"step ({spread})"
+    )
+    if bare_step_s is None or high is None:
+        return None
+    share = high / bare_step_s
+    within = "within" if share < BUDGET else "not within"
+    print(
+        f"  its upper bound over the bare median step ({bare_step_s * 1e3:.2f} ms): "
+        f"{share * 100:.3f} %: {within} the 1 % budget; over a {MIN_STEP_S * 1e3:.0f} ms step: "
+        f"{high / MIN_STEP_S * 100:.3f} %"
+    )
+    return share
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--world", type=int, default=2, help="torchrun processes (gloo, CPU)")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=10, help="bare/probed pairs of runs")
     parser.add_argument("--warmup", type=int, default=10, help="steps before the measured ones")
     parser.add_argument("--steps", type=int, default=100, help="measured steps a run")
     parser.add_argument("--hidden", type=int, default=1024, help="the MLP's hidden width")
@@ -227,8 +354,14 @@ def main() -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--num-workers", type=int, default=0, help="DataLoader workers")
     parser.add_argument("--seed", type=int, default=0, help="of the rounds' order")
+    parser.add_argument("--work-pairs", type=int, default=100, help="on/off pairs; 0: none")
+    parser.add_argument("--work-block", type=int, default=20, help="steps a block")
     parser.add_argument("--json", type=Path, help="also write every round here")
+    parser.add_argument("--probe-work", help=argparse.SUPPRESS)  # the work-alone child
     args = parser.parse_args()
+    if args.probe_work:
+        probe_work_child(args)
+        return
     cores = len(os.sched_getaffinity(0))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
     env = {k: v for k, v in env.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
@@ -243,23 +376,36 @@ def main() -> None:
     )
     order_rng = random.Random(args.seed)  # noqa: S311  (an order, not a secret)
     rounds: list[dict[str, Run]] = []
+    work: dict[str, Any] | None = None
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="own-job-overhead-") as tmp:
         for i in range(args.rounds):
             order = order_rng.sample(SIDES, len(SIDES))
             runs = {side: run_side(args, Path(tmp), env, side, i) for side in order}
             rounds.append(runs)
-            bare, probed = (statistics.median(measured(runs[s], args)) for s in SIDES)
+            (bare, probed), (bare_cpu, probed_cpu) = (
+                [statistics.median(measured(runs[s], args, clock)) for s in SIDES]
+                for clock in ("step_s", "cpu_s")
+            )
             print(
                 f"round {i + 1} ({', '.join(order)}): median step bare {bare * 1e3:.2f} ms, "
-                f"probed {probed * 1e3:.2f} ms, ratio {probed / bare:.4f}",
+                f"probed {probed * 1e3:.2f} ms, ratio {probed / bare:.4f}; CPU "
+                f"{bare_cpu * 1e3:.2f} ms, {probed_cpu * 1e3:.2f} ms",
                 flush=True,
             )
+        if args.work_pairs > 0:
+            work = probe_work(args, env, Path(tmp))
     print(
-        f"\n{args.rounds} rounds in {time.perf_counter() - started:.0f} s; 1-min load average "
-        f"after: {os.getloadavg()[0]:.2f}"
+        f"\n{args.rounds} rounds and {args.work_pairs} pairs of blocks in "
+        f"{time.perf_counter() - started:.0f} s; 1-min load average after: "
+        f"{os.getloadavg()[0]:.2f}"
     )
-    _, same = report(rounds, args)
+    same, bare_step = True, None
+    if rounds:
+        _, same = report(rounds, args)
+        bare_step = statistics.median(medians(rounds, args, "step_s")["bare"])
+    if work is not None:
+        work_report(work, bare_step)
     if load_before > BUSY_SHARE * cores:
         print(
             f"noise: other work held the machine at the start (1-min load average "
@@ -268,7 +414,8 @@ def main() -> None:
         )
     if args.json is not None:
         records = [{side: asdict(run) for side, run in r.items()} for r in rounds]
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": None}, "rounds": records}))
+        saved = {"args": vars(args) | {"json": None}, "rounds": records, "probe_work": work}
+        args.json.write_text(json.dumps(saved))
     if not same:
         raise SystemExit(1)
 

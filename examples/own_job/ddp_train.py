@@ -9,8 +9,9 @@ memory from a fixed seed, so every run sees the same samples.
 --slow-rank R --slow-ms M makes rank R's data loading M ms slower per batch (its Dataset
 "decodes" each sample slowly): the kind of input-pipeline problem one rank of a real job has.
 --grad-accum K steps the optimizer every K batches. --dropout P adds dropout after each hidden
-layer. --metrics FILE has rank 0 log one JSON line per optimizer step (its loss and the step's
-wall time, the time since the previous step ended), as a training script's metrics log does.
+layer. --metrics FILE has rank 0 log one JSON line per optimizer step, as a training script's
+metrics log does: its loss, and the time since the previous step ended, on the wall clock and
+the process's CPU clock (the latter tells the script's own work from waiting for a core).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def main() -> None:
 
     metrics = Path(args.metrics).open("a") if args.metrics and rank == 0 else None  # noqa: SIM115
     step = 0
-    last = time.perf_counter()
+    last, last_cpu = time.perf_counter(), time.process_time()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         for i, (x, y) in enumerate(loader):
@@ -131,10 +132,11 @@ def main() -> None:
             optimizer.zero_grad(set_to_none=True)
             step += 1
             if metrics is not None:
-                now = time.perf_counter()
-                record = {"step": step, "loss": loss.item() * args.grad_accum, "step_s": now - last}
+                now, cpu = time.perf_counter(), time.process_time()
+                record = {"step": step, "loss": loss.item() * args.grad_accum}
+                record |= {"step_s": now - last, "cpu_s": cpu - last_cpu}
                 metrics.write(json.dumps(record) + "\n")
-                last = now
+                last, last_cpu = now, cpu
             if rank == 0 and step % args.log_every == 0:
                 print(f"epoch {epoch} step {step} loss {loss.item() * args.grad_accum:.4f}")
 

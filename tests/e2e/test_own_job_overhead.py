@@ -38,11 +38,18 @@ def test_the_budget_is_judged_by_the_upper_bound_on_a_long_enough_step(bench: Mo
 
 
 def rounds_of(bench: ModuleType, bare: list[float], probed: list[float]) -> list[dict[str, object]]:
-    """Made-up rounds: each side's steps all at the given seconds, the same losses."""
+    """Made-up rounds: each side's steps all at the given seconds (their CPU time half of
+    it), the same losses."""
     losses = [2.5, 2.25, 2.0]
 
     def run(step: float) -> object:
-        return bench.Run(step_s=[step] * 3, losses=list(losses), wall_s=1.0, probe_steps=None)
+        return bench.Run(
+            step_s=[step] * 3,
+            cpu_s=[step / 2] * 3,
+            losses=list(losses),
+            wall_s=1.0,
+            probe_steps=None,
+        )
 
     return [{"bare": run(b), "probed": run(p)} for b, p in zip(bare, probed, strict=True)]
 
@@ -56,6 +63,8 @@ def test_the_report_takes_the_ratio_over_rounds_and_catches_a_changed_loss(
     out = capsys.readouterr().out
     assert same and high is not None and 1.0 < high < 1.02
     assert "geometric mean over 3 rounds: 1.0089 (95 % interval" in out
+    # the CPU's added half of the wall time's: 0.0015 ms, 0.0015 ms, 0.001 ms over the bare step
+    assert "probed - bare as a share of the bare step: +0.44 % (95 % interval" in out
     assert "losses: rank 0's 3 losses identical bit for bit in all 6 runs" in out
     rounds[1]["probed"].losses[2] += 1e-9  # type: ignore[attr-defined]
     _, same = bench.report(rounds, args)
