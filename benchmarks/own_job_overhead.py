@@ -266,18 +266,20 @@ def probe_work_child(args: argparse.Namespace) -> None:
     model = example.MLP(features, 8, classes, args.dropout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
-    def block() -> float:
-        """One epoch of `work_block` steps; the median step, the first (it makes the
-        loader's iterator) left out."""
-        steps, last = [], time.perf_counter()
+    def block() -> tuple[float, float]:
+        """One epoch of `work_block` steps; the median step on the wall clock and on this
+        thread's CPU clock, the first step (it makes the loader's iterator) left out."""
+        walls, cpus = [], []
+        last, last_cpu = time.perf_counter(), time.thread_time()
         for x, y in loader:
             F.cross_entropy(model(x), y).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            now = time.perf_counter()
-            steps.append(now - last)
-            last = now
-        return statistics.median(steps[1:])
+            now, cpu = time.perf_counter(), time.thread_time()
+            walls.append(now - last)
+            cpus.append(cpu - last_cpu)
+            last, last_cpu = now, cpu
+        return statistics.median(walls[1:]), statistics.median(cpus[1:])
 
     block()  # the probe decides this process is a rank at its first optimizer step
     if probe.role != "rank":
@@ -287,7 +289,8 @@ def probe_work_child(args: argparse.Namespace) -> None:
         pair = {}
         for on in (True, False) if i % 2 == 0 else (False, True):
             probe.off = not on
-            pair["on" if on else "off"] = block()
+            side = "on" if on else "off"
+            pair[side], pair[f"{side}_cpu"] = block()
         pairs.append(pair)
     probe.off = False
     params = sum(1 for _ in model.parameters())
