@@ -16,22 +16,39 @@ one optimizer step's end to the next), so the bare side needs nothing of torchsc
 ratio is the probed side's median step over the bare side's, over the same N steps after W;
 over the rounds the geometric mean ratio with its 95 % interval (Student t on the log ratios,
 n - 1 degrees of freedom, `offline.analysis.uncertainty.t_interval`) and the verdict: the
-interval's upper end below 1.01 passes. The same for the difference in microseconds per step
-(the probe's cost in absolute terms: on a tiny step, `--hidden 8 --batch 4`, it is the probe's
-work per step with little else around it).
+interval's upper end below 1.01 passes. The mean difference in microseconds per step is
+printed too, and the ratio of launch to exit (the probe's start-up in every process is there).
 
-Every run is checked: each probed rank wrote its measurement with the W + N steps the job made
+The script also logs each step's CPU time (the process's CPU clock): the probe's hooks run
+on the training thread, so the CPU time it adds, over the bare step's wall time, is its share
+of the step where the core is the job's own; printed beside, with its interval.
+
+Every run is checked: each probed rank wrote its measurement with the N steps after W
 (else the probe was not there and the round would compare bare with bare), and rank 0's losses
 are the same bit for bit in every run of either side (dropout on, so a random draw taken by
 the probe would show; the DataLoader's shuffle and `--num-workers` seeds come from the same
 streams). A difference is printed and the script exits 1.
+
+On a shared machine the runs' ratios carry the neighbours' noise (each run is its own
+processes, and this VM's cores run one process up to twice as fast as the next), far more than
+1 %. So the script then measures the probe's work alone, paired at a fine grain: one process,
+started under the carrier as a job's rank is, runs the example's loop (its MLP, Dataset,
+DataLoader and AdamW; 6 parameter tensors, so 6 gradient hooks) with a tiny width and batch,
+in WORK_PAIRS pairs of blocks of WORK_BLOCK steps with the probe on and off in turn (its own
+switch: off, every hook returns at once; the order swapped every pair). The mean of the
+pairs' differences of median steps, with its 95 % t interval, is the probe's work per step in
+microseconds; its upper end over the bare median step of the rounds is its upper bound as a
+share of the step (and over a 20 ms step). Not in that figure: what the off probe still costs
+(four Python calls a step and one a gradient, each returning at once) and the probe's start-up,
+which the rounds' launch-to-exit ratio holds.
 
 The 1-minute load average is printed before and after: beside other work on this shared
 machine the rounds' spread is its noise, not the probe's, and the output says so when other
 work held more than half the cores at the start.
 
     python benchmarks/own_job_overhead.py [--world 2] [--rounds 10] [--warmup 10] \
-        [--steps 100] [--hidden 1024] [--batch 128] [--dropout 0.1] [--json FILE]
+        [--steps 100] [--hidden 1024] [--batch 128] [--dropout 0.1] [--work-pairs 300] \
+        [--work-block 20] [--json FILE]
 """
 
 from __future__ import annotations
@@ -325,12 +342,12 @@ def work_report(record: dict[str, Any], bare_step_s: float | None) -> float | No
         spread = f"95 % interval {low * 1e6:+.1f} to {high * 1e6:+.1f} us"
     on = statistics.median(p["on"] for p in pairs)
     off = statistics.median(p["off"] for p in pairs)
+    cpu = statistics.median(p["on_cpu"] - p["off_cpu"] for p in pairs)
     print(
         f"the probe's work alone ({len(pairs)} pairs of blocks of {record['block']} steps, on "
         f"and off in turn, a tiny step with {record['parameters']} parameters, one process): "
-        f"median "
-        f"step on {on * 1e6:.1f} us, off {off * 1e6:.1f} us; on - off {cost * 1e6:+.1f} us a "
-        f"step ({spread})"
+        f"median step on {on * 1e6:.1f} us, off {off * 1e6:.1f} us; on - off {cost * 1e6:+.1f} "
+        f"us a step ({spread}); the thread's CPU time, median of the pairs: {cpu * 1e6:+.1f} us"
     )
     if bare_step_s is None or high is None:
         return None
@@ -357,7 +374,7 @@ def main() -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--num-workers", type=int, default=0, help="DataLoader workers")
     parser.add_argument("--seed", type=int, default=0, help="of the rounds' order")
-    parser.add_argument("--work-pairs", type=int, default=100, help="on/off pairs; 0: none")
+    parser.add_argument("--work-pairs", type=int, default=300, help="on/off pairs; 0: none")
     parser.add_argument("--work-block", type=int, default=20, help="steps a block")
     parser.add_argument("--json", type=Path, help="also write every round here")
     parser.add_argument("--probe-work", help=argparse.SUPPRESS)  # the work-alone child

@@ -72,11 +72,12 @@ def test_the_report_takes_the_ratio_over_rounds_and_catches_a_changed_loss(
     assert "losses: DIFFER from round 1's bare run in round 2 probed" in capsys.readouterr().out
 
 
-@pytest.mark.slow  # a benchmark's smoke run: two real torchrun jobs
+@pytest.mark.slow  # a benchmark's smoke run: two real torchrun jobs and the work-alone process
 def test_one_round_of_the_smallest_job(tmp_path: Path) -> None:
     output, record = tmp_path / "out.txt", tmp_path / "rounds.json"
     argv = [sys.executable, str(SCRIPT), "--rounds", "1", "--world", "1", "--warmup", "2"]
     argv += ["--steps", "4", "--hidden", "16", "--batch", "4", "--json", str(record)]
+    argv += ["--work-pairs", "2", "--work-block", "5"]
     proc = start(argv, output, env={"TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"})
     try:
         code = proc.wait(timeout=300)
@@ -87,13 +88,22 @@ def test_one_round_of_the_smallest_job(tmp_path: Path) -> None:
     assert re.search(r"; 1-min load average before: \d+\.\d\d$", text, re.M), text
     assert re.search(
         r"^round 1 \((bare, probed|probed, bare)\): median step bare \d+\.\d\d ms, probed "
-        r"\d+\.\d\d ms, ratio \d+\.\d{4}$",
+        r"\d+\.\d\d ms, ratio \d+\.\d{4}; CPU \d+\.\d\d ms, \d+\.\d\d ms$",
         text,
         re.M,
     ), text
     assert "geometric mean over 1 rounds" in text and "verdict: one round: no interval" in text
     assert "losses: rank 0's 6 losses identical bit for bit in all 2 runs" in text
+    assert re.search(
+        r"^the probe's work alone \(2 pairs of blocks of 5 steps, .*: median step on \d+\.\d us, "
+        r"off \d+\.\d us; on - off [+-]\d+\.\d us a step \(95 % interval .* us\); the thread's "
+        r"CPU time, median of the pairs: [+-]\d+\.\d us$",
+        text,
+        re.M,
+    ), text
+    assert re.search(r"^  its upper bound over the bare median step \(\d+\.\d\d ms\): ", text, re.M)
     (saved,) = json.loads(record.read_text())["rounds"]
     assert saved["bare"]["probe_steps"] is None and saved["probed"]["probe_steps"] == [4]
     assert len(saved["bare"]["step_s"]) == len(saved["probed"]["step_s"]) == 6
+    assert len(json.loads(record.read_text())["probe_work"]["pairs"]) == 2
     assert not list(tmp_path.glob("own-job-overhead-*")), "the work directory is removed"
