@@ -8,14 +8,19 @@ memory from a fixed seed, so every run sees the same samples.
 
 --slow-rank R --slow-ms M makes rank R's data loading M ms slower per batch (its Dataset
 "decodes" each sample slowly): the kind of input-pipeline problem one rank of a real job has.
---grad-accum K steps the optimizer every K batches.
+--grad-accum K steps the optimizer every K batches. --dropout P adds dropout after each hidden
+layer. --metrics FILE has rank 0 log one JSON line per optimizer step, as a training script's
+metrics log does: its loss, and the time since the previous step ended, on the wall clock and
+the process's CPU clock (the latter tells the script's own work from waiting for a core).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -45,13 +50,15 @@ class SyntheticClassification(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 
 
 class MLP(nn.Module):
-    def __init__(self, features: int, hidden: int, classes: int) -> None:
+    def __init__(self, features: int, hidden: int, classes: int, dropout: float = 0.0) -> None:
         super().__init__()
         self.net = nn.Sequential(
             nn.Linear(features, hidden),
             nn.ReLU(),
+            nn.Dropout(dropout),
             nn.Linear(hidden, hidden),
             nn.ReLU(),
+            nn.Dropout(dropout),
             nn.Linear(hidden, classes),
         )
 
@@ -67,11 +74,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--dataset-size", type=int, default=2048)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1, help="batches per optimizer step")
     p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--log-every", type=int, default=10, help="optimizer steps between prints")
     p.add_argument("--slow-rank", type=int, default=-1, help="this rank loads its data slowly")
     p.add_argument("--slow-ms", type=float, default=0.0, help="extra ms per batch on --slow-rank")
+    p.add_argument("--metrics", help="rank 0 appends one JSON line per optimizer step here")
     return p.parse_args()
 
 
@@ -98,11 +107,13 @@ def main() -> None:
         dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.num_workers
     )
 
-    model = MLP(features, args.hidden, classes).to(device)
+    model = MLP(features, args.hidden, classes, args.dropout).to(device)
     ddp_model = DDP(model, device_ids=[local_rank] if use_cuda else None)
     optimizer = torch.optim.AdamW(ddp_model.parameters(), lr=args.lr)
 
+    metrics = Path(args.metrics).open("a") if args.metrics and rank == 0 else None  # noqa: SIM115
     step = 0
+    last, last_cpu = time.perf_counter(), time.process_time()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         for i, (x, y) in enumerate(loader):
@@ -120,9 +131,17 @@ def main() -> None:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
+            if metrics is not None:
+                now, cpu = time.perf_counter(), time.process_time()
+                record = {"step": step, "loss": loss.item() * args.grad_accum}
+                record |= {"step_s": now - last, "cpu_s": cpu - last_cpu}
+                metrics.write(json.dumps(record) + "\n")
+                last, last_cpu = now, cpu
             if rank == 0 and step % args.log_every == 0:
                 print(f"epoch {epoch} step {step} loss {loss.item() * args.grad_accum:.4f}")
 
+    if metrics is not None:
+        metrics.close()
     if rank == 0:
         print(f"done: {step} steps on {world_size} processes")
     dist.destroy_process_group()

@@ -471,7 +471,8 @@ class Probe:
         else:
             self.pending.append((self.count, step))
         self.step = StepMarks(step.end, sched_start=step.sched_end)
-        self._read_completed()
+        if self.clock.device is not None:  # CUDA events are read (and let go) as they complete;
+            self._read_completed()  # perf_counter marks wait for write(), outside the steps
         s = self.settings
         if s.steps and self.count >= s.warmup + s.steps:
             self.write()
