@@ -33,7 +33,8 @@ On a shared machine the runs' ratios carry the neighbours' noise (each run is it
 processes, and this VM's cores run one process up to twice as fast as the next), far more than
 1 %. So the script then measures the probe's work alone, paired at a fine grain: one process,
 started under the carrier as a job's rank is, runs the example's loop (its MLP, Dataset,
-DataLoader and AdamW; 6 parameter tensors, so 6 gradient hooks) with a tiny width and batch,
+DataLoader and AdamW; 6 parameter tensors, so 6 gradient hooks) with a tiny width and batch
+(`--work-size job`: the rounds' width and batch, where a cost growing with the step would show),
 in WORK_PAIRS pairs of blocks of WORK_BLOCK steps with the probe on and off in turn (its own
 switch: off, every hook returns at once; the order swapped every pair). The mean of the
 pairs' differences of median steps, with its 95 % t interval, is the probe's work per step in
@@ -48,7 +49,7 @@ work held more than half the cores at the start.
 
     python benchmarks/own_job_overhead.py [--world 2] [--rounds 10] [--warmup 10] \
         [--steps 100] [--hidden 1024] [--batch 128] [--dropout 0.1] [--work-pairs 300] \
-        [--work-block 20] [--json FILE]
+        [--work-block 20] [--work-size tiny|job] [--json FILE]
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ BUDGET = 0.01  # the probe adds at most 1 % to the step (issue 73, point 4)
 MIN_STEP_S = 0.020  # ... on a step of at least 20 ms
 BUSY_SHARE = 0.5  # other work on more than this share of the cores at the start: noise
 SIDES = ("bare", "probed")
+# the work-alone step's (hidden, batch); None: the rounds' own --hidden and --batch
+WORK_SIZES: dict[str, tuple[int, int] | None] = {"tiny": (8, 4), "job": None}
 
 
 @dataclass(frozen=True)
@@ -277,10 +280,11 @@ def probe_work_child(args: argparse.Namespace) -> None:
     if probe is None:
         raise SystemExit("the carrier did not activate the probe in this process")
     torch.manual_seed(0)
-    features, classes, batch = 64, 10, 4
+    features, classes = 64, 10
+    hidden, batch = WORK_SIZES[args.work_size] or (args.hidden, args.batch)
     dataset = example.SyntheticClassification(batch * args.work_block, features, classes)
     loader = DataLoader(dataset, batch_size=batch, shuffle=True)
-    model = example.MLP(features, 8, classes, args.dropout)
+    model = example.MLP(features, hidden, classes, args.dropout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def block() -> tuple[float, float]:
@@ -312,6 +316,7 @@ def probe_work_child(args: argparse.Namespace) -> None:
     probe.off = False
     params = sum(1 for _ in model.parameters())
     record = {"pairs": pairs, "parameters": params, "block": args.work_block}
+    record |= {"hidden": hidden, "batch": batch}
     Path(args.probe_work).write_text(json.dumps(record))
 
 
@@ -321,7 +326,8 @@ def probe_work(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> 
     out = workdir / "probe-work.json"
     argv = [sys.executable, str(Path(__file__).resolve()), "--probe-work", str(out)]
     argv += ["--work-pairs", str(args.work_pairs), "--work-block", str(args.work_block)]
-    argv += ["--dropout", str(args.dropout)]
+    argv += ["--dropout", str(args.dropout), "--work-size", args.work_size]
+    argv += ["--hidden", str(args.hidden), "--batch", str(args.batch)]
     child_env = probed_env(argv, args, {**env, "OMP_NUM_THREADS": "1"}, workdir / "work")
     done = subprocess.run(argv, env=child_env, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not out.exists():
@@ -345,7 +351,8 @@ def work_report(record: dict[str, Any], bare_step_s: float | None) -> float | No
     cpu = statistics.median(p["on_cpu"] - p["off_cpu"] for p in pairs)
     print(
         f"the probe's work alone ({len(pairs)} pairs of blocks of {record['block']} steps, on "
-        f"and off in turn, a tiny step with {record['parameters']} parameters, one process): "
+        f"and off in turn, the MLP hidden {record['hidden']} at batch {record['batch']}, "
+        f"{record['parameters']} parameter tensors, one process): "
         f"median step on {on * 1e6:.1f} us, off {off * 1e6:.1f} us; on - off {cost * 1e6:+.1f} "
         f"us a step ({spread}); the thread's CPU time, median of the pairs: {cpu * 1e6:+.1f} us"
     )
@@ -376,6 +383,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="of the rounds' order")
     parser.add_argument("--work-pairs", type=int, default=300, help="on/off pairs; 0: none")
     parser.add_argument("--work-block", type=int, default=20, help="steps a block")
+    parser.add_argument(
+        "--work-size",
+        choices=sorted(WORK_SIZES),
+        default="tiny",
+        help="the work-alone step: tiny (the probe's fixed cost a step stands out) or the "
+        "job's --hidden and --batch (a cost that grows with the step would show)",
+    )
     parser.add_argument("--json", type=Path, help="also write every round here")
     parser.add_argument("--probe-work", help=argparse.SUPPRESS)  # the work-alone child
     args = parser.parse_args()

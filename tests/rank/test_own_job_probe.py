@@ -224,6 +224,13 @@ def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> No
     (window,) = rank.windows
     assert window.wall_s == pytest.approx(sum(window.step_s))
     assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
+    # FLOPs are counted on step 2 with one more warm-up step after it: not with 2
+    assert rank.flops_per_step is None
+    assert (
+        rank.flops_note is not None and rank.flops_note.code == "unavailable.own_job_flops_warmup"
+    )
+    # both optimizers' parameters: 8x16 + 16 + 16x1 + 1, and the head's 1 + 1
+    assert rank.parameters == 163
 
 
 def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
@@ -241,6 +248,16 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     assert (rank.steps, len(rank.warmup_s), rank.stopped) == (9, 3, False)
     assert rank.samples_per_step == [16] * 9
     assert_phases_add_up(rank)
+    # step 2 counted (the losses above unchanged by it): 2 x 16 x (8x16 + 16x1) forward, as
+    # much for the weights' gradients, 2 x 16 x 16 for the hidden activations' (x needs none)
+    assert rank.flops_per_step == 2 * 16 * 144 * 2 + 2 * 16 * 16
+    assert rank.flops_by_dtype == {"float32": rank.flops_per_step}
+    assert rank.parameters == 161  # SGD without momentum keeps no state tensor
+    assert rank.static == {
+        "parameter_bytes": 644,
+        "gradient_bytes": 644,
+        "optimizer_state_bytes": 0,
+    }
 
 
 def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:

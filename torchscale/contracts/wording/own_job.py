@@ -83,6 +83,6 @@ PHRASES: dict[str, Callable[[F], str]] = {
         )
     ),
     "own_job.no_flops": lambda f: (
-        "your job's FLOPs per step are not counted by the probe: no TFLOP/s or MFU"
+        "your job's step has no FLOP count (the FLOPs' own line says why): no MFU"
     ),
 }

@@ -42,5 +42,8 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "peak.not_looked_for": lambda f: "not looked for",
     "peak.cpu": lambda f: "MFU is defined against GPU peak FLOP/s; none on CPU",
+    "peak.own_job_dtype": lambda f: (
+        f"most of your job's FLOPs ran in {f['dtype']}, which has no peak in the table: no MFU"
+    ),
     "peak.mfu_above_peak": mfu_above_peak,
 }

@@ -123,6 +123,22 @@ def reason_of(stored: Any) -> Finding | str:
 
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
     "unavailable.flop_count_failed": lambda f: f"{META_COUNT_FAILED} ({f['error']})",
+    "unavailable.own_job_flop_count_failed": lambda f: (
+        f"counting the FLOPs of your job's step {f['step']} failed ({f['error']}); the step ran "
+        "as it would have"
+    ),
+    "unavailable.own_job_flops_warmup": lambda f: (
+        f"FLOPs are counted on your job's step {f['step']}, a warm-up step with one more after "
+        f"it: give --warmup-steps {f['step'] + 1} or more"
+    ),
+    "unavailable.own_job_flops_compiled": lambda f: (
+        "your job runs torch.compile'd code: counting its ops would run a step outside the "
+        "compiled graphs, so its FLOPs are not counted"
+    ),
+    "unavailable.own_job_flops_unfinished": lambda f: (
+        f"the counted step ({f['step']}) did not end with the count innermost (the job ended "
+        "inside it, or entered a dispatch mode of its own there): FLOPs not counted"
+    ),
     "unavailable.parent_unreadable": lambda f: (
         f"the parent process could not be read ({f['error']})"
     ),

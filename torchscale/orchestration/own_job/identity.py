@@ -1,7 +1,8 @@
 """What torchscale can honestly say a user's job is: its script's name, how many ranks wrote a
 measurement, on what device. Its batch size, precision and strategy are not known: the schema
 needs values, so placeholders stand there and the result carries `own_job.identity_unknown`
-saying so (and `own_job.no_flops`: the probe counts no FLOPs)."""
+saying so. Its FLOPs, parameters and peak are what the probe counted on rank 0
+(rank/own_job/step_facts.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.gpu_peaks import Peak, Tf32Settings, cell_peak
 from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.own_job.command import OwnJobRequest
@@ -30,6 +32,8 @@ if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is c
 
 OWN_PREFIX = "own:"  # the model name of a user's job: "own:train.py", never a built-in's name
 NO_FLOPS = Finding(code="own_job.no_flops")
+# the dtype most of a user's step's FLOPs ran in -> the precision whose peak MFU divides by
+DTYPE_PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "amp"}
 
 
 def model_name(label: str) -> str:
@@ -159,19 +163,39 @@ def job_spec(
 def job_facts(
     ranks: Sequence[RankMeasurement], device: str, batch: int | None, precision: str | None = None
 ) -> CellFacts:
-    """What the host knows besides the measurements: little (no parameter count, no FLOPs;
-    the tokens per sample the probe counted)."""
+    """What the host knows besides the measurements: the tokens per sample, the parameters
+    and the peak MFU divides by, from what the probe counted on rank 0."""
     from torchscale.rank.worker.aggregate import CellFacts
 
+    first = ranks[0] if ranks else None
+    peak = job_peak(first)
     return CellFacts(
-        parameters=None,
+        parameters=getattr(first, "parameters", None),
         model_kind="other",
         tokens_per_sample=measured_tokens_per_sample(ranks),
-        device_name=device,
-        peak_tflops=None,
-        peak_note=NO_FLOPS,
-        environment={"host": ranks[0].host if ranks else None},
+        device_name=getattr(first, "device_name", None) or device,
+        peak_tflops=peak.tflops,
+        peak_note=peak.note,
+        peak_basis=peak.basis,
+        environment={"host": first.host if first else None},
         fused_optimizer=None,
         channels_last=None,
         warnings=(identity_warning(batch, precision),),
     )
+
+
+def job_peak(rank: RankMeasurement | None) -> Peak:
+    """The peak of the GPU at the dtype most of the counted step's FLOPs ran in (a conv net's
+    where convolutions hold most of them), under the TF32 settings the rank read; or why none."""
+    by_dtype: dict[str, float] = getattr(rank, "flops_by_dtype", None) or {}
+    name, tf32 = getattr(rank, "device_name", None), getattr(rank, "tf32", None)
+    if name is None:
+        return Peak(None, Finding(code="peak.cpu"), None)
+    if not by_dtype or tf32 is None:
+        return Peak(None, NO_FLOPS, None)
+    dtype = max(by_dtype, key=lambda k: by_dtype[k])
+    precision = DTYPE_PRECISION.get(dtype)
+    if precision is None:
+        return Peak(None, Finding(code="peak.own_job_dtype", figures={"dtype": dtype}), None)
+    conv_net = (getattr(rank, "conv_flops", None) or 0.0) > sum(by_dtype.values()) / 2
+    return cell_peak(name, precision, conv_net, Tf32Settings(**tf32))

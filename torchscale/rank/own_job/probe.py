@@ -34,6 +34,7 @@ import signal
 import socket
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,9 @@ class Probe:
         self.thread = threading.get_ident()
         self.sched: Any = None  # the training thread's cpu_wait clock
         self.untimed_first = False  # the first step's marks are on another clock
+        self.optimizers: dict[int, Any] = {}  # id -> weakref of every optimizer the job stepped
+        self.flops: Any = None  # step_facts.StepFlops while the counted step runs
+        self.flop_facts: dict[str, Any] = {}  # the counted step's record, or why none
         # wall clock (the host's start-up figures): torch imported, and the first sight of
         # training (the job's own set-up done)
         self.torch_imported_unix = time.time()
@@ -373,6 +377,8 @@ class Probe:
                 self.opt_start = None
             if self.role is None:
                 self._decide(optimizer)
+            if self.role == "rank" and id(optimizer) not in self.optimizers:
+                self.optimizers[id(optimizer)] = weakref.ref(optimizer)
             if self.role == "rank" and id(optimizer) == self.clock_id and self.opt_depth == 0:
                 stop = self._step_end()
         except Exception as exc:
@@ -471,6 +477,7 @@ class Probe:
         else:
             self.pending.append((self.count, step))
         self.step = StepMarks(step.end, sched_start=step.sched_end)
+        self._count_flops()
         if self.clock.device is not None:  # CUDA events are read (and let go) as they complete;
             self._read_completed()  # perf_counter marks wait for write(), outside the steps
         s = self.settings
@@ -478,6 +485,33 @@ class Probe:
             self.write()
             return s.stop
         return False
+
+    def _count_flops(self) -> None:
+        """At a step's end: start counting the FLOPs of step COUNTED_STEP (a warm-up step with
+        at least one more after it) or end the count (step_facts.py)."""
+        from torchscale.rank.own_job import step_facts
+
+        if self.flops is not None:
+            self._end_flop_count()
+        elif self.count == step_facts.COUNTED_STEP - 1 and not self.flop_facts:
+            if self.settings.warmup <= step_facts.COUNTED_STEP:
+                self.flop_facts = step_facts.not_counted("unavailable.own_job_flops_warmup")
+            elif step_facts.compiled():
+                self.flop_facts = step_facts.not_counted("unavailable.own_job_flops_compiled")
+            else:
+                self.flops = step_facts.StepFlops()
+                self.flops.__enter__()
+
+    def _end_flop_count(self) -> None:
+        """Leave the counting mode where it is the innermost (a mode the job entered inside
+        the step is left first: tried again at the next step's end)."""
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+        mode: Any = self.flops
+        if id(_get_current_dispatch_mode()) != id(mode):  # the innermost: ours to leave
+            return
+        mode.__exit__(None, None, None)
+        self.flop_facts, self.flops = mode.record(), None
 
     def _read_completed(self, wait: bool = False) -> None:
         """Resolve the ended steps whose marks have completed (all of them with `wait`)."""
@@ -512,6 +546,15 @@ class Probe:
             self.fail(exc)
 
     def write(self) -> None:
+        if self.flops is not None:  # the counted step never ended: its count is partial
+            from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+            from torchscale.rank.own_job.step_facts import not_counted
+
+            mode: Any = self.flops
+            if id(_get_current_dispatch_mode()) == id(mode):
+                mode.__exit__(None, None, None)
+            self.flops, self.flop_facts = None, not_counted("unavailable.own_job_flops_unfinished")
         self._read_completed(wait=True)
         self.written = True
         self.off = True  # nothing after the measurement is marked
@@ -573,7 +616,27 @@ class Probe:
             "torch_imported_unix": self.torch_imported_unix,
             "training_started_unix": self.training_started_unix,
             "findings": findings,
+            **self._step_facts(),
         }
+
+    def _step_facts(self) -> dict[str, Any]:
+        """The counted step's FLOPs, the optimizers' bytes and parameters, and on CUDA what
+        the host needs to choose the peak MFU divides by (step_facts.py)."""
+        from torchscale.rank.own_job.step_facts import optimizer_facts
+
+        optimizers = [o for ref in self.optimizers.values() if (o := ref()) is not None]
+        facts = {**self.flop_facts, **optimizer_facts(optimizers)}
+        device = self.clock.device
+        if device is not None:
+            from dataclasses import asdict
+
+            import torch
+
+            from torchscale.rank.worker.tf32_settings import read_tf32_settings
+
+            facts["device_name"] = torch.cuda.get_device_name(device)
+            facts["tf32"] = asdict(read_tf32_settings())
+        return facts
 
     def _cuda_peaks(self) -> dict[str, int]:
         device = self.clock.device

@@ -38,6 +38,13 @@ class OwnJobMeasurement(RankMeasurement):
     # host's start-up figures, against the launch's own start
     torch_imported_unix: float | None = None
     training_started_unix: float | None = None
+    # the counted step's FLOPs by the dtype of their ops' first input, and of convolutions
+    # (step_facts.py); the peak MFU divides by is chosen from them
+    flops_by_dtype: dict[str, float] = field(default_factory=dict)
+    conv_flops: float | None = None
+    parameters: int | None = None  # elements of the parameters the optimizers train
+    device_name: str | None = None  # the CUDA device's name; None on CPU
+    tf32: dict[str, Any] | None = None  # contracts.gpu_peaks.Tf32Settings as read on the rank
 
 
 def _cut(window: Window, cut: slice) -> Window:

@@ -27,6 +27,7 @@ from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.window_figures import summarise_rank
+from torchscale.rank.tensor_bytes import static_bytes
 from torchscale.rank.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.rank.worker.busy_trace import BusyReading, trace_rank
 from torchscale.rank.worker.compile_watch import CompileCounts, WindowCompiles
@@ -265,26 +266,10 @@ def compile_seconds() -> float | None:
     return float(spent) if isinstance(spent, (int, float)) else None
 
 
-def _local_numel_bytes(tensor: torch.Tensor) -> int:
-    local = tensor.to_local() if hasattr(tensor, "to_local") else tensor  # FSDP2 DTensor shard
-    return int(local.numel() * local.element_size())
-
-
 def static_memory(trainer: Trainer) -> dict[str, int]:
-    """Exact bytes of parameters, gradients (one per trainable parameter, same dtype) and
-    optimizer state held by this rank (shards under FSDP)."""
-    params = list(trainer.model.parameters())
-    state = sum(
-        _local_numel_bytes(value)
-        for per_param in trainer.optimizer.state.values()
-        for value in per_param.values()
-        if isinstance(value, torch.Tensor)
-    )
-    return {
-        "parameter_bytes": sum(_local_numel_bytes(p) for p in params),
-        "gradient_bytes": sum(_local_numel_bytes(p) for p in params if p.requires_grad),
-        "optimizer_state_bytes": state,
-    }
+    """Exact bytes of parameters, gradients and optimizer state held by this rank (shards
+    under FSDP)."""
+    return static_bytes(list(trainer.model.parameters()), [trainer.optimizer])
 
 
 def peak_rss_bytes() -> int:
