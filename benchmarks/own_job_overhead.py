@@ -306,6 +306,7 @@ def probe_work_child(args: argparse.Namespace) -> None:
     if probe.role != "rank":
         raise SystemExit(f"the probe took this process for {probe.role!r}, not a rank")
     pairs: list[dict[str, float]] = []
+    wall0, process0, thread0 = time.perf_counter(), time.process_time(), time.thread_time()
     for i in range(args.work_pairs):
         pair = {}
         for on in (True, False) if i % 2 == 0 else (False, True):
@@ -314,8 +315,13 @@ def probe_work_child(args: argparse.Namespace) -> None:
             pair[side], pair[f"{side}_cpu"] = block()
         pairs.append(pair)
     probe.off = False
+    # CPU of every thread but this one (torch's own are 1 with OMP_NUM_THREADS=1): the probe's
+    # telemetry sampler, which runs on and off alike (its switch stops the hooks, not it)
+    others = (time.process_time() - process0) - (time.thread_time() - thread0)
     params = sum(1 for _ in model.parameters())
     record = {"pairs": pairs, "parameters": params, "block": args.work_block}
+    record |= {"other_threads_cpu_share": others / (time.perf_counter() - wall0)}
+    record |= {"sampler": probe.sampler is not None and probe.sampler.running}
     record |= {"hidden": hidden, "batch": batch}
     Path(args.probe_work).write_text(json.dumps(record))
 
@@ -356,6 +362,11 @@ def work_report(record: dict[str, Any], bare_step_s: float | None) -> float | No
         f"median step on {on * 1e6:.1f} us, off {off * 1e6:.1f} us; on - off {cost * 1e6:+.1f} "
         f"us a step ({spread}); the thread's CPU time, median of the pairs: {cpu * 1e6:+.1f} us"
     )
+    if record.get("sampler"):
+        print(
+            "  the probe's telemetry sampler running beside it: other threads used "
+            f"{record['other_threads_cpu_share'] * 100:.3f} % of a core over the blocks"
+        )
     if bare_step_s is None or high is None:
         return None
     share = high / bare_step_s

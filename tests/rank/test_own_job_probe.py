@@ -253,6 +253,10 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     assert rank.flops_per_step == 2 * 16 * 144 * 2 + 2 * 16 * 16
     assert rank.flops_by_dtype == {"float32": rank.flops_per_step}
     assert rank.parameters == 161  # SGD without momentum keeps no state tensor
+    # the rank's sampler ran over the measured steps, as a cell's: its process on CPU
+    assert rank.telemetry is not None and rank.telemetry.device == "cpu"
+    assert rank.telemetry.samples >= 2 and rank.telemetry.rss_bytes is not None
+    assert rank.telemetry.unavailable["gpu_util_pct"].code == "telemetry.cpu_no_gpu"
     assert rank.static == {
         "parameter_bytes": 644,
         "gradient_bytes": 644,

@@ -143,6 +143,9 @@ class Probe:
         self.optimizers: dict[int, Any] = {}  # id -> weakref of every optimizer the job stepped
         self.flops: Any = None  # step_facts.StepFlops while the counted step runs
         self.flop_facts: dict[str, Any] = {}  # the counted step's record, or why none
+        self.sampler: Any = None  # the rank's telemetry sampler, running over the measured steps
+        self.window_open: float | None = None  # perf_counter at the measured steps' start
+        self.window_close: float | None = None
         # wall clock (the host's start-up figures): torch imported, and the first sight of
         # training (the job's own set-up done)
         self.torch_imported_unix = time.time()
@@ -478,6 +481,7 @@ class Probe:
             self.pending.append((self.count, step))
         self.step = StepMarks(step.end, sched_start=step.sched_end)
         self._count_flops()
+        self._sample_telemetry()
         if self.clock.device is not None:  # CUDA events are read (and let go) as they complete;
             self._read_completed()  # perf_counter marks wait for write(), outside the steps
         s = self.settings
@@ -501,6 +505,49 @@ class Probe:
             else:
                 self.flops = step_facts.StepFlops()
                 self.flops.__enter__()
+
+    def _sample_telemetry(self) -> None:
+        """At a step's end: start the rank's sampler one step before the measured ones (its
+        start waits for a first sample: in a warm-up step, not a measured one), open its
+        window where they start and close it where they end (the worker's sampler and
+        summary, docs/telemetry.md)."""
+        s = self.settings
+        if self.count == max(s.warmup - 1, 1) and self.sampler is None:
+            import torch
+
+            from torchscale.contracts.cell_settings import TelemetryConfig
+            from torchscale.rank.telemetry.rank import rank_sampler
+
+            device = self.clock.device or torch.device("cpu")
+            self.sampler = rank_sampler(TelemetryConfig(), device)
+            self.sampler.start()
+        if self.sampler is None:
+            return
+        if self.count == s.warmup:
+            self.sampler.mark_open()
+            self.window_open = time.perf_counter()
+        elif self.count > s.warmup:
+            self.window_close = time.perf_counter()
+            if s.steps and self.count >= s.warmup + s.steps:
+                self._stop_telemetry()
+
+    def _stop_telemetry(self) -> None:
+        sampler = self.sampler
+        if sampler is None or not sampler.running:
+            return
+        if self.window_open is not None and self.window_close is not None:
+            sampler.mark_window(self.window_open, self.window_close)
+        sampler.stop()
+
+    def _telemetry(self) -> dict[str, Any]:
+        """The measurement's `telemetry`: the rank's summary over the measured steps."""
+        if self.sampler is None or self.window_open is None:
+            return {}
+        from torchscale.rank.telemetry.window_figures import summarise_rank
+
+        self._stop_telemetry()
+        summary = summarise_rank(self.rank, socket.gethostname(), self.sampler.report())
+        return {"telemetry": summary.model_dump(mode="json")}
 
     def _end_flop_count(self) -> None:
         """Leave the counting mode where it is the innermost (a mode the job entered inside
@@ -625,7 +672,7 @@ class Probe:
         from torchscale.rank.own_job.step_facts import optimizer_facts
 
         optimizers = [o for ref in self.optimizers.values() if (o := ref()) is not None]
-        facts = {**self.flop_facts, **optimizer_facts(optimizers)}
+        facts = {**self.flop_facts, **optimizer_facts(optimizers), **self._telemetry()}
         device = self.clock.device
         if device is not None:
             from dataclasses import asdict

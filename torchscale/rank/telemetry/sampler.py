@@ -78,6 +78,11 @@ class Sampler:
         self._ready = threading.Event()
         self._abandoned: Reason | None = None  # a thread that did not stop: sample no more
 
+    @property
+    def running(self) -> bool:
+        """A window is being sampled (started, not yet stopped)."""
+        return self._record is not None
+
     def start(self) -> None:
         """Start sampling a window; returns after its first sample."""
         if self._record is not None:
