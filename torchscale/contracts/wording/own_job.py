@@ -18,26 +18,34 @@ def _output(f: F) -> str:
 
 def _identity(f: F) -> str:
     """`batch`: the samples each rank's loader gave per step (None: unknown); `precision`: the
-    one a sweep filled into the command's {precision} (None: unknown)."""
-    batch, precision = f.get("batch"), f.get("precision")
+    one a sweep filled into the command's {precision} (None: unknown); `strategy`: the one the
+    parameters showed (None: unknown)."""
+    batch, precision, strategy = f.get("batch"), f.get("precision"), f.get("strategy")
     unknown = [
         *(["batch size"] if batch is None else []),
         *(["precision"] if precision is None else []),
-        "parallel strategy",
+        *(["parallel strategy"] if strategy is None else []),
     ]
-    shown = [*(["b1"] if batch is None else []), *(["fp32"] if precision is None else []), "ddp"]
-    said = f"placeholder{'s' if len(shown) > 1 else ''} ({', '.join(shown)})"
+    shown = [*(["b1"] if batch is None else []), *(["fp32"] if precision is None else [])]
+    shown += ["ddp"] if strategy is None else []
+    known = []
     if batch is None:
-        said += ", a sample is one optimizer step"
+        known.append("a sample is one optimizer step")
     else:
-        said += f"; b{batch} is the samples each rank's loader gave per optimizer step"
+        known.append(f"b{batch} is the samples each rank's loader gave per optimizer step")
+    if strategy is not None:
+        known.append(f"{strategy}: its parameters are sharded (FSDP2's DTensors)")
     if precision is not None:
-        said += f"; {precision} is the precision the sweep filled into your command"
+        known.append(f"{precision} is the precision the sweep filled into your command")
+    judged = "the step is judged as data-parallel (every rank runs the whole step)"
+    if not unknown:
+        return f"your job's label: {'; '.join(known)}, and {judged}"
+    said = f"placeholder{'s' if len(shown) > 1 else ''} ({', '.join(shown)})"
+    said += (", " if batch is None else "; ") + "; ".join(known)
     what = unknown[0] if len(unknown) == 1 else f"{', '.join(unknown[:-1])} and {unknown[-1]}"
     return (
         f"your job's {what} {'is' if len(unknown) == 1 else 'are'} not known to torchscale: "
-        f"its label shows {said}, and the step is judged as data-parallel (every rank runs the "
-        "whole step)"
+        f"its label shows {said}, and {judged}"
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import MAX_SLUG, CellIdentity, file_safe
 from torchscale.contracts.cell_settings import (
     DataConfig,
@@ -72,12 +73,17 @@ def measured_tokens_per_sample(ranks: Sequence[RankMeasurement]) -> float | None
     return tokens / samples if samples and tokens else None
 
 
-def identity_warning(batch: int | None, precision: str | None = None) -> CellWarning:
+def identity_warning(
+    batch: int | None, precision: str | None = None, strategy: str | None = None
+) -> CellWarning:
     """What the label's placeholders are (`batch`: None when the batch is one too;
-    `precision`: the one a sweep filled into the command, None when it is one too)."""
+    `precision`: the one a sweep filled into the command, None when it is one too;
+    `strategy`: the one the parameters showed, None when it is one too)."""
     figures: dict[str, object] = {"batch": batch}
     if precision is not None:
         figures["precision"] = precision
+    if strategy is not None:
+        figures["strategy"] = strategy
     return CellWarning.of("other", "own_job.identity_unknown", figures)
 
 
@@ -87,11 +93,23 @@ def job_device(ranks: Sequence[RankMeasurement]) -> str:
     return "cuda" if cuda else "cpu"
 
 
+def job_strategy(ranks: Sequence[RankMeasurement]) -> Strategy | None:
+    """fsdp where the optimizers' parameters are DTensor shards (FSDP2), else None: not
+    known (ddp and a single process look alike to the probe)."""
+    return "fsdp" if any(getattr(r, "sharded", False) for r in ranks) else None
+
+
 def job_identity(
-    cell_id: str, argv: Sequence[str], label: str, world: int, device: str, batch: int | None
+    cell_id: str,
+    argv: Sequence[str],
+    label: str,
+    world: int,
+    device: str,
+    batch: int | None,
+    strategy: Strategy | None = None,
 ) -> CellIdentity:
-    """The job as a cell: the measured batch (else 1), fp32 and ddp are placeholders
-    (identity_warning says so)."""
+    """The job as a cell: the measured batch (else 1), fp32 and (where the parameters do
+    not show it) ddp are placeholders (identity_warning says so)."""
     digest = hashlib.sha256(json.dumps(list(argv)).encode()).hexdigest()
     return CellIdentity(
         id=cell_id,
@@ -101,7 +119,7 @@ def job_identity(
         batch_size=batch or 1,
         world_size=world,
         precision="fp32",
-        strategy="ddp",
+        strategy=strategy or "ddp",
         device="cuda" if device == "cuda" else "cpu",
         backend="nccl" if device == "cuda" else "gloo",
     )
@@ -118,7 +136,13 @@ def job_cell_id(
     return "__".join(parts)
 
 
-def as_measured(planned: CellIdentity, world: int, device: str, batch: int | None) -> CellIdentity:
+def as_measured(
+    planned: CellIdentity,
+    world: int,
+    device: str,
+    batch: int | None,
+    strategy: Strategy | None = None,
+) -> CellIdentity:
     """A sweep's planned job cell as it ran: its id and definition kept (what --resume
     matches), the world, device and batch per rank as the ranks' files tell them (the
     throughput's samples are the measured batch's)."""
@@ -131,6 +155,7 @@ def as_measured(planned: CellIdentity, world: int, device: str, batch: int | Non
             "batch_size": batch or planned.batch_size,
             "device": "cuda" if cuda else "cpu",
             "backend": "nccl" if cuda else "gloo",
+            "strategy": strategy or planned.strategy,
         }
     )
 
@@ -180,7 +205,7 @@ def job_facts(
         environment={"host": first.host if first else None},
         fused_optimizer=None,
         channels_last=None,
-        warnings=(identity_warning(batch, precision),),
+        warnings=(identity_warning(batch, precision, job_strategy(ranks)),),
     )
 
 

@@ -25,6 +25,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from torchscale.contracts import wording
+from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
@@ -46,6 +47,7 @@ from torchscale.orchestration.own_job.identity import (
     job_facts,
     job_identity,
     job_spec,
+    job_strategy,
     measured_batch,
 )
 from torchscale.rank.own_job import ENV_DIR as DIR_ENV
@@ -215,11 +217,12 @@ def job_result(
     launches: Sequence[Launched],
     request: OwnJobRequest,
     store: ResultStore,
-    identity_of: Callable[[int, str, int | None], CellIdentity],
+    identity_of: Callable[[int, str, int | None, Strategy | None], CellIdentity],
     precision: str | None = None,
 ) -> tuple[CellResult, Finding | None, list[Finding]]:
     """(the result of the launches, why nothing was measured or None, the notes said):
-    `identity_of(world, device, batch)` names the cell from what the ranks' files tell."""
+    `identity_of(world, device, batch, strategy)` names the cell from what the ranks' files
+    tell."""
     last = launches[-1]
     notes = [f for launch in launches for f in launch.findings]
     if last.stopped_by is not None:
@@ -231,7 +234,7 @@ def job_result(
     if request.samples_per_step is not None:  # the result says which count it used
         given = {"given": request.samples_per_step, "counted": counted}
         notes.append(Finding(code="own_job.samples_given", figures=given))
-    identity = identity_of(len(last.ranks), device, batch)
+    identity = identity_of(len(last.ranks), device, batch, job_strategy(kept))
     problem = None
     if kept:
         from torchscale.rank.worker.aggregate import aggregate
@@ -309,8 +312,10 @@ def run_own_job(
     launched = launch_job(command, request, reader, keep_on_stop=True)
     label = job_label(request.argv)
 
-    def identity_of(world: int, device: str, batch: int | None) -> CellIdentity:
-        return job_identity(cell_id, request.argv, label, world, device, batch)
+    def identity_of(
+        world: int, device: str, batch: int | None, strategy: Strategy | None
+    ) -> CellIdentity:
+        return job_identity(cell_id, request.argv, label, world, device, batch, strategy)
 
     result, problem, notes = job_result([launched], request, store, identity_of)
     result.started_at = started.isoformat(timespec="seconds")

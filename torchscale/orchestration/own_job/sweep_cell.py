@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
+from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.cell_settings import MeasurementConfig
 from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
@@ -93,8 +94,10 @@ def run_job_cell(
             break
     precision = cell.precision if "precision" in job.named else None
 
-    def identity_of(world: int, device: str, batch: int | None) -> CellIdentity:
-        return as_measured(cell, world, device, batch)
+    def identity_of(
+        world: int, device: str, batch: int | None, strategy: Strategy | None
+    ) -> CellIdentity:
+        return as_measured(cell, world, device, batch, strategy)
 
     result, _, _ = job_result(launches, request, store, identity_of, precision)
     result.warnings = [*planned.cell_warnings, *result.warnings]

@@ -43,6 +43,7 @@ class OwnJobMeasurement(RankMeasurement):
     flops_by_dtype: dict[str, float] = field(default_factory=dict)
     conv_flops: float | None = None
     parameters: int | None = None  # elements of the parameters the optimizers train
+    sharded: bool = False  # the parameters are DTensor shards (FSDP2): the job's strategy
     device_name: str | None = None  # the CUDA device's name; None on CPU
     tf32: dict[str, Any] | None = None  # contracts.gpu_peaks.Tf32Settings as read on the rank
 

@@ -106,4 +106,5 @@ def optimizer_facts(optimizers: list[Any]) -> dict[str, Any]:
     return {
         "static": static_bytes(params, optimizers),
         "parameters": sum(int(p.numel()) for p in params),
+        "sharded": any(hasattr(p, "to_local") for p in params),  # FSDP2's DTensors
     }

@@ -209,11 +209,11 @@ def exposed_from_comm(
     cells at the compute reference's ranks per host (`_overlap_cells`: a cell past the cores
     exposes its ranks' turns too, which the contention term adds); no multi-rank cell: H = 0,
     the interval down to H = min(T(N), own work), since backward can hide no more than the
-    rank's own work. None without a fit, or without the model's bytes (a user's job: the
-    probe does not count them): the cells' own exposed transfer is used then."""
+    rank's own work. None without a fit, or without the model's bytes (a user's job whose
+    optimizers the probe never saw): the cells' own exposed transfer is used then."""
     reference = cells[0]
     grads, params = reference.gradient_bytes, reference.parameter_bytes
-    if grads == 0 and params == 0:  # a user's job: its bytes unknown, nothing to size by
+    if grads == 0 and params == 0:  # no bytes counted (a user's job): nothing to size by
         return None
     target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
     if target is None:
