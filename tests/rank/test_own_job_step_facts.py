@@ -12,7 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from torchscale.contracts.gpu_peaks import peak_tflops
 from torchscale.orchestration.own_job.identity import job_peak
-from torchscale.rank.own_job.step_facts import StepFlops, optimizer_facts
+from torchscale.rank.own_job.step_facts import StepFlops, compiled, optimizer_facts
 
 H100 = "NVIDIA H100 80GB HBM3"
 TF32_OFF = {"matmul": False, "conv": False, "matmul_source": "test", "conv_source": "test"}
@@ -141,3 +141,11 @@ def test_no_peak_on_cpu_nor_for_a_dtype_without_one() -> None:
     uncounted = Rank(device_name=H100, flops_by_dtype={}, tf32=TF32_OFF)
     none = job_peak(uncounted)  # type: ignore[arg-type]
     assert none.note is not None and none.note.code == "own_job.no_flops"
+
+
+def test_a_compiled_graph_is_seen_so_no_step_is_counted_outside_it() -> None:
+    """torch.compile made a graph in this process: the probe counts no FLOPs then (the
+    counted step would run eagerly, numerics apart from the compiled graphs)."""
+    model = torch.compile(torch.nn.Linear(4, 4), backend="eager")
+    model(torch.randn(2, 4)).sum().backward()
+    assert compiled()
