@@ -48,28 +48,37 @@ def resolve_kernel_ops(events: pd.DataFrame) -> Finding | None:
     return _disagreements(events, kernels)
 
 
+def kernel_launches(events: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The runtime call (first by start, same correlation) that launched each device row:
+    columns _row (the row's index), ts (float64) and tid (int64, the launching thread),
+    sorted by ts; rows without one are left out."""
+    runtime = events[(events["kind"] == "runtime") & events["correlation"].notna()]
+    if runtime.empty or rows.empty:
+        return pd.DataFrame({"_row": [], "ts": [], "tid": []})
+    first = runtime.sort_values("ts", kind="stable").drop_duplicates("correlation")
+    launch = (
+        rows[["correlation"]]
+        .rename_axis("_row")
+        .reset_index()
+        .merge(first[["correlation", "ts", "tid"]], on="correlation", how="inner")
+    )
+    launch = launch[["_row", "ts", "tid"]].astype({"ts": np.float64, "tid": np.int64})
+    return launch.sort_values("ts", kind="stable")
+
+
 def _launching_call_ops(events: pd.DataFrame, rows: pd.Index) -> pd.Series:
     """The op of the innermost known-op call enclosing each kernel's launch (kernels whose
     launch no such call encloses are left out)."""
-    runtime = events[(events["kind"] == "runtime") & events["correlation"].notna()]
     calls = events[
         (events["kind"] == "collective_call")
         & events["coll_op"].notna()
         & (events["coll_op"] != UNKNOWN_OP)
     ]
-    if runtime.empty or calls.empty:
+    if calls.empty:
         return pd.Series(dtype=object)
-    first = runtime.sort_values("ts", kind="stable").drop_duplicates("correlation")
-    launch = (
-        events.loc[rows, ["correlation"]]
-        .rename_axis("_row")
-        .reset_index()
-        .merge(first[["correlation", "ts", "tid"]], on="correlation", how="inner")
-    )
+    launch = kernel_launches(events, events.loc[rows])
     if launch.empty:
         return pd.Series(dtype=object)
-    launch = launch[["_row", "ts", "tid"]]
-    launch = launch.astype({"ts": np.float64, "tid": np.int64}).sort_values("ts", kind="stable")
     calls = pd.DataFrame(
         {
             "call_ts": calls["ts"].to_numpy(np.float64),
