@@ -52,15 +52,19 @@ def kernel_launches(events: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """The runtime call (first by start, same correlation) that launched each device row:
     columns _row (the row's index), ts (float64) and tid (int64, the launching thread),
     sorted by ts; rows without one are left out."""
-    runtime = events[(events["kind"] == "runtime") & events["correlation"].notna()]
-    if runtime.empty or rows.empty:
+    if rows.empty:
+        return pd.DataFrame({"_row": [], "ts": [], "tid": []})
+    wanted = events["correlation"].isin(rows["correlation"].dropna())
+    is_runtime = wanted & (events["kind"] == "runtime")
+    runtime = events.loc[is_runtime, ["correlation", "ts", "tid"]]  # only the rows' launches
+    if runtime.empty:
         return pd.DataFrame({"_row": [], "ts": [], "tid": []})
     first = runtime.sort_values("ts", kind="stable").drop_duplicates("correlation")
     launch = (
         rows[["correlation"]]
         .rename_axis("_row")
         .reset_index()
-        .merge(first[["correlation", "ts", "tid"]], on="correlation", how="inner")
+        .merge(first, on="correlation", how="inner")
     )
     launch = launch[["_row", "ts", "tid"]].astype({"ts": np.float64, "tid": np.int64})
     return launch.sort_values("ts", kind="stable")
@@ -69,14 +73,15 @@ def kernel_launches(events: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 def _launching_call_ops(events: pd.DataFrame, rows: pd.Index) -> pd.Series:
     """The op of the innermost known-op call enclosing each kernel's launch (kernels whose
     launch no such call encloses are left out)."""
-    calls = events[
+    is_call = (
         (events["kind"] == "collective_call")
         & events["coll_op"].notna()
         & (events["coll_op"] != UNKNOWN_OP)
-    ]
+    )
+    calls = events.loc[is_call, ["ts", "dur", "tid", "coll_op"]]
     if calls.empty:
         return pd.Series(dtype=object)
-    launch = kernel_launches(events, events.loc[rows])
+    launch = kernel_launches(events, events.loc[rows, ["correlation"]])
     if launch.empty:
         return pd.Series(dtype=object)
     calls = pd.DataFrame(
