@@ -48,8 +48,20 @@ GOLDEN = {
         ["exposed_comm"],
     ),
     "ns_resolution_trace": ([0], 1, "cuda", 95624.1, 0.0, None, []),
-    "trace_filter": ([0, 1], 128, "cuda", 617195.8, 25.74, 17.38, ["host_bound", "exposed_comm"]),
+    "trace_filter": (
+        [0, 1],
+        128,
+        "cuda",
+        617195.8,
+        21.47,
+        17.38,
+        ["host_bound", "exposed_comm", "load_imbalance"],
+    ),
 }
+# sync stall % where two ranks share matched collectives: trace_filter's NCCL kernels are
+# matched by the ops their launches' metadata name (all_reduce, all_to_all, all_gather run in
+# NCCL's old generic SendRecv kernel); the other folders hold one rank each
+STALL = {"trace_filter": 4.27}
 
 
 def invoke(*args: str | Path) -> Result:
@@ -84,7 +96,10 @@ def test_shared_real_traces_golden(folder: str, tmp_path: Path) -> None:
     assert [f.category for f in analysis.findings] == categories
     # single ranks of multi-rank jobs: no stall is invented, and the reason is given
     stall = profile_figures.sync_stall_pct(analysis)
-    assert stall.value is None and stall.reason is not None
+    if folder in STALL:
+        assert stall.value == pytest.approx(STALL[folder], abs=0.01)
+    else:
+        assert stall.value is None and stall.reason is not None
     # one model: the headline and the finding are its exposed transfer, the same figure
     attribution = analysis.diagnosis
     assert attribution is not None
@@ -94,7 +109,7 @@ def test_shared_real_traces_golden(folder: str, tmp_path: Path) -> None:
             assert finding.cost_share == parts["exposed_transfer"].share
             assert finding.cost_pct == pytest.approx(exposed, abs=0.01)
     wait = parts["wait_for_peers"].share
-    if world > len(ranks):  # not zero but unknown: inside exposed transfer, said why
+    if len(ranks) == 1 < world:  # not zero but unknown: inside exposed transfer, said why
         assert wait.value is None and wait.high is None
         assert "not separable" in (why(wait.reason) or "")
     assert_parts_add_up(analysis)

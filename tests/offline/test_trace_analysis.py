@@ -51,6 +51,7 @@ DTYPES = {
     "step": "Int64",
     "phase": "category",
     "coll_op": "category",
+    "op_source": "category",
     "pg": object,
     "seq": "Int64",
     "nelems": "Int64",

@@ -104,7 +104,10 @@ REAL_NAMES = [
      "collective", "all_reduce"),
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "kernel",
      None, "collective", "all_reduce"),
+    # NCCL < 2.19's generic kernel: its name says no op (the launch's metadata does)
     ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+     "kernel", None, "collective", "unknown"),
+    ("ncclKernel_SendRecv_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
      "kernel", None, "collective", "send_recv"),
     ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "kernel",
      None, "collective", "broadcast"),
@@ -121,6 +124,8 @@ REAL_NAMES = [
      "unknown"),
     ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "kernel",
      {"Collective name": "_allgather_base"}, "collective", "all_gather"),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", {"Collective name": "barrier"},
+     "collective", "barrier"),  # the kernel's own metadata before its name
     ("rcclKernel_AllToAll_RING_SIMPLE", "kernel", None, "collective", "all_to_all"),
     ("hcom_allReduce__524_0_1", "kernel", None, "collective", "all_reduce"),
     ("gloo:all_reduce", "user_annotation", None, "collective", "all_reduce"),
@@ -234,7 +239,8 @@ def test_columns_and_dtypes_follow_the_contract(tmp_path: Path) -> None:
     assert dtypes == {
         "name": "category", "kind": "category", "ts": "float64", "dur": "float64",
         "tid": "int64", "device_side": "bool", "correlation": "Int64", "step": "Int64",
-        "phase": "category", "coll_op": "category", "pg": "object", "seq": "Int64",
+        "phase": "category", "coll_op": "category", "op_source": "category", "pg": "object",
+        "seq": "Int64",
         "nelems": "Int64", "dtype": "object", "group_size": "Int64",
     }  # fmt: skip
     assert list(df["kind"].cat.categories) == list(KINDS)
@@ -654,10 +660,16 @@ def test_synthetic_rejects_bad_arguments(tmp_path: Path) -> None:
 REAL = {
     # folder: (rank(s), device_type, world_size, expected collective kernel ops)
     "df_index_resolver": ([1], "cuda", 2, {"all_reduce"}),
-    "trace_filter": ([0, 1], "cuda", 128, {"send_recv"}),
+    # the old generic kernel (SendRecv_RING_SIMPLE) ran these, by the launches' metadata
+    "trace_filter": ([0, 1], "cuda", 128, {"all_reduce", "all_gather", "all_to_all"}),
     "nccl_parser_config": ([0], "cuda", 2, {"all_reduce", "broadcast"}),
     "ns_resolution_trace": ([0], "cuda", 1, set()),
-    "negative_queue_length_values_check": ([0], "cuda", 16, {"send_recv"}),
+    "negative_queue_length_values_check": (
+        [0],
+        "cuda",
+        16,
+        {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "unknown"},
+    ),
     "mtia_trace_single_rank": ([0], "mtia", 1, set()),
 }
 _CACHE: dict[str, list[RankTrace]] = {}

@@ -406,6 +406,31 @@ def test_cuda_kernels_nccl_collectives_and_runtime(tmp_path: Path) -> None:
     assert note("trace.nsys_no_kernels") not in trace.notes
 
 
+def test_nccl_kernels_take_their_op_from_the_enclosing_nvtx_call(tmp_path: Path) -> None:
+    """nsys has no "Collective name" args, but NVTX ranges of the collective calls (emit_nvtx,
+    record_function) enclose the runtime call that launched each kernel."""
+    ex = Export(tmp_path / "g.sqlite")
+    ex.process(400)
+    ex.mark(400, "torchscale:rank=0", 0)
+    ex.push_pop(400, "nccl:_all_gather_base", 1 * MS, 3 * MS)
+    ex.runtime(400, "cudaLaunchKernelExC_v11060", 2 * MS, int(2.1 * MS), corr=8)
+    ex.kernel(400, "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 4 * MS, 5 * MS, 8)
+    ex.push_pop(400, "nccl:all_reduce", 6 * MS, 8 * MS)
+    ex.runtime(400, "cudaLaunchKernelExC_v11060", 7 * MS, int(7.1 * MS), corr=9)
+    ex.kernel(400, "ncclDevKernel_Broadcast_RING_LL", 9 * MS, 10 * MS, corr=9)
+    ex.kernel(400, "ncclDevKernel_Generic", 11 * MS, 12 * MS, corr=10)  # no launch row
+    (trace,) = read_nsys_sqlite(ex.close())
+    coll = trace.events[trace.events["kind"] == "collective"]
+    assert list(zip(coll["coll_op"].astype(str), coll["op_source"].astype(str), strict=True)) == [
+        ("all_gather", "metadata"),
+        ("all_reduce", "metadata"),
+        ("unknown", "name"),
+    ]
+    assert note("trace.kernel_name_disagrees", count=1, ops=[["broadcast", "all_reduce", 1]]) in (
+        trace.notes
+    )
+
+
 def test_unknown_schema_version_is_a_trace_error(tmp_path: Path) -> None:
     meta = META_3 | {"EXPORT_SCHEMA_VERSION": "4.1.0", "EXPORT_SCHEMA_VERSION_MAJOR": "4"}
     ex = Export(tmp_path / "v4.sqlite", meta=meta)

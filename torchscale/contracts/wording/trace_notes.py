@@ -86,6 +86,16 @@ def _skipped_calls(f: F) -> str:
     return f"collective metadata not taken from the enqueuing calls, counts differ: {ops}"
 
 
+def _kernel_disagrees(f: F) -> str:
+    ops = ", ".join(
+        f"named {named}, launched as {meta} ({count})" for named, meta, count in f["ops"]
+    )
+    return (
+        f"{f['count']} communication kernel(s) whose name says another op than the call that "
+        f"launched them ({ops}): the launch's op is used"
+    )
+
+
 def _different(f: F) -> str:
     spans = ", ".join(f"rank {rank}: {low}-{high}" for rank, low, high in f["spans"])
     how = "common seq numbers" if f["by_seq"] else "common prefix"
@@ -100,6 +110,7 @@ NOTES: dict[str, Callable[[F], str]] = {code: templated(words) for code, words i
     "trace.nsys_several_ranks": _several,
     "trace.metadata_not_from_calls": _skipped_calls,
     "trace.different_collectives": _different,
+    "trace.kernel_name_disagrees": _kernel_disagrees,
 }
 
 PHRASES = {code: ranked(phrase) for code, phrase in NOTES.items()}

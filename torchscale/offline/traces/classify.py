@@ -8,6 +8,12 @@ Decisions worth knowing:
   renames (`ncclKernel_AllReduce_RING_LL_Sum_float` -> `ncclDevKernel_AllReduce_Sum_f32_RING_LL`),
   lower-case variants, RCCL, HCCL, gloo, c10d ops and `record_param_comms` "Collective name"
   values all land on the same COLL_OPS member.
+- A kernel's name is only the second source of its op: NCCL runs every op without a
+  specialised kernel in a generic one, `ncclDevKernel_Generic` since 2.19 and, before,
+  `ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t` (NCCL's own `ncclKernelGeneric`; the kept
+  traces show it running all_reduce, all_gather and reduce_scatter). Both say "unknown" by
+  name; the launch's metadata (`traces/kernel_ops.py`) names the op, and the kernel's own
+  "Collective name" arg, where PyTorch writes one, comes first (`op_source` "metadata").
 - The backward phase comes only from explicit ranges (`torchscale:backward`): PyTorch records
   no range around `loss.backward()`, only one `autograd::engine::evaluate_function: ...` per
   autograd node, on the autograd thread, interleaved with DDP/FSDP hooks and collectives. Their
@@ -75,6 +81,21 @@ _OP_KEYS = (
     ("send", "send"),
     ("recv", "recv"),
 )
+# NCCL < 2.19's generic kernel: named for send/recv, it runs any op without a kernel of its own
+_OLD_GENERIC_KERNEL = re.compile(
+    r"^(?:void\s+)?ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t\b", re.IGNORECASE
+)
+# metadata op -> the ops of the kernel names that run it: c10d builds all_to_all, scatter and
+# gather from grouped send/recv, and a NCCL barrier is a one-element all_reduce
+_RUN_AS = {
+    "send": frozenset({"send_recv"}),
+    "recv": frozenset({"send_recv"}),
+    "all_to_all": frozenset({"send_recv"}),
+    "scatter": frozenset({"send_recv"}),
+    "gather": frozenset({"send_recv"}),
+    "barrier": frozenset({"all_reduce"}),
+}
+OP_SOURCES = ("metadata", "name")  # where a row's coll_op came from (rank_trace.py)
 _KERNEL_PREFIXES = ("nccldevkernel", "ncclkernel", "nccl", "rccl", "hccl", "hcom", "msccl")
 _NOT_LETTER = re.compile(r"[^a-z]+")
 
@@ -87,6 +108,7 @@ class EventClass(NamedTuple):
     phase: str | None = None
     step: int | None = None
     device_side: bool = False
+    op_source: str | None = None  # "metadata" | "name" on rows with a coll_op
 
 
 def normalise_coll_op(text: str) -> str:
@@ -110,6 +132,22 @@ def normalise_coll_op(text: str) -> str:
         if key in squashed:
             return member
     return UNKNOWN_OP
+
+
+def kernel_name_op(name: str) -> str:
+    """The op a communication kernel's name alone says; "unknown" for the generic kernels."""
+    return UNKNOWN_OP if _OLD_GENERIC_KERNEL.match(name) else normalise_coll_op(name)
+
+
+def ops_agree(name_op: str, metadata_op: str) -> bool:
+    """Whether a kernel named for `name_op` can run the collective the metadata calls
+    `metadata_op` (the same op, or the primitive NCCL builds it from)."""
+    return name_op == metadata_op or name_op in _RUN_AS.get(metadata_op, ())
+
+
+def is_comm_kernel(name: str) -> bool:
+    """A device kernel of a communication library (NCCL, RCCL, HCCL, MSCCL, oneCCL)."""
+    return _COMM_KERNEL.search(name) is not None
 
 
 def step_of(name: str) -> int | None:
@@ -155,12 +193,13 @@ def classify_event(name: str, cat: str, args: Mapping[str, Any] | None = None) -
 
 
 def _device_event(name: str, cat: str, args: Mapping[str, Any] | None) -> EventClass:
-    if _COMM_KERNEL.search(name):
-        op = normalise_coll_op(name)
-        if op == UNKNOWN_OP:
-            arg_op = _args_op(args)
-            op = normalise_coll_op(arg_op) if arg_op else op
-        return EventClass("collective", coll_op=op, device_side=True)
+    if is_comm_kernel(name):
+        arg_op = _args_op(args)
+        op = normalise_coll_op(arg_op) if arg_op else UNKNOWN_OP
+        if op != UNKNOWN_OP:  # the kernel's own collective args: metadata before name
+            return EventClass("collective", coll_op=op, device_side=True, op_source="metadata")
+        op = kernel_name_op(name)
+        return EventClass("collective", coll_op=op, device_side=True, op_source="name")
     low = name.lower()
     if cat in MEMORY_CATS or low.startswith(("memcpy", "memset", "dma_")):
         return EventClass("memory", device_side=True)
@@ -176,23 +215,24 @@ def _host_event(name: str, args: Mapping[str, Any] | None) -> EventClass:
     if phase is not None:
         return EventClass("phase", phase=phase)
     if name.startswith(_CPU_COLLECTIVE_PREFIXES):
-        return EventClass("collective", coll_op=normalise_coll_op(name))
+        return EventClass("collective", coll_op=normalise_coll_op(name), op_source="name")
     if name.startswith(_CALL_PREFIXES):
-        return EventClass("collective_call", coll_op=normalise_coll_op(name))
+        return EventClass("collective_call", coll_op=normalise_coll_op(name), op_source="name")
     if name in _WAIT_OPS:
         return EventClass("comm_wait")
     if name.startswith(_C10D_PREFIXES):
         op = normalise_coll_op(name)
-        return (
-            EventClass("collective_call", coll_op=op) if op != UNKNOWN_OP else EventClass("cpu_op")
-        )
+        if op == UNKNOWN_OP:
+            return EventClass("cpu_op")
+        return EventClass("collective_call", coll_op=op, op_source="name")
     if name == "record_param_comms":
         arg_op = _args_op(args)
         if arg_op is None:
-            return EventClass("collective_call", coll_op=UNKNOWN_OP)
+            return EventClass("collective_call", coll_op=UNKNOWN_OP, op_source="name")
         if arg_op.strip("_").lower() == "wait":
             return EventClass("comm_wait")
         if arg_op.strip("_").lower() in _NOT_COLLECTIVE:
             return EventClass("cpu_op")
-        return EventClass("collective_call", coll_op=normalise_coll_op(arg_op))
+        op = normalise_coll_op(arg_op)
+        return EventClass("collective_call", coll_op=op, op_source="metadata")
     return EventClass("cpu_op")

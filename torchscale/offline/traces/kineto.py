@@ -31,7 +31,8 @@ from torchscale.contracts.errors import TraceError, describe_os_error
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.contracts.wording.profile_notes import note
-from torchscale.offline.traces.classify import EventClass, classify_event
+from torchscale.offline.traces.classify import OP_SOURCES, EventClass, classify_event
+from torchscale.offline.traces.kernel_ops import resolve_kernel_ops
 from torchscale.offline.traces.rank_trace import (
     COLL_OPS,
     EVENT_COLUMNS,
@@ -115,6 +116,9 @@ def read_kineto(path: Path, *, rank_hint: int | None = None) -> RankTrace:
     info = header.distributedInfo if isinstance(header.distributedInfo, dict) else {}
     if bad:
         notes.append(note("trace.dropped_events", count=bad))
+    disagreement = resolve_kernel_ops(events)
+    if disagreement is not None:
+        notes.append(disagreement)
     kinds = events["kind"]
     if not (kinds == "step").any():
         notes.append(note("trace.no_step_ranges"))
@@ -533,6 +537,9 @@ class _Table:
                 table["phase"][pair], categories=list(OWN_WORK_PHASES)
             ),
             "coll_op": pd.Categorical.from_codes(table["coll_op"][pair], categories=list(COLL_OPS)),
+            "op_source": pd.Categorical.from_codes(
+                table["op_source"][pair], categories=list(OP_SOURCES)
+            ),
         }
         del pair
         frame.update(self._meta_columns(len(frame["ts"])))
@@ -566,11 +573,13 @@ def _class_table(classes: list[EventClass | None], names: list[str]) -> dict[str
     kind_code = {k: i for i, k in enumerate(KINDS)}
     phase_code: dict[str, int] = {p: i for i, p in enumerate(OWN_WORK_PHASES)}
     coll_code = {o: i for i, o in enumerate(COLL_OPS)}
+    source_code = {s: i for i, s in enumerate(OP_SOURCES)}
     n = len(classes)
     out: dict[str, np.ndarray] = {
         "kind": np.zeros(n, np.int8),
         "phase": np.full(n, -1, np.int8),
         "coll_op": np.full(n, -1, np.int8),
+        "op_source": np.full(n, -1, np.int8),
         "step": np.full(n, _MISSING, np.int64),
         "device_side": np.zeros(n, bool),
     }
@@ -582,6 +591,7 @@ def _class_table(classes: list[EventClass | None], names: list[str]) -> dict[str
         out["kind"][i] = kind_code[c.kind]
         out["phase"][i] = phase_code.get(c.phase, -1) if c.phase else -1
         out["coll_op"][i] = coll_code.get(c.coll_op, -1) if c.coll_op else -1
+        out["op_source"][i] = source_code.get(c.op_source, -1) if c.op_source else -1
         out["step"][i] = c.step if c.step is not None else _MISSING
         out["device_side"][i] = c.device_side
     return out

@@ -16,9 +16,12 @@ What is read (only the columns needed; the stdlib sqlite3 module, read-only):
   ` backend=<b>`) names the process's rank; without it ranks follow the process order (pid
   order, the order torchrun spawns local ranks in), rank_source "nsys process order", noted.
 - CUPTI_ACTIVITY_KIND_KERNEL (demangled name, else short name): NCCL kernels
-  (`ncclDevKernel_*`, `ncclKernel_*`, any case) -> "collective" with coll_op from the kernel
-  name; other kernels -> "kernel" (classify.py again). tid is the stream, `correlation` the
-  CUPTI correlation id. MEMCPY/MEMSET -> "memory", named `Memcpy HtoD` ... / `Memset`.
+  (`ncclDevKernel_*`, `ncclKernel_*`, any case) -> "collective" with coll_op from the NVTX
+  collective range (`nccl:<op>`, `c10d::<op>`, as `emit_nvtx` or record_function ranges write
+  them) enclosing the runtime call that launched it (`traces/kernel_ops.py`), else from the
+  kernel name; nsys keeps no "Collective name" args; other kernels -> "kernel" (classify.py
+  again). tid is the stream, `correlation` the CUPTI correlation id. MEMCPY/MEMSET ->
+  "memory", named `Memcpy HtoD` ... / `Memset`.
 - CUPTI_ACTIVITY_KIND_RUNTIME: CUDA runtime calls -> "runtime" with their correlation id.
 - OSRT_API: only blocking waits (OSRT_WAITS) on the worker's training thread (the one with the
   step ranges), between its first step's start and its last step's end, kept as kind "runtime"
@@ -49,7 +52,8 @@ from torchscale.contracts.errors import TraceError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.contracts.wording.profile_notes import note
-from torchscale.offline.traces.classify import EventClass, classify_event
+from torchscale.offline.traces.classify import OP_SOURCES, EventClass, classify_event
+from torchscale.offline.traces.kernel_ops import resolve_kernel_ops
 from torchscale.offline.traces.rank_trace import COLL_OPS, KINDS, RankSource, RankTrace
 
 SUPPORTED_SCHEMA_MAJORS = (3,)
@@ -155,6 +159,7 @@ class _Columns:
     step: list[int | None] = field(default_factory=list)
     phase: list[str | None] = field(default_factory=list)
     coll_op: list[str | None] = field(default_factory=list)
+    op_source: list[str | None] = field(default_factory=list)
 
     def add(
         self,
@@ -169,6 +174,7 @@ class _Columns:
         step: int | None = None,
         phase: str | None = None,
         coll_op: str | None = None,
+        op_source: str | None = None,
     ) -> None:
         self.name.append(name)
         self.kind.append(kind)
@@ -180,6 +186,7 @@ class _Columns:
         self.step.append(step)
         self.phase.append(phase)
         self.coll_op.append(coll_op)
+        self.op_source.append(op_source)
 
     def frame(self) -> pd.DataFrame:
         n = len(self.name)
@@ -197,6 +204,7 @@ class _Columns:
                 "step": pd.array(self.step, dtype="Int64"),
                 "phase": pd.Categorical(self.phase, categories=list(OWN_WORK_PHASES)),
                 "coll_op": pd.Categorical(self.coll_op, categories=list(COLL_OPS)),
+                "op_source": pd.Categorical(self.op_source, categories=list(OP_SOURCES)),
                 "pg": pd.Series([None] * n, dtype=object),
                 "seq": pd.array([None] * n, dtype="Int64"),
                 "nelems": pd.array([None] * n, dtype="Int64"),
@@ -400,7 +408,15 @@ def _read_nvtx(
             unclosed += 1
             continue
         cols.add(
-            name, cls.kind, start, end, tid, step=cls.step, phase=cls.phase, coll_op=cls.coll_op
+            name,
+            cls.kind,
+            start,
+            end,
+            tid,
+            step=cls.step,
+            phase=cls.phase,
+            coll_op=cls.coll_op,
+            op_source=cls.op_source,
         )
         if cls.kind in ("step", "phase"):
             per_thread[tid] += 1
@@ -442,6 +458,7 @@ def _read_cuda(
                 device_side=True,
                 correlation=corr,
                 coll_op=cls.coll_op,
+                op_source=cls.op_source,
             )
             devices.add(device)
     for table, is_memcpy in (
@@ -553,6 +570,10 @@ def read_nsys_sqlite(path: Path | str, *, osrt_waits: bool = True) -> list[RankT
                     w.notes.append(note("trace.nsys_osrt_left_out"))
             if not any(k == "step" for k in cols.kind):
                 w.notes.append(note("trace.nsys_no_steps"))
+            events = cols.frame()
+            disagreement = resolve_kernel_ops(events)
+            if disagreement is not None:
+                w.notes.append(disagreement)
             assert w.rank is not None
             versions = {"schema": layout.schema_version, "version": layout.product_version}
             exported = note("trace.nsys_export", **versions, process=w.label)
@@ -561,7 +582,7 @@ def read_nsys_sqlite(path: Path | str, *, osrt_waits: bool = True) -> list[RankT
                     path=path,
                     rank=w.rank,
                     rank_source=w.rank_source,
-                    events=cols.frame(),
+                    events=events,
                     world_size=w.world_size,
                     backend=w.backend,
                     device_type="cuda" if on_gpu else "cpu",

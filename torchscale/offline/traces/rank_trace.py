@@ -16,6 +16,7 @@ compare them across ranks without the offsets of `analysis.trace.clock`):
 | step        | Int64 (nullable) | ProfilerStep number, on `kind == "step"` rows only             |
 | phase       | category/None    | data|forward|backward|optimizer on `kind == "phase"` rows      |
 | coll_op     | category/None    | normalised collective op on collective rows (COLL_OPS)         |
+| op_source   | category/None    | where coll_op came from: "metadata" or "name" (OP_SOURCES)     |
 | pg          | object/None      | process-group name (metadata), None when the trace has none    |
 | seq         | Int64 (nullable) | collective sequence number within its group, when recorded    |
 | nelems      | Int64 (nullable) | input elements of the collective, when recorded                |
@@ -48,6 +49,10 @@ Not rows at all: instant, flow and metadata events, and the categories `traces/c
 drops (they duplicate other rows or are no work). Metadata columns come from the
 args of collective and collective_call rows: pg = "Process Group Name" (older traces: "Process
 Group ID", as text), seq = "Seq", nelems = "In msg nelems", dtype, group_size = "Group size".
+
+op_source: "metadata" when the op came from a "Collective name" arg (record_param_comms, or a
+kernel's own args) or, for a communication kernel, from the call that launched it
+(`traces/kernel_ops.py`); "name" when only the event's name said it. Metadata comes first.
 """
 
 from __future__ import annotations
@@ -85,6 +90,7 @@ EVENT_COLUMNS = (
     "step",
     "phase",
     "coll_op",
+    "op_source",
     "pg",
     "seq",
     "nelems",

@@ -27,6 +27,7 @@ from torchscale.offline.analysis.trace.intervals import (
     window_index,
 )
 from torchscale.offline.analysis.trace.steps import empty_table, is_device_trace, launch_times
+from torchscale.offline.traces.kernel_ops import kernel_launches
 from torchscale.offline.traces.rank_trace import UNKNOWN_OP
 
 META = ["pg", "seq", "nelems", "dtype", "group_size"]
@@ -164,17 +165,9 @@ def _fill_from_calls(
         return coll
     coll = coll.copy()
     if is_device_trace(events) and coll["correlation"].notna().any():
-        runtime = events[(events["kind"] == "runtime") & events["correlation"].notna()]
-        first = runtime.sort_values("ts").drop_duplicates("correlation")
-        launch = (
-            coll[["correlation"]]
-            .rename_axis("_row")
-            .reset_index()
-            .merge(first[["correlation", "ts", "tid"]], on="correlation", how="inner")
-        )
+        launch = kernel_launches(events, coll)
         if launch.empty:
             return coll
-        launch = launch.astype({"ts": np.float64, "tid": np.int64}).sort_values("ts")
         right = meta.astype({"ts": np.float64, "tid": np.int64}).sort_values("ts")
         joined = pd.merge_asof(
             launch,
