@@ -541,11 +541,13 @@ class Probe:
 
     def _telemetry(self) -> dict[str, Any]:
         """The measurement's `telemetry`: the rank's summary over the measured steps."""
-        if self.sampler is None or self.window_open is None:
+        if self.sampler is None:
+            return {}
+        self._stop_telemetry()
+        if self.window_open is None:  # the job ended before its measured steps
             return {}
         from torchscale.rank.telemetry.window_figures import summarise_rank
 
-        self._stop_telemetry()
         summary = summarise_rank(self.rank, socket.gethostname(), self.sampler.report())
         return {"telemetry": summary.model_dump(mode="json")}
 
