@@ -532,11 +532,13 @@ class Probe:
         if own_profiler_running():
             write_note(s.folder, self.rank, OWN_PROFILER)
             return
-        window = TraceWindow(s.folder, self.rank, s.tool, s.plan, self.clock.device)
+        window = None
         try:
+            window = TraceWindow(s.folder, self.rank, s.tool, s.plan, self.clock.device)
             window.open(step)
         except Exception as exc:
-            window.abandon()
+            if window is not None:
+                window.abandon()
             write_note(s.folder, self.rank, TRACE_FAILED, error=f"{type(exc).__name__}: {exc}")
             return
         self.window = window
