@@ -192,7 +192,9 @@ def test_profile_with_nsys_on_a_cpu_machine_is_one_line_and_a_non_zero_exit(
     from torchscale.orchestration.plan import Machine
     from torchscale.orchestration.schedulers.local import launcher
 
-    monkeypatch.setattr(launcher, "machine_here", lambda gpu_memory=False: Machine(gpu_count=0, cpu_cores=2))
+    monkeypatch.setattr(
+        launcher, "machine_here", lambda gpu_memory=False: Machine(gpu_count=0, cpu_cores=2)
+    )
     argv = ["profile", "--tool", "nsys", "-o", str(tmp_path), "--", sys.executable, "x.py"]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code != 0
