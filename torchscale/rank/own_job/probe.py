@@ -11,9 +11,11 @@ step). A closure passed to the outermost `step` (Lightning's: forward and backwa
 it) is timed and taken out of the optimizer's time, so its forward is forward. A batch fetched
 with grad disabled (an evaluation's loader) is neither data wait nor samples: it is in the
 rest of the step, with the evaluation. After W warm-up and N measured steps the rank writes
-`rank<k>.measurement.json` and, with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from
-that post hook: every rank stops at the same agreed step. N = 0: every step after W is
-measured and written at exit (also on SIGTERM, where the job left its default).
+`rank<k>.measurement.json`; then, with TORCHSCALE_OWN_JOB_TRACE_STEPS=K, it traces the window
+after them (trace_window.py) and, with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from
+the post hook of the window's last step (W + N without one): every rank stops at the same
+agreed step. N = 0: every step after W (and the window) is measured and written at exit (also
+on SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
 
 torch.distributed's blocking collectives are wrapped too: one the training loop calls with grad
