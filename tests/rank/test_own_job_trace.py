@@ -155,7 +155,7 @@ def fake_nsys(tmp_path: Path) -> Path:
 
 def test_nsys_wraps_the_users_launch_line_as_data(tmp_path: Path) -> None:
     from torchscale.orchestration.own_job.command import OwnJobRequest, job_command
-    from torchscale.orchestration.own_job.traced import under_nsys
+    from torchscale.orchestration.profiling.own_job_window import under_nsys
 
     argv = ("torchrun", "--nproc-per-node", "2", "train.py", "--cfg", "a b.yaml")
     request = OwnJobRequest(argv, 2, 5, False, 60.0, trace_steps=3, tool="nsys")
@@ -171,7 +171,7 @@ def test_nsys_wraps_the_users_launch_line_as_data(tmp_path: Path) -> None:
 
 
 def test_nsys_is_refused_in_one_line_without_a_gpu_or_without_nsys(tmp_path: Path) -> None:
-    from torchscale.orchestration.own_job.traced import refuse_nsys
+    from torchscale.orchestration.profiling.own_job_window import refuse_nsys
 
     with pytest.raises(UsageError, match="needs a CUDA GPU"):
         refuse_nsys(0, {"TORCHSCALE_NSYS": str(fake_nsys(tmp_path))})

@@ -345,7 +345,23 @@ def _profile_own_job(
         trace_steps=trace_steps,
         tool=tool,
     )
-    run = run_own_job(request, output_dir, name, dict(os.environ), on_start=_own_job_starting)
+    from torchscale.orchestration.profiling import own_job_window as window
+
+    nsys = trace_steps > 0 and tool == "nsys"
+    if nsys:  # refused in one line before anything runs
+        from torchscale.orchestration.schedulers.local.launcher import machine_here
+
+        window.refuse_nsys(machine_here().gpu_count, os.environ)
+    env = dict(os.environ)
+    run = run_own_job(
+        request,
+        output_dir,
+        name,
+        env,
+        on_start=_own_job_starting,
+        wrap=(lambda command, folder: window.under_nsys(command, folder, env)) if nsys else None,
+        traced=window.with_traces,
+    )
     if run.result.status is Status.OK:
         lines = own_job_lines(run.result, verbose=Verbosity.level > 0)
         lines.append(Line("info", f"> [RUN] result: {run.result_path}"))

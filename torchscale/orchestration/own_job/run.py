@@ -289,17 +289,16 @@ def run_own_job(
     read_ranks: RankReader | None = None,
     now: datetime | None = None,
     on_start: Callable[[OwnJobRequest], object] | None = None,
+    wrap: Callable[[LaunchCommand, Path], LaunchCommand] | None = None,
+    traced: Callable[[CellResult, Launched, OwnJobRequest], CellResult] | None = None,
 ) -> OwnJobRun:
     """Run the job, read its ranks' files, write and return its result (`on_start` is told
-    once the command is found, just before it starts)."""
+    once the command is found, just before it starts). The traced window is the profiler's
+    (orchestration/profiling/own_job_window.py): `wrap` puts the launch line inside it (nsys),
+    `traced` gives the result its traces' analysis."""
     missing = missing_program(request.argv, base_env)
     if missing is not None:
         raise UsageError(wording.say(missing))
-    if request.trace_steps and request.tool == "nsys":
-        from torchscale.orchestration.own_job.traced import refuse_nsys
-        from torchscale.orchestration.schedulers.local.launcher import machine_here
-
-        refuse_nsys(machine_here().gpu_count, base_env)
     reader = read_ranks or probe_reader()
     started = now or datetime.now(timezone.utc)
     store = ResultStore.for_experiment(output_dir, experiment)
@@ -308,10 +307,8 @@ def run_own_job(
         cell_id = f"{cell_id}-{os.getpid()}"
     directory, result_path = store.log_dir(cell_id), store.cell_path(cell_id)
     command = job_command(request, directory, base_env)
-    if request.trace_steps and request.tool == "nsys":
-        from torchscale.orchestration.own_job.traced import under_nsys
-
-        command = under_nsys(command, directory, base_env)
+    if wrap is not None:  # nsys around the launch line (profiling/own_job_window.py)
+        command = wrap(command, directory)
     record_environment(store, command, directory)
     if on_start is not None:
         on_start(request)
@@ -323,26 +320,10 @@ def run_own_job(
 
     result, problem, notes = job_result([launched], request, store, identity_of)
     result.started_at = started.isoformat(timespec="seconds")
-    if request.trace_steps and result.status is Status.OK:
-        result = _with_traces(result, launched, request)
+    if traced is not None and request.trace_steps and result.status is Status.OK:
+        result = traced(result, launched, request)
     store.write_text(result_path, result.model_dump_json(indent=2))
     return OwnJobRun(directory, result_path, result, problem, launched.stopped_by, notes)
-
-
-def _with_traces(result: CellResult, launched: Launched, request: OwnJobRequest) -> CellResult:
-    """The result with its traced window's analysis (traced.py), the ranks' reasons for no
-    trace among its warnings; the analysis' own failure is a note, never the run's."""
-    from torchscale.orchestration.own_job.traced import analyse_window, ranks_dir, trace_notes
-
-    folder = ranks_dir(launched.command)
-    skipped = trace_notes(folder)
-    traced, _, why_not = analyse_window(result, combined([launched]), request, folder)
-    extra = [_warning(n) for n in skipped]
-    if why_not is not None:
-        figures = {"rank": None, "error": why_not}  # the host's analysis, not one rank's
-        extra.append(_warning(Finding(code="own_job.trace_failed", figures=figures)))
-    traced.warnings = [*traced.warnings, *extra]
-    return traced
 
 
 def _launched_by(warning: CellWarning, argv: tuple[str, ...]) -> CellWarning:

@@ -25,6 +25,7 @@ ENV_TRACE_TOOL = "TORCHSCALE_OWN_JOB_TRACE_TOOL"  # torch (torch.profiler) | nsy
 PROBE_FILE = "rank{rank}.measurement.json"
 FAILURE_FILE = "rank{rank}.probe.json"  # written only when the probe failed (fail open)
 TRACE_NOTE_FILE = "rank{rank}.trace_note.json"  # why the rank has no trace (fail open)
+PROFILER_WARMUP = 1  # untraced steps between the measured steps and the traced window
 CARRIER_DIR = Path(__file__).resolve().parent / "carrier"
 
 

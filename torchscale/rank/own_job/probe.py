@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.step_phases import STEP_PHASES
 from torchscale.rank.own_job import (
     ENV_DIR,
     ENV_STEPS,
@@ -58,7 +59,6 @@ from torchscale.rank.own_job.trace_window import (
     TraceWindow,
     WindowPlan,
     own_profiler_running,
-    phases_record,
     write_note,
 )
 
@@ -558,17 +558,22 @@ class Probe:
             self.window = None
             window.close()
             self._read_completed(wait=True)  # the traced steps' CUDA marks, after the window
-            from torchscale.contracts.worker_spec import phases_name
+            from torchscale.rank.worker.capture import phase_record, write_phase_record
 
-            traced = [n for n in s.plan.traced_steps if n in self.done]
-            record = phases_record(
+            traced = [self.done[n] for n in s.plan.traced_steps if n in self.done]
+            record = phase_record(
                 self.rank,
                 s.tool,
+                [window.number(n) for n in s.plan.traced_steps if n in self.done],
+                [st.step_s for st in traced],
                 self.clock.timing,
-                [window.number(n) for n in traced],
-                [self.done[n] for n in traced],
+                {n: [st.phases[n] for st in traced] for n in STEP_PHASES},
+                [st.cpu_wait_s for st in traced],
+                [st.cpu_time_s for st in traced],
+                {"grad_sync_wait": self.phase_note} if self.phase_note else {},
+                self.clock.timing,
             )
-            _write_json(s.folder / phases_name(self.rank), record)
+            write_phase_record(s.folder, self.rank, record)
         except Exception as exc:
             self.window = None
             window.abandon()
@@ -642,12 +647,11 @@ class Probe:
             notes = {"grad_sync_wait": HOOKS_MISSED}
         windows = []
         if measured:
-            names = ("data", "forward", "backward", "grad_sync_wait", "optimizer")
             windows.append(
                 {
                     "wall_s": sum(st.step_s for st in measured),
                     "step_s": [st.step_s for st in measured],
-                    "phases": {n: [st.phases[n] for st in measured] for n in names},
+                    "phases": {n: [st.phases[n] for st in measured] for n in STEP_PHASES},
                     "phase_notes": notes,
                     "cpu_wait_s": [st.cpu_wait_s for st in measured],
                     "cpu_time_s": [st.cpu_time_s for st in measured],

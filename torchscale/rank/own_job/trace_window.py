@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.rank.own_job import TRACE_NOTE_FILE
+from torchscale.rank.own_job import PROFILER_WARMUP, TRACE_NOTE_FILE
 
-PROFILER_WARMUP = 1  # untraced steps between the measured ones and the traced ones
 TOOLS = ("torch", "nsys")
 OWN_PROFILER = "unavailable.own_profiler"
 TRACE_FAILED = "own_job.trace_failed"
@@ -251,24 +250,3 @@ class TraceWindow:
         dist = torch.distributed
         if dist.is_available() and dist.is_initialized():
             dist.barrier()
-
-
-def phases_record(
-    rank: int, tool: str, timing: str, steps: list[int], seconds: list[Any]
-) -> dict[str, Any]:
-    """`rank<k>.phases.json` of the traced steps, as the built-in capture writes it (its step
-    times are the capture overhead's input; its CPU waits, the analysis')."""
-    names = ("data", "forward", "backward", "grad_sync_wait", "optimizer")
-    return {
-        "rank": rank,
-        "tool": tool,
-        "unit": "s",
-        "steps": steps,
-        "step_s": [s.step_s for s in seconds],
-        "timing": timing,
-        "phases": {n: [s.phases[n] for s in seconds] for n in names},
-        "cpu_wait_s": [s.cpu_wait_s for s in seconds],
-        "cpu_time_s": [s.cpu_time_s for s in seconds],
-        "notes": {},
-        "clock": timing,
-    }

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts.errors import ToolNotFoundError, UsageError
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, ProfileRecord
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning, ProfileRecord
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.orchestration.launch.torchrun import LaunchCommand
-from torchscale.rank.own_job import TRACE_NOTE_FILE
+from torchscale.rank.own_job import PROFILER_WARMUP, TRACE_NOTE_FILE
 
 if TYPE_CHECKING:
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
     from torchscale.orchestration.own_job.command import OwnJobRequest
+    from torchscale.orchestration.own_job.run import Launched
     from torchscale.rank.worker.measure import RankMeasurement
 
 CAPTURE_BASE = "capture"  # nsys writes <ranks>/capture.nsys-rep, as in a built-in profile run
@@ -68,6 +69,23 @@ def under_nsys(command: LaunchCommand, directory: Path, env: Mapping[str, str]) 
     )
 
 
+def with_traces(result: CellResult, launched: Launched, request: OwnJobRequest) -> CellResult:
+    """`run_own_job`'s `traced`: the result with its window's analysis (`analyse_window`), the
+    ranks' reasons for no trace among its warnings; the analysis' own failure is a warning,
+    never the run's."""
+    from torchscale.orchestration.own_job.run import combined
+
+    folder = ranks_dir(launched.command)
+    skipped = trace_notes(folder)
+    traced, _, why_not = analyse_window(result, combined([launched]), request, folder)
+    if why_not is not None:  # the host's analysis, not one rank's
+        figures = {"rank": None, "error": why_not}
+        skipped.append(Finding(code="own_job.trace_failed", figures=figures))
+    found = [CellWarning.of("other", n.code, dict(n.figures)) for n in skipped]
+    traced.warnings = [*traced.warnings, *found]
+    return traced
+
+
 def ranks_dir(command: LaunchCommand) -> Path:
     from torchscale.rank.own_job import ENV_DIR
 
@@ -104,8 +122,7 @@ def analyse_window(
         analyse_into,
         with_diagnosis,
     )
-    from torchscale.rank.own_job.trace_window import PROFILER_WARMUP
-    from torchscale.rank.worker.main import _step_records
+    from torchscale.rank.worker.aggregate import step_records
 
     layout = ProfileRun(folder)
     notes = trace_notes(folder)
@@ -128,7 +145,7 @@ def analyse_window(
             )
         }
     )
-    write_text_atomic(layout.steps_path, _step_records(ranks))
+    write_text_atomic(layout.steps_path, step_records(ranks))
     write_text_atomic(layout.result_path, result.model_dump_json(indent=2))
     if not files:
         return result, None, "no rank wrote a trace"
