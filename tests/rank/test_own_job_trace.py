@@ -200,3 +200,18 @@ def test_profile_with_nsys_on_a_cpu_machine_is_one_line_and_a_non_zero_exit(
     assert result.exit_code != 0
     assert "needs a CUDA GPU" in result.output and "Traceback" not in result.output
     assert not list(tmp_path.rglob("ranks"))  # nothing launched
+
+
+def test_the_ranks_reasons_for_no_trace_are_read_back_as_worded_findings(tmp_path: Path) -> None:
+    from torchscale.contracts import wording
+    from torchscale.orchestration.profiling.own_job_window import trace_notes
+    from torchscale.rank.own_job.trace_window import OWN_PROFILER, TRACE_FAILED, write_note
+
+    write_note(tmp_path, 1, OWN_PROFILER)
+    write_note(tmp_path, 0, TRACE_FAILED, error="OSError: disk full")
+    (tmp_path / "rank2.trace_note.json").write_text("{not json")  # left out, never raised
+    first, second = trace_notes(tmp_path)
+    assert (first.code, first.figures["rank"]) == (TRACE_FAILED, 0)
+    assert "rank 0" in wording.say(first) and "disk full" in wording.say(first)
+    assert (second.code, second.figures) == (OWN_PROFILER, {"rank": 1})
+    assert wording.say(second).startswith("rank 1 runs its own profiler")
