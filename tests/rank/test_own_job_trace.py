@@ -82,6 +82,18 @@ def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
     assert not (out / "rank0.trace_note.json").exists()
 
 
+def test_with_no_measured_count_the_job_runs_to_its_end_traced_after_the_warmup(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "m"
+    done = run_job(tmp_path, ["--steps", "12"], trace_env(out, warmup=1, steps=0, traced=2))
+    assert done.returncode == 0, done.stderr
+    assert len(losses(done.stdout)) == 12 and "finished" in done.stdout  # never stopped
+    assert (out / "rank0.trace.json.gz").is_file()
+    assert json.loads((out / "rank0.phases.json").read_text())["steps"] == [1, 2]
+    assert only_rank(out).steps == 12 - 1 - PROFILER_WARMUP - 2  # measured after the window
+
+
 OWN_PROFILER = textwrap.dedent(
     """\
     import torch

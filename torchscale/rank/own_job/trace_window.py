@@ -120,6 +120,7 @@ class TraceWindow:
         ready (nsys: the capture starts with the first traced step)."""
         from torchscale.rank.worker import markers
 
+        self.folder.mkdir(parents=True, exist_ok=True)  # as the built-in capture makes its own
         if self.tool == "torch":
             import torch
             from torch.profiler import ProfilerActivity, schedule
