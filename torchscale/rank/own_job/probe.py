@@ -515,6 +515,9 @@ class Probe:
         plan = s.plan
         if self.window is not None and n > plan.opens_after:
             self._window_step(n)
+            if self.window is None and not s.steps:  # the export is no measured step's time
+                sched = self.sched.read_both() if self.sched is not None else None
+                self.step = StepMarks(self.clock.mark(), sched_start=sched)
         if s.steps and n >= s.warmup + s.steps and not self.written:
             self.write(window_follows=bool(plan.traced))
         if plan.traced and n == plan.opens_after:

@@ -111,6 +111,7 @@ class TraceWindow:
         self.markers: Any = None
         self.step_handle: Any = None
         self.capturing = False
+        self.rank_mark = ""
         self.exported: list[BaseException | None] = []
 
     # ------------------------------------------------------------------ the window's edges
@@ -149,6 +150,7 @@ class TraceWindow:
             raise RuntimeError(wording.say(why) if why is not None else "no nsys trigger")
         self.trigger = trigger
         self.markers = markers.Markers(nvtx=backend)
+        self.rank_mark = markers.rank_mark(self.rank)  # nsys's reader finds the rank by it
 
     def step_ended(self, step: int) -> None:
         """The end of optimizer step `step` inside the window (after `opens_after`)."""
@@ -162,7 +164,7 @@ class TraceWindow:
             self._settled()
             self.trigger.start()
             self.capturing = True
-            self.markers.mark(f"torchscale:rank={self.rank}")
+            self.markers.mark(self.rank_mark)
         if step < self.plan.closes_after:  # numbered as torch.profiler numbers them
             self.step_handle = self.markers.nvtx.start(f"ProfilerStep#{self.number(step + 1)}")
 
