@@ -368,7 +368,7 @@ def _profile_own_job(
         lines.append(
             Line("info", f"> [RUN] your job's output and the ranks' files: {run.directory}")
         )
-        if run.result.profile is not None:
+        if run.result.profile is not None and run.result.profile.files:
             where = run.result.profile.trace_dir
             lines.append(Line("info", f"> [RUN] traces and their analysis: {where}"))
         print_lines(stdout, lines)

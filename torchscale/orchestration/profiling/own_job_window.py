@@ -125,7 +125,8 @@ def analyse_window(
     from torchscale.rank.worker.aggregate import step_records
 
     layout = ProfileRun(folder)
-    notes = trace_notes(folder)
+    skipped = trace_notes(folder)
+    notes = list(skipped)
     files = sorted(p.name for p in folder.glob("rank*.trace.json.gz"))
     files += sorted(p.name for p in folder.glob(f"{CAPTURE_BASE}.nsys-rep"))
     overhead, why_not = capture_overhead(result, folder, request.tool)
@@ -147,8 +148,8 @@ def analyse_window(
     )
     write_text_atomic(layout.steps_path, step_records(ranks))
     write_text_atomic(layout.result_path, result.model_dump_json(indent=2))
-    if not files:
-        return result, None, "no rank wrote a trace"
+    if not files:  # each rank's own reason is said already; else this is the reason
+        return result, None, None if skipped else "no rank wrote a trace"
     profiled = ProfiledCell(folder, result, notes=notes)
     analyse_into(profiled, ProfileRequest(tool="nsys" if request.tool == "nsys" else "torch"))
     if profiled.analysis is None or profiled.analysis.diagnosis is None:
