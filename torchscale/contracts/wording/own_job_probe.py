@@ -24,6 +24,15 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"the probe failed in rank {f['rank']} (pid {f['pid']}) and stopped measuring there; "
         f"the job ran on: {f['error']}"
     ),
+    "unavailable.own_profiler": lambda f: (
+        f"rank {f['rank']} runs its own profiler (torch.profiler or the autograd profiler): "
+        "one profiler at a time, so torchscale left it alone and traced nothing there"
+    ),
+    "own_job.trace_failed": lambda f: (
+        "tracing failed"
+        + (f" on rank {f['rank']}" if f.get("rank") is not None else "")
+        + f": {f['error']}; the job ran on and its measurement is kept"
+    ),
     "own_job.rank_file_unreadable": lambda f: (
         f"rank {f['rank']}'s file {f['file']} could not be read: {f['error']}"
     ),

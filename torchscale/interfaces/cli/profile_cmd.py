@@ -48,12 +48,15 @@ BUILT_IN = "Built-in workload (no COMMAND)"
 # the options of the built-in workload: with a command they are the launch line's business
 BUILT_IN_ONLY = (
     "gpus", "model", "batch_size", "precision", "strategy", "device", "duration",
-    "profile_steps", "target", "tool", "inject_delay", "json_output",
+    "target", "inject_delay", "json_output",
 )  # fmt: skip
 OWN_JOB_ONLY = ("warmup_steps", "let_it_finish", "timeout", "samples_per_step")
 DEFAULT_OWN_STEPS = 20
 DEFAULT_OWN_WARMUP = 5
 DEFAULT_OWN_TIMEOUT = "30m"
+# steps traced after a command's measured ones (trace_window.py; 0: none): enough paired steps
+# for the straggler test (7) with a few to spare, a small cost next to the measured steps
+DEFAULT_OWN_TRACE_STEPS = 10
 # a user's jobs are cells of their own experiment: `report` reads them as measured cells
 OWN_JOB_EXPERIMENT = "own_job"
 
@@ -179,16 +182,17 @@ def profile(
         ),
     ] = None,
     profile_steps: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--profile-steps",
-            min=1,
+            min=0,
             max=1000,
-            help="Traced steps per rank (a stall every k-th step needs about 3k to be told "
-            "from chance).",
-            rich_help_panel=BUILT_IN,
+            help=f"Traced steps per rank (default {TRACED_STEPS}; a stall every k-th step needs "
+            "about 3k to be told from chance). Also with a COMMAND: the optimizer steps traced "
+            "after the measured ones, after one untraced profiler warm-up step (default "
+            f"{DEFAULT_OWN_TRACE_STEPS}; 0: no trace).",
         ),
-    ] = TRACED_STEPS,
+    ] = None,
     target: Annotated[
         Target, typer.Option("--target", "-t", help=TARGET_HELP, rich_help_panel=BUILT_IN)
     ] = "sync_stalls",
@@ -196,8 +200,8 @@ def profile(
         ToolChoice,
         typer.Option(
             help="torch (torch.profiler), nsys (Nsight Systems) or auto (torch.profiler; "
-            "nsys only by name).",
-            rich_help_panel=BUILT_IN,
+            "nsys only by name). Also with a COMMAND: nsys wraps your launch line in nsys "
+            "profile and captures the traced steps (CUDA only).",
         ),
     ] = "auto",
     inject_delay: Annotated[
@@ -247,6 +251,8 @@ def profile(
                 output_dir,
                 name if _given(ctx, ("name",)) else OWN_JOB_EXPERIMENT,
                 samples_per_step,
+                DEFAULT_OWN_TRACE_STEPS if profile_steps is None else profile_steps,
+                "nsys" if tool == "nsys" else "torch",
             )
         )
     from torchscale.contracts.durations import parse_duration
@@ -262,7 +268,7 @@ def profile(
         device=device,
         duration_s=parse_duration(duration) if duration is not None else None,
         steps=steps,
-        profile_steps=profile_steps,
+        profile_steps=TRACED_STEPS if profile_steps is None else profile_steps,
         target=target,
         tool=tool,
         inject_delay=tuple(parse_delay(text) for text in inject_delay or []),
@@ -315,6 +321,8 @@ def _profile_own_job(
     output_dir: Path,
     name: str,
     samples_per_step: int | None = None,
+    trace_steps: int = 0,
+    tool: str = "torch",
 ) -> int:
     """Run the user's command with the probe; print the answer, or the one line why none."""
     import os
@@ -334,14 +342,35 @@ def _profile_own_job(
         let_it_finish=let_it_finish,
         timeout_s=parse_duration(timeout or DEFAULT_OWN_TIMEOUT),
         samples_per_step=samples_per_step,
+        trace_steps=trace_steps,
+        tool=tool,
     )
-    run = run_own_job(request, output_dir, name, dict(os.environ), on_start=_own_job_starting)
+    from torchscale.orchestration.profiling import own_job_window as window
+
+    nsys = trace_steps > 0 and tool == "nsys"
+    if nsys:  # refused in one line before anything runs
+        from torchscale.orchestration.schedulers.local.launcher import machine_here
+
+        window.refuse_nsys(machine_here().gpu_count, os.environ)
+    env = dict(os.environ)
+    run = run_own_job(
+        request,
+        output_dir,
+        name,
+        env,
+        on_start=_own_job_starting,
+        wrap=(lambda command, folder: window.under_nsys(command, folder, env)) if nsys else None,
+        traced=window.with_traces,
+    )
     if run.result.status is Status.OK:
         lines = own_job_lines(run.result, verbose=Verbosity.level > 0)
         lines.append(Line("info", f"> [RUN] result: {run.result_path}"))
         lines.append(
             Line("info", f"> [RUN] your job's output and the ranks' files: {run.directory}")
         )
+        if run.result.profile is not None and run.result.profile.files:
+            where = run.result.profile.trace_dir
+            lines.append(Line("info", f"> [RUN] traces and their analysis: {where}"))
         print_lines(stdout, lines)
     if run.problem is not None:
         stderr.print(f"[bold red]error:[/] {escape(wording.say(run.problem))}")
@@ -356,9 +385,10 @@ def _own_job_starting(request: OwnJobRequest) -> None:
         import shlex
 
         until = "to its end" if request.let_it_finish else f"then {request.steps} measured"
+        traced = f", {request.trace_steps} traced" if request.trace_steps else ""
         stderr.print(
             f"profiling your job: {escape(shlex.join(request.argv))} ({request.warmup_steps} "
-            f"warm-up optimizer steps, {until}) ..."
+            f"warm-up optimizer steps, {until}{traced}) ..."
         )
 
 

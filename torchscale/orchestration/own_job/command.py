@@ -28,6 +28,8 @@ from torchscale.rank.own_job import CARRIER_DIR
 from torchscale.rank.own_job import ENV_DIR as DIR_ENV
 from torchscale.rank.own_job import ENV_STEPS as STEPS_ENV
 from torchscale.rank.own_job import ENV_STOP as STOP_ENV
+from torchscale.rank.own_job import ENV_TRACE_STEPS as TRACE_STEPS_ENV
+from torchscale.rank.own_job import ENV_TRACE_TOOL as TRACE_TOOL_ENV
 from torchscale.rank.own_job import ENV_WARMUP as WARMUP_ENV
 
 # torchrun records a failed rank's exception here (read back by launch/failure.py)
@@ -49,6 +51,8 @@ class OwnJobRequest:
     let_it_finish: bool
     timeout_s: float
     samples_per_step: int | None = None  # given by the user: the loader's count not used
+    trace_steps: int = 0  # K steps traced after the measured ones (0: none; a sweep's cells)
+    tool: str = "torch"  # the tracer: torch (torch.profiler) | nsys (NVTX, under nsys profile)
 
     @property
     def stop(self) -> bool:
@@ -84,6 +88,8 @@ def job_overrides(
         WARMUP_ENV: str(request.warmup_steps),
         STEPS_ENV: str(0 if request.let_it_finish else request.steps),
         STOP_ENV: "1" if request.stop else "0",
+        TRACE_STEPS_ENV: str(request.trace_steps),
+        TRACE_TOOL_ENV: request.tool,
     }
     if ERROR_FILE_ENV not in base_env:
         overrides[ERROR_FILE_ENV] = str(error_file)

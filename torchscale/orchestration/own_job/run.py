@@ -292,9 +292,13 @@ def run_own_job(
     read_ranks: RankReader | None = None,
     now: datetime | None = None,
     on_start: Callable[[OwnJobRequest], object] | None = None,
+    wrap: Callable[[LaunchCommand, Path], LaunchCommand] | None = None,
+    traced: Callable[[CellResult, Launched, OwnJobRequest], CellResult] | None = None,
 ) -> OwnJobRun:
     """Run the job, read its ranks' files, write and return its result (`on_start` is told
-    once the command is found, just before it starts)."""
+    once the command is found, just before it starts). The traced window is the profiler's
+    (orchestration/profiling/own_job_window.py): `wrap` puts the launch line inside it (nsys),
+    `traced` gives the result its traces' analysis."""
     missing = missing_program(request.argv, base_env)
     if missing is not None:
         raise UsageError(wording.say(missing))
@@ -306,6 +310,8 @@ def run_own_job(
         cell_id = f"{cell_id}-{os.getpid()}"
     directory, result_path = store.log_dir(cell_id), store.cell_path(cell_id)
     command = job_command(request, directory, base_env)
+    if wrap is not None:  # nsys around the launch line (profiling/own_job_window.py)
+        command = wrap(command, directory)
     record_environment(store, command, directory)
     if on_start is not None:
         on_start(request)
@@ -319,6 +325,8 @@ def run_own_job(
 
     result, problem, notes = job_result([launched], request, store, identity_of)
     result.started_at = started.isoformat(timespec="seconds")
+    if traced is not None and request.trace_steps and result.status is Status.OK:
+        result = traced(result, launched, request)
     store.write_text(result_path, result.model_dump_json(indent=2))
     return OwnJobRun(directory, result_path, result, problem, launched.stopped_by, notes)
 

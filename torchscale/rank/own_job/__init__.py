@@ -19,8 +19,13 @@ ENV_DIR = "TORCHSCALE_OWN_JOB_DIR"  # where each rank writes PROBE_FILE
 ENV_WARMUP = "TORCHSCALE_OWN_JOB_WARMUP"  # warm-up optimizer steps, discarded
 ENV_STEPS = "TORCHSCALE_OWN_JOB_STEPS"  # measured optimizer steps; 0: to the job's end
 ENV_STOP = "TORCHSCALE_OWN_JOB_STOP"  # 1: every rank exits with SystemExit(0) after W + N
+# (+ the traced window)
+ENV_TRACE_STEPS = "TORCHSCALE_OWN_JOB_TRACE_STEPS"  # K steps traced after the measured; 0: none
+ENV_TRACE_TOOL = "TORCHSCALE_OWN_JOB_TRACE_TOOL"  # torch (torch.profiler) | nsys (NVTX + trigger)
 PROBE_FILE = "rank{rank}.measurement.json"
 FAILURE_FILE = "rank{rank}.probe.json"  # written only when the probe failed (fail open)
+TRACE_NOTE_FILE = "rank{rank}.trace_note.json"  # why the rank has no trace (fail open)
+PROFILER_WARMUP = 1  # untraced steps between the measured steps and the traced window
 CARRIER_DIR = Path(__file__).resolve().parent / "carrier"
 
 

@@ -11,9 +11,11 @@ step). A closure passed to the outermost `step` (Lightning's: forward and backwa
 it) is timed and taken out of the optimizer's time, so its forward is forward. A batch fetched
 with grad disabled (an evaluation's loader) is neither data wait nor samples: it is in the
 rest of the step, with the evaluation. After W warm-up and N measured steps the rank writes
-`rank<k>.measurement.json` and, with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from
-that post hook: every rank stops at the same agreed step. N = 0: every step after W is
-measured and written at exit (also on SIGTERM, where the job left its default).
+`rank<k>.measurement.json`; then, with TORCHSCALE_OWN_JOB_TRACE_STEPS=K, it traces the window
+after them (trace_window.py) and, with TORCHSCALE_OWN_JOB_STOP=1, raises SystemExit(0) from
+the post hook of the window's last step (W + N without one): every rank stops at the same
+agreed step. N = 0: every step after W (and the window) is measured and written at exit (also
+on SIGTERM, where the job left its default).
 Every failure is recorded once (`rank<k>.probe.json`) and disables the probe: the job runs on.
 
 torch.distributed's blocking collectives are wrapped too: one the training loop calls with grad
@@ -40,15 +42,26 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.step_phases import STEP_PHASES
 from torchscale.rank.own_job import (
     ENV_DIR,
     ENV_STEPS,
     ENV_STOP,
+    ENV_TRACE_STEPS,
+    ENV_TRACE_TOOL,
     ENV_WARMUP,
     FAILURE_FILE,
     PROBE_FILE,
 )
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, StepSeconds, batch_counts
+from torchscale.rank.own_job.trace_window import (
+    OWN_PROFILER,
+    TRACE_FAILED,
+    TraceWindow,
+    WindowPlan,
+    own_profiler_running,
+    write_note,
+)
 
 # torch.distributed's collectives the probe times when called blocking (async_op=False)
 COLLECTIVES = (
@@ -69,16 +82,27 @@ class Settings:
     warmup: int
     steps: int
     stop: bool
+    traced: int = 0  # K steps traced after the measured ones (trace_window.py); 0: none
+    tool: str = "torch"
+
+    @property
+    def plan(self) -> WindowPlan:
+        return WindowPlan(self.warmup, self.steps, self.traced)
 
     @classmethod
     def from_env(cls, env: Any = None) -> Settings:
         """The host's settings; a malformed number raises (recorded as a probe failure)."""
         env = os.environ if env is None else env
         warmup, steps = int(env.get(ENV_WARMUP) or 0), int(env.get(ENV_STEPS) or 0)
-        if warmup < 0 or steps < 0:
-            raise ValueError(f"{ENV_WARMUP}={warmup} and {ENV_STEPS}={steps} must be >= 0")
+        traced = int(env.get(ENV_TRACE_STEPS) or 0)
+        if warmup < 0 or steps < 0 or traced < 0:
+            raise ValueError(
+                f"{ENV_WARMUP}={warmup}, {ENV_STEPS}={steps} and {ENV_TRACE_STEPS}={traced} "
+                "must be >= 0"
+            )
         stop = env.get(ENV_STOP, "0") == "1" and steps > 0
-        return cls(Path(env[ENV_DIR]), warmup, steps, stop)
+        tool = env.get(ENV_TRACE_TOOL) or "torch"
+        return cls(Path(env[ENV_DIR]), warmup, steps, stop, traced, tool)
 
 
 def _env_rank() -> int:
@@ -146,6 +170,8 @@ class Probe:
         self.sampler: Any = None  # the rank's telemetry sampler, running over the measured steps
         self.window_open: float | None = None  # perf_counter at the measured steps' start
         self.window_close: float | None = None
+        self.window: TraceWindow | None = None  # the traced window, while it is open
+        self.opt_range: Any = None  # the optimizer's range in the window (entered at pre)
         # wall clock (the host's start-up figures): torch imported, and the first sight of
         # training (the job's own set-up done)
         self.torch_imported_unix = time.time()
@@ -205,7 +231,7 @@ class Probe:
                 return original(it)
             probe.data_depth += 1
             try:
-                batch = original(it)
+                batch = probe._in_window("data", original, it)
             finally:
                 probe.data_depth -= 1
                 probe._interval(step.data, start)
@@ -239,7 +265,7 @@ class Probe:
                 return original(*args, **kwargs)
             probe.bwd_depth += 1
             try:
-                return original(*args, **kwargs)
+                return probe._in_window("backward", original, *args, **kwargs)
             finally:
                 probe.bwd_depth -= 1
                 probe._backward_end(step, record)
@@ -279,6 +305,13 @@ class Probe:
             return out
 
         return collective
+
+    def _in_window(self, phase: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """`call` as it was; inside the traced window, within its phase's range."""
+        window = self.window
+        if window is None:
+            return call(*args, **kwargs)
+        return window.ranged(phase, call, *args, **kwargs)
 
     def _interval(self, into: list[tuple[Any, Any]], start: Any) -> None:
         try:
@@ -330,6 +363,8 @@ class Probe:
                 self._begin()
                 self.opt_start = self.clock.mark()
                 timed = self._timed_closure(args, kwargs)
+                if self.window is not None:
+                    self.opt_range = self.window.enter("optimizer")
             self.opt_depth += 1
         except Exception as exc:
             self.fail(exc)
@@ -375,6 +410,9 @@ class Probe:
         stop = False
         try:
             self.opt_depth = max(0, self.opt_depth - 1)
+            if self.opt_depth == 0 and self.opt_range is not None:
+                opt_range, self.opt_range = self.opt_range, None
+                TraceWindow.leave(opt_range)
             if self.opt_depth == 0 and self.step is not None and self.opt_start is not None:
                 self.step.optimizer.append((self.opt_start, self.clock.mark()))
                 self.opt_start = None
@@ -484,9 +522,20 @@ class Probe:
         self._sample_telemetry()
         if self.clock.device is not None:  # CUDA events are read (and let go) as they complete;
             self._read_completed()  # perf_counter marks wait for write(), outside the steps
-        s = self.settings
-        if s.steps and self.count >= s.warmup + s.steps:
-            self.write()
+        s, n = self.settings, self.count
+        plan = s.plan
+        if self.window is not None and n > plan.opens_after:
+            self._window_step(n)
+            if self.window is None and not s.steps:  # the export is no measured step's time
+                sched = self.sched.read_both() if self.sched is not None else None
+                self.step = StepMarks(self.clock.mark(), sched_start=sched)
+        if s.steps and n >= s.warmup + s.steps and not self.written:
+            self.write(window_follows=bool(plan.traced))
+        if plan.traced and n == plan.opens_after:
+            self._open_window(n)
+        last = plan.last()
+        if last is not None and n >= last:
+            self.off = True  # nothing after the measurement and the window is marked
             return s.stop
         return False
 
@@ -512,7 +561,8 @@ class Probe:
         window where they start and close it where they end (the worker's sampler and
         summary, docs/telemetry.md)."""
         s = self.settings
-        if self.count == max(s.warmup - 1, 1) and self.sampler is None:
+        opens = s.warmup if s.steps else s.plan.closes_after  # the measured steps start there
+        if self.count == max(opens - 1, 1) and self.sampler is None:
             import torch
 
             from torchscale.contracts.cell_settings import TelemetryConfig
@@ -523,10 +573,10 @@ class Probe:
             self.sampler.start()
         if self.sampler is None:
             return
-        if self.count == s.warmup:
+        if self.count == opens:
             self.sampler.mark_open()
             self.window_open = time.perf_counter()
-        elif self.count > s.warmup:
+        elif self.count > opens:
             self.window_close = time.perf_counter()
             if s.steps and self.count >= s.warmup + s.steps:
                 self._stop_telemetry()
@@ -561,6 +611,59 @@ class Probe:
             return
         mode.__exit__(None, None, None)
         self.flop_facts, self.flops = mode.record(), None
+    # ------------------------------------------------------------------ traced window
+
+    def _open_window(self, step: int) -> None:
+        """At the end of the step before the window: the profiler started, or why not (a
+        note file; the job and its measurement go on)."""
+        s = self.settings
+        if own_profiler_running():
+            write_note(s.folder, self.rank, OWN_PROFILER)
+            return
+        window = None
+        try:
+            window = TraceWindow(s.folder, self.rank, s.tool, s.plan, self.clock.device)
+            window.open(step)
+        except Exception as exc:
+            if window is not None:
+                window.abandon()
+            write_note(s.folder, self.rank, TRACE_FAILED, error=f"{type(exc).__name__}: {exc}")
+            return
+        self.window = window
+
+    def _window_step(self, step: int) -> None:
+        """A step of the window ended; at its last, the trace and the traced steps' own phase
+        record written (rank<k>.phases.json, as the built-in capture writes it)."""
+        window = self.window
+        assert window is not None
+        s = self.settings
+        try:
+            window.step_ended(step)
+            if step < s.plan.closes_after:
+                return
+            self.window = None
+            window.close()
+            self._read_completed(wait=True)  # the traced steps' CUDA marks, after the window
+            from torchscale.rank.worker.capture import phase_record, write_phase_record
+
+            traced = [self.done[n] for n in s.plan.traced_steps if n in self.done]
+            record = phase_record(
+                self.rank,
+                s.tool,
+                [window.number(n) for n in s.plan.traced_steps if n in self.done],
+                [st.step_s for st in traced],
+                self.clock.timing,
+                {n: [st.phases[n] for st in traced] for n in STEP_PHASES},
+                [st.cpu_wait_s for st in traced],
+                [st.cpu_time_s for st in traced],
+                {"grad_sync_wait": self.phase_note} if self.phase_note else {},
+                self.clock.timing,
+            )
+            write_phase_record(s.folder, self.rank, record)
+        except Exception as exc:
+            self.window = None
+            window.abandon()
+            write_note(s.folder, self.rank, TRACE_FAILED, error=f"{type(exc).__name__}: {exc}")
 
     def _read_completed(self, wait: bool = False) -> None:
         """Resolve the ended steps whose marks have completed (all of them with `wait`)."""
@@ -581,6 +684,11 @@ class Probe:
     # ------------------------------------------------------------------ writing
 
     def at_exit(self) -> None:
+        if self.window is not None:  # the job ended inside the window: no trace
+            window, self.window = self.window, None
+            window.abandon()
+            figures = {"error": f"the job ended before step {self.settings.plan.closes_after}"}
+            write_note(self.settings.folder, self.rank, TRACE_FAILED, **figures)
         if self.written or self.role == "inert" or _FAILED:
             return
         try:
@@ -594,7 +702,7 @@ class Probe:
         except Exception as exc:
             self.fail(exc)
 
-    def write(self) -> None:
+    def write(self, window_follows: bool = False) -> None:
         if self.flops is not None:  # the counted step never ended: its count is partial
             from torch.utils._python_dispatch import _get_current_dispatch_mode
 
@@ -606,7 +714,7 @@ class Probe:
             self.flops, self.flop_facts = None, not_counted("unavailable.own_job_flops_unfinished")
         self._read_completed(wait=True)
         self.written = True
-        self.off = True  # nothing after the measurement is marked
+        self.off = not window_follows  # nothing after the measurement (and window) is marked
         if self.role is None:
             self.rank = self._rank()
         data = self.measurement()
@@ -617,8 +725,7 @@ class Probe:
         RankMeasurement and the user's job's own fields), built without importing the worker."""
         s = self.settings
         warm = [self.done[n].step_s for n in sorted(self.done) if n <= s.warmup]
-        last = s.warmup + s.steps if s.steps else self.count
-        measured = [self.done[n] for n in sorted(self.done) if s.warmup < n <= last]
+        measured = [self.done[n] for n in sorted(self.done) if s.plan.measured(n)]
         findings: list[dict[str, Any]] = []
         if self.count == 0:
             figures = {
@@ -635,12 +742,11 @@ class Probe:
             notes = {"grad_sync_wait": HOOKS_MISSED}
         windows = []
         if measured:
-            names = ("data", "forward", "backward", "grad_sync_wait", "optimizer")
             windows.append(
                 {
                     "wall_s": sum(st.step_s for st in measured),
                     "step_s": [st.step_s for st in measured],
-                    "phases": {n: [st.phases[n] for st in measured] for n in names},
+                    "phases": {n: [st.phases[n] for st in measured] for n in STEP_PHASES},
                     "phase_notes": notes,
                     "cpu_wait_s": [st.cpu_wait_s for st in measured],
                     "cpu_time_s": [st.cpu_time_s for st in measured],

@@ -11,6 +11,7 @@ shown (torchscale/offline/results/split_figures.py), so each quantity is stored 
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from torchscale.contracts.step_phases import (
     CPU_TIME,
     CPU_WAIT,
     STEP_PHASES,
+    seconds_column,
 )
 from torchscale.contracts.wording.profile_notes import distinct
 from torchscale.contracts.wording.unavailable import coded, one_reason
@@ -68,7 +70,7 @@ from torchscale.rank.telemetry.window_figures import combine
 from torchscale.rank.worker.busy_trace import host_bound_record
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
-from torchscale.rank.worker.measure import RankMeasurement, measured_steps
+from torchscale.rank.worker.measure import RankMeasurement, Window, measured_steps
 from torchscale.rank.worker.measured_peak import (
     NOT_LOOKED_FOR,
     MeasuredPeak,
@@ -611,3 +613,32 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         unavailable=unavailable,
         environment=result_environment(ranks, facts),
     )
+
+
+def phase_columns(window: Window, step: int) -> dict[str, float | None]:
+    """`<phase>_s` of one step, and `cpu_wait_s`, `cpu_time_s` and the comm holds where
+    measured (none when the window has no phase timing)."""
+    if window.phases is None:
+        return {}
+    columns = {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
+    return columns | {seconds_column(k): v for k, v in window.step_extras(step).items()}
+
+
+def step_records(measurements: list[RankMeasurement]) -> str:
+    """One JSON line per measured step per rank: its time and its phase times (steps.jsonl:
+    rank 0 of a cell writes it, and the host for a user's traced job)."""
+    lines = [
+        {
+            "rank": m.rank,
+            "window": kind,
+            "repeat": repeat,
+            "step": step,
+            "time_s": seconds,
+            **phase_columns(window, step),
+        }
+        for m in sorted(measurements, key=lambda r: r.rank)
+        for kind, windows in (("sync", m.windows), ("no_sync", m.no_sync_windows))
+        for repeat, window in enumerate(windows)
+        for step, seconds in enumerate(window.step_s)
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)

@@ -143,30 +143,63 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     cpu_time = recorder.cpu_time() if recorder is not None else None
     if recorder is not None and recorder.cpu_wait_note is not None:
         notes = {**notes, "cpu_wait": recorder.cpu_wait_note}
-    record = {
-        "rank": rank,
-        "tool": profile.tool,
-        "unit": "s",
-        "steps": list(range(skipped, total)),
-        "step_s": timer.seconds()[skipped:],
-        "timing": timing,
-        "phases": {name: values[skipped:] for name, values in phases.items()},
-        # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py)
-        "cpu_wait_s": cpu_wait[skipped:] if cpu_wait is not None else None,
-        # per step, seconds it ran on a CPU (read with the wait; intra-op threads not counted)
-        "cpu_time_s": cpu_time[skipped:] if cpu_time is not None else None,
-        # why a phase is null: a code and its figures (contracts/wording/unavailable.py)
-        "notes": {k: v.model_dump() if isinstance(v, Finding) else v for k, v in notes.items()},
-        "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
-    }
+    record = phase_record(
+        rank,
+        profile.tool,
+        list(range(skipped, total)),
+        timer.seconds()[skipped:],
+        timing,
+        {name: values[skipped:] for name, values in phases.items()},
+        cpu_wait[skipped:] if cpu_wait is not None else None,
+        cpu_time[skipped:] if cpu_time is not None else None,
+        {k: v.model_dump() if isinstance(v, Finding) else v for k, v in notes.items()},
+        "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
+    )
     try:
-        write_text_atomic(directory / phases_name(rank), json.dumps(record, indent=1) + "\n")
+        write_phase_record(directory, rank, record)
         outcome.files.append(phases_name(rank))
     except OSError as exc:
         failed = {"file": phases_name(rank), "error": str(exc)}
         outcome.notes.append(note("profile.not_written", on_rank=rank, **failed))
     outcome.capture_s = time.perf_counter() - started
     return outcome
+
+
+def phase_record(
+    rank: int,
+    tool: str,
+    steps: list[int],
+    step_s: list[float],
+    timing: str,
+    phases: dict[str, list[Any]],
+    cpu_wait: list[Any] | None,
+    cpu_time: list[Any] | None,
+    notes: dict[str, Any],
+    clock: str,
+) -> dict[str, Any]:
+    """`rank<k>.phases.json`: the traced steps' own step and phase times, as the built-in
+    capture and a user's job's traced window (rank/own_job/trace_window.py) both write it."""
+    return {
+        "rank": rank,
+        "tool": tool,
+        "unit": "s",
+        "steps": steps,
+        "step_s": step_s,
+        "timing": timing,
+        "phases": phases,
+        # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py)
+        "cpu_wait_s": cpu_wait,
+        # per step, seconds it ran on a CPU (read with the wait; intra-op threads not counted)
+        "cpu_time_s": cpu_time,
+        # why a phase is null: a code and its figures (contracts/wording/unavailable.py)
+        "notes": notes,
+        "clock": clock,
+    }
+
+
+def write_phase_record(directory: Path, rank: int, record: dict[str, Any]) -> None:
+    """The record, atomically, where the analysis reads it (profile_windows.read_phase_record)."""
+    write_text_atomic(directory / phases_name(rank), json.dumps(record, indent=1) + "\n")
 
 
 def _nsys_steps(

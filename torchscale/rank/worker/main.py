@@ -18,7 +18,6 @@ if __name__ == "__main__":
     die_with_torchrun()
 
 import gc
-import json
 import socket
 import time
 from collections.abc import Sequence
@@ -31,9 +30,9 @@ import torch
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf32_off_warning
 from torchscale.contracts.schema.cell_result import CellWarning
-from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import parameter_count
+from torchscale.rank.worker.aggregate import step_records as _step_records
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
 from torchscale.rank.worker.fixed_costs import (
@@ -42,7 +41,7 @@ from torchscale.rank.worker.fixed_costs import (
     process_start_seconds,
 )
 from torchscale.rank.worker.harness import Group, Join, Program, rank_device, spec_file
-from torchscale.rank.worker.measure import RankMeasurement, Window, measure
+from torchscale.rank.worker.measure import measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
 from torchscale.rank.worker.run_environment import capture_environment
 from torchscale.rank.worker.tf32_settings import read_tf32_settings
@@ -96,34 +95,6 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
         peak_basis=peak.basis,
         warnings=warnings,
     )
-
-
-def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
-    """`<phase>_s` of one step, and `cpu_wait_s`, `cpu_time_s` and the comm holds where
-    measured (none when the window has no phase timing)."""
-    if window.phases is None:
-        return {}
-    columns = {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
-    return columns | {seconds_column(k): v for k, v in window.step_extras(step).items()}
-
-
-def _step_records(measurements: list[RankMeasurement]) -> str:
-    """One JSON line per measured step per rank: its time and its phase times."""
-    lines = [
-        {
-            "rank": m.rank,
-            "window": kind,
-            "repeat": repeat,
-            "step": step,
-            "time_s": seconds,
-            **_phase_columns(window, step),
-        }
-        for m in sorted(measurements, key=lambda r: r.rank)
-        for kind, windows in (("sync", m.windows), ("no_sync", m.no_sync_windows))
-        for repeat, window in enumerate(windows)
-        for step, seconds in enumerate(window.step_s)
-    ]
-    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 def mfu_dtype(spec: WorkerSpec, trainer: Trainer) -> str:
