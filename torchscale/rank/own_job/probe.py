@@ -611,6 +611,7 @@ class Probe:
             return
         mode.__exit__(None, None, None)
         self.flop_facts, self.flops = mode.record(), None
+
     # ------------------------------------------------------------------ traced window
 
     def _open_window(self, step: int) -> None:
