@@ -653,6 +653,29 @@ def test_idle_categories_add_up_cpu() -> None:
     assert_whatif_bounded(out)
 
 
+def test_a_loaders_wait_inside_pytorchs_dataloader_range_is_data_not_compute() -> None:
+    """Where torchscale's own data range stands, PyTorch's `enumerate(DataLoader)#...` range
+    inside it is a plain host op (no phase counted twice) but no work of its own: a slow
+    loader's sleep under it is the data phase, and only the ops nested in it (indexing,
+    collate) are compute."""
+    loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    frame = ev(
+        row("step", START, 10_000.0, "ProfilerStep#1", step=1),
+        row("phase", START, 8_000.0, "torchscale:data", phase="data"),
+        row("cpu_op", START + 1.0, 7_998.0, loader),
+        row("cpu_op", START + 7_000.0, 500.0, "aten::stack"),
+        row("phase", START + 8_000.0, 2_000.0, "torchscale:forward", phase="forward"),
+        row("cpu_op", START + 8_000.0, 2_000.0, "aten::addmm"),
+    )
+    steps = step_table(frame).table
+    base = idle_reducer(frame, steps).per_step.iloc[0]
+    assert base["compute_us"] == pytest.approx(2_500.0)
+    assert base["data_us"] == pytest.approx(7_500.0)
+    data = phase_table(frame, steps).set_index("phase").loc["data"]
+    assert data["busy_us"] == pytest.approx(500.0)
+    assert data["effective_us"] == pytest.approx(8_000.0)
+
+
 def test_gloo_buckets_on_two_threads_are_ordered_by_start() -> None:
     # four buckets alternate between two runloop threads; no seq recorded
     frames = {r: cpu_ddp_rank(r, world=2, buckets=4, steps=3) for r in range(2)}

@@ -228,6 +228,7 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
     count the blocked thread as computing. Threads are kept apart: one thread's wait says
     nothing about what another thread did meanwhile."""
     ops = events[events["kind"] == "cpu_op"]
+    ops = ops[~_loader_range(ops["name"])]
     blocking = events[events["kind"].isin(["comm_wait", "collective_call"])]
     waits = {int(tid): from_frame(g) for tid, g in blocking.groupby("tid", sort=False)}
     calls = events[events["kind"] == "collective_call"]
@@ -240,6 +241,23 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
         held = launch_holds(group, calls[calls["tid"] == tid])
         out[int(tid)] = subtract(busy, held) if held is not None else busy
     return out
+
+
+LOADER_RANGE = "enumerate(DataLoader)#"  # PyTorch's range around a DataLoader's __next__
+
+
+def _loader_range(names: pd.Series) -> np.ndarray:
+    """The rows that are PyTorch's DataLoader range: a plain host op where torchscale's own
+    data range stands (traces/kineto.py), yet no work of its own. It spans the whole fetch,
+    a loader's sleeps and waits on its workers included: counted, it made a slow loader's wait
+    compute on a CPU rank and left its data phase at zero. The ops nested in it still count."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        cats = names.cat.categories
+        hit = np.array([str(c).startswith(LOADER_RANGE) for c in cats], dtype=bool)
+        codes = names.cat.codes.to_numpy()
+        return np.where(codes >= 0, hit[np.maximum(codes, 0)], False) if len(cats) else hit[:0]
+    found: np.ndarray = names.astype(str).str.startswith(LOADER_RANGE).to_numpy(dtype=bool)
+    return found
 
 
 def launch_holds(ops: pd.DataFrame, calls: pd.DataFrame) -> Intervals | None:
