@@ -17,7 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,9 +70,11 @@ def profile_job(
     steps: int,
     *script_args: str,
     env: Mapping[str, str] | None = None,
+    launcher: Sequence[str | Path] = (TORCHRUN, "--nproc-per-node", str(RANKS)),
 ) -> OwnRun:
-    """`torchscale profile --warmup-steps W --steps N -o OUT -- torchrun --nproc-per-node 2
-    COPY ARGS`, run in `folder`/job (the job's own outputs land there), with `env` added."""
+    """`torchscale profile --warmup-steps W --steps N -o OUT -- LAUNCHER COPY ARGS` (by
+    default `torchrun --nproc-per-node 2`), run in `folder`/job (the job's own outputs land
+    there), with `env` added."""
     if (why := missing()) is not None:
         pytest.skip(why)
     job = folder / "job"
@@ -82,7 +84,7 @@ def profile_job(
     root = folder / "out"
     argv = cli(
         "profile", "--warmup-steps", str(warmup), "--steps", str(steps), "-o", root, "--",
-        TORCHRUN, "--nproc-per-node", str(RANKS), copy, *script_args,
+        *launcher, copy, *script_args,
     )  # fmt: skip
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "80", **(env or {})}
     proc = subprocess.Popen(

@@ -1,25 +1,28 @@
 """`torchscale profile -- torchrun --nproc-per-node 2 SCRIPT` on what users run: a Hugging Face
-`Trainer` job and a PyTorch Lightning job (examples/own_job/, written as their authors would,
-importing nothing of torchscale), with real torchrun ranks on CPU (gloo).
+`Trainer` job, a PyTorch Lightning job and an `accelerate` loop under `accelerate launch`
+(examples/own_job/, written as their authors would, importing nothing of torchscale), with real
+ranks on CPU (gloo).
 
 Each run is measured and stopped at the agreed step W + N on every rank with exit 0 and no
 process left: its steps counted once per optimizer step (the Trainer's wrapped optimizer,
 Lightning's `optimizer.step(closure)` with gradient accumulation), its samples and tokens from
 the loaders' dict and tuple batches summed over the micro-batches, its throughput in samples
-and tokens per second. The Trainer job, given a slow loader on rank 1, has that
-rank named, input, on the terminal, in result.json and in `report -f md`: the Trainer's
-all-gather of the token count before every forward is where rank 0 waits for it.
+and tokens per second. The Trainer job and the accelerate loop, each given a slow loader on
+rank 1, have that rank named, input, on the terminal, in result.json and in `report -f md`: the
+Trainer's all-gather of the token count before every forward is where rank 0 waits for it, the
+accelerate loop's gradient all-reduce (it has no other collective).
 
 The frameworks are the `jobs` extra (`pip install -e '.[jobs]'`, as CI installs them): without
 one, its tests skip, saying so. Nothing is downloaded: the models are built from configs in
 code, the data made in memory, and the Hub is off (HF_HUB_OFFLINE=1). Run times are printed by
-the runs, never asserted (a loaded machine's rates are not a per-run fact). The `accelerate`
-example is not run here: each run costs 15-30 s of CI's 2 cores (docs/own-job.md, "Checked
-here", has its check).
+the runs, never asserted (a loaded machine's rates are not a per-run fact). One launch a
+framework, shared by its tests (a launch is most of a test's time).
 """
 
 from __future__ import annotations
 
+import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,7 @@ import pytest
 from tests.own_job_runs import (
     EXAMPLES,
     RANKS,
+    TORCHRUN,
     OwnRun,
     assert_straggler_on_every_surface,
     profile_job,
@@ -52,6 +56,11 @@ class Job:
     grad_accum: int
     seq_len: int  # tokens per sample
     args: tuple[str, ...]  # besides --grad-accum and --max-steps
+    launcher: str = "torchrun"  # or "accelerate": `accelerate launch`
+
+    @property
+    def slow(self) -> bool:
+        return "--slow-rank" in self.args
 
     @property
     def samples(self) -> int:
@@ -68,7 +77,36 @@ JOBS = {
     "lightning": Job(
         "lightning_train.py", "lightning", 2, 10, 16, 2, 32, ("--root-dir", "lightning_out")
     ),
+    # the slow loader again, the job started by `accelerate launch` (torchrun's agent inside it)
+    "accelerate": Job(
+        "accelerate_train.py", "accelerate", 3, 40, 16, 1, 32,
+        ("--slow-rank", str(SLOW_RANK), "--slow-ms", str(SLOW_MS)), launcher="accelerate",
+    ),
 }  # fmt: skip
+ACCELERATE = Path(sys.executable).with_name("accelerate")
+
+
+def free_port() -> int:
+    """A port no one listens on now: `accelerate launch` would take torchrun's 29500, which
+    another worker's torchrun may hold."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def launch_line(job: Job) -> tuple[str | Path, ...]:
+    """What the user types before the script: torchrun's line, or accelerate's for 2 processes
+    on CPU, every question its config would ask given on the line."""
+    if job.launcher == "torchrun":
+        return (TORCHRUN, "--nproc-per-node", str(RANKS))
+    if not ACCELERATE.exists():
+        pytest.skip(f"no `accelerate` command beside {sys.executable} (pip install -e '.[jobs]')")
+    return (
+        ACCELERATE, "launch", "--multi_gpu", "--num_processes", str(RANKS), "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+        str(free_port()),
+    )  # fmt: skip
 
 
 def _profile(name: str, tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
@@ -84,6 +122,7 @@ def _profile(name: str, tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
         *args,
         *job.args,
         env=OFFLINE,
+        launcher=launch_line(job),
     )
 
 
@@ -95,6 +134,11 @@ def hf_trainer_run(tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
 @pytest.fixture(scope="module")
 def lightning_run(tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
     return _profile("lightning", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def accelerate_run(tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
+    return _profile("accelerate", tmp_path_factory)
 
 
 @pytest.fixture(params=list(JOBS))
@@ -143,7 +187,9 @@ def test_samples_and_tokens_are_the_loaders_batches_per_optimizer_step(
     assert tokens_per_s == pytest.approx(result.throughput.samples_per_s * job.seq_len)
 
 
-def test_the_trainer_jobs_slow_loader_is_named_on_every_surface(
-    hf_trainer_run: OwnRun, tmp_path: Path
+@pytest.mark.parametrize("name", [name for name, job in JOBS.items() if job.slow])
+def test_a_slow_loader_is_named_on_every_surface(
+    name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    assert_straggler_on_every_surface(hf_trainer_run, SLOW_RANK, "input", tmp_path / "r")
+    done: OwnRun = request.getfixturevalue(f"{name}_run")
+    assert_straggler_on_every_surface(done, SLOW_RANK, "input", tmp_path / "r")
