@@ -71,10 +71,12 @@ def profile_job(
     *script_args: str,
     env: Mapping[str, str] | None = None,
     launcher: Sequence[str | Path] = (TORCHRUN, "--nproc-per-node", str(RANKS)),
+    profile_steps: int | None = None,
 ) -> OwnRun:
     """`torchscale profile --warmup-steps W --steps N -o OUT -- LAUNCHER COPY ARGS` (by
     default `torchrun --nproc-per-node 2`), run in `folder`/job (the job's own outputs land
-    there), with `env` added."""
+    there), with `env` added; `profile_steps`: `--profile-steps K` (None: the default window,
+    traced after the measured steps; 0 where a test's point is not the trace: CI time)."""
     if (why := missing()) is not None:
         pytest.skip(why)
     job = folder / "job"
@@ -83,7 +85,8 @@ def profile_job(
     shutil.copy(script, copy)
     root = folder / "out"
     argv = cli(
-        "profile", "--warmup-steps", str(warmup), "--steps", str(steps), "-o", root, "--",
+        "profile", "--warmup-steps", str(warmup), "--steps", str(steps), "-o", root,
+        *(["--profile-steps", str(profile_steps)] if profile_steps is not None else []), "--",
         *launcher, copy, *script_args,
     )  # fmt: skip
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "80", **(env or {})}
