@@ -45,7 +45,8 @@ from tests.own_job_runs import (
     text_files,
 )
 from tests.processes import REPO_ROOT, kill_mentioning
-from torchscale.rank.own_job import read_rank_files
+from torchscale.interfaces.cli.profile_cmd import DEFAULT_OWN_TRACE_STEPS
+from torchscale.rank.own_job import PROFILER_WARMUP, read_rank_files
 
 pytestmark = pytest.mark.slow
 
@@ -64,8 +65,10 @@ ARGS = (
     "--epochs", "1", "--dropout", "0.2", "--metrics", METRICS,
 )  # fmt: skip
 JOB_LINE = "step 10 loss"  # what rank 0 of the job prints at its 10th optimizer step
-# the losses a probed run logs: step W + N ends inside `optimizer.step`, before its loss is
-LOGGED = WARMUP + STEPS - 1  # written
+# the losses a probed run logs: its last step ends inside `optimizer.step`, before its loss is
+# written; untraced (--profile-steps 0) that is step W + N, else the traced window's last
+LOGGED = WARMUP + STEPS - 1
+LOGGED_TRACED = WARMUP + STEPS + PROFILER_WARMUP + DEFAULT_OWN_TRACE_STEPS - 1
 DRAW_AT = 3  # the optimizer step after which the sabotage draws one random number
 # a site's own sitecustomize, chained after the carrier, that takes one draw from torch's
 # global stream in each rank: what the probe must never do
@@ -168,8 +171,8 @@ def test_the_probed_job_logs_the_same_losses_bit_for_bit(
 ) -> None:
     assert slow_run.returncode == 0, slow_run.said()
     probed = losses(slow_run.job)
-    assert len(probed) == LOGGED and len(set(probed)) > 1  # a loss per step, and they move
-    assert probed == bare[:LOGGED]
+    assert len(probed) == LOGGED_TRACED and len(set(probed)) > 1  # a loss a step, and they move
+    assert probed == bare[:LOGGED_TRACED]
 
 
 def test_one_draw_from_the_jobs_random_stream_changes_the_losses(

@@ -123,7 +123,7 @@ def _profile(name: str, tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
         *job.args,
         env=OFFLINE,
         launcher=launch_line(job),
-        profile_steps=0,  # the traced window is tests/e2e/test_own_job_trace.py's
+        profile_steps=0,  # the traced window is tests/e2e/test_own_job_traced_window.py's
     )
 
 
