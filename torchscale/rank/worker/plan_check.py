@@ -42,7 +42,8 @@ from torchscale.rank.worker.model_parallel import model_parallel
 
 # every strategy and both hybrids, at the catalog's default degrees and pipeline settings
 STRATEGIES: tuple[Strategy, ...] = ("ddp", "fsdp", "tp", "pp", "hybrid")
-ZOO_PARALLEL = ParallelConfig(hybrid=["fsdp_tp", "ddp_pp"])  # type: ignore[list-item]
+# and 8 micro-batches beside the default 4: 1F1B over 8 stages needs at least 8
+ZOO_PARALLEL = ParallelConfig(microbatches=[4, 8], hybrid=["fsdp_tp", "ddp_pp"])
 META = torch.device("meta")
 CPU = torch.device("cpu")
 
