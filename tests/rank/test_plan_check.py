@@ -67,9 +67,9 @@ def test_tiny_gpt2_plans_at_8_ranks_add_up_to_the_model(
         "tp8": "skipped",
         "pp8 1f1b m4": "skipped",
         "pp8 1f1b m8": "skipped",
-        "fsdp_tp dp4xtp2": "ok",
-        "ddp_pp dp4xpp2 1f1b m4": "ok",
-        "ddp_pp dp4xpp2 1f1b m8": "ok",
+        "fsdp_tp dp4 tp2": "ok",
+        "ddp_pp dp4 pp2 1f1b m4": "ok",
+        "ddp_pp dp4 pp2 1f1b m8": "ok",
     }
     assert tiny_plans["tp8"].skipped is not None
     assert tiny_plans["tp8"].skipped.code == "layout.heads"  # 4 heads over 8 ranks
@@ -84,13 +84,13 @@ def test_tiny_gpt2_plans_at_8_ranks_add_up_to_the_model(
     assert max(r.parameters for r in fsdp) < total / WORLD * 1.2
     # FSDP2 shards dim 0 of the token embedding (1,024 x 64) in eighths
     assert {r.shards["wte.weight"] for r in fsdp} == {(128, 64)}
-    hybrid = tiny_plans["fsdp_tp dp4xtp2"].ranks
+    hybrid = tiny_plans["fsdp_tp dp4 tp2"].ranks
     assert hybrid[0].shards["blocks.0.attn.qkv.weight"] == (24, 64)  # 192 rows / tp 2 / dp 4
-    pipe = tiny_plans["ddp_pp dp4xpp2 1f1b m4"]
+    pipe = tiny_plans["ddp_pp dp4 pp2 1f1b m4"]
     first, last = pipe.ranks[0].pipeline, pipe.ranks[1].pipeline
     assert first["pp_microbatch_size"] == 4 and first["pp_stage_indices"] == [0]
     assert last["pp_stage_indices"] == [1]
-    assert tiny_plans["ddp_pp dp4xpp2 1f1b m8"].ranks[0].pipeline["pp_microbatch_size"] == 2
+    assert tiny_plans["ddp_pp dp4 pp2 1f1b m8"].ranks[0].pipeline["pp_microbatch_size"] == 2
     assert pipe.tied_parameters == 1024 * 64  # the LM head's copy on the last stage
     assert sum(r.parameters for r in pipe.ranks[:2]) == total + pipe.tied_parameters
 

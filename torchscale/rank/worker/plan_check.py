@@ -195,13 +195,13 @@ class PlanCheck:
 
     @property
     def layout(self) -> str:
-        """`ddp`, `tp8`, `pp8 1f1b m4`, `fsdp_tp dp4xtp2`: the plan in a table cell."""
+        """`ddp`, `tp8`, `pp8 1f1b m4`, `fsdp_tp dp4 tp2`: the plan in a table cell."""
         s = self.shape
         if s is None:
             return str(self.strategy)
         pipe = f" {s.schedule} m{s.microbatches}" if s.pp > 1 else ""
         inner = f"tp{s.tp}" if s.tp > 1 else f"pp{s.pp}"
-        return f"{s.hybrid} dp{s.dp}x{inner}{pipe}" if s.hybrid else f"{inner}{pipe}"
+        return f"{s.hybrid} dp{s.dp} {inner}{pipe}" if s.hybrid else f"{inner}{pipe}"
 
     @property
     def all_ranks(self) -> bool:
