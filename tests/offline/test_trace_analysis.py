@@ -676,6 +676,23 @@ def test_a_loaders_wait_inside_pytorchs_dataloader_range_is_data_not_compute() -
     assert data["effective_us"] == pytest.approx(8_000.0)
 
 
+def test_an_injected_delay_is_data_in_the_data_phase_and_work_elsewhere() -> None:
+    """`--inject-delay R:data:MS` stands for a slow loader: inside the data phase its range
+    is the loader's wait (data), while a delay in forward stays work (compute)."""
+    delay = "torchscale:injected_delay"
+    frame = ev(
+        row("step", START, 10_000.0, "ProfilerStep#1", step=1),
+        row("phase", START, 4_000.0, "torchscale:data", phase="data"),
+        row("cpu_op", START + 100.0, 3_000.0, delay),
+        row("phase", START + 4_000.0, 6_000.0, "torchscale:forward", phase="forward"),
+        row("cpu_op", START + 4_000.0, 2_000.0, delay),
+        row("cpu_op", START + 6_000.0, 4_000.0, "aten::addmm"),
+    )
+    base = idle_reducer(frame, step_table(frame).table).per_step.iloc[0]
+    assert base["compute_us"] == pytest.approx(6_000.0)
+    assert base["data_us"] == pytest.approx(4_000.0)
+
+
 def test_gloo_buckets_on_two_threads_are_ordered_by_start() -> None:
     # four buckets alternate between two runloop threads; no seq recorded
     frames = {r: cpu_ddp_rank(r, world=2, buckets=4, steps=3) for r in range(2)}

@@ -14,11 +14,13 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     from_frame,
     grouped_merge,
+    intersect,
     merge,
     slices_union,
     subtract,
@@ -231,15 +233,32 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
     ops = ops[~_loader_range(ops["name"])]
     blocking = events[events["kind"].isin(["comm_wait", "collective_call"])]
     waits = {int(tid): from_frame(g) for tid, g in blocking.groupby("tid", sort=False)}
+    # an injected delay in the data phase stands for a slow loader: its wait, not work
+    stalls = _loader_stalls(events, ops)
     calls = events[events["kind"] == "collective_call"]
     out: dict[int, Intervals] = {}
     for tid, group in ops.groupby("tid", sort=False):
         busy = from_frame(group)
-        blocked = waits.get(int(tid))
-        if blocked is not None:
-            busy = subtract(busy, blocked)
+        for blocked in (waits.get(int(tid)), stalls.get(int(tid))):
+            if blocked is not None:
+                busy = subtract(busy, blocked)
         held = launch_holds(group, calls[calls["tid"] == tid])
         out[int(tid)] = subtract(busy, held) if held is not None else busy
+    return out
+
+
+def _loader_stalls(events: pd.DataFrame, ops: pd.DataFrame) -> dict[int, Intervals]:
+    """Per thread, the injected delays (`--inject-delay R:data:MS`) inside its data phase: a
+    known slow input, to be read as one, not as compute (elsewhere a delay is work)."""
+    delays = ops[ops["name"].astype(str) == INJECTED_DELAY_RANGE]
+    if delays.empty:
+        return {}
+    data = events[(events["kind"] == "phase") & (events["phase"] == "data")]
+    out = {}
+    for tid, group in delays.groupby("tid", sort=False):
+        phase = data[data["tid"] == tid]
+        if not phase.empty:
+            out[int(tid)] = intersect(from_frame(group), from_frame(phase))
     return out
 
 
