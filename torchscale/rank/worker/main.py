@@ -32,7 +32,6 @@ from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf3
 from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import parameter_count
-from torchscale.rank.worker.aggregate import step_records as _step_records
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
 from torchscale.rank.worker.fixed_costs import (
@@ -188,11 +187,11 @@ def body(cell: CellRun, group: Group) -> None:
     if group.rank == 0:
         # imported here, after every window: scipy and pandas cost a rank 0.7 s of CPU
         # and 90 MiB at start-up (docs/methodology.md); only rank 0 aggregates
-        from torchscale.rank.worker.aggregate import aggregate
+        from torchscale.rank.worker.aggregate import aggregate, step_records
 
         result = aggregate(spec, gathered, _facts(spec, trainer))
         result.started_at = result.started_at or cell.started
-        group.write(spec.steps_path, _step_records(gathered))
+        group.write(spec.steps_path, step_records(gathered))
         group.write(spec.result_path, result.model_dump_json(indent=2))
 
 
