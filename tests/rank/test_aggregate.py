@@ -635,8 +635,8 @@ def test_the_cpu_wait_and_cpu_time_go_into_the_steps_table_and_the_step_records(
     a window that did not measure them has None in the table and no key in the records."""
     import json
 
+    from torchscale.rank.worker.aggregate import step_records as _step_records
     from torchscale.rank.worker.aggregate import steps_table
-    from torchscale.rank.worker.main import _step_records
 
     phases = dict.fromkeys(("data", "forward", "backward", "grad_sync_wait", "optimizer"), 0.002)
     measured = make_rank(0, [0.02], [[0.01, 0.01]], phases=phases)
@@ -663,8 +663,8 @@ def test_a_comm_hook_hold_goes_into_the_steps_table_and_the_step_records() -> No
     (`comm_hold_s`, `comm_hold_backward_s`); a rank without a hook has None and no key."""
     import json
 
+    from torchscale.rank.worker.aggregate import step_records as _step_records
     from torchscale.rank.worker.aggregate import steps_table
-    from torchscale.rank.worker.main import _step_records
 
     phases = dict.fromkeys(("data", "forward", "backward", "grad_sync_wait", "optimizer"), 0.002)
     hooked = make_rank(0, [0.02], [[0.01, 0.01]], phases=phases)
