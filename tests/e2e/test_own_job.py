@@ -14,10 +14,14 @@ for a benchmark, not a per-run assert (issue 62: this machine cannot hold it to 
 The probe never changes what the job computes (issue 73, point 4): the same command run bare
 under torchrun logs the same losses bit for bit up to the stop. Dropout masks, the sampler's
 shuffle and the worker's seed all come from the job's random streams, so a draw the probe took
-from them would change the losses: a third run shows the comparison sees exactly that, a
-sitecustomize chained after the carrier that draws one number at step 3. The losses come from
-the script's own metrics log (`--metrics`, rank 0's loss per optimizer step, as JSON floats:
-exact).
+from them would change the losses (that one draw does is shown, a launch cheaper, in
+tests/rank/test_own_job_probe.py). The losses come from the script's own metrics log
+(`--metrics`, rank 0's loss per optimizer step, as JSON floats: exact).
+
+The run is traced by default (K optimizer steps after the measured ones): each rank writes its
+trace as the built-in profile does, the result holds the traces' analysis, and `torchscale
+profile analyze` of the ranks' folder gives the same verdict; the window's placement, skips and
+failures are tests/rank/test_own_job_trace.py.
 
 The runs and what they are read by: tests/own_job_runs.py.
 """
@@ -29,10 +33,10 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.own_job_runs import (
     EXAMPLES,
@@ -42,9 +46,12 @@ from tests.own_job_runs import (
     assert_straggler_on_every_surface,
     profile_job,
     rank_files,
+    stored_result,
     text_files,
 )
-from tests.processes import REPO_ROOT, kill_mentioning
+from tests.processes import kill_mentioning
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.cli.profile_cmd import DEFAULT_OWN_TRACE_STEPS
 from torchscale.rank.own_job import PROFILER_WARMUP, read_rank_files
 
@@ -66,30 +73,8 @@ ARGS = (
 )  # fmt: skip
 JOB_LINE = "step 10 loss"  # what rank 0 of the job prints at its 10th optimizer step
 # the losses a probed run logs: its last step ends inside `optimizer.step`, before its loss is
-# written; untraced (--profile-steps 0) that is step W + N, else the traced window's last
-LOGGED = WARMUP + STEPS - 1
+# written: the traced window's last
 LOGGED_TRACED = WARMUP + STEPS + PROFILER_WARMUP + DEFAULT_OWN_TRACE_STEPS - 1
-DRAW_AT = 3  # the optimizer step after which the sabotage draws one random number
-# a site's own sitecustomize, chained after the carrier, that takes one draw from torch's
-# global stream in each rank: what the probe must never do
-DRAWING_SITE = textwrap.dedent(
-    f"""\
-    import os
-
-    if "RANK" in os.environ:  # a rank, not torchrun's agent
-        import torch
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-
-        calls = []
-
-        def draw(optimizer, args, kwargs):
-            calls.append(1)
-            if len(calls) == {DRAW_AT}:
-                torch.rand(1)
-
-        register_optimizer_step_post_hook(draw)
-    """
-)
 
 
 def losses(folder: Path) -> list[float]:
@@ -175,24 +160,26 @@ def test_the_probed_job_logs_the_same_losses_bit_for_bit(
     assert probed == bare[:LOGGED_TRACED]
 
 
-def test_one_draw_from_the_jobs_random_stream_changes_the_losses(
-    tmp_path: Path, bare: list[float]
+def test_each_rank_traces_the_window_and_analyze_agrees_with_the_run(
+    slow_run: OwnRun, tmp_path: Path
 ) -> None:
-    """The comparison above can fail: one number drawn after step DRAW_AT (by a site's own
-    sitecustomize, chained after the probe's carrier, the probe active too) changes every loss
-    after it and none before."""
-    site = tmp_path / "drawing_site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(DRAWING_SITE, encoding="utf-8")
-    path = os.pathsep.join([str(REPO_ROOT), str(site)])
-    drawn = profile_job(
-        tmp_path, SCRIPT, WARMUP, STEPS, *ARGS, env={"PYTHONPATH": path}, profile_steps=0
-    )
-    assert drawn.returncode == 0, drawn.said()
-    assert drawn.leftovers == [], drawn.leftovers
-    after = losses(drawn.job)
-    assert len(after) == LOGGED, drawn.said()
-    assert after[:DRAW_AT] == bare[:DRAW_AT]
-    assert all(a != b for a, b in zip(after[DRAW_AT:], bare[DRAW_AT:LOGGED], strict=True))
-    ranks, _ = read_rank_files(rank_files(drawn))
-    assert [r.steps for r in ranks] == [STEPS] * RANKS  # the probe was there as well
+    assert slow_run.returncode == 0, slow_run.said()
+    ranks = rank_files(slow_run)
+    traces = [f"rank{r}.trace.json.gz" for r in range(RANKS)]
+    assert sorted(p.name for p in ranks.glob("rank*.trace.json.gz")) == traces
+    for rank in range(RANKS):
+        record = json.loads((ranks / f"rank{rank}.phases.json").read_text())
+        assert record["steps"] == list(range(1, DEFAULT_OWN_TRACE_STEPS + 1))
+        measured = json.loads((ranks / f"rank{rank}.measurement.json").read_text())
+        assert measured["steps"] == STEPS  # the traced steps are not among the measured
+    result = stored_result(slow_run)
+    assert result.profile is not None and result.profile.active == DEFAULT_OWN_TRACE_STEPS
+    assert result.profile.files == traces
+    stored = ProfileAnalysis.model_validate_json((ranks / "analysis.json").read_text())
+    assert stored.ranks_analysed == RANKS and stored.diagnosis is not None
+    assert result.diagnosis == stored.diagnosis  # the run's verdict is the traces' analysis
+    out = tmp_path / "analysis.json"
+    again = CliRunner().invoke(app, ["profile", "analyze", str(ranks), "--output", str(out)])
+    assert again.exit_code == 0, again.output
+    analysed = ProfileAnalysis.model_validate_json(out.read_text())
+    assert analysed.diagnosis == stored.diagnosis

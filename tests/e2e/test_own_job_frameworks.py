@@ -1,16 +1,15 @@
 """`torchscale profile -- torchrun --nproc-per-node 2 SCRIPT` on what users run: a Hugging Face
-`Trainer` job, a PyTorch Lightning job and an `accelerate` loop under `accelerate launch`
-(examples/own_job/, written as their authors would, importing nothing of torchscale), with real
-ranks on CPU (gloo).
+`Trainer` job and a PyTorch Lightning job (examples/own_job/, written as their authors would,
+importing nothing of torchscale), with real ranks on CPU (gloo). The `accelerate` loop under
+`accelerate launch` is a scenario of benchmarks/own_job_rates.py (a launch fewer here).
 
 Each run is measured and stopped at the agreed step W + N on every rank with exit 0 and no
 process left: its steps counted once per optimizer step (the Trainer's wrapped optimizer,
 Lightning's `optimizer.step(closure)` with gradient accumulation), its samples and tokens from
 the loaders' dict and tuple batches summed over the micro-batches, its throughput in samples
-and tokens per second. The Trainer job and the accelerate loop, each given a slow loader on
-rank 1, have that rank named, input, on the terminal, in result.json and in `report -f md`: the
-Trainer's all-gather of the token count before every forward is where rank 0 waits for it, the
-accelerate loop's gradient all-reduce (it has no other collective).
+and tokens per second. The Trainer job, given a slow loader on rank 1, has that rank named,
+input, on the terminal, in result.json and in `report -f md`: the Trainer's all-gather of the
+token count before every forward is where rank 0 waits for it.
 
 The frameworks are the `jobs` extra (`pip install -e '.[jobs]'`, as CI installs them): without
 one, its tests skip, saying so. Nothing is downloaded: the models are built from configs in
@@ -21,8 +20,6 @@ framework, shared by its tests (a launch is most of a test's time).
 
 from __future__ import annotations
 
-import socket
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +53,6 @@ class Job:
     grad_accum: int
     seq_len: int  # tokens per sample
     args: tuple[str, ...]  # besides --grad-accum and --max-steps
-    launcher: str = "torchrun"  # or "accelerate": `accelerate launch`
 
     @property
     def slow(self) -> bool:
@@ -77,36 +73,7 @@ JOBS = {
     "lightning": Job(
         "lightning_train.py", "lightning", 2, 10, 16, 2, 32, ("--root-dir", "lightning_out")
     ),
-    # the slow loader again, the job started by `accelerate launch` (torchrun's agent inside it)
-    "accelerate": Job(
-        "accelerate_train.py", "accelerate", 3, 40, 16, 1, 32,
-        ("--slow-rank", str(SLOW_RANK), "--slow-ms", str(SLOW_MS)), launcher="accelerate",
-    ),
 }  # fmt: skip
-ACCELERATE = Path(sys.executable).with_name("accelerate")
-
-
-def free_port() -> int:
-    """A port no one listens on now: `accelerate launch` would take torchrun's 29500, which
-    another worker's torchrun may hold."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def launch_line(job: Job) -> tuple[str | Path, ...]:
-    """What the user types before the script: torchrun's line, or accelerate's for 2 processes
-    on CPU, every question its config would ask given on the line."""
-    if job.launcher == "torchrun":
-        return (TORCHRUN, "--nproc-per-node", str(RANKS))
-    if not ACCELERATE.exists():
-        pytest.skip(f"no `accelerate` command beside {sys.executable} (pip install -e '.[jobs]')")
-    return (
-        ACCELERATE, "launch", "--multi_gpu", "--num_processes", str(RANKS), "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
-        str(free_port()),
-    )  # fmt: skip
 
 
 def _profile(name: str, tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
@@ -122,8 +89,8 @@ def _profile(name: str, tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
         *args,
         *job.args,
         env=OFFLINE,
-        launcher=launch_line(job),
-        profile_steps=0,  # the traced window is tests/e2e/test_own_job_traced_window.py's
+        launcher=(TORCHRUN, "--nproc-per-node", str(RANKS)),
+        profile_steps=0,  # the traced window is tests/e2e/test_own_job.py's
     )
 
 
@@ -135,11 +102,6 @@ def hf_trainer_run(tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
 @pytest.fixture(scope="module")
 def lightning_run(tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
     return _profile("lightning", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def accelerate_run(tmp_path_factory: pytest.TempPathFactory) -> OwnRun:
-    return _profile("accelerate", tmp_path_factory)
 
 
 @pytest.fixture(params=list(JOBS))

@@ -322,6 +322,33 @@ def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
     assert busy_caveat(None) is None
 
 
+def test_the_timers_diagnosis_rebuilt_from_a_folder_carries_the_runs_caveat() -> None:
+    """`profile analyze` of a run's folder rebuilds the phase timers' diagnosis from its
+    steps.jsonl as rank 0 built it, busy-machine caveat included: else the re-analysis and
+    the run's own analysis.json quote the timers' straggler differently."""
+    import json
+    from pathlib import Path
+
+    from torchscale.contracts.schema.cell_telemetry import HostLoad, Telemetry
+    from torchscale.offline.analysis.diagnosis import busy_caveat
+    from torchscale.offline.results.profile_windows import timer_diagnosis
+    from torchscale.offline.results.versions import parse_cell_result
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    run = fixtures / "results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
+    result = parse_cell_result(json.loads((run / "result.json").read_text()))[0]
+    assert result is not None and result.diagnosis is not None
+    host = HostLoad.model_construct(host="vm", ranks=[0, 1], cores=2, busy=True, other_cores=1.5)
+    telemetry = Telemetry.model_construct(hosts=[host])
+    traced = result.diagnosis.model_copy(update={"source": "traces"})  # rebuilt, not stored
+    update = {"diagnosis": traced, "telemetry": telemetry}
+    timers = timer_diagnosis(run, result.model_copy(update=update))
+    assert timers is not None and timers.busy is not None
+    assert timers.busy == busy_caveat(telemetry)
+    quiet = timer_diagnosis(run, result.model_copy(update={"diagnosis": traced}))
+    assert quiet is not None and quiet.busy is None
+
+
 def test_a_named_straggler_on_an_injected_rank_is_marked_injected() -> None:
     """The diagnosis marks a named rank that --inject-delay slowed on purpose, in `injected`
     and its summary; another named rank is marked not injected; nobody named stays None."""

@@ -300,7 +300,9 @@ main()
 WRITE_THEN_HANG = COPYING_JOB + "sys.stdout.flush()\nimport time\ntime.sleep(120)\n"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+# SIGINT raises KeyboardInterrupt, SIGTERM Terminated; SIGHUP raises the same Terminated as
+# SIGTERM (contracts/signals.py's TERMINATING_SIGNALS, both tested in tests/e2e/test_signals.py)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_stops_the_jobs_group_and_keeps_what_was_measured(
     tmp_path: Path, signum: int
 ) -> None:

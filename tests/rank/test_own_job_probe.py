@@ -42,6 +42,7 @@ TRAIN = textwrap.dedent(
     parser.add_argument("--sigterm-after", type=int, default=0)
     parser.add_argument("--closure-ms", type=float, default=0.0)
     parser.add_argument("--mark-step", action="store_true")
+    parser.add_argument("--dropout", type=float, default=0.0)
     args = parser.parse_args()
 
     class Wrapped(torch.optim.SGD):
@@ -49,7 +50,10 @@ TRAIN = textwrap.dedent(
             return super().step(closure)
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    layers = [torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)]
+    if args.dropout:  # masks drawn from torch's global stream every forward
+        layers.insert(2, torch.nn.Dropout(args.dropout))
+    model = torch.nn.Sequential(*layers)
     head = torch.nn.Linear(1, 1)
     if args.double:
         torch.optim.SGD(head.parameters(), lr=0.01)  # a parent-class instance exists
@@ -107,15 +111,20 @@ TRAIN = textwrap.dedent(
 
 
 def run_job(
-    tmp_path: Path, args: list[str], env: dict[str, str] | None, carrier_only: bool = False
+    tmp_path: Path,
+    args: list[str],
+    env: dict[str, str] | None,
+    carrier_only: bool = False,
+    site: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`python train.py ARGS` with the carrier first on PYTHONPATH and `env` added (None: no
     probe settings at all); `carrier_only`: nothing else on PYTHONPATH (the carrier finds its
-    own torchscale)."""
+    own torchscale); `site`: a folder after them, whose sitecustomize the carrier chains to."""
     path = tmp_path / "train.py"
     path.write_text(TRAIN)
     full = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSCALE_OWN_JOB")}
     path_entries = [str(CARRIER_DIR)] + ([] if carrier_only else [str(REPO_ROOT)])
+    path_entries += [str(site)] if site is not None else []
     full["PYTHONPATH"] = os.pathsep.join(path_entries)
     full |= env or {}
     return subprocess.run(
@@ -233,17 +242,50 @@ def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> No
     assert rank.parameters == 163
 
 
+# a site's own sitecustomize, chained after the carrier, that takes one draw from torch's global
+# stream after the DRAW_AT-th optimizer step: what the probe must never do
+DRAW_AT = 3
+DRAWING_SITE = textwrap.dedent(
+    f"""\
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    calls = []
+
+    def draw(optimizer, args, kwargs):
+        calls.append(1)
+        if len(calls) == {DRAW_AT}:
+            torch.rand(1)
+
+    register_optimizer_step_post_hook(draw)
+    """
+)
+
+
 def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     """Same seed, same losses bare and under the probe (which here lets the job finish and
     writes at exit every step after the warm-up); bare, with the carrier on the path but no
-    settings, the probe is never loaded."""
-    bare = run_job(tmp_path, [], None)
+    settings, the probe is never loaded. Dropout draws its masks from torch's global stream,
+    so the comparison can fail: one draw there (a site's sitecustomize, chained after the
+    carrier, the probe active too) changes every loss after it and none before, as a draw by
+    the probe would."""
+    dropout = ["--dropout", "0.2"]
+    bare = run_job(tmp_path, dropout, None)
     out = tmp_path / "out"
-    probed = run_job(tmp_path, [], probe_env(out, warmup=3, steps=0, stop=False))
+    probed = run_job(tmp_path, dropout, probe_env(out, warmup=3, steps=0, stop=False))
     assert bare.returncode == 0 and probed.returncode == 0, probed.stderr
     assert len(losses(bare.stdout)) == 12
     assert losses(probed.stdout) == losses(bare.stdout)
     assert "probe loaded: False" in bare.stdout and "probe loaded: True" in probed.stdout
+    site = tmp_path / "drawing_site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(DRAWING_SITE)
+    drawn_env = probe_env(tmp_path / "drawn", warmup=3, steps=0, stop=False)
+    drawn = run_job(tmp_path, dropout, drawn_env, site=site)
+    assert drawn.returncode == 0 and "probe loaded: True" in drawn.stdout, drawn.stderr
+    before, after = losses(bare.stdout), losses(drawn.stdout)
+    assert after[:DRAW_AT] == before[:DRAW_AT]
+    assert all(a != b for a, b in zip(after[DRAW_AT:], before[DRAW_AT:], strict=True))
     rank = only_rank(out)
     assert (rank.steps, len(rank.warmup_s), rank.stopped) == (9, 3, False)
     assert rank.samples_per_step == [16] * 9

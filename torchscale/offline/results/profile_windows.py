@@ -21,7 +21,13 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.contracts.worker_spec import phases_name
-from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
+from torchscale.offline.analysis.diagnosis import (
+    RunEvidence,
+    TimerEvidence,
+    busy_caveat,
+    diagnose,
+    with_caveat,
+)
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     TracedInflation,
@@ -94,7 +100,7 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
     table, no_sync = steps_table(records)
     if table.empty:
         return None
-    return diagnose(
+    rebuilt = diagnose(
         RunEvidence(
             timers=TimerEvidence(steps=table, no_sync=no_sync),
             device_type=cell.cell.device,
@@ -104,6 +110,7 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
             injected_ranks=frozenset(d.rank for d in cell.injected_delays),
         )
     )
+    return with_caveat(rebuilt, busy_caveat(cell.telemetry))  # as rank 0 added it
 
 
 def steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncSteps | None]:
