@@ -110,6 +110,8 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
             injected_ranks=frozenset(d.rank for d in cell.injected_delays),
         )
     )
+    if rebuilt is None:
+        return None
     return with_caveat(rebuilt, busy_caveat(cell.telemetry))  # as rank 0 added it
 
 
