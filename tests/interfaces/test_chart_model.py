@@ -11,6 +11,7 @@ import pytest
 from torchscale.interfaces.formatting import SEVERITY_COLOUR
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import (
+    LABEL_MAX,
     linear_axis,
     log_axis,
     measured_log_axis,
@@ -18,7 +19,7 @@ from torchscale.interfaces.report.charts.axes import (
     zero_based,
 )
 from torchscale.interfaces.report.charts.limits import MAX_SERIES
-from torchscale.interfaces.report.charts.plot import LABEL_MAX, legend_columns, plot
+from torchscale.interfaces.report.charts.plot import legend_columns, plot
 from torchscale.interfaces.report.model import Chart, Series
 
 ROUND = re.compile(r"^-?[\d,]+(\.\d{1,2})?( [A-Za-z%µ]+)?$")

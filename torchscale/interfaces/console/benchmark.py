@@ -18,6 +18,7 @@ from torchscale.contracts.wording.units import cv, whole_pct, whole_s
 from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.interfaces.console.streams import (
     Verbosity,
+    eta_bar,
     print_error_lines,
     print_lines,
     stderr,
@@ -55,13 +56,7 @@ class BenchmarkPrinter:
     line says where the sweep stands (`progress.py`), so a log or CI shows it too."""
 
     def __init__(self, cells: int, plan: Plan | None = None) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import MofNCompleteColumn
 
         from torchscale.interfaces.console.progress import SweepProgress, eta_text
 
@@ -82,17 +77,7 @@ class BenchmarkPrinter:
             self.live = LiveTable(live_layout([p.cell for p in plan.cells], width))
         # the live table's rows and the bar under them share one stream
         stream = stdout if self.live is not None else stderr
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[eta]}"),
-            console=stream,
-            # a bar only on a terminal (in a log, rich would leave an empty line behind it)
-            disable=self.quiet or not stream.is_terminal,
-            transient=True,
-        )
+        self.progress = eta_bar(stream, self.quiet, MofNCompleteColumn())
         self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
         self.index = 0
         self.running: str | None = None  # the cell a stop would cut short

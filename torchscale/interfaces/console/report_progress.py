@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from torchscale.interfaces.console.streams import Verbosity, stderr
+from torchscale.interfaces.console.streams import Verbosity, eta_bar, stderr
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -20,24 +20,14 @@ class ReportProgress:
     is drawn, per quarter of the charts. Nothing with --quiet."""
 
     def __init__(self, lines: bool) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import TextColumn
 
         from torchscale.interfaces.console.progress import StepProgress
 
         self.quiet = Verbosity.quiet()
         self.lines = lines and not self.quiet
         self.state = StepProgress()
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[eta]}"),
-            console=stderr,
-            # a bar only where it can be redrawn: a log gets the lines
-            disable=self.quiet or not stderr.is_terminal,
-            transient=True,
-        )
+        self.bar = eta_bar(stderr, self.quiet, TextColumn("{task.completed}/{task.total}"))
         self.task: TaskID | None = None
         self.started = False
         self.quarter = 0

@@ -6,11 +6,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 from torchscale.interfaces.console.lines import Line, fit_lines
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn
 
 # emoji off: rich would read a plug-in named `mod:factory:` or `pkg:smile:` as an emoji code
 # ("mod🏭"); markup is escaped where a user string meets it (`escape`)
@@ -38,6 +42,24 @@ def print_lines(console: Console, lines: Iterable[Line]) -> None:
         return
     for line in fit_lines(lines, width):
         console.print(line.markup(), soft_wrap=False)
+
+
+def eta_bar(console: Console, quiet: bool, count: ProgressColumn) -> Progress:
+    """A progress bar: what runs, the bar, its `count`, the time elapsed and the task's `eta`
+    field. Drawn only where it can be redrawn, a terminal (in a log, rich would leave an empty
+    line behind it; a log gets lines instead), and gone once stopped."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        count,
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[eta]}"),
+        console=console,
+        disable=quiet or not console.is_terminal,
+        transient=True,
+    )
 
 
 def print_error_lines(lines: list[str]) -> None:

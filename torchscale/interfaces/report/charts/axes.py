@@ -32,6 +32,7 @@ ZERO_BASED_FORMATS = ("seconds", "us", "bytes", "ratio_pct", "pct")
 SLANT_FROM = 12  # more categories than this: labels slanted
 LEVEL_CHARS = 110  # characters of all labels side by side beyond which they are slanted
 SLANTED_MAX = 34  # characters of a slanted label
+LABEL_MAX = 48  # characters of a legend entry or category label; the full text is in the hover
 LOG_SPAN = 10.0  # values spanning more than this many times are drawn on a log axis
 CLIP_SPAN = 3.0  # an axis spans at most this many times the range of the values it plots
 
@@ -215,7 +216,7 @@ def category_axis(title: str, categories: Sequence[str], slant: bool = True) -> 
     """Categories at 0, 1, 2, ...; the range leaves half a slot either side. Slanted labels
     are cut to SLANTED_MAX characters (the hover and the tables have them whole)."""
     slanted = slant and slants(categories)
-    labels = tuple(_cut(c, SLANTED_MAX) if slanted else c for c in categories)
+    labels = tuple(short(c, SLANTED_MAX) if slanted else c for c in categories)
     return Axis(
         title=title,
         scale="category",
@@ -228,7 +229,9 @@ def category_axis(title: str, categories: Sequence[str], slant: bool = True) -> 
     )
 
 
-def _cut(text: str, limit: int) -> str:
+def short(text: str, limit: int = LABEL_MAX) -> str:
+    """One line of at most `limit` characters, cut with an ellipsis."""
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -37,6 +37,7 @@ from torchscale.interfaces.report.charts.axes import (
     linear_axis,
     log_axis,
     measured_log_axis,
+    short,
     zero_based,
 )
 from torchscale.interfaces.report.charts.data import (
@@ -54,7 +55,6 @@ from torchscale.offline.analysis.numbers import finite
 Kind = Literal["line", "bar", "stacked_bar", "box", "heatmap", "dot"]
 BarMode = Literal["group", "overlay", "stack"]
 EntryKind = Literal["line", "patch", "band", "marker"]
-LABEL_MAX = 48  # characters of a legend entry or category label; the full text is in the hover
 LEGEND_WIDTH_CHARS = 118  # what one legend row holds, in characters of the legend's font
 LEGEND_HANDLE_CHARS = 8  # an entry's symbol and the gap after it
 MAX_LEGEND_COLUMNS = 4
@@ -167,12 +167,6 @@ class Plot:
         if self.kind == "heatmap":
             return self.heatmap is None or self.heatmap.z_low is None
         return not any(any(v is not None for v in s.y) or any(s.values or ()) for s in self.series)
-
-
-def short(text: str, limit: int = LABEL_MAX) -> str:
-    """One line of at most `limit` characters, cut with an ellipsis."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ------------------------------------------------------------------ series styles
