@@ -544,7 +544,6 @@ def test_find_nsys_order_and_errors(tmp_path: Path) -> None:
     env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "TORCHSCALE_NSYS_ROOT": str(empty_root)}
     found = find_nsys(env)
     assert found is not None and found.source == "PATH" and found.version == "2099.1.2.3"
-    assert found.version_tuple == (2099, 1, 2, 3)
     # the CI cache, when nothing is on PATH
     (empty_root / "bin").mkdir(parents=True)
     (empty_root / "bin" / "nsys").symlink_to(fake)

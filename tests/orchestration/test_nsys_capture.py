@@ -366,10 +366,11 @@ def test_overhead_is_traced_against_measured_mean_step(tmp_path: Path) -> None:
     write_phases(tmp_path, 1, [0.111, 0.109, 0.114])
     overhead, why = capture_overhead(cell_result(0.100), tmp_path, "nsys")
     assert why is None and overhead is not None
-    assert overhead.traced_step_s == pytest.approx(0.1115)  # mean of all 6
-    assert overhead.measured_step_s == pytest.approx(0.100)
-    assert overhead.overhead == pytest.approx(0.115)
-    assert (overhead.traced_steps, overhead.ranks, overhead.timing) == (6, 2, "perf_counter")
+    inflation = overhead.inflation
+    assert inflation.traced_s == pytest.approx(0.1115)  # mean of all 6
+    assert inflation.untraced_s == pytest.approx(0.100)
+    assert inflation.share == pytest.approx(0.115)
+    assert (inflation.traced_steps, overhead.ranks, overhead.timing) == (6, 2, "perf_counter")
     line = say(overhead.note())
     assert line.startswith("capture overhead (nsys): traced steps 112 ms mean against 100 ms")
     assert "+11.5 % ±" in line and "Welch's t" in line  # spelled as every figure is
@@ -385,13 +386,17 @@ def test_overhead_carries_an_interval_and_is_not_measurable_inside_it(tmp_path: 
     write_phases(tmp_path, 0, steps)
     clear = capture_overhead(cell_result(0.1, std=0.001), tmp_path, "nsys")
     overhead = clear[0]
-    assert overhead is not None and overhead.low is not None and overhead.high is not None
-    assert 0 < overhead.low < overhead.overhead < overhead.high
-    assert overhead.measurable and "(+11.0 % ±1.2 %, Welch's t" in say(overhead.note())
+    assert overhead is not None
+    low, high = overhead.inflation.low, overhead.inflation.high
+    assert low is not None and high is not None
+    assert 0 < low < overhead.inflation.share < high
+    assert "(+11.0 % ±1.2 %, Welch's t" in say(overhead.note())
     # measured windows as noisy as the difference: the figure is not a figure
     noisy = capture_overhead(cell_result(0.1, std=0.05), tmp_path, "nsys")
     overhead = noisy[0]
-    assert overhead is not None and not overhead.measurable
+    assert overhead is not None
+    low, high = overhead.inflation.low, overhead.inflation.high
+    assert low is not None and high is not None and low <= 0.0 <= high
     assert "not measurable: its interval [-" in say(overhead.note())
     assert "+11" not in say(overhead.note())
 

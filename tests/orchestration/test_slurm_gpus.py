@@ -37,8 +37,8 @@ from torchscale.orchestration.schedulers.slurm.client import (
     PartitionAnswer,
     PartitionGpus,
     PartitionLimits,
+    ask_partition,
     gres_gpus,
-    partition_gpus,
     partition_gpus_of,
 )
 from torchscale.orchestration.schedulers.slurm.gpus import judged_gpus
@@ -447,4 +447,4 @@ def test_the_dry_run_shows_every_step_the_driver_runs(
 @pytest.mark.slurm
 def test_a_real_controller_says_its_partition_has_no_gpu(slurm: SlurmCluster) -> None:
     """The real scontrol's output parses: the test cluster's nodes have no Gres."""
-    assert partition_gpus(None, slurm.env) == PartitionGpus("debug", most=0, fewest=0, nodes=2)
+    assert ask_partition(None, slurm.env).gpus == PartitionGpus("debug", most=0, fewest=0, nodes=2)

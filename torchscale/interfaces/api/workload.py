@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
-from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
 from torchscale.contracts.wording import words
 from torchscale.contracts.wording.units import of
@@ -29,7 +28,6 @@ from torchscale.orchestration.validate.check_result import (
     CheckStatus,
     ValidateReport,
     failed,
-    status_counts,
 )
 from torchscale.orchestration.validate.workload_plan import NodeFacts, WorkloadPlan
 
@@ -218,21 +216,14 @@ def _guarded(
             failed(id, title, said("step_refused", error=str(exc)), said("fix_refused"))
         )
     except Exception as exc:
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        crash = Finding(
-            code="validate.crashed",
-            figures={
-                "what": "the step crashed",
-                "error": f"{type(exc).__name__}: {exc}",
-                "file": Path(where.filename).name,
-                "line": where.lineno,
-            },
-        )
+        from torchscale.orchestration.validate.run_checks import crashed
+
         steps.checks.append(
-            failed(
+            crashed(
                 id,
                 title,
-                crash,
+                exc,
+                "the step crashed",
                 said("fix_report_bug"),
                 traceback=traceback.format_exc(),  # in validate.json, for the report
             )
@@ -359,25 +350,12 @@ def _validate_report(
     folder: Path,
     fail_on: Literal["fail", "warn"],
 ) -> ValidateReport:
-    from torchscale import __version__
-    from torchscale.orchestration.validate.run_checks import is_ok
+    from torchscale.orchestration.validate.run_checks import report_of
     from torchscale.orchestration.validate.workload_judge import workload_verdict
 
-    counts = status_counts(checks)
     basis = workload_verdict(device, plan.facts.devices, checks)
-    return ValidateReport(
-        torchscale_version=__version__,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        hostname=socket.gethostname(),
-        device=device,
-        quick=False,
-        ok=is_ok(counts, fail_on),
-        counts=counts,
-        verdict_basis=basis,
-        checks=checks,
-        level="workload",
-        fail_on=fail_on,
-        folder=str(folder),
+    return report_of(
+        device, checks, basis, fail_on, quick=False, level="workload", folder=str(folder)
     )
 
 

@@ -61,10 +61,6 @@ class NsysInstall:
     version: str
     source: NsysSource
 
-    @property
-    def version_tuple(self) -> tuple[int, ...]:
-        return tuple(int(x) for x in self.version.split(".") if x.isdigit())
-
 
 def parse_nsys_version(text: str) -> str | None:
     """'NVIDIA Nsight Systems version 2022.4.2.1-df9881f' -> '2022.4.2.1'."""

@@ -32,36 +32,6 @@ class CaptureOverhead:
     ranks: int
     timing: str  # the step timer both sides used
 
-    @property
-    def traced_step_s(self) -> float:
-        return self.inflation.traced_s
-
-    @property
-    def measured_step_s(self) -> float:
-        return self.inflation.untraced_s
-
-    @property
-    def traced_steps(self) -> int:
-        return self.inflation.traced_steps
-
-    @property
-    def low(self) -> float | None:
-        return self.inflation.low
-
-    @property
-    def high(self) -> float | None:
-        return self.inflation.high
-
-    @property
-    def overhead(self) -> float:
-        """Fraction the traced step is longer than the measured one (negative: shorter)."""
-        return self.inflation.share
-
-    @property
-    def measurable(self) -> bool:
-        """False when the interval includes 0: tracing cost nothing the run could resolve."""
-        return self.low is None or self.high is None or not self.low <= 0.0 <= self.high
-
     def note(self) -> Finding:
         return overhead_note(self.tool, self.inflation, self.ranks, self.timing)
 

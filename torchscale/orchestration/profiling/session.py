@@ -39,7 +39,7 @@ from torchscale.orchestration.config.schema import ProfilingConfig
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan import Plan, PlannedCell
-from torchscale.orchestration.profiling.overhead import CaptureOverhead, capture_overhead
+from torchscale.orchestration.profiling.overhead import capture_overhead
 from torchscale.orchestration.profiling.trigger import Selected
 
 Tool = Literal["torch", "nsys"]
@@ -69,7 +69,6 @@ class ProfiledCell:
     analysis: ProfileAnalysis | None = None
     analysis_error: str | None = None
     notes: list[Finding] = field(default_factory=list)
-    capture_overhead: CaptureOverhead | None = None
 
 
 def resolve_tool(requested: str, device: str, asked_by: str = "--tool") -> tuple[Tool, str | None]:
@@ -182,12 +181,11 @@ def launch_profiled(
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result.launch = {"argv": command.argv, "env": command.env_overrides}
-    overhead: CaptureOverhead | None = None
     if result.status == Status.OK:  # the traced steps' overhead (or why none) as a note
         overhead, why_not = capture_overhead(result, directory, request.tool)
         unknown = note("profile.overhead_unknown", why=why_not.model_dump() if why_not else None)
         notes.append(overhead.note() if overhead else unknown)
-    profiled = ProfiledCell(directory, result, notes=notes, capture_overhead=overhead)
+    profiled = ProfiledCell(directory, result, notes=notes)
     if result.profile is not None:
         result.profile.notes = [*result.profile.notes, *profiled.notes]
     store.write_text(files.result_path, result.model_dump_json(indent=2))

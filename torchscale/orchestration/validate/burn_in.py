@@ -25,11 +25,11 @@ from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device
 from torchscale.orchestration.validate.check_result import (
-    SEVERITY,
     CheckResult,
     CheckStatus,
     Measurement,
     check,
+    worst,
     wrote_nothing,
 )
 
@@ -174,8 +174,7 @@ def judge_rank(
     if not verdicts:
         figures = {"tflops": mine, "intervals": len(series)}
         return CheckStatus.PASS, [Finding(code="burn.steady", figures=figures)]
-    worst = min((status for status, _ in verdicts), key=SEVERITY.index)
-    return worst, [finding for _, finding in verdicts]
+    return worst([status for status, _ in verdicts]), [finding for _, finding in verdicts]
 
 
 def _one(evidence: list[Finding]) -> Finding:

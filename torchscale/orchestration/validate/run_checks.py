@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Literal
 
 from torchscale import __version__
 from torchscale.contracts.finding import Finding
@@ -21,7 +22,7 @@ from torchscale.orchestration.validate import (
     checks_software,
     checks_system,
 )
-from torchscale.orchestration.validate.check_context import ValidateContext
+from torchscale.orchestration.validate.check_context import Device, ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
@@ -36,6 +37,7 @@ from torchscale.orchestration.validate.checks_software import torch_build
 from torchscale.orchestration.validate.smoke import check_smoke
 
 Check = Callable[[ValidateContext], CheckResult]
+REPORT_BUG = Finding(code="validate.fix_report_bug", figures={"with_json": True})
 
 CHECKS: tuple[Check, ...] = (
     checks_software.check_python,
@@ -71,7 +73,7 @@ def _guarded(check: Check, ctx: ValidateContext) -> CheckResult:
         return check(ctx)
     except Exception as exc:
         name = check.__name__.removeprefix("check_")
-        return _crashed(name, name, exc, "the check itself crashed")
+        return crashed(name, name, exc, "the check itself crashed")
 
 
 def _no_gpu(ctx: ValidateContext, results: list[CheckResult]) -> Finding:
@@ -208,22 +210,40 @@ def _report(
     sku: str | None,
     verdict: Finding | None = None,
 ) -> ValidateReport:
-    counts = status_counts(results)
-    return ValidateReport(
-        torchscale_version=__version__,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        hostname=socket.gethostname(),
-        device=ctx.device,
+    return report_of(
+        ctx.device,
+        results,
+        verdict or verdict_basis(ctx, results),
+        ctx.fail_on,
         quick=ctx.quick,
-        ok=is_ok(counts, ctx.fail_on),
-        counts=counts,
-        verdict_basis=verdict or verdict_basis(ctx, results),
-        checks=results,
         level=ctx.level,
         sku=sku,
         measurements=measurements,
         measured_peaks=peaks,
-        fail_on=ctx.fail_on,
+    )
+
+
+def report_of(
+    device: Device,
+    checks: list[CheckResult],
+    verdict: Finding,
+    fail_on: Literal["fail", "warn"],
+    **fields: Any,
+) -> ValidateReport:
+    """The report of `checks` made here and now, with their counts and whether they pass by
+    `fail_on` (every level's, the workload level's too)."""
+    counts = status_counts(checks)
+    return ValidateReport(
+        torchscale_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        hostname=socket.gethostname(),
+        device=device,
+        ok=is_ok(counts, fail_on),
+        counts=counts,
+        verdict_basis=verdict,
+        checks=checks,
+        fail_on=fail_on,
+        **fields,
     )
 
 
@@ -293,7 +313,7 @@ def _measure(
         peaks.update(outcome.measured_peaks)
         sku = outcome.sku
     except Exception as exc:
-        results.append(_crashed("perf", "Measured capability", exc))
+        results.append(crashed("perf", "Measured capability", exc))
     if ctx.level == "burn":
         progress(f"burn-in for {secs(ctx.burn_duration_s)}")
         log(f"burn: sustained load for {ctx.burn_duration_s:g} s")
@@ -304,11 +324,18 @@ def _measure(
             results.extend(burn.checks)
             measurements.extend(burn.measurements)
         except Exception as exc:
-            results.append(_crashed("burn", "Burn-in", exc))
+            results.append(crashed("burn", "Burn-in", exc))
     return sku
 
 
-def _crashed(id: str, title: str, exc: Exception, what: str = "could not run") -> CheckResult:
+def crashed(
+    id: str,
+    title: str,
+    exc: Exception,
+    what: str = "could not run",
+    hint: Finding = REPORT_BUG,
+    **data: Any,
+) -> CheckResult:
     """A FAIL naming the exception and the line that raised it."""
     where = traceback.extract_tb(exc.__traceback__)[-1]
     figures = {
@@ -317,5 +344,4 @@ def _crashed(id: str, title: str, exc: Exception, what: str = "could not run") -
         "file": Path(where.filename).name,
         "line": where.lineno,
     }
-    hint = Finding(code="validate.fix_report_bug", figures={"with_json": True})
-    return failed(id, title, Finding(code="validate.crashed", figures=figures), hint)
+    return failed(id, title, Finding(code="validate.crashed", figures=figures), hint, **data)

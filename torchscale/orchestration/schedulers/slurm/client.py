@@ -260,14 +260,3 @@ def ask_partition(partition: str | None, env: Mapping[str, str] | None = None) -
     except SlurmError as exc:
         return PartitionAnswer(error=exc)
     return PartitionAnswer(limits, partition_gpus_of(nodes, limits.name))
-
-
-def partition_gpus(
-    partition: str | None, env: Mapping[str, str] | None = None
-) -> PartitionGpus | None:
-    """The GPUs per node of `partition` (or the default one), asked of Slurm's controller;
-    None when Slurm names no such partition or lists none of its nodes. Raises SlurmError
-    when the controller cannot be asked."""
-    answer = ask_partition(partition, env)
-    answer.limits_or_raise()
-    return answer.gpus
