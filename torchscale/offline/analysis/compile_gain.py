@@ -22,8 +22,8 @@ from torchscale.contracts.wording.figures import too_wide
 from torchscale.offline.analysis.ranking import (
     fsdp_on_one,
     lead,
+    left_out,
     positive,
-    row_shards_nothing,
     units,
 )
 
@@ -45,7 +45,7 @@ def compile_gain(compiled: Mapping[str, Any], eager: Mapping[str, Any]) -> Findi
     it is wider than the gain (`beyond`: 'faster' or 'slower' where it still excludes 1), no
     interval with one unit a side; FSDP on one device not compared. None when a side has no
     throughput."""
-    if row_shards_nothing(compiled) or row_shards_nothing(eager):
+    if left_out(compiled) or left_out(eager):
         return fsdp_on_one()
     (top, unit), (bottom, _) = units(compiled), units(eager)
     ahead = lead(top, bottom)
