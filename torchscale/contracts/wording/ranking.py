@@ -52,4 +52,8 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         "FSDP on one device shards nothing: FSDP2's machinery over the whole model, never "
         "ranked or compared with another configuration"
     ),
+    "ranking.shared_gpu": lambda f: (
+        "its ranks shared a GPU (launcher.ranks_per_gpu): a stand-in for a multi-GPU cell, "
+        "never ranked or compared with another configuration"
+    ),
 }

@@ -70,6 +70,16 @@ def left_out(row: Mapping[str, Any]) -> bool:
     return row_shards_nothing(row) or row_shares_gpu(row)
 
 
+SHARED_GPU_LEFT_OUT = "ranking.shared_gpu"
+
+
+def why_left_out(row: Mapping[str, Any]) -> Finding | None:
+    """The finding of a row no ranking or comparison takes (`left_out`), None for the rest."""
+    if row_shares_gpu(row):
+        return Finding(code=SHARED_GPU_LEFT_OUT, figures={"cells": 1})
+    return fsdp_on_one() if row_shards_nothing(row) else None
+
+
 def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame`'s cells that may be ranked and compared: all but those that shard nothing and
     those whose ranks shared a GPU."""
