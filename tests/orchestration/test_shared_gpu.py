@@ -29,7 +29,7 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.analysis.compile_gain import compile_gain
 from torchscale.offline.analysis.prediction.forecast import measured_groups
-from torchscale.offline.analysis.ranking import comparable, left_out
+from torchscale.offline.analysis.ranking import comparable, left_out, left_out_findings
 from torchscale.offline.analysis.scaling_efficiency import (
     SHARED_GPU as NOT_SCALING,
 )
@@ -223,6 +223,9 @@ def test_shared_cells_are_never_ranked_compared_or_scaled() -> None:
     )
     ranked = comparable(table)
     assert list(ranked["cell_id"]) == ["c1-1", "c2-1"]
+    [why] = left_out_findings(table)  # what the report's notes say of the two left out
+    assert why.code == "ranking.shared_gpu" and why.figures == {"cells": 2}
+    assert say(why).startswith("2 cells' ranks shared a GPU")
     scaled = add_scaling_efficiency(table).set_index("cell_id")
     assert scaled.loc["c2-2", "scaling_efficiency_reason"] == NOT_SCALING
     assert pd.isna(scaled.loc["c2-2", "scaling_efficiency"])

@@ -42,6 +42,11 @@ def _gain(verdict: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda f: f"compiled/eager {gain_figure(f)}, {verdict} ({_units(f)})"
 
 
+def _cells(f: Mapping[str, Any]) -> str:
+    cells = f.get("cells", 1)
+    return "its" if cells == 1 else f"{cells} cells'"
+
+
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "ranking.compiled_faster": _gain("compiled faster"),
     "ranking.compiled_slower": _gain("compiled slower"),
@@ -53,7 +58,7 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         "ranked or compared with another configuration"
     ),
     "ranking.shared_gpu": lambda f: (
-        "its ranks shared a GPU (launcher.ranks_per_gpu): a stand-in for a multi-GPU cell, "
-        "never ranked or compared with another configuration"
+        f"{_cells(f)} ranks shared a GPU (launcher.ranks_per_gpu): a stand-in for a "
+        "multi-GPU cell, never ranked or compared with another configuration"
     ),
 }

@@ -80,6 +80,20 @@ def why_left_out(row: Mapping[str, Any]) -> Finding | None:
     return fsdp_on_one() if row_shards_nothing(row) else None
 
 
+def left_out_findings(frame: pd.DataFrame) -> list[Finding]:
+    """Why `frame`'s cells that `comparable` drops are left out, one finding per rule with
+    its count of cells (none where every cell may be ranked)."""
+    if frame.empty:
+        return []
+    rows = frame.to_dict("records")
+    shared = sum(row_shares_gpu(r) for r in rows)
+    fsdp = sum(row_shards_nothing(r) and not row_shares_gpu(r) for r in rows)
+    findings = [fsdp_on_one(fsdp)] if fsdp else []
+    if shared:
+        findings.append(Finding(code=SHARED_GPU_LEFT_OUT, figures={"cells": shared}))
+    return findings
+
+
 def comparable(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame`'s cells that may be ranked and compared: all but those that shard nothing and
     those whose ranks shared a GPU."""
