@@ -250,3 +250,23 @@ def test_a_shared_cell_is_no_forecast_input() -> None:
     result = CellResult(cell=planned.cell, status=Status.OK)
     [[group]] = [list(g.values()) for g in measured_groups([result]).values()]
     assert group.cells == [] and "shared a GPU" in group.left_out[planned.cell.id]
+
+
+def test_profile_ranks_per_gpu_runs_two_ranks_on_one_gpu_with_a_straggler() -> None:
+    from torchscale.contracts.worker_spec import parse_delay
+    from torchscale.orchestration.profiling.standalone import ProfileOptions, plan_profile
+
+    shared = ProfileOptions(
+        gpus=2,
+        model="tiny-mlp",
+        device="cuda",
+        steps=10,
+        ranks_per_gpu=2,
+        inject_delay=(parse_delay("1:backward:30"),),
+    )
+    plan = plan_profile(shared, ONE_GPU)
+    assert plan.world == 2 and plan.planned.skip is None
+    assert (plan.planned.cell.ranks_per_gpu, plan.planned.cell.backend) == (2, "gloo")
+    # without it, one GPU profiles one rank, as before
+    alone = plan_profile(ProfileOptions(gpus=2, model="tiny-mlp", device="cuda"), ONE_GPU)
+    assert alone.world == 1 and alone.planned.cell.ranks_per_gpu == 1
