@@ -270,3 +270,10 @@ def test_profile_ranks_per_gpu_runs_two_ranks_on_one_gpu_with_a_straggler() -> N
     # without it, one GPU profiles one rank, as before
     alone = plan_profile(ProfileOptions(gpus=2, model="tiny-mlp", device="cuda"), ONE_GPU)
     assert alone.world == 1 and alone.planned.cell.ranks_per_gpu == 1
+
+
+def test_the_reports_cell_label_says_the_ranks_shared_a_gpu() -> None:
+    from torchscale.contracts.cell import shared_gpus
+
+    assert shared_gpus(2) == "(2 ranks per GPU)"
+    assert shared_gpus(1) == shared_gpus(None) == shared_gpus(float("nan")) == ""

@@ -117,6 +117,16 @@ def world_label(ranks: int) -> str:
     return f"x{ranks}"
 
 
+def shared_gpus(ranks_per_gpu: object) -> str:
+    """'(2 ranks per GPU)': a cell whose ranks shared GPUs (launcher.ranks_per_gpu), in every
+    cell label beside its shape; '' for a GPU per rank (and a table without the column)."""
+    try:
+        ranks = int(ranks_per_gpu)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ""
+    return f"({ranks} ranks per GPU)" if ranks > 1 else ""
+
+
 class CellIdentity(FrozenRecord):
     """Which measurement a cell is. Built once by the plan, carried by spec and result."""
 
@@ -150,7 +160,7 @@ class CellIdentity(FrozenRecord):
         """'tiny-gpt2 b32 x1 fp32 ddp', as the report labels a cell (with '(2 nodes)' after
         the world where it spans several): also what a sweep's state file names it by."""
         nodes = f" ({self.nodes} nodes)" if self.nodes > 1 else ""
-        nodes += f" ({self.ranks_per_gpu} ranks per GPU)" if self.shares_gpu else ""
+        nodes += f" {shared_gpus(self.ranks_per_gpu)}" if self.shares_gpu else ""
         world = world_label(self.world_size)
         shape = f"b{self.batch_size} {world}{nodes} {self.precision} {self.strategy}"
         return f"{self.label} {shape}"
