@@ -117,6 +117,16 @@ def world_label(ranks: int) -> str:
     return f"x{ranks}"
 
 
+def shared_gpus(ranks_per_gpu: object) -> str:
+    """'(2 ranks per GPU)': a cell whose ranks shared GPUs (launcher.ranks_per_gpu), in every
+    cell label beside its shape; '' for a GPU per rank (and a table without the column)."""
+    try:
+        ranks = int(ranks_per_gpu)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ""
+    return f"({ranks} ranks per GPU)" if ranks > 1 else ""
+
+
 class CellIdentity(FrozenRecord):
     """Which measurement a cell is. Built once by the plan, carried by spec and result."""
 
@@ -134,12 +144,23 @@ class CellIdentity(FrozenRecord):
     parallel: ParallelShape | None = Field(
         default=None, description="tp, pp and hybrid: the mesh (null for ddp and fsdp)"
     )
+    ranks_per_gpu: int = Field(
+        default=1,
+        description="ranks sharing each GPU (launcher.ranks_per_gpu; 1: a GPU per rank): a "
+        "cell above 1 stands in for a multi-GPU one and is never compared with one",
+    )
+
+    @property
+    def shares_gpu(self) -> bool:
+        """Several of its ranks on one GPU (contracts/shared_gpu.py)."""
+        return self.ranks_per_gpu > 1
 
     @property
     def shape_label(self) -> str:
         """'tiny-gpt2 b32 x1 fp32 ddp', as the report labels a cell (with '(2 nodes)' after
         the world where it spans several): also what a sweep's state file names it by."""
         nodes = f" ({self.nodes} nodes)" if self.nodes > 1 else ""
+        nodes += f" {shared_gpus(self.ranks_per_gpu)}" if self.shares_gpu else ""
         world = world_label(self.world_size)
         shape = f"b{self.batch_size} {world}{nodes} {self.precision} {self.strategy}"
         return f"{self.label} {shape}"

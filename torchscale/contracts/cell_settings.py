@@ -107,6 +107,9 @@ def _shown_number(value: Any) -> str:
 MAX_BATCH_SIZE = 2**20  # per device; 1,048,576 samples
 MAX_WORLD_SIZE = 2**16  # ranks in one cell (65,536 GPUs)
 MAX_NNODES = 4096
+# ranks on one GPU (launcher.ranks_per_gpu): each holds its own copy of the model and CUDA
+# context, so a few are what a GPU's memory and a node's cores can take
+MAX_RANKS_PER_GPU = 16
 MAX_STEPS = 10_000_000  # measured or warm-up steps per repeat
 MAX_REPEATS = 1000
 MAX_GRAD_ACCUM_STEPS = 2**16

@@ -39,6 +39,7 @@ from torchscale.contracts.parallel_shapes import (
     world_problem,
 )
 from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.shared_gpu import GLOO_CUDA_P2P, NCCL_SHARED_GPU, SHARED_GPU, gpus_for
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     WORKLOAD_REVISION,
@@ -157,6 +158,7 @@ class LaunchSettings:
     # the experiment's compile cache (launch/compile_cache.py): known only where the results
     # directory is, so set by what launches the cell (`PlannedCell.sharing_compile_cache`)
     compile_cache: PurePath | None = None
+    ranks_per_gpu: int = 1  # CUDA cells: ranks sharing each GPU (contracts/shared_gpu.py)
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,7 @@ class PlannedCell:
             malloc_reuse=self.launch.malloc_reuse,
             cpu_binding=self.launch.cpu_binding,
             compile_cache=self.launch.compile_cache if self.training.compile else None,
+            ranks_per_gpu=self.launch.ranks_per_gpu,
         )
 
 
@@ -356,15 +359,28 @@ def device_for(requested: RequestedDevice, machine: Machine) -> Device:
     return requested
 
 
-def resolve_backend(config: BenchConfig, device: Device) -> Backend:
-    return backend_for(config.backend, device)
+def resolve_backend(config: BenchConfig, device: Device, ranks_per_gpu: int = 1) -> Backend:
+    return backend_for(config.backend, device, ranks_per_gpu)
 
 
-def backend_for(requested: RequestedBackend, device: Device) -> Backend:
-    """`auto` means NCCL on CUDA, gloo on CPU (benchmark cells and comm ask here)."""
+def backend_for(requested: RequestedBackend, device: Device, ranks_per_gpu: int = 1) -> Backend:
+    """`auto` means NCCL on CUDA, gloo on CPU and where ranks share a GPU (NCCL refuses two
+    ranks on one device) (benchmark cells and comm ask here)."""
     if requested == "auto":
-        return "nccl" if device == "cuda" else "gloo"
+        return "nccl" if device == "cuda" and ranks_per_gpu == 1 else "gloo"
     return requested
+
+
+def shared_ranks(config: BenchConfig, machine: Machine, device: Device, shape: Shape) -> int:
+    """How many of a CUDA cell's ranks share each GPU: 1 (a GPU per rank) unless the node has
+    fewer GPUs than the cell has ranks on it and `launcher.ranks_per_gpu` allows sharing;
+    then the ranks spread evenly over the node's GPUs. Above the setting, the cell stays at
+    one a GPU and is skipped for want of GPUs."""
+    have, ranks = machine.gpu_count, shape.nproc_per_node
+    if device != "cuda" or have <= 0 or ranks <= have or config.launcher.ranks_per_gpu <= 1:
+        return 1
+    per_gpu = -(-ranks // have)
+    return per_gpu if per_gpu <= config.launcher.ranks_per_gpu else 1
 
 
 def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
@@ -403,6 +419,7 @@ def _definition(
     backend: str,
     omp_num_threads: int,
     parallel: ParallelShape | None = None,
+    shared: int = 1,
 ) -> str:
     """Everything that changes what a cell measures, as canonical JSON (for ids and resume).
 
@@ -444,6 +461,8 @@ def _definition(
         payload["cpu_binding"] = config.launcher.cpu_binding
     if parallel is not None:
         payload["parallel"] = parallel.model_dump(mode="json")
+    if shared > 1:  # only then: the definitions (and ids) of other cells stay as they were
+        payload["ranks_per_gpu"] = shared
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
@@ -472,10 +491,16 @@ def _skip_or_warn(
         gpus = {"have": machine.gpu_count, "source": machine.gpus_source}
         if machine.gpu_count == 0:
             return Finding(code=NO_GPU, figures=gpus), ()
-        if shape.nproc_per_node > machine.gpu_count:
-            figures = {**gpus, "gpus": shape.nproc_per_node, "nodes": shape.nodes}
+        needed = gpus_for(shape.nproc_per_node, cell.ranks_per_gpu)
+        if needed > machine.gpu_count:
+            figures = {**gpus, "gpus": needed, "nodes": shape.nodes}
             return Finding(code=NEEDS_GPUS, figures=figures), ()
-        return None, ()
+        if not cell.shares_gpu:
+            return None, ()
+        if cell.backend == "nccl":
+            return Finding(code=NCCL_SHARED_GPU, figures={"ranks": cell.ranks_per_gpu}), ()
+        figures = {"ranks": cell.ranks_per_gpu, "gpus": needed, "backend": cell.backend}
+        return None, (CellWarning.of("other", SHARED_GPU, figures),)
     if cell.backend == "nccl":
         return Finding(code=NCCL_WITHOUT_CUDA), ()
     warnings: list[CellWarning] = []
@@ -501,7 +526,8 @@ def plan_cell(
     # the options the model trains with, defaults of the workload included (catalog)
     model = model.model_copy(update={"options": workload_options(model.name, model.options)})
     device = resolve_device(config, machine)
-    backend = resolve_backend(config, device)
+    shared = shared_ranks(config, machine, device, shape)
+    backend = resolve_backend(config, device, shared)
     threads = resolve_omp_threads(config, machine)
     pipeline = parallel is not None and parallel.pp > 1
     parameters = builtin_parameters(model.name, model.options)
@@ -524,10 +550,11 @@ def plan_cell(
         backend,
         threads,
         parallel,
+        shared,
     )
     identity = _identity(
         definition, model, batch_size, shape, precision, strategy, device, backend, parallel
-    )
+    ).model_copy(update={"ranks_per_gpu": shared})
     skip, warnings = _feasibility(config, machine, identity, shape, model, training)
     note = compile_note(config.training.compile, device, pipeline, parameters)
     if note is not None and skip is None:
@@ -540,6 +567,7 @@ def plan_cell(
         timeout_s=config.launcher.cell_timeout_s,
         malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
         cpu_binding=device == "cpu" and config.launcher.cpu_binding == "cores",
+        ranks_per_gpu=shared,
     )
     return PlannedCell(
         identity,
@@ -619,6 +647,15 @@ NCCL_WITHOUT_CUDA = "plan.nccl_without_cuda"
 PARTIAL_NODES = "plan.partial_nodes"
 
 
+def gloo_cuda_problem(device: Device, backend: Backend, parallel: ParallelShape) -> Finding | None:
+    """A pipeline on gloo over CUDA tensors: gloo's send and recv hand its transport the
+    tensor's own pointer with no copy through host memory (its collectives copy), so a stage
+    would send device memory as if it were the host's (docs/first-gpu-run.md)."""
+    if device == "cuda" and backend == "gloo" and parallel.pp > 1:
+        return Finding(code=GLOO_CUDA_P2P, figures={"pp": parallel.pp})
+    return None
+
+
 def _feasibility(
     config: BenchConfig,
     machine: Machine,
@@ -633,6 +670,8 @@ def _feasibility(
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
         skip = unsupported(config.data.source, model.name)
     parallel = cell.parallel
+    if skip is None and parallel is not None:  # stages hand activations on by send/recv
+        skip = gloo_cuda_problem(cell.device, cell.backend, parallel)
     if skip is None and parallel is not None:  # the mesh or model cannot run this layout
         skip = (
             world_problem(cell.strategy, parallel, cell.world_size)

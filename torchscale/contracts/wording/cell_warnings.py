@@ -167,6 +167,16 @@ def _edge_steps(f: Mapping[str, Any]) -> str:
     )
 
 
+def _shared_gpu(f: Mapping[str, Any]) -> str:
+    gpus = "one GPU" if f.get("gpus", 1) == 1 else f"each of {f['gpus']} GPUs"
+    return (
+        f"{f['ranks']} ranks shared {gpus} over {f.get('backend', 'gloo')} "
+        "(launcher.ranks_per_gpu): it ran torchscale's multi-rank CUDA path, not a "
+        "multi-GPU job (no NCCL, no NVLink, the ranks' kernels queued on one GPU); never "
+        "ranked, compared or scaled with cells that had a GPU per rank"
+    )
+
+
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "warning.step_time_cv": _step_time_cv,
     "warning.sync_variance": _sync_variance,
@@ -184,6 +194,7 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "warning.timed_out_after_result": _timed_out_after_result,
     "warning.exit_after_result": _exit_after_result,
     "warning.edge_steps_dropped": _edge_steps,
+    "warning.shared_gpu": _shared_gpu,
 }
 
 

@@ -49,6 +49,14 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "plan.needs_gpus": _needs_gpus,
     "plan.no_gpu": _no_gpu,
     "plan.nccl_without_cuda": lambda _: "backend 'nccl' needs CUDA GPUs; none is visible",
+    "plan.nccl_shared_gpu": lambda f: (
+        f"{f['ranks']} ranks would share each GPU (launcher.ranks_per_gpu) and NCCL refuses "
+        "two ranks on one GPU: leave backend to 'auto' (gloo where ranks share a GPU)"
+    ),
+    "plan.gloo_cuda_p2p": lambda f: (
+        f"a pipeline of {f['pp']} stages sends activations with send/recv, which gloo does not "
+        "copy off a GPU (only its collectives do): pipelines on CUDA need NCCL, a GPU per rank"
+    ),
     "plan.partial_nodes": lambda f: (
         f"{f['world']} GPUs do not fill whole nodes of {f['per_node']} "
         "(launcher gpus_per_node); give launcher.nodes to choose the split"

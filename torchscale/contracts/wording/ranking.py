@@ -42,6 +42,11 @@ def _gain(verdict: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda f: f"compiled/eager {gain_figure(f)}, {verdict} ({_units(f)})"
 
 
+def _cells(f: Mapping[str, Any]) -> str:
+    cells = f.get("cells", 1)
+    return "its" if cells == 1 else f"{cells} cells'"
+
+
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "ranking.compiled_faster": _gain("compiled faster"),
     "ranking.compiled_slower": _gain("compiled slower"),
@@ -51,5 +56,9 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "ranking.fsdp_on_one": lambda f: (
         "FSDP on one device shards nothing: FSDP2's machinery over the whole model, never "
         "ranked or compared with another configuration"
+    ),
+    "ranking.shared_gpu": lambda f: (
+        f"{_cells(f)} ranks shared a GPU (launcher.ranks_per_gpu): a stand-in for a "
+        "multi-GPU cell, never ranked or compared with another configuration"
     ),
 }

@@ -47,7 +47,7 @@ OWN_JOB = "Your own job (-- COMMAND)"  # the help panel of the options a command
 BUILT_IN = "Built-in workload (no COMMAND)"
 # the options of the built-in workload: with a command they are the launch line's business
 BUILT_IN_ONLY = (
-    "gpus", "model", "batch_size", "precision", "strategy", "device", "duration",
+    "gpus", "ranks_per_gpu", "model", "batch_size", "precision", "strategy", "device", "duration",
     "target", "inject_delay", "json_output",
 )  # fmt: skip
 OWN_JOB_ONLY = ("warmup_steps", "let_it_finish", "timeout", "samples_per_step")
@@ -104,6 +104,16 @@ def profile(
             rich_help_panel=BUILT_IN,
         ),
     ] = DEFAULT_GPUS,
+    ranks_per_gpu: Annotated[
+        int,
+        typer.Option(
+            "--ranks-per-gpu",
+            min=1,
+            help="With more --gpus than GPUs: up to this many ranks share each GPU, over gloo "
+            "(launcher.ranks_per_gpu; a stand-in, never compared with a GPU per rank).",
+            rich_help_panel=BUILT_IN,
+        ),
+    ] = 1,
     model: Annotated[
         str | None,
         typer.Option(
@@ -273,6 +283,7 @@ def profile(
         tool=tool,
         inject_delay=tuple(parse_delay(text) for text in inject_delay or []),
         name=name,
+        ranks_per_gpu=ranks_per_gpu,
     )
     run = run_profile(options, output_dir, on_start=_starting)
     raise typer.Exit(_print_outcome(run, json_output))

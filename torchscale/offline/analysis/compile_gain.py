@@ -20,11 +20,10 @@ from typing import Any
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.offline.analysis.ranking import (
-    fsdp_on_one,
     lead,
     positive,
-    row_shards_nothing,
     units,
+    why_left_out,
 )
 
 METHOD = (
@@ -43,10 +42,11 @@ def compile_gain(compiled: Mapping[str, Any], eager: Mapping[str, Any]) -> Findi
     """Compiled over eager for one pair of cells-table rows of the same shape: faster or slower
     where the interval excludes 1, no clear difference where it holds it, not measurable where
     it is wider than the gain (`beyond`: 'faster' or 'slower' where it still excludes 1), no
-    interval with one unit a side; FSDP on one device not compared. None when a side has no
-    throughput."""
-    if row_shards_nothing(compiled) or row_shards_nothing(eager):
-        return fsdp_on_one()
+    interval with one unit a side; FSDP on one device and ranks sharing a GPU not compared.
+    None when a side has no throughput."""
+    left = why_left_out(compiled) or why_left_out(eager)
+    if left is not None:
+        return left
     (top, unit), (bottom, _) = units(compiled), units(eager)
     ahead = lead(top, bottom)
     if ahead is None:

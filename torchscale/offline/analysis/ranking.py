@@ -52,12 +52,60 @@ def fsdp_on_one(cells: int = 1) -> Finding:
     return Finding(code=FSDP_ON_ONE, figures={"cells": cells})
 
 
+def shares_gpu(ranks_per_gpu: Any) -> bool:
+    """Several ranks on one GPU (launcher.ranks_per_gpu): a stand-in for a multi-GPU cell
+    (gloo through host memory, the ranks' kernels on one GPU), never ranked, compared, scaled
+    or forecast with cells that had a GPU per rank, nor among themselves."""
+    ranks = finite(ranks_per_gpu)
+    return ranks is not None and round(ranks) > 1
+
+
+def row_shares_gpu(row: Mapping[str, Any]) -> bool:
+    """`shares_gpu` of a cells-table row (tables written before the column: none share)."""
+    return shares_gpu(row.get("ranks_per_gpu"))
+
+
+def left_out(row: Mapping[str, Any]) -> bool:
+    """A row no ranking or comparison takes: FSDP on one device, or ranks sharing a GPU."""
+    return row_shards_nothing(row) or row_shares_gpu(row)
+
+
+SHARED_GPU_LEFT_OUT = "ranking.shared_gpu"
+
+
+def why_left_out(row: Mapping[str, Any]) -> Finding | None:
+    """The finding of a row no ranking or comparison takes (`left_out`), None for the rest."""
+    if row_shares_gpu(row):
+        return Finding(code=SHARED_GPU_LEFT_OUT, figures={"cells": 1})
+    return fsdp_on_one() if row_shards_nothing(row) else None
+
+
+def left_out_findings(frame: pd.DataFrame) -> list[Finding]:
+    """Why `frame`'s cells that `comparable` drops are left out, one finding per rule with
+    its count of cells (none where every cell may be ranked)."""
+    if frame.empty:
+        return []
+    rows = frame.to_dict("records")
+    shared = sum(row_shares_gpu(r) for r in rows)
+    fsdp = sum(row_shards_nothing(r) and not row_shares_gpu(r) for r in rows)
+    findings = [fsdp_on_one(fsdp)] if fsdp else []
+    if shared:
+        findings.append(Finding(code=SHARED_GPU_LEFT_OUT, figures={"cells": shared}))
+    return findings
+
+
 def comparable(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame`'s cells that may be ranked and compared: all but those that shard nothing."""
-    if frame.empty or "strategy" not in frame.columns or "world_size" not in frame.columns:
+    """`frame`'s cells that may be ranked and compared: all but those that shard nothing and
+    those whose ranks shared a GPU."""
+    if frame.empty:
         return frame
-    pairs = zip(frame["strategy"], frame["world_size"], strict=True)
-    return frame[[not shards_nothing(strategy, world) for strategy, world in pairs]]
+    keep = [True] * len(frame)
+    if "strategy" in frame.columns and "world_size" in frame.columns:
+        pairs = zip(frame["strategy"], frame["world_size"], strict=True)
+        keep = [not shards_nothing(strategy, world) for strategy, world in pairs]
+    if "ranks_per_gpu" in frame.columns:
+        keep = [k and not shares_gpu(r) for k, r in zip(keep, frame["ranks_per_gpu"], strict=True)]
+    return frame[keep]
 
 
 def units(row: Mapping[str, Any]) -> tuple[list[float], str]:

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.offline.analysis.numbers import parse_repeats
+from torchscale.offline.analysis.ranking import shares_gpu
 from torchscale.offline.analysis.uncertainty import ratio_of_medians
 
 # layout_family: the strategy, or for tp/pp/hybrid what stays fixed as the world grows
@@ -75,6 +76,17 @@ NO_BASE = (
 BASE = "base: the smallest world size of its group (100 % by definition)"
 NOT_MEASURED = "not measured: the cell did not finish ok with a throughput"
 SKIPPED = "skipped"  # a planned skip: "skipped: <the plan's reason>"
+SHARED_GPU = (
+    "not a scaling measurement: its ranks shared a GPU (launcher.ranks_per_gpu), so more "
+    "ranks did not mean more GPUs"
+)
+
+
+def _shared(table: pd.DataFrame) -> pd.Series:
+    """The rows whose ranks shared a GPU (ranking.shares_gpu): no scaling group takes them."""
+    if "ranks_per_gpu" not in table.columns:
+        return pd.Series(False, index=table.index)
+    return table["ranks_per_gpu"].map(shares_gpu).astype(bool)
 
 
 def _not_measured(status: Any, error: Any) -> str:
@@ -96,7 +108,9 @@ def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
     errors = out["error"] if "error" in out else pd.Series(None, index=out.index, dtype=object)
     reasons = [_not_measured(s, e) for s, e in zip(out["status"], errors, strict=True)]
     out[REASON_COLUMN] = pd.Series(reasons, index=out.index, dtype=object)
-    ok = out[(out["status"] == "ok") & out["samples_per_s"].notna()]
+    shared = _shared(out)
+    out.loc[shared & (out["status"] == "ok"), REASON_COLUMN] = SHARED_GPU
+    ok = out[(out["status"] == "ok") & out["samples_per_s"].notna() & ~shared]
     bases: dict[Any, Any] = {}
     for _, group in ok.groupby(GROUP_COLUMNS, dropna=False):
         if group["world_size"].nunique() < 2:
@@ -136,7 +150,7 @@ def scaling_table(
     table = with_layout_family(table)
     out_columns = [*table.columns, *SCALING_TABLE_COLUMNS]
     thr = pd.to_numeric(table["samples_per_s"], errors="coerce")
-    ok = table[(table["status"] == "ok") & thr.notna()].copy()
+    ok = table[(table["status"] == "ok") & thr.notna() & ~_shared(table)].copy()
     if "global_batch" in columns:
         ok = ok[ok["global_batch"].notna()]  # unknown global batch: no strong-scaling group
     if ok.empty:

@@ -43,6 +43,7 @@ from torchscale.contracts.cell_settings import (
     MAX_POLL_S,
     MAX_PRICE_PER_GPU_HOUR,
     MAX_PROFILE_STEPS,
+    MAX_RANKS_PER_GPU,
     MAX_SIGNAL_GRACE_S,
     MAX_STEP_FACTOR,
     MAX_STEPS,
@@ -474,6 +475,13 @@ class LauncherConfig(StrictModel):
         "the node's cores before it starts a thread (none when ranks outnumber cores); "
         "'none': the scheduler places them",
     )
+    ranks_per_gpu: Annotated[int, Field(gt=0), AtMost(MAX_RANKS_PER_GPU)] = Field(
+        default=1,
+        description="CUDA cells with more ranks than the node has GPUs: up to this many ranks "
+        "share each GPU, over gloo (NCCL refuses a shared GPU); such cells are marked and "
+        "never compared with cells that had a GPU per rank. 1: a GPU per rank, a larger cell "
+        "skipped (docs/configuration.md, 'Several ranks on one GPU')",
+    )
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     k8s: K8sConfig = Field(default_factory=K8sConfig)
 
@@ -718,6 +726,13 @@ class BenchConfig(StrictModel):
             raise ValueError(
                 "launcher.nodes above 1 needs launcher.kind 'slurm' or 'k8s' (local is one node)"
             )
+        if self.launcher.ranks_per_gpu > 1 and self.launcher.kind != "local":
+            raise ValueError(
+                "launcher.ranks_per_gpu above 1 needs launcher.kind 'local' (it lets a lent "
+                "node's GPU stand in for several; a cluster's nodes are asked for GPUs per rank)"
+            )
+        if self.launcher.ranks_per_gpu > 1 and self.device == "cpu":
+            raise ValueError("launcher.ranks_per_gpu shares CUDA GPUs: device 'cpu' has none")
         if self.launcher.kind == "k8s" and not self.launcher.k8s.image:
             raise ValueError("launcher.kind 'k8s' needs launcher.k8s.image")
         if self.on_cuda is not None:  # the CUDA sweep is checked now, not when it is planned

@@ -21,6 +21,7 @@ from torchscale.contracts.cell import Device
 from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
 from torchscale.contracts.rank_programs import ENTRY, entry_args
+from torchscale.contracts.shared_gpu import RANKS_PER_GPU_ENV, gpus_for
 from torchscale.orchestration.launch.compile_cache import compile_cache_env
 from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 from torchscale.orchestration.launch.torchrun_env import child_environment
@@ -102,6 +103,7 @@ def torchrun_command(
     compile_cache: PurePath | None = None,
     cpu_binding: bool = False,
     as_script: bool = False,
+    ranks_per_gpu: int = 1,
 ) -> LaunchCommand:
     """A launch of `python -m module *module_args` (with `as_script`, of the script at the
     path `module`: a user's `python train.py` line) on `nproc` ranks per node: one node with
@@ -115,6 +117,8 @@ def torchrun_command(
     user set left as theirs. `compile_cache` (compiled cells): inductor's and Triton's cache
     directories there, unless the user set their own (launch/compile_cache.py). `cpu_binding`
     (CPU cells): each rank binds itself to its own share of the node's cores.
+    `ranks_per_gpu` (CUDA cells above 1): the node's first GPUs, that many ranks each, and
+    the ranks told so (contracts/shared_gpu.py).
     """
     error_file = log_dir / "error.json"
     argv = [python, "-m", "torch.distributed.run", *rendezvous, f"--nproc-per-node={nproc}"]
@@ -129,8 +133,10 @@ def torchrun_command(
     }
     if device == "cuda":
         overrides["CUDA_VISIBLE_DEVICES"] = visible_devices(
-            base_env.get("CUDA_VISIBLE_DEVICES"), nproc
+            base_env.get("CUDA_VISIBLE_DEVICES"), gpus_for(nproc, ranks_per_gpu)
         )
+        if ranks_per_gpu > 1:
+            overrides[RANKS_PER_GPU_ENV] = str(ranks_per_gpu)
         # NCCL flight recorder: kept with the logs when a cell hangs
         overrides.update(flight_recorder_size(installed_torch()))
         overrides["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1"

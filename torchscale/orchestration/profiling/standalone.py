@@ -50,6 +50,7 @@ class ProfileOptions:
     tool: ToolChoice = "auto"
     inject_delay: tuple[DelaySpec, ...] = ()
     name: str = STANDALONE_EXPERIMENT  # results go to OUTPUT_DIR/<name>/profile/<cell>/
+    ranks_per_gpu: int = 1  # launcher.ranks_per_gpu: more ranks than GPUs share them
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,8 @@ def plan_profile(options: ProfileOptions, machine: Machine) -> ProfilePlan:
     world = options.gpus
     if device == "cpu" and options.device == "auto":
         notes.append(f"no CUDA GPU visible: profiling {world} gloo process(es) on CPU instead")
-    if device == "cuda" and 0 < machine.gpu_count < world:
-        world = machine.gpu_count
+    if device == "cuda" and 0 < machine.gpu_count * options.ranks_per_gpu < world:
+        world = machine.gpu_count * options.ranks_per_gpu
         notes.append(
             f"only {machine.gpu_count} GPU(s) visible: profiling {world} instead of {options.gpus}"
         )
@@ -124,4 +125,9 @@ def _one_cell(options: ProfileOptions, model: str, world: int) -> dict[str, Any]
         "device": options.device,
         "training": {"precision": [options.precision], "strategy": [options.strategy]},
         "measurement": measurement,
+        **(
+            {"launcher": {"ranks_per_gpu": options.ranks_per_gpu}}
+            if options.ranks_per_gpu > 1
+            else {}
+        ),
     }

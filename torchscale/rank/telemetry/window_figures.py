@@ -443,6 +443,17 @@ def _rates(ranks: Sequence[RankTelemetry], name: str) -> tuple[list[float] | Non
     return (None, by_rank(reasons, len(ranks))) if reasons else (rates, None)
 
 
+def per_gpu_total(ranks: Sequence[RankTelemetry], energies: Sequence[float]) -> float:
+    """The cell's energy: each GPU's once. Ranks sharing a GPU (launcher.ranks_per_gpu) each
+    read its one counter over the same windows, so their readings are averaged, not added;
+    a rank whose GPU is unnamed counts on its own."""
+    by_gpu: dict[tuple[str, str], list[float]] = {}
+    for r, joules in zip(ranks, energies, strict=True):
+        key = (r.host, r.gpu_uuid or f"rank {r.rank}")
+        by_gpu.setdefault(key, []).append(joules)
+    return sum(statistics.fmean(readings) for readings in by_gpu.values())
+
+
 def other_gpu_processes(
     ranks: Sequence[RankTelemetry],
 ) -> tuple[int | None, list[int], dict[str, Reason]]:
@@ -595,7 +606,7 @@ def combine(
     cpu = mean_of([r.cpu_util_pct.mean if r.cpu_util_pct else None for r in ranks])
     temps = _every(ranks, [r.temperature_c.max if r.temperature_c else None for r in ranks])
     energies = _every(ranks, [r.energy_j for r in ranks])
-    energy = sum(energies) if energies is not None else None
+    energy = per_gpu_total(ranks, energies) if energies is not None else None
     methods = {r.energy_method for r in ranks}
     method: EnergyMethod | Literal["mixed"] | None = None
     if energy is not None:

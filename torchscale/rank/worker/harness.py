@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from torch.distributed import distributed_c10d as c10d
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.shared_gpu import gpu_index, ranks_per_gpu_from
 from torchscale.rank.worker.diagnostics import exit_if_stuck, install
 from torchscale.rank.worker.error_file import AtomicErrorHandler, record_errors
 
@@ -43,9 +44,13 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def rank_device(kind: str) -> torch.device:
-    """This rank's device: on CUDA its GPU (LOCAL_RANK), made the current one; else the CPU."""
+    """This rank's device: on CUDA its GPU (LOCAL_RANK's, or the one it shares with its
+    neighbours where the launch put several ranks on a GPU), made the current one; else the
+    CPU."""
     if kind == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        index = gpu_index(local_rank, ranks_per_gpu_from(os.environ))
+        device = torch.device("cuda", index)
         torch.cuda.set_device(device)
         return device
     return torch.device("cpu")

@@ -24,9 +24,9 @@ from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import (
     Lead,
     comparable,
-    fsdp_on_one,
     judge_lead,
     lead,
+    left_out_findings,
     unit_figures,
 )
 
@@ -109,8 +109,8 @@ def none_named_why(ctx: Context, model: str) -> str | None:
         _measured(ctx.pooled, model), key=lambda r: -float(finite(r["samples_per_s"]) or 0)
     )
     if not rows:
-        unranked = int((ctx.measured_pooled["model_label"] == model).sum())
-        return wording.say(fsdp_on_one(unranked)) if unranked else None
+        unranked = ctx.measured_pooled[ctx.measured_pooled["model_label"] == model]
+        return "; ".join(wording.say(f) for f in left_out_findings(unranked)) or None
     if _rankable(ctx.pooled, model, "samples_per_s", -1.0):
         return None
     if any(unusable_why(r) is None for r in rows):

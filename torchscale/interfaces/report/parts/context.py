@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
+from torchscale.contracts.cell import shared_gpus
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.wording.counts import cell_shape, count_of, ranks_of
@@ -435,6 +436,8 @@ class Context:
         nodes = integer(row.get("nodes"))
         if nodes and nodes > 1:
             parts.append(f"({nodes} nodes)")
+        if shared := shared_gpus(row.get("ranks_per_gpu")):
+            parts.append(shared)
         parts.append(str(row["precision"]))
         if strategy:
             parts.append(str(row["strategy"]))

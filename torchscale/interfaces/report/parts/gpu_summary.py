@@ -30,8 +30,7 @@ from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import (
     FSDP_ON_ONE,
     comparable,
-    fsdp_on_one,
-    row_shards_nothing,
+    why_left_out,
 )
 
 # a twin runs the same shape on the same kind of device: the GPU's peak tells an A100 from an H100
@@ -120,7 +119,7 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         "waits_for_host": _waits_for_host(row),
         # low by its whole interval (its upper end; the value without one); no MFU: not low
         "_low_mfu": (finite(row.get("mfu_high")) or finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,
-        "_fsdp_one": row_shards_nothing(row),
+        "_left_out": why_left_out(row),
         "_basis": result.compute.peak_basis if result.compute else None,
     }
 
@@ -152,8 +151,11 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
             "waits for the host not measured: the step may time Python and kernel launches, "
             "not the GPU (a torchscale profile shows which)"
         )
-    if any(r["_fsdp_one"] for r in rows):
-        note += f"; {wording.say(fsdp_on_one())}"
+    said: list[Finding] = []
+    for why in (r["_left_out"] for r in rows if r["_left_out"] is not None):
+        if why not in said:
+            said.append(why)
+            note += f"; {wording.say(why)}"
     if more > 0:
         note += f"; {more} more model(s) in the efficiency section"
     columns = [
@@ -167,7 +169,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
         col("waits_for_host", "GPU waits for the host"),
     ]
     for row in rows:
-        for key in ("_low_mfu", "_fsdp_one", "_basis", "_gain"):
+        for key in ("_low_mfu", "_left_out", "_basis", "_gain"):
             row.pop(key)
     return Table(id="summary-gpu", title="On the GPU", columns=columns, rows=rows, note=note)
 

@@ -55,7 +55,7 @@ from torchscale.interfaces.report.parts.run_verdicts import (
 from torchscale.interfaces.report.parts.usability import judge
 from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE, Usability
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
+from torchscale.offline.analysis.ranking import comparable, left_out_findings
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
 
@@ -263,8 +263,8 @@ def _single_size_line(ctx: Context, model: str) -> str:
             of += " by a margin not measurable"
         elif not (first and pick is not None and pick.clear):
             of = f"; {len(ranked)} configurations, none clearly the fastest"
-    if len(ranked) < len(measured):
-        of += f"; {wording.say(fsdp_on_one(len(measured) - len(ranked)))}"
+    for why in left_out_findings(measured):
+        of += f"; {wording.say(why)}"
     config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
     figure = first_screen_throughput(best)
     if figure.startswith("not measurable"):

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts import wording
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.wording.figures import share_text
@@ -40,7 +41,7 @@ from torchscale.interfaces.report.parts.context import (
 from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.ranking import comparable, fsdp_on_one
+from torchscale.offline.analysis.ranking import comparable, left_out_findings
 
 LARGEST = "(largest rank)"
 
@@ -126,9 +127,10 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]], units: RankUnits, *, left_out: int) -> Table:
-    """`left_out`: cells of FSDP on one device, not compared (the note says so)."""
-    one = f"{wording.say(fsdp_on_one(left_out))}. " if left_out else ""
+def _table(rows: list[dict[str, Any]], units: RankUnits, *, left_out: list[Finding]) -> Table:
+    """`left_out`: why cells are not compared (FSDP on one device, ranks sharing a GPU), as
+    the note says."""
+    one = "".join(f"{wording.say(f)}. " for f in left_out)
     return Table(
         id="strategies-side-by-side",
         title="Strategies side by side (per model, world size, precision and batch)",
@@ -225,7 +227,7 @@ def build(ctx: Context) -> Section | None:
             "batch (dp x batch): a tensor-parallel group or a pipeline reads one batch, so at "
             "the same world size it processes fewer samples per step than DDP by design."
         ),
-        _table(rows, ctx.units, left_out=len(ctx.ok) - len(comparable(ctx.ok))),
+        _table(rows, ctx.units, left_out=left_out_findings(ctx.ok)),
     ]
     charts = [
         _chart(

@@ -166,6 +166,8 @@ def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
     """The cell as a forecast input, or why it cannot be one."""
     if result.status != Status.OK:
         return None, f"status {result.status}"
+    if result.cell.shares_gpu:  # its ranks queued on one GPU and talked through host memory
+        return None, f"its ranks shared a GPU ({result.cell.ranks_per_gpu} per GPU)"
     memory = result.memory
     throughput = (
         of_estimate(result.intervals.samples_per_s) if result.intervals is not None else None
