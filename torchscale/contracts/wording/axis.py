@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import BYTE_UNITS, ValueFormat
+
+times = spelled.plain_times  # a factor as short as it is set: '3x', '1.5x'
 
 ABBREVIATE_FROM = 10_000.0  # an axis reaching this labels thousands as 20k, millions as 2M
 _SI = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -80,8 +83,3 @@ def tick_labels(values: Sequence[float], fmt: ValueFormat, log: bool = False) ->
         units = [(1024.0**i, unit) for i, unit in reversed(list(enumerate(BYTE_UNITS)))]
         return _unit_ticks(numbers, units)
     raise ValueError(f"unknown value format {fmt!r}")
-
-
-def times(factor: float) -> str:
-    """A factor as short as it is set: '3x', '1.5x'."""
-    return f"{factor:g}x"

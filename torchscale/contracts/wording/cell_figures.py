@@ -3,7 +3,11 @@ shares that keep two decimals below 1 %, glued milliseconds, megabytes and their
 
 from __future__ import annotations
 
+from torchscale.contracts.wording import counts, units
 from torchscale.contracts.wording.figures import readable
+
+percent_setting = counts.limit_pct  # a threshold as configured: 0.025 -> '2.5 %'
+ratio = units.cv  # a plain ratio with two decimals: epochs read, '1.25'
 
 MB = 10**6
 
@@ -16,16 +20,6 @@ def pct_fine(value: float) -> str:
 def ms_glued(seconds: float) -> str:
     """A duration in a dense console line: '52.6ms'."""
     return f"{seconds * 1e3:.1f}ms"
-
-
-def percent_setting(share: float) -> str:
-    """A threshold as configured (a fraction): 0.1 -> '10 %', 0.025 -> '2.5 %'."""
-    return f"{share * 100:g} %"
-
-
-def percent_whole(share: float) -> str:
-    """A share to the whole percent: '5 %'."""
-    return f"{share * 100:.0f} %"
 
 
 def megabytes(count: float) -> str:
@@ -46,8 +40,3 @@ def megabytes_per_s(rate: float) -> str:
 def megabytes_per_s_fixed(rate: float) -> str:
     """A read rate in MB/s with one decimal, as results up to schema 7 worded it: '12.4 MB/s'."""
     return f"{rate / MB:.1f} MB/s"
-
-
-def ratio(value: float) -> str:
-    """A plain ratio with two decimals: epochs read, '1.25'."""
-    return f"{value:.2f}"

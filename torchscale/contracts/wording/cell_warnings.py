@@ -8,21 +8,12 @@ from typing import Any
 
 from torchscale.contracts.busy_machine import BUSY_NOTE
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.units import as_set, cv
 
 TF32_HOW = (
     "for TF32 set launcher.env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE: '1', or train in bf16 "
     "(precision: bf16)"
 )
-
-
-def cv(value: float) -> str:
-    """A coefficient of variation as warnings and tables print it: two decimals."""
-    return f"{value:.2f}"
-
-
-def count(value: float) -> str:
-    """A count or a setting as typed: 4, 0.5, 1e+03 (`:g`)."""
-    return f"{value:g}"
 
 
 def _step_time_cv(f: Mapping[str, Any]) -> str:
@@ -42,7 +33,7 @@ def _sync_variance(f: Mapping[str, Any]) -> str:
 
 
 def _injected(f: Mapping[str, Any]) -> str:
-    ms = count(f["ms"])
+    ms = as_set(f["ms"])
     return (
         f"Injected delay (--inject-delay {f['rank']}:{f['phase']}:{ms}): rank {f['rank']} "
         f"sleeps {ms} ms in its {f['phase']} phase every step: the straggler and load "
@@ -106,7 +97,7 @@ def _compiled_in_windows(f: Mapping[str, Any]) -> str:
 def _tf32_off(f: Mapping[str, Any]) -> str:
     return (
         f"fp32 matmuls with TF32 off (torch's default): slower than TF32 on this GPU (dense "
-        f"peak {count(f['fp32_tflops'])} against {count(f['tf32_tflops'])} TFLOP/s); {TF32_HOW}"
+        f"peak {as_set(f['fp32_tflops'])} against {as_set(f['tf32_tflops'])} TFLOP/s); {TF32_HOW}"
     )
 
 
@@ -139,14 +130,14 @@ def _few_cpus(f: Mapping[str, Any]) -> str:
 
 def _killed_after_result(f: Mapping[str, Any]) -> str:
     return (
-        f"the ranks had not exited {count(f['grace_s'])} s after the result was written: "
+        f"the ranks had not exited {as_set(f['grace_s'])} s after the result was written: "
         f"killed in their shutdown; measurement kept: see {f['log_dir']}"
     )
 
 
 def _timed_out_after_result(f: Mapping[str, Any]) -> str:
     return (
-        f"the ranks had not exited {count(f['timeout_s'])} s after the launch (the cell "
+        f"the ranks had not exited {as_set(f['timeout_s'])} s after the launch (the cell "
         f"timeout) although the result was written: killed in their shutdown; measurement "
         f"kept: see {f['log_dir']}"
     )

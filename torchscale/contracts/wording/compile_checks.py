@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from torchscale.contracts.wording.validate import secs, whole_secs
+from torchscale.contracts.wording.units import whole_s
+from torchscale.contracts.wording.validate import secs
 
 F = Mapping[str, Any]
 
@@ -48,7 +49,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"({f.get('why') or 'exit code ' + str(f['returncode'])})"
     ),
     "compile.built": lambda f: (
-        f"built and ran {_what(f)} in {whole_secs(f['wall_s'])} ({f['binaries']} binaries built "
+        f"built and ran {_what(f)} in {whole_s(f['wall_s'])} ({f['binaries']} binaries built "
         f"in an empty cache; {_tools(f)})"
     ),
     "compile.failed": _failed,

@@ -3,16 +3,15 @@ The one spelling of a count beside its noun, so a report's tables, notes and lab
 
 from __future__ import annotations
 
+from torchscale.contracts.wording import units
+
+devices = units.of  # '8 x H100 80GB HBM3': how many of one device
+
 
 def count_of(count: int | None, noun: str, plural: str | None = None) -> str:
     """'1 comm run', '1,234 cells'; '? GPUs' where the count is unknown."""
     shown = "?" if count is None else f"{count:,}"
     return f"{shown} {noun if count == 1 else plural or noun + 's'}"
-
-
-def devices(count: int, name: str) -> str:
-    """'8 x H100 80GB HBM3': how many of one device."""
-    return f"{count} x {name}"
 
 
 def cell_shape(batch_size: object, world_size: object) -> str:

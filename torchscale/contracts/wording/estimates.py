@@ -10,7 +10,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.rule_figures import setting
-from torchscale.contracts.wording.unavailable import reason_of, why
+from torchscale.contracts.wording.unavailable import reason_of, said_alike, why
 
 SAID: dict[str, str] = {
     "estimate.one_rank": "one rank: no peers to wait for",
@@ -33,10 +33,6 @@ SAID: dict[str, str] = {
 }
 
 
-def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda figures: SAID[code]
-
-
 def _noise(f: Mapping[str, Any]) -> str:
     edge = setting(f["edge"]) if "edge" in f else f"above {setting(f['above'])}"
     return f"not measurable above noise: its 95 % interval reaches {edge}"
@@ -52,7 +48,7 @@ def _not_separable(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
     "estimate.one_unit": lambda f: f"one {f['unit']}: spread unknown",
     "estimate.inside_noise": _noise,
     "estimate.range_only": lambda f: f"range of {f['n']} {f['unit']}s, no interval",

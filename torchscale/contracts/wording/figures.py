@@ -17,8 +17,11 @@ from typing import Any, Literal
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.share_bound import share_bound
 from torchscale.contracts.wording.unavailable import why
+
+pct = spelled.pct_one  # a share of the step: '40.1 %'
 
 # how a renderer formats a value; raw values stay in the report model
 ValueFormat = Literal[
@@ -413,11 +416,6 @@ class ValueFormatter:
 
 
 value_format = ValueFormatter
-
-
-def pct(value: float) -> str:
-    """A share of the step: '40.1 %'."""
-    return f"{value * 100:.1f} %"
 
 
 def pct_bound(high: float) -> str:

@@ -14,6 +14,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.figures import change_text
+from torchscale.contracts.wording.unavailable import said_alike
 
 F = Mapping[str, Any]
 
@@ -30,10 +31,6 @@ SAID: dict[str, str] = {
     "exposed communication, straggler and what-if figures come from separate methods and may "
     "disagree with each other",
 }
-
-
-def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda figures: SAID[code]
 
 
 def ranked(phrase: Callable[[F], str]) -> Callable[[F], str]:
@@ -104,7 +101,7 @@ NOTES: dict[str, Callable[[F], str]] = {code: templated(w) for code, w in NOTE_S
 }
 
 PHRASES: dict[str, Callable[[F], str]] = (
-    {code: _said(code) for code in SAID}
+    said_alike(SAID)
     | {"profile.stored": lambda f: str(f["words"])}
     | {code: ranked(phrase) for code, phrase in NOTES.items()}
 )

@@ -4,13 +4,13 @@ and the live table): each here once, so a unit or a rounding changes in one plac
 
 from __future__ import annotations
 
+from torchscale.contracts.wording import units
 from torchscale.contracts.wording.figures import significant
 from torchscale.contracts.wording.share_bound import share_bound
 
-
-def times(count: int, what: str) -> str:
-    """'8 x H100 80GB HBM3'."""
-    return f"{count} x {what}"
+count = units.count  # '1,234'
+times = units.of  # '8 x H100 80GB HBM3'
+whole_pct = units.whole_pct  # a share in whole percent: '64 %'
 
 
 def shape(label: str, world: int, precision: str, strategy: str) -> str:
@@ -39,11 +39,6 @@ def tflops(value: float) -> str:
     return f"{significant(value)} TFLOP/s"
 
 
-def whole_pct(share: float) -> str:
-    """A share in whole percent: '64 %'."""
-    return f"{share * 100:.0f} %"
-
-
 def narrow_pct(share: float) -> str:
     """A share at most 5 characters wide: '4.2 %' below 10 %, '64 %' from it."""
     return f"{share * 100:.1f} %" if share < 0.0995 else whole_pct(share)
@@ -67,8 +62,3 @@ def cores(value: float) -> str:
 def three_digits(value: float, unit: str) -> str:
     """'0.731 ms' (three significant digits, as `.3g` writes them), then the unit or status."""
     return f"{value:.3g} {unit}"
-
-
-def count(value: int) -> str:
-    """'1,234'."""
-    return f"{value:,}"

@@ -4,15 +4,11 @@ forecast. One place, so the rule's table, its verdicts and the first screen read
 
 from __future__ import annotations
 
+from torchscale.contracts.wording import counts, units
 
-def setting(value: float) -> str:
-    """A configured number as it was set: 0.05 -> '0.05', 200 -> '200'."""
-    return f"{value:g}"
-
-
-def setting_pct(share: float) -> str:
-    """A configured share as a percentage, as it was set: 0.05 -> '5 %', 0.95 -> '95 %'."""
-    return f"{share * 100:g} %"
+setting = units.as_set  # a configured number as it was set: 0.05 -> '0.05'
+setting_pct = counts.limit_pct  # a configured share as it was set: 0.05 -> '5 %'
+one_decimal = units.cores  # a load or a count measured in fractions: 1.5 (cores)
 
 
 def p_figure(p: float) -> str:
@@ -56,13 +52,3 @@ def plain_figure(value: float) -> str:
 def robust_z(z: float) -> str:
     """'3.4', or 'inf (MAD 0)' where the fleet's spread is 0."""
     return f"{z:.1f}" if z == z and abs(z) != float("inf") else f"{z} (MAD 0)"
-
-
-def round_pct(share: float) -> str:
-    """A share in whole percent, unsigned: 0.123 -> '12 %'."""
-    return f"{share * 100:.0f} %"
-
-
-def one_decimal(value: float) -> str:
-    """A load or a count measured in fractions: 1.5 (cores)."""
-    return f"{value:.1f}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.power_limit_reasons import PHRASES as LIMIT_PHRASES
-from torchscale.contracts.wording.unavailable import reason_of, why
+from torchscale.contracts.wording.unavailable import ranks_differ, reason_of, said_alike, why
 
 # the words each figure-less code says, exactly as the versions before 20 stored them
 SAID: dict[str, str] = {
@@ -46,19 +46,11 @@ SAID: dict[str, str] = {
 }
 
 
-def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda figures: SAID[code]
-
-
-def _several(f: Mapping[str, Any]) -> str:
-    return "; ".join(str(why(reason_of(r))) for r in f["reasons"])
-
-
 def _by_rank(f: Mapping[str, Any]) -> str:
     return "; ".join(f"rank {r['rank']}: {why(reason_of(r['reason']))}" for r in f["ranks"])
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
     "unavailable.sampler_hung": lambda f: (
         f"the sampler thread did not stop within {f['stop_s']:g} s; later windows not sampled"
     ),
@@ -70,7 +62,7 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for 
     "telemetry.window_broken": lambda f: (
         f"a window was not fully sampled: {why(reason_of(f['failure']))}"
     ),
-    "telemetry.several": _several,
+    "telemetry.several": ranks_differ,
     "telemetry.by_rank": _by_rank,
     "amdsmi.load_failed": lambda f: f"amdsmi failed to load: {f['error']}",
     "amdsmi.list_failed": lambda f: f"amdsmi could not list the GPUs: {f['error']}",

@@ -7,12 +7,12 @@ rules (intervals, rounding) these do not follow.
 
 from __future__ import annotations
 
+from torchscale.contracts.wording import units
+
+pct_whole = units.whole_pct  # a share as a whole percent: 0.5 -> '50 %'
+one_decimal = units.cores  # a plain number with one decimal: '1.8' (cores, a mean's counts)
+
 MIB = 2**20
-
-
-def pct_whole(share: float) -> str:
-    """A share as a whole percent: 0.5 -> '50 %'."""
-    return f"{share * 100:.0f} %"
 
 
 def pct_signed_whole(share: float) -> str:
@@ -98,11 +98,6 @@ def times(ratio: float, decimals: int = 1) -> str:
 def mib(size_bytes: float, decimals: int = 0) -> str:
     """Bytes in MiB with thousands separators: '1,234 MiB'."""
     return f"{size_bytes / MIB:,.{decimals}f} MiB"
-
-
-def one_decimal(value: float) -> str:
-    """A plain number with one decimal: '1.8' (cores, counts of a mean)."""
-    return f"{value:.1f}"
 
 
 def mhz(value: float) -> str:

@@ -109,11 +109,16 @@ META_COUNT_FAILED = (
 )
 
 
-def _said(code: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda figures: SAID[code]
+def said_alike(said: Mapping[str, str]) -> dict[str, Callable[[Mapping[str, Any]], str]]:
+    """A phrase for each figure-less code: its words in `said`, whatever the figures."""
+
+    def phrase(code: str) -> Callable[[Mapping[str, Any]], str]:
+        return lambda figures: said[code]
+
+    return {code: phrase(code) for code in said}
 
 
-def _ranks_differ(figures: Mapping[str, Any]) -> str:
+def ranks_differ(figures: Mapping[str, Any]) -> str:
     return "; ".join(str(why(reason_of(r))) for r in figures["reasons"])
 
 
@@ -121,7 +126,7 @@ def reason_of(stored: Any) -> Finding | str:
     return Finding.model_validate(stored) if isinstance(stored, dict) else str(stored)
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for code in SAID} | {
+PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
     "unavailable.flop_count_failed": lambda f: f"{META_COUNT_FAILED} ({f['error']})",
     "unavailable.own_job_flop_count_failed": lambda f: (
         f"counting the FLOPs of your job's step {f['step']} failed ({f['error']}); the step ran "
@@ -145,7 +150,7 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {code: _said(code) for 
     "unavailable.compile_counters_failed": lambda f: (
         f"torch._dynamo's counters could not be read ({f['error']})"
     ),
-    "unavailable.ranks_differ": _ranks_differ,
+    "unavailable.ranks_differ": ranks_differ,
     "unavailable.probe_failed": lambda f: f"rank {f['rank']}: profiled steps failed: {f['error']}",
     "unavailable.probe_no_trace": lambda f: (
         "; ".join(str(why(reason_of(n))) for n in f["notes"]) or "the profiled steps left no trace"

@@ -10,7 +10,10 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import CheckResult, Measurement
+from torchscale.contracts.wording import units
 from torchscale.contracts.wording.figures import readable
+
+general = units.as_set  # a number as Python's shortest form gives it: '3e-05'
 
 F = Mapping[str, Any]
 
@@ -56,28 +59,9 @@ def secs(value: float) -> str:
     return f"{value:g} s"
 
 
-def whole_secs(value: float) -> str:
-    """A duration to the second: '12 s'."""
-    return f"{value:.0f} s"
-
-
-def general(value: float) -> str:
-    """A number as Python's shortest form gives it: '0.0001', '3e-05'."""
-    return f"{value:g}"
-
-
 def percent(share: float, signed: bool = False) -> str:
     """A share as whole percent: '35 %', '+12 %' (signed)."""
     return f"{share * 100:+.0f} %" if signed else f"{share * 100:.0f} %"
-
-
-def three(value: float, unit: str) -> str:
-    """Three significant figures and a unit: '412 samples/s', '52.6 ms'."""
-    return f"{value:.3g} {unit}"
-
-
-def watts(value: float) -> str:
-    return f"{value:.0f} W"
 
 
 def tflops(value: float) -> str:

@@ -8,8 +8,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.reader import three_digits as three
+from torchscale.contracts.wording.spelled import watts
 from torchscale.contracts.wording.unavailable import why as reason
-from torchscale.contracts.wording.validate import percent, three, watts
+from torchscale.contracts.wording.validate import percent
 
 F = Mapping[str, Any]
 

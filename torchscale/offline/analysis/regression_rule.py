@@ -16,11 +16,11 @@ from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.contracts.wording.figures import change_text
 from torchscale.contracts.wording.rule_figures import (
     p_figure,
-    round_pct,
     setting,
     setting_pct,
 )
 from torchscale.contracts.wording.rule_figures import p_value as p_text
+from torchscale.contracts.wording.units import whole_pct
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
 
@@ -289,7 +289,7 @@ def judge_change(
     sees = ""
     if blind is not None:
         sees = (
-            f"; at this spread only a regression of about {round_pct(blind)} or more would be "
+            f"; at this spread only a regression of about {whole_pct(blind)} or more would be "
             f"found {setting_pct(POWER)} of the time"
         )
     reason = f"{why} ({evidence}){sees}"

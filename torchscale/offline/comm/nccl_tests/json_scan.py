@@ -18,6 +18,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import AcrossRanks, Placement
+from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.comm.nccl_tests.records import (
     Figures,
     RankLine,
@@ -25,7 +26,6 @@ from torchscale.offline.comm.nccl_tests.records import (
     Run,
     clip,
     fail,
-    finite,
     location,
     read_redop,
     wrong_count,

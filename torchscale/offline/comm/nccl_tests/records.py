@@ -112,10 +112,6 @@ def clip(text: str, width: int = 120) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def wrong_count(value: float | None) -> int | None:
     """#wrong: printed with %g (so 1e+06 for a million); N/A or negative means unchecked."""
     return None if value is None or not math.isfinite(value) or value < 0 else round(value)

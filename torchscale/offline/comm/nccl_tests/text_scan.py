@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import Placement
+from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.comm.nccl_infer import Command, parse_command
 from torchscale.offline.comm.nccl_tests.records import (
     Figures,
@@ -36,7 +37,6 @@ from torchscale.offline.comm.nccl_tests.records import (
     Run,
     clip,
     fail,
-    finite,
     location,
     read_redop,
     wrong_count,

@@ -39,7 +39,6 @@ from torchscale.contracts.schema.cell_result import (
     StepPart,
     StragglerVerdict,
 )
-from torchscale.contracts.wording.cell_figures import percent_whole
 from torchscale.contracts.wording.estimates import SAID, said
 from torchscale.contracts.wording.spelled import pct_one, pct_whole
 from torchscale.offline.analysis.numbers import finite
@@ -212,7 +211,7 @@ def _why_not_named(imbalance: float | None) -> str:
         return "the others' wait for it was not recorded"
     if not 0.0 <= imbalance <= 1.0:
         return f"the others' wait for it is {SAID['estimate.outside_share']}"
-    return f"the others wait for it less than {percent_whole(STRAGGLER_MIN)} of the step"
+    return f"the others wait for it less than {pct_whole(STRAGGLER_MIN)} of the step"
 
 
 def straggler_verdict(older: OlderBlocks) -> StragglerVerdict | None:

@@ -7,14 +7,13 @@ words for that finding are the stored sentence exactly; anything else stays as s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
-from torchscale.contracts import wording
-from torchscale.contracts.finding import Finding
+from torchscale.offline.results.upgrades.cell_reasons import Table, _recognised
 
 
-def _error(m: re.Match[str]) -> dict[str, Any]:
+def error_of(m: re.Match[str]) -> dict[str, Any]:
+    """The figures of a sentence that quotes an error whole (telemetry_words too)."""
     return {"error": m[1]}
 
 
@@ -24,14 +23,14 @@ def _uuid(m: re.Match[str]) -> dict[str, Any]:
 
 _QUERY = r"(nvmlDevice\w+): ([^;]+)"
 # (code, a sentence as cell schemas 16-19 stored it, its figures)
-_STORED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], dict[str, Any]]], ...] = (
+_STORED: Table = (
     (
         "power_limit.no_torch_uuid",
         re.compile(r"this torch reports no UUID for the GPU"),
         lambda m: {},
     ),
-    ("power_limit.nvml_unavailable", re.compile(r"NVML unavailable: (.+)"), _error),
-    ("power_limit.nvml_init_failed", re.compile(r"nvmlInit failed: (.+)"), _error),
+    ("power_limit.nvml_unavailable", re.compile(r"NVML unavailable: (.+)"), error_of),
+    ("power_limit.nvml_init_failed", re.compile(r"nvmlInit failed: (.+)"), error_of),
     ("power_limit.no_gpu_with_uuid", re.compile(r"NVML has no GPU with UUID (\S+)"), _uuid),
     (
         "power_limit.device_undescribed",
@@ -41,7 +40,7 @@ _STORED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], dict[str, A
     (
         "power_limit.no_pynvml",
         re.compile(r"pynvml is not importable \((.*)\); pip install nvidia-ml-py"),
-        _error,
+        error_of,
     ),
     (
         "power_limit.uuid_not_found",
@@ -61,12 +60,7 @@ def coded_limit_reason(stored: Any) -> Any:
     schemas 16-19; anything else (older words, a finding) as it is."""
     if not isinstance(stored, str):
         return stored
-    for code, sentence, figures_of in _STORED:
-        match = sentence.fullmatch(stored)
-        found = Finding(code=code, figures=figures_of(match)) if match else None
-        if found is not None and wording.say(found) == stored:
-            return found.model_dump()
-    return stored
+    return _recognised(stored, _STORED) or stored
 
 
 def coded_power_limits(data: dict[str, Any]) -> dict[str, Any]:

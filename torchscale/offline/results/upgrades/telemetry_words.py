@@ -15,14 +15,10 @@ from typing import Any
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.sampler_reasons import SAID
-from torchscale.offline.results.upgrades.power_limit_words import coded_limit_reason
+from torchscale.offline.results.upgrades.power_limit_words import coded_limit_reason, error_of
 
 _BY_WORDS = {words: code for code, words in SAID.items()}
 _QUERY = re.compile(r"(nvmlDevice\w+): (.+)")
-
-
-def _error(m: re.Match[str]) -> dict[str, Any]:
-    return {"error": m[1]}
 
 
 def _broken(m: re.Match[str]) -> dict[str, Any]:
@@ -42,9 +38,9 @@ def _coarse(m: re.Match[str]) -> dict[str, Any]:
 _AVERAGES = r"NVML averages over ~1 s \(power\) and 1/6-1 s \(utilisation\)"
 # (code, a sentence as cell schemas 16-19 stored it, its figures)
 _STORED: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], dict[str, Any]]], ...] = (
-    ("telemetry.psutil_unusable", re.compile(r"psutil unusable: (.+)"), _error),
-    ("telemetry.psutil_failed", re.compile(r"psutil: (.+)"), _error),
-    ("telemetry.sampler_failed", re.compile(r"sampler thread failed: (.+)"), _error),
+    ("telemetry.psutil_unusable", re.compile(r"psutil unusable: (.+)"), error_of),
+    ("telemetry.psutil_failed", re.compile(r"psutil: (.+)"), error_of),
+    ("telemetry.sampler_failed", re.compile(r"sampler thread failed: (.+)"), error_of),
     (
         "unavailable.sampler_hung",
         re.compile(
