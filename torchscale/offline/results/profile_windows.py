@@ -22,6 +22,7 @@ from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
+from torchscale.offline.analysis.diagnosis.device import calibration_table
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     TracedInflation,
@@ -96,7 +97,11 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
         return None
     return diagnose(
         RunEvidence(
-            timers=TimerEvidence(steps=table, no_sync=no_sync),
+            timers=TimerEvidence(
+                steps=table,
+                no_sync=no_sync,
+                calibration=calibration_table({r.rank: r.calibration for r in cell.ranks}),
+            ),
             device_type=cell.cell.device,
             backend=cell.cell.backend,
             strategy=cell.cell.strategy,
