@@ -10,6 +10,7 @@ from tests.offline.test_attribution import step_table
 from torchscale.contracts.schema.cell_result import RankCalibration
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.interfaces.report.diagnosis_text import straggler_test_text
 from torchscale.offline.analysis.diagnosis.device import Calibrated, calibration_table
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
@@ -96,6 +97,10 @@ def test_the_reading_is_said_in_the_verdicts_line() -> None:
     assert f": a slower core ({ratio})" in verdict_words.straggler_text(slower, 2)
     assert "more work, its core on par" in verdict_words.summary(more)
     assert ": more work (rebalance its data)" in verdict_words.straggler_text(more, 2)
+    assert "; device: more work, its core on par (" in straggler_test_text(more)  # -v
+    unmeasured = verdict_of(None)
+    assert "calibration" not in verdict_words.summary(unmeasured)  # the line of a result without
+    assert "device: no calibration timed" in straggler_test_text(unmeasured)
 
 
 def test_ranks_without_calibration_or_timed_differently_give_no_table() -> None:

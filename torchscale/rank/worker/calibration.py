@@ -30,13 +30,16 @@ class Calibration:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.timer = "cuda_events" if device.type == "cuda" else "thread_time"
-        side = CUDA_SIDE if device.type == "cuda" else CPU_SIDE
-        generator = torch.Generator().manual_seed(0)  # the same matrix on every rank
-        self._a = torch.rand(side, side, generator=generator).to(device)
-        self._out = torch.empty_like(self._a)
+        self._a: torch.Tensor | None = None
+        self._out: torch.Tensor | None = None
 
     def run(self) -> tuple[list[float], list[float]]:
         """(device seconds, wall seconds) of each of REPS repetitions, one untimed first."""
+        if self._a is None:  # made at the first window, on the device the windows ran on
+            side = CUDA_SIDE if self.device.type == "cuda" else CPU_SIDE
+            generator = torch.Generator().manual_seed(0)  # the same matrix on every rank
+            self._a = torch.rand(side, side, generator=generator).to(self.device)
+            self._out = torch.empty_like(self._a)
         with torch.no_grad():
             self._once()  # caches and clocks warm: the first call is not the device's speed
             if self.device.type == "cuda":
@@ -44,9 +47,11 @@ class Calibration:
             return self._cpu()
 
     def _once(self) -> None:
+        a, out = self._a, self._out
+        assert a is not None and out is not None  # made by run()
         inner = CUDA_INNER if self.device.type == "cuda" else CPU_INNER
         for _ in range(inner):
-            torch.mm(self._a, self._a, out=self._out)
+            torch.mm(a, a, out=out)
 
     def _cpu(self) -> tuple[list[float], list[float]]:
         device_s, wall_s = [], []

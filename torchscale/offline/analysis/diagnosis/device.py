@@ -131,8 +131,8 @@ def _ratio(gap_s: float | None, base_s: float) -> float | None:
 
 def _with(verdict: StragglerVerdict, device: Finding, ratio: Estimate | None) -> StragglerVerdict:
     """The verdict with its device reading, said in its one line too (straggler.named's
-    `device` figure)."""
+    `device` figure) where the calibration was read: with none, the line is today's."""
     said = verdict.said
-    if said is not None and said.code == "straggler.named":
+    if said is not None and said.code == "straggler.named" and device.code != UNMEASURED:
         said = said.model_copy(update={"figures": {**said.figures, "device": device.model_dump()}})
     return verdict.model_copy(update={"device": device, "device_ratio": ratio, "said": said})
