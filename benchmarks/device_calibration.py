@@ -33,10 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from child_runs import run_child  # the benchmarks folder: sys.path[0] of a script run here
 from scipy.stats import binomtest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from child_runs import run_child  # noqa: E402  (the benchmarks folder, as its siblings do)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = """experiment_name: device

@@ -94,10 +94,11 @@ def device_check(
     work_ratio = float(work[rank].mean()) / work_others
     code = device_reading(test, base, work_ratio)
     low, high = _ratio(test.low_s, base), _ratio(test.high_s, base)
-    ratio = _ratio(test.mean_s, base) or 1.0
+    ratio = 1.0 + test.mean_s / base
     method = (
         f"fixed calibration ({calibrated.timer}) after each window, the rank's time over the "
-        f"median of the others' per repetition, moving-block bootstrap over {test.steps}"
+        "median of the others' per repetition, moving-block bootstrap over "
+        f"{test.steps} repetitions"
     )
     estimate = judged(ratio, low, high, n=test.steps, method=method, lower=None)
     figures = {
