@@ -590,9 +590,11 @@ def test_memory_peaks_are_read_before_each_no_sync_window(
         _timing: str,
         skip_sync: bool = False,
         telemetry: Any = None,
+        calibration: Any = None,
     ) -> Window:
         events.append("no_sync window" if skip_sync else "window")
         assert telemetry is (None if skip_sync else sampler)
+        assert (calibration is None) == skip_sync  # timed beside the training windows only
         return Window(1.0, [0.5] * steps)
 
     def stats(_device: Any = None) -> dict[str, int]:

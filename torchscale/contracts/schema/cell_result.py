@@ -102,6 +102,18 @@ class PhaseTimes(Record):
     optimizer: float | None = Field(description="optimizer step and zero_grad")
 
 
+class RankCalibration(Record):
+    """The fixed calibration a rank timed after each measured window (rank/worker/
+    calibration.py): its device's speed, compared across ranks by the straggler verdict."""
+
+    timer: Literal["thread_time", "cuda_events"] = Field(
+        description="what `device_s` is: the rank thread's CPU time, or the GPU's CUDA events"
+    )
+    device_s: list[list[float]] = Field(description="per window, seconds of each repetition")
+    wall_s: list[list[float]] = Field(description="per window, wall seconds of each repetition")
+    cost_s: list[float] = Field(description="per window, wall seconds the calibration took")
+
+
 class RankStats(Record):
     rank: int
     host: str
@@ -116,6 +128,10 @@ class RankStats(Record):
         description="this rank's steps under DDP no_sync(): its compute alone (DDP, world > 1)",
     )
     phases: PhaseTimes | None = Field(default=None, description="median per phase, seconds")
+    calibration: RankCalibration | None = Field(
+        default=None,
+        description="the fixed calibration beside its windows; null: not timed (older results)",
+    )
 
 
 class Throughput(Record):
@@ -273,6 +289,17 @@ class StragglerVerdict(Record):
     )
     kind_basis: str | None = Field(
         default=None, description="schema 13: the evidence that decided the kind, in words"
+    )
+    device_ratio: Estimate | None = Field(
+        default=None,
+        description="kind compute: the named rank's calibration time over the median of the "
+        "others' (1.0: the same speed), with its interval; null: not compute, or no calibration",
+    )
+    device: Code | None = Field(
+        default=None,
+        description="kind compute: a slower device or more work (straggler.device_slower, "
+        ".device_partly, .more_work, .device_undecided, .device_unmeasured), worded by "
+        "contracts/wording/verdicts.py; null: not compute, or an older result",
     )
     late_s: Estimate | None = Field(
         default=None,

@@ -55,11 +55,45 @@ def _named(figures: Figures) -> str:
     kind, phase = figures["kind"], figures.get("phase")
     where = f" in {phase}" if phase and kind in ("compute", "host") else ""
     check = "; check the host" if kind == "host" else ""
+    device = f"; {_said(figures, 'device')}" if figures.get("device") else ""
     return (
         f"rank {figures['rank']} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): "
         f"{_gap(figures)} per step over the others{_as(figures.get('pattern'))}{check}"
-        f"{_after(figures)}"
+        f"{device}{_after(figures)}"
     )
+
+
+def _device_name(figures: Figures) -> str:
+    return "GPU" if figures.get("timer") == "cuda_events" else "core"
+
+
+def _ratio(figures: Figures) -> str:
+    """'its calibration 1.18x [1.12, 1.25] the others', its work 1.20x'."""
+    mean, low, high = figures["ratio"]
+    interval = f" [{spelled.sig(low)}, {spelled.sig(high)}]" if low is not None else ""
+    return (
+        f"its calibration {spelled.times(mean, 2)}{interval} the others', its work "
+        f"{spelled.times(figures['work_ratio'], 2)}"
+    )
+
+
+def _device_slower(figures: Figures) -> str:
+    gpu = _device_name(figures) == "GPU"
+    fix = "replace or cool the GPU" if gpu else "the same work takes longer on its core"
+    return f"a slower {_device_name(figures)} ({_ratio(figures)}): {fix}"
+
+
+DEVICE_PHRASES: dict[str, Callable[[Figures], str]] = {
+    "straggler.device_slower": _device_slower,
+    "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
+    "straggler.more_work": lambda f: (
+        f"more work, its {_device_name(f)} on par ({_ratio(f)}): rebalance its data"
+    ),
+    "straggler.device_undecided": lambda f: (
+        f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
+    ),
+    "straggler.device_unmeasured": lambda f: "no calibration timed: slower device or more work?",
+}
 
 
 def _late(figures: Figures) -> str:
@@ -129,6 +163,7 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
     "straggler.withdrawn": lambda f: WITHDRAWN + f["by"],
     "caveat.busy_machine": _busy,
     "caveat.shared_cores": _shared,
+    **DEVICE_PHRASES,
 }
 
 
@@ -186,7 +221,20 @@ def _named_line(verdict: StragglerVerdict, injected_first: bool) -> str:
         said = f"{lead} rank {verdict.rank}, {_kind_text(verdict)} {held}/step{pattern}"
         return said + (tail if verdict.injected else ": check the host")
     gap = seconds_text(verdict.gap_s, signed=True)
-    return f"{lead} rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step{pattern}" + tail
+    device = _device_short(verdict)
+    return f"{lead} rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step{pattern}{device}" + tail
+
+
+def _device_short(verdict: StragglerVerdict) -> str:
+    """', a slower core x1.18' / ', more work' after a compute straggler whose calibration
+    told them apart; '' otherwise (not compute, not told, or not timed)."""
+    device = verdict.device
+    if device is None or device.code not in ("straggler.device_slower", "straggler.more_work"):
+        return ""
+    if device.code == "straggler.more_work":
+        return ": more work (rebalance its data)"
+    name = _device_name(device.figures)
+    return f": a slower {name} ({spelled.times(device.figures['ratio'][0], 2)})"
 
 
 def straggler_text(

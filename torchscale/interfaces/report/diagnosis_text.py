@@ -22,7 +22,7 @@ from torchscale.contracts.schema.cell_result import (
     Problem,
     StragglerVerdict,
 )
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import say, spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import (
     ms,
@@ -143,6 +143,8 @@ def straggler_test_text(verdict: StragglerVerdict) -> str:
     text += f" against a minimum effect of {floor}; paired per-step test: {p}"
     if verdict.kind_basis:
         text += f"; kind {verdict.kind}: {verdict.kind_basis}"
+    if verdict.device is not None:  # a compute straggler's calibration (or why none was read)
+        text += f"; device: {say(verdict.device)}"
     return text
 
 

@@ -28,6 +28,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
+from torchscale.offline.analysis.diagnosis.device import calibration_table
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     TracedInflation,
@@ -102,7 +103,11 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
         return None
     rebuilt = diagnose(
         RunEvidence(
-            timers=TimerEvidence(steps=table, no_sync=no_sync),
+            timers=TimerEvidence(
+                steps=table,
+                no_sync=no_sync,
+                calibration=calibration_table({r.rank: r.calibration for r in cell.ranks}),
+            ),
             device_type=cell.cell.device,
             backend=cell.cell.backend,
             strategy=cell.cell.strategy,

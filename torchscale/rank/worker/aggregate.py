@@ -34,6 +34,7 @@ from torchscale.contracts.schema.cell_result import (
     NoSyncWindow,
     PhaseTimes,
     ProfileRecord,
+    RankCalibration,
     RankStats,
     Reason,
     StepTimeStats,
@@ -58,6 +59,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
+from torchscale.offline.analysis.diagnosis.device import calibration_table
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import (
@@ -349,6 +351,20 @@ def throughput_record(
     ), unavailable
 
 
+def rank_calibration(rank: RankMeasurement) -> RankCalibration | None:
+    """The calibration the rank timed after each synchronised window; None where a window
+    has none (no calibration timed)."""
+    windows = rank.windows
+    if not windows or any(w.calibration_s is None for w in windows):
+        return None
+    return RankCalibration(
+        timer="cuda_events" if windows[0].calibration_timer == "cuda_events" else "thread_time",
+        device_s=[w.calibration_s or [] for w in windows],
+        wall_s=[w.calibration_wall_s or [] for w in windows],
+        cost_s=[w.calibration_cost_s or 0.0 for w in windows],
+    )
+
+
 def rank_records(
     ranks: Sequence[RankMeasurement], phases: dict[int, dict[str, float | None] | None]
 ) -> tuple[list[RankStats], dict[str, Reason]]:
@@ -363,6 +379,7 @@ def rank_records(
             alloc_retries=r.allocator.alloc_retries if r.allocator else None,
             compute_time=step_stats(r.no_sync.step_s) if r.no_sync and r.no_sync.step_s else None,
             phases=PhaseTimes(**phase_medians) if (phase_medians := phases[r.rank]) else None,
+            calibration=rank_calibration(r),
         )
         for r in ranks
     ]
@@ -411,7 +428,11 @@ def diagnosis_record(
     else:
         diagnosis = diagnose(
             RunEvidence(
-                timers=TimerEvidence(steps=table, no_sync=no_sync),
+                timers=TimerEvidence(
+                    steps=table,
+                    no_sync=no_sync,
+                    calibration=calibration_table({r.rank: rank_calibration(r) for r in ranks}),
+                ),
                 device_type=spec.cell.device,
                 backend=spec.cell.backend,
                 strategy=spec.cell.strategy,

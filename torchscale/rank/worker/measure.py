@@ -30,6 +30,7 @@ from torchscale.rank.telemetry.window_figures import summarise_rank
 from torchscale.rank.tensor_bytes import static_bytes
 from torchscale.rank.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.rank.worker.busy_trace import BusyReading, trace_rank
+from torchscale.rank.worker.calibration import Calibration
 from torchscale.rank.worker.compile_watch import CompileCounts, WindowCompiles
 from torchscale.rank.worker.fixed_costs import RankFixedCosts
 from torchscale.rank.worker.harness import collective_timeout
@@ -65,6 +66,12 @@ class Window:
     # before the last gradient (comm_hold.py); None: no hook was timed
     comm_hold_s: list[float | None] | None = None
     comm_hold_backward_s: list[float | None] | None = None
+    # the fixed calibration timed after the closing edge (calibration.py): device and wall
+    # seconds per rep, and the wall seconds the whole calibration took (its cost to the run)
+    calibration_s: list[float] | None = None
+    calibration_wall_s: list[float] | None = None
+    calibration_cost_s: float | None = None
+    calibration_timer: str | None = None  # Calibration.timer
 
     def step_extras(self, step: int) -> dict[str, float | None]:
         """The step's CPU wait and time and comm holds, by their step_phases names: those the
@@ -145,6 +152,7 @@ def run_window(
     phases: bool = True,
     telemetry: Sampler | None = None,
     on_open: Callable[[], None] | None = None,
+    calibration: Calibration | None = None,
 ) -> Window:
     """`steps` training steps between two barriers; per-step times from the timer, and per-step
     phase times unless `phases` is False (the overhead benchmark's control). `telemetry`
@@ -153,7 +161,8 @@ def run_window(
     After the opening edge, `WINDOW_EDGE_STEPS` untimed steps (no timer, no phase recorder,
     the same `skip_sync`), then a device synchronize: the wall clock and the step timers start
     on a steady step, whatever the path (DDP, FSDP, a pipeline runner, no_sync, a comm hook).
-    `on_open` is called there, just before the clocks start."""
+    `on_open` is called there, just before the clocks start. `calibration` is timed right
+    after the closing edge, every rank at once, outside every timer."""
     device = trainer.device
     timer = make_timer(timing, steps, device)
     # under pipelining forward and backward interleave inside the schedule: no phases
@@ -161,6 +170,7 @@ def run_window(
     hooks = recorder.hooks(trainable(trainer.model)) if recorder else contextlib.nullcontext()
     # the cyclic GC collects at the opening edge, never inside the window, where it would stall
     # a rank at a random point: a straggler made by the runtime (docs/methodology.md, step 5)
+    calibrated: tuple[list[float], list[float], float] | None = None
     with hooks, cyclic_gc_paused(collect_first=True):
         if telemetry is not None:
             telemetry.start()
@@ -186,10 +196,16 @@ def run_window(
             wall = time.perf_counter() - start
             if telemetry is not None:  # only samples between these edges count
                 telemetry.mark_window(start, start + wall)
+            if calibration is not None:
+                began = time.perf_counter()
+                calibrated = (*calibration.run(), time.perf_counter() - began)
         finally:
             if telemetry is not None:
                 telemetry.stop()
     window = Window(wall, timer.seconds())
+    if calibrated is not None:
+        window.calibration_s, window.calibration_wall_s, window.calibration_cost_s = calibrated
+        window.calibration_timer = calibration.timer if calibration is not None else None
     if trainer.runner is not None:
         window.busy_s = trainer.runner.stage_busy_s
         trainer.runner.clear_busy()
@@ -310,6 +326,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     if compiled:
         result.compile_s = compile_seconds()
     sampler = rank_sampler(settings.telemetry, device)
+    calibration = Calibration(device)
     per_window_allocator: list[AllocatorStats] = []
     interleave = (
         settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1
@@ -325,7 +342,11 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
             if device.type == "cuda":
                 before = torch.cuda.memory_stats(device)
                 torch.cuda.reset_peak_memory_stats(device)
-            result.windows.append(watched_window(watch, trainer, steps, timing, telemetry=sampler))
+            result.windows.append(
+                watched_window(
+                    watch, trainer, steps, timing, telemetry=sampler, calibration=calibration
+                )
+            )
             if device.type == "cuda":
                 peak_allocated = max(peak_allocated, int(torch.cuda.max_memory_allocated(device)))
                 peak_reserved = max(peak_reserved, int(torch.cuda.max_memory_reserved(device)))

@@ -29,6 +29,7 @@ from torchscale.contracts.schema.cell_result import (
     WhatIf,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.offline.analysis.diagnosis.device import Calibrated
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
@@ -70,6 +71,7 @@ class TimerEvidence:
     steps: pd.DataFrame | None = None
     no_sync: NoSyncSteps | None = None
     stored: StepSplit | None = None
+    calibration: Calibrated | None = None  # the ranks' fixed calibration (device.py)
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def diagnose(evidence: RunEvidence) -> Diagnosis | None:
     parts = step_parts(timers.steps) if timers is not None and timers.steps is not None else None
     timer_model = timers.stored if timers is not None else None
     if timers is not None and timers.steps is not None:
-        timer_model = timers_step_split(timers.steps, timers.no_sync, parts)
+        timer_model = timers_step_split(timers.steps, timers.no_sync, parts, timers.calibration)
     if traces is not None and traces.model.attribution is not None:
         diagnosis = _from_traces(traces, timer_model, evidence)
         if evidence.inflation is None:

@@ -27,6 +27,7 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
+from torchscale.offline.analysis.diagnosis.device import Calibrated
 from torchscale.offline.analysis.diagnosis.held_launches import late_launcher
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
@@ -147,10 +148,14 @@ def no_sync_cross_check(
 
 
 def timers_step_split(
-    steps: pd.DataFrame, no_sync: NoSyncSteps | None, parts: pd.DataFrame | None = None
+    steps: pd.DataFrame,
+    no_sync: NoSyncSteps | None,
+    parts: pd.DataFrame | None = None,
+    calibration: Calibrated | None = None,
 ) -> StepSplit | None:
     """The step model of a cell from its per-step phase table (see step_parts; `parts`: its
-    step_parts when the caller has them already); None when no step has every phase."""
+    step_parts when the caller has them already; `calibration`: the ranks' fixed calibration,
+    device.py); None when no step has every phase."""
     parts = step_parts(steps) if parts is None else parts
     if parts.empty:
         return None
@@ -167,6 +172,7 @@ def timers_step_split(
         cpu_time=cpu_wait_table(steps, CPU_TIME),
         holds=cpu_wait_table(steps, COMM_HOLD),
         no_sync=no_sync,
+        calibration=calibration,
     )
     verdict, checks = judge(evidence)
     if no_sync is not None and ranks > 1:

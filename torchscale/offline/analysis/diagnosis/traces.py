@@ -30,6 +30,7 @@ from torchscale.contracts.schema.cell_result import (
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.profile_notes import note
+from torchscale.offline.analysis.diagnosis.device import Calibrated
 from torchscale.offline.analysis.diagnosis.step_model import (
     mean_step,
     part_estimates,
@@ -184,13 +185,15 @@ def build_step_model(
     waits_known: bool,
     world_size: int | None,
     cpu_wait: pd.DataFrame | None = None,
+    calibration: Calibrated | None = None,
 ) -> StepModel:
     """The trace attribution of one profile (see the module doc). `taxonomy`:
     `idle.idle_taxonomy`; `arrival`: `straggler.attribute_straggler`; `waits_known`:
     collectives were matched, so the wait for peers is split from the transfer; `world_size`:
     as the traces declare it; `cpu_wait`: (rank, step, cpu_wait[, cpu_time]) seconds each
     rank's training thread waited for a CPU (and ran on one) in the traced steps
-    (`host.cpu_wait_check`). The what-if
+    (`host.cpu_wait_check`); `calibration`: the ranks' fixed calibration beside the measured
+    windows of the same run (device.py; None: none). The what-if
     and findings are the diagnosis' (diagnose.py)."""
     notes: list[Finding] = []
     parts = trace_parts(taxonomy)
@@ -257,6 +260,7 @@ def build_step_model(
             cpu_time=busy,
             order=ArrivalOrder(matched, arrival),
             own_basis=model.own_work_basis,
+            calibration=calibration,
         )
         verdict, checks = judge(evidence)
     model.attribution = StepSplit(

@@ -22,6 +22,7 @@ from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, Stragg
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.contracts.wording import cross_checks
 from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, pattern_words
+from torchscale.offline.analysis.diagnosis.device import Calibrated, device_check
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
 from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
 from torchscale.offline.analysis.diagnosis.kind import (
@@ -85,7 +86,9 @@ class StragglerEvidence:
     `wait_source`); `cpu_wait`, `cpu_time`, `holds`: (window, step) x rank seconds the training
     thread waited for a CPU, ran on one, and its DDP comm hook held its launches (None: not
     measured); `order`: arrival order, `no_sync`: the no_sync windows (None: not seen);
-    `own_basis`: what own work is, said beside the test where a source defines it."""
+    `own_basis`: what own work is, said beside the test where a source defines it;
+    `calibration`: every rank's fixed calibration (None: not timed), which tells a compute
+    straggler's slower device from its more work (device.py)."""
 
     own: pd.DataFrame
     phases: pd.DataFrame
@@ -99,11 +102,13 @@ class StragglerEvidence:
     order: ArrivalOrder | None = None
     no_sync: NoSyncSteps | None = None
     own_basis: str | None = None
+    calibration: Calibrated | None = None
 
 
 def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[CrossCheck]]:
     """The straggler verdict of one source's evidence and its cross-checks, in the order of
-    the module doc (checks: host, held launches, others' wait, arrival order); (None, []) with
+    the module doc (checks: host, held launches, others' wait, arrival order), a compute
+    straggler then read as a slower device or more work (`device_check`); (None, []) with
     fewer than two ranks."""
     e = evidence
     ranks = int(e.own["rank"].nunique())
@@ -141,7 +146,7 @@ def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[Cr
             verdict = late
             rank = int(late.rank) if late.rank is not None else -1
             judged_checks = checks_of(rank)(verdict)
-    return verdict, [*checks, *judged_checks]
+    return device_check(verdict, own, e.calibration), [*checks, *judged_checks]
 
 
 def straggler_verdict(

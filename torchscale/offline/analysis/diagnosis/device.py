@@ -1,0 +1,139 @@
+"""A compute straggler: a slower device, or more work? Read from the fixed calibration every
+rank timed after each window (rank/worker/calibration.py).
+
+A rank whose own work takes longer either runs on a slower device (a throttled or worse GPU, a
+slower core: the same fixed work takes longer there too) or was given more work (its fixed work
+is on par). The calibration's per-repetition gap over the median of the others' is judged by
+the straggler's own paired test (`uncertainty.paired_gap_test`, ALPHA, the 5 % minimum effect
+of the others' calibration); the rule: docs/methodology.md, "Slower device or more work".
+
+Pure: tables in, the verdict with its `device` finding and `device_ratio` out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import (
+    Estimate,
+    RankCalibration,
+    StragglerVerdict,
+)
+from torchscale.offline.analysis.diagnosis.step_model import (
+    ALPHA,
+    MIN_EFFECT_SHARE,
+    MIN_PAIRED_STEPS,
+)
+from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_test
+
+# the calibration's extra time must explain at least this share of the work's extra time for
+# "a slower device" alone (its interval's top below it for "more work")
+EXPLAINS = 0.5
+UNMEASURED = "straggler.device_unmeasured"
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """Every rank's calibration: (window, rep) x rank seconds (`table`), timed by `timer`
+    (RankCalibration.timer: the thread's CPU clock or CUDA events)."""
+
+    table: pd.DataFrame
+    timer: str
+
+
+def calibration_table(per_rank: Mapping[int, RankCalibration | None]) -> Calibrated | None:
+    """The ranks' calibrations as one (window, rep) x rank table; None when a rank has none
+    (an older result, or a path that timed none) or they were timed differently."""
+    if len(per_rank) < 2 or any(c is None for c in per_rank.values()):
+        return None
+    timers = {c.timer for c in per_rank.values() if c is not None}
+    if len(timers) != 1:
+        return None
+    columns = {
+        rank: pd.Series(
+            {(w, r): s for w, reps in enumerate(c.device_s) for r, s in enumerate(reps)},
+            dtype=float,
+        )
+        for rank, c in per_rank.items()
+        if c is not None
+    }
+    table = pd.DataFrame(columns).sort_index()
+    table.index.names = ["window", "rep"]
+    return Calibrated(table=table, timer=timers.pop())
+
+
+def device_check(
+    verdict: StragglerVerdict, own: pd.DataFrame, calibrated: Calibrated | None
+) -> StragglerVerdict:
+    """`verdict` with its compute straggler read as a slower device or more work (`device`,
+    and `device_ratio`, its calibration over the others'); any other verdict unchanged.
+    `own`: (window, step) x rank own work, as the straggler test read it."""
+    rank = verdict.rank
+    if not verdict.named or verdict.kind != "compute" or rank is None:
+        return verdict
+    table = calibrated.table.dropna() if calibrated is not None else None
+    if (
+        calibrated is None
+        or table is None
+        or rank not in table.columns
+        or table.shape[1] < 2
+        or len(table) < MIN_PAIRED_STEPS
+    ):
+        return _with(verdict, Finding(code=UNMEASURED), None)
+    others = table.drop(columns=[rank]).median(axis=1)
+    base = float(others.mean())
+    work = own.dropna()
+    work_others = float(work.drop(columns=[rank]).median(axis=1).mean())
+    if base <= 0 or work_others <= 0 or rank not in work.columns:
+        return _with(verdict, Finding(code=UNMEASURED), None)
+    test = paired_gap_test(table[rank] - others, min_effect_s=MIN_EFFECT_SHARE * base, alpha=ALPHA)
+    work_ratio = float(work[rank].mean()) / work_others
+    code = device_reading(test, base, work_ratio)
+    low, high = _ratio(test.low_s, base), _ratio(test.high_s, base)
+    ratio = 1.0 + test.mean_s / base
+    method = (
+        f"fixed calibration ({calibrated.timer}) after each window, the rank's time over the "
+        "median of the others' per repetition, moving-block bootstrap over "
+        f"{test.steps} repetitions"
+    )
+    estimate = judged(ratio, low, high, n=test.steps, method=method, lower=None)
+    figures = {
+        "rank": int(rank),
+        "ratio": [ratio, low, high],
+        "work_ratio": work_ratio,
+        "timer": calibrated.timer,
+    }
+    return _with(verdict, Finding(code=code, figures=figures), estimate)
+
+
+def device_reading(test: GapTest, base_s: float, work_ratio: float) -> str:
+    """The code of a compute straggler's calibration test (`test`: its calibration minus the
+    others', per repetition; `base_s`: the others' mean calibration; `work_ratio`: its own
+    work over the others'): slower by about its work's ratio (at least EXPLAINS of the work's
+    extra share), slower by less, on par (the interval's top explains less than that), or
+    neither shown (undecided)."""
+    need = EXPLAINS * max(work_ratio - 1.0, 0.0)
+    excess = test.mean_s / base_s
+    high = (test.high_s if test.high_s is not None else test.mean_s) / base_s
+    if test.significant:
+        return "straggler.device_slower" if excess >= need else "straggler.device_partly"
+    if high < need:
+        return "straggler.more_work"
+    return "straggler.device_undecided"
+
+
+def _ratio(gap_s: float | None, base_s: float) -> float | None:
+    return None if gap_s is None else 1.0 + gap_s / base_s
+
+
+def _with(verdict: StragglerVerdict, device: Finding, ratio: Estimate | None) -> StragglerVerdict:
+    """The verdict with its device reading, said in its one line too (straggler.named's
+    `device` figure) where the calibration was read: with none, the line is today's."""
+    said = verdict.said
+    if said is not None and said.code == "straggler.named" and device.code != UNMEASURED:
+        said = said.model_copy(update={"figures": {**said.figures, "device": device.model_dump()}})
+    return verdict.model_copy(update={"device": device, "device_ratio": ratio, "said": said})
