@@ -68,8 +68,12 @@ class TiedGrad:
 
 
 def _meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
-    """A meta tensor with `t`'s shape, strides and dtype: what PipelineStage's metadata needs."""
-    meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+    """A meta tensor with `t`'s shape, strides and dtype: what PipelineStage's metadata needs
+    (a plain one, even while the stages are sized on fake tensors)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
     return meta.requires_grad_(requires_grad and t.is_floating_point())
 
 
