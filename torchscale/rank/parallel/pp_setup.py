@@ -63,11 +63,13 @@ def stage_example(inputs: Any, microbatches: int) -> torch.Tensor | tuple[torch.
     return example[: example.shape[0] // microbatches]
 
 
-def _split(model: nn.Module, count: int, plugin: PpSplit | None) -> pieces.Split:
+def _split(
+    model: nn.Module, count: int, plugin: PpSplit | None, example: Any = None, runs: Any = None
+) -> pieces.Split:
     if plan_of(model) is None:
         assert plugin is not None  # infeasible() said so
         return pieces.split_plugin(model, count, plugin)
-    return pieces.split_at_blocks(model, count)
+    return pieces.split_at_blocks(model, count, example, runs)
 
 
 def _on_meta(modules: list[nn.Module]) -> bool:
@@ -104,7 +106,7 @@ def own_stages(
 
     On `device` meta (the plan checker) nothing is built; the count says what would be."""
     sizing, ordinals = build.sizing()
-    split = _split(sizing, count, plugin)
+    split = sized = _split(sizing, count, plugin, example)  # balanced by the cost model
     local = [split.stages[i] for i in mine]
     held = {id(t) for t in tensors_of(local)}
     sources = [tie.first for tie in split.tied if id(tie.last) in held]
@@ -115,17 +117,18 @@ def own_stages(
         shapes = stage_shapes(split.stages, example, autocast)
     how = "this rank's stages"
     if device.type == "meta":
-        split = _split(build.part(set()), count, plugin)
+        split = _split(build.part(set()), count, plugin, runs=sized.runs)
     else:
-        split = _split(build.part(keep), count, plugin)
+        split = _split(build.part(keep), count, plugin, runs=sized.runs)
         if _on_meta([split.stages[i] for i in mine]):
             how = "whole model (a stage's tensor is copied from another while it is built)"
-            split = _split(build.whole(), count, plugin)
+            split = _split(build.whole(), count, plugin, runs=sized.runs)
             built = sum(t.numel() for t in tensors_of([sizing]))
     for i, module in enumerate(split.stages):
         # this rank's stages to its device; the others' weights (all meta, unless the model
         # was built whole) freed
         module.to(device if i in mine else "meta")
+    split.flops = sized.flops
     return split, shapes, {"pp_built": how, "pp_built_parameters": built + copies}
 
 
@@ -180,7 +183,15 @@ def pipeline_parallel(
     settings = {
         "pp_rank": pp_rank,
         "pp_stage_indices": mine,
-        "pp_stages": [{"index": i, "holds": split.holds[i]} for i in range(count)],
+        "pp_stages": [
+            {
+                "index": i,
+                "holds": split.holds[i],
+                "forward_flops_per_sample": None if split.flops is None else split.flops[i],
+            }
+            for i in range(count)
+        ],
+        "pp_split": "the plug-in's own" if split.flops is None else "balanced by forward FLOPs",
         "pp_local_parameters": sum(p.numel() for p in params),
         "pp_schedule": layout.schedule,
         "pp_microbatches": micro,
