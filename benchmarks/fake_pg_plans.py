@@ -10,8 +10,10 @@ Columns: the layout; the verdict (ok: the ranks' shares add up to the model, eac
 once with every replica and copy divided out; mismatch; sampled: --ranks ends, shapes only;
 skipped: the plan refuses the layout, with its reason code); the parameters and fp32 MB of the
 smallest and largest rank; under pipelining each pipeline rank's parameters in stage order, the
-blocks of each stage and the micro-batch size. No figure is timed: the fake backend moves no
-data (the module docstring says what it cannot check).
+blocks of each stage, each stage's forward FLOPs per sample (the cost model that balances them),
+the micro-batch size and the most parameters any rank builds for real to get its stages. No
+figure is timed: the fake backend moves no data (the module docstring says what it cannot
+check).
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ MB = 1e6
 def _row(check: PlanCheck) -> str:
     if check.skipped is not None:
         head = f"| {check.model} | {check.world} | {check.layout}"
-        return f"{head} | skipped: {check.skipped.code} |||||"
+        return f"{head} | skipped: {check.skipped.code} |||||||"
     params = sorted(r.parameters for r in check.ranks)
     sizes = sorted(r.parameter_bytes for r in check.ranks)
-    stages = split = micro = ""
+    stages = split = micro = flops = built = ""
     pipe = [r for r in check.ranks if r.pipeline]
     if pipe:
         group = check.shape.pp if check.shape is not None else 1
@@ -38,10 +40,15 @@ def _row(check: PlanCheck) -> str:
         stages = " / ".join(f"{r.parameters / MB:.1f}M" for r in first)
         split = "; ".join(s["holds"] for s in pipe[0].pipeline["pp_stages"])
         micro = str(pipe[0].pipeline["pp_microbatch_size"])
+        flops = " / ".join(
+            f"{s['forward_flops_per_sample'] / 1e9:.1f}" for s in pipe[0].pipeline["pp_stages"]
+        )
+        built = f"{max(r.pipeline['pp_built_parameters'] for r in pipe) / MB:.1f}M"
     return (
         f"| {check.model} | {check.world} | {check.layout} | {check.verdict()} "
         f"| {params[0] / MB:.2f}M-{params[-1] / MB:.2f}M "
-        f"| {sizes[0] / MB:.0f}-{sizes[-1] / MB:.0f} | {stages} | {split} | {micro} |"
+        f"| {sizes[0] / MB:.0f}-{sizes[-1] / MB:.0f} | {stages} | {split} | {flops} | {micro} "
+        f"| {built} |"
     )
 
 
@@ -54,9 +61,10 @@ def main() -> None:
     args = parser.parse_args()
     print(
         "| model | world | layout | verdict | params per rank (min-max) | fp32 MB per rank "
-        "| pipeline ranks' params | stages hold | micro-batch |"
+        "| pipeline ranks' params | stages hold | stages' forward GFLOP per sample | micro-batch "
+        "| built per rank (max) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     start = time.perf_counter()
     for model in args.models.split(","):
         for world in (int(w) for w in args.worlds.split(",")):

@@ -37,6 +37,7 @@ from torchscale.rank.models.bert import BertConfig, BertForMaskedLM
 from torchscale.rank.models.gpt2 import GPT2, GPT2Config
 from torchscale.rank.models.mlp import MLP
 from torchscale.rank.models.resnet import BasicBlock, ResNet
+from torchscale.rank.models.seeded_init import SeededBuild
 from torchscale.rank.models.training_tasks import IGNORE_INDEX
 from torchscale.rank.models.transformer import Seq2SeqTransformer
 from torchscale.rank.models.vit import VisionTransformer
@@ -58,13 +59,27 @@ def token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 def build(name: str) -> tuple[nn.Module, Callable[[Any, Any], torch.Tensor]]:
-    """The case's model (seeded, so identical everywhere) and loss."""
-    torch.manual_seed(MODEL_SEED)
+    """The case's model (seeded, so identical everywhere: built as the worker builds every
+    model, torchscale/rank/models/seeded_init.py) and loss."""
+    return seeded(name).whole(), loss_of(name)
+
+
+def seeded(name: str) -> SeededBuild:
+    """How the case's model is built: a pipeline rank builds its own stages from it."""
+    return SeededBuild(lambda: construct(name), MODEL_SEED)
+
+
+def loss_of(name: str) -> Callable[[Any, Any], torch.Tensor]:
+    return token_loss if name in ("gpt2", "bert", "seq2seq") else F.cross_entropy
+
+
+def construct(name: str) -> nn.Module:
+    """The case's model, on the default device."""
     if name == "gpt2":
         cfg = GPT2Config(
             hidden=32, layers=4, heads=4, vocab_size=VOCAB, max_positions=32, dropout=0.0
         )
-        return GPT2(cfg), token_loss
+        return GPT2(cfg)
     if name == "bert":
         cfg_b = BertConfig(
             hidden=32,
@@ -75,23 +90,23 @@ def build(name: str) -> tuple[nn.Module, Callable[[Any, Any], torch.Tensor]]:
             max_positions=32,
             dropout=0.0,
         )
-        return BertForMaskedLM(cfg_b), token_loss
+        return BertForMaskedLM(cfg_b)
     if name == "vit":
         vit = VisionTransformer(
             image_size=8, patch_size=4, layers=4, heads=2, hidden=16, mlp_hidden=32, num_classes=5
         )
         nn.init.normal_(vit.head.weight, std=0.02)  # zero-initialised head: no signal at step 1
-        return vit, F.cross_entropy
+        return vit
     if name == "cnn":
         cnn = ResNet(BasicBlock, (1, 1, 1), widths=(4, 8, 8), num_classes=CLASSES, stem="small")
-        return cnn, F.cross_entropy
+        return cnn
     if name == "mlp":
-        return MLP(8, 16, 4, CLASSES), F.cross_entropy
+        return MLP(8, 16, 4, CLASSES)
     if name == "seq2seq":
-        return Seq2SeqTransformer(VOCAB, 32, 4, 2, 2, 64, dropout=0.0), token_loss
+        return Seq2SeqTransformer(VOCAB, 32, 4, 2, 2, 64, dropout=0.0)
     if name == "plugin":
         layers = [nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, CLASSES)]
-        return nn.Sequential(*layers), F.cross_entropy
+        return nn.Sequential(*layers)
     raise ValueError(name)
 
 
@@ -215,7 +230,9 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
 
     world = dist.get_world_size()
     layout = _layout(case, world)
-    model, loss_fn = build(case["model"])
+    pipelined = layout.uses_pp
+    with torch.device("meta") if pipelined else contextlib.nullcontext():
+        model, loss_fn = build(case["model"])  # a pipeline builds its own stages alone
     per_replica = case["batch"]
     example, _ = batch(case["model"], 0, per_replica)
     plugin = case["model"] == "plugin"
@@ -228,6 +245,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         autocast=autocast(case),
         plugin_tp_plan=plugin_tp_plan if plugin else None,
         plugin_pp_split=plugin_pp_split if plugin else None,
+        build=seeded(case["model"]),
     )
     del model
     # foreach: one kernel per group, which fails where DTensors and tensors share a group

@@ -108,6 +108,13 @@ def test_layout_problems(layout: ParallelLayout, code: str, reason: str) -> None
             "microbatches_split",
             "4 micro-batches do not divide the per-replica batch 6",
         ),
+        (  # 1F1B over 8 stages needs 8 micro-batches: at batch 8 they hold a sample each
+            "gpt2",
+            pp(8, "1f1b", 8),
+            8,
+            "microbatch_samples",
+            "hold 1 sample each, fewer than the 2",
+        ),
     ],
 )
 def test_model_reasons(
@@ -180,7 +187,8 @@ def test_plugins_need_their_own_plan() -> None:
     ],
 )
 def test_feasible_layouts(model: str, layout: ParallelLayout) -> None:
-    assert infeasible(meta_model(model), layout, 8, seq_len=128) is None
+    # batch 16: 8 micro-batches of 2 samples
+    assert infeasible(meta_model(model), layout, 16, seq_len=128) is None
 
 
 def test_block_ranges_put_longer_runs_first() -> None:

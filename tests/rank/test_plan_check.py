@@ -93,6 +93,12 @@ def test_tiny_gpt2_plans_at_8_ranks_add_up_to_the_model(
     assert tiny_plans["ddp_pp dp4 pp2 1f1b m8"].ranks[0].pipeline["pp_microbatch_size"] == 2
     assert pipe.tied_parameters == 1024 * 64  # the LM head's copy on the last stage
     assert sum(r.parameters for r in pipe.ranks[:2]) == total + pipe.tied_parameters
+    # each rank builds only its stages (the last also the embedding its head copies), never
+    # the whole model; the stages are balanced by forward FLOPs, counted per stage
+    assert first["pp_built"] == "this rank's stages" and first["pp_split"].startswith("balanced")
+    assert first["pp_built_parameters"] == pipe.ranks[0].parameters < total
+    assert last["pp_built_parameters"] == pipe.ranks[1].parameters + pipe.tied_parameters
+    assert all(s["forward_flops_per_sample"] > 0 for s in first["pp_stages"])
 
 
 def test_a_missing_or_doubled_shard_is_not_ok(tiny_plans: dict[str, plan_check.PlanCheck]) -> None:
@@ -126,3 +132,7 @@ def test_the_zoo_plans_at_many_ranks(world: int) -> None:
             for share in check.ranks:
                 assert 0 < share.parameters <= check.expected_unique
                 assert share.parameter_bytes == 4 * share.parameters  # fp32
+                if share.pipeline:  # its stages and a tied weight's source, not the model
+                    built = share.pipeline["pp_built_parameters"]
+                    assert built <= share.parameters + check.tied_parameters
+                    assert built < check.model_parameters

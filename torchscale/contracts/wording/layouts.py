@@ -91,6 +91,11 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
     "layout.microbatches_split": lambda f: (
         f"{f['microbatches']} micro-batches do not divide the per-replica batch {f['batch']}"
     ),
+    "layout.microbatch_samples": lambda f: (
+        f"{f['microbatches']} micro-batches of the per-replica batch {f['batch']} hold "
+        f"{f['samples']} sample each, fewer than the {f['least']} a pipeline's micro-batch "
+        "must hold; raise the batch or lower microbatches"
+    ),
     "layout.too_few_blocks": _too_few_blocks,
     "layout.sequence_split": lambda f: (
         f"sequence length {f['seq_len']} is not divisible by tp={f['tp']} (sequence parallelism)"

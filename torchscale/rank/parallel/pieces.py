@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import nn
 
-from torchscale.rank.models.parallel_plan import TiedWeight, plan_of
+from torchscale.rank.models.parallel_plan import PipelineParts, TiedWeight, plan_of
 
 
 class StageModule(nn.Module):
@@ -42,11 +43,14 @@ class StageModule(nn.Module):
 
 @dataclass
 class Split:
-    """The stage modules of one pipeline, what each holds, and the weights tied across them."""
+    """The stage modules of one pipeline, what each holds, the weights tied across them, the
+    runs of blocks they hold and each stage's forward FLOPs per sample (None: not counted)."""
 
     stages: list[nn.Module]
     holds: list[str]
     tied: list[TiedWeight] = field(default_factory=list)
+    runs: list[range] = field(default_factory=list)
+    flops: list[float] | None = None
 
 
 def block_ranges(blocks: int, stages: int) -> list[range]:
@@ -56,27 +60,122 @@ def block_ranges(blocks: int, stages: int) -> list[range]:
     return [range(start[i], start[i + 1]) for i in range(stages)]
 
 
-def split_at_blocks(model: nn.Module, stages: int) -> Split:
+def part_flops(parts: PipelineParts, example: Any) -> list[float]:
+    """The pipeline's cost model: forward FLOPs of `example` (a micro-batch) through the input
+    part, each block and the output part, in that order, counted by torch's FlopCounterMode on
+    the meta device with attention as matmuls, as the project counts a model's FLOPs
+    (registry.measure): every matmul and convolution, causal attention in full, lookups free.
+    The backward of these ops costs twice their forward, so forward FLOPs weigh the parts as
+    a training step does."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    meta = torch.device("meta")
+    x: Any = tuple(t.to(meta) for t in example) if isinstance(example, tuple) else example.to(meta)
+    chain = [parts.prologue, *parts.blocks, parts.epilogue]
+    flops: list[float] = []
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        for i, module in enumerate(chain):
+            if module is None:  # a model without an input part: its blocks take the input
+                flops.append(0.0)
+                continue
+            counter = FlopCounterMode(display=False)
+            with counter:
+                # the first module takes a tuple's tensors as arguments, as PipelineStage passes
+                # them; blocks pass a tuple on as one value (StageModule.forward)
+                x = module(*x) if i == 0 and isinstance(x, tuple) else module(x)
+            flops.append(float(counter.get_total_flops()))
+    return flops
+
+
+def balanced_runs(flops: list[float], stages: int) -> list[range]:
+    """Runs of blocks for `stages` stages that make the costliest stage as cheap as possible,
+    then the stages' costs as even as possible (least sum of squares); `flops` are
+    part_flops' (input part, blocks..., output part), the input part on the first stage and
+    the output part on the last. Every stage between holds a block; the first and the last
+    may hold only their part (GPT-2's LM head alone costs about four and a half blocks)."""
+    head, blocks, tail = flops[0], flops[1:-1], flops[-1]
+    n = len(blocks)
+    prefix = [0.0]
+    for f in blocks:
+        prefix.append(prefix[-1] + f)
+
+    def cost(k: int, a: int, b: int) -> float:
+        return (
+            prefix[b] - prefix[a] + (head if k == 0 else 0.0) + (tail if k == stages - 1 else 0.0)
+        )
+
+    def least(score: Any, bound: float) -> tuple[float, list[int]] | None:
+        # best[k][j]: (score, cuts) of blocks[:j] over stages 0..k
+        best: list[dict[int, tuple[float, list[int]]]] = [{} for _ in range(stages)]
+        for j in range(n + 1):
+            if (j >= 1 or stages == 1 or head > 0) and cost(0, 0, j) <= bound:
+                best[0][j] = (score(0.0, cost(0, 0, j)), [j])
+        for k in range(1, stages):
+            need = 1 if k < stages - 1 or tail == 0 else 0
+            for j in range(n + 1):
+                options = [
+                    (score(prev[0], cost(k, i, j)), [*prev[1], j])
+                    for i, prev in best[k - 1].items()
+                    if j - i >= need and cost(k, i, j) <= bound
+                ]
+                if options:
+                    best[k][j] = min(options, key=lambda o: o[0])
+        return best[stages - 1].get(n)
+
+    peak = least(lambda acc, c: max(acc, c), float("inf"))
+    if peak is None:
+        raise ValueError(f"{n} blocks cannot fill {stages} stage modules")
+    even = least(lambda acc, c: acc + c * c, peak[0] * (1 + 1e-9))
+    cuts = (even or peak)[1]
+    starts = [0, *cuts]
+    return [range(starts[k], starts[k + 1]) for k in range(stages)]
+
+
+def split_at_blocks(
+    model: nn.Module, stages: int, example: Any = None, runs: list[range] | None = None
+) -> Split:
     """Cut a model that declares its ParallelPlan (every built-in model does) into `stages`
-    stage modules (see the module docstring)."""
+    stage modules (see the module docstring): at `runs` when given, else balanced by the cost
+    model (part_flops) of `example`, a micro-batch, else by block count."""
     plan = plan_of(model)
     if plan is None:
         raise ValueError(f"no pipeline split for {type(model).__name__}")
     parts = plan.pipeline_parts()
     if len(parts.blocks) < stages:
         raise ValueError(f"{len(parts.blocks)} blocks cannot fill {stages} stage modules")
+    flops = part_flops(parts, example) if example is not None and runs is None else None
+    if runs is None:
+        runs = balanced_runs(flops, stages) if flops else block_ranges(len(parts.blocks), stages)
     modules: list[nn.Module] = []
     holds: list[str] = []
-    for i, run in enumerate(block_ranges(len(parts.blocks), stages)):
+    for i, run in enumerate(runs):
         first, last = i == 0, i == stages - 1
         prologue, epilogue = (parts.prologue if first else None), (parts.epilogue if last else None)
         modules.append(StageModule(prologue, [parts.blocks[j] for j in run], epilogue))
         names = ["input part"] if first else []
-        names += plan.run_names(run)
+        names += plan.run_names(run) if run else []
         if last:
             names.append("output part")
         holds.append(" + ".join(names))
-    return Split(modules, holds, parts.tied)
+    stage_flops = None
+    if flops is not None:
+        samples = _samples(example)
+        stage_flops = [
+            (
+                sum(flops[1 + j] for j in run)
+                + (flops[0] if i == 0 else 0.0)
+                + (flops[-1] if i == stages - 1 else 0.0)
+            )
+            / samples
+            for i, run in enumerate(runs)
+        ]
+    return Split(modules, holds, parts.tied, list(runs), stage_flops)
+
+
+def _samples(example: Any) -> int:
+    first = example[0] if isinstance(example, tuple) else example
+    return int(first.shape[0]) or 1
 
 
 def split_plugin(

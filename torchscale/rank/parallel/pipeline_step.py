@@ -3,9 +3,9 @@
 Stage modules come from torchscale/rank/parallel/pieces.py; each rank holds one (GPipe, 1F1B) or two
 (interleaved 1F1B, assigned round-robin: rank r holds stages r and r + pp, the "loop" mapping
 torch's ScheduleInterleaved1F1B expects). Stage shapes are given to PipelineStage up front
-(static metadata, from one eval-mode forward of the whole chain at set-up), so the first step
-runs no extra shape-inference pass on placeholder tensors, which in torch 2.13 would run
-BatchNorm in training mode on uninitialised memory.
+(static metadata, from one eval-mode forward of the whole chain on fake tensors at set-up), so
+the first step runs no extra shape-inference pass on placeholder tensors, which in torch 2.13
+would run BatchNorm in training mode on uninitialised memory.
 """
 
 from __future__ import annotations
@@ -68,8 +68,12 @@ class TiedGrad:
 
 
 def _meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
-    """A meta tensor with `t`'s shape, strides and dtype: what PipelineStage's metadata needs."""
-    meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+    """A meta tensor with `t`'s shape, strides and dtype: what PipelineStage's metadata needs
+    (a plain one, even while the stages are sized on fake tensors)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
     return meta.requires_grad_(requires_grad and t.is_floating_point())
 
 

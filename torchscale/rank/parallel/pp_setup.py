@@ -1,12 +1,15 @@
 """This rank's pipeline: stage modules cut from the model, PipelineStages, DDP, the schedule.
 
-Stage modules other ranks hold are moved to the meta device once the stages are sized, so a
-rank keeps only its own share of the weights (the full model built on every rank is unusable
-afterwards, and must not be used).
+The stages are cut and sized on a model of fake tensors (no memory); then only this rank's
+stages (and the source of a weight tied into them) are built for real, with the values the
+unsplit model has (torchscale/rank/models/seeded_init.py), and moved to the device. A model
+whose stages cannot be built alone (a tensor of them copied from another during construction,
+as nn.Transformer deep-copies its layers) is built whole, and the result says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +21,12 @@ from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.rank.models.bundle import PpSplit
 from torchscale.rank.models.parallel_plan import plan_of
+from torchscale.rank.models.seeded_init import (
+    SeededBuild,
+    ordinals_of,
+    storage_id,
+    tensors_of,
+)
 from torchscale.rank.parallel import pieces
 from torchscale.rank.parallel.busy import BusyTimer
 from torchscale.rank.parallel.pipeline_step import (
@@ -54,8 +63,77 @@ def stage_example(inputs: Any, microbatches: int) -> torch.Tensor | tuple[torch.
     return example[: example.shape[0] // microbatches]
 
 
+def _split(
+    model: nn.Module, count: int, plugin: PpSplit | None, example: Any = None, runs: Any = None
+) -> pieces.Split:
+    if plan_of(model) is None:
+        assert plugin is not None  # infeasible() said so
+        return pieces.split_plugin(model, count, plugin)
+    return pieces.split_at_blocks(model, count, example, runs)
+
+
+def _on_meta(modules: list[nn.Module]) -> bool:
+    return any(t.device.type == "meta" for t in tensors_of(modules))
+
+
+def _as_fake(modules: list[nn.Module], device: torch.device) -> Any:
+    """`modules`' meta tensors as fake tensors of `device` (still no memory), and the fake mode
+    to run them under: autocast treats a fake tensor as its device's, where it leaves a meta
+    tensor alone, so a forward gives the dtypes training sees."""
+    if device.type == "meta":
+        return contextlib.nullcontext()
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    convert = fake.fake_tensor_converter
+    with fake:
+        for module in modules:
+            module._apply(lambda t: convert.from_meta_and_device(fake, t, device))  # type: ignore[no-untyped-call]
+    return fake
+
+
+def own_stages(
+    build: SeededBuild,
+    count: int,
+    mine: list[int],
+    device: torch.device,
+    example: Any,
+    autocast: Autocast,
+    plugin: PpSplit | None,
+) -> tuple[pieces.Split, list[tuple[Any, Any]], dict[str, Any]]:
+    """The split with this rank's stage modules `mine` built for real on `device` (the others
+    on the meta device), every stage's (input, output) metadata, and what was built.
+
+    On `device` meta (the plan checker) nothing is built; the count says what would be."""
+    sizing, ordinals = build.sizing()
+    split = sized = _split(sizing, count, plugin, example)  # balanced by the cost model
+    local = [split.stages[i] for i in mine]
+    held = {id(t) for t in tensors_of(local)}
+    sources = [tie.first for tie in split.tied if id(tie.last) in held]
+    keep = ordinals_of(tensors_of(local) + sources, ordinals)
+    copies = sum(tie.last.numel() for tie in split.tied if id(tie.last) in held)
+    built = sum(t.numel() for t in tensors_of([sizing]) if ordinals.get(storage_id(t)) in keep)
+    with _as_fake(split.stages, device):
+        shapes = stage_shapes(split.stages, example, autocast)
+    how = "this rank's stages"
+    if device.type == "meta":
+        split = _split(build.part(set()), count, plugin, runs=sized.runs)
+    else:
+        split = _split(build.part(keep), count, plugin, runs=sized.runs)
+        if _on_meta([split.stages[i] for i in mine]):
+            how = "whole model (a stage's tensor is copied from another while it is built)"
+            split = _split(build.whole(), count, plugin, runs=sized.runs)
+            built = sum(t.numel() for t in tensors_of([sizing]))
+    for i, module in enumerate(split.stages):
+        # this rank's stages to its device; the others' weights (all meta, unless the model
+        # was built whole) freed
+        module.to(device if i in mine else "meta")
+    split.flops = sized.flops
+    return split, shapes, {"pp_built": how, "pp_built_parameters": built + copies}
+
+
 def pipeline_parallel(
-    model: nn.Module,
+    build: SeededBuild,
     loss_fn: Callable[[Any, Any], torch.Tensor],
     layout: ParallelLayout,
     mesh: DeviceMesh,
@@ -69,22 +147,12 @@ def pipeline_parallel(
     micro = layout.microbatches
     example = stage_example(example_inputs, micro)
     count = layout.stage_modules
-    if plan_of(model) is None:
-        assert plugin is not None  # infeasible() said so
-        split = pieces.split_plugin(model, count, plugin)
-    else:
-        split = pieces.split_at_blocks(model, count)
-    for module in split.stages:
-        module.to(device)
-    shapes = stage_shapes(split.stages, example, autocast)
     pp_mesh = mesh["pp"]
     pp_rank = pp_mesh.get_local_rank()
     mine = stage_indices(layout, pp_rank)
+    split, shapes, built = own_stages(build, count, mine, device, example, autocast, plugin)
     local = [split.stages[i] for i in mine]
     tied = _tied_grads(split, layout, mesh, local)
-    for i, module in enumerate(split.stages):
-        if i not in mine:
-            module.to("meta")  # frees this rank's copy of other ranks' weights
     dp_group = mesh["dp"].get_group() if layout.hybrid == "ddp_pp" else None
     timer = BusyTimer(device)
     stages: list[TimedStage] = []
@@ -115,7 +183,15 @@ def pipeline_parallel(
     settings = {
         "pp_rank": pp_rank,
         "pp_stage_indices": mine,
-        "pp_stages": [{"index": i, "holds": split.holds[i]} for i in range(count)],
+        "pp_stages": [
+            {
+                "index": i,
+                "holds": split.holds[i],
+                "forward_flops_per_sample": None if split.flops is None else split.flops[i],
+            }
+            for i in range(count)
+        ],
+        "pp_split": "the plug-in's own" if split.flops is None else "balanced by forward FLOPs",
         "pp_local_parameters": sum(p.numel() for p in params),
         "pp_schedule": layout.schedule,
         "pp_microbatches": micro,
@@ -126,10 +202,12 @@ def pipeline_parallel(
             for t in split.tied
         ],
         "pp_busy_timing": timer.method,
-        "pp_stage_metadata": "static (one eval-mode forward of the whole chain at set-up)",
+        "pp_stage_metadata": (
+            "static (one eval-mode forward of the whole chain on fake tensors at set-up)"
+        ),
         "pp_ddp_over": "mesh['dp'] per stage module" if dp_group is not None else None,
         "pp_theoretical_bubble": theoretical_bubble(layout),
-    }
+    } | built
     return PipelineRunner(layout, schedule, stages, tied, timer), params, settings
 
 

@@ -127,6 +127,12 @@ def theoretical_bubble(layout: ParallelLayout) -> float:
     return (p - 1) / (v * m + p - 1)
 
 
+# the fewest samples a pipeline's micro-batch may hold: one sample per micro-batch (pp8 1f1b at
+# batch 8) measures a pipeline no one trains, its every kernel one sequence or image wide and its
+# BatchNorm statistics one sample's (docs/strategies.md, "Micro-batches")
+MIN_MICROBATCH_SAMPLES = 2
+
+
 def _no(code: str, **figures: Any) -> Finding:
     """Why not, as a finding worded in contracts/wording/layouts.py."""
     return Finding(code=f"layout.{code}", figures=figures)
@@ -233,6 +239,22 @@ def _pp_problem(
 ) -> Finding | None:
     if batch_size % layout.microbatches:
         return _no("microbatches_split", microbatches=layout.microbatches, batch=batch_size)
+    problem = _split_problem(model, layout, plugin)
+    samples = batch_size // layout.microbatches
+    if problem is None and samples < MIN_MICROBATCH_SAMPLES:
+        return _no(
+            "microbatch_samples",
+            microbatches=layout.microbatches,
+            batch=batch_size,
+            samples=samples,
+            least=MIN_MICROBATCH_SAMPLES,
+        )
+    return problem
+
+
+def _split_problem(
+    model: torch.nn.Module, layout: ParallelLayout, plugin: PpSplit | None
+) -> Finding | None:
     plan = plan_of(model)
     if plan is None:
         if plugin is not None:

@@ -21,6 +21,7 @@ from torch.distributed.tensor import DTensor
 
 from torchscale.contracts.wording import say
 from torchscale.rank.models.bundle import PpSplit, TpPlan
+from torchscale.rank.models.seeded_init import SeededBuild
 from torchscale.rank.parallel.pipeline_step import Autocast, PipelineRunner
 from torchscale.rank.parallel.pp_setup import first_tensor, pipeline_parallel
 from torchscale.rank.parallel.rank_layout import ParallelLayout, infeasible
@@ -70,19 +71,18 @@ def parallelize(
     ddp_options: dict[str, Any] | None = None,
     plugin_tp_plan: TpPlan | None = None,
     plugin_pp_split: PpSplit | None = None,
+    build: SeededBuild | None = None,
 ) -> Parallelized:
     """Parallelize `model` (already on `device`, identical on every rank) for `layout`.
 
-    Needs the default process group (world = layout.world). Pipeline layouts also need
+    Needs the default process group (world = layout.world). Pipeline layouts build their own
+    stages from `build` (`model` is only checked: build it on the meta device), and need
     `example_inputs`: a per-replica batch of inputs (only shapes, dtypes and strides matter) to
     size the stages, and `autocast`, the same context factory the step runs under, since
     pipelining must run each micro-batch's forward under it inside the schedule. Raises
     ValueError with `infeasible`'s reason when the layout cannot run the model.
 
-    Under pipelining every rank first holds the whole model; this call moves the stage
-    modules of other ranks to the meta device, so `model` itself is unusable afterwards (count
-    its FLOPs before). `precision`, `grad_accum_steps` and `channels_last` are only checked
-    (see `infeasible`).
+    `precision`, `grad_accum_steps` and `channels_last` are only checked (see `infeasible`).
     """
     if dist.get_world_size() != layout.world:
         raise ValueError(f"world size {dist.get_world_size()} is not the layout's {layout.world}")
@@ -116,8 +116,10 @@ def parallelize(
         )
         params = list(model.parameters())
         return Parallelized(model, None, params, replica, layout.dp, settings, mesh)
+    if build is None:
+        raise ValueError("pipeline layouts need `build`, to build this rank's stages alone")
     context, options = autocast or contextlib.nullcontext, ddp_options or {}
     runner, params, more = pipeline_parallel(
-        model, loss_fn, layout, mesh, device, example_inputs, context, options, plugin_pp_split
+        build, loss_fn, layout, mesh, device, example_inputs, context, options, plugin_pp_split
     )
     return Parallelized(None, runner, params, replica, layout.dp, settings | more, mesh)

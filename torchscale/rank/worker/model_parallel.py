@@ -17,6 +17,7 @@ from torch import nn
 
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import ModelBundle
+from torchscale.rank.models.seeded_init import SeededBuild
 from torchscale.rank.worker.precision import fsdp_policy
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ def model_parallel(
     device: torch.device,
     autocast: Any,
     world: int,
+    build: SeededBuild | None = None,
 ) -> ModelParallel:
-    """Parallelize `model` (on `device`, identical on every rank) for the cell's mesh.
+    """Parallelize `model` (on `device`, identical on every rank) for the cell's mesh; a
+    pipeline builds its stages from `build` (`model`, on meta, is only checked).
 
     torchscale/rank/parallel/ (DTensor, pipelining: some 300 torch modules, torch._dynamo among
     them) is imported here, so ddp and fsdp ranks start and exit as they always did."""
@@ -72,6 +75,7 @@ def model_parallel(
         ddp_options=spec.training.ddp.model_dump(exclude={"broadcast_buffers"}),
         plugin_tp_plan=bundle.tp_plan,
         plugin_pp_split=bundle.pp_split,
+        build=build,
     )
     if parts.pipeline is not None:
         module: nn.Module = nn.ModuleList(stage.submod for stage in parts.pipeline.stages)

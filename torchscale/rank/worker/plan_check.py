@@ -36,6 +36,7 @@ from torchscale.contracts.parallel_shapes import parallel_shapes, world_problem
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import build_model
 from torchscale.rank.models.parallel_plan import plan_of
+from torchscale.rank.models.seeded_init import SeededBuild
 from torchscale.rank.strategy_layouts import layout_of, model_problem
 from torchscale.rank.worker import trainer
 from torchscale.rank.worker.model_parallel import model_parallel
@@ -162,7 +163,8 @@ def rank_share(spec: WorkerSpec, rank: int) -> RankShare:
 
     The model is built on the meta device; ddp, fsdp and the tp meshes are set up for the CPU
     (nothing moves the meta weights there), pipelines for the meta device itself (the worker
-    moves the stages to its device, which on meta allocates nothing)."""
+    moves the stages to its device, which on meta allocates nothing; its settings count what
+    the rank would build for real, `pp_built_parameters`)."""
     world, strategy, shape = spec.cell.world_size, spec.cell.strategy, spec.cell.parallel
     with META:
         bundle = build_model(spec.model.name, spec.model.options, seq_len=spec.data.seq_len)
@@ -173,7 +175,8 @@ def rank_share(spec: WorkerSpec, rank: int) -> RankShare:
             return _share(rank, wrapped, world if strategy == "ddp" else 1, {})
         layout = layout_of(strategy, shape, world)
         device = META if layout.uses_pp else CPU
-        parallel = model_parallel(spec, bundle, model, device, contextlib.nullcontext, world)
+        build = SeededBuild(functools.partial(trainer._model_of, spec), spec.training.seed)
+        parallel = model_parallel(spec, bundle, model, device, contextlib.nullcontext, world, build)
         plain = layout.dp if layout.uses_pp else world
         pipeline = {k: v for k, v in parallel.settings.items() if k.startswith("pp_")}
         return _share(rank, parallel.module, plain, pipeline)

@@ -12,6 +12,7 @@ the step's real wait for its input.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from torchscale.rank.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pi
 from torchscale.rank.models import ModelBundle, build_model, call_model
 from torchscale.rank.models.bundle import LossFn
 from torchscale.rank.models.layers import set_bf16_activations
+from torchscale.rank.models.seeded_init import SeededBuild, SeededInit
 from torchscale.rank.worker import markers
 from torchscale.rank.worker.comm_hold import HOOK_TIMED, HoldTally, timed_hooks
 from torchscale.rank.worker.delay import NO_DELAYS, RankDelays, sleep
@@ -307,6 +309,23 @@ def _pipeline(
     )
 
 
+def _bundle_of(spec: WorkerSpec) -> ModelBundle:
+    return build_model(
+        spec.model.name,
+        spec.model.options,
+        seq_len=spec.data.seq_len,
+        image_size=spec.data.image_size,
+    )
+
+
+def _model_of(spec: WorkerSpec) -> torch.nn.Module:
+    """The cell's model as the trainer sets it up before any strategy: what a pipeline rank
+    builds its stages from."""
+    model = _bundle_of(spec).model
+    set_bf16_activations(model, bool(spec.training.bf16_activations))
+    return model
+
+
 @dataclass
 class Trainer:
     spec: WorkerSpec
@@ -332,15 +351,15 @@ class Trainer:
     @classmethod
     def build(cls, spec: WorkerSpec, device: torch.device) -> Trainer:
         # one seed for the weights (every FSDP shard then comes from the same model, as DDP's
-        # broadcast makes it), another per rank for the data
+        # broadcast makes it), another per rank for the data; every random op of the model's
+        # construction seeded by its place (seeded_init.py), so a pipeline rank can build its
+        # own stages alone with the values the unsplit model of any other strategy has
         torch.manual_seed(spec.training.seed)
-        bundle = build_model(
-            spec.model.name,
-            spec.model.options,
-            seq_len=spec.data.seq_len,
-            image_size=spec.data.image_size,
-        )
-        model = bundle.model.to(device)
+        build = SeededBuild(functools.partial(_model_of, spec), spec.training.seed)
+        pipelined = spec.cell.parallel is not None and spec.cell.parallel.pp > 1
+        with torch.device("meta") if pipelined else SeededInit(spec.training.seed):
+            bundle = _bundle_of(spec)
+        model = bundle.model if pipelined else bundle.model.to(device)
         bf16_streams = set_bf16_activations(model, bool(spec.training.bf16_activations))
         # as the plan resolved it; a plug-in's (unknown to the plan) from the model built here
         channels_last = resolve_channels_last(
@@ -362,7 +381,7 @@ class Trainer:
         if spec.cell.parallel is not None:
             from torchscale.rank.worker.model_parallel import model_parallel
 
-            parallel = model_parallel(spec, bundle, model, device, autocast, data_ranks)
+            parallel = model_parallel(spec, bundle, model, device, autocast, data_ranks, build)
             wrapped, runner = parallel.module, parallel.runner
             data_rank, data_ranks = parallel.data_rank, parallel.data_ranks
             params = parallel.param_groups
