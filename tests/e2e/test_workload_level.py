@@ -78,12 +78,16 @@ def test_the_cells_run_as_many_repeats_as_the_report_asks_for() -> None:
 def test_an_8_gpu_node_runs_every_strategy_where_gpt2_splits() -> None:
     plan = plan_workload(NodeFacts("cuda", 8, 80 * GIB, nsys="/usr/bin/nsys", cpu_cores=16))
     assert plan.unplaced == {}
-    # GPT-2's 12 heads do not split over 8 GPUs: tensor parallelism runs on 6
+    # GPT-2's 12 heads do not split over 8 GPUs: tensor parallelism runs on 6; 8 pipeline
+    # stages want 8 micro-batches of at least 2 samples: the pipeline runs at batch 16
     assert _strategies(plan.eager) == {
-        "eager": ["ddp", "fsdp", "pp", "hybrid"],
+        "eager": ["ddp", "fsdp", "hybrid"],
         "eager-tp-x6": ["tp"],
+        "eager-pp-x8": ["pp"],
     }
-    assert plan.eager["eager"]["training"]["parallel"]["microbatches"] == [8]  # type: ignore[index]
+    pipeline = plan.eager["eager-pp-x8"]
+    assert pipeline["training"]["parallel"]["microbatches"] == [8]  # type: ignore[index]
+    assert pipeline["batch_sizes"] == [16]
     assert _strategies(plan.compiled) == {
         "compiled": ["ddp", "fsdp", "hybrid"],
         "compiled-tp-x6": ["tp"],

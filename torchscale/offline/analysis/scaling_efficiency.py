@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from torchscale.offline.analysis.numbers import parse_repeats
-from torchscale.offline.analysis.ranking import shares_gpu
 from torchscale.offline.analysis.uncertainty import ratio_of_medians
 
 # layout_family: the strategy, or for tp/pp/hybrid what stays fixed as the world grows
@@ -84,6 +83,10 @@ SHARED_GPU = (
 
 def _shared(table: pd.DataFrame) -> pd.Series:
     """The rows whose ranks shared a GPU (ranking.shares_gpu): no scaling group takes them."""
+    # here, not at the top: ranking imports scipy, which the sweep's process (summary.csv
+    # through this module) must not load before its cells' windows (tests/rank/test_rank_imports)
+    from torchscale.offline.analysis.ranking import shares_gpu
+
     if "ranks_per_gpu" not in table.columns:
         return pd.Series(False, index=table.index)
     return table["ranks_per_gpu"].map(shares_gpu).astype(bool)

@@ -109,10 +109,14 @@ def _base(name: str, facts: NodeFacts, model: str, batch: int, world: int) -> di
 def _cells(
     prefix: str, facts: NodeFacts, model: str, batch: int, strategy: str, world: int, compiled: bool
 ) -> dict[str, Any]:
-    """One strategy's config at `world`: a pipeline gets at least a micro-batch per stage."""
-    micro = max(4, world)
+    """One strategy's config at `world`: a pipeline gets at least a micro-batch per stage, up
+    to 4 where the batch holds them, and at least MIN_MICROBATCH_SAMPLES samples in each (the
+    batch raised where it must be)."""
+    from torchscale.rank.parallel.rank_layout import MIN_MICROBATCH_SAMPLES as least
+
+    micro = max(world, min(4, batch // least))
     if strategy == "pp":
-        batch = math.ceil(batch / micro) * micro
+        batch = math.ceil(max(batch, least * micro) / micro) * micro
     data = _base(prefix, facts, model, batch, world)
     data["training"] = {
         "precision": "bf16",
