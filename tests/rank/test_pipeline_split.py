@@ -51,3 +51,18 @@ def test_gpt2_at_8_stages_is_split_by_its_flops() -> None:
     assert split.holds[-1] == "output part"
     assert split.flops is not None and max(split.flops) == pytest.approx(head / 2)
     assert max(split.flops) < (head + block) / 2  # the slowest stage by count
+
+
+def test_the_cost_model_runs_a_model_with_bf16_activations_on_meta() -> None:
+    """A bf16 run casts its residual stream under autocast; the cost model runs the parts on
+    the meta device, which has no autocast: it counts there as without the cast (a CPU pp
+    cell in bf16 once failed here, 'unknown device type for autocast')."""
+    from torchscale.rank.models.layers import set_bf16_activations
+
+    with META:
+        bundle = build_model("tiny-gpt2")
+    assert set_bf16_activations(bundle.model, True) > 0
+    example, _ = bundle.make_batch(2, META)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        split = pieces.split_at_blocks(bundle.model, 2, example)
+    assert split.flops is not None and len(split.flops) == 2

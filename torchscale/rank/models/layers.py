@@ -18,8 +18,11 @@ from torch import nn
 
 
 def under_bf16_autocast(x: torch.Tensor) -> bool:
-    """Whether `x` is being computed under bf16 autocast on its device."""
+    """Whether `x` is being computed under bf16 autocast on its device (never on the meta
+    device, which has no autocast: the pipeline's cost model runs the model there)."""
     device = x.device.type
+    if device == "meta":
+        return False
     return torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.bfloat16
 
 
