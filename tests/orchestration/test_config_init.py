@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.contracts.parallel_shapes import MIN_MICROBATCH_SAMPLES
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config import load_config
 from torchscale.orchestration.config.hardware import PROFILES, cpu_node
 from torchscale.orchestration.config.starter import plan_starter
 from torchscale.orchestration.memory_estimate import fitting_batch
 from torchscale.orchestration.plan import Machine, build_plan
-from torchscale.rank.parallel.rank_layout import MIN_MICROBATCH_SAMPLES
 
 runner = CliRunner()
 

@@ -14,6 +14,10 @@ from torchscale.contracts.finding import Finding
 
 MODEL_PARALLEL: tuple[Strategy, ...] = ("tp", "pp", "hybrid")
 HYBRID_DEFAULT_DEGREE = 2
+# the fewest samples a pipeline's micro-batch may hold: one sample per micro-batch (pp8 1f1b at
+# batch 8) measures a pipeline no one trains, its every kernel one sequence or image wide and its
+# BatchNorm statistics one sample's (docs/strategies.md, "Micro-batches")
+MIN_MICROBATCH_SAMPLES = 2
 
 
 def _dp(world: int, group: int) -> int:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from torchscale.contracts.cell import world_label
 from torchscale.contracts.cell_settings import MAX_BATCH_SIZE
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.parallel_shapes import MIN_MICROBATCH_SAMPLES
 from torchscale.contracts.run_kinds import PATH_CHECK_DESCRIPTION
 
 WorkloadDevice = Literal["cuda", "cpu"]
@@ -112,8 +113,7 @@ def _cells(
     """One strategy's config at `world`: a pipeline gets at least a micro-batch per stage, up
     to 4 where the batch holds them, and at least MIN_MICROBATCH_SAMPLES samples in each (the
     batch raised where it must be)."""
-    from torchscale.rank.parallel.rank_layout import MIN_MICROBATCH_SAMPLES as least
-
+    least = MIN_MICROBATCH_SAMPLES
     micro = max(world, min(4, batch // least))
     if strategy == "pp":
         batch = math.ceil(max(batch, least * micro) / micro) * micro

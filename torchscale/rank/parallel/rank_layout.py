@@ -12,6 +12,7 @@ from typing import Any, Literal
 import torch
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.parallel_shapes import MIN_MICROBATCH_SAMPLES
 from torchscale.rank.models.bundle import PpSplit, TpPlan
 from torchscale.rank.models.parallel_plan import plan_of
 
@@ -125,12 +126,6 @@ def theoretical_bubble(layout: ParallelLayout) -> float:
     free communication."""
     p, m, v = layout.pp, layout.microbatches, layout.stages_per_rank
     return (p - 1) / (v * m + p - 1)
-
-
-# the fewest samples a pipeline's micro-batch may hold: one sample per micro-batch (pp8 1f1b at
-# batch 8) measures a pipeline no one trains, its every kernel one sequence or image wide and its
-# BatchNorm statistics one sample's (docs/strategies.md, "Micro-batches")
-MIN_MICROBATCH_SAMPLES = 2
 
 
 def _no(code: str, **figures: Any) -> Finding:
