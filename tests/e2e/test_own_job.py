@@ -183,3 +183,23 @@ def test_each_rank_traces_the_window_and_analyze_agrees_with_the_run(
     assert again.exit_code == 0, again.output
     analysed = ProfileAnalysis.model_validate_json(out.read_text())
     assert analysed.diagnosis == stored.diagnosis
+
+
+def test_the_fix_names_the_jobs_own_loader_settings(slow_run: OwnRun, tmp_path: Path) -> None:
+    """A plain loop with one loader worker, not persistent: the slow loader's fix, in the
+    terminal's -v form and the full report, names that DataLoader's arguments from what the
+    job set (more than its 1 worker), never torchscale's config keys."""
+    assert slow_run.returncode == 0, slow_run.said()
+    facts = stored_result(slow_run).job
+    assert facts is not None and facts.framework == "pytorch", facts
+    assert (facts.num_workers, facts.persistent_workers, facts.prefetch_factor) == (1, False, 2)
+    argv = ["report", "-s", str(slow_run.root), "-f", "md", "--full", "-o", str(tmp_path)]
+    shown = CliRunner().invoke(app, argv)
+    assert shown.exit_code == 0, shown.output
+    (md,) = sorted(tmp_path.rglob("*.md"))
+    fixes = [line for line in md.read_text().splitlines() if "recommendation:" in line]
+    loader = next(line for line in fixes if "waits on its DataLoader" in line)
+    said = "set DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=4), N more "
+    assert said + "than its 1, about the cores per rank;" in loader
+    assert "pin_memory" not in loader  # CPU ranks: nothing is copied to a device
+    assert not [line for line in fixes if "measurement." in line or "--set " in line], fixes

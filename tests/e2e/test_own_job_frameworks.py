@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.own_job_runs import (
     EXAMPLES,
@@ -36,6 +37,7 @@ from tests.own_job_runs import (
     stored_result,
     text_files,
 )
+from torchscale.interfaces.cli.app import app
 
 pytestmark = pytest.mark.slow
 
@@ -156,3 +158,27 @@ def test_a_slow_loader_is_named_on_every_surface(
 ) -> None:
     done: OwnRun = request.getfixturevalue(f"{name}_run")
     assert_straggler_on_every_surface(done, SLOW_RANK, "input", tmp_path / "r")
+
+
+def test_the_jobs_framework_and_loader_are_read_so_advice_names_its_own_settings(
+    run: tuple[Job, OwnRun], tmp_path: Path
+) -> None:
+    """The probe reads who steps the optimizer (the Trainer steps through accelerate's
+    wrapper: still the Trainer) and the loader's settings (0 workers in both scripts); the
+    slow loader's fix names TrainingArguments' own argument, not torchscale's keys."""
+    job, done = run
+    assert done.returncode == 0, done.said()
+    facts = stored_result(done).job
+    name = job.script.removesuffix("_train.py")
+    assert facts is not None and facts.framework == name, facts
+    assert (facts.num_workers, facts.persistent_workers) == (0, False), facts
+    if not job.slow:
+        return
+    argv = ["report", "-s", str(done.root), "-f", "md", "--full", "-o", str(tmp_path)]
+    shown = CliRunner().invoke(app, argv)
+    assert shown.exit_code == 0, shown.output
+    (md,) = sorted(tmp_path.rglob("*.md"))
+    fix = next(line for line in md.read_text().splitlines() if "waits on its DataLoader" in line)
+    said = "set TrainingArguments(dataloader_num_workers=N, dataloader_persistent_workers=True"
+    assert said in fix and "N more than its 0, about the cores per rank" in fix, fix
+    assert "num_workers > 0" not in fix and "measurement." not in fix, fix

@@ -849,6 +849,24 @@ class FixedCosts(Record):
     )
 
 
+class JobFacts(Record):
+    """A user's job (`profile -- COMMAND`, a `jobs:` row): how it is written, as the probe saw
+    it on rank 0, so a next step names the job's own settings, not torchscale's
+    (rank/own_job/loop_facts.py; docs/own-job.md)."""
+
+    framework: Literal["pytorch", "hf_trainer", "lightning", "accelerate"] | None = Field(
+        default=None,
+        description="whose code stepped the optimizer: a plain loop (pytorch), the Hugging "
+        "Face Trainer, Lightning's Trainer or accelerate; null: not seen",
+    )
+    num_workers: int | None = Field(
+        default=None, description="the first training DataLoader's workers; null: none seen"
+    )
+    pin_memory: bool | None = None
+    persistent_workers: bool | None = None
+    prefetch_factor: int | None = Field(default=None, description="null: no workers")
+
+
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
     schema_version: Literal[20] = 20
@@ -913,6 +931,7 @@ class CellResult(Record):
     error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
     environment: dict[str, Any] = Field(default_factory=dict)
     launch: dict[str, Any] = Field(default_factory=dict, description="argv, env, omp threads")
+    job: JobFacts | None = Field(default=None, description="a user's job: how it is written")
     started_at: str | None = None
     wall_s: float | None = Field(default=None, description="launch to exit, seconds")
 

@@ -13,8 +13,14 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import Estimate, Problem, StragglerVerdict
-from torchscale.contracts.wording import spelled, verdicts
+from torchscale.contracts.schema.cell_result import (
+    CellResult,
+    Estimate,
+    JobFacts,
+    Problem,
+    StragglerVerdict,
+)
+from torchscale.contracts.wording import job_terms, spelled, verdicts
 from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
 from torchscale.contracts.wording.cross_checks import quoted
 from torchscale.contracts.wording.figures import change_text, pct, share_text
@@ -289,9 +295,14 @@ def _straggler_fix(f: Figures, run: Run) -> str:
             "do not share cores; if the host is healthy, look for uneven inputs on that rank."
         )
     if phase == "data":
+        loader = (
+            "raise num_workers, set pin_memory=True and persistent_workers=True, "
+            "prefetch_factor >= 4"
+            if run.job is None
+            else f"set {job_terms.loader(run.job, run.gpu)}"
+        )
         return (
-            f"{name} waits on its DataLoader: raise num_workers, set pin_memory=True and "
-            "persistent_workers=True, prefetch_factor >= 4; check that rank's storage or "
+            f"{name} waits on its DataLoader: {loader}; check that rank's storage or "
             "network read speed and that its data shard is not larger than the others."
         )
     if phase == "optimizer":
@@ -336,6 +347,13 @@ def _exposed_fix(f: Figures, run: Run) -> str:
     nodes = 1 if run.single_node else f.get("nodes")
     # which network interface carries the traffic is a question only across hosts
     across = "" if nodes == 1 else ("across hosts, " if nodes is None else "")
+    if run.job is not None and f.get("strategy") != "fsdp":
+        said = across + _network_fix(f)
+        network = "" if nodes == 1 else f" {said[0].upper()}{said[1:]}"
+        return (
+            "Hide or shrink gradient communication, in the job's own settings: "
+            f"{job_terms.gradient_sync(run.job)}.{network}"
+        )
     if f.get("gloo"):
         interface = "" if nodes == 1 else f"; {across}set GLOO_SOCKET_IFNAME to the fast interface"
         return (
@@ -358,9 +376,23 @@ def _exposed_fix(f: Figures, run: Run) -> str:
     )
 
 
+def _network_fix(f: Figures) -> str:
+    """Which interface carries the traffic across hosts, by backend."""
+    if f.get("gloo"):
+        return "set GLOO_SOCKET_IFNAME to the fast interface."
+    return "check NCCL uses the fast transport (NCCL_DEBUG=INFO; NCCL_IB_HCA / NCCL_SOCKET_IFNAME)."
+
+
 def _turns_fix(f: Figures, run: Run) -> str:
     # synthetic batches are the same size on every rank already: no sampler to set
-    sampler = "" if run.synthetic else " (DistributedSampler with drop_last=True)"
+    own = job_terms.equal_work(run.job) if run.job is not None else None
+    sampler = (
+        ""
+        if run.synthetic
+        else f" ({own})"
+        if own is not None
+        else " (DistributedSampler with drop_last=True)"
+    )
     return (
         f"Give every rank the same work per step: equal batch sizes{sampler}, sequences "
         "bucketed or padded to equal lengths per step (length-grouped sampling), no "
@@ -384,11 +416,33 @@ def _host_bound_fix(f: Figures, run: Run) -> str:
 
 class Run:
     """What the run a problem is shown for says about its next step: one host (no network
-    interface to pick), synthetic data (no sampler to set). Unknown: the stored figures rule."""
+    interface to pick), synthetic data (no sampler to set), a user's job (its own settings
+    named, job_terms.py) on a GPU or not. Unknown: the stored figures rule."""
 
-    def __init__(self, single_node: bool = False, synthetic: bool = False) -> None:
+    def __init__(
+        self,
+        single_node: bool = False,
+        synthetic: bool = False,
+        job: JobFacts | None = None,
+        gpu: bool = False,
+    ) -> None:
         self.single_node = single_node
         self.synthetic = synthetic
+        self.job = job
+        self.gpu = gpu
+
+
+def run_of(result: CellResult | None) -> Run:
+    """The run facts of a result (none: the stored figures rule)."""
+    if result is None:
+        return Run()
+    synthetic = result.data is not None and result.data.source == "synthetic"
+    return Run(
+        single_node=(result.cell.nodes or 1) == 1,
+        synthetic=synthetic,
+        job=result.job,
+        gpu=result.cell.device == "cuda",
+    )
 
 
 FIXES: dict[str, Callable[[Figures, Run], str]] = {
@@ -408,9 +462,14 @@ FIXES: dict[str, Callable[[Figures, Run], str]] = {
     "problem.imbalance.turns": _turns_fix,
     "problem.exposed_comm": _exposed_fix,
     "problem.data_wait": lambda f, run: (
-        "Feed the loop ahead of time: DataLoader num_workers > 0 (about the cores per rank), "
-        "pin_memory=True with .to(device, non_blocking=True), persistent_workers=True, "
-        "prefetch_factor 4; move decoding and augmentation out of the step."
+        (
+            "Feed the loop ahead of time: DataLoader num_workers > 0 (about the cores per "
+            "rank), pin_memory=True with .to(device, non_blocking=True), "
+            "persistent_workers=True, prefetch_factor 4"
+            if run.job is None
+            else f"Feed the loop ahead of time: set {job_terms.loader(run.job, run.gpu)}"
+        )
+        + "; move decoding and augmentation out of the step."
     ),
     "problem.launch_wait": lambda f, run: (
         "Give the device more work per launch: a larger batch per GPU, CUDA graphs "
@@ -552,6 +611,11 @@ def _point_comm_evidence(f: Figures) -> list[str]:
 def _point_comm_fix(f: Figures, run: Run) -> str:
     # which network interface carries the traffic is a question only across hosts
     one_host = run.single_node or f.get("nodes") == 1
+    if run.job is not None:
+        said = _network_fix(f)
+        network = "" if one_host else f" {said[0].upper()}{said[1:]}"
+        own = job_terms.gradient_sync(run.job)
+        return f"Hide or shrink gradient communication, in the job's own settings: {own}.{network}"
     network = (
         ""
         if one_host
@@ -577,6 +641,8 @@ def _point_data_evidence(f: Figures) -> list[str]:
 
 
 def _point_data_fix(f: Figures, run: Run) -> str:
+    if run.job is not None:
+        return f"Feed the GPUs faster: set {job_terms.loader(run.job, run.gpu)}."
     workers = f"{f['workers']} worker(s)" if f.get("workers") is not None else "the workers"
     return (
         f"Feed the GPUs faster: more DataLoader workers than {workers}, "

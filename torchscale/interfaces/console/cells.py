@@ -7,6 +7,7 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem
+from torchscale.contracts.wording import problems
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_figures import megabytes_per_s
 from torchscale.contracts.wording.cell_figures import ms_glued as _ms
@@ -133,7 +134,8 @@ def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:
     lines = [Line("warn", f"> [ANALYSIS] {finding.title}")]
     if verbose:
         lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
-        lines.append(Line("info", f">      fix: {finding.recommendation}"))
+        fix = problems.recommendation(finding.finding, problems.run_of(result))
+        lines.append(Line("info", f">      fix: {fix}"))
     return lines
 
 

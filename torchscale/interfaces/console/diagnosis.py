@@ -6,6 +6,7 @@ terminal's tags, and what `-v` adds; the findings by title.
 from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
+from torchscale.contracts.wording import problems
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail
 from torchscale.contracts.wording.figures import ms, seconds_text, share_text
@@ -81,10 +82,11 @@ def findings_lines(
     heading: str = "Found {n} bottleneck(s):",
     injected: bool = False,
     caveat: str | None = None,
+    run: problems.Run | None = None,
 ) -> list[Line]:
     """'Found N bottleneck(s):' and one line each (a straggler finding marked when the run's
     own --inject-delay made it: `injected`); `verbose` adds evidence (a straggler's with the
-    diagnosis' `caveat`) and the fix."""
+    diagnosis' `caveat`) and the fix, for the `run` it was found in (problems.Run)."""
     # no findings, no list: the heading's colon would announce one
     heading = heading.format(n=len(findings))
     lines = [Line("info", f"> [ANALYSIS] {heading if findings else heading.rstrip(':')}")]
@@ -95,5 +97,6 @@ def findings_lines(
             if finding.category == "straggler" and caveat and caveat not in evidence:
                 evidence.append(caveat)
             lines += [Line("info", f">      evidence: {item}") for item in evidence]
-            lines.append(Line("info", f">      fix: {finding.recommendation}"))
+            fix = problems.recommendation(finding.finding, run)
+            lines.append(Line("info", f">      fix: {fix}"))
     return lines

@@ -10,7 +10,7 @@ from pathlib import Path
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, StepPart
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import problems, spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import (
     ms,
@@ -284,6 +284,7 @@ def analysis_lines(
         heading=f"Found {{n}} bottleneck(s){target}{left}:",
         injected=bool(verdict is not None and verdict.injected),
         caveat=verdict_words.caveat(analysis.diagnosis) if analysis.diagnosis is not None else None,
+        run=problems.run_of(result),
     )
     if not verbose:
         return lines

@@ -23,7 +23,7 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Peak, Tf32Settings, cell_peak
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_result import CellWarning, JobFacts
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.own_job.command import OwnJobRequest
 
@@ -97,6 +97,17 @@ def job_strategy(ranks: Sequence[RankMeasurement]) -> Strategy | None:
     """fsdp where the optimizers' parameters are DTensor shards (FSDP2), else None: not
     known (ddp and a single process look alike to the probe)."""
     return "fsdp" if any(getattr(r, "sharded", False) for r in ranks) else None
+
+
+def how_written(ranks: Sequence[RankMeasurement]) -> JobFacts | None:
+    """Rank 0's framework and DataLoader settings, as its probe saw them (loop_facts.py);
+    None when no rank saw either (a probe older than them)."""
+    first = ranks[0] if ranks else None
+    framework = getattr(first, "framework", None)
+    loader = getattr(first, "loader", None) or {}
+    if framework is None and not loader:
+        return None
+    return JobFacts(framework=framework, **loader)
 
 
 def job_identity(

@@ -43,6 +43,7 @@ from torchscale.orchestration.own_job.command import (
     redacted,
 )
 from torchscale.orchestration.own_job.identity import (
+    how_written,
     job_device,
     job_facts,
     job_identity,
@@ -249,6 +250,7 @@ def job_result(
             for w in launch.attempt.warnings
         ]
         result.warnings = [*result.warnings, *shutdown, *(_warning(n) for n in notes)]
+        result.job = how_written(kept)
     else:
         problem = _problem(
             request,

@@ -53,6 +53,7 @@ from torchscale.rank.own_job import (
     FAILURE_FILE,
     PROBE_FILE,
 )
+from torchscale.rank.own_job.loop_facts import framework, loader_settings
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, StepSeconds, batch_counts
 from torchscale.rank.own_job.trace_window import (
     OWN_PROFILER,
@@ -176,6 +177,10 @@ class Probe:
         # training (the job's own set-up done)
         self.torch_imported_unix = time.time()
         self.training_started_unix: float | None = None
+        # how the job is written (loop_facts.py): the framework on the first step's stack, the
+        # settings of the first DataLoader the training loop drew from
+        self.framework: str | None = None
+        self.loader: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ install
 
@@ -237,6 +242,8 @@ class Probe:
                 probe._interval(step.data, start)
             try:
                 probe.batches += 1
+                if probe.loader is None:
+                    probe.loader = loader_settings(it)
                 samples, tokens = batch_counts(batch)
                 if samples is not None:
                     step.samples = (step.samples or 0) + samples
@@ -457,6 +464,7 @@ class Probe:
             return
         self.role = "rank"
         self.rank = self._rank()
+        self.framework = framework()  # the job's loop is on the stack of its first step
         self.clock_id = id(optimizer) if optimizer is not None else MARKER_CLOCK
         self.thread = threading.get_ident()
         groups = optimizer.param_groups if optimizer is not None else []
@@ -772,6 +780,8 @@ class Probe:
             "torch_imported_unix": self.torch_imported_unix,
             "training_started_unix": self.training_started_unix,
             "findings": findings,
+            "framework": self.framework,
+            "loader": self.loader,
             **self._step_facts(),
         }
 

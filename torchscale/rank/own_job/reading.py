@@ -46,6 +46,10 @@ class OwnJobMeasurement(RankMeasurement):
     sharded: bool = False  # the parameters are DTensor shards (FSDP2): the job's strategy
     device_name: str | None = None  # the CUDA device's name; None on CPU
     tf32: dict[str, Any] | None = None  # contracts.gpu_peaks.Tf32Settings as read on the rank
+    # how the job is written (loop_facts.py): the framework driving its loop (None: not seen,
+    # an older probe) and its first training DataLoader's settings (None: no DataLoader seen)
+    framework: str | None = None
+    loader: dict[str, Any] | None = None
 
 
 def _cut(window: Window, cut: slice) -> Window:

@@ -101,7 +101,7 @@ def diagnosis_finding(
     cost_pct = None if bounded else item.cost_pct
     title = item.title
     severity = cost_severity(cost_pct)
-    advice = problems.recommendation(item.finding, _run(injected))
+    advice = problems.recommendation(item.finding, problems.run_of(injected))
     if item.category == "straggler":
         note = _injected_note(injected, straggler_rank) if injected is not None else None
         if note is None and verdict_injected:
@@ -121,15 +121,6 @@ def diagnosis_finding(
         caveat=caveat,
         group=problems.group(item.finding),
     )
-
-
-def _run(result: CellResult | None) -> problems.Run:
-    """What the run says about a next step: one host, synthetic batches (the same on every
-    rank, so no sampler to set)."""
-    if result is None:
-        return problems.Run()
-    synthetic = result.data is not None and result.data.source == "synthetic"
-    return problems.Run(single_node=(result.cell.nodes or 1) == 1, synthetic=synthetic)
 
 
 def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
