@@ -4,8 +4,8 @@ job? Measured, with what the calibration costs.
 Every run is one `torchscale benchmark` cell of a balanced model (default tiny-cnn, the same
 work on both CPU ranks), as a new user would run it. From its result (cells/*.json) it reads
 the straggler verdict (`diagnosis.straggler`: named, kind, and for a compute straggler its
-`device` reading: straggler.device_slower / .device_partly / .more_work / .device_undecided)
-and each rank's calibration (`ranks[].calibration`: the fixed matmul every rank times after
+`device` reading: straggler.device_slower / .device_partly / .device_in_window / .more_work /
+.device_undecided) and each rank's calibration (`ranks[].calibration`: the fixed matmul every rank times after
 each window, rank/worker/calibration.py), whose wall seconds per window against the window's
 steps are its cost to the run (it runs outside every timed step).
 
@@ -13,7 +13,8 @@ Printed per run: the verdict in short, the calibration ratio of rank 1 over rank
 and the cost; then the rates with 95 % Clopper-Pearson intervals:
   - nobody named;
   - "a slower device": a compute straggler whose calibration was significantly slower
-    (device_slower or device_partly), the machine's floor told apart from the job;
+    (device_slower or device_partly), or slower while it worked on the same work as the
+    others (device_in_window): the machine's floor told apart from the job;
   - a straggler of the job: any other name (more work, undecided, host, input, communication).
 The 1-minute load before and after every run is printed: beside other work the rates measure
 that work (said, not judged).
@@ -46,7 +47,7 @@ measurement:
   steps: {steps}
   repeats: {repeats}
 """
-SLOWER = ("straggler.device_slower", "straggler.device_partly")
+SLOWER = ("straggler.device_slower", "straggler.device_partly", "straggler.device_in_window")
 
 
 def load() -> float:

@@ -7,18 +7,30 @@ import numpy as np
 import pytest
 
 from tests.offline.test_attribution import step_table
+from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.schema.cell_result import RankCalibration
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import straggler_test_text
-from torchscale.offline.analysis.diagnosis.device import Calibrated, calibration_table
+from torchscale.offline.analysis.diagnosis.device import (
+    Calibrated,
+    calibration_table,
+    ranks_work_equal,
+    work_equal,
+)
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
 CAL_S = 0.8e-3  # one calibration repetition on an unslowed device
 
 
 def calibration(
-    slower: float, *, ranks: int = 2, windows: int = 3, reps: int = 8, noise: float = 0.03
+    slower: float,
+    *,
+    ranks: int = 2,
+    windows: int = 3,
+    reps: int = 8,
+    noise: float = 0.03,
+    equal_work: bool | None = None,
 ) -> Calibrated | None:
     """Every rank's calibration as the worker stores it, rank 1's `slower` times the others'
     (relative normal noise `noise` on every repetition)."""
@@ -38,13 +50,19 @@ def calibration(
         )
         for rank in range(ranks)
     }
-    return calibration_table(per_rank)
+    return calibration_table(per_rank, equal_work)
 
 
-def verdict_of(slower: float | None, delay_ms: float = 3.0, noise: float = 0.03):  # type: ignore[no-untyped-def]
+def verdict_of(  # type: ignore[no-untyped-def]
+    slower: float | None,
+    delay_ms: float = 3.0,
+    noise: float = 0.03,
+    equal_work: bool | None = None,
+):
     """The verdict of rank 1 given `delay_ms` more backward per step, its calibration
-    `slower` times the others' (None: no calibration)."""
-    cal = calibration(slower, noise=noise) if slower is not None else None
+    `slower` times the others' (None: no calibration); `equal_work`: what the run knows of
+    its ranks' work (work_equal)."""
+    cal = calibration(slower, noise=noise, equal_work=equal_work) if slower is not None else None
     split = timers_step_split(step_table(delay=(1, "backward", delay_ms)), None, calibration=cal)
     assert split is not None and split.straggler is not None
     return split.straggler
@@ -110,3 +128,47 @@ def test_ranks_without_calibration_or_timed_differently_give_no_table() -> None:
     assert calibration_table({0: cal, 1: gpu}) is None
     table = calibration(1.0)
     assert table is not None and table.table.shape == (24, 2)
+
+
+@pytest.mark.parametrize(
+    ("slower", "equal_work", "code"),
+    [
+        (1.0, True, "straggler.device_in_window"),  # same work, calibration on par: in window
+        (1.15, True, "straggler.device_slower"),  # same work: any significant slowdown is it
+        (1.0, False, "straggler.more_work"),  # counted more work: as without the rule
+        (1.15, None, "straggler.device_partly"),  # not known: the calibration's rule alone
+    ],
+)
+def test_the_same_work_on_every_rank_is_never_more_work(
+    slower: float, equal_work: bool | None, code: str
+) -> None:
+    verdict = verdict_of(slower, equal_work=equal_work)
+    assert verdict.device is not None and verdict.device.code == code
+    if code == "straggler.device_in_window":
+        assert ": a slower core while it worked" in verdict_words.straggler_text(verdict, 2)
+        assert "on the same work per rank" in verdict_words.summary(verdict)
+
+
+def test_work_is_equal_by_the_plan_or_by_the_jobs_own_counts() -> None:
+    assert [work_equal(s) for s in ("ddp", "fsdp", "tp", "pp", "fsdp_tp", None)] == [
+        True, True, True, False, False, None,
+    ]  # fmt: skip
+    assert work_equal("pp", [[32, 32], [32, 32]]) is True  # counts rule over the plan
+    assert work_equal(None, [[32, 32, 32], [32, 48, 32]]) is True  # equal medians: one odd step
+    assert work_equal(None, [[32, 32, 32], [48, 48, 32]]) is False
+    assert work_equal(None, [[32, None], [32, 32]]) is None
+
+
+class _Rank:
+    def __init__(self, samples: list[int | None] | None, tokens: list[int | None] | None):
+        self.samples_per_step, self.tokens_per_step = samples, tokens
+
+
+def test_a_users_job_is_judged_by_its_counts_never_by_its_placeholder_strategy() -> None:
+    own = CellIdentity.model_construct(model="own:train.py", strategy="ddp")
+    zoo = CellIdentity.model_construct(model="tiny-cnn", strategy="ddp")
+    counted = [_Rank([32, 32], [640, 640]), _Rank([32, 32], [640, 900])]
+    assert ranks_work_equal(own, counted) is False  # tokens differ: more work is possible
+    assert ranks_work_equal(own, [_Rank([32], None), _Rank([32], None)]) is True
+    assert ranks_work_equal(own, [object(), object()]) is None  # nothing counted, no plan
+    assert ranks_work_equal(zoo, [object(), object()]) is True

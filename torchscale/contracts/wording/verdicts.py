@@ -92,6 +92,12 @@ DEVICE_PHRASES: dict[str, Callable[[Figures], str]] = {
     "straggler.device_undecided": lambda f: (
         f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
     ),
+    "straggler.device_in_window": lambda f: (
+        f"a slower {_device_name(f)} while it worked (its work {spelled.times(f['work_ratio'], 2)} "
+        f"the others' on the same work per rank; its calibration after the windows "
+        f"{spelled.times(f['ratio'][0], 2)}, on par): a slowdown inside the windows, such as "
+        f"another process on its {_device_name(f)} or a clock drop, not the job's data"
+    ),
     "straggler.device_unmeasured": lambda f: "no calibration timed: slower device or more work?",
 }
 
@@ -227,13 +233,17 @@ def _named_line(verdict: StragglerVerdict, injected_first: bool) -> str:
 
 def _device_short(verdict: StragglerVerdict) -> str:
     """', a slower core x1.18' / ', more work' after a compute straggler whose calibration
-    told them apart; '' otherwise (not compute, not told, or not timed)."""
+    (or the same work on every rank) told them apart; '' otherwise (not compute, not told, or
+    not timed)."""
     device = verdict.device
-    if device is None or device.code not in ("straggler.device_slower", "straggler.more_work"):
+    shown = ("straggler.device_slower", "straggler.more_work", "straggler.device_in_window")
+    if device is None or device.code not in shown:
         return ""
     if device.code == "straggler.more_work":
         return ": more work (rebalance its data)"
     name = _device_name(device.figures)
+    if device.code == "straggler.device_in_window":
+        return f": a slower {name} while it worked (the same work as the others)"
     return f": a slower {name} ({spelled.times(device.figures['ratio'][0], 2)})"
 
 

@@ -28,7 +28,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
-from torchscale.offline.analysis.diagnosis.device import calibration_table
+from torchscale.offline.analysis.diagnosis.device import calibration_table, plan_work_equal
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     TracedInflation,
@@ -106,7 +106,9 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
             timers=TimerEvidence(
                 steps=table,
                 no_sync=no_sync,
-                calibration=calibration_table({r.rank: r.calibration for r in cell.ranks}),
+                calibration=calibration_table(
+                    {r.rank: r.calibration for r in cell.ranks}, plan_work_equal(cell.cell)
+                ),
             ),
             device_type=cell.cell.device,
             backend=cell.cell.backend,

@@ -59,7 +59,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
-from torchscale.offline.analysis.diagnosis.device import calibration_table
+from torchscale.offline.analysis.diagnosis.device import calibration_table, ranks_work_equal
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import (
@@ -431,7 +431,10 @@ def diagnosis_record(
                 timers=TimerEvidence(
                     steps=table,
                     no_sync=no_sync,
-                    calibration=calibration_table({r.rank: rank_calibration(r) for r in ranks}),
+                    calibration=calibration_table(
+                        {r.rank: rank_calibration(r) for r in ranks},
+                        ranks_work_equal(spec.cell, ranks),
+                    ),
                 ),
                 device_type=spec.cell.device,
                 backend=spec.cell.backend,

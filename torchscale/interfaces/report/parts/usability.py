@@ -27,7 +27,9 @@ RAISE_REPEATS = (
     "raise `measurement.repeats` from {now} to {n} or more: with {now} a 95 % interval is too "
     "wide to tell configurations apart"
 )
-QUIETER = "rerun on a quiet node or with longer windows (`measurement.steps`; a profile's `--steps`)"
+QUIETER = (
+    "rerun on a quiet node or with longer windows (`measurement.steps`; a profile's `--steps`)"
+)
 
 
 @dataclass(frozen=True)

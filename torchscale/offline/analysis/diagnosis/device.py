@@ -3,20 +3,25 @@ rank timed after each window (rank/worker/calibration.py).
 
 A rank whose own work takes longer either runs on a slower device (a throttled or worse GPU, a
 slower core: the same fixed work takes longer there too) or was given more work (its fixed work
-is on par). The calibration's per-repetition gap over the median of the others' is judged by
-the straggler's own paired test (`uncertainty.paired_gap_test`, ALPHA, the 5 % minimum effect
-of the others' calibration); the rule: docs/methodology.md, "Slower device or more work".
+is on par). Where every rank is known to be given the same work per step (`work_equal`: the
+plan's data-parallel shapes, or a user's job's counted samples and tokens), it is never "more
+work": a calibration on par then says the device was slower while it worked, not after (a
+slowdown inside the windows: another process on its core, a clock drop). The calibration's
+per-repetition gap over the median of the others' is judged by the straggler's own paired test
+(`uncertainty.paired_gap_test`, ALPHA, the 5 % minimum effect of the others' calibration); the
+rule: docs/methodology.md, "Slower device or more work".
 
 Pure: tables in, the verdict with its `device` finding and `device_ratio` out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
+from torchscale.contracts.cell import OWN_PREFIX, CellIdentity
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     Estimate,
@@ -34,6 +39,9 @@ from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_
 # "a slower device" alone (its interval's top below it for "more work")
 EXPLAINS = 0.5
 UNMEASURED = "straggler.device_unmeasured"
+# strategies whose ranks all run the same shapes each step (the whole model, or an even shard
+# of every layer); a pipeline's stages, and the hybrids' mixes, differ by design
+SAME_WORK_STRATEGIES = ("ddp", "fsdp", "tp")
 
 
 @dataclass(frozen=True)
@@ -43,11 +51,57 @@ class Calibrated:
 
     table: pd.DataFrame
     timer: str
+    equal_work: bool | None = None  # every rank given the same work per step (work_equal)
 
 
-def calibration_table(per_rank: Mapping[int, RankCalibration | None]) -> Calibrated | None:
-    """The ranks' calibrations as one (window, rep) x rank table; None when a rank has none
-    (an older result, or a path that timed none) or they were timed differently."""
+def work_equal(
+    strategy: str | None, counts: Sequence[Sequence[int | None]] | None = None
+) -> bool | None:
+    """Whether every rank was given the same work per step: by the ranks' own counts where
+    there are some (`counts`: per rank, its samples and tokens per measured step, as a user's
+    job's probe counts them: equal medians, or None where a count is unknown), else by the
+    plan (SAME_WORK_STRATEGIES; `strategy` None: not known)."""
+    if counts is not None:
+        if not counts or any(not c or any(n is None for n in c) for c in counts):
+            return None
+        medians = {float(pd.Series(list(c), dtype=float).median()) for c in counts}
+        return len(medians) == 1
+    if strategy is None:
+        return None
+    return strategy in SAME_WORK_STRATEGIES
+
+
+def plan_work_equal(cell: CellIdentity) -> bool | None:
+    """work_equal by a cell's plan; None for a user's job (its label's strategy is a
+    placeholder: its ranks' counts say, where the probe's files are read)."""
+    return None if cell.model.startswith(OWN_PREFIX) else work_equal(cell.strategy)
+
+
+def counted_work(ranks: Sequence[object]) -> list[list[int | None]] | None:
+    """A user's job's work per rank and step, as its probe counted it (tokens where every rank
+    counted some, else samples); None for ranks that count nothing (a built-in cell's)."""
+    tokens = [getattr(r, "tokens_per_step", None) for r in ranks]
+    samples = [getattr(r, "samples_per_step", None) for r in ranks]
+    if all(t and all(n is not None for n in t) for t in tokens):
+        return [list(t) for t in tokens if t]
+    if any(s is None for s in samples):
+        return None
+    return [list(s) for s in samples if s is not None]
+
+
+def ranks_work_equal(cell: CellIdentity, ranks: Sequence[object]) -> bool | None:
+    """work_equal of a cell's ranks: their counts where they counted (a user's job), else the
+    plan's."""
+    counts = counted_work(ranks)
+    return work_equal(None, counts) if counts is not None else plan_work_equal(cell)
+
+
+def calibration_table(
+    per_rank: Mapping[int, RankCalibration | None], equal_work: bool | None = None
+) -> Calibrated | None:
+    """The ranks' calibrations as one (window, rep) x rank table, with whether their work was
+    the same (`work_equal`); None when a rank has none (an older result, or a path that timed
+    none) or they were timed differently."""
     if len(per_rank) < 2 or any(c is None for c in per_rank.values()):
         return None
     timers = {c.timer for c in per_rank.values() if c is not None}
@@ -63,7 +117,7 @@ def calibration_table(per_rank: Mapping[int, RankCalibration | None]) -> Calibra
     }
     table = pd.DataFrame(columns).sort_index()
     table.index.names = ["window", "rep"]
-    return Calibrated(table=table, timer=timers.pop())
+    return Calibrated(table=table, timer=timers.pop(), equal_work=equal_work)
 
 
 def device_check(
@@ -92,7 +146,7 @@ def device_check(
         return _with(verdict, Finding(code=UNMEASURED), None)
     test = paired_gap_test(table[rank] - others, min_effect_s=MIN_EFFECT_SHARE * base, alpha=ALPHA)
     work_ratio = float(work[rank].mean()) / work_others
-    code = device_reading(test, base, work_ratio)
+    code = device_reading(test, base, work_ratio, calibrated.equal_work)
     low, high = _ratio(test.low_s, base), _ratio(test.high_s, base)
     ratio = 1.0 + test.mean_s / base
     method = (
@@ -110,12 +164,17 @@ def device_check(
     return _with(verdict, Finding(code=code, figures=figures), estimate)
 
 
-def device_reading(test: GapTest, base_s: float, work_ratio: float) -> str:
+def device_reading(
+    test: GapTest, base_s: float, work_ratio: float, equal_work: bool | None = None
+) -> str:
     """The code of a compute straggler's calibration test (`test`: its calibration minus the
     others', per repetition; `base_s`: the others' mean calibration; `work_ratio`: its own
     work over the others'): slower by about its work's ratio (at least EXPLAINS of the work's
     extra share), slower by less, on par (the interval's top explains less than that), or
-    neither shown (undecided)."""
+    neither shown (undecided). With the same work on every rank (`equal_work`) it is the
+    device either way: slower in the calibration too, or only while it worked."""
+    if equal_work:
+        return "straggler.device_slower" if test.significant else "straggler.device_in_window"
     need = EXPLAINS * max(work_ratio - 1.0, 0.0)
     excess = test.mean_s / base_s
     high = (test.high_s if test.high_s is not None else test.mean_s) / base_s
