@@ -165,10 +165,13 @@ class _Rank:
 
 
 def test_a_users_job_is_judged_by_its_counts_never_by_its_placeholder_strategy() -> None:
+    """The plan says only for the zoo's fixed shapes: a plug-in's work per rank is its own."""
     own = CellIdentity.model_construct(model="own:train.py", strategy="ddp")
     zoo = CellIdentity.model_construct(model="tiny-cnn", strategy="ddp")
+    plugin = CellIdentity.model_construct(model="mypkg.models:build", strategy="ddp")
     counted = [_Rank([32, 32], [640, 640]), _Rank([32, 32], [640, 900])]
     assert ranks_work_equal(own, counted) is False  # tokens differ: more work is possible
     assert ranks_work_equal(own, [_Rank([32], None), _Rank([32], None)]) is True
     assert ranks_work_equal(own, [object(), object()]) is None  # nothing counted, no plan
     assert ranks_work_equal(zoo, [object(), object()]) is True
+    assert ranks_work_equal(plugin, [object(), object()]) is None

@@ -20,7 +20,6 @@ Device = Literal["cuda", "cpu"]  # as resolved by the plan ('auto' is gone by th
 Backend = Literal["nccl", "gloo"]
 
 MAX_SLUG = 80  # keeps a cell id (and its result file name) far below NAME_MAX
-OWN_PREFIX = "own:"  # the model name of a user's job: "own:train.py", never a built-in's name
 
 
 class Status(str, Enum):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.catalog import Strategy
-from torchscale.contracts.cell import MAX_SLUG, OWN_PREFIX, CellIdentity, file_safe
+from torchscale.contracts.cell import MAX_SLUG, CellIdentity, file_safe
 from torchscale.contracts.cell_settings import (
     DataConfig,
     MeasurementConfig,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is c
     from torchscale.rank.worker.aggregate import CellFacts
     from torchscale.rank.worker.measure import RankMeasurement
 
+OWN_PREFIX = "own:"  # the model name of a user's job: "own:train.py", never a built-in's name
 NO_FLOPS = Finding(code="own_job.no_flops")
 # the dtype most of a user's step's FLOPs ran in -> the precision whose peak MFU divides by
 DTYPE_PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "amp"}

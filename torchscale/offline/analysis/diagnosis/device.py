@@ -3,8 +3,8 @@ rank timed after each window (rank/worker/calibration.py).
 
 A rank whose own work takes longer either runs on a slower device (a throttled or worse GPU, a
 slower core: the same fixed work takes longer there too) or was given more work (its fixed work
-is on par). Where every rank is known to be given the same work per step (`work_equal`: the
-plan's data-parallel shapes, or a user's job's counted samples and tokens), it is never "more
+is on par). Where every rank is known to be given the same work per step (`work_equal`: a zoo
+model's plan, or a user's job's counted samples and tokens), it is never "more
 work": a calibration on par then says the device was slower while it worked, not after (a
 slowdown inside the windows: another process on its core, a clock drop). The calibration's
 per-repetition gap over the median of the others' is judged by the straggler's own paired test
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from torchscale.contracts.cell import OWN_PREFIX, CellIdentity
+from torchscale.contracts.catalog import BUILTIN_MODELS
+from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     Estimate,
@@ -72,9 +73,10 @@ def work_equal(
 
 
 def plan_work_equal(cell: CellIdentity) -> bool | None:
-    """work_equal by a cell's plan; None for a user's job (its label's strategy is a
-    placeholder: its ranks' counts say, where the probe's files are read)."""
-    return None if cell.model.startswith(OWN_PREFIX) else work_equal(cell.strategy)
+    """work_equal by a cell's plan, for the zoo's models alone (fixed shapes on every rank);
+    None for a plug-in or a user's job, whose work per rank is its own (a job's label shows a
+    placeholder strategy: its ranks' counts say, where the probe's files are read)."""
+    return work_equal(cell.strategy) if cell.model in BUILTIN_MODELS else None
 
 
 def counted_work(ranks: Sequence[object]) -> list[list[int | None]] | None:
