@@ -18,6 +18,7 @@ from torchscale.offline.analysis.diagnosis.device import (
     ranks_work_equal,
     work_equal,
 )
+from torchscale.offline.analysis.diagnosis.diagnose import marked_injected
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
 CAL_S = 0.8e-3  # one calibration repetition on an unslowed device
@@ -175,3 +176,17 @@ def test_a_users_job_is_judged_by_its_counts_never_by_its_placeholder_strategy()
     assert ranks_work_equal(own, [object(), object()]) is None  # nothing counted, no plan
     assert ranks_work_equal(zoo, [object(), object()]) is True
     assert ranks_work_equal(plugin, [object(), object()]) is None
+
+
+def test_an_injected_delay_gets_no_device_reading() -> None:
+    """--inject-delay makes the straggler: neither its device nor its work, so nothing said."""
+    verdict = verdict_of(1.0, equal_work=True)
+    assert verdict.device is not None and verdict.said is not None
+    assert "device" in verdict.said.figures
+    marked = marked_injected(verdict, frozenset({1}))
+    assert marked is not None and marked.injected
+    assert marked.device is None and marked.device_ratio is None
+    assert marked.said is not None and "device" not in marked.said.figures
+    assert "while it worked" not in verdict_words.straggler_text(marked, 2)
+    kept = marked_injected(verdict, frozenset({0}))
+    assert kept is not None and not kept.injected and kept.device == verdict.device

@@ -298,12 +298,18 @@ def marked_injected(
     verdict: StragglerVerdict | None, injected_ranks: frozenset[int]
 ) -> StragglerVerdict | None:
     """A named verdict says whether its rank is one the run delayed on purpose, in `injected`
-    and in its summary, so no surface can show the artificial straggler as the machine's."""
+    and in its summary, so no surface can show the artificial straggler as the machine's: a
+    delay is neither a slower device nor more work, so its device reading is dropped."""
     if verdict is None or not verdict.named:
         return verdict
-    injected = verdict.rank in injected_ranks
-    said = _with_figures(verdict.said, injected=True) if injected else verdict.said
-    return verdict.model_copy(update={"injected": injected, "said": said})
+    if verdict.rank not in injected_ranks:
+        return verdict.model_copy(update={"injected": False})
+    said = verdict.said
+    if said is not None:
+        figures = {k: v for k, v in said.figures.items() if k != "device"}
+        said = said.model_copy(update={"figures": {**figures, "injected": True}})
+    update = {"injected": True, "said": said, "device": None, "device_ratio": None}
+    return verdict.model_copy(update=update)
 
 
 def _with_figures(said: Finding | None, **figures: object) -> Finding | None:
