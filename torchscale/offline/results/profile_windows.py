@@ -28,7 +28,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
-from torchscale.offline.analysis.diagnosis.device import calibration_table, plan_work_equal
+from torchscale.offline.analysis.diagnosis.device import calibration_table, work_equal
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     TracedInflation,
@@ -107,7 +107,7 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
                 steps=table,
                 no_sync=no_sync,
                 calibration=calibration_table(
-                    {r.rank: r.calibration for r in cell.ranks}, plan_work_equal(cell.cell)
+                    {r.rank: r.calibration for r in cell.ranks}, work_equal(cell.cell)
                 ),
             ),
             device_type=cell.cell.device,

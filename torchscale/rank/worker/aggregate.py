@@ -59,7 +59,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
-from torchscale.offline.analysis.diagnosis.device import calibration_table, ranks_work_equal
+from torchscale.offline.analysis.diagnosis.device import calibration_table, work_equal
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import (
@@ -433,7 +433,7 @@ def diagnosis_record(
                     no_sync=no_sync,
                     calibration=calibration_table(
                         {r.rank: rank_calibration(r) for r in ranks},
-                        ranks_work_equal(spec.cell, ranks),
+                        work_equal(spec.cell),
                     ),
                 ),
                 device_type=spec.cell.device,

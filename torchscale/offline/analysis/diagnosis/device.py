@@ -4,19 +4,18 @@ rank timed after each window (rank/worker/calibration.py).
 A rank whose own work takes longer either runs on a slower device (a throttled or worse GPU, a
 slower core: the same fixed work takes longer there too) or was given more work (its fixed work
 is on par). Where every rank is known to be given the same work per step (`work_equal`: a zoo
-model's plan, or a user's job's counted samples and tokens), it is never "more
-work": a calibration on par then says the device was slower while it worked, not after (a
-slowdown inside the windows: another process on its core, a clock drop). The calibration's
-per-repetition gap over the median of the others' is judged by the straggler's own paired test
-(`uncertainty.paired_gap_test`, ALPHA, the 5 % minimum effect of the others' calibration); the
-rule: docs/methodology.md, "Slower device or more work".
+model's plan), it is never "more work": a calibration on par then says the device was slower
+while it worked, not after (a slowdown inside the windows: another process on its core, a
+clock drop). The calibration's per-repetition gap over the median of the others' is judged by
+the straggler's own paired test (`uncertainty.paired_gap_test`, ALPHA, the 5 % minimum effect
+of the others' calibration); the rule: docs/methodology.md, "Slower device or more work".
 
 Pure: tables in, the verdict with its `device` finding and `device_ratio` out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -55,47 +54,13 @@ class Calibrated:
     equal_work: bool | None = None  # every rank given the same work per step (work_equal)
 
 
-def work_equal(
-    strategy: str | None, counts: Sequence[Sequence[int | None]] | None = None
-) -> bool | None:
-    """Whether every rank was given the same work per step: by the ranks' own counts where
-    there are some (`counts`: per rank, its samples and tokens per measured step, as a user's
-    job's probe counts them: equal medians, or None where a count is unknown), else by the
-    plan (SAME_WORK_STRATEGIES; `strategy` None: not known)."""
-    if counts is not None:
-        if not counts or any(not c or any(n is None for n in c) for c in counts):
-            return None
-        medians = {float(pd.Series(list(c), dtype=float).median()) for c in counts}
-        return len(medians) == 1
-    if strategy is None:
+def work_equal(cell: CellIdentity) -> bool | None:
+    """Whether every rank was given the same work per step, by the cell's plan: for the zoo's
+    models alone (fixed shapes on every rank) in SAME_WORK_STRATEGIES; None for a plug-in or a
+    user's job, whose work per rank is its own (a job's label shows a placeholder strategy)."""
+    if cell.model not in BUILTIN_MODELS:
         return None
-    return strategy in SAME_WORK_STRATEGIES
-
-
-def plan_work_equal(cell: CellIdentity) -> bool | None:
-    """work_equal by a cell's plan, for the zoo's models alone (fixed shapes on every rank);
-    None for a plug-in or a user's job, whose work per rank is its own (a job's label shows a
-    placeholder strategy: its ranks' counts say, where the probe's files are read)."""
-    return work_equal(cell.strategy) if cell.model in BUILTIN_MODELS else None
-
-
-def counted_work(ranks: Sequence[object]) -> list[list[int | None]] | None:
-    """A user's job's work per rank and step, as its probe counted it (tokens where every rank
-    counted some, else samples); None for ranks that count nothing (a built-in cell's)."""
-    tokens = [getattr(r, "tokens_per_step", None) for r in ranks]
-    samples = [getattr(r, "samples_per_step", None) for r in ranks]
-    if all(t and all(n is not None for n in t) for t in tokens):
-        return [list(t) for t in tokens if t]
-    if any(s is None for s in samples):
-        return None
-    return [list(s) for s in samples if s is not None]
-
-
-def ranks_work_equal(cell: CellIdentity, ranks: Sequence[object]) -> bool | None:
-    """work_equal of a cell's ranks: their counts where they counted (a user's job), else the
-    plan's."""
-    counts = counted_work(ranks)
-    return work_equal(None, counts) if counts is not None else plan_work_equal(cell)
+    return cell.strategy in SAME_WORK_STRATEGIES
 
 
 def calibration_table(

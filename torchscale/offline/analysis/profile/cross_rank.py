@@ -27,7 +27,7 @@ from torchscale.offline.analysis.diagnosis import (
 )
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
-from torchscale.offline.analysis.diagnosis.device import calibration_table, plan_work_equal
+from torchscale.offline.analysis.diagnosis.device import calibration_table, work_equal
 from torchscale.offline.analysis.diagnosis.inflation import TracedInflation
 from torchscale.offline.analysis.trace import clock, collective_matching, idle
 from torchscale.offline.analysis.trace import straggler as straggler_analysis
@@ -109,9 +109,7 @@ def analyse(
         world_size=first.world_size,
         cpu_wait=cpu_wait,
         calibration=(
-            calibration_table(
-                {r.rank: r.calibration for r in cell.ranks}, plan_work_equal(cell.cell)
-            )
+            calibration_table({r.rank: r.calibration for r in cell.ranks}, work_equal(cell.cell))
             if cell is not None
             else None
         ),
