@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from tests.rank.test_phases import (  # noqa: F401 (process_group: a fixture)
     REPO_ROOT,
     SCHEDSTAT_READABLE,
     process_group,
+    run_worker_cell,
     worker_spec,
 )
 from torchscale.contracts.cell_settings import ModelSpec
@@ -58,25 +57,7 @@ def run_cell(tmp: Path, model: str, options: dict[str, int | float | str | bool]
             "cell": spec.cell.model_copy(update={"model": model, "label": model}),
         }
     )
-    spec_path = tmp / "spec.json"
-    spec_path.write_text(spec.model_dump_json(), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
-    env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"),
-            "--max-restarts=0",
-            *("-m", "torchscale.rank.worker.main", "--spec", str(spec_path)),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return CellResult.model_validate_json((tmp / "result.json").read_text(encoding="utf-8"))
+    return run_worker_cell(tmp, spec)
 
 
 def means(calibration: RankCalibration | None) -> tuple[float, float]:

@@ -623,6 +623,12 @@ def straggler_cell(tmp_path_factory: pytest.TempPathFactory) -> tuple[CellResult
     spec = worker_spec(
         tmp, world=2, delays=("1:backward:50",), steps=8, profile=profile, telemetry=False
     )
+    return run_worker_cell(tmp, spec), tmp
+
+
+def run_worker_cell(tmp: Path, spec: WorkerSpec) -> CellResult:
+    """`spec` run by the worker on 2 gloo ranks under torchrun in `tmp` (exit 0 asserted), and
+    the result it wrote there."""
     spec_path = tmp / "spec.json"
     spec_path.write_text(spec.model_dump_json(), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
@@ -641,8 +647,7 @@ def straggler_cell(tmp_path_factory: pytest.TempPathFactory) -> tuple[CellResult
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = CellResult.model_validate_json((tmp / "result.json").read_text(encoding="utf-8"))
-    return result, tmp
+    return CellResult.model_validate_json((tmp / "result.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow  # a real 2-rank torchrun cell
