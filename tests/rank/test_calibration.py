@@ -80,6 +80,8 @@ def test_a_rank_given_more_work_reads_more_work(tmp_path: Path) -> None:
     assert verdict.device is not None and verdict.device.code in (
         "straggler.more_work",
         "straggler.device_undecided",  # a loaded machine's calibration may not rule it out
+        # beside other tests its core may also time slower after the window: still more work
+        "straggler.device_partly",
     ), verdict.device
     assert verdict.device.code != "straggler.device_slower"
     assert all(r.calibration is not None for r in result.ranks)
