@@ -5,9 +5,9 @@ Every run is one `torchscale benchmark` cell of a balanced model (default tiny-c
 work on both CPU ranks), as a new user would run it. From its result (cells/*.json) it reads
 the straggler verdict (`diagnosis.straggler`: named, kind, and for a compute straggler its
 `device` reading: straggler.device_slower / .device_partly / .device_in_window / .more_work /
-.device_undecided) and each rank's calibration (`ranks[].calibration`: the fixed matmul every rank times after
-each window, rank/worker/calibration.py), whose wall seconds per window against the window's
-steps are its cost to the run (it runs outside every timed step).
+.device_undecided) and each rank's calibration (`ranks[].calibration`: the fixed matmul every
+rank times after each window, rank/worker/calibration.py), whose wall seconds per window
+against the window's steps are its cost to the run (it runs outside every timed step).
 
 Printed per run: the verdict in short, the calibration ratio of rank 1 over rank 0 (CPU time)
 and the cost; then the rates with 95 % Clopper-Pearson intervals:
