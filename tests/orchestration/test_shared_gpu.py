@@ -14,6 +14,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from tests.orchestration.test_launch import make_config
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.shared_gpu import (
@@ -48,16 +49,13 @@ TWO_GPUS = Machine(gpu_count=2, cpu_cores=16)
 
 
 def config(**overrides: Any) -> BenchConfig:
-    data: dict[str, Any] = {
+    """test_launch's config on CUDA with four ranks per GPU (`overrides` on top)."""
+    shared: dict[str, Any] = {
         "experiment_name": "shared",
-        "models": ["tiny-mlp"],
-        "batch_sizes": [8],
-        "gpu_counts": [1, 2, 4],
         "device": "cuda",
         "launcher": {"ranks_per_gpu": 4},
     }
-    data.update(overrides)
-    return BenchConfig.model_validate(data)
+    return make_config(**(shared | overrides))
 
 
 def by_world(cfg: BenchConfig, machine: Machine = ONE_GPU) -> dict[int, PlannedCell]:

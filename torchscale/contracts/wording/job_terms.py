@@ -35,11 +35,8 @@ def loader(job: JobFacts, gpu: bool) -> str:
     if job.framework == "hf_trainer":
         where = f"TrainingArguments({_loader_settings(job, gpu, 'dataloader_')})"
     else:
-        places = {
-            "lightning": " in train_dataloader()",
-            "accelerate": " before accelerator.prepare()",
-        }
-        where = f"DataLoader({_loader_settings(job, gpu, '')}){places.get(job.framework or '', '')}"
+        place = LOADER_PLACE.get(job.framework or "", "")
+        where = f"DataLoader({_loader_settings(job, gpu, '')}){place}"
     workers = job.num_workers
     than = f"more than its {workers}, " if workers is not None else ""
     return f"{where}, N {than}about the cores per rank"

@@ -348,12 +348,7 @@ def _exposed_fix(f: Figures, run: Run) -> str:
     # which network interface carries the traffic is a question only across hosts
     across = "" if nodes == 1 else ("across hosts, " if nodes is None else "")
     if run.job is not None and f.get("strategy") != "fsdp":
-        said = across + _network_fix(f)
-        network = "" if nodes == 1 else f" {said[0].upper()}{said[1:]}"
-        return (
-            "Hide or shrink gradient communication, in the job's own settings: "
-            f"{job_terms.gradient_sync(run.job)}.{network}"
-        )
+        return _job_sync_fix(run.job, f, None if nodes == 1 else across)
     if f.get("gloo"):
         interface = "" if nodes == 1 else f"; {across}set GLOO_SOCKET_IFNAME to the fast interface"
         return (
@@ -376,23 +371,29 @@ def _exposed_fix(f: Figures, run: Run) -> str:
     )
 
 
-def _network_fix(f: Figures) -> str:
-    """Which interface carries the traffic across hosts, by backend."""
-    if f.get("gloo"):
-        return "set GLOO_SOCKET_IFNAME to the fast interface."
-    return "check NCCL uses the fast transport (NCCL_DEBUG=INFO; NCCL_IB_HCA / NCCL_SOCKET_IFNAME)."
+def _job_sync_fix(job: JobFacts, f: Figures, across: str | None) -> str:
+    """Gradient communication in the job's own settings (job_terms.py), then which interface
+    carries it across hosts by backend (`across`: its lead-in; None: one host, no network)."""
+    own = job_terms.gradient_sync(job)
+    if across is None:
+        return f"Hide or shrink gradient communication, in the job's own settings: {own}."
+    network = (
+        "set GLOO_SOCKET_IFNAME to the fast interface."
+        if f.get("gloo")
+        else "check NCCL uses the fast transport (NCCL_DEBUG=INFO; NCCL_IB_HCA / "
+        "NCCL_SOCKET_IFNAME)."
+    )
+    said = across + network
+    return (
+        f"Hide or shrink gradient communication, in the job's own settings: {own}. "
+        f"{said[0].upper()}{said[1:]}"
+    )
 
 
 def _turns_fix(f: Figures, run: Run) -> str:
     # synthetic batches are the same size on every rank already: no sampler to set
     own = job_terms.equal_work(run.job) if run.job is not None else None
-    sampler = (
-        ""
-        if run.synthetic
-        else f" ({own})"
-        if own is not None
-        else " (DistributedSampler with drop_last=True)"
-    )
+    sampler = "" if run.synthetic else f" ({own or 'DistributedSampler with drop_last=True'})"
     return (
         f"Give every rank the same work per step: equal batch sizes{sampler}, sequences "
         "bucketed or padded to equal lengths per step (length-grouped sampling), no "
@@ -612,10 +613,7 @@ def _point_comm_fix(f: Figures, run: Run) -> str:
     # which network interface carries the traffic is a question only across hosts
     one_host = run.single_node or f.get("nodes") == 1
     if run.job is not None:
-        said = _network_fix(f)
-        network = "" if one_host else f" {said[0].upper()}{said[1:]}"
-        own = job_terms.gradient_sync(run.job)
-        return f"Hide or shrink gradient communication, in the job's own settings: {own}.{network}"
+        return _job_sync_fix(run.job, f, None if one_host else "")
     network = (
         ""
         if one_host

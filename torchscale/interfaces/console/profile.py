@@ -108,7 +108,8 @@ def run_head(result: CellResult) -> Line:
 def own_job_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     """A measured job of the user's, answer first: its run line, then the one diagnosis
     (a named straggler leads it), then the warnings; `verbose`: every line of a sweep's cell.
-    It has no traces, so the diagnosis is the phase timers' the result holds."""
+    The diagnosis is the one the result holds: its traced window's where one was analysed
+    (orchestration/profiling/own_job_window.py), else the phase timers'."""
     if verbose or result.status is not Status.OK:
         head = Line("head", f"> [RUN] {run_name(result)}: {result.status}")
         return [head, *cell_lines(result, verbose=verbose)]
