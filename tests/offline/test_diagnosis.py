@@ -73,18 +73,23 @@ def _named_verdict(rank: int = 1) -> StragglerVerdict:
     )
 
 
-def _matched(last_counts: dict[int, int], instances: int) -> Matched:
-    """`instances` matched collectives on 2 ranks; rank r arrived last at last_counts[r]."""
+def _matched(
+    last_counts: dict[int, int], instances: int, late_us: dict[int, float] | None = None
+) -> Matched:
+    """`instances` matched collectives on 2 ranks; rank r arrived last at last_counts[r], and
+    the other waited late_us[r] for it (100 us unless given)."""
     rows = []
     order = [r for r, k in last_counts.items() for _ in range(k)]
     for index in range(instances):
         last = order[index] if index < len(order) else None
         for rank in (0, 1):
+            wait = 0.0 if last in (None, rank) else (late_us or {}).get(last, 100.0)
             rows.append(
                 {
                     "group": "g",
                     "index": index,
                     "rank": rank,
+                    "wait_us": wait,
                     "last_by_duration": rank == last,
                     "consistent": True,
                 }
@@ -127,6 +132,45 @@ def test_a_significant_arrival_order_naming_another_rank_withdraws_the_name() ->
     assert not withdrawn.named and withdrawn.withdrawn_by == found[0]
     assert withdrawn.significant  # the gap passed; the evidence withdrew it
     assert "withdrawn" in straggler_text(withdrawn, 2)
+
+
+def test_a_rank_last_more_often_at_less_cost_withdraws_nothing() -> None:
+    """A 40 ms stall every 4th step: the named rank is last at 6 of 24 collectives; the other,
+    last at the rest by 0.2 ms, stands out by count but costs the others far less wait."""
+    verdict = _named_verdict(1)
+    top = Straggler(
+        rank=0,
+        share_last=0.75,
+        instances_last=18,
+        instances=24,
+        expected_share=0.5,
+        p_value=0.02,
+        mean_lateness_us=200.0,
+        mean_arrival_lateness_us=None,
+        op="all_reduce",
+    )
+    last = {"rank": 0, "share": 0.75, "expected": 0.5, "late_us": 200.0}
+    arrival = StragglerAnalysis(straggler=top, reason=Finding(code="arrival.last", figures=last))
+    matched = _matched({1: 6, 0: 18}, 24, late_us={1: 40_000.0, 0: 200.0})
+    check = arrival_check(matched, arrival, 1, verdict)
+    assert check.agrees is None and evidence_against([check]) == []
+    assert check.detail == Finding(
+        code="cross_check.arrival_other_costs_less",
+        figures={
+            "rank": 1,
+            "last": 6,
+            "matched": 24,
+            "other": 0,
+            "other_share": 0.75,
+            "wait_us": 240_000.0,
+            "other_wait_us": 3_600.0,
+        },
+    )
+    words = say(check.detail)
+    assert "3.6 ms of wait in all, against rank 1's 240 ms" in words, words
+    # the same counts at the same cost per arrival: the other rank costs more and withdraws it
+    costly = arrival_check(_matched({1: 6, 0: 18}, 24), arrival, 1, verdict)
+    assert costly.agrees is False and costly.detail.code == "cross_check.arrival_other"
 
 
 def test_phase_timers_name_an_injected_straggler_with_a_bounded_whatif() -> None:

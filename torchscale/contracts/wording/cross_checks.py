@@ -159,6 +159,10 @@ def _other(f: F) -> str:
     )
 
 
+def _wait_ms(us: float) -> str:
+    return spelled.ms_sig(us / 1e6)
+
+
 def _reason(f: F) -> str:
     return quoted(f["reason"]) if f["reason"] is not None else ""
 
@@ -203,6 +207,11 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "cross_check.arrival_undecided": lambda f: "no matched collective with a clear last arriver",
     "cross_check.arrival_confirms": lambda f: f"{_arrivals(f)} ({_chance(f)})",
     "cross_check.arrival_other": lambda f: f"{_arrivals(f)}; {_other(f)}",
+    "cross_check.arrival_other_costs_less": lambda f: (
+        f"{_arrivals(f)}; {_other(f)}, but its late arrivals cost the others "
+        f"{_wait_ms(f['other_wait_us'])} of wait in all, against rank {f['rank']}'s "
+        f"{_wait_ms(f['wait_us'])}"
+    ),
     "cross_check.arrival_no_standout": lambda f: f"{_arrivals(f)}; {_reason(f)}",
     "cross_check.arrival_chance": lambda f: (
         f"no rank arrives last more often than chance ({_reason(f)})"

@@ -78,6 +78,25 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return float(min(1.0, np.exp(top) * np.sum(np.exp(logpmf - top))))
 
 
+def decided_instances(matched: Matched) -> pd.DataFrame:
+    """The usable rows of the instances with a clear last arriver (one rank strictly shortest)."""
+    use = matched.usable
+    if use.empty:
+        return use
+    return use[use.groupby(["group", "index"])["last_by_duration"].transform("any").astype(bool)]
+
+
+def others_wait_us(decided: pd.DataFrame, rank: int) -> pd.Series:
+    """Per instance `rank` arrived last at (of `decided_instances`): the other ranks' median wait
+    for it, in us. Its mean is a straggler's lateness; its sum, the wait its late arrivals cost
+    the others in all (how often it is last, weighted by how late)."""
+    last = decided["last_by_duration"].astype(bool)
+    keys = decided[(decided["rank"] == rank) & last].set_index(["group", "index"]).index
+    others = decided[decided["rank"] != rank].set_index(["group", "index"])
+    others = others[others.index.isin(keys)]
+    return others.groupby(level=[0, 1])["wait_us"].median()
+
+
 def _said(code: str, **figures: object) -> Finding:
     return Finding(code=f"arrival.{code}", figures=figures)
 
@@ -89,12 +108,10 @@ def attribute_straggler(
     steps_by_rank: Mapping[int, pd.DataFrame] | None = None,
 ) -> StragglerAnalysis:
     """Name the straggler and its phase (rules in the module doc)."""
-    use = matched.usable
-    if use.empty:
+    if matched.usable.empty:
         return StragglerAnalysis(None, Finding(code="arrival.none_matched"))
-    use = use.assign(_size=use.groupby(["group", "index"])["rank"].transform("size"))
-    inst = use.groupby(["group", "index"])["last_by_duration"].transform("any")
-    decided = use[inst.astype(bool)]
+    decided = decided_instances(matched)
+    decided = decided.assign(_size=decided.groupby(["group", "index"])["rank"].transform("size"))
     if decided.empty:
         return StragglerAnalysis(None, Finding(code="arrival.none_clear"))
     per_rank = decided.groupby("rank").agg(
@@ -120,9 +137,7 @@ def attribute_straggler(
         return unnamed(_said("chance", rank=top, last=k, matched=n, p=p_value))
     mine = decided[(decided["rank"] == top) & decided["last_by_duration"].astype(bool)]
     keys = mine.set_index(["group", "index"]).index
-    others = decided[(decided["rank"] != top)].set_index(["group", "index"])
-    others = others[others.index.isin(keys)]
-    lateness = float(others.groupby(level=[0, 1])["wait_us"].median().mean())
+    lateness = float(others_wait_us(decided, top).mean())
     if not lateness >= MIN_LATENESS_US:
         late = lateness if math.isfinite(lateness) else None  # no other rank waited
         return unnamed(_said("noise", rank=top, late_us=late, min_us=MIN_LATENESS_US))
