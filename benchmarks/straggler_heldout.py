@@ -89,7 +89,11 @@ def verdict(command: str, case: Case, args: argparse.Namespace, out: Path) -> di
     subprocess.run(argv, env=env, capture_output=True, timeout=900, check=False)
     for path in sorted(out.rglob(found)):
         diagnosis = json.loads(path.read_text()).get("diagnosis") or {}
-        return diagnosis.get("straggler") or {}
+        checks = {c["name"]: c.get("detail") for c in diagnosis.get("cross_checks") or []}
+        arrival = checks.get("arrival order (last arriver)")
+        code = arrival.get("code") if isinstance(arrival, dict) else None
+        straggler = diagnosis.get("straggler") or {}
+        return {**straggler, "arrival_check": code} if straggler else {}
     return {}
 
 
@@ -114,7 +118,10 @@ def said_in_short(v: dict) -> str:
     if not v.get("named"):
         return f"nobody ({cost} for rank {v.get('candidate_rank')}): {v.get('not_named')}"
     phase = f" in {v['phase']}" if v.get("phase") else ""
-    return f"rank {v.get('rank')} {v.get('kind')}{phase}, {cost}, {v.get('pattern')}"
+    # kept although arrival order, by count, singles out another rank that costs less
+    kept = " (arrival order names another rank, at less cost)"
+    kept = kept if v.get("arrival_check") == "cross_check.arrival_other_costs_less" else ""
+    return f"rank {v.get('rank')} {v.get('kind')}{phase}, {cost}, {v.get('pattern')}{kept}"
 
 
 def named_as(v: dict) -> tuple:
