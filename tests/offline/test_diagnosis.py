@@ -97,6 +97,24 @@ def _matched(
     return Matched(matched=pd.DataFrame(rows))
 
 
+def _arrival_names_rank_0(last: int, instances: int, p: float, late_us: float) -> StragglerAnalysis:
+    """Arrival order naming rank 0 of 2: last at `last` of `instances` collectives."""
+    share = last / instances
+    top = Straggler(
+        rank=0,
+        share_last=share,
+        instances_last=last,
+        instances=instances,
+        expected_share=0.5,
+        p_value=p,
+        mean_lateness_us=late_us,
+        mean_arrival_lateness_us=None,
+        op="all_reduce",
+    )
+    figures = {"rank": 0, "share": share, "expected": 0.5, "late_us": late_us}
+    return StragglerAnalysis(straggler=top, reason=Finding(code="arrival.last", figures=figures))
+
+
 def test_a_significant_gap_with_a_non_significant_arrival_order_is_named() -> None:
     verdict = _named_verdict(1)
     # rank 1 last at 8 of 10 collectives: p = 0.11, so arrival order names nobody
@@ -111,19 +129,7 @@ def test_a_significant_gap_with_a_non_significant_arrival_order_is_named() -> No
 
 def test_a_significant_arrival_order_naming_another_rank_withdraws_the_name() -> None:
     verdict = _named_verdict(1)
-    top = Straggler(
-        rank=0,
-        share_last=1.0,
-        instances_last=10,
-        instances=10,
-        expected_share=0.5,
-        p_value=0.002,
-        mean_lateness_us=100.0,
-        mean_arrival_lateness_us=None,
-        op="all_reduce",
-    )
-    last = {"rank": 0, "share": 1.0, "expected": 0.5, "late_us": 100.0}
-    arrival = StragglerAnalysis(straggler=top, reason=Finding(code="arrival.last", figures=last))
+    arrival = _arrival_names_rank_0(last=10, instances=10, p=0.002, late_us=100.0)
     check = arrival_check(_matched({0: 10}, 10), arrival, 1, verdict)
     assert check.agrees is False
     found = evidence_against([check])
@@ -138,19 +144,7 @@ def test_a_rank_last_more_often_at_less_cost_withdraws_nothing() -> None:
     """A 40 ms stall every 4th step: the named rank is last at 6 of 24 collectives; the other,
     last at the rest by 0.2 ms, stands out by count but costs the others far less wait."""
     verdict = _named_verdict(1)
-    top = Straggler(
-        rank=0,
-        share_last=0.75,
-        instances_last=18,
-        instances=24,
-        expected_share=0.5,
-        p_value=0.02,
-        mean_lateness_us=200.0,
-        mean_arrival_lateness_us=None,
-        op="all_reduce",
-    )
-    last = {"rank": 0, "share": 0.75, "expected": 0.5, "late_us": 200.0}
-    arrival = StragglerAnalysis(straggler=top, reason=Finding(code="arrival.last", figures=last))
+    arrival = _arrival_names_rank_0(last=18, instances=24, p=0.02, late_us=200.0)
     matched = _matched({1: 6, 0: 18}, 24, late_us={1: 40_000.0, 0: 200.0})
     check = arrival_check(matched, arrival, 1, verdict)
     assert check.agrees is None and evidence_against([check]) == []

@@ -480,12 +480,11 @@ def arrival_check(
         # whose rank costs less, confirms nothing and denies nothing
         agrees = None if top is None else top.rank == candidate
         code = {None: "no_standout", True: "confirms", False: "other"}[agrees]
-        outweighed = {}
         if top is not None and top.rank != candidate:
             outweighed = _costs_the_others_more(decided, candidate, top.rank)
-        if outweighed:
-            agrees, code = None, "other_costs_less"
-            figures |= outweighed
+            if outweighed:
+                agrees, code = None, "other_costs_less"
+                figures |= outweighed
     else:
         agrees = top is None
         alone = top is not None and top.rank == candidate
