@@ -4,11 +4,14 @@ out, pinned memory only on a GPU; a built-in cell's fix unchanged."""
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import pytest
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import JobFacts
-from torchscale.contracts.wording import problems
+from torchscale.contracts.wording import job_terms, problems
 
 STRAGGLER = Finding(code="problem.straggler", figures={"rank": 1, "kind": "input", "device": "cpu"})
 EXPOSED = Finding(code="problem.exposed_comm", figures={"backend": "gloo", "gloo": True})
@@ -52,4 +55,71 @@ def test_a_built_in_cells_fix_is_in_torchscales_terms() -> None:
     turns = Finding(code="problem.imbalance.turns", figures={})
     assert "DistributedSampler" in problems.recommendation(turns, problems.Run())
     trainer = problems.recommendation(turns, job("hf_trainer"))
-    assert "TrainingArguments(group_by_length=True, dataloader_drop_last=True)" in trainer
+    assert (
+        'TrainingArguments(train_sampling_strategy="group_by_length", dataloader_drop_last=True)'
+        in trainer
+    )
+
+
+# Every class the advice names in a job's own terms, and whether building one is cheap and
+# side-effect free here (else its keywords are bound against its signature only).
+ADVISED = {
+    "TrainingArguments": ("transformers", True),
+    "Trainer": ("lightning.pytorch", False),
+    "DDPStrategy": ("lightning.pytorch.strategies", True),
+    "Accelerator": ("accelerate", False),
+    "DistributedDataParallelKwargs": ("accelerate.utils", True),
+    "DataLoader": ("torch.utils.data", True),
+    "DistributedDataParallel": ("torch.nn.parallel", False),
+}
+
+
+def _advice_texts() -> list[str]:
+    """Every setting job_terms can write, for every framework and every loader state."""
+    texts = []
+    for framework in ("pytorch", "hf_trainer", "lightning", "accelerate"):
+        for facts in ({}, {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 8}):
+            job = JobFacts(framework=framework, **facts)  # type: ignore[arg-type]
+            texts += [job_terms.loader(job, gpu) for gpu in (True, False)]
+            texts += [job_terms.gradient_sync(job), job_terms.equal_work(job) or ""]
+    return texts
+
+
+def _calls(text: str) -> list[str]:
+    """The `Class(...)` expressions of `text` whose class the advice names, outermost only."""
+    found, at = [], 0
+    pattern = re.compile(r"\b(" + "|".join(ADVISED) + r")\(")
+    while (match := pattern.search(text, at)) is not None:
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        found.append(text[match.start() : end + 1])
+        at = end + 1
+    return found
+
+
+@pytest.mark.slow  # imports transformers, lightning and accelerate: seconds
+def test_every_setting_the_advice_names_exists_at_the_jobs_extras_versions() -> None:
+    """Each `Class(keyword=...)` the advice writes binds to that class at the versions the
+    `jobs` extra pins, and is built where building is cheap: a renamed or removed argument
+    (TrainingArguments' group_by_length became train_sampling_strategy) fails here."""
+    namespace: dict[str, object] = {"N": 2, "model": object()}
+    for name, (module, build) in ADVISED.items():
+        cls = getattr(pytest.importorskip(module, reason="pip install -e '.[jobs]'"), name)
+
+        def checked(*args: object, _cls: type = cls, _build: bool = build, **kwargs: object):
+            if _cls.__name__ == "DataLoader":
+                args = ([0, 1, 2, 3], *args)  # the advice leaves the dataset out
+            bound = inspect.signature(_cls).bind_partial(*args, **kwargs)
+            return _cls(*bound.args, **bound.kwargs) if _build else bound
+
+        namespace[name] = checked
+    texts = _advice_texts()
+    named = {name for text in texts for name in re.findall(r"\b(\w+)\(", text)}
+    assert set(ADVISED) <= named, "a class listed here is no longer advised: drop it"
+    calls = [call for text in texts for call in _calls(text)]
+    for call in calls:
+        expression = call.replace("...", "25")
+        eval(compile(expression, "<advice>", "eval"), namespace)  # our own words, not input

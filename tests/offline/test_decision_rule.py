@@ -18,6 +18,7 @@ from torchscale.offline.analysis.prediction.score import TrackRecord
 
 def _cell(world: int, rate: float, **more: Any) -> dict[str, Any]:
     return {
+        "model": "gpt2",
         "model_label": "gpt2",
         "batch_size": 16,
         "precision": "bf16",
@@ -94,16 +95,29 @@ def test_a_straggler_costs_a_fix_only_above_the_share_by_its_whole_interval() ->
 
 def test_low_mfu_is_called_low_against_the_reference_on_the_same_gpu() -> None:
     low = {"mfu": 0.086, "mfu_low": 0.044, "mfu_high": 0.165}
-    call = decision.decide_model("vit", _cells(**low).assign(gpu="H200"), pd.DataFrame())
+    call = decision.decide_model("gpt2", _cells(**low).assign(gpu="H200"), pd.DataFrame())
     assert call is not None and call.code == "decision.fix_mfu"
     assert "under 50.0 % of 42.4 %, a plain PyTorch GPT-2 loop's on an H200" in wording.say(call)
     # no reference on this GPU: nothing borrowed from another
-    assert decision.decide_model("vit", _cells(**low).assign(gpu="A100"), pd.DataFrame()) is None
+    assert decision.decide_model("gpt2", _cells(**low).assign(gpu="A100"), pd.DataFrame()) is None
     # an interval reaching from under half the reference to above it: no call, and why
     wide = {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240}
-    call = decision.decide_model("bert", _cells(**wide).assign(gpu="H200"), pd.DataFrame())
+    call = decision.decide_model("gpt2", _cells(**wide).assign(gpu="H200"), pd.DataFrame())
     assert call is not None and call.code == "decision.not_decidable"
     assert "its MFU's interval (19.2 points wide)" in wording.say(call)
+
+
+@pytest.mark.parametrize("model", ["vit-b16", "bert-large", "resnet50"])
+def test_a_model_without_its_own_reference_gets_no_mfu_call(model: str) -> None:
+    """GPT-2's plain loop is no yardstick for a ViT, a BERT or a conv net: measured low, on
+    par or too wide to tell, another model's MFU is never called against it."""
+    for mfu in (
+        {"mfu": 0.086, "mfu_low": 0.044, "mfu_high": 0.165},
+        {"mfu": 0.40, "mfu_low": 0.38, "mfu_high": 0.42},
+        {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240},
+    ):
+        cells = _cells(**mfu).assign(gpu="H200", model=model, model_label=model)
+        assert decision.decide_model(model, cells, pd.DataFrame()) is None
 
 
 def _estimate(value: float, low: float, high: float) -> Estimate:

@@ -70,5 +70,8 @@ def gradient_sync(job: JobFacts) -> str:
 def equal_work(job: JobFacts) -> str | None:
     """The job's own switch for length-grouped, equal batches; None: its own sampler's."""
     if job.framework == "hf_trainer":
-        return "TrainingArguments(group_by_length=True, dataloader_drop_last=True)"
+        return (
+            'TrainingArguments(train_sampling_strategy="group_by_length", '
+            "dataloader_drop_last=True)"
+        )
     return None

@@ -7,8 +7,8 @@ decided on is the fastest at the largest world size measured (what would be boug
 1. fix first where the diagnosis says so: the GPU waits for the host (`host_bound`), the input
    pipeline holds the step (its data share, whole interval, at least FIX_SHARE), or a named
    straggler costs the others at least FIX_SHARE of the step (the wait for peers, whole
-   interval); then MFU below LOW_MFU_FRACTION of a cited reference on the same GPU (the
-   whole interval below);
+   interval); then MFU below LOW_MFU_FRACTION of a cited reference of the same model on the
+   same GPU (the whole interval below); a model without one gets no MFU call;
 2. else buy, or fix the scaling, where a measured scaling efficiency (else a forecast's, from a
    scored track record) has an interval no wider than MAX_WIDTH: buy where its low end is at
    least GOOD_EFFICIENCY, fix where its high end is below it, no call in between;
@@ -44,9 +44,11 @@ UNSCORED = TrackRecord(0, None, 0)  # no forecast scored: no forecast decides
 
 @dataclass(frozen=True)
 class Reference:
-    """A speed reference the project can cite on one GPU model: what a plain PyTorch loop
-    (benchmarks/workload_reference.py, GPT-2 124M, batch 16, bf16, compiled) reached there."""
+    """A speed reference the project can cite for one model on one GPU model: what a plain
+    PyTorch loop of it (benchmarks/workload_reference.py, GPT-2 124M, batch 16, bf16,
+    compiled) reached there. Another model's MFU is never judged against it."""
 
+    model: str  # the zoo's model name ('gpt2')
     gpu: str  # matched as a word of the GPU's name ('H100 80GB HBM3')
     mfu: float
     tokens_per_s: float
@@ -54,15 +56,16 @@ class Reference:
 
 
 REFERENCES: tuple[Reference, ...] = (
-    Reference("H100", 0.402, 464_760.0, "tests/fixtures/h100_schema16/ref.out.txt"),
-    Reference("H200", 0.424, 491_951.0, "docs/measured.md, the first H200 run"),
+    Reference("gpt2", "H100", 0.402, 464_760.0, "tests/fixtures/h100_schema16/ref.out.txt"),
+    Reference("gpt2", "H200", 0.424, 491_951.0, "docs/measured.md, the first H200 run"),
 )
 
 
-def reference_for(gpu: str | None) -> Reference | None:
-    """The reference measured on this GPU model, or None (no figure is borrowed across GPUs)."""
+def reference_for(model: Any, gpu: Any) -> Reference | None:
+    """The reference measured for this model on this GPU model, or None: no figure is
+    borrowed across GPUs or from another model."""
     words = str(gpu or "").upper().replace("-", " ").split()
-    return next((r for r in REFERENCES if r.gpu in words), None)
+    return next((r for r in REFERENCES if r.model == model and r.gpu in words), None)
 
 
 def _width(low: Any, high: Any) -> float | None:
@@ -126,7 +129,7 @@ def _fix_first(model: str, row: Mapping[str, Any]) -> Finding | None:
 def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, float | None]:
     """(the MFU call against the reference, or None and the width of an MFU interval that was
     there but too wide to call)."""
-    reference = reference_for(row.get("gpu"))
+    reference = reference_for(row.get("model"), row.get("gpu"))
     mfu, low, high = (finite(row.get(k)) for k in ("mfu", "mfu_low", "mfu_high"))
     if reference is None or mfu is None or low is None or high is None:
         return None, None
