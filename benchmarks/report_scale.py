@@ -1,8 +1,8 @@
 """Report time at scale, as ratios to a bare load of the same results timed in the same run.
 
 Generates results for --cells cells (default 500: models x batch sizes x GPU counts x
-precisions x strategies) by varying the real schema-3 fixture cells of
-tests/fixtures/results_v3 (ids, sizes, throughputs scaled, step files copied), then times,
+precisions x strategies) by varying the real two-rank cells of tests/fixtures/cpu_busy_sweep
+(ids, sizes, throughputs scaled, step files copied), then times,
 each in the same process and run: the bare `torchscale.offline.results.load` of the directory
 (reading the results at all: this machine's own yardstick), and `torchscale report -f FMT` as
 the command runs it (`report.generate`: read, build what the format shows, render, write) for
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURE = REPO / "tests" / "fixtures" / "results_v3" / "v3_fixture"
+FIXTURE = REPO / "tests" / "fixtures" / "cpu_busy_sweep" / "busy" / "default_scaling"
 
 MODELS = [f"scale-model-{i}" for i in range(1, 6)]  # labels only: the figures are scaled copies
 BATCHES = [8, 16, 32, 64, 128]

@@ -13,7 +13,7 @@ from torchscale.offline.results.versions import read_cell_result
 
 # the formula of a hand-made forecast's one term (any finding: no test reads it)
 HAND = Finding(code="forecast.term.gpu_unshared")
-FIXTURE = Path(__file__).parent / "fixtures" / "sweep8_v13" / "default_scaling"
+FIXTURE = Path(__file__).parent / "fixtures" / "cpu_default_sweep" / "default_scaling"
 
 
 def fixture_copy(tmp_path: Path) -> Path:

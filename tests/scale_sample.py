@@ -15,7 +15,7 @@ from torchscale.interfaces.report.model import Chart, Report
 from torchscale.interfaces.report.sources import read_sources
 
 REPO = Path(__file__).resolve().parent.parent
-_FAMILY = re.compile(r"-(v3-fixture-)?scale-model-\d.*$")
+_FAMILY = re.compile(r"-(default-scaling-)?scale-model-\d.*$")
 
 
 def report_scale() -> ModuleType:

@@ -33,8 +33,8 @@ from torchscale.orchestration.validate.workload_plan import (
 )
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SWEEP = FIXTURES / "sweep8_v13" / "default_scaling" / "cells"
-PROFILED = FIXTURES / "profile_injected_v14" / "standalone" / "profile"
+SWEEP = FIXTURES / "cpu_default_sweep" / "default_scaling" / "cells"
+PROFILED = FIXTURES / "cpu_profile_injected" / "standalone" / "profile"
 GIB = 1024**3
 
 

@@ -23,7 +23,7 @@ from torchscale.interfaces.report import build
 
 PACKAGE = "torchscale.interfaces.report.sections"
 
-FIXTURE = REPO_ROOT / "tests" / "fixtures" / "results_v3"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "cpu_sweep_profile"
 
 _PROBE = """
 import json, sys

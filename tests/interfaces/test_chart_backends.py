@@ -119,9 +119,9 @@ def scale_charts(tmp_path_factory: pytest.TempPathFactory) -> list[Chart]:
 @pytest.fixture(scope="module")
 def charts(scale_charts: list[Chart]) -> list[Chart]:
     fixture = build_report(
-        read_sources(FIXTURES / "results_v3"),
+        read_sources(FIXTURES / "cpu_sweep_profile"),
         ReportOptions(generated_at="2026-11-22T12:00:00Z"),
-        read_sources(FIXTURES / "results_v1"),
+        read_sources(FIXTURES / "cpu_crashes"),
     )
     return [
         *sample_report().charts(),

@@ -203,7 +203,7 @@ def test_old_doubled_layouts_still_read(tmp_path: Path) -> None:
     from torchscale.interfaces.report.sources import read_sources
 
     results = tmp_path / "results"
-    shutil.copytree(FIXTURES / "results_v3", results)
+    shutil.copytree(FIXTURES / "cpu_sweep_profile", results)
     source = NCCL_TESTS / "all_reduce_2gpu.txt"
     runner = CliRunner()
     old = runner.invoke(
@@ -225,10 +225,10 @@ def test_report_o_takes_a_directory_as_every_command_does(tmp_path: Path) -> Non
     published `-o FILE` still names the file)."""
     out = tmp_path / "reports"
     out.mkdir()
-    source = FIXTURES / "results_v3"
+    source = FIXTURES / "cpu_sweep_profile"
     result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert [p.name for p in out.iterdir()] == ["results_v3_report.md"]  # two experiments
+    assert [p.name for p in out.iterdir()] == ["cpu_sweep_profile_report.md"]  # two experiments
     named = tmp_path / "mine.md"
     result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(named)])
     assert result.exit_code == 0 and named.is_file()
@@ -238,14 +238,14 @@ def test_report_o_creates_a_directory_named_without_a_suffix(tmp_path: Path) -> 
     """`-o ./reports` that does not exist yet is the directory every other command's -o would
     create, not a file called 'reports' that each format overwrites in turn."""
     out = tmp_path / "new" / "reports"
-    source = FIXTURES / "results_v3"
+    source = FIXTURES / "cpu_sweep_profile"
     for fmt in ("md", "json"):
         result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", fmt, "-o", str(out)])
         assert result.exit_code == 0, result.output
     assert out.is_dir()
     assert sorted(p.name for p in out.iterdir()) == [
-        "results_v3_report.json",
-        "results_v3_report.md",
+        "cpu_sweep_profile_report.json",
+        "cpu_sweep_profile_report.md",
     ]
 
 
@@ -254,7 +254,7 @@ def test_report_o_names_an_existing_file_without_a_suffix(tmp_path: Path) -> Non
     a suffix is taken for a directory."""
     existing = tmp_path / "REPORT"
     existing.write_text("old", encoding="utf-8")
-    source = FIXTURES / "results_v3"
+    source = FIXTURES / "cpu_sweep_profile"
     result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(existing)])
     assert result.exit_code == 0, result.output
     assert existing.is_file() and existing.read_text(encoding="utf-8").startswith("#")

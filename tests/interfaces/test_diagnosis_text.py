@@ -23,7 +23,7 @@ from torchscale.interfaces.report.parts.diagnosis import diagnosis_blocks
 from torchscale.offline.analysis.diagnosis.inflation import TERMINAL_HINT
 from torchscale.offline.results.versions import parse_cell_result
 
-CELLS = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
+CELLS = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling" / "cells"
 NAMED = "tiny-gpt2__b16__w2__fp32__ddp__3ce244dc.json"  # a named straggler and its what-if
 UNNAMED = "tiny-mlp__b16__w2__fp32__ddp__ef11e49c.json"  # nobody named
 CAVEAT = "busy machine (others used 1.5 cores on node-a): check the host first"

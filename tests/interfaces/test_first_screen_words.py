@@ -58,10 +58,10 @@ def _synthetic(root: Path) -> Path:
 
 
 SOURCES = {
-    "real 8-cell sweep": FIXTURES / "sweep8_v13",
-    "busy sweep": FIXTURES / "results_v10" / "busy",
-    "injected profile": FIXTURES / "profile_injected_v14",
-    "v3 sweep and profile": FIXTURES / "results_v3",
+    "real 8-cell sweep": FIXTURES / "cpu_default_sweep",
+    "busy sweep": FIXTURES / "cpu_busy_sweep" / "busy",
+    "injected profile": FIXTURES / "cpu_profile_injected",
+    "v3 sweep and profile": FIXTURES / "cpu_sweep_profile",
 }
 
 

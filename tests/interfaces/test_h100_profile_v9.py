@@ -1,5 +1,5 @@
 """The third H100 run's profile (2026-11-27): GPT-2 124M b16 bf16 compiled on one GPU, 10 traced
-steps (tests/fixtures/h100_profile_v9/, the trace kept: a compiled CUDA trace with Triton
+steps (tests/fixtures/h100_gpt2_profile/, the trace kept: a compiled CUDA trace with Triton
 kernels, which no CPU fixture has). Its headline read "data < 0.0 %" (a bound of microseconds
 printed at one decimal) and "Found 0 bottleneck(s):" announced a list that never came."""
 
@@ -17,7 +17,7 @@ from torchscale.interfaces.console.profile import analysis_lines
 RUN = (
     Path(__file__).parents[1]
     / "fixtures"
-    / "h100_profile_v9"
+    / "h100_gpt2_profile"
     / "gpt2__b16__w1__bf16__ddp__5d8845e2"
 )
 

@@ -1,4 +1,4 @@
-"""The second H200 run's profile (2026-11-27, tests/fixtures/h200_profile_v18/, the 2 MB trace
+"""The second H200 run's profile (2026-11-27, tests/fixtures/h200_gpt2_profile/, the 2 MB trace
 left out): GPT-2 124M b16 bf16 compiled on one GPU, 24 traced steps that the profiler slowed
 by +17 % ±5 %, so the measured windows head the diagnosis. Its terminal (profile.out.txt
 beside the run) printed "compute 99.975 %" beside "data < 0.1 %", and a "[NOTE] cross-checks
@@ -13,7 +13,7 @@ from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK, dis
 from torchscale.offline.results.profile_versions import read_analysis
 from torchscale.offline.results.versions import read_cell_result
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200_profile_v18"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200_gpt2_profile"
 RUN = FIXTURE / "gpt2__b16__w1__bf16__ddp__5d8845e2"
 
 

@@ -1,7 +1,7 @@
 """The first screen's headline rules (docs/reporting.md, 'The first screen: headline rules'), one
-test row per rule, over a real 8-cell sweep (tests/fixtures/results_v10/busy) whose cells are
+test row per rule, over a real 8-cell sweep (tests/fixtures/cpu_busy_sweep/busy) whose cells are
 given each reliability and busy-machine state in turn; and the rule that a figure whose interval
-is wider than itself shows no number on the first screen (tests/fixtures/results_v3)."""
+is wider than itself shows no number on the first screen (tests/fixtures/cpu_sweep_profile)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from torchscale.interfaces.report.sections import summary
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SWEEP = FIXTURES / "results_v10" / "busy"
-V3 = FIXTURES / "results_v3"
+SWEEP = FIXTURES / "cpu_busy_sweep" / "busy"
+V3 = FIXTURES / "cpu_sweep_profile"
 R, N, U = "reliable", "noisy", "spread unknown"
 
 

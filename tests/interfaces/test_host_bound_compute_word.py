@@ -23,7 +23,7 @@ from torchscale.rank.worker.busy_trace import BusyReading, host_bound_record
 RUN = (
     Path(__file__).parents[1]
     / "fixtures"
-    / "h100_profile_v9"
+    / "h100_gpt2_profile"
     / "gpt2__b16__w1__bf16__ddp__5d8845e2"
 )
 COMPUTE_SHARE = re.compile(r"\bcompute [<>]? ?\d")  # 'compute 91.5 %', 'compute > 99.9 %'

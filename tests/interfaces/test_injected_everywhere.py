@@ -14,8 +14,8 @@ import pytest
 from torchscale.interfaces.api import build_report
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-TODAY = FIXTURES / "profile_injected_v14"
-OLDEST = FIXTURES / "results_v3" / "profile"
+TODAY = FIXTURES / "cpu_profile_injected"
+OLDEST = FIXTURES / "cpu_sweep_profile" / "profile"
 
 
 def _as_schema_5(tmp_path: Path) -> Path:

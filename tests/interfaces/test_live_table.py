@@ -25,7 +25,7 @@ from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan import Machine, build_plan
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling" / "cells"
 
 
 def sweep() -> list[CellResult]:

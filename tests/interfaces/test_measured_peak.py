@@ -53,7 +53,7 @@ def _report(path: Path, host: str, created: str, peaks: dict[str, float], level:
 def test_the_rank_reads_the_peak_the_validate_reports_reader_gives() -> None:
     """One reader: the peak a rank takes from a kept version-4 report is the one
     offline/results/documents.py reads from it (never a second parse of the JSON)."""
-    folder = FIXTURES / "validate_perf_v4"
+    folder = FIXTURES / "validate_perf"
     report = read_validate_report(folder / "gpu-node-7.perf.json").doc
     assert report is not None and report.measured_peaks["bf16"] == pytest.approx(736.85)
     peak = read_measured_peak([str(folder)], "gpu-node-7", "bf16")
@@ -115,7 +115,7 @@ def test_an_mfu_above_100_percent_of_either_peak_is_not_a_figure() -> None:
 
 
 def test_a_schema_8_result_reads_with_the_reason_it_has_no_measured_mfu() -> None:
-    raw = json.loads((FIXTURES / "results_v8" / "cpu_tiny_mlp_ddp_w2.json").read_text())
+    raw = json.loads((FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2.json").read_text())
     assert raw["schema_version"] == 8
     result, version, problem = parse_cell_result(raw)
     assert problem is None and version == 8 and result is not None

@@ -24,7 +24,7 @@ from torchscale.offline.analysis.ranking import Lead, judge_lead
 from torchscale.offline.analysis.reliability import judge
 
 H200_ZOO = REPO_ROOT / "tests" / "fixtures" / "h200_zoo_compiled"
-H100_SECOND = REPO_ROOT / "tests" / "fixtures" / "h100_schema16" / "workload" / "runs"
+H100_SECOND = REPO_ROOT / "tests" / "fixtures" / "h100_second_run" / "workload" / "runs"
 
 
 def _cells(root: Path) -> dict[str, dict[str, object]]:

@@ -1,5 +1,5 @@
 """One rule for what is ranked and one estimator for a compile gain, on every surface, on the kept
-H100 workload outputs (tests/fixtures/h100_schema16/workload: GPT-2 b8 on one H100, ddp and
+H100 workload outputs (tests/fixtures/h100_second_run/workload: GPT-2 b8 on one H100, ddp and
 fsdp, eager and compiled, 4 repeats; ../shared/gpu/h100-2026-11-26: the first run, 2 repeats).
 
 FSDP on one device shards nothing: no surface may rank or compare it (issue 71, point 8). The
@@ -29,7 +29,7 @@ from torchscale.offline.analysis.ranking import comparable, fsdp_on_one, shards_
 from torchscale.orchestration.validate import workload_judge as judge
 from torchscale.orchestration.validate.check_result import CheckStatus
 
-WORKLOAD = Path(__file__).parents[1] / "fixtures" / "h100_schema16" / "workload"
+WORKLOAD = Path(__file__).parents[1] / "fixtures" / "h100_second_run" / "workload"
 FASTER = 3.0  # FSDP on one GPU made this much faster than every other cell: first if ranked
 
 

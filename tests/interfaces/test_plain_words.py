@@ -20,7 +20,7 @@ from torchscale.interfaces.report.sections.summary import grouped_findings
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SWEEP = FIXTURES / "results_v10" / "busy"
+SWEEP = FIXTURES / "cpu_busy_sweep" / "busy"
 ADVICE = (
     "Hide or shrink gradient communication: DDP bucket_cap_mb, a bf16/fp16 compression comm "
     "hook; set GLOO_SOCKET_IFNAME to the fast interface. Give every rank the same work per "

@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 from torchscale.interfaces.cli.app import app
 from torchscale.results import load_forecasts
 
-SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep8_v13"
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_default_sweep"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from torchscale.interfaces.report.parts.findings import INJECTED_ADVICE, diagnos
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "profile_injected_v14"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "cpu_profile_injected"
 HOST_WORDS = ("host of rank", "taskset", "OMP_NUM_THREADS", "frequency scaling")
 
 

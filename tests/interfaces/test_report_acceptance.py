@@ -56,7 +56,7 @@ def _experiment(tmp_path: Path) -> Path:
     for k in range(4):
         layout.acceptance_path(f"node{k}", "perf").write_text(_node(f"node{k}", 790.0))
     layout.acceptance_path("node4", "perf").write_text(_node("node4", 600.0, CheckStatus.FAIL, LOW))
-    shutil.copy(FIXTURES / "validate_v1" / "node-a.json", layout.acceptance_path("old", "basic"))
+    shutil.copy(FIXTURES / "validate_basic" / "node-a.json", layout.acceptance_path("old", "basic"))
     layout.acceptance_path("torn", "perf").write_text("{not json")
     return root
 
@@ -98,7 +98,7 @@ def test_only_validate_reports_make_an_experiment_and_none_make_no_section(
     layout.acceptance_path("n", "perf").write_text(_node("n", 790.0))
     sections = build_report(read_sources(tmp_path), ReportOptions()).sections
     assert [s.id for s in sections if s.id == "acceptance"] == ["acceptance"]
-    fixture = FIXTURES / "results_v3"
+    fixture = FIXTURES / "cpu_sweep_profile"
     plain = build_report(read_sources(fixture), ReportOptions()).sections
     assert not any(s.id == "acceptance" for s in plain)
 

@@ -1,5 +1,5 @@
 """The default HTML report (SVG charts inline, no plotly) in a real headless Chromium, on the real
-8-cell sweep of tests/fixtures/sweep8_v13: every chart is drawn (an SVG with marks, a size on
+8-cell sweep of tests/fixtures/cpu_default_sweep: every chart is drawn (an SVG with marks, a size on
 the page, a hover <title> on each series), the page logs nothing to the console, and its
 Content-Security-Policy lets its own scripts run (the error recorder and the table cues leave
 their marks in the DOM) while it still refuses a script it does not list.
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs a headless Chromium on PATH (Debian package `chromium`; CI installs it)",
 )
 
-SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep8_v13"
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_default_sweep"
 CONSOLE = re.compile(r":CONSOLE(?::|\()")  # Chromium's log line for a console message
 PROBE = """(function () {
   "use strict";

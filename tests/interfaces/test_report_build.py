@@ -1,7 +1,7 @@
 """The report model built from real results (`report.sources.read_sources` +
 `report.build.build_report`).
 
-tests/fixtures/results_v3/ holds what `torchscale benchmark` and `torchscale profile` wrote on
+tests/fixtures/cpu_sweep_profile/ holds what `torchscale benchmark` and `torchscale profile` wrote on
 CPU (gloo): `v3_fixture/` (tiny-mlp and tiny-gpt2 at 1 and 2 ranks, 2 repeats, and two failed
 cells of a missing plug-in model) and `profile/` (one 2-rank tiny-mlp cell profiled with a 20 ms
 delay injected in rank 1's backward). The golden report (tests/golden/report_v3.json) is built
@@ -47,11 +47,11 @@ from torchscale.offline.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS,
 from torchscale.offline.analysis.uncertainty import median_of_repeats
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-V3 = FIXTURES / "results_v3"
+V3 = FIXTURES / "cpu_sweep_profile"
 V3_SWEEP = V3 / "v3_fixture"
 V3_PROFILE = V3 / "profile"
-V1 = FIXTURES / "results_v1"
-V2 = FIXTURES / "results_v2"
+V1 = FIXTURES / "cpu_crashes"
+V2 = FIXTURES / "cpu_ddp_fsdp"
 GOLDEN = Path(__file__).parents[1] / "golden" / "report_v3.json"
 GENERATED_AT = "2026-11-22T12:00:00Z"
 PRICE = 2.0

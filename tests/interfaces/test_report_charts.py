@@ -297,9 +297,9 @@ def test_baseline_chart_coloured_by_verdict_with_its_noise_band() -> None:
 
 def test_built_baseline_chart_follows_the_table_verdicts() -> None:
     report = build_report(
-        read_sources(FIXTURES / "results_v3"),
+        read_sources(FIXTURES / "cpu_sweep_profile"),
         ReportOptions(generated_at="2026-11-22T12:00:00Z"),
-        read_sources(FIXTURES / "results_v1"),
+        read_sources(FIXTURES / "cpu_crashes"),
     )
     chart = next(c for c in report.charts() if c.id == "baseline-throughput-change")
     table = next(
@@ -403,7 +403,7 @@ def test_html_link_flag_reaches_the_markdown(tmp_path: Path) -> None:
         [
             "report",
             "-s",
-            str(FIXTURES / "results_v3"),
+            str(FIXTURES / "cpu_sweep_profile"),
             "-f",
             "md",
             "-o",

@@ -17,7 +17,7 @@ from torchscale.contracts.errors import EXIT_NOT_JUDGED
 from torchscale.interfaces.cli.app import app
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SOURCE = FIXTURES / "results_v3"
+SOURCE = FIXTURES / "cpu_sweep_profile"
 
 
 def run(*args: object) -> Result:
@@ -289,7 +289,7 @@ def test_bad_price_and_format(tmp_path: Path) -> None:
 
 
 def test_older_schema_versions_report(tmp_path: Path) -> None:
-    for fixture in ("results_v1/v1_fixture", "results_v2/v2_fixture"):
+    for fixture in ("cpu_crashes/v1_fixture", "cpu_ddp_fsdp/v2_fixture"):
         out = tmp_path / f"{fixture.split('/')[0]}.md"
         result = run("--source", FIXTURES / fixture, "--format", "md", "--output", out)
         no_traceback(result)

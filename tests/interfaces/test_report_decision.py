@@ -5,7 +5,7 @@ the host spoiled the numbers; a profile-only or comm-only report's own verdict; 
 their technical terms; figures rounded to what their interval supports; no table cut off
 without a word at 1400 px.
 
-tests/fixtures/results_v10/busy/ is real: `torchscale benchmark -c benchmark_config.yaml` (the
+tests/fixtures/cpu_busy_sweep/busy/ is real: `torchscale benchmark -c benchmark_config.yaml` (the
 example config: tiny-mlp and tiny-gpt2, batch 16 and 32, 1 and 2 ranks, 2 repeats) run on the
 project's 2-core CPU VM while two CPU hogs and other jobs ran (load average 9-11); every cell's
 telemetry judged the machine busy. Logs and specs were left out.
@@ -68,7 +68,7 @@ from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.comm.sweep_launch import store_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-BUSY = FIXTURES / "results_v10" / "busy"
+BUSY = FIXTURES / "cpu_busy_sweep" / "busy"
 GENERATED_AT = "2026-11-22T12:00:00Z"
 
 
@@ -393,9 +393,9 @@ def test_no_column_is_cut_off_without_a_cue_at_1400_px(tmp_path: Path) -> None:
     if browser.CHROMIUM is None:
         pytest.skip("needs a headless Chromium on PATH")
     report = build_report(
-        read_sources(FIXTURES / "results_v3"),
+        read_sources(FIXTURES / "cpu_sweep_profile"),
         ReportOptions(generated_at=GENERATED_AT, cost_per_gpu_hour=2.5),
-        read_sources(FIXTURES / "results_v1"),
+        read_sources(FIXTURES / "cpu_crashes"),
     )
     page = tmp_path / "report.html"
     page.write_bytes(html.render(report))

@@ -33,7 +33,7 @@ def _codes(report: Report) -> list[str]:
 def test_a_cpu_sweep_gets_no_call() -> None:
     """The CPU sweep's scaling intervals are as narrow as ±3.3 %: still no call (CPU ranks say
     nothing about buying GPUs), and nothing on its first screen says buy or fix."""
-    report = _report(FIXTURES / "sweep8_v13", price=2.5)
+    report = _report(FIXTURES / "cpu_default_sweep", price=2.5)
     assert _codes(report) == []
     assert report.decision is not None
     assert not any("buy" in line.text for line in report.decision.lines())
@@ -41,8 +41,8 @@ def test_a_cpu_sweep_gets_no_call() -> None:
 
 def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
     """One H100, GPT-2 b16 at MFU 39.8 % ±3.1 %: on par with the kept reference's 40.2 % on the
-    same GPU (tests/fixtures/h100_schema16/ref.out.txt); at one GPU, no buy."""
-    report = _report(FIXTURES / "h100_schema16" / "default-sweep", price=2.5)
+    same GPU (tests/fixtures/h100_second_run/ref.out.txt); at one GPU, no buy."""
+    report = _report(FIXTURES / "h100_second_run" / "default-sweep", price=2.5)
     assert _codes(report) == ["decision.step_on_par"]
     call = report.decision.calls[0] if report.decision else None
     assert call is not None and call.figures["reference_mfu"] == 0.402

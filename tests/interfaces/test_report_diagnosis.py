@@ -58,7 +58,7 @@ from torchscale.offline.results.versions import parse_cell_result
 
 BUSY = Finding(code="caveat.busy_machine", figures={"cores": 1.5, "host": "node-a"})
 CAVEAT = say(BUSY)
-PROFILE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "profile"
+PROFILE = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "profile"
 PROFILE_CELL = "tiny-mlp__b8__w2__fp32__ddp__8154de06"
 PROFILED = "tiny-mlp b8 x2 fp32 ddp (profiled run, eager)"
 CELL = "tiny-mlp b8 x2 fp32 ddp"
@@ -183,7 +183,7 @@ def test_a_version_8_result_loads_with_its_diagnosis_columns() -> None:
     """Written as schema 8 (attribution, no findings): read through the v9 -> v10 upgrade, its
     step model is the diagnosis, decided by the phase timers, with the findings the
     diagnosis' rule derives from its parts (exposed transfer 23.8 %, waiting 13.5 %)."""
-    path = Path(__file__).parents[1] / "fixtures" / "results_v8" / "cpu_tiny_mlp_ddp_w2.json"
+    path = Path(__file__).parents[1] / "fixtures" / "cells" / "cpu_tiny_mlp_ddp_w2.json"
     result, version, problem = parse_cell_result(json.loads(path.read_text()))
     assert problem is None and version == 8 and result is not None
     assert result.diagnosis is not None and "diagnosis.findings" not in result.unavailable
@@ -209,7 +209,7 @@ def test_the_summary_gap_is_the_printed_one_and_the_phase_gap_has_its_own_column
     """summary.csv's gap is the printed one, not the named phase's: straggler_gap_s is the
     verdict's own-work gap, the one every surface prints; the phase's gap is
     straggler_phase_gap_s."""
-    path = Path(__file__).parents[1] / "fixtures" / "results_v8" / "cpu_tiny_mlp_ddp_w2.json"
+    path = Path(__file__).parents[1] / "fixtures" / "cells" / "cpu_tiny_mlp_ddp_w2.json"
     result, _, problem = parse_cell_result(json.loads(path.read_text()))
     assert result is not None, problem
     diagnosis = busy_diagnosis()

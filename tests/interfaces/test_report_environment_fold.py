@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from torchscale.interfaces.cli.app import app
 
-H100_WORKLOAD = Path(__file__).parents[1] / "fixtures" / "h100_schema16" / "workload" / "runs"
+H100_WORKLOAD = Path(__file__).parents[1] / "fixtures" / "h100_second_run" / "workload" / "runs"
 
 
 def test_one_host_seen_by_three_experiments_is_one_row(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The HTML report's first screen in a real headless Chromium: what a reader sees before
-scrolling decides. On a real 8-cell sweep (tests/fixtures/sweep8_v13) and a 2-rank profile
-(tests/fixtures/results_v3/profile), at 1440x900: the decision sentence and every figure card
+scrolling decides. On a real 8-cell sweep (tests/fixtures/cpu_default_sweep) and a 2-rank profile
+(tests/fixtures/cpu_sweep_profile/profile), at 1440x900: the decision sentence and every figure card
 (at most MAX_CARDS) lie inside the first 900 px, and they say what the report model says (the
 headline's verdict is the model's decision, each card is the model's card, no figure beyond
 the cards is drawn as one). At 390 px wide (a phone): the decision sentence is on the screen
@@ -47,8 +47,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SWEEP = FIXTURES / "sweep8_v13"  # a real 8-cell sweep
-PROFILE = FIXTURES / "results_v3" / "profile"  # one profiled 2-rank run
+SWEEP = FIXTURES / "cpu_default_sweep"  # a real 8-cell sweep
+PROFILE = FIXTURES / "cpu_sweep_profile" / "profile"  # one profiled 2-rank run
 DESKTOP = (1440, 900)
 PHONE = (390, 844)
 # the headline's opening per decision (parts/usable.py), to catch one that says another

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from torchscale.interfaces.cli.app import app
 from torchscale.results import load
 
-SWEEP8 = Path(__file__).parents[1] / "fixtures" / "sweep8_v13"
+SWEEP8 = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep"
 
 
 def _predicted(tmp_path: Path) -> tuple[Path, str]:

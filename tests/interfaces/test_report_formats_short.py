@@ -1,7 +1,7 @@
 """Short formats: each format shows the decision and what carries it, and builds only that.
 
-On fixture results: the 8-cell sweep of tests/fixtures/results_v10/busy and the 2-rank profile
-of tests/fixtures/results_v3/profile. The PDF of the sweep fits in 6 pages and the profile's in
+On fixture results: the 8-cell sweep of tests/fixtures/cpu_busy_sweep/busy and the 2-rank profile
+of tests/fixtures/cpu_sweep_profile/profile. The PDF of the sweep fits in 6 pages and the profile's in
 3 (`--full` has every section); the HTML draws the PDF's SVG charts (plotly only with
 --interactive) and stays under 1.5 MB; the Markdown fits a pull-request comment with bold on
 the decision alone and no path of this machine; Markdown and JSON never draw a chart.
@@ -29,8 +29,8 @@ from torchscale.interfaces.report.short import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SWEEP = FIXTURES / "results_v10" / "busy"  # 8 cells, two models, 1 and 2 ranks
-PROFILE = FIXTURES / "results_v3" / "profile"  # one profiled 2-rank run
+SWEEP = FIXTURES / "cpu_busy_sweep" / "busy"  # 8 cells, two models, 1 and 2 ranks
+PROFILE = FIXTURES / "cpu_sweep_profile" / "profile"  # one profiled 2-rank run
 MAX_SWEEP_PAGES = 6
 MAX_PROFILE_PAGES = 3
 MAX_HTML_BYTES = 1_500_000

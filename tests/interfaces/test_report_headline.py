@@ -38,7 +38,7 @@ from torchscale.orchestration.comm.sweep_launch import store_result
 
 REPO = Path(__file__).parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-V3 = FIXTURES / "results_v3"
+V3 = FIXTURES / "cpu_sweep_profile"
 V3_SWEEP = V3 / "v3_fixture"
 GENERATED_AT = "2026-11-22T12:00:00Z"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -122,7 +122,7 @@ def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
     estimator, issue 71 point 5), and the memory it took (issue 63, point 4)."""
     cells = tmp_path / "h100" / "cells"
     cells.mkdir(parents=True)
-    result = FIXTURES / "results_v5" / "h100_gpt2_bf16_compile.json"
+    result = FIXTURES / "cells" / "h100_gpt2_bf16_compiled.json"
     shutil.copy(result, cells / "gpt2__b8__w1__bf16__ddp__aa00afb8.json")
     report = build(tmp_path / "h100", cost_per_gpu_hour=3.0)
     assert report.hardware == "1 x H100 80GB HBM3"
@@ -280,11 +280,11 @@ def test_a_baseline_report_is_titled_by_what_it_compares(tmp_path: Path) -> None
     # both sides are the experiment v3_fixture (a config re-run keeps its name)
     assert default_title(current, baseline) == "torchscale report: new/v3_fixture vs old/v3_fixture"
     assert default_title(current, read_sources(V3_SWEEP)).endswith(
-        "new/v3_fixture vs results_v3/v3_fixture"
+        "new/v3_fixture vs cpu_sweep_profile/v3_fixture"
     )
     assert default_title(current, current) == f"torchscale report: {new} against itself"
     assert (
-        default_title(read_sources(V3), read_sources(FIXTURES / "results_v1"))
+        default_title(read_sources(V3), read_sources(FIXTURES / "cpu_crashes"))
         == "torchscale report: profile, v3_fixture vs v1_fixture"
     )
 

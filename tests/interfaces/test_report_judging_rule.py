@@ -18,7 +18,7 @@ from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-ONE_STEP = FIXTURES / "one_step_v14"
+ONE_STEP = FIXTURES / "cpu_one_step"
 OLD = FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json"
 RULE_WORDING = (
     "Diagnosis without an interval",

@@ -15,7 +15,7 @@ from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Report, Table
 from torchscale.interfaces.report.sources import read_sources
 
-V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 GENERATED_AT = "2026-01-01T00:00:00Z"
 HOSTILE = "<script>alert(1)</script>"
 

@@ -18,8 +18,8 @@ from torchscale.interfaces.cli.app import app
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 H200_ZOO = FIXTURES / "h200_zoo_compiled"
-SWEEP8 = FIXTURES / "sweep8_v13"
-H100_WORKLOAD = FIXTURES / "h100_schema16" / "workload" / "runs"
+SWEEP8 = FIXTURES / "cpu_default_sweep"
+H100_WORKLOAD = FIXTURES / "h100_second_run" / "workload" / "runs"
 
 
 def _render(source: Path, fmt: str, tmp_path: Path) -> str:

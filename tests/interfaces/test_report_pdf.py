@@ -357,9 +357,9 @@ def fixture_pdf(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Path]
     """The PDF of the real fixture results (benchmark, profile, a version-1 baseline)."""
     fixtures = Path(__file__).parents[1] / "fixtures"
     report = build_report(
-        read_sources(fixtures / "results_v3"),
+        read_sources(fixtures / "cpu_sweep_profile"),
         ReportOptions(generated_at="2026-01-01T00:00:00Z", cost_per_gpu_hour=2.5),
-        read_sources(fixtures / "results_v1"),
+        read_sources(fixtures / "cpu_crashes"),
     )
     return report, _write_pdf(report, tmp_path_factory.mktemp("pdf") / "fixture.pdf")
 

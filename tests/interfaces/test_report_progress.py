@@ -26,7 +26,7 @@ from torchscale.orchestration.plan import Machine, build_plan
 from torchscale.orchestration.profiling import session
 from torchscale.orchestration.profiling.trigger import Selected
 
-SOURCE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+SOURCE = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 
 
 class FakeClock:

@@ -20,7 +20,7 @@ from torchscale.interfaces.console.sweep_tables import model_tables
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
 from torchscale.results import load
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 
 
 def run_copy(target: Path, name: str, factor: float, repeats: int = 4, seed: int = 0) -> Path:

@@ -101,7 +101,7 @@ def test_a_definition_twice_in_one_experiment_is_not_pooled() -> None:
     assert list(pooled["samples_per_s"]) == [10.0, 14.0]
 
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 
 
 @pytest.mark.parametrize("enabled_before", [True, False])

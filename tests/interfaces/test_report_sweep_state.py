@@ -20,7 +20,7 @@ from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.sweep_progress import CellProgress, SweepProgress
 from torchscale.results import load
 
-SWEEP8 = Path(__file__).parents[1] / "fixtures" / "sweep8_v13"
+SWEEP8 = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep"
 H100_STOPPED = SHARED_DIR / "gpu" / "h100-2026-11-26" / "default-sweep"
 
 

@@ -60,7 +60,7 @@ from torchscale.offline.results.split_figures import split_figures
 from torchscale.offline.results.upgrades.older_blocks import Communication, OlderBlocks
 from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
 
-V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 MLP_W1 = "tiny-mlp__b8__w1__fp32__ddp__1e539f77"
 MLP_W2 = "tiny-mlp__b8__w2__fp32__ddp__5904ed09"
 GPT_W1 = "tiny-gpt2__b8__w1__fp32__ddp__6ed24533"

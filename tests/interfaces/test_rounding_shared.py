@@ -102,8 +102,8 @@ def test_a_figure_is_never_rounded_to_zero() -> None:
 def _fixture_results() -> list[CellResult]:
     files = [
         FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json",
-        FIXTURES / "results_v12" / "cpu_tiny_mlp_ddp_w2.json",
-        *sorted((FIXTURES / "results_v3" / "v3_fixture" / "cells").glob("*.json")),
+        FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2_again.json",
+        *sorted((FIXTURES / "cpu_sweep_profile" / "v3_fixture" / "cells").glob("*.json")),
     ]
     results = []
     for path in files:
@@ -209,13 +209,13 @@ def _scale_results(root: Path, cells: int) -> Path:
     return Path(module.write_results(root, cells))
 
 
-@pytest.mark.parametrize("source", ["sweep8_v13", "synthetic"])
+@pytest.mark.parametrize("source", ["cpu_default_sweep", "synthetic"])
 def test_no_figure_of_a_report_reads_finer_than_its_interval(tmp_path: Path, source: str) -> None:
     """Every figure with an interval, in every sentence, card and table cell of a full report
     (what every format renders), has at most the digits two significant digits of its
     half-width give; rates that are a multiple of samples/s (tokens/s, per device) are cut by
     its interval ('82,000', never '81,537.6' beside '1,270 ±110')."""
-    root = FIXTURES / "sweep8_v13" if source == "sweep8_v13" else _scale_results(tmp_path, 60)
+    root = FIXTURES / "cpu_default_sweep" if source == "cpu_default_sweep" else _scale_results(tmp_path, 60)
     report = build_report(read_sources(root), ReportOptions(generated_at="2026-01-01T00:00:00Z"))
     texts = _texts(report)
     assert any("±" in t or "95 % interval" in t for t in texts)  # the scan has figures to read

@@ -21,8 +21,8 @@ from torchscale.interfaces.report.sources import read_sources
 from torchscale.results import load
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SWEEP8 = FIXTURES / "sweep8_v13"
-H100_DEFAULT = FIXTURES / "h100_schema16" / "default-sweep"
+SWEEP8 = FIXTURES / "cpu_default_sweep"
+H100_DEFAULT = FIXTURES / "h100_second_run" / "default-sweep"
 H100_STOPPED = SHARED_DIR / "gpu" / "h100-2026-11-26" / "default-sweep"
 H100_WORKLOAD = SHARED_DIR / "gpu" / "h100-2026-11-26" / "workload" / "runs"
 STEADY = "tiny-gpt2__b32__w1__fp32__ddp__96a787a3"  # sweep8's reliable cell at world 1
@@ -114,7 +114,7 @@ def test_a_steady_cell_on_a_busy_machine_is_never_reliable(busy_steady: Path) ->
     assert row["cell"].startswith("tiny-gpt2 b32 x1") and row["_severity"] == "warn"
 
 
-V10_BUSY = FIXTURES / "results_v10" / "busy"
+V10_BUSY = FIXTURES / "cpu_busy_sweep" / "busy"
 
 
 def test_the_live_table_and_the_report_withhold_the_same_figures() -> None:
@@ -156,8 +156,8 @@ def test_a_card_under_cannot_be_used_shows_no_figure(tmp_path: Path) -> None:
             assert figure.note.startswith("these numbers cannot be used: all 40 cells noisy")
 
 
-H200_PROFILE = FIXTURES / "h200_profile_v18"
-V2 = FIXTURES / "results_v2" / "v2_fixture"
+H200_PROFILE = FIXTURES / "h200_gpt2_profile"
+V2 = FIXTURES / "cpu_ddp_fsdp" / "v2_fixture"
 
 
 @pytest.fixture

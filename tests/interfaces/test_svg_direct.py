@@ -23,7 +23,7 @@ from torchscale.interfaces.report.charts.plot import CLIP_UP, Plot, plot
 from torchscale.interfaces.report.model import Chart, Series
 from torchscale.interfaces.report.render.svg_direct import box_stats, chart_svg, series_id
 
-SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep8_v13"
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_default_sweep"
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "</svg><script>alert(1)</script>&"
 

@@ -46,11 +46,11 @@ def _fixture_results() -> list[CellResult]:
     """Real results of several shapes: an H100 cell, a tp2 CPU cell, ddp CPU cells (one with
     the diagnosis of schema 12), and a directory of CPU cells (two models, one failed)."""
     files = [
-        FIXTURES / "results_v5" / "h100_gpt2_bf16_compile.json",
-        FIXTURES / "results_v6" / "cpu_tiny_gpt2_tp2.json",
+        FIXTURES / "cells" / "h100_gpt2_bf16_compiled.json",
+        FIXTURES / "cells" / "cpu_tiny_gpt2_tp2.json",
         FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json",
-        FIXTURES / "results_v12" / "cpu_tiny_mlp_ddp_w2.json",
-        *sorted((FIXTURES / "results_v3" / "v3_fixture" / "cells").glob("*.json")),
+        FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2_again.json",
+        *sorted((FIXTURES / "cpu_sweep_profile" / "v3_fixture" / "cells").glob("*.json")),
     ]
     results = []
     for path in files:
@@ -135,7 +135,7 @@ def _reports() -> dict[str, Report]:
     (its tables' headers broke at 100 columns: 'Configura/tion', 'Parame/ters') and one from
     real schema 7 and 8 cells, whose step model writes figures as text ('0.3 % ±0.1 %': cut
     before its last '%' at 80 columns)."""
-    real = build_report(FIXTURES / "results_v2" / "v2_fixture", "term").report
+    real = build_report(FIXTURES / "cpu_ddp_fsdp" / "v2_fixture", "term").report
     with tempfile.TemporaryDirectory() as tmp:
         cells = Path(tmp) / "step_model" / "cells"
         cells.mkdir(parents=True)
@@ -209,7 +209,7 @@ def test_report_term_printed_takes_the_terminals_width(
     """`torchscale report -f term` printed (no --output) is as wide as the terminal; before,
     it stayed 100 columns whatever the width."""
     monkeypatch.setattr(streams.stdout, "_width", None)  # read COLUMNS as rich does
-    source = FIXTURES / "results_v2" / "v2_fixture"
+    source = FIXTURES / "cpu_ddp_fsdp" / "v2_fixture"
     result = CliRunner().invoke(
         app, ["report", "-s", str(source), "-f", "term"], env={"COLUMNS": str(width)}
     )
@@ -340,7 +340,7 @@ def test_validate_fits_the_width(width: int) -> None:
 def test_report_term_keeps_paragraphs_and_figures_whole(width: int) -> None:
     """The term report of a real 8-cell sweep: a paragraph's later rows are indented (a list
     item stays one), and no row break falls between a number and its unit."""
-    source = FIXTURES / "sweep8_v13"
+    source = FIXTURES / "cpu_default_sweep"
     text = term.render(build_report(source, "term").report, width).decode()
     rows = text.splitlines()
     _lines_fit(text, width)

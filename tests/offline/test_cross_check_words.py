@@ -19,7 +19,7 @@ from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 INJECTED = (
-    FIXTURES / "profile_injected_v14/standalone/profile/tiny-mlp__b8__w2__fp32__ddp__9a305f17"
+    FIXTURES / "cpu_profile_injected/standalone/profile/tiny-mlp__b8__w2__fp32__ddp__9a305f17"
 )
 
 

@@ -373,7 +373,7 @@ def test_the_timers_diagnosis_rebuilt_from_a_folder_carries_the_runs_caveat() ->
     from torchscale.offline.results.versions import parse_cell_result
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
-    run = fixtures / "results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
+    run = fixtures / "cpu_sweep_profile/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
     result = parse_cell_result(json.loads((run / "result.json").read_text()))[0]
     assert result is not None and result.diagnosis is not None
     host = HostLoad.model_construct(host="vm", ranks=[0, 1], cores=2, busy=True, other_cores=1.5)

@@ -22,7 +22,7 @@ from torchscale.offline.results import documents
 from torchscale.offline.results.experiment import load
 
 PACKAGE = Path(documents.__file__).parents[2]
-SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep8_v13" / "default_scaling"
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling"
 # what only a reader in offline/results/ may call on a stored document
 READING = {"version_problem", "read_cell_result", "parse_cell_result", "read_analysis"}
 STORED_MODELS = {

@@ -30,7 +30,7 @@ def _kept() -> list[Forecast]:
 
 
 def test_predict_stores_codes_and_figures_not_sentences(tmp_path: Path) -> None:
-    results = Path(shutil.copytree(FIXTURES / "sweep8_v13", tmp_path / "results"))
+    results = Path(shutil.copytree(FIXTURES / "cpu_default_sweep", tmp_path / "results"))
     done = CliRunner().invoke(app, ["predict", "-s", str(results), "--gpus", "4", "--nodes", "2"])
     assert done.exit_code == 0, done.output
     stored = sorted((results / "default_scaling" / "forecasts").glob("*.json"))

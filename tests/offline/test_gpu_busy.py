@@ -30,7 +30,7 @@ from torchscale.offline.traces.kineto import read_kineto
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KEPT_TRACES = {
     name: FIXTURES / name / "gpt2__b16__w1__bf16__ddp__5d8845e2" / "rank0.trace.json.gz"
-    for name in ("h100_profile_v9", "h200_profile_v18")
+    for name in ("h100_gpt2_profile", "h200_gpt2_profile")
 }
 
 

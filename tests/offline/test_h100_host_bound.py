@@ -167,7 +167,7 @@ def test_the_busy_probe_decides_where_it_measured() -> None:
 
 
 def test_a_cpu_cell_never_gets_a_host_bound_line() -> None:
-    (path,) = sorted((FIXTURES / "one_step_v14" / "cells").glob("*.json"))
+    (path,) = sorted((FIXTURES / "cpu_one_step" / "cells").glob("*.json"))
     read = read_cell_result(path)
     assert read.result is not None and read.result.cell.device == "cpu"
     assert read.result.host_bound is None

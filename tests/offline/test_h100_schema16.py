@@ -1,4 +1,4 @@
-"""What the second H100 run wrote at schema 16 (tests/fixtures/h100_schema16, kept in the
+"""What the second H100 run wrote at schema 16 (tests/fixtures/h100_second_run, kept in the
 project: a GPU is rarely lent). Only a GPU writes these: power from the energy counter at the
 700 W limit, SwPowerCap with the SM clock down to 79 % of its top, NVML averages over windows
 too short to judge, the busy probe where the host waited for the GPU, and the fixed costs of a
@@ -19,7 +19,7 @@ from torchscale.contracts.wording.validate import hint as shown_hint
 from torchscale.interfaces.report.parts.findings import throttling_finding
 from torchscale.orchestration.validate.workload_judge import judge_telemetry
 
-RUN = Path(__file__).resolve().parents[1] / "fixtures" / "h100_schema16"
+RUN = Path(__file__).resolve().parents[1] / "fixtures" / "h100_second_run"
 WORKLOAD_CELLS = sorted((RUN / "workload" / "runs").glob("*/cells/*.json"))
 
 

@@ -2,7 +2,7 @@
 MFU is the throughput's estimate scaled (the same share of it, measurable only where the
 throughput is), and where the step percentiles keep their own estimator (a bootstrap over this
 run's steps) beside the rate's (where a rerun lands), the surface that shows both says why.
-Read on the kept GPU outputs in place: tests/fixtures/h100_schema16, h200_zoo_compiled and the
+Read on the kept GPU outputs in place: tests/fixtures/h100_second_run, h200_zoo_compiled and the
 first H100 run in ../shared (skipped when absent)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from torchscale.offline.results.frame import cell_row
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H200_ZOO = FIXTURES / "h200_zoo_compiled"
-KEPT = [FIXTURES / "h100_schema16", H200_ZOO, SHARED_DIR / "gpu" / "h100-2026-11-26"]
+KEPT = [FIXTURES / "h100_second_run", H200_ZOO, SHARED_DIR / "gpu" / "h100-2026-11-26"]
 FIRST_H100_COMPILED = (
     SHARED_DIR
     / "gpu/h100-2026-11-26/workload/runs/compiled/cells/gpt2__b8__w1__bf16__ddp__884cfc44.json"
@@ -46,7 +46,7 @@ def test_every_kept_gpu_cells_mfu_interval_is_its_throughputs_scaled() -> None:
     result before schema 8 (no stored intervals: both re-derived from the repeats) reads it."""
     rows = [cell_row(r) for r in map(read_cell, _kept_cells()) if r.compute and r.compute.mfu]
     with_interval = [r for r in rows if r["samples_per_s_low"] is not None]
-    assert len(with_interval) >= 10  # h100_schema16 6, zoo 2, the first H100 run's
+    assert len(with_interval) >= 10  # h100_second_run 6, zoo 2, the first H100 run's
     for row in with_interval:
         assert _ratio(row, "mfu") == pytest.approx(_ratio(row, "samples_per_s"), rel=1e-9)
     cell = read_cell(next(H200_ZOO.glob("cells/bert-large*.json")))

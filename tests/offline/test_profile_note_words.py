@@ -21,7 +21,7 @@ from torchscale.offline.results.upgrades.stored_words import upgrade_v19
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.profiling.analyze import analyze_directory
 
-KEPT = REPO_ROOT / "tests" / "fixtures" / "h100_profile_v9" / "gpt2__b16__w1__bf16__ddp__5d8845e2"
+KEPT = REPO_ROOT / "tests" / "fixtures" / "h100_gpt2_profile" / "gpt2__b16__w1__bf16__ddp__5d8845e2"
 
 
 def _kept(tmp_path: Path) -> tuple[Path, bool]:

@@ -20,7 +20,7 @@ RUN = (
     REPO_ROOT
     / "tests"
     / "fixtures"
-    / "profile_injected_v14"
+    / "cpu_profile_injected"
     / "standalone"
     / "profile"
     / "tiny-mlp__b8__w2__fp32__ddp__9a305f17"

@@ -18,7 +18,7 @@ from torchscale.offline.results.versions import read_cell_result
 
 RUN = (
     Path(__file__).parents[1]
-    / "fixtures/profile_injected_v14/standalone/profile/tiny-mlp__b8__w2__fp32__ddp__9a305f17"
+    / "fixtures/cpu_profile_injected/standalone/profile/tiny-mlp__b8__w2__fp32__ddp__9a305f17"
 )
 SUFFIX = " (injected: --inject-delay)"
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
@@ -140,7 +140,7 @@ def test_a_schema_2_what_if_is_folded_into_its_diagnosis() -> None:
 
 
 def test_a_schema_1_analysis_keeps_its_own_figures_until_its_run_has_a_diagnosis() -> None:
-    path = FIXTURES / "results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
+    path = FIXTURES / "cpu_sweep_profile/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
     analysis, _ = read_analysis(path / "analysis.json")
     assert analysis is not None and analysis.diagnosis is None
     assert profile_figures.sync_stall_pct(analysis).value == pytest.approx(34.3257712936)

@@ -45,7 +45,7 @@ from torchscale.offline.results.upgrades.verdicts import not_named_reason
 from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-PROFILE_V3 = Path("results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06")
+PROFILE_V3 = Path("cpu_sweep_profile/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06")
 
 
 def _read(relative: str) -> tuple[CellResult, int]:
@@ -181,8 +181,8 @@ def test_a_stored_step_model_reads_with_the_diagnosis_findings_and_caveat() -> N
 @pytest.mark.parametrize(
     "relative",
     [
-        "results_v11/cpu_tiny_mlp_ddp_w2.json",
-        "results_v12/cpu_tiny_mlp_ddp_w2.json",
+        "cpu_crashes1/cpu_tiny_mlp_ddp_w2.json",
+        "cells_v12_GONE/cpu_tiny_mlp_ddp_w2.json",
     ],
 )
 def test_an_unnamed_verdict_says_why_in_the_rules_words(relative: str) -> None:
@@ -202,7 +202,7 @@ def test_an_unnamed_verdict_says_why_in_the_rules_words(relative: str) -> None:
 
 
 def test_a_withdrawn_verdict_names_the_check() -> None:
-    result, _ = _read("results_v12/cpu_tiny_mlp_ddp_w2.json")
+    result, _ = _read("cells_v12_GONE/cpu_tiny_mlp_ddp_w2.json")
     assert result.diagnosis is not None and result.diagnosis.straggler is not None
     verdict = result.diagnosis.straggler.model_copy(update={"withdrawn_by": "arrival order"})
     assert say(not_named_reason(verdict)) == "withdrawn: arrival order"
@@ -211,7 +211,7 @@ def test_a_withdrawn_verdict_names_the_check() -> None:
 def test_a_version_13_named_straggler_reads_marked_injected_or_not() -> None:
     """Schema 13: a named straggler says whether --inject-delay made it, off the result's own
     delays."""
-    cells = sorted((FIXTURES / "sweep8_v13" / "default_scaling" / "cells").glob("*.json"))
+    cells = sorted((FIXTURES / "cpu_default_sweep" / "default_scaling" / "cells").glob("*.json"))
     named = []
     for path in cells:
         result, version = _read(str(path.relative_to(FIXTURES)))

@@ -2,12 +2,12 @@
 current schema and pandas, a newer version is refused in one line, and --resume still trusts a
 version-1 result whose definition hash matches.
 
-tests/fixtures/results_v1/ is a real results directory written by torchscale 0.1.0 (result
-schema 1) from tests/fixtures/results_v1/v1.yaml: tiny-mlp at world sizes 1 and 2 (ok), the
+tests/fixtures/cpu_crashes/ is a real results directory written by torchscale 0.1.0 (result
+schema 1) from tests/fixtures/cpu_crashes/v1.yaml: tiny-mlp at world sizes 1 and 2 (ok), the
 crash plug-in (ok at world 1, failed at world 2) and one skipped cell (device cuda, no GPU).
 
-tests/fixtures/results_v2/ is a real results directory written at result schema 2 (the tree of
-commit 7530faa) from tests/fixtures/results_v2/v2.yaml: tiny-mlp at world sizes 1 and 2 under
+tests/fixtures/cpu_ddp_fsdp/ is a real results directory written at result schema 2 (the tree of
+commit 7530faa) from tests/fixtures/cpu_ddp_fsdp/v2.yaml: tiny-mlp at world sizes 1 and 2 under
 DDP and FSDP. Version 2's comm_overhead pooled the no_sync step over ranks (load imbalance and
 communication together): the upgrade moves it to sync_overhead.
 """
@@ -65,7 +65,7 @@ from torchscale.offline.results.versions import (
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "results_v1"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cpu_crashes"
 V1_DIR = FIXTURES / "v1_fixture"
 V1_CONFIG = FIXTURES / "v1.yaml"
 TINY_W1 = "tiny-mlp__b8__w1__fp32__ddp__a654a748"
@@ -73,7 +73,7 @@ TINY_W2 = "tiny-mlp__b8__w2__fp32__ddp__cb115c3f"
 CRASH_W1 = "tests.fault_models_crash__b8__w1__fp32__ddp__4d78d128"
 CRASH_W2 = "tests.fault_models_crash__b8__w2__fp32__ddp__da59d299"
 SKIPPED = "tiny-mlp__b8__w1__fp32__ddp__f95bc20a"
-V2_DIR = Path(__file__).parents[1] / "fixtures" / "results_v2" / "v2_fixture"
+V2_DIR = Path(__file__).parents[1] / "fixtures" / "cpu_ddp_fsdp" / "v2_fixture"
 V2_DDP_W1 = "tiny-mlp__b8__w1__fp32__ddp__24c2df7e"
 V2_DDP_W2 = "tiny-mlp__b8__w2__fp32__ddp__982c8c77"
 V2_FSDP_W2 = "tiny-mlp__b8__w2__fp32__fsdp__055245f5"
@@ -460,7 +460,7 @@ def test_resume_does_not_reuse_a_v1_result_of_another_definition(tmp_path: Path)
 def test_a_version_5_result_from_a_real_h100_reads_as_the_current_schema() -> None:
     """Written by torchscale 0.7.0 on one H100 (GPT-2 bf16, torch.compile): read through the
     upgrade chain, its figures untouched, the fields schema 6 added empty."""
-    path = Path(__file__).parents[1] / "fixtures" / "results_v5" / "h100_gpt2_bf16_compile.json"
+    path = Path(__file__).parents[1] / "fixtures" / "cells" / "h100_gpt2_bf16_compiled.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 5
     result, version, problem = parse_cell_result(raw)
@@ -475,7 +475,7 @@ def test_a_version_5_result_from_a_real_h100_reads_as_the_current_schema() -> No
 def test_a_version_6_tp_result_reads_as_the_current_schema() -> None:
     """Written by torchscale 0.8.0 (tiny GPT-2, tp2 on two CPU ranks): its mesh and figures
     untouched, no profiled communication, and the reason it had none kept."""
-    path = Path(__file__).parents[1] / "fixtures" / "results_v6" / "cpu_tiny_gpt2_tp2.json"
+    path = Path(__file__).parents[1] / "fixtures" / "cells" / "cpu_tiny_gpt2_tp2.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 6
     result, version, problem = parse_cell_result(raw)
@@ -522,9 +522,9 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
 
 def test_a_version_11_result_reads_with_no_cpu_wait() -> None:
     """Written by torchscale 0.10.0 at result schema 11 (commit 908d53d; tiny-mlp, DDP on two
-    CPU ranks, tests/fixtures/results_v11/v11.yaml): its straggler verdict untouched, the
+    CPU ranks, tests/fixtures/cpu_crashes1/v11.yaml): its straggler verdict untouched, the
     wait for a CPU (schema 12) null, never invented."""
-    path = Path(__file__).parents[1] / "fixtures" / "results_v11" / "cpu_tiny_mlp_ddp_w2.json"
+    path = Path(__file__).parents[1] / "fixtures" / "cpu_crashes1" / "cpu_tiny_mlp_ddp_w2.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 11
     result, version, problem = parse_cell_result(raw)
@@ -539,10 +539,10 @@ def test_a_version_11_result_reads_with_no_cpu_wait() -> None:
 
 def test_a_version_12_result_reads_with_no_straggler_kind() -> None:
     """Written by torchscale at result schema 12 (commit c34b213; tiny-mlp, DDP on two CPU
-    ranks, tests/fixtures/results_v12/v12.yaml): its verdict read as written, the kind of a
+    ranks, tests/fixtures/cells_v12_GONE/v12.yaml): its verdict read as written, the kind of a
     straggler null (never invented), and why nobody is named in the rule's words read off the
     verdict's own interval (it reaches 0), as a schema-13 verdict says it."""
-    path = Path(__file__).parents[1] / "fixtures" / "results_v12" / "cpu_tiny_mlp_ddp_w2.json"
+    path = Path(__file__).parents[1] / "fixtures" / "cells" / "cpu_tiny_mlp_ddp_w2_again.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 12
     result, version, problem = parse_cell_result(raw)
@@ -562,7 +562,7 @@ def test_step_records_written_before_the_cpu_time_read_with_it_nan(tmp_path: Pat
     """The schema-12 fixture's step records carry `cpu_wait_s` but not `cpu_time_s` (the
     thread's time on a CPU came later): `exp.steps` keeps every wait as written and reads the
     time NaN, never invented, and skips nothing."""
-    fixture = Path(__file__).parents[1] / "fixtures" / "results_v12"
+    fixture = Path(__file__).parents[1] / "fixtures" / "cells_v12_GONE"
     raw = json.loads((fixture / "cpu_tiny_mlp_ddp_w2.json").read_text())
     cell_id = raw["cell"]["id"]
     (tmp_path / "cells").mkdir()
@@ -580,12 +580,12 @@ def test_step_records_written_before_the_cpu_time_read_with_it_nan(tmp_path: Pat
 
 
 def test_a_version_13_result_reads_injected_from_its_delays() -> None:
-    """Written at result schema 13 (tests/fixtures/sweep8_v13, a real 8-cell sweep): a named
+    """Written at result schema 13 (tests/fixtures/cpu_default_sweep, a real 8-cell sweep): a named
     straggler's `injected` (schema 14) is read off the result's recorded delays (none here);
     its line reads as before."""
     from torchscale.interfaces.report.diagnosis_text import straggler_text
 
-    cells = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
+    cells = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling" / "cells"
     named = 0
     for path in sorted(cells.glob("*.json")):
         raw = json.loads(path.read_text())
@@ -605,7 +605,7 @@ def test_an_older_injected_straggler_reads_injected_from_its_delays() -> None:
     (the delays are recorded in the result); another named rank reads not injected."""
     from torchscale.interfaces.report.diagnosis_text import straggler_text
 
-    cells = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
+    cells = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling" / "cells"
     raw = next(
         data
         for data in (json.loads(p.read_text()) for p in sorted(cells.glob("*.json")))

@@ -54,7 +54,7 @@ def test_the_sentences_of_todays_words_are_read_as_codes() -> None:
 
 
 def test_a_kept_schema_18_results_problems_word_as_before() -> None:
-    path = FIXTURES / "h200_profile_v18/gpt2__b16__w1__bf16__ddp__5d8845e2/result.json"
+    path = FIXTURES / "h200_gpt2_profile/gpt2__b16__w1__bf16__ddp__5d8845e2/result.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["schema_version"] == 18
     comm = next(p for p in _fresh().diagnosis.findings if p.category == "exposed_comm")
@@ -75,8 +75,8 @@ def test_a_kept_schema_18_results_problems_word_as_before() -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "results_v11/cpu_tiny_mlp_ddp_w2.json",
-        "results_v12/cpu_tiny_mlp_ddp_w2.json",
+        "cpu_crashes1/cpu_tiny_mlp_ddp_w2.json",
+        "cells_v12_GONE/cpu_tiny_mlp_ddp_w2.json",
     ],
 )
 def test_a_kept_results_problems_word_as_they_were_stored(name: str) -> None:
@@ -91,5 +91,5 @@ def test_a_kept_results_problems_word_as_they_were_stored(name: str) -> None:
 
 
 def test_words_not_recognised_stay_as_stored_and_are_marked() -> None:
-    _, read = _read(FIXTURES / "results_v12/cpu_tiny_mlp_ddp_w2.json")
+    _, read = _read(FIXTURES / "cells_v12_GONE/cpu_tiny_mlp_ddp_w2.json")
     assert read and {problem.finding.code for problem in read} == {"problem.stored"}

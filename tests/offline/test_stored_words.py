@@ -160,7 +160,7 @@ def test_what_an_older_schema_did_not_record_is_a_code() -> None:
 
     read = read_cell_result(
         Path(__file__).parents[1]
-        / "fixtures/results_v3/v3_fixture/cells/tiny-gpt2__b8__w2__fp32__ddp__5ca6a1b4.json"
+        / "fixtures/cpu_sweep_profile/v3_fixture/cells/tiny-gpt2__b8__w2__fp32__ddp__5ca6a1b4.json"
     )
     assert read.version == 3 and read.result is not None
     assert read.result.unavailable["telemetry"] == coded("older.v3_telemetry")

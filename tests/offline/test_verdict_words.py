@@ -115,7 +115,7 @@ def test_the_words_of_schema_19_read_back_into_the_same_findings(case: str) -> N
 def test_words_no_code_says_stay_as_stored_and_read_as_before() -> None:
     """A schema-14 verdict (its gap's interval said in the older words): kept as stored words,
     shown exactly as the file has them, marked as stored; its caveat is recognised."""
-    path = FIXTURES / "profile_injected_v14/standalone/profile"
+    path = FIXTURES / "cpu_profile_injected/standalone/profile"
     path = next(path.glob("*/result.json"))
     raw = json.loads(path.read_text())
     result, _, problem = parse_cell_result(raw)
@@ -132,7 +132,7 @@ def test_words_no_code_says_stay_as_stored_and_read_as_before() -> None:
 
 
 def test_a_kept_reason_is_recognised_where_its_words_are_a_codes() -> None:
-    raw = json.loads((FIXTURES / "results_v12/cpu_tiny_mlp_ddp_w2.json").read_text())
+    raw = json.loads((FIXTURES / "cells_v12_GONE/cpu_tiny_mlp_ddp_w2.json").read_text())
     result, _, _ = parse_cell_result(raw)
     assert result is not None and result.diagnosis is not None
     verdict = result.diagnosis.straggler

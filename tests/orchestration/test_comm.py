@@ -18,7 +18,7 @@ from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
 from torchscale.contracts.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
-from torchscale.contracts.comm_gate import VERDICTS, gate
+from torchscale.offline.comm.gate import VERDICTS, gate
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary

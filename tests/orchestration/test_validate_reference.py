@@ -82,7 +82,7 @@ def test_an_l4_is_not_an_l40s_and_a_pcie_a100_has_no_nvlink() -> None:
 def test_matmul_is_judged_by_this_searchs_healthy_figure_where_one_was_measured() -> None:
     h100 = expected_for("NVIDIA H100 80GB HBM3", "matmul.bf16")
     assert h100 is not None and (h100.value, h100.kind, h100.runs) == (708.0, "healthy", 1)
-    assert "tests/fixtures/h100_schema16" in h100.source
+    assert "tests/fixtures/h100_second_run" in h100.source
     h200 = expected_for("NVIDIA H200", "matmul.bf16")  # the same die: the H100's figure
     assert h200 == h100
     a100 = expected_for("NVIDIA A100-SXM4-80GB", "matmul.bf16")  # never run here: the sheet
@@ -93,7 +93,7 @@ def test_matmul_is_judged_by_this_searchs_healthy_figure_where_one_was_measured(
 
 def _h100_perf_bf16() -> float:
     """The bf16 figure the second H100 run printed (its kept perf output)."""
-    text = (KEPT / "h100_schema16" / "perf.out.txt").read_text(encoding="utf-8")
+    text = (KEPT / "h100_second_run" / "perf.out.txt").read_text(encoding="utf-8")
     (line,) = [ln for ln in text.splitlines() if "perf: matmul bf16:" in ln]
     return float(line.split("matmul bf16:")[1].split()[0])
 

@@ -12,7 +12,7 @@ from torchscale.contracts.wording import validate as shown
 from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks
 
-V4 = Path(__file__).parents[1] / "fixtures" / "validate_perf_v4" / "gpu-node-7.perf.json"
+V4 = Path(__file__).parents[1] / "fixtures" / "validate_perf" / "gpu-node-7.perf.json"
 H100 = "NVIDIA H100 80GB HBM3"
 
 

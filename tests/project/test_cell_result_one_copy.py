@@ -176,7 +176,7 @@ def test_rewording_a_warning_moves_it_in_no_table(tmp_path: Path) -> None:
     """The report groups warnings by the kind their writer stored: the same results with every
     warning reworded give the same kinds, row for row."""
     root = tmp_path / "runs"
-    shutil.copytree(FIXTURES / "results_v10" / "busy", root)
+    shutil.copytree(FIXTURES / "cpu_busy_sweep" / "busy", root)
     for path in _cells(root):  # written again in the current schema: kinds stored with the words
         result, _, problem = parse_cell_result(json.loads(path.read_text()))
         assert result is not None, problem

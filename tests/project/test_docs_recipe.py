@@ -12,7 +12,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "python-api.md"
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 
 
 def blocks() -> list[str]:

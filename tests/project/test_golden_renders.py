@@ -28,17 +28,17 @@ from torchscale.interfaces.cli.app import app
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 GOLDEN = REPO_ROOT / "tests" / "golden" / "renders"
 
-# experiments as a user keeps them (one per stored schema era and kind of run)
+# experiments as a user keeps them (one per kind of run, CPU and GPU)
 EXPERIMENTS = {
-    "v1": FIXTURES / "results_v1" / "v1_fixture",
-    "v2": FIXTURES / "results_v2" / "v2_fixture",
-    "v3": FIXTURES / "results_v3" / "v3_fixture",
-    "v10-busy": FIXTURES / "results_v10" / "busy",
-    "v13-sweep8": FIXTURES / "sweep8_v13",
-    "v14-one-step": FIXTURES / "one_step_v14",
-    "v16-h100-default": FIXTURES / "h100_schema16" / "default-sweep",
-    "v16-h100-workload": FIXTURES / "h100_schema16" / "workload" / "runs",
-    "v18-h200-zoo-compiled": FIXTURES / "h200_zoo_compiled",
+    "cpu-crashes": FIXTURES / "cpu_crashes" / "v1_fixture",
+    "cpu-ddp-fsdp": FIXTURES / "cpu_ddp_fsdp" / "v2_fixture",
+    "cpu-sweep-profile": FIXTURES / "cpu_sweep_profile" / "v3_fixture",
+    "cpu-busy-sweep": FIXTURES / "cpu_busy_sweep" / "busy",
+    "cpu-default-sweep": FIXTURES / "cpu_default_sweep",
+    "cpu-one-step": FIXTURES / "cpu_one_step",
+    "h100-second-run-default": FIXTURES / "h100_second_run" / "default-sweep",
+    "h100-second-run-workload": FIXTURES / "h100_second_run" / "workload" / "runs",
+    "h200-zoo-compiled": FIXTURES / "h200_zoo_compiled",
 }
 REPORTS = {
     "md": ("-f", "md"),

@@ -96,7 +96,7 @@ def test_a_row_without_evidence_is_caught() -> None:
     assert evidence_gaps(["perf on one H100", "cmd", figure])
     assert evidence_gaps(["perf on one H100", "cmd", figure + ". Kept: somewhere"])
     assert evidence_gaps(["perf", "cmd", figure + ". Kept: `tests/fixtures/h100_nowhere/`"])
-    assert not evidence_gaps(["perf", "cmd", figure + ". Kept: `tests/fixtures/h100_schema16/`"])
+    assert not evidence_gaps(["perf", "cmd", figure + ". Kept: `tests/fixtures/h100_second_run/`"])
     assert not evidence_gaps(["perf", "cmd", figure + ". Kept: not kept"])
 
 

@@ -301,7 +301,7 @@ def test_todays_cross_checks_store_codes() -> None:
     from torchscale.offline.results.versions import parse_cell_result
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
-    run = fixtures / "results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
+    run = fixtures / "cpu_sweep_profile/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
     result = parse_cell_result(json.loads((run / "result.json").read_text()))[0]
     assert result is not None and result.diagnosis is not None
     traced = result.diagnosis.model_copy(update={"source": "traces"})  # rebuilt, not stored

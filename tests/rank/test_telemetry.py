@@ -73,7 +73,7 @@ from torchscale.rank.telemetry.window_figures import (
 from torchscale.rank.worker.allocator import allocator_stats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-V3_DIR = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
+V3_DIR = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 UUID = "4b1c9a5e-0000-4000-8000-00000000000a"  # as torch prints it: no "GPU-" prefix
 INTERVAL_S = 0.02
 

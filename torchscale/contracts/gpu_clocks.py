@@ -1,6 +1,5 @@
 """When a GPU counts as throttled, and when NVML's averaged figures can be measured at all: the
-rules a rank's telemetry is judged by (rank/telemetry/window_figures.py) and an older result is
-re-judged by from what it stored (offline/results/upgrades/telemetry_rules.py). docs/telemetry.md
+rules a rank's telemetry is judged by (rank/telemetry/window_figures.py); docs/telemetry.md
 states them. Why: SwPowerCap is how a GPU holds its power limit under dense load, so it costs
 clocks only under a site cap or with the SM clock well below its maximum; NVML's power and
 utilisation are trailing ~1 s averages, and the energy counter moves in steps.
@@ -86,7 +85,7 @@ def judge_clocks(
     samples: int,
     low_clock_mhz: float | None,
     max_sm_mhz: float | None,
-    max_why: Finding | str | None,
+    max_why: Finding | None,
     limit: PowerLimit | None,
     power_w: float | None = None,
     where: str = IN_WINDOW,
@@ -129,7 +128,7 @@ def judge_clocks(
             return _judged("not_judged", (), "clocks.draw_unknown", base)
         return _judged("at_power_limit", (), "clocks.power_managed", base)
     if share is None:  # neither the limit nor the clock to judge by
-        unknown = max_why.model_dump() if isinstance(max_why, Finding) else max_why
+        unknown = max_why.model_dump() if max_why is not None else None
         base["max_unknown"] = unknown if not max_sm_mhz else None
         return _judged("not_judged", (), "clocks.not_judged", base)
     if low:  # a limit nobody read may be a site cap
@@ -199,12 +198,12 @@ class RankVerdict:
     gpu: str
     verdict: ClockVerdict | None
     reasons: tuple[str, ...]
-    why: Finding | str
+    why: Finding
 
 
 def cell_verdict(
     ranks: Sequence[RankVerdict],
-) -> tuple[ClockVerdict | None, bool | None, list[str], Finding | str | None]:
+) -> tuple[ClockVerdict | None, bool | None, list[str], Finding | None]:
     """(the worst GPU's verdict, throttled, the throttled GPUs' reasons, why throttled is null):
     one throttled GPU makes the cell throttled; otherwise throttled is false only when every GPU
     was judged at its power limit or at full clocks."""

@@ -30,10 +30,10 @@ class PowerLimit(Record):
 
     enforced_w: float | None = Field(default=None, description="the limit NVML enforces now")
     default_w: float | None = Field(default=None, description="the board's default limit")
-    unavailable: Finding | str | None = Field(
+    unavailable: Finding | None = Field(
         default=None,
         description="why a limit is unknown: a code and its figures (contracts/wording/"
-        "power_limit_reasons.py), or the words a version before cell schema 20 stored",
+        "power_limit_reasons.py)",
     )
 
     @property

@@ -13,13 +13,13 @@ from torchscale.contracts.finding import Finding
 NO_RANK_SAMPLED = Finding(code="unavailable.no_rank_sampled")
 
 
-def _stored(reason: Finding | str) -> Any:
-    return reason.model_dump() if isinstance(reason, Finding) else reason
+def _stored(reason: Finding) -> Any:
+    return reason.model_dump()
 
 
-def several(reasons: Iterable[Finding | str]) -> Finding | str:
+def several(reasons: Iterable[Finding]) -> Finding:
     """Distinct reasons as one (in their order): the one, or all of them worded in turn."""
-    distinct: dict[str, Finding | str] = {}
+    distinct: dict[str, Finding] = {}
     for reason in reasons:
         distinct.setdefault(_key(reason), reason)
     ordered = list(distinct.values())
@@ -28,7 +28,7 @@ def several(reasons: Iterable[Finding | str]) -> Finding | str:
     return Finding(code="telemetry.several", figures={"reasons": [_stored(r) for r in ordered]})
 
 
-def by_rank(reasons: Mapping[int, Finding | str], ranks: int) -> Finding | str:
+def by_rank(reasons: Mapping[int, Finding], ranks: int) -> Finding:
     """The reasons of the ranks that lack a figure: once when all `ranks` share it, else
     named by rank."""
     if len(reasons) == ranks and len({_key(r) for r in reasons.values()}) == 1:
@@ -37,5 +37,5 @@ def by_rank(reasons: Mapping[int, Finding | str], ranks: int) -> Finding | str:
     return Finding(code="telemetry.by_rank", figures={"ranks": ranked})
 
 
-def _key(reason: Finding | str) -> str:
-    return reason if isinstance(reason, str) else reason.model_dump_json()
+def _key(reason: Finding) -> str:
+    return reason.model_dump_json()

@@ -1,8 +1,9 @@
 """Reading torchscale's own JSON files, one way. The versioned ones (cells, profile analyses,
 comm runs, max-batch searches): the checks every reader makes before validating, in one place,
-so each kind of file refuses a wrong kind, a bad version or a newer version with the same
-one-line reasons. What a child process leaves for its parent (a launch's ranks, a probe):
-`read_model` and `read_json_object`, None when the file is missing or not whole. `Record`, the
+so each kind of file refuses a wrong kind or a bad version with the same one-line reasons, and a
+file of another version stops the read (`VersionError`). What a child process leaves for its
+parent (a launch's ranks, a probe): `read_model` and `read_json_object`, None when the file is
+missing or not whole. `Record`, the
 base of every document model in contracts/: an unknown key is an error, so a misspelt or removed
 field never passes silently.
 """
@@ -15,7 +16,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from torchscale.contracts.errors import describe_os_error
+from torchscale.contracts.errors import UsageError, describe_os_error
+
+# the one-off that brings files of an older version to today's (run from a torchscale checkout)
+CONVERTER = "python tools/convert_results.py"
 
 
 class Record(BaseModel):
@@ -64,18 +68,30 @@ def validated(model: type[M], data: Any, what: str) -> tuple[M | None, str | Non
         return None, f"invalid {what}: {where}: {first['msg']}"
 
 
-def version_problem(data: Any, kind: str, what: str, current: int) -> str | None:
-    """Why `data` is not a readable `kind` file of version 1..current, or None when it is.
-    `what` names it in the reason ('comm result'); the reason for a newer version says to
-    upgrade torchscale."""
+class VersionError(UsageError):
+    """A stored file of another schema version than this torchscale reads: nothing is read
+    from a folder half converted, so the command stops with the one line that says what to
+    do (convert it, or upgrade torchscale)."""
+
+
+def version_problem(data: Any, kind: str, what: str, current: int, where: Path) -> str | None:
+    """Why `data` is not a `kind` file (wrong kind, a bad version), or None when it is one of
+    the current version. `what` names it in the reason ('comm result'). A file of another
+    version raises `VersionError`, naming `where`, its version and, where stored, the
+    torchscale that wrote it."""
     if not isinstance(data, dict) or data.get("kind") != kind:
         return f"not a torchscale {what} (kind is not '{kind}')"
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         return f"bad schema_version {version!r}"
+    if version == current:
+        return None
+    writer = data.get("torchscale_version")
+    by = f" (written by torchscale {writer})" if isinstance(writer, str) else ""
     if version > current:
-        return (
-            f"{what} schema version {version} is newer than this torchscale reads "
-            f"({current}): upgrade torchscale to read it"
-        )
-    return None
+        todo = "upgrade torchscale to read it"
+    else:
+        todo = f"convert its folder with `{CONVERTER} FOLDER`"
+    raise VersionError(
+        f"{where}: {what} of schema {version}{by}; this torchscale reads {current}: {todo}"
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from torchscale.contracts import finding
 from torchscale.contracts.cell import CellIdentity, Status
@@ -17,15 +17,16 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.versioned import Record
 
-# What each version added, and how an older result reads today: docs/results.md, "Schema
-# versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 20
+# What a version holds: docs/results.md, "Schema versions"; the one upgrade a version change
+# ships from the version before it: offline/results/upgrade.py.
+RESULT_SCHEMA_VERSION = 21
+CELL_KIND = "torchscale.cell"
 
 
 # a stored code and its figures (contracts/finding.py; `Finding` below is the diagnosis')
 Code = finding.Finding
-# why a figure is null: a code and its figures, or words a reason not yet coded is stored in
-Reason = Code | str
+# why a figure is null: a code and its figures
+Reason = Code
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
 WarningKind = Literal[
@@ -35,17 +36,11 @@ WarningKind = Literal[
 
 class CellWarning(Record):
     """One warning of a run: its kind, set by the code that writes it (so its words may change
-    without moving it in a table), and what it is as a finding (schema 20), worded when shown
-    (contracts/wording/cell_warnings.py). A warning an older version wrote in words the
-    upgrade does not recognise keeps them in `text`, shown as stored."""
+    without moving it in a table), and what it is as a finding, worded when shown
+    (contracts/wording/cell_warnings.py)."""
 
     kind: WarningKind
-    finding: Code | None = Field(
-        default=None, description="schema 20: the warning's code and figures"
-    )
-    text: str | None = Field(
-        default=None, description="an older version's words, kept where no code was recognised"
-    )
+    finding: Code = Field(description="the warning's code and figures")
 
     @classmethod
     def of(cls, kind: WarningKind, code: str, figures: dict[str, Any]) -> CellWarning:
@@ -66,8 +61,8 @@ class Estimate(Record):
     measurable: bool = Field(description="false: the interval includes 0 or leaves the domain")
     reason: Reason | None = Field(
         default=None,
-        description="why not measurable, or no interval: a code and its figures (schema 20, "
-        "worded by contracts/wording/estimates.py), or an older version's words",
+        description="why not measurable, or no interval: a code and its figures (worded by "
+        "contracts/wording/estimates.py)",
     )
 
 
@@ -130,7 +125,7 @@ class RankStats(Record):
     phases: PhaseTimes | None = Field(default=None, description="median per phase, seconds")
     calibration: RankCalibration | None = Field(
         default=None,
-        description="the fixed calibration beside its windows; null: not timed (older results)",
+        description="the fixed calibration beside its windows; null: not timed",
     )
 
 
@@ -142,8 +137,7 @@ class Throughput(Record):
     tokens_per_s: float | None = Field(description="language models only")
     repeats: list[float] = Field(description="global samples/s of each repeat")
     spread: float = Field(
-        description="the farthest repeat from their median, relative (0 for one repeat); "
-        "results written before this stored (max - min) / median, re-derived when read"
+        description="the farthest repeat from their median, relative (0 for one repeat)"
     )
 
 
@@ -223,72 +217,53 @@ class StepPart(Record):
 StragglerKind = Literal["compute", "input", "host", "communication"]
 
 
-def _stored_words(data: dict[str, Any], moved: dict[str, str]) -> dict[str, Any]:
-    """An older version's sentences its upgrade recognised as no code
-    (offline/results/upgrades/verdict_words.py), kept as stored words."""
-    if not any(old in data for old in moved):
-        return data
-    data = dict(data)
-    for old, new in moved.items():
-        if isinstance(said := data.pop(old, None), str):
-            data[new] = said
-    return data
-
-
 class StragglerVerdict(Record):
     """Whether one rank is significantly slower than the others, by a stated test."""
 
     named: bool = Field(description="true only when the test is significant and evidence agrees")
     rank: int | None = Field(description="the straggler; null unless named")
     phase: str | None = Field(description="its slow phase; null unless one is significant")
-    candidate_rank: int | None = Field(
-        description="the rank that costs the others most (schema 17 and older: the largest mean "
-        "gap)"
-    )
+    candidate_rank: int | None = Field(description="the rank that costs the others most")
     gap_s: Estimate | None = Field(
-        description="schema 18: what the candidate costs the others per step (how far its own "
-        "work runs past the slowest other's, over the others' mean cost; at 2 ranks its own "
-        "work minus the other's); schema 17 and older: its own work minus the median of the "
-        "others', same step"
+        description="what the candidate costs the others per step (how far its own work runs "
+        "past the slowest other's, over the others' mean cost; at 2 ranks its own work minus "
+        "the other's)"
     )
     phase_gap_s: Estimate | None = Field(default=None, description="the named phase's gap")
     p_value: float | None = Field(
-        description="one-sided Wilcoxon signed-rank, paired steps (schema 18: a cross-check, "
-        "not the gate)"
+        description="one-sided Wilcoxon signed-rank, paired steps (a cross-check, not the gate)"
     )
     pattern: str | None = Field(
         default=None,
-        description="schema 18: how the cost falls over the steps, in words ('every 4th step "
-        "+60 ms', 'every step', '3 of 40 steps +52 ms'); null below the minimum "
-        "effect, and in older results",
+        description="how the cost falls over the steps, in words ('every 4th step +60 ms', "
+        "'every step', '3 of 40 steps +52 ms'); null below the minimum effect",
     )
     significant: bool | None = Field(
         default=None,
-        description="schema 10: the own-work gap passed the test (p and minimum effect), "
-        "named or withdrawn by evidence naming another rank; null: older result",
+        description="the own-work gap passed the test (p and minimum effect), named or "
+        "withdrawn by evidence naming another rank",
     )
     withdrawn_by: str | None = Field(
         default=None,
-        description="schema 10: the evidence that significantly named another rank and so "
-        "withdrew a significant gap; null: not withdrawn",
+        description="the evidence that significantly named another rank and so withdrew a "
+        "significant gap; null: not withdrawn",
     )
     min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
     host_wait_s: Estimate | None = Field(
         default=None,
-        description="schema 12: the candidate's wait for a CPU per step (its training thread "
-        "runnable, not running: Linux run_delay) minus the median of the others'; null: not "
-        "measured (not Linux, or an older result)",
+        description="the candidate's wait for a CPU per step (its training thread runnable, "
+        "not running: Linux run_delay) minus the median of the others'; null: not measured "
+        "(not Linux)",
     )
     kind: StragglerKind | None = Field(
         default=None,
-        description="schema 13: what the named rank's extra time is: compute (its own work "
-        "takes longer), input (it waits for its data), host (it was held off the CPU), "
+        description="what the named rank's extra time is: compute (its own work takes "
+        "longer), input (it waits for its data), host (it was held off the CPU), "
         "communication (its collectives start late while its work is on par); null: nobody "
-        "named, or an older result; host where nobody is named: a schema-12 verdict the "
-        "candidate's wait for a CPU withdrew",
+        "named",
     )
     kind_basis: str | None = Field(
-        default=None, description="schema 13: the evidence that decided the kind, in words"
+        default=None, description="the evidence that decided the kind, in words"
     )
     device_ratio: Estimate | None = Field(
         default=None,
@@ -299,62 +274,40 @@ class StragglerVerdict(Record):
         default=None,
         description="kind compute: a slower device or more work (straggler.device_slower, "
         ".device_partly, .more_work, .device_undecided, .device_unmeasured), worded by "
-        "contracts/wording/verdicts.py; null: not compute, or an older result",
+        "contracts/wording/verdicts.py; null: not compute",
     )
     late_s: Estimate | None = Field(
         default=None,
-        description="schema 13, kind communication: the other ranks' wait for peers per step "
-        "at the matched collectives minus the named rank's (what its late collectives cost "
-        "them); null for other kinds",
+        description="kind communication: the other ranks' wait for peers per step at the "
+        "matched collectives minus the named rank's (what its late collectives cost them); "
+        "null for other kinds",
     )
     why_not: Code | None = Field(
         default=None,
-        description="schema 20: why the candidate is not named (below the minimum effect, "
-        "could be noise, too few steps, withdrawn), worded by contracts/wording/verdicts.py; "
-        "null when named (schema 13-19 stored it in words, `stored_not_named`)",
-    )
-    stored_not_named: str | None = Field(
-        default=None, description="an older version's words for why_not, where none was recognised"
+        description="why the candidate is not named (below the minimum effect, could be "
+        "noise, too few steps, withdrawn), worded by contracts/wording/verdicts.py; null when "
+        "named",
     )
     injected: bool | None = Field(
         default=None,
-        description="schema 14: true when the named rank is one the run delayed on purpose "
+        description="true when the named rank is one the run delayed on purpose "
         "(--inject-delay): the straggler is artificial, not a finding about the machine; "
-        "null: nobody named, or an older result",
+        "null: nobody named",
     )
     test: str = Field(description="the test, in words")
     said: Code | None = Field(
         default=None,
-        description="schema 20: the verdict's one line (straggler.named, .late, .not_named, "
+        description="the verdict's one line (straggler.named, .late, .not_named, "
         ".untested), worded by contracts/wording/verdicts.py",
-    )
-    stored_summary: str | None = Field(
-        default=None, description="an older version's one line, where no code was recognised"
     )
 
     @property
     def host_bound(self) -> bool | None:
-        """The candidate's extra time is its wait for a CPU (kind host, named or, schema 12,
-        withdrawn by it); None where no CPU wait was timed (older results: not judged)."""
+        """The candidate's extra time is its wait for a CPU (kind host); None where no CPU
+        wait was timed (not judged)."""
         if self.kind != "host" and self.host_wait_s is None:
             return None
         return self.kind == "host"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _host_once(cls, data: Any) -> Any:
-        """Up to result schema 19 and analysis schema 9 `host_bound` was stored beside `kind`
-        (true exactly where kind is host, but for schema 12, which had no kind: there it
-        becomes kind host, the name withdrawn as it was)."""
-        if not isinstance(data, dict):
-            return data
-        data = _stored_words(data, {"summary": "stored_summary", "not_named": "stored_not_named"})
-        if "host_bound" not in data:
-            return data
-        data = dict(data)
-        if data.pop("host_bound") and data.get("kind") is None:
-            data["kind"] = "host"
-        return data
 
     def headline_gap(self) -> Estimate | None:
         """The gap every surface prints for this verdict: what the named rank costs per step.
@@ -375,9 +328,8 @@ class CrossCheck(Record):
     method: str
     estimate: Estimate | None
     agrees: bool | None = Field(description="null: could not judge")
-    detail: Code | str = Field(
-        description="what it found (schema 20: a code with its figures, "
-        "contracts/wording/cross_checks.py; older words not recognised as stored)"
+    detail: Code = Field(
+        description="what it found: a code with its figures (contracts/wording/cross_checks.py)"
     )
 
 
@@ -415,8 +367,7 @@ class WhatIf(Record):
     saved_s: Estimate = Field(description="mean seconds per step it would save")
     share: Estimate = Field(description="saved / the mean step")
     extra_work_s: float | None = Field(
-        description="its mean own work past the slowest other rank's per step (the cap; "
-        "schema 17 and older: past the others' median)"
+        description="its mean own work past the slowest other rank's per step (the cap)"
     )
     method: str
 
@@ -455,67 +406,18 @@ class Problem(Record):
         """The next step as stored figures say it (a report words it for its run)."""
         return str(type(self).words.recommendation(self.finding))
 
-    @model_validator(mode="before")
-    @classmethod
-    def _stored_words(cls, data: Any) -> Any:
-        """A problem an older version stored as sentences (`title`, `evidence`,
-        `recommendation`) that its reader did not turn into a code is kept as those words."""
-        if not isinstance(data, dict) or "title" not in data:
-            return data
-        data = dict(data)
-        words = {k: data.pop(k, None) for k in ("title", "evidence", "recommendation")}
-        words["evidence"] = list(words["evidence"] or [])
-        words["recommendation"] = words["recommendation"] or ""
-        data["finding"] = {"code": "problem.stored", "figures": words}
-        return data
-
     @property
     def cost_pct(self) -> float:
         """The cost's point value in % (0 where it is not measurable)."""
         return 100.0 * float(self.cost_share.value or 0.0)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _cost_once(cls, data: Any) -> Any:
-        """Up to result schema 19 and analysis schema 9 the cost was stored twice (`cost_pct`
-        beside `cost_share`): the copy dropped, a point share made of it where it stood alone."""
-        if not isinstance(data, dict) or "cost_pct" not in data:
-            return data
-        data = dict(data)
-        pct = data.pop("cost_pct")
-        if data.get("cost_share") is None:
-            data["cost_share"] = {
-                "value": float(pct) / 100.0,
-                "low": None,
-                "high": None,
-                "n": 1,
-                "method": STORED_POINT_COST,
-                "measurable": True,
-                "reason": {"code": "estimate.no_interval", "figures": {}},
-            }
-        return data
-
-
-# how a cost stored only as a point percentage (cost_pct, no interval) reads as a share
-STORED_POINT_COST = "stored as a point percentage (cost_pct), no interval"
-
 
 class NoSyncWindow(Record):
     """The DDP no_sync() windows, interleaved with the synchronised ones: each rank's compute
     without gradient sync, a cross-check of the split (each rank's own figures: `ranks[].
-    compute_time`). Results of schema 7 or older, which kept point figures, also hold the
-    ones their split does not (the slowest rank's compute, the pooled sync overhead)."""
+    compute_time`)."""
 
     step_s: float | None = Field(description="median step under no_sync(), all ranks pooled")
-    slowest_compute_s: float | None = Field(
-        default=None, description="schema <= 7: the slowest rank's median step under no_sync()"
-    )
-    slowest_compute_rank: int | None = Field(default=None, description="schema <= 7: its rank")
-    sync_overhead: float | None = Field(
-        default=None,
-        description="schema <= 7: 1 - step_s / the median synchronised step, pooled over ranks "
-        "(load imbalance and communication together; what comm_overhead meant up to schema 2)",
-    )
 
 
 class Diagnosis(StepSplit):
@@ -532,40 +434,23 @@ class Diagnosis(StepSplit):
     findings: list[Problem] = Field(default_factory=list, description="most expensive first")
     busy: Code | None = Field(
         default=None,
-        description="schema 20: why the verdict may be the machine's, not the workload's "
-        "(caveat.busy_machine, caveat.shared_cores; schema 19 and older: `caveat`, in words)",
-    )
-    stored_caveat: str | None = Field(
-        default=None, description="an older version's caveat, where no code was recognised"
-    )
-    rule: str | None = Field(
-        default=None,
-        description="the rule its findings were judged by where noise cannot judge them (figures "
-        "kept without an interval); null: the diagnosis' own rule (docs/methodology.md)",
+        description="why the verdict may be the machine's, not the workload's "
+        "(caveat.busy_machine, caveat.shared_cores)",
     )
     no_sync: NoSyncWindow | None = Field(
         default=None,
-        description="schema 17: what the no_sync() windows measured beside the split; null: "
-        "none ran (one rank, not DDP, traces alone)",
+        description="what the no_sync() windows measured beside the split; null: none ran "
+        "(one rank, not DDP, traces alone)",
     )
 
     def part(self, name: str) -> StepPart | None:
         """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""
         return next((p for p in self.parts if p.name == name), None)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _checks_once(cls, data: Any) -> Any:
-        """Up to result schema 19 and analysis schema 9 a disagreeing cross-check was also
-        stored as a line (`disagreement`): dropped, as every surface says it from the checks."""
-        if isinstance(data, dict) and "disagreement" in data:
-            data = {k: v for k, v in data.items() if k != "disagreement"}
-        return _stored_words(data, {"caveat": "stored_caveat"}) if isinstance(data, dict) else data
-
 
 class Intervals(Record):
     """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty"). MFU
-    is not stored here (schema 20): it scales with throughput, so its interval is the
+    is not stored here: it scales with throughput, so its interval is the
     throughput's scaled by `compute.mfu` (offline/analysis/uncertainty.py, `mfu_estimate`)."""
 
     samples_per_s: Estimate = Field(description="global throughput, median over repeats")
@@ -593,10 +478,9 @@ class ProfileRecord(Record):
     active: int
     files: list[str] = Field(default_factory=list, description="names inside trace_dir")
     capture_s: float | None = Field(description="wall time of the capture, slowest rank")
-    notes: list[Code | str] = Field(
+    notes: list[Code] = Field(
         default_factory=list,
-        description="schema 20: codes with their figures (contracts/wording/profile_notes.py); "
-        "older words not recognised as stored",
+        description="codes with their figures (contracts/wording/profile_notes.py)",
     )
 
 
@@ -606,8 +490,8 @@ class CellError(Record):
     reason: str = Field(description="one line, for people")
     skip: finding.Finding | None = Field(
         default=None,
-        description="skipped by the plan: why, as a code (plan.*, layout.*; schema 20); "
-        "`reason` holds its words as written",
+        description="skipped by the plan: why, as a code (plan.*, layout.*); `reason` holds "
+        "its words as written",
     )
     cause: finding.Finding | None = Field(
         default=None,
@@ -655,10 +539,10 @@ class DataPipeline(Record):
         default=None,
         description="bytes of samples consumed per second of measured windows, all ranks",
     )
-    notes: list[Code | str] = Field(
+    notes: list[Code] = Field(
         default_factory=list,
-        description="what the pipeline notes (schema 20: codes with their figures, "
-        "contracts/wording/data_notes.py; older words not recognised as stored)",
+        description="what the pipeline notes: codes with their figures "
+        "(contracts/wording/data_notes.py)",
     )
 
 
@@ -775,39 +659,28 @@ class CompileActivity(Record):
 
 
 class HostBound(Record):
-    """GPU cells: how much of a step the GPU is busy. Schema 18 on: a short CUDA-only
-    torch.profiler trace of a few steps after the measured windows (rank/worker/busy_trace.py),
-    reduced on each rank to the union of its kernel, memcpy and memset intervals over the wall
-    time of those steps (offline/analysis/trace/gpu_busy.py); the busiest rank's share is the
-    cell's. Schema 16-17: a sleep probe (K steps issued behind a GPU sleep), which a real
-    model's launch queue overran. Null figures with `reason` where it is not measured (a CPU
-    cell, a pipeline, a capture that failed: the cell still succeeds)."""
+    """GPU cells: how much of a step the GPU is busy: a short CUDA-only torch.profiler trace
+    of a few steps after the measured windows (rank/worker/busy_trace.py), reduced on each rank
+    to the union of its kernel, memcpy and memset intervals over the wall time of those steps
+    (offline/analysis/trace/gpu_busy.py); the busiest rank's share is the cell's. Null figures
+    with `reason` where it is not measured (a CPU cell, a pipeline, a capture that failed: the
+    cell still succeeds)."""
 
     gpu_busy_s: float | None = Field(
-        description="GPU busy seconds per traced step (sleep probe: per probe step); on "
-        "several ranks the busiest rank's"
+        description="GPU busy seconds per traced step; on several ranks the busiest rank's"
     )
-    step_s: float | None = Field(
-        description="the wall seconds per traced step it is compared with (sleep probe: the "
-        "cell's median measured step)"
-    )
+    step_s: float | None = Field(description="the wall seconds per traced step")
     gpu_busy_share: float | None = Field(description="gpu_busy_s / step_s, clamped to [0, 1]")
     host_bound: bool | None = Field(
         description="gpu_busy_share < threshold (HOST_BOUND_SHARE, "
         "torchscale/contracts/thresholds.py): the GPU waits for Python and kernel launches "
         "for most of the step"
     )
-    method: str = Field(
-        description='"CUDA trace: <n> steps", "sleep probe: K steps issued behind a <n> ms GPU '
-        'sleep" or "flops at peak (older result)"'
-    )
-    reason: Code | str | None = Field(
+    method: str = Field(description='"CUDA trace: <n> steps" or "flops at peak"')
+    reason: Code | None = Field(
         default=None,
-        description="why the figures are null (schema 20: a code and its figures, "
-        "contracts/wording/host_bound_reasons.py; older words not recognised as stored)",
-    )
-    note: str | None = Field(
-        default=None, description="what a reader must know beside a measured share"
+        description="why the figures are null: a code and its figures "
+        "(contracts/wording/host_bound_reasons.py)",
     )
     steps: int | None = Field(
         default=None, description="traced steps the share was measured over (CUDA trace)"
@@ -815,7 +688,7 @@ class HostBound(Record):
     verdict: finding.Finding | None = Field(
         default=None,
         description="the verdict as a finding (host_bound.launch_time | host_bound.gpu_busy: "
-        "busy_share, steps, threshold, gpu_busy_s, step_s); null before the CUDA trace",
+        "busy_share, steps, threshold, gpu_busy_s, step_s)",
     )
 
 
@@ -869,7 +742,7 @@ class JobFacts(Record):
 
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[20] = 20
+    schema_version: Literal[21] = 21
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -887,10 +760,10 @@ class CellResult(Record):
     ranks: list[RankStats] = Field(default_factory=list)
     diagnosis: Diagnosis | None = Field(
         default=None,
-        description="the one diagnosis of the run (schema 10; schema 8-9: attribution); "
-        "the straggler and communication figures are read off it (schema 17)",
+        description="the one diagnosis of the run; the straggler and communication figures "
+        "are read off it",
     )
-    intervals: Intervals | None = Field(default=None, description="schema 8")
+    intervals: Intervals | None = None
     memory: Memory | None = None
     compute: Compute | None = None
     injected_delays: list[InjectedDelay] = Field(
@@ -907,26 +780,24 @@ class CellResult(Record):
     )
     warmup: Warmup | None = None
     compile: CompileActivity | None = Field(
-        default=None, description="training.compile: what compiled, and when (schema 11)"
+        default=None, description="training.compile: what compiled, and when"
     )
     window_edge_steps: int | None = Field(
         default=None,
         description="untimed steps run after each window's opening edge (collection, "
-        "sampler start, synchronize, barrier) before its timed steps (schema 16); null: "
-        "version <= 15 timed the first step after the edge work",
+        "sampler start, synchronize, barrier) before its timed steps; null: not measured",
     )
     host_bound: HostBound | None = Field(
-        default=None, description="GPU cells: the GPU's busy share of a step (schema 16)"
+        default=None, description="GPU cells: the GPU's busy share of a step"
     )
     fixed_costs: FixedCosts | None = Field(
-        default=None, description="what the cell paid before measuring, itemised (schema 16)"
+        default=None, description="what the cell paid before measuring, itemised"
     )
     warnings: list[CellWarning] = Field(default_factory=list)
     unavailable: dict[str, Reason] = Field(
         default_factory=dict,
         description="metric -> why it could not be measured here: a code and its figures "
-        "(schema 20, worded by contracts/wording/unavailable.py), or words for a reason not "
-        "yet coded",
+        "(worded by contracts/wording/unavailable.py)",
     )
     error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
     environment: dict[str, Any] = Field(default_factory=dict)

@@ -52,10 +52,10 @@ class RankLoad(Record):
     gpu_processes_max: int | None = Field(
         default=None, description="the most compute processes listed on the GPU at one edge"
     )
-    unavailable: dict[str, Finding | str] = Field(
+    unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "sampler_reasons.py), or the words a version before schema 20 stored",
+        "sampler_reasons.py)",
     )
 
 
@@ -133,16 +133,13 @@ class RankTelemetry(Record):
     )
     clock_finding: Finding | None = Field(
         default=None,
-        description="what the verdict rests on, as a code and its figures (schema 19; "
-        "docs/results.md, 'Finding codes')",
+        description="what the verdict rests on, as a code and its figures (docs/results.md, "
+        "'Finding codes')",
     )
-    clock_basis: str | None = Field(
-        default=None, description="what the verdict rested on, in the words of schema 18 or older"
-    )
-    unavailable: dict[str, Finding | str] = Field(
+    unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "sampler_reasons.py), or the words a version before schema 20 stored",
+        "sampler_reasons.py)",
     )
     load: RankLoad | None = Field(
         default=None, description="the host's CPU and the GPU's processes at the window edges"
@@ -221,12 +218,10 @@ class HostLoad(Record):
     finding: Finding | None = Field(
         default=None,
         description="the busy verdict as a code (busy.contended, busy.quiet, busy.unresolved) "
-        "and its figures: other, cell, machine and free cores, the threshold; null: not judged, "
-        "or a result written before issue 71",
+        "and its figures: other, cell, machine and free cores, the threshold; null: not judged",
     )
-    unavailable: dict[str, Finding | str] = Field(
+    unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "host_load_reasons.py, sampler_reasons.py), or the words a version before schema 20 "
-        "stored",
+        "host_load_reasons.py, sampler_reasons.py)",
     )

@@ -5,19 +5,16 @@ nccl-tests output file: the same rows either way, so a report puts both side by 
 figure follows nccl-tests' definitions (torchscale/offline/analysis/nccl_bandwidth.py); a row that
 could not be measured carries its status and the reason, never a made-up figure. Verdicts and
 notes and warnings are findings (a code and its figures, worded by contracts/wording/comm.py and
-comm_warnings.py); schema 1 and 2 files are read by the model itself (`_upgrade`).
+comm_warnings.py).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from torchscale.contracts.comm_gate import gate as judge_gate
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.comm_warnings_v2 import v2_warning
 from torchscale.contracts.versioned import Record
 
 COMM_SCHEMA_VERSION = 3
@@ -96,7 +93,7 @@ class OpSummary(Record):
 
 class CommResult(Record):
     kind: Literal["torchscale.comm"] = "torchscale.comm"
-    schema_version: Literal[1, 2, 3] = 3
+    schema_version: Literal[3] = 3
     id: str = Field(description="run id, also the file's name")
     source: Literal["torchscale", "nccl-tests"] = "torchscale"
     imported_from: str | None = Field(default=None, description="nccl-tests file read")
@@ -143,69 +140,3 @@ class CommResult(Record):
     launch: dict[str, Any] = Field(default_factory=dict)
     started_at: str | None = None
     wall_s: float | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _upgrade(cls, data: Any) -> Any:
-        """Schema 1 stored the gate's verdict, the sizes left out and what was unavailable as
-        sentences, schema 2 still its warnings: the gate is judged again from the stored footer
-        (the same rule, so the same verdict), the notes become the findings their one writer's
-        sentence held."""
-        if not isinstance(data, dict) or data.get("schema_version") not in (1, 2):
-            return data
-        schema = data["schema_version"]
-        warnings = [v2_warning(text, schema) for text in data.get("warnings") or []]
-        if schema == 2:
-            return {**data, "warnings": warnings}
-        upgraded = {k: v for k, v in data.items() if k != "gate_reason"}
-        upgraded["warnings"] = warnings
-        upgraded["pairs"] = [
-            {k: v for k, v in pair.items() if k not in ("status", "reason")}
-            for pair in data.get("pairs") or []
-        ]
-        minimum = data.get("min_busbw_gbps")
-        if data.get("gate") is not None and minimum is not None:
-            summaries = [OpSummary.model_validate(s) for s in data.get("summaries") or []]
-            upgraded["gate_finding"] = judge_gate(summaries, minimum, data["world_size"])
-        upgraded["skipped"] = [_v1_skipped(text) for text in data.get("skipped") or []]
-        unavailable = data.get("unavailable") or {}
-        upgraded["unavailable"] = {k: _v1_unavailable(k, v) for k, v in unavailable.items()}
-        return upgraded
-
-
-# the one sentence schema 1 wrote for a left-out size range (rank/programs/comm.py)
-_V1_SKIPPED = re.compile(
-    r"^(?P<op>\w+): (?P<sizes>\d+) size\(s\) below (?P<below_bytes>\d+) B "
-    r"\(one (?P<dtype>\w+) element per rank\) left out$"
-)
-# schema 1's constant reasons for what was unavailable, by the finding each said
-_V1_UNAVAILABLE = {
-    "needs at least 2 ranks": "comm.pairs.one_rank",
-    "the output lists no hosts (no '#  Rank' lines): nodes is not known": "comm.nodes.no_hosts",
-}
-
-
-def _v1_skipped(text: str) -> Finding:
-    found = _V1_SKIPPED.match(text)
-    if found is None:  # no other writer existed; kept as written rather than dropped
-        return Finding(code="comm.stored", figures={"words": text})
-    figures = found.groupdict()
-    return Finding(
-        code="comm.sizes_left_out",
-        figures={
-            **figures,
-            "sizes": int(figures["sizes"]),
-            "below_bytes": int(figures["below_bytes"]),
-        },
-    )
-
-
-def _v1_unavailable(key: str, text: str) -> Finding:
-    """A constant reason by its code; the pairs' other reason was the launch's failure, which
-    the run's `error` holds."""
-    code = _V1_UNAVAILABLE.get(text)
-    if code is not None:
-        return Finding(code=code)
-    if key == "pairs":
-        return Finding(code="comm.pairs.stopped")
-    return Finding(code="comm.stored", figures={"words": text})

@@ -1,17 +1,15 @@
 """The versioned result of one max-batch search (max_batch/<group>.json): one per group, a
 cell's identity without its batch. A figure that cannot be had is null with the reason in
 `unavailable`, never estimated; reasons and warnings are findings (a code and its figures,
-worded by contracts/wording/max_batch.py). Schema 1 and 2 files are read by the model itself
-(`_upgrade`); the one reader is offline/results/documents.py. Fields: docs/memory.md, "What the
-result holds".
+worded by contracts/wording/max_batch.py); the one reader is offline/results/documents.py.
+Fields: docs/memory.md, "What the result holds".
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import Backend, Device
@@ -23,10 +21,6 @@ MAX_BATCH_SCHEMA_VERSION = 3
 
 ProbeKind = Literal["fits", "oom", "failed"]
 Phase = Literal["double", "bisect", "confirm"]
-V1_PEAK_SCOPE = (
-    "every probe step: schema 1 probes ran no warm-up, so a compiled probe compiled inside "
-    "the steps its peaks cover"
-)
 SETTLES = "until compile settles"
 
 
@@ -57,7 +51,7 @@ class MaxBatchProbe(Record):
 
 class MaxBatchResult(Record):
     kind: Literal["torchscale.max_batch"] = "torchscale.max_batch"
-    schema_version: Literal[1, 2, 3] = 3
+    schema_version: Literal[3] = 3
     group: str = Field(description="file-safe id: label, world size, precision, strategy, ...")
     definition_sha256: str = Field(description="hash of the cell definition without its batch")
     model: str
@@ -87,13 +81,13 @@ class MaxBatchResult(Record):
         default=None,
         description="warm-up steps each probe was set to run first, where torch.compile "
         "compiles: the least it ran (a compiled probe runs more until two steps compile "
-        "nothing, see probes[].warmup_steps); schema 1: 0",
+        "nothing, see probes[].warmup_steps)",
     )
     probe_warmup_steps: int | None = Field(
         default=None,
         description="warm-up steps the answer's probe (the fit at max_batch whose peaks are "
         "the answer's) really ran, from its cell result; null when there is no answer or it "
-        "recorded none (see unavailable); schema 1: 0",
+        "recorded none (see unavailable)",
     )
     probe_compiled: bool | None = Field(
         default=None,
@@ -124,26 +118,6 @@ class MaxBatchResult(Record):
     started_at: str | None = None
     wall_s: float | None = Field(default=None, description="the whole search, seconds")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _upgrade(cls, data: Any) -> Any:
-        """Schema 1 files stay readable: their probes ran no warm-up (a fact of that
-        version); whether they compiled was not recorded (said in `unavailable`). Schemas 1
-        and 2 stored their reason, warnings and unavailable figures as sentences: each becomes
-        the finding its one writer's sentence held (`_v2_findings`)."""
-        if not isinstance(data, dict) or data.get("schema_version") not in (1, 2):
-            return data
-        if data["schema_version"] == 1:
-            unavailable = {"probe_compiled": "not recorded by schema 1 results"}
-            data = {
-                **data,
-                "probe_warmup_min": 0,
-                "probe_warmup_steps": 0,
-                "peak_scope": V1_PEAK_SCOPE,
-                "unavailable": {**unavailable, **(data.get("unavailable") or {})},
-            }
-        return _v2_findings(data)
-
     def how_probed(self) -> str | None:
         """A few words for the terminal: compiled or eager, and the warm-up the answer's peaks
         come after (the steps its probe ran, or at least the set ones where none recorded)."""
@@ -164,73 +138,3 @@ def warmup_words(ran: int | None, least: int, compiled: bool | None) -> str:
     if ran is not None:
         return f"{ran} warm-up step(s)"
     return f"at least {least} warm-up step(s)" + ("" if compiled is False else f", {SETTLES}")
-
-
-# the constant sentences schemas 1 and 2 stored, by the finding each said
-_V2_CONSTANT = {
-    "batch 1 runs out of memory: no batch fits": "max_batch.none_fits",
-    "no max batch was found (see reason)": "max_batch.no_answer",
-    "CPU ranks have no device memory limit; an OOM there is the host's, reported as peak RSS": (
-        "max_batch.cpu_no_device_limit"
-    ),
-    "no CUDA caching allocator on CPU (see peak_rss_bytes)": "max_batch.cpu_no_allocator",
-    "MIG slices: their memory total is not read here": "max_batch.total.mig",
-    "NVML sees no GPU": "max_batch.total.no_gpu",
-    "device memory total unknown": "max_batch.total.unknown",
-    "not recorded by schema 1 results": "max_batch.v1_compiled",
-}
-# the sentences with figures, by the finding each said
-_V2_PATTERNS = (
-    (r"^the probe at batch (?P<batch>\d+) failed: ", "max_batch.probe_failed"),
-    (r"^at least (?P<limit>\d+): max_batch_limit fitted", "max_batch.at_least"),
-    (
-        r"^batch (?P<batch>\d+) fitted \((?P<where>a probe|the sweep)\) but batch "
-        r"(?P<oom_batch>\d+) ran out of memory",
-        "max_batch.not_monotonic",
-    ),
-    (
-        r"^at batch (?P<batch>\d+) the CUDA allocator retried (?P<retries>\d+) time",
-        "max_batch.alloc_retries",
-    ),
-    (
-        r"^NVML unavailable \((?P<error>.*)\): device memory total unknown$",
-        "max_batch.total.nvml_unavailable",
-    ),
-    (r"^NVML could not read device memory \((?P<error>.*)\)$", "max_batch.total.nvml_failed"),
-)
-
-
-def _v2_finding(text: str) -> Finding:
-    """The finding a schema 1 or 2 sentence said; one no writer made is kept as stored."""
-    code = _V2_CONSTANT.get(text)
-    if code is not None:
-        return Finding(code=code)
-    for pattern, code in _V2_PATTERNS:
-        found = re.match(pattern, text)
-        if found is not None:
-            figures = {k: int(v) if v.isdigit() else v for k, v in found.groupdict().items()}
-            return Finding(code=code, figures=figures)
-    return Finding(code="max_batch.stored", figures={"words": text})
-
-
-def _v2_findings(data: dict[str, Any]) -> dict[str, Any]:
-    reason = data.get("reason")
-    unavailable = dict(data.get("unavailable") or {})
-    warmup = unavailable.pop("probe_warmup_steps", None)
-    findings = {k: _v2_finding(v) for k, v in unavailable.items()}
-    if warmup is not None:  # the warm-up each probe was set to run, from the stored facts
-        figures = {
-            "answer": data.get("max_batch") is not None,
-            "least": data.get("probe_warmup_min") or 0,
-            "compiled": data.get("probe_compiled"),
-        }
-        findings["probe_warmup_steps"] = Finding(
-            code="max_batch.warmup_not_recorded", figures=figures
-        )
-    upgraded = {k: v for k, v in data.items() if k != "reason"}
-    return {
-        **upgraded,
-        "finding": None if reason is None else _v2_finding(reason),
-        "warnings": [_v2_finding(w) for w in data.get("warnings") or []],
-        "unavailable": findings,
-    }

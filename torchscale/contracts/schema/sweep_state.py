@@ -3,9 +3,7 @@ it starts, as it ends and, by a local sweep, after every cell, so a sweep stoppe
 error or --fail-fast reads as stopped, by what and during which cell, and the cells it never
 reached are still listed (a SIGKILL leaves "running": the process ended without a word). A run
 handed on (Kubernetes) or a Slurm follower that stopped leaves "running" with `stopped_by`
-saying why nobody followed it to its end. The one reader is offline/results/documents.py.
-Schema 2: why the plan skips a cell is a finding (`skip`); schema 1 stored it in words
-(`skip_reason`), shown as stored."""
+saying why nobody followed it to its end. The one reader is offline/results/documents.py."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import Record
 
 SWEEP_KIND = "torchscale.sweep"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SweepPhase = Literal["running", "complete", "stopped"]
 
 
@@ -27,12 +25,11 @@ class PlannedCell(Record):
     id: str
     label: str = Field(description="'tiny-gpt2 b32 x1 fp32 ddp', as the report labels cells")
     skip: Finding | None = Field(default=None, description="why the plan skips it (plan.*)")
-    skip_reason: str | None = Field(default=None, description="schema 1: why, in its words")
 
 
 class SweepState(Record):
     kind: Literal["torchscale.sweep"] = "torchscale.sweep"
-    schema_version: Literal[1, 2] = 2
+    schema_version: Literal[3] = 3
     phase: SweepPhase
     planned: list[PlannedCell]
     finished: int = Field(description="cells with a result file, in plan order")

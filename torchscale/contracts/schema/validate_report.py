@@ -1,6 +1,5 @@
 """What `torchscale validate --json` writes (acceptance/<host>.<level>.json): the checks, the
-measured figures and the verdict, versioned. Older versions are read by the model itself
-(`ValidateReport._upgrade`); the one reader is offline/results/documents.py.
+measured figures and the verdict, versioned; the one reader is offline/results/documents.py.
 """
 
 from __future__ import annotations
@@ -8,25 +7,15 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import Record
 
 VALIDATE_KIND = "torchscale.validate"
-# 2: `level`, `sku`, `measurements` (perf and burn figures, one row per check and GPU),
-#    `measured_peaks`, `fail_on`, and the INFO status (measured, with nothing to compare to)
-# 3: the `workload` level (its steps are checks; `folder` says where it left everything)
-# 4: `findings` on a check (its verdict as codes and figures, words made when shown) and
-#    `verdict_basis` (what the verdict sentence rests on), `finding` on a measurement (the perf
-#    verdict against its SKU); older checks have none
-# 5: no sentence where there is a finding: a check's `detail` and `hint` and a measurement's
-#    `detail` and `unavailable` are gone, worded when shown from `findings`, `fix` and
-#    `finding` (contracts/wording/validate.py, workload_checks.py); `said`/`said_fix` and
-#    `verdict` keep the words an older report stored (shown as stored), never written today:
-#    the conclusion is `verdict_basis`. A version-4 check with findings drops its detail (it
-#    was their words); its hint, a sentence, is kept.
-SCHEMA_VERSION = 5
+# what a version holds: docs/results.md, "Schema versions"; the one upgrade a version change
+# ships from the version before it: offline/results/upgrade.py
+SCHEMA_VERSION = 6
 Level = Literal["basic", "perf", "burn", "workload"]
 
 
@@ -47,18 +36,12 @@ class CheckResult(Record):
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable facts")
     findings: list[Finding] = Field(
         default_factory=list,
-        description="what was found, as codes and figures (schema 4); `detail` is their words",
+        description="what was found, as codes and figures, worded when shown",
     )
     fix: list[Finding] = Field(
         default_factory=list,
-        description="how to fix it, as codes and figures (schema 5); `hint` is their words",
+        description="how to fix it, as codes and figures, worded when shown",
     )
-    said: str = Field(
-        default="",
-        description="what was found in the words a report before schema 5 stored (shown as "
-        "stored); never written today",
-    )
-    said_fix: str = Field(default="", description="how to fix it, as `said` (shown as stored)")
 
 
 class Measurement(Record):
@@ -82,11 +65,8 @@ class Measurement(Record):
     status: CheckStatus
     finding: Finding | None = Field(
         default=None,
-        description="the evidence as a code and its figures: the verdict against the SKU "
-        "(schema 4), or why there is no value (schema 5)",
-    )
-    said: str = Field(
-        default="", description="the evidence in the words a report before schema 5 stored"
+        description="the evidence as a code and its figures: the verdict against the SKU, or "
+        "why there is no value",
     )
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable extras")
 
@@ -95,7 +75,7 @@ class ValidateReport(Record):
     """The whole `torchscale validate --json` document."""
 
     kind: Literal["torchscale.validate"] = "torchscale.validate"
-    schema_version: Literal[5] = 5  # bump with SCHEMA_VERSION when the document changes
+    schema_version: Literal[6] = 6
     torchscale_version: str
     created_at: str = Field(description="UTC time, ISO 8601")
     hostname: str
@@ -103,11 +83,6 @@ class ValidateReport(Record):
     quick: bool = Field(description="true when the live smoke test was skipped")
     ok: bool = Field(description="true when no check failed (exit code 0)")
     counts: dict[CheckStatus, int]
-    verdict: str = Field(
-        default="",
-        description="the conclusion in the words a report before schema 5 stored (shown as "
-        "stored); today's is `verdict_basis`",
-    )
     checks: list[CheckResult]
     level: Level = Field(
         default="basic", description="basic (seconds), perf, burn, or workload (minutes)"
@@ -125,56 +100,6 @@ class ValidateReport(Record):
         default="fail", description="the status from which `ok` is false and the exit 1"
     )
     folder: str | None = Field(
-        default=None, description="workload: the folder holding everything it ran (schema 3)"
+        default=None, description="workload: the folder holding everything it ran"
     )
-    verdict_basis: Finding | None = Field(
-        default=None,
-        description="the conclusion as a code and figures (schema 4; from 5 every report's)",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _upgrade(cls, data: Any) -> Any:
-        """Versions 1 to 4 read as 5: what they lack has its default (version 1 had no level
-        or measurements: a basic run; before 4 no check had findings); their sentences become
-        stored words, except where a finding says the same (version 4: then the words are made
-        from it)."""
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if isinstance(version, int) and 1 <= version < SCHEMA_VERSION:
-            checks = [_stored_check(c) for c in data.get("checks", [])]
-            rows = [_stored_row(m) for m in data.get("measurements", [])]
-            return {
-                **data,
-                "schema_version": SCHEMA_VERSION,
-                "checks": checks,
-                "measurements": rows,
-            }
-        return data
-
-
-def _stored_check(check: Any) -> Any:
-    """A check of a report before 5: its detail is its findings' words where it has findings
-    (version 4 wrote them so), else stored words; its hint is stored words."""
-    if not isinstance(check, dict):
-        return check
-    check = dict(check)
-    detail, hint = check.pop("detail", ""), check.pop("hint", "")
-    if not check.get("findings"):
-        check["said"] = detail
-    check["said_fix"] = hint
-    return check
-
-
-def _stored_row(row: Any) -> Any:
-    """A measurement of a report before 5: its detail is its finding's words where it has one
-    that says the same, else stored words (as is why it had no value, which its detail said)."""
-    if not isinstance(row, dict):
-        return row
-    row = dict(row)
-    detail, unavailable = row.pop("detail", ""), row.pop("unavailable", None)
-    finding = row.get("finding")
-    if not finding:
-        row["said"] = detail or unavailable or ""
-    elif row.get("status") == "FAIL" and row.get("check", "").startswith("busbw."):
-        row["said"] = detail  # version 4 may have put wrong sums there, not in its finding
-    return row
+    verdict_basis: Finding = Field(description="the conclusion as a code and figures")

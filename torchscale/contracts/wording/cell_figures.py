@@ -1,4 +1,4 @@
-"""A cell's figures as its console lines, data notes and older results' words spell them:
+"""A cell's figures as its console lines and data notes spell them:
 shares that keep two decimals below 1 %, glued milliseconds, megabytes and their rates."""
 
 from __future__ import annotations
@@ -35,8 +35,3 @@ def gigabytes(count: float) -> str:
 def megabytes_per_s(rate: float) -> str:
     """A read rate in MB/s (10^6 bytes), readable: '1,240 MB/s'."""
     return f"{readable(rate / MB)} MB/s"
-
-
-def megabytes_per_s_fixed(rate: float) -> str:
-    """A read rate in MB/s with one decimal, as results up to schema 7 worded it: '12.4 MB/s'."""
-    return f"{rate / MB:.1f} MB/s"

@@ -1,4 +1,4 @@
-"""Words for a cell's warnings (`CellWarning.finding`, schema 20): each writer stores a code
+"""Words for a cell's warnings (`CellWarning.finding`): each writer stores a code
 and its figures; the sentence every surface shows is made here."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _step_time_cv(f: Mapping[str, Any]) -> str:
 
 def _sync_variance(f: Mapping[str, Any]) -> str:
     # above 1 (other parts varying against the wait) a share would read as impossible; None:
-    # an older result that said only "most of"
+    # not recorded
     share = f["share"]
     part = f"{min(share, 1.0) * 100:.0f} % of" if share is not None and share < 1.005 else "most of"
     return (
@@ -150,14 +150,6 @@ def _exit_after_result(f: Mapping[str, Any]) -> str:
     )
 
 
-def _edge_steps(f: Mapping[str, Any]) -> str:
-    return (
-        "step times read without each window's first step (this result timed the step right "
-        "after its window's edge work, which ran slow); its throughput, the windows' wall "
-        "time, still includes it"
-    )
-
-
 def _shared_gpu(f: Mapping[str, Any]) -> str:
     gpus = "one GPU" if f.get("gpus", 1) == 1 else f"each of {f['gpus']} GPUs"
     return (
@@ -184,15 +176,12 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "warning.killed_after_result": _killed_after_result,
     "warning.timed_out_after_result": _timed_out_after_result,
     "warning.exit_after_result": _exit_after_result,
-    "warning.edge_steps_dropped": _edge_steps,
     "warning.shared_gpu": _shared_gpu,
 }
 
 
 def warning_words(warning: Any) -> str:
-    """A `CellWarning` in words: its finding's, else the words an older version stored."""
+    """A `CellWarning` in words, by its finding."""
     from torchscale.contracts import wording
 
-    if warning.finding is not None:
-        return wording.say(warning.finding)
-    return str(warning.text)
+    return wording.say(warning.finding)

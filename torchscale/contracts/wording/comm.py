@@ -67,7 +67,6 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "comm.nodes.no_hosts": lambda f: (
         "the output lists no hosts (no '#  Rank' lines): nodes is not known"
     ),
-    "comm.stored": lambda f: f"{f['words']} (as a schema {f.get('schema', 1)} result stored it)",
 }
 
 

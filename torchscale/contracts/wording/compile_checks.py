@@ -1,6 +1,6 @@
 """Words for the compile toolchain check (orchestration/validate/compile_toolchain.py): what
 the compile probe found, how to fix it, and a PASS kept in the verdict cache (stored as codes
-and figures from cache version 2; an older entry's words are shown as stored)."""
+and figures)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,6 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "compile.failed": _failed,
     "compile.cached": lambda f: cached_from(f["created_at"]),
-    "compile.stored": lambda f: str(f["words"]),
     "compile.quick": lambda f: "--quick: no kernel compiled",
     "compile.cache_fallback": lambda f: (
         f"the compile cache cannot live in {f['folder']} ({_problem(f['problem'])}): the cells "

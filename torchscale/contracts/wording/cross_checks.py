@@ -1,5 +1,5 @@
-"""Words for what a cross-check of the diagnosis found (`CrossCheck.detail`, schema 20: a code
-with its figures; older words not recognised are shown as stored), and why arrival order names
+"""Words for what a cross-check of the diagnosis found (`CrossCheck.detail`: a code with its
+figures), and why arrival order names
 a rank or none (`arrival.*`, the trace analysis' reason, quoted by the checks). Durations are
 seconds (microseconds where named `_us`), shares fractions, estimates stored as their figures
 (`Estimate` less its method).
@@ -25,18 +25,18 @@ RECKONED = {
 }
 
 
-def detail(stored: Finding | str) -> str:
-    """A cross-check's detail in words: its finding's, or the words an older version stored."""
+def detail(stored: Finding) -> str:
+    """A cross-check's detail in words."""
     from torchscale.contracts.wording import say
 
-    return say(stored) if isinstance(stored, Finding) else stored
+    return say(stored)
 
 
 def quoted(found: Any) -> str:
-    """A finding nested in figures (a dump), or words an older version stored there."""
+    """A finding nested in figures (a dump), in words."""
     from torchscale.contracts.wording import say
 
-    return say(Finding.model_validate(found)) if isinstance(found, dict) else str(found)
+    return say(Finding.model_validate(found))
 
 
 def _ms(seconds: float | None) -> str:

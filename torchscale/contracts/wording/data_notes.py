@@ -1,4 +1,4 @@
-"""Words for what a cell's input pipeline notes (`CellResult.data.notes`, schema 20: codes with
+"""Words for what a cell's input pipeline notes (`CellResult.data.notes`: codes with
 their figures) and why it counted no bytes read (`unavailable["data.read_bytes_per_s"]`)."""
 
 from __future__ import annotations

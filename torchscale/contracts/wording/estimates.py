@@ -1,7 +1,5 @@
 """Words for why a figure has no interval or is not measurable (`Estimate.reason`, a code and
-its figures from cell result schema 20; the words an older version stored otherwise). The
-figure-less codes say exactly what the versions before 20 stored, so the reader turns such a
-sentence back into its code (upgrades/estimate_words.py)."""
+its figures)."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.rule_figures import setting
-from torchscale.contracts.wording.unavailable import reason_of, said_alike, why
+from torchscale.contracts.wording.unavailable import said_alike
 
 SAID: dict[str, str] = {
     "estimate.one_rank": "one rank: no peers to wait for",
@@ -19,17 +17,6 @@ SAID: dict[str, str] = {
     "estimate.no_interval": "no interval",
     "estimate.few_steps_a_side": "fewer than two steps on a side",
     "estimate.no_busy_probe": "the GPU's busy time was not measured (no busy probe)",
-    # an older result's point figures (upgrades/point_figures.py)
-    "estimate.profiled": "profiled steps, no interval",
-    "estimate.profiled_step": "median profiled step, no interval",
-    "estimate.sync_step": "median synchronised step, no interval",
-    "estimate.pooled_step": "median step of all ranks, no interval",
-    "estimate.outside_share": "a point figure outside 0-100 %",
-    "estimate.over_step": "waiting + exposed comm over 100 %",
-    "estimate.inside_compute": "counted in compute",
-    "estimate.not_recorded": "not recorded",
-    "estimate.no_window": "no no_sync shares",
-    "estimate.point_one_rank": "one rank",
 }
 
 
@@ -53,7 +40,6 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
     "estimate.inside_noise": _noise,
     "estimate.range_only": lambda f: f"range of {f['n']} {f['unit']}s, no interval",
     "estimate.wait_not_separable": _not_separable,
-    "estimate.rest_after": lambda f: f"rest after {f['label']}: {why(reason_of(f['reason']))}",
 }
 
 

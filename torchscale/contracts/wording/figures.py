@@ -9,9 +9,7 @@ and `Estimate`s."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -237,32 +235,15 @@ def quantum_of(number: float | None) -> float | None:
     return float(10 ** (math.floor(math.log10(number)) - 1))
 
 
-# Schema 16-19 stored sentences whose every half-width kept two significant digits; their
-# readers recognise a sentence only where today's words reproduce it, so they re-render
-# under the rule it was written by (`as_written_before_schema_20`).
-_TWO_DIGITS_ALWAYS: ContextVar[bool] = ContextVar("two_digits_always", default=False)
-
-
 def uncertainty_quantum(spread: float | None) -> float | None:
     """The rounding step an uncertainty of `spread` supports, by the Particle Data Group's
     rule: two significant digits where its three leading digits are 100-354 (±26,235.3 ->
     1,000; ±0.23 -> 0.01), else one (±0.047 -> 0.01, shown ±0.05; ±97 -> 10, shown ±100), so
     no digit is printed that the interval does not support. None without a positive spread."""
     step = quantum_of(spread)
-    if step is None or spread is None or _TWO_DIGITS_ALWAYS.get():
+    if step is None or spread is None:
         return step
     return step if round(spread / step, 9) < 35.5 else step * 10
-
-
-@contextmanager
-def as_written_before_schema_20() -> Iterator[None]:
-    """Figures worded with two significant digits of every half-width, as sentences stored
-    before schema 20 were: for the readers that turn those sentences into codes."""
-    token = _TWO_DIGITS_ALWAYS.set(True)
-    try:
-        yield
-    finally:
-        _TWO_DIGITS_ALWAYS.reset(token)
 
 
 Format = Callable[[float], str]

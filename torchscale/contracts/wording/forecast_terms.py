@@ -237,8 +237,6 @@ PHRASES = {
         f"interval no narrower than its noisiest input: ±{f['widest'] * 100:.0f} %, the "
         f"throughput of cells/{f['cell_id']}.json"
     ),
-    # a sentence an older forecast stored that no code above says exactly
-    "forecast.stored": lambda f: f"{f['words']} (as an older forecast stored it)",
 }
 
 

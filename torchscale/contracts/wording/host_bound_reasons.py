@@ -1,6 +1,6 @@
-"""Words for why a GPU cell's busy share is null (`CellResult.host_bound.reason`, schema 20: a
-code and its figures): the busy trace's own reasons (rank/worker/busy_trace.py) and what the
-reader's arithmetic fallback found (offline/results/upgrades/host_bound.py)."""
+"""Words for why a GPU cell's busy share is null (`CellResult.host_bound.reason`: a code and its
+figures): the busy trace's own reasons (rank/worker/busy_trace.py) and what the reader's
+arithmetic fallback found (offline/results/host_bound.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "host_bound.trace_failed": lambda f: f"{CAPTURE_FAILED} ({f['error']})",
     "host_bound.peer_failed": lambda f: f"{CAPTURE_FAILED} on another rank, so no rank traced",
     "host_bound.none_traced": lambda f: "no rank traced a step",
-    "host_bound.no_probe": lambda f: "no busy probe (schema 15 or older)",
+    "host_bound.no_probe": lambda f: "no busy trace was recorded",
     "host_bound.no_mfu": lambda f: f"{_why(f)}; no MFU to judge by arithmetic",
     "host_bound.arithmetic": lambda f: f"{_why(f)}; MFU {_mfu(f)}",
     "host_bound.not_judged": lambda f: (

@@ -53,8 +53,6 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "max_batch.total.nvml_failed": lambda f: f"NVML could not read device memory ({f['error']})",
     "max_batch.total.no_gpu": lambda f: "NVML sees no GPU",
     "max_batch.total.unknown": lambda f: "device memory total unknown",
-    "max_batch.v1_compiled": lambda f: "not recorded by schema 1 results",
-    "max_batch.stored": lambda f: f"{f['words']} (as an older result stored it)",
 }
 
 

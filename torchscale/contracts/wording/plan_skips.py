@@ -84,6 +84,4 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         "training.compile with pipelining is not supported: the schedule calls each stage "
         "module itself (run the pp cells without compile)"
     ),
-    # a schema 2 sweep.json's line of a check that then answered in words, shown as stored
-    "plan.infeasible": lambda f: f"{f['said']} (as an older sweep.json stored it)",
 }

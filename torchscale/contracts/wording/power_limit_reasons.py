@@ -1,6 +1,5 @@
 """Why a GPU's power limit is unknown (`PowerLimit.unavailable`, contracts/power_limit.py):
-the codes the readers store and their words (the sentences versions before cell schema 20
-stored become these codes in offline/results/upgrades/power_limit_words.py)."""
+the codes the readers store and their words."""
 
 from __future__ import annotations
 

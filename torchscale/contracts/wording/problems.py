@@ -2,13 +2,12 @@
 and figures (offline/analysis/diagnosis/findings.py makes them); its title, evidence and next
 step are said here when shown, so a fix reworded here reads so in every stored result. The next
 step may depend on the run it is shown for (one host, synthetic data), given as context, never
-cut out of stored words. `problem.stored`: an older version's words, shown as stored.
+cut out of stored words.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -21,12 +20,10 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording import job_terms, spelled, verdicts
-from torchscale.contracts.wording.cell_figures import megabytes_per_s_fixed
 from torchscale.contracts.wording.cross_checks import quoted
 from torchscale.contracts.wording.figures import change_text, pct, share_text
 
 Figures = Mapping[str, Any]
-STORED = "problem.stored"
 PHASE_WORDS = {
     "data": "data loading",
     "forward": "forward pass",
@@ -140,7 +137,6 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
     "problem.profiler_slower": lambda f: (
         f"in the traced steps, {_inflation(f)} slower under the profiler"
     ),
-    STORED: lambda f: str(f.get("title", "")),
 }
 
 
@@ -255,7 +251,6 @@ EVIDENCE: dict[str, Callable[[Figures], list[str]]] = {
         f"MFU {_mfu_shown(f)}, under {pct(f['threshold'])}: at its peak the GPU would finish "
         f"the step's arithmetic in that share of the step ({f['method']})"
     ],
-    STORED: lambda f: list(f.get("evidence", [])),
 }
 
 
@@ -479,7 +474,6 @@ FIXES: dict[str, Callable[[Figures, Run], str]] = {
     ),
     "problem.host_bound.busy": _host_bound_fix,
     "problem.host_bound.arithmetic": _host_bound_fix,
-    STORED: lambda f, run: str(f.get("recommendation", "")),
 }
 
 
@@ -516,9 +510,7 @@ SAID_BY: dict[str, tuple[str, ...]] = {
 
 def group(finding: Any) -> str | None:
     """What makes problems of different runs one: its code and the figures its words are made
-    of (SAID_BY), never its run's name or measurements; None for stored words (their title)."""
-    if finding.code == STORED:
-        return None
+    of (SAID_BY), never its run's name or measurements."""
     names = SAID_BY.get(finding.code, tuple(sorted(finding.figures)))
     said = {name: finding.figures.get(name) for name in names}
     return json.dumps([finding.code, said], sort_keys=True)
@@ -529,173 +521,6 @@ def title(problem: Problem) -> str:
     from torchscale.contracts import wording
 
     return wording.say(problem.finding)
-
-
-# ---- problems judged from an older result's point figures (no interval) --------------------
-
-POINT_NO_INTERVAL = "point figure, no interval"
-TP_ADVICE = (
-    "Tensor-parallel collectives sit inside every layer's forward and backward: keep each "
-    "tensor-parallel group inside one node (NVLink), or use a smaller tp with more data "
-    "parallelism where memory allows."
-)
-DEVICE_AND_HOST_ADVICE = (
-    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
-    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
-)
-PHASE_ADVICE = {
-    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
-    "forward": DEVICE_AND_HOST_ADVICE,
-    "backward": DEVICE_AND_HOST_ADVICE,
-    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
-    "device",
-}
-
-
-def report_seconds(value: float | None) -> str:
-    """Seconds as the report writes them: µs / ms / s, three significant figures."""
-    if value is None:
-        return "-"
-    size = abs(value)
-    if size == 0:
-        return "0 s"
-    scaled, unit = (
-        (value * 1e6, "µs") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
-    )
-    decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
-    return f"{scaled:,.{decimals}f} {unit}"
-
-
-def cell_words(cell: Figures) -> str:
-    """'tiny-mlp b8 x2 fp32 ddp': a cell by its identity (nodes named beyond one)."""
-    nodes = f" ({cell['nodes']} nodes)" if (cell.get("nodes") or 1) > 1 else ""
-    return (
-        f"{cell['label']} b{cell['batch_size']} x{cell['world_size']}{nodes} "
-        f"{cell['precision']} {cell['strategy']}"
-    )
-
-
-def _point_straggler_title(f: Figures) -> str:
-    title = f"{cell_words(f['cell'])}: rank {f['rank']} is the straggler"
-    return title + (f", slow in {f['phase']}" if f.get("phase") is not None else "")
-
-
-def _point_straggler_evidence(f: Figures) -> list[str]:
-    rank = f["rank"]
-    lines = [
-        f"compute time ({f['basis']}): rank {rank} {report_seconds(f['compute_s'])} "
-        f"against {report_seconds(f['others_compute_s'])} for the other ranks (median)"
-    ]
-    if f.get("phase") is not None and f.get("gap_s") is not None:
-        lines.append(
-            f"its {f['phase']} phase takes {report_seconds(f['gap_s'])} longer than "
-            "the other ranks' (phase timers, medians)"
-        )
-    if f.get("waits"):
-        waits = ", ".join(f"rank {r} {report_seconds(s)}" for r, s in f["waits"])
-        lines.append(f"grad-sync wait per step: {waits}")
-    lines.append(f"the other ranks wait for it {pct(f['share'])} of each step")
-    return lines
-
-
-def _point_comm_evidence(f: Figures) -> list[str]:
-    lines = [
-        f"median step {report_seconds(f['step_s'])}, slowest rank's compute "
-        f"{report_seconds(f['compute_s'])} (no_sync): "
-        f"{report_seconds(f['exposed_s'])} of communication is not hidden",
-    ]
-    if f.get("imbalance") is not None:
-        lines.append(f"load imbalance {pct(f['imbalance'])} of the step")
-    return [*lines, POINT_NO_INTERVAL]
-
-
-def _point_comm_fix(f: Figures, run: Run) -> str:
-    # which network interface carries the traffic is a question only across hosts
-    one_host = run.single_node or f.get("nodes") == 1
-    if run.job is not None:
-        return _job_sync_fix(run.job, f, None if one_host else "")
-    network = (
-        ""
-        if one_host
-        else "; set GLOO_SOCKET_IFNAME to the fast interface"
-        if f.get("gloo")
-        else "; check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
-    )
-    return (
-        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
-        f"gradient accumulation under no_sync(), a bf16 compression hook{network}."
-    )
-
-
-def _point_data_evidence(f: Figures) -> list[str]:
-    lines = [
-        f"{f['source']} data: the slowest rank waits {report_seconds(f['wait_s'])} per "
-        f"step for its batch ({pct(f['share'])} of the median step)",
-    ]
-    if f.get("read_bytes_per_s") is not None:
-        rate = megabytes_per_s_fixed(f["read_bytes_per_s"])
-        lines.append(f"read {rate} over the measured windows")
-    return lines
-
-
-def _point_data_fix(f: Figures, run: Run) -> str:
-    if run.job is not None:
-        return f"Feed the GPUs faster: set {job_terms.loader(run.job, run.gpu)}."
-    workers = f"{f['workers']} worker(s)" if f.get("workers") is not None else "the workers"
-    return (
-        f"Feed the GPUs faster: more DataLoader workers than {workers}, "
-        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
-        "storage (copy the dataset to NVMe), or decode and augment on the GPU."
-    )
-
-
-def _point_comm_title(f: Figures) -> str:
-    return f"{cell_words(f['cell'])}: exposed communication {pct(f['share'])} of each step"
-
-
-PHRASES.update(
-    {
-        "problem.point.straggler": _point_straggler_title,
-        "problem.point.exposed_comm": _point_comm_title,
-        "problem.point.profiled_comm": _point_comm_title,
-        "problem.point.data_wait": lambda f: (
-            f"{cell_words(f['cell'])}: input pipeline waits {pct(f['share'])} of each step"
-        ),
-    }
-)
-EVIDENCE.update(
-    {
-        "problem.point.straggler": _point_straggler_evidence,
-        "problem.point.exposed_comm": _point_comm_evidence,
-        "problem.point.profiled_comm": lambda f: [
-            f"{f['steps']} steps profiled after the measured windows ({f['scope']}): "
-            f"{pct(f['share'])} of the step with a collective running, nothing computing and "
-            "no peer waited for",
-            POINT_NO_INTERVAL,
-        ],
-        "problem.point.data_wait": _point_data_evidence,
-    }
-)
-FIXES.update(
-    {
-        "problem.point.straggler": lambda f, run: (
-            f"Check rank {f['rank']}: "
-            f"{PHASE_ADVICE.get(f.get('phase') or '', PHASE_ADVICE['backward'])}."
-        ),
-        "problem.point.exposed_comm": _point_comm_fix,
-        "problem.point.profiled_comm": lambda f, run: TP_ADVICE,
-        "problem.point.data_wait": _point_data_fix,
-    }
-)
-# the cell a point figure is of is its run's name: one problem over many cells
-SAID_BY.update(
-    {
-        "problem.point.straggler": ("rank", "phase", "share"),
-        "problem.point.exposed_comm": ("share", "gloo", "nodes"),
-        "problem.point.profiled_comm": ("share",),
-        "problem.point.data_wait": ("share", "workers"),
-    }
-)
 
 
 Problem.words = sys.modules[__name__]

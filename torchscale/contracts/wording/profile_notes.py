@@ -1,9 +1,6 @@
-"""Words for why a profile analysis' figure is null (`ProfileAnalysis.unavailable`, schema 10:
-figure -> a code and its figures). The words of each figure-less code are those analyses before
-schema 10 stored, so the reader turns such a sentence back into its code
-(offline/results/upgrades/profile_reasons.py); any other stays as stored (`profile.stored`).
-And the notes of a profiled run and its analysis (`ProfileRecord.notes`, `ProfileAnalysis.notes`,
-schema 20 and 10: codes with their figures; the trace's own in trace_notes.py)."""
+"""Words for why a profile analysis' figure is null (`ProfileAnalysis.unavailable`: figure -> a
+code and its figures), and the notes of a profiled run and its analysis (`ProfileRecord.notes`,
+`ProfileAnalysis.notes`: codes with their figures; the trace's own in trace_notes.py)."""
 
 from __future__ import annotations
 
@@ -27,9 +24,6 @@ SAID: dict[str, str] = {
     "steps do not record memory events (torch.profiler profile_memory) and the trace reader "
     "does not read them; the peaks of the measured windows are in the run's result.json "
     "(memory)",
-    "profile.v1_attribution": "analysis of schema 1: no step model (attribution); its stall, "
-    "exposed communication, straggler and what-if figures come from separate methods and may "
-    "disagree with each other",
 }
 
 
@@ -65,8 +59,6 @@ NOTE_SAID: dict[str, str] = {
     "profile.no_measured_step": "no measured step time to compare the traced steps with",
     "profile.no_traced_step_times": "the ranks recorded no traced step times "
     "(rank<k>.phases.json step_s)",
-    "profile.waits_included": "its exposed communication includes the waits for peers: it was "
-    "analysed without a step model to split them out",
     "profile.steps_left_out": "step model: {count} step(s) not complete on every rank left out",
     "profile.steps_by_position": "step model: the ranks share no step number; steps paired by "
     "position",
@@ -100,11 +92,9 @@ NOTES: dict[str, Callable[[F], str]] = {code: templated(w) for code, w in NOTE_S
     ),
 }
 
-PHRASES: dict[str, Callable[[F], str]] = (
-    said_alike(SAID)
-    | {"profile.stored": lambda f: str(f["words"])}
-    | {code: ranked(phrase) for code, phrase in NOTES.items()}
-)
+PHRASES: dict[str, Callable[[F], str]] = said_alike(SAID) | {
+    code: ranked(phrase) for code, phrase in NOTES.items()
+}
 
 
 def coded(code: str) -> Finding:
@@ -119,9 +109,9 @@ def note(code: str, **figures: Any) -> Finding:
     return Finding(code=code, figures=figures)
 
 
-def said(stored: Finding | str) -> str:
-    """A note in words: its code's, else the words an older version stored, as stored."""
-    return wording.say(stored) if isinstance(stored, Finding) else stored
+def said(stored: Finding) -> str:
+    """A note in words, by its code."""
+    return wording.say(stored)
 
 
 def on_rank(found: Finding, rank: int) -> Finding:

@@ -1,8 +1,6 @@
 """Why a rank's telemetry figure is null (`RankTelemetry.unavailable`, `RankLoad.unavailable`,
 rank/telemetry/): what its sources could not read (psutil, NVML, amdsmi, the host) and what
-its windows could not measure, as codes with their figures. Versions before cell schema 20
-stored these words; the reader turns them back into the codes
-(offline/results/upgrades/telemetry_words.py)."""
+its windows could not measure, as codes with their figures."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.power_limit_reasons import PHRASES as LIMIT_PHRASES
 from torchscale.contracts.wording.unavailable import ranks_differ, reason_of, said_alike, why
 
-# the words each figure-less code says, exactly as the versions before 20 stored them
+# the words each figure-less code says
 SAID: dict[str, str] = {
     "telemetry.cpu_no_gpu": "CPU cell: no GPU to sample (NVML reads NVIDIA GPUs only)",
     "telemetry.cpu_no_energy": "CPU cell: energy comes from the GPU's NVML counter or power "

@@ -1,4 +1,4 @@
-"""Words for what was odd or missing in a rank's trace (`ProfileAnalysis.notes`, schema 10:
+"""Words for what was odd or missing in a rank's trace (`ProfileAnalysis.notes`:
 codes with their figures): the trace readers' (offline/traces/) and the reducers' and matching's
 (offline/analysis/trace/) notes. A note of one rank's trace carries `on_rank` and is said after
 'rank <r>: ' (`ranked`, contracts/wording/profile_notes.py)."""
@@ -13,8 +13,7 @@ from torchscale.contracts.wording.profile_notes import ranked, templated
 
 F = Mapping[str, Any]
 
-# code -> its words, each whole figure by name ('{count}'): what older versions wrote, so the
-# reader turns such a sentence back into its code (offline/results/upgrades/profile_note_words.py)
+# code -> its words, each whole figure by name ('{count}')
 SAID: dict[str, str] = {
     "trace.dropped_events": "dropped {count} event(s) with a missing, negative, NaN or absurd "
     "(> 1 day) duration or timestamp",

@@ -1,45 +1,15 @@
-"""Words for why a figure of a cell is null (`CellResult.unavailable`, schema 20: metric -> a
-code and its figures, or the words a reason not yet coded was stored in). The upgrades' notes
-on what an older schema did not record are codes `older.*`; the worker's own reasons are
-`unavailable.*`."""
+"""Words for why a figure of a cell is null (`CellResult.unavailable`: metric -> a code and its
+figures): the worker's own reasons, `unavailable.*`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from torchscale.contracts.finding import Finding
 
-# the words each figure-less code says, exactly as the versions before 20 stored them (the
-# reader turns a stored sentence back into its code by them: upgrades/stored_words.py)
+# the words each figure-less code says
 SAID: dict[str, str] = {
-    "older.v2_comm_overhead": "version 2 result: its comm_overhead (1 - pooled no_sync median "
-    "/ step) did not split load imbalance from communication; it is kept as sync_overhead",
-    "older.v2_straggler": "version 2 result: its straggler_rank was the rank with the highest "
-    "median synchronised step, which gradient sync makes equal on every rank (noise), not the "
-    "slowest rank's compute; not carried over",
-    "older.v2_phases": "version 2 result: no per-step phase timing",
-    "older.v3_telemetry": "version 3 result: no telemetry",
-    "older.v3_allocator": "version 3 result: no CUDA allocator statistics (memory_stats) were "
-    "recorded",
-    "older.v4_data": "version 4 result: the input pipeline was not recorded (synthetic data, no "
-    "data wait)",
-    "older.v4_cost": "version 4 result: no price was recorded; give one with --cost-per-gpu-hour",
-    "older.v7_attribution": "result of schema 7 or older: no attribution with intervals (schema "
-    "8); its straggler and communication figures are point values without a significance test",
-    "older.v7_hosts": "result of schema 7 or older: what else ran on the host was not recorded",
-    "older.v8_measured_peak": "result of schema 8 or older: no MFU against a measured peak "
-    "(schema 9, from `torchscale validate --level perf`)",
-    "older.v9_diagnosis": "result of schema 9 or older: no per-rank waits or what-if were stored "
-    "with its step model (its findings are derived from the model where it is read)",
-    "older.v10_compile": "result of schema 10 or older: recompiles and graph breaks inside the "
-    "measured windows were not counted, and its windows and timeout were sized from every "
-    "warm-up step, the compiling ones included",
-    "older.v15_edge_steps": "version <=15 timed the first step after each window's edge work",
-    "older.v15_host_bound": "result of schema 15 or older: the GPU busy probe did not exist",
-    "older.v15_fixed_costs": "result of schema 15 or older: the fixed costs were not itemised",
-    "unavailable.sync_overhead_cross_check": "schema 8: the pooled no_sync figure is a "
-    "cross-check of the step model (attribution.cross_checks), not a headline",
     "unavailable.one_rank_straggler": "world size 1: no other rank to be slower than",
     "unavailable.one_rank_communication": "world size 1: no gradient communication to expose",
     "unavailable.not_language_model": "not a language model",
@@ -122,8 +92,9 @@ def ranks_differ(figures: Mapping[str, Any]) -> str:
     return "; ".join(str(why(reason_of(r))) for r in figures["reasons"])
 
 
-def reason_of(stored: Any) -> Finding | str:
-    return Finding.model_validate(stored) if isinstance(stored, dict) else str(stored)
+def reason_of(stored: Any) -> Finding:
+    """A reason stored inside a finding's figures, as the finding it is."""
+    return Finding.model_validate(stored)
 
 
 PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
@@ -151,6 +122,10 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
         f"torch._dynamo's counters could not be read ({f['error']})"
     ),
     "unavailable.ranks_differ": ranks_differ,
+    # a figure the torchscale that wrote a result did not record (tools/convert_results.py)
+    "unavailable.not_recorded": lambda f: (
+        f"not recorded by the torchscale that wrote this file (its schema {f['schema']})"
+    ),
     "unavailable.probe_failed": lambda f: f"rank {f['rank']}: profiled steps failed: {f['error']}",
     "unavailable.probe_no_trace": lambda f: (
         "; ".join(str(why(reason_of(n))) for n in f["notes"]) or "the profiled steps left no trace"
@@ -163,37 +138,30 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
 
 
 def coded(code: str) -> Finding:
-    """The finding of a figure-less reason: `coded('older.v3_telemetry')`."""
+    """The finding of a figure-less reason: `coded('unavailable.telemetry_off')`."""
     assert code in SAID, code
     return Finding(code=code)
 
 
-R = TypeVar("R", Finding, str, Finding | str)
-
-
-def one_reason(reasons: Iterable[R]) -> R | Finding:
+def one_reason(reasons: Iterable[Finding]) -> Finding:
     """The ranks' reasons for one null figure as one: the reason they share, else each rank's
     distinct reason (`unavailable.ranks_differ`, worded one after another)."""
-    distinct: dict[str, R] = {}
-    for reason in reasons:
-        key = reason if isinstance(reason, str) else reason.model_dump_json()
-        distinct.setdefault(key, reason)
+    distinct = {reason.model_dump_json(): reason for reason in reasons}
     if len(distinct) == 1:
         return next(iter(distinct.values()))
-    ordered = [distinct[key] for key in sorted(distinct)]
-    stored = [r if isinstance(r, str) else r.model_dump() for r in ordered]
+    stored = [distinct[key].model_dump() for key in sorted(distinct)]
     return Finding(code="unavailable.ranks_differ", figures={"reasons": stored})
 
 
-def why(reason: Finding | str | None) -> str | None:
-    """A null figure's reason in words: its code's, or the words it was stored in."""
-    if isinstance(reason, Finding):
-        from torchscale.contracts import wording
+def why(reason: Finding | None) -> str | None:
+    """A null figure's reason in words, by its code."""
+    if reason is None:
+        return None
+    from torchscale.contracts import wording
 
-        return wording.say(reason)
-    return reason
+    return wording.say(reason)
 
 
-def reasons(unavailable: Mapping[str, Finding | str]) -> dict[str, str]:
+def reasons(unavailable: Mapping[str, Finding]) -> dict[str, str]:
     """Every reason of an `unavailable` map in words, by metric."""
     return {metric: str(why(reason)) for metric, reason in unavailable.items()}

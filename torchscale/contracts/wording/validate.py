@@ -1,7 +1,6 @@
 """Words for `torchscale validate`: its checks' findings (codes and figures stored in the
-validate report, schema 5), the figures its tables and the measured peak spell, and the
-hints that say how to fix a check. A check of an older report without findings keeps the
-sentence it stored, shown as stored."""
+validate report), the figures its tables and the measured peak spell, and the hints that say
+how to fix a check."""
 
 from __future__ import annotations
 
@@ -29,24 +28,23 @@ def ratio(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f} %"
 
 
-def _said(findings: Sequence[Finding], stored: str) -> str:
-    """The stored words where there are some (an older report's, a check not yet stated as
-    findings), else the findings in today's words, joined."""
+def _said(findings: Sequence[Finding]) -> str:
+    """The findings in words, joined."""
     from torchscale.contracts import wording  # the joined phrases, made after this module
 
-    return stored or "; ".join(wording.say(f) for f in findings)
+    return "; ".join(wording.say(f) for f in findings)
 
 
 def detail(item: CheckResult | Measurement) -> str:
     """What a check found, or a measurement's evidence, in words."""
     if isinstance(item, CheckResult):
-        return _said(item.findings, item.said)
-    return _said([item.finding] if item.finding else [], item.said)
+        return _said(item.findings)
+    return _said([item.finding] if item.finding else [])
 
 
 def hint(check: CheckResult) -> str:
     """How to fix a check, in words (empty on PASS)."""
-    return _said(check.fix, check.said_fix)
+    return _said(check.fix)
 
 
 def unavailable(row: Measurement) -> str | None:

@@ -124,8 +124,6 @@ def _not_named(figures: Figures) -> str:
 
 
 def _below(figures: Figures) -> str:
-    if figures.get("min_effect_s") is None:  # a verdict of version 12 or older
-        return "below the minimum effect"
     return (
         f"below the {spelled.pct_whole(figures['share'])} minimum effect "
         f"({spelled.ms_sig(figures['min_effect_s'])} of a {spelled.ms_sig(figures['step_s'])} "
@@ -174,24 +172,24 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
 
 
 def summary(verdict: StragglerVerdict) -> str:
-    """The verdict's one line: its finding's words, else the line an older version stored."""
-    return _words(verdict.said, verdict.stored_summary) or ""
+    """The verdict's one line."""
+    return _said_or_none(verdict.said) or ""
 
 
 def why_not(verdict: StragglerVerdict) -> str | None:
-    """Why its candidate is not named; None when named (or an older verdict that never said)."""
-    return _words(verdict.why_not, verdict.stored_not_named)
+    """Why its candidate is not named; None when named."""
+    return _said_or_none(verdict.why_not)
 
 
 def caveat(diagnosis: Diagnosis | None) -> str | None:
     """The diagnosis' busy-machine caveat in words; None: none (or no diagnosis)."""
-    return _words(diagnosis.busy, diagnosis.stored_caveat) if diagnosis is not None else None
+    return _said_or_none(diagnosis.busy) if diagnosis is not None else None
 
 
-def _words(finding: Finding | None, stored: str | None) -> str | None:
-    from torchscale.contracts.wording import words
+def _said_or_none(finding: Finding | None) -> str | None:
+    from torchscale.contracts.wording import say
 
-    return words(finding, stored)
+    return say(finding) if finding is not None else None
 
 
 def _kind_text(verdict: StragglerVerdict) -> str:

@@ -1,6 +1,5 @@
 """Words for `validate --level workload`: its steps' findings (codes and figures stored in the
-validate report, schema 5, by orchestration/validate/workload_judge.py) and the level's
-verdict. The words are those the steps stored as sentences before."""
+validate report by orchestration/validate/workload_judge.py) and the level's verdict."""
 
 from __future__ import annotations
 

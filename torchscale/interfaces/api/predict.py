@@ -115,7 +115,7 @@ def _checked(request: PredictRequest, skipped: list[Refusal]) -> list[_Experimen
         # each file that cannot be used is one line in `skipped` (a forecast from fewer cells
         # than the folder holds must say so)
         layout = ResultLayout(root)
-        results, _, bad_cells = read_cells(layout)
+        results, bad_cells = read_cells(layout)
         runs, bad_runs = read_folder(layout.comm_dir, read_comm)
         skipped += [Refusal(str(path), why) for path, why in bad_cells + bad_runs]
         groups = measured_groups(results)

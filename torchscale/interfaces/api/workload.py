@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
 from torchscale.contracts.signals import Terminated
-from torchscale.contracts.wording import words
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.units import of
 from torchscale.contracts.wording.validate import detail, hint
 from torchscale.orchestration.validate.check_result import (
@@ -382,7 +382,7 @@ def summary_markdown(report: ValidateReport, plan: WorkloadPlan) -> str:
     lines = [
         f"# validate --level workload on {report.hostname}",
         "",
-        f"**{words(report.verdict_basis, report.verdict)}**",
+        f"**{say(report.verdict_basis)}**",
         "",
         f"{of(facts.devices, facts.device)}, torchscale {report.torchscale_version}, "
         f"{report.created_at}. The cells are seconds long: a proof that each path works, "

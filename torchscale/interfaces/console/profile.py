@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellResult, StepPart
-from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
+from torchscale.contracts.schema.cell_result import CellResult, Problem, StepPart
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import problems, spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import (
@@ -26,7 +26,7 @@ from torchscale.interfaces.console.cells import cell_lines, cell_name, warning_l
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
-from torchscale.offline.results.profile_versions import compile_mode
+from torchscale.offline.results.profile_figures import compile_mode
 
 PART_LABELS = {
     "compute": "compute",
@@ -241,7 +241,7 @@ def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
 DETAILS = dict(waits=_wait_lines, comm=_comm_lines, compute=_compute_lines, memory=_memory_lines)
 
 
-def _finding_cost(finding: FindingFigures) -> str:
+def _finding_cost(finding: Problem) -> str:
     return f"{share_text(finding.cost_share)} of the step"
 
 

@@ -1,6 +1,5 @@
 """What `torchscale validate` prints: the verdict, the checks that need a look, the measured
-figures (-v), each worded from the report's findings at render time (contracts/wording), so a
-report of any schema reads by today's words."""
+figures (-v), each worded from the report's findings at render time (contracts/wording)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from torchscale.contracts.wording import words
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.validate import detail, figure, hint, ratio
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stdout
@@ -53,7 +52,7 @@ def render_report(report: ValidateReport) -> None:
 
     counts = ", ".join(f"{n} {s.value}" for s, n in report.counts.items())
     level: Level = "head" if report.ok else "fail"
-    verdict = words(report.verdict_basis, report.verdict)
+    verdict = say(report.verdict_basis)
     print_lines(stdout, [Line(level, f"{verdict}  ({counts})")])
     everything = Verbosity.level > 0
     shown = [c for c in report.checks if everything or c.status.value not in ("PASS", "SKIP")]

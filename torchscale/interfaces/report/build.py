@@ -99,7 +99,7 @@ def source_summary(
         unfinished = 0
         if source.experiment is not None:
             statuses = [r.status.value for r in source.experiment.results]
-            versions = set(source.experiment.versions.values())
+            versions = {r.schema_version for r in source.experiment.results}
             progress = sweep_progress(source.experiment, source.plan).cells
             unfinished = sum(c.state in NO_RESULT for c in progress)
         versions |= {p.analysis.schema_version for p in source.profiles}

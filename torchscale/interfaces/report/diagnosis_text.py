@@ -10,7 +10,6 @@ these sentences (levels, what -v adds) are console/diagnosis.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,17 +53,6 @@ VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # where a disagreeing cross-check is shown: the diagnosis stores the terminal's pointer
 REPORT_HINT = "(the appendix lists them)"
 TINY_PART = 0.001  # a part of the step split under this share reads '< 0.1 %'
-
-
-def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
-    """{rule: how many diagnoses} of those that state the rule they were judged by (noise
-    could not judge them), in order of first appearance. A figure without an interval says
-    nothing of the rule: today's one-step result has none and is judged by today's."""
-    out: dict[str, int] = {}
-    for diagnosis in diagnoses:
-        if diagnosis is not None and diagnosis.rule:
-            out[diagnosis.rule] = out.get(diagnosis.rule, 0) + 1
-    return out
 
 
 def compute_word(result: CellResult | None) -> str:

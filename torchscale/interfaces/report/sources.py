@@ -164,7 +164,7 @@ def _read_profiles(
                 _skip(skipped, paths.result_path, read.problem)
             result = read.doc
         if paths.analysis_path.is_file():
-            analysis = read_profile_analysis(paths.analysis_path, result)
+            analysis = read_profile_analysis(paths.analysis_path)
             if analysis.doc is None:
                 _skip(skipped, paths.analysis_path, analysis.problem or "unreadable")
                 continue

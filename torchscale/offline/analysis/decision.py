@@ -56,7 +56,7 @@ class Reference:
 
 
 REFERENCES: tuple[Reference, ...] = (
-    Reference("gpt2", "H100", 0.402, 464_760.0, "tests/fixtures/h100_schema16/ref.out.txt"),
+    Reference("gpt2", "H100", 0.402, 464_760.0, "tests/fixtures/h100_second_run/ref.out.txt"),
     Reference("gpt2", "H200", 0.424, 491_951.0, "docs/measured.md, the first H200 run"),
 )
 

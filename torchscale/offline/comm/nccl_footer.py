@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from torchscale.contracts.comm_gate import VERDICTS, gate
+from torchscale.offline.comm.gate import VERDICTS, gate
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 

@@ -1,5 +1,5 @@
-"""Results: the results directory (`ResultStore`), reading every schema version, and `load`
-(every version, as pandas, with the derived columns the analysis layer defines).
+"""Results: the results directory (`ResultStore`), reading each stored kind at its version, and
+`load` (as pandas, with the derived columns the analysis layer defines).
 
 `load` and `Experiment` are imported lazily so that the worker ranks, which only write results,
 never pay for importing pandas.

@@ -1,5 +1,5 @@
-"""`torchscale.offline.results.load(DIR)`: one experiment's results as pandas tables, whatever
-schema version wrote them. report, profile and the suites read results through here only."""
+"""`torchscale.offline.results.load(DIR)`: one experiment's results as pandas tables. report,
+profile and the suites read results through here only."""
 
 from __future__ import annotations
 
@@ -15,20 +15,18 @@ import pandas as pd
 import yaml
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
-from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import read_cells, read_sweep_state
 from torchscale.offline.results.frame import cells_table, ranks_table
-from torchscale.offline.results.upgrades.edge_steps import is_edge_step, timed_edge
 
 log = logging.getLogger(__name__)
 STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
-# per-step phase times (schema 3 on), the training thread's wait for a CPU (schema 12 on) and
-# its time on a CPU (cpu_time_s, added after schema 13 was out: a schema-13 file may lack it)
-# and a DDP comm hook's hold (comm_hold_s, comm_hold_backward_s: only where a plug-in
-# registered a hook); NaN in step files written before them, and where not measured
+# per-step phase times, the training thread's wait for a CPU and its time on a CPU, and a DDP
+# comm hook's hold (comm_hold_s, comm_hold_backward_s: only where a plug-in registered a hook);
+# NaN where not measured
 PHASE_STEP_COLUMNS = [seconds_column(phase) for phase in STEP_RECORD_TIMES]
 
 
@@ -37,8 +35,8 @@ class Experiment:
     """One results directory, read.
 
     `cells`: one row per cell (flat columns, the same as summary.csv, plus `schema_version`,
-    the version the file was written in). `steps`: one row per measured step per rank
-    (window 'sync' or 'no_sync'; schema 15 or older: less each window's first step). `ranks`:
+    the version its file holds). `steps`: one row per measured step per rank (window 'sync' or
+    'no_sync'). `ranks`:
     one row per cell and rank. `results`: the typed CellResult of every cell. `skipped`: files
     that could not be read, with why.
     """
@@ -47,9 +45,8 @@ class Experiment:
     config: dict[str, Any]
     environment: dict[str, Any]
     results: list[CellResult]
-    versions: dict[str, int]  # cell id -> schema version of its file
     skipped: list[tuple[Path, str]] = field(default_factory=list)
-    sweep: SweepState | None = None  # sweep.json: the plan and how far it got (None: older)
+    sweep: SweepState | None = None  # sweep.json: the plan and how far it got (None: none kept)
     started: list[str] = field(default_factory=list)  # cell ids with a spec written
     # a started cell's signal, from torchrun's own error file (no sweep.json to say the stop)
     signalled: dict[str, int] = field(default_factory=dict)
@@ -67,7 +64,7 @@ class Experiment:
     @cached_property
     def cells(self) -> pd.DataFrame:
         table = cells_table(self.results)
-        table["schema_version"] = [self.versions[r.cell.id] for r in self.results]
+        table["schema_version"] = RESULT_SCHEMA_VERSION
         return table
 
     @cached_property
@@ -88,8 +85,7 @@ class Experiment:
     def _steps_of(self, cell_id: str) -> list[tuple[Any, ...]]:
         """The step records of one cell as tuples in STEP_COLUMNS + PHASE_STEP_COLUMNS order (none
         when the file is missing, unreadable or torn: a torn file is ignored whole rather than
-        half-used, and said so in `skipped`). A result that timed each window's first step (schema
-        15 or older) is read without it, as its statistics are (`upgrades.edge_steps`)."""
+        half-used, and said so in `skipped`)."""
         path = ResultLayout(self.root).steps_path(cell_id)
         if not path.exists():
             return []
@@ -99,14 +95,11 @@ class Experiment:
             self.skipped.append((path, f"unreadable: {describe_os_error(exc)}"))
             return []
         records: list[tuple[Any, ...]] = []
-        edge = timed_edge(self.versions.get(cell_id))
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-                if edge and is_edge_step(record):
-                    continue  # the step after a window's edge work, as the result reads it
                 row = (cell_id, *(record[k] for k in STEP_COLUMNS[1:]))
                 records.append(row + tuple(record.get(k) for k in PHASE_STEP_COLUMNS))
             except (ValueError, KeyError, TypeError):
@@ -151,8 +144,8 @@ def holds_sweep(path: Path) -> bool:
 def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experiment:
     """Read the results directory of one experiment (`<output>/<experiment_name>`).
 
-    Cells of every known schema version are upgraded to the current one; an unreadable file or one
-    of a newer version is skipped with a one-line reason (in `skipped` and the log). A config.yaml
+    An unreadable cell file is skipped with a one-line reason (in `skipped` and the log); one of
+    another schema version stops the read (`VersionError`). A config.yaml
     or env.json that cannot be read raises ResultsError, or, given `metadata_problems`, reads as
     empty with its reason added there (the report still shows the cells).
     """
@@ -166,7 +159,7 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     problems = metadata_problems
     config = _read_mapping(layout.config_path, yaml.safe_load, "YAML config", problems)
     environment = _read_mapping(layout.environment_path, json.loads, "JSON environment", problems)
-    results, versions, skipped = read_cells(layout)
+    results, skipped = read_cells(layout)
     sweep = None
     if layout.sweep_state_path.is_file():
         state = read_sweep_state(layout.sweep_state_path)
@@ -179,9 +172,7 @@ def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experi
     done = {r.cell_id for r in results}
     signals = {i: _signal_of(layout.log_dir(i) / "error.json") for i in started if i not in done}
     signalled = {i: number for i, number in signals.items() if number is not None}
-    return Experiment(
-        root, config, environment, results, versions, skipped, sweep, started, signalled
-    )
+    return Experiment(root, config, environment, results, skipped, sweep, started, signalled)
 
 
 def _signal_of(error_file: Path) -> int | None:

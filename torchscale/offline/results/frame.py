@@ -19,10 +19,10 @@ from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.repeats_cell import joined_repeats
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
-from torchscale.offline.analysis.uncertainty import in_proportion, median_of_repeats
+from torchscale.offline.analysis.uncertainty import in_proportion
 from torchscale.offline.results.split_figures import split_figures
 
-# the one model of the step (schema 8): per part its share of the mean step with the 95 %
+# the one model of the step: per part its share of the mean step with the 95 %
 # interval; the share is empty where it is not measurable above noise (the interval stays)
 ATTRIBUTION_COLUMNS = [
     f"{part}_{suffix}" for part in PART_NAMES for suffix in ("share", "share_low", "share_high")
@@ -92,7 +92,6 @@ COLUMNS = [
     "host_bound_method",
     "comm_overhead",
     "load_imbalance",
-    "sync_overhead",
     "flops_per_step",
     "tflops_per_device",
     "mfu",
@@ -176,7 +175,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "step_cv": steps.cv if steps else None,
         **_headline_intervals(result),
         **_diagnosis(result.diagnosis),
-        **_same(comm, "comm_overhead", "load_imbalance", "sync_overhead"),
+        **_same(comm, "comm_overhead", "load_imbalance"),
         **_same(comp, "flops_per_step", "mfu", "mfu_measured", "peak_tflops_per_device"),
         "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
         "measured_peak_tflops": comp.measured_peak_tflops_per_device if comp else None,
@@ -226,13 +225,10 @@ def _ends(estimate: Estimate | None, name: str, suffix: str = "") -> dict[str, f
 
 
 def _headline_intervals(result: CellResult) -> dict[str, Any]:
-    """Throughput and latency intervals: the result's own (schema 8), else the throughput's
-    taken from the recorded repeats with the same rule (latency: not recorded before 8); MFU is
-    that throughput's estimate scaled (`in_proportion`): one estimator for both, every version."""
+    """Throughput and latency intervals, the result's own; MFU is that throughput's estimate
+    scaled (`in_proportion`): one estimator for both."""
     thr, intervals, comp = result.throughput, result.intervals, result.compute
     throughput = intervals.samples_per_s if intervals else None
-    if throughput is None and thr is not None and thr.repeats:
-        throughput = median_of_repeats(thr.repeats)
     mfu = None
     if throughput is not None and thr is not None and comp is not None:
         mfu = in_proportion(throughput, comp.mfu, thr.samples_per_s)

@@ -1,6 +1,5 @@
 """The headline figures of a profile analysis, each computed here from the one place that holds
-it: the run's diagnosis, or, for an analysis without one (schema 1), its own figures
-(`before_diagnosis`). Every surface (console, reports, `benchmarks/trace_analysis.py`) reads them
+it: the run's diagnosis. Every surface (console, reports, `benchmarks/trace_analysis.py`) reads them
 here, so a figure is stored once and says the same everywhere.
 """
 
@@ -9,8 +8,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, StragglerFigures, WhatIf
+from torchscale.contracts.schema.cell_result import CellResult, Estimate
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.share_bound import share_bound
 from torchscale.contracts.wording.unavailable import why
@@ -38,7 +37,7 @@ def cycle_us(analysis: ProfileAnalysis) -> float | None:
 def sync_stall_pct(analysis: ProfileAnalysis) -> Shown:
     """Sync stall, % of the step: ranks waiting for peers with nothing else to do (the
     diagnosis' waiting for peers)."""
-    diagnosis, before = analysis.diagnosis, analysis.before_diagnosis
+    diagnosis = analysis.diagnosis
     wait = diagnosis.part("wait_for_peers") if diagnosis is not None else None
     if diagnosis is not None and diagnosis.source != "traces":
         known = diagnosis.ranks > 1
@@ -46,19 +45,14 @@ def sync_stall_pct(analysis: ProfileAnalysis) -> Shown:
         known = analysis.ranks_analysed > 1 and analysis.collective_wait_pct is not None
     if wait is not None and known:
         return _pct(wait.share)
-    if diagnosis is None and before is not None and before.sync_stall_pct is not None:
-        return Shown(before.sync_stall_pct)
     if analysis.ranks_analysed < 2:
         return Shown(None, ONE_RANK)
     return Shown(None, why(analysis.unavailable.get("sync_stall_pct")) or NO_MATCH)
 
 
 def exposed_comm_pct(analysis: ProfileAnalysis) -> Shown:
-    """Exposed communication, % of the step: the diagnosis' exposed transfer (schema 1: all
-    communication not hidden behind compute, waits included)."""
-    diagnosis, before = analysis.diagnosis, analysis.before_diagnosis
-    if diagnosis is None and before is not None and before.exposed_comm_pct is not None:
-        return Shown(before.exposed_comm_pct)
+    """Exposed communication, % of the step: the diagnosis' exposed transfer."""
+    diagnosis = analysis.diagnosis
     transfer = diagnosis.part("exposed_transfer") if diagnosis is not None else None
     if transfer is None:
         reasons = analysis.unavailable
@@ -84,15 +78,7 @@ def not_measurable(estimate: Estimate) -> str:
     return f"{spelled.under_pct(share_bound(estimate.high))} of the step"
 
 
-def own_straggler(analysis: ProfileAnalysis) -> StragglerFigures | None:
-    """The straggler an analysis without a diagnosis named itself (with one, the diagnosis'
-    verdict is the only straggler)."""
-    before = analysis.before_diagnosis if analysis.diagnosis is None else None
-    return before.straggler if before is not None else None
-
-
-def own_whatifs(analysis: ProfileAnalysis) -> list[WhatIf]:
-    """The what-ifs of an analysis without a diagnosis, largest first (with one, the
-    diagnosis' what-if is the only one)."""
-    before = analysis.before_diagnosis if analysis.diagnosis is None else None
-    return sorted(before.whatif, key=lambda w: -w.speedup_pct) if before is not None else []
+def compile_mode(result: CellResult) -> str:
+    """'compiled' or 'eager': whether the run trained under torch.compile (training.compile),
+    read off its compile record, which a compiled cell always writes."""
+    return "compiled" if result.compile is not None else "eager"

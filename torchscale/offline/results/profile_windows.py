@@ -3,10 +3,8 @@ traces: `rank<k>.phases.json` (each rank's traced steps, timed by the step timer
 measured windows), `steps.jsonl` (every measured step with its phases) and `result.json`.
 
 The profiled run's diagnosis judges its traces against its measured windows
-(`inflation.with_inflation`): this module gives that judgement its two inputs, the traced steps'
-inflation over the measured windows (`run_inflation`) and the phase timers' diagnosis of the
-measured windows (`timer_diagnosis`), and applies it to an analysis written before it was
-made (`judged_against_windows`, analysis schema 6 or older).
+(`inflation.with_inflation`): this module reads the traced steps' times and the phase timers'
+diagnosis of the measured windows (`timer_diagnosis`).
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
-from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import (
@@ -31,17 +28,30 @@ from torchscale.offline.analysis.diagnosis import (
 from torchscale.offline.analysis.diagnosis.device import calibration_table, work_equal
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
-    TracedInflation,
-    overhead_note,
-    traced_inflation,
-    with_inflation,
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.results.directory_layout import ProfileRun
-from torchscale.offline.results.upgrades.edge_steps import read_step_records
 
-# the newest analysis schema whose diagnosis was not judged against the measured windows
-LAST_UNJUDGED = 6
+
+def read_step_records(path: Path) -> list[dict[str, Any]] | None:
+    """The steps file's records; None when absent, unreadable or torn (a torn file is not
+    half-used)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    records = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("time_s"), int | float):
+            return None
+        records.append(record)
+    return records
 
 
 def read_phase_record(directory: Path, rank: int) -> dict[str, Any] | None:
@@ -70,17 +80,6 @@ def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[
             times[rank] = [float(s) for s in steps if isinstance(s, (int, float))]
             timing = str(record.get("timing", timing))
     return times, timing
-
-
-def run_inflation(directory: Path, cell: CellResult) -> TracedInflation | None:
-    """The traced steps in `directory` against `cell`'s measured windows (its step_time:
-    mean, sample standard deviation, count); None without either."""
-    stats = cell.step_time
-    if stats is None or stats.mean <= 0:
-        return None
-    times, _ = traced_step_times(directory, cell.cell.world_size)
-    pooled = [t for steps in times.values() for t in steps]
-    return traced_inflation(pooled, stats.mean, stats.std, stats.count)
 
 
 def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
@@ -154,32 +153,3 @@ def steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncS
 def _seconds(value: object) -> float:
     """A recorded figure as a float; NaN where it is missing or not a number."""
     return float(value) if isinstance(value, (int, float)) else float("nan")
-
-
-def judged_against_windows(
-    analysis: ProfileAnalysis, directory: Path, result: CellResult | None
-) -> ProfileAnalysis:
-    """An analysis written before its diagnosis was judged against the measured windows
-    (schema LAST_UNJUDGED or older), judged now from the files beside it, as a fresh analysis
-    would be: its findings follow the diagnosis; unchanged where the run's files cannot say."""
-    diagnosis = analysis.diagnosis
-    if (
-        analysis.schema_version > LAST_UNJUDGED
-        or result is None
-        or diagnosis is None
-        or diagnosis.source != "traces"
-        or any(c.name == INFLATION_CHECK for c in diagnosis.cross_checks)
-    ):
-        return analysis
-    inflation = run_inflation(directory, result)
-    if inflation is None:
-        return analysis
-    judged = with_inflation(diagnosis, timer_diagnosis(directory, result), inflation)
-    judged = with_caveat(judged, diagnosis.busy)
-    times, timing = traced_step_times(directory, result.cell.world_size)
-    # the note of the same comparison, on the means the diagnosis was judged by
-    # (such an analysis stored it in words, beginning 'capture overhead (')
-    old = [n for n in analysis.notes if isinstance(n, str) and n.startswith("capture overhead (")]
-    notes = [n for n in analysis.notes if n not in old]
-    notes.append(overhead_note(analysis.tool, inflation, len(times), timing))
-    return analysis.model_copy(update={"diagnosis": judged, "notes": notes})

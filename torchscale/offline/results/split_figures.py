@@ -1,26 +1,16 @@
 """The communication figures of a cell, read off its one diagnosis: the columns tables need
-(comm_overhead, load_imbalance, sync_overhead) and what the report shows beside the split.
+(comm_overhead, load_imbalance) and what the report shows beside the split.
 
-Since schema 17 a result stores them nowhere else (docs/results.md): every reader (the cells
-table, report sections, the profile trigger) calls `split_figures`, so a figure has one value.
-A diagnosis read from point figures (schema 7 or older) gives them as those figures were.
+A result stores them nowhere else (docs/results.md): every reader (the cells table, report
+sections, the profile trigger) calls `split_figures`, so a figure has one value.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from torchscale.contracts.schema.cell_result import (
-    CellResult,
-    Diagnosis,
-    NoSyncWindow,
-    Reason,
-    StepSplit,
-)
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Reason, StepSplit
 from torchscale.contracts.wording.unavailable import coded
-from torchscale.offline.results.upgrades.point_figures import BASIS, PROFILED_BASIS, SYNC_STEP
-
-SYNC_OVERHEAD_GONE = coded("unavailable.sync_overhead_cross_check")
 
 
 @dataclass(frozen=True)
@@ -32,9 +22,6 @@ class SplitFigures:
     load_imbalance: float | None = None  # wait for peers / T
     exposed_comm_s: float | None = None
     load_imbalance_s: float | None = None
-    sync_overhead: float | None = None  # schema <= 7: 1 - pooled no_sync step / T
-    slowest_compute_s: float | None = None  # schema <= 7: the slowest rank's no_sync step
-    slowest_compute_rank: int | None = None
     no_sync_step_s: float | None = None  # the pooled median step under no_sync()
 
 
@@ -43,20 +30,13 @@ def split_figures(result: CellResult) -> SplitFigures:
     diagnosis = result.diagnosis
     if diagnosis is None:
         return SplitFigures()
-    window = diagnosis.no_sync or NoSyncWindow(step_s=None)
-    older = SplitFigures(
-        sync_overhead=window.sync_overhead,
-        slowest_compute_s=window.slowest_compute_s,
-        slowest_compute_rank=window.slowest_compute_rank,
-        no_sync_step_s=window.step_s,
-    )
-    if diagnosis.ranks < 2 or diagnosis.basis == PROFILED_BASIS:
-        return older
+    no_sync = diagnosis.no_sync.step_s if diagnosis.no_sync is not None else None
+    if diagnosis.ranks < 2:
+        return SplitFigures(no_sync_step_s=no_sync)
     transfer, wait = diagnosis.part("exposed_transfer"), diagnosis.part("wait_for_peers")
-    synchronised = diagnosis.basis != BASIS or diagnosis.step_s.reason == SYNC_STEP
-    return replace(
-        older,
-        step_s=diagnosis.step_s.value if synchronised else None,
+    return SplitFigures(
+        step_s=diagnosis.step_s.value,
+        no_sync_step_s=no_sync,
         comm_overhead=transfer.share.value if transfer else None,
         load_imbalance=wait.share.value if wait else None,
         exposed_comm_s=transfer.seconds.value if transfer else None,
@@ -71,12 +51,11 @@ def split_unavailable(model: StepSplit) -> dict[str, Reason]:
         part = next(p for p in model.parts if p.name == name)
         if part.share.value is None:
             unavailable[key] = part.share.reason or coded("unavailable.not_measurable")
-    unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
     return unavailable
 
 
 # the keys of `unavailable` that the split and its verdict decide (`split_reasons`)
-SPLIT_KEYS = ("diagnosis", "straggler", "comm_overhead", "sync_overhead", "load_imbalance")
+SPLIT_KEYS = ("diagnosis", "straggler", "comm_overhead", "load_imbalance")
 
 
 def split_reasons(diagnosis: Diagnosis | None, world: int, why_not: Reason) -> dict[str, Reason]:
@@ -90,7 +69,7 @@ def split_reasons(diagnosis: Diagnosis | None, world: int, why_not: Reason) -> d
     straggler = coded("unavailable.one_rank_straggler") if one_rank else why_not
     comm = coded("unavailable.one_rank_communication") if one_rank else why_not
     reasons: dict[str, Reason] = {"straggler": straggler}
-    reasons |= dict.fromkeys(("comm_overhead", "sync_overhead", "load_imbalance"), comm)
+    reasons |= dict.fromkeys(("comm_overhead", "load_imbalance"), comm)
     return reasons | ({"diagnosis": why_not} if diagnosis is None else {})
 
 

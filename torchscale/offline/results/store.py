@@ -19,7 +19,7 @@ from torchscale.contracts.errors import OutputDirError, ResultsError, describe_o
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.offline.results.directory_layout import ResultLayout
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
 
 log = logging.getLogger(__name__)
 PROBE_NAME = ".torchscale-write-probe"
@@ -68,14 +68,14 @@ def check_output_dir(root: Path, *, keep: bool = True, what: str = "results") ->
 
 
 def _read_if_there(path: Path) -> CellResult | None:
-    """The cell result at `path` (any known schema version); None when absent or unreadable,
-    which is logged."""
+    """The cell result at `path`; None when absent or unreadable, which is logged (one of
+    another schema version stops the command: `VersionError`)."""
     if not path.exists():
         return None
-    read = read_cell_result(path)
+    read = read_cell(path)
     if read.problem is not None:
         log.warning("ignoring %s: %s", path, read.problem)
-    return read.result
+    return read.doc
 
 
 class ResultStore(ResultLayout[Path]):
@@ -164,13 +164,11 @@ class ResultStore(ResultLayout[Path]):
         self._move_in(cell_id, self.attempt_result_path(cell_id), self.cell_path(cell_id))
 
     def read_cell(self, cell_id: str) -> CellResult | None:
-        """The stored result of a cell (any known schema version), or None when absent or
-        unreadable (then it reruns)."""
+        """The stored result of a cell, or None when absent or unreadable (then it reruns)."""
         return _read_if_there(self.cell_path(cell_id))
 
     def finished_ok(self, cell_id: str, definition_sha256: str) -> CellResult | None:
-        """The stored result when it is `ok` for exactly this cell definition (for --resume);
-        a result of an older schema version counts while its definition hash matches."""
+        """The stored result when it is `ok` for exactly this cell definition (for --resume)."""
         result = self.read_cell(cell_id)
         if result and result.status == "ok" and result.cell.definition_sha256 == definition_sha256:
             return result

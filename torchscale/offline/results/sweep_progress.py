@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.sweep_state import PlannedCell
 from torchscale.contracts.signals import signal_name
@@ -137,14 +136,9 @@ def plural_cells(n: int) -> str:
     return f"{n} cell" if n == 1 else f"{n} cells"
 
 
-def _from_result(result: CellResult, label: str, planned: Finding | None = None) -> CellProgress:
-    """`planned`: the plan's coded skip for the cell. It words a skip whose result kept only an
-    older version's sentence, so one reason reads one way across a folder's cells."""
+def _from_result(result: CellResult, label: str) -> CellProgress:
     error = result.error
-    why = None
-    if error is not None:
-        skip = error.skip or (planned if result.status.value == "skipped" else None)
-        why = words(skip, error.reason)
+    why = words(error.coded, error.reason) if error is not None else None
     return CellProgress(result.cell_id, label, result.status.value, why)
 
 
@@ -233,12 +227,11 @@ def _cells(
         if entry.id in cut:
             cells.append(CellProgress(entry.id, entry.label, "stopped", cut[entry.id]))
         elif entry.id in results:
-            cells.append(_from_result(results[entry.id], entry.label, entry.skip))
+            cells.append(_from_result(results[entry.id], entry.label))
         elif entry.id in unreadable:
             cells.append(CellProgress(entry.id, entry.label, "unreadable", unreadable[entry.id]))
-        elif entry.skip is not None or entry.skip_reason is not None:  # skipped, no result
-            why = say(entry.skip) if entry.skip is not None else entry.skip_reason
-            cells.append(CellProgress(entry.id, entry.label, "skipped", why))
+        elif entry.skip is not None:  # skipped, no result
+            cells.append(CellProgress(entry.id, entry.label, "skipped", say(entry.skip)))
         else:
             cells.append(CellProgress(entry.id, entry.label, *gone))
     return cells

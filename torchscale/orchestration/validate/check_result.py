@@ -41,7 +41,7 @@ Said = Finding | Sequence[Finding]
 
 def _stated(said: Said) -> list[Finding]:
     """A finding or findings, stored as codes and figures; a sentence is refused (the words
-    are made when shown: `said`/`said_fix` hold only an older report's)."""
+    are made when shown)."""
     if isinstance(said, str):
         raise TypeError(f"a check states findings, not a sentence: {said!r}")
     return [said] if isinstance(said, Finding) else list(said)

@@ -116,19 +116,17 @@ def _path(folder: Path, key: dict[str, Any]) -> Path:
     return folder / f"{digest[:32]}.json"
 
 
-# 2: the PASS as findings (codes and figures); 1 (no `version`) stored its words in `detail`
+# the cache entry's shape: the PASS as findings (codes and figures); another is a miss
 VERSION = 2
 
 
 def _findings(kept: dict[str, Any]) -> list[Finding] | None:
-    """A kept PASS's findings; an older entry's words as stored words; None if unreadable."""
+    """A kept PASS's findings; None if unreadable or of another version (a miss)."""
     if kept.get("version") == VERSION and isinstance(kept.get("findings"), list):
         try:
             return [Finding.model_validate(f) for f in kept["findings"]]
         except ValueError:
             return None
-    if "version" not in kept and isinstance(kept.get("detail"), str):
-        return [Finding(code="compile.stored", figures={"words": kept["detail"]})]
     return None
 
 

@@ -83,11 +83,11 @@ L4_SHEET = "https://www.nvidia.com/en-us/data-center/l4/"
 MI300X_SHEET = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
 # What torchscale's own matmul search (rank/programs/matmul_peak.py) read on healthy GPUs of a
 # SKU, per dtype: (TFLOP/s, runs, where the runs are kept). The H100 SXM's: the second H100 run
-# (tests/fixtures/h100_schema16/perf.out.txt, 2026-11-26), the one whose output is kept (the
+# (tests/fixtures/h100_second_run/perf.out.txt, 2026-11-26), the one whose output is kept (the
 # first run's perf printed nothing and kept nothing). The H200 SXM has the same GH100 die, SM
 # count and clocks (the same 989 TFLOP/s sheet): it is judged by the H100 SXM's figures, so its
 # own readings test the rule
-H100_SEARCH = "torchscale's matmul search on a healthy H100 SXM (tests/fixtures/h100_schema16)"
+H100_SEARCH = "torchscale's matmul search on a healthy H100 SXM (tests/fixtures/h100_second_run)"
 HOPPER_SXM_HEALTHY: dict[str, tuple[float, int, str]] = {
     "bf16": (708.0, 1, H100_SEARCH + ", 2026-11-26"),
     "fp16": (684.5, 1, H100_SEARCH + ", 2026-11-26"),

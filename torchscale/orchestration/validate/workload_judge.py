@@ -50,8 +50,8 @@ def said(code: str, **figures: Any) -> Finding:
     return Finding(code=f"workload.{code}", figures=figures)
 
 
-def _reason(why: Reason | None) -> Any:
-    """A stored reason as a figure: a code's figures, or the words it was stored in."""
+def _reason(why: Finding | str | None) -> Any:
+    """A reason as a figure: a code's figures, or the words it is given in."""
     return why.model_dump() if isinstance(why, Finding) else why
 
 
@@ -290,7 +290,7 @@ def judge_profile(tool: str, profiled: ProfiledCell) -> CheckResult:
         problems.append(said("no_matched"))
     if problems:
         return failed(id_, title, problems, traces)
-    from torchscale.offline.results.profile_versions import compile_mode
+    from torchscale.offline.results.profile_figures import compile_mode
 
     detail = said(
         "profiled",

@@ -410,7 +410,7 @@ def rank_verdicts(ranks: Sequence[RankTelemetry]) -> list[RankVerdict]:
             gpu=r.gpu_name or r.device,
             verdict=r.clock_verdict,
             reasons=tuple(r.throttle_reasons),
-            why=r.clock_finding or r.clock_basis or r.unavailable.get("clock_verdict", NO_SAMPLE),
+            why=r.clock_finding or r.unavailable.get("clock_verdict", NO_SAMPLE),
         )
         for r in ranks
     ]

@@ -48,7 +48,7 @@ from torchscale.offline.analysis.reliability import (
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
-from torchscale.offline.results.profile_versions import compile_mode
+from torchscale.offline.results.profile_figures import compile_mode
 from torchscale.offline.results.sweep_progress import (
     NO_RESULT,
     CellProgress,

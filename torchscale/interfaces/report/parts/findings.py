@@ -1,33 +1,24 @@
 """The report's findings, ranked by cost (docs/reporting.md, "What is in it"): each run's diagnosis'
 own (a profile's from its analysis, whose result.json holds the same diagnosis: one verdict per
-run), plus `slowdown_finding` and `throttling_finding`, each with its run's busy-machine caveat.
+run), plus `throttling_finding`, each with its run's busy-machine caveat.
 Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
-from torchscale.contracts.wording import problems, spelled, words
+from torchscale.contracts.wording import problems, say, spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.unavailable import why
-from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.parts.context import (
     Context,
     ProfileRef,
     cost_severity,
     fmt,
-    integer,
-    ranks,
     records,
 )
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
-from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.results import profile_figures
-from torchscale.offline.results.split_figures import split_figures
-
-GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
-SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
 
 
 def caveat_of(result: CellResult) -> str | None:
@@ -36,17 +27,13 @@ def caveat_of(result: CellResult) -> str | None:
 
 
 def no_finding_text(ctx: Context) -> str:
-    """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
-    throttling; the rule a diagnosis states it was judged by (noise could not judge it); how
-    many runs have no diagnosis to judge."""
+    """What 'no finding' means for these runs: no diagnosis finding, no throttling; how many
+    runs have no diagnosis to judge."""
     text = (
         "no run's diagnosis found a cost of at least "
-        f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
-        f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
+        f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise and no throttled GPU"
     )
     diagnoses = [ctx.result(row).diagnosis for row in records(ctx.ok)]
-    for rule, count in judging_rules(diagnoses).items():
-        text += f"; diagnoses without an interval ({count}), none found by their rule: {rule}"
     without = sum(1 for d in diagnoses if d is None)
     if without:
         text += f"; runs without a diagnosis, so not judged: {without}"
@@ -128,13 +115,11 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     target), with its caveat, marked artificial when an injected delay makes the straggler."""
     analysis, diagnosis = ref.entry.analysis, ref.diagnosis
     verdict = diagnosis.straggler if diagnosis is not None else None
-    own = profile_figures.own_straggler(analysis)  # the rank when no verdict names one
     caveat = verdict_words.caveat(diagnosis)
     result = ref.entry.result
     if caveat is None and result is not None:
         caveat = caveat_of(result)
-    rank = own.rank if own else None
-    return _findings(analysis.findings, ref.label, caveat, result, verdict, rank)
+    return _findings(analysis.findings, ref.label, caveat, result, verdict)
 
 
 def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
@@ -152,61 +137,19 @@ def _findings(
     caveat: str | None,
     result: CellResult | None,
     verdict: StragglerVerdict | None,
-    rank: int | None = None,
 ) -> list[ReportFinding]:
-    """`diagnosis_finding` of each item; the straggler a named verdict names, else `rank`."""
+    """`diagnosis_finding` of each item, with the straggler a named verdict names."""
     return [
         diagnosis_finding(
             item,
             source=source,
             caveat=caveat,
             injected=result,
-            straggler_rank=verdict.rank if verdict is not None and verdict.named else rank,
+            straggler_rank=verdict.rank if verdict is not None and verdict.named else None,
             verdict_injected=bool(verdict is not None and verdict.injected),
         )
         for item in items
     ]
-
-
-def slowdown_finding(
-    result: CellResult, label: str, base: CellResult, base_label: str
-) -> ReportFinding | None:
-    """Each rank computes slower than the same batch per GPU did at the smallest world size:
-    ranks compete for something (cores, memory bandwidth, clocks)."""
-    comm, cell = split_figures(result), result.cell
-    slowest = finite(comm.slowest_compute_s)
-    step = finite(comm.step_s)
-    if base.cell.world_size == 1:
-        before = finite(base.step_time.p50) if base.step_time else None
-    else:
-        before = finite(split_figures(base).slowest_compute_s)
-    if slowest is None or step is None or before is None or step <= 0 or before <= 0:
-        return None
-    share = (slowest - before) / step
-    if share < SLOWDOWN_MIN:
-        return None
-    device_advice = (
-        "on CPU, give each rank its own cores (OMP_NUM_THREADS x ranks per host <= cores, "
-        "pinning with taskset/numactl)"
-        if cell.device == "cpu"
-        else "check clocks and throttling, and host contention (data-loading threads, NUMA "
-        "binding, PCIe sharing)"
-    )
-    return ReportFinding(
-        title=f"{label}: each rank computes {spelled.times(slowest / before, 2)} slower than at "
-        f"{ranks(base.cell.world_size, base.cell.device)}",
-        cost_pct=share * 100,
-        source=label,
-        evidence=[
-            f"slowest rank's compute (no_sync) {fmt(slowest, 'seconds')} against "
-            f"{fmt(before, 'seconds')} for {base_label}, with the same {cell.batch_size} "
-            f"samples per {'GPU' if cell.device == 'cuda' else 'rank'}",
-            f"the difference is {fmt(share, 'ratio_pct')} of the {fmt(step, 'seconds')} step",
-        ],
-        recommendation=f"Ranks compete for a shared resource: {device_advice}.",
-        severity=cost_severity(share * 100),
-        group=f"slowdown: {spelled.times(slowest / before, 2)} at {base.cell.world_size}",
-    )
 
 
 def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
@@ -220,7 +163,7 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
         if not rank.throttle_reasons:
             continue
         line = f"rank {rank.rank} ({rank.gpu_name or rank.device}): " + (
-            words(rank.clock_finding, rank.clock_basis)
+            (say(rank.clock_finding) if rank.clock_finding else None)
             or f"{', '.join(rank.throttle_reasons)} set in "
             f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
         )
@@ -266,20 +209,6 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
     )
 
 
-def _weak_bases(ctx: Context) -> dict[tuple[object, ...], CellResult]:
-    """(experiment, model, batch, precision, strategy, device) -> the ok cell at the smallest
-    world size of that group."""
-    bases: dict[tuple[object, ...], CellResult] = {}
-    ok = ctx.ok.sort_values(["world_size", "cell_id"], kind="stable")
-    for row in records(ok):
-        bases.setdefault(_group(row), ctx.result(row))
-    return bases
-
-
-def _group(row: dict[str, object]) -> tuple[object, ...]:
-    return tuple(row[c] for c in GROUP)
-
-
 def rank_findings(findings: list[ReportFinding]) -> list[ReportFinding]:
     """Highest cost first; findings without a cost last; ties by title."""
     return sorted(
@@ -303,7 +232,7 @@ def action_text(finding: ReportFinding) -> str:
         else ""
     )
     # the run it is of: its figures are that run's, not the best configuration's above it
-    named = finding.title.startswith(finding.source)  # a slowdown's title names it already
+    named = finding.title.startswith(finding.source)  # a title that names its run already
     said = f"{finding.title}{cost}" + ("" if named else f", in {finding.source}")
     advice = short_advice(finding.recommendation)
     if not advice:
@@ -325,16 +254,9 @@ def collect_findings(ctx: Context) -> list[ReportFinding]:
     findings: list[ReportFinding] = []
     for ref in ctx.profiles:
         findings += profile_findings(ref)
-    bases = _weak_bases(ctx)
     for row in records(ctx.ok):
         result, label = ctx.result(row), ctx.label(row)
-        found = [throttling_finding(result, label)]
-        found += cell_findings(result, label)
-        if (integer(row["world_size"]) or 0) >= 2:
-            base = bases.get(_group(row))
-            if base is not None and base.cell.world_size < result.cell.world_size:
-                base_label = ctx.result_label(str(row["experiment"]), base)
-                found.append(slowdown_finding(result, label, base, base_label))
+        found = [throttling_finding(result, label), *cell_findings(result, label)]
         caveat = caveat_of(result)
         findings += [
             f if f.caveat or caveat is None else f.model_copy(update={"caveat": caveat})

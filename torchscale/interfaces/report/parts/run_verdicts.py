@@ -1,7 +1,7 @@
 """The verdict of a report without a benchmark sweep, never "no benchmark sweep" nor a sweep's
 "no cell finished ok": a profiled run's words are its one stored `Diagnosis`' (diagnosis_text.py),
 never a rival figure computed here (docs/reporting.md, "A report without a sweep gets its own
-verdict"); a run with no diagnosis says why (`no_diagnosis`) beside its analysis' figure."""
+verdict"); a run with no diagnosis says why, as its analysis stored it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.comm import gate_words
 from torchscale.contracts.wording.peak_memory import Peak, peak_text
 from torchscale.contracts.wording.reader import bandwidth, tflops, with_unit
+from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.diagnosis_text import (
-    INJECTED,
     compute_word,
     split_text,
     straggler_text,
@@ -33,9 +33,7 @@ from torchscale.interfaces.report.parts.context import (
 )
 from torchscale.interfaces.report.parts.findings import action_text
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.results import profile_figures
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.profile_versions import no_diagnosis
 
 MAX_RUN_LINES = 6
 RERUN_PROFILE = "rerun the profile on an idle node before acting on its findings"
@@ -57,23 +55,8 @@ def verdict_text(ref: ProfileRef) -> str:
     with its caveat; for a run without one, why there is none."""
     diagnosis = ref.diagnosis
     if diagnosis is None:
-        analysis = ref.entry.analysis
-        why = f" ({no_diagnosis(analysis)})"
-        if analysis.findings:
-            top = analysis.findings[0]
-            result = ref.entry.result
-            injected = (
-                INJECTED
-                if top.category == "straggler" and result is not None and result.injected_delays
-                else ""
-            )
-            return (
-                f"{ref.label}: {top.title}{injected} ({fmt(top.cost_pct, 'pct')} of the step){why}"
-            )
-        stall = profile_figures.sync_stall_pct(analysis).value
-        if stall is not None:
-            return f"{ref.label}: sync stall {fmt(stall, 'pct')} of the step{why}"
-        return f"{ref.label}: no bottleneck stored{why}"
+        reason = why(ref.entry.analysis.unavailable.get("diagnosis"))
+        return f"{ref.label}: no diagnosis" + (f" ({reason})" if reason else "")
     main = (
         straggler_text(diagnosis.straggler, diagnosis.ranks)
         if diagnosis.ranks > 1 or diagnosis.straggler is not None

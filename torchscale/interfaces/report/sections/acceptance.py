@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchscale.contracts.wording import words
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.reader import three_digits
 from torchscale.contracts.wording.validate import detail
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
@@ -125,10 +125,10 @@ def _findings(reports: Sequence[ValidateReport]) -> Table | None:
 
 
 def _basic_lines(reports: Sequence[ValidateReport]) -> list[Block]:
-    """Nodes with no measured figures (basic reports, schema 1): their verdict alone."""
+    """Nodes with no measured figures (basic reports): their verdict alone."""
     return [
         Text(
-            text=f"{r.hostname} ({r.level}): {words(r.verdict_basis, r.verdict)}",
+            text=f"{r.hostname} ({r.level}): {say(r.verdict_basis)}",
             severity="good" if r.ok else "bad",
         )
         for r in reports

@@ -192,24 +192,10 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
 
 
 def _methodology(ctx: Context) -> list[tuple[str, str]]:
-    """`METHODOLOGY` in the report's units, with the rule each diagnosis states it was judged by
-    (as stored) after the findings' (and its straggler test: noise could not judge it)."""
-    rows = [
+    """`METHODOLOGY` in the report's units."""
+    return [
         (figure, how if isinstance(how, str) else how(ctx.units)) for figure, how in METHODOLOGY
     ]
-    judged: dict[str, set[str]] = {}
-    for row in records(ctx.ok):
-        diagnosis = ctx.result(row).diagnosis
-        if diagnosis is not None and diagnosis.rule:
-            tests = judged.setdefault(diagnosis.rule, set())
-            if diagnosis.straggler is not None and diagnosis.straggler.test:
-                tests.add(diagnosis.straggler.test)
-    at = next(i for i, (figure, _) in enumerate(rows) if figure == "Findings") + 1
-    for rule, tests in judged.items():
-        how = rule + "".join(f"; a straggler named where {t}" for t in sorted(tests))
-        rows.insert(at, ("Diagnosis without an interval", how))
-        at += 1
-    return rows
 
 
 def _gpus(environment: dict[str, Any]) -> str:
@@ -296,7 +282,7 @@ def _sources_table(ctx: Context) -> Table:
     for source in ctx.sources.experiments:
         experiment = source.experiment
         statuses = Counter(r.status.value for r in experiment.results) if experiment else Counter()
-        versions = sorted(set(experiment.versions.values())) if experiment else []
+        versions = sorted({r.schema_version for r in experiment.results}) if experiment else []
         writers = sorted({p.analysis.torchscale_version for p in source.profiles})
         rows.append(
             {
@@ -322,8 +308,6 @@ def _sources_table(ctx: Context) -> Table:
             col("profile_writers", "Profiles analysed by torchscale"),
         ],
         rows=rows,
-        note=f"results of older schema versions are upgraded to version {RESULT_SCHEMA_VERSION} "
-        "when read; a figure whose meaning changed is left out with the reason",
     )
 
 

@@ -328,7 +328,9 @@ def _sources_table(ctx: Context) -> Table:
             "name": source.name,
             "path": str(source.path),
             "cells": len(experiment.results) if experiment else 0,
-            "versions": ", ".join(str(v) for v in sorted(set(experiment.versions.values())))
+            "versions": ", ".join(
+                str(v) for v in sorted({r.schema_version for r in experiment.results})
+            )
             if experiment
             else None,
         }

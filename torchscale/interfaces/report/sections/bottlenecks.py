@@ -19,7 +19,6 @@ from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
     disagreement_text,
-    judging_rules,
     straggler_text,
     whatif_text,
 )
@@ -39,7 +38,6 @@ from torchscale.interfaces.report.parts.context import (
     Context,
     ProfileRef,
     col,
-    fmt,
     present,
     records,
     slug,
@@ -87,11 +85,9 @@ def _trace_figures(analysis: ProfileAnalysis) -> KeyFigures:
 
 
 def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
-    """A run without a diagnosis: its analysis' own figures, from separate
-    methods (they may disagree with each other: said in its unavailable reasons)."""
+    """A run without a diagnosis: its analysis' own trace figures, from separate methods
+    (they may disagree with each other: said in its unavailable reasons)."""
     why = reason_texts(analysis.unavailable)
-    straggler = profile_figures.own_straggler(analysis)
-    best = next(iter(profile_figures.own_whatifs(analysis)), None)
     stall = profile_figures.sync_stall_pct(analysis)
     exposed = profile_figures.exposed_comm_pct(analysis)
     cycle = profile_figures.cycle_us(analysis)
@@ -136,47 +132,17 @@ def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
             if idle
             else why.get("idle_us", "no rank's idle time could be measured"),
         ),
-        KeyFigure(
-            label="Straggler",
-            value=f"rank {straggler.rank}" + (f" ({straggler.phase})" if straggler.phase else "")
-            if straggler
-            else None,
-            note=(
-                f"last at {fmt(straggler.last_arrival_share, 'ratio_pct')} of the collectives"
-                + (
-                    f"; its {straggler.phase} is {fmt(straggler.phase_gap_us, 'us')} longer"
-                    if straggler.phase and straggler.phase_gap_us is not None
-                    else ""
-                )
-            )
-            if straggler
-            else why.get("straggler", "no rank arrives last more often than chance"),
-            severity="warn" if straggler else "info",
-        ),
-        KeyFigure(
-            label="What-if: slowest rank at the median",
-            value=best.speedup_pct if best else None,
-            format="pct",
-            note=f"rank {best.rank}: {fmt(best.saved_us_per_step, 'us')} shorter steps"
-            if best
-            else why.get("whatif", "no what-if computed"),
-        ),
     ]
     return KeyFigures(figures=figures)
 
 
 def _ranks_table(ref: ProfileRef, key: str) -> Table:
     """Each rank's trace figures (medians over its complete profiled steps) and its wait for
-    peers as the run's diagnosis holds it (share of its own step, with its interval); an
-    run without a diagnosis shows its analysis' own sync stall share instead."""
+    peers as the run's diagnosis holds it (share of its own step, with its interval)."""
     analysis, diagnosis = ref.entry.analysis, ref.diagnosis
     waits = rank_wait_texts(diagnosis)
     verdict = diagnosis.straggler if diagnosis is not None else None
-    if diagnosis is not None:
-        straggler = verdict.rank if verdict is not None and verdict.named else None
-    else:
-        own = profile_figures.own_straggler(analysis)
-        straggler = own.rank if own else None
+    straggler = verdict.rank if verdict is not None and verdict.named else None
     rows = [
         {
             "rank": rank.rank,
@@ -228,22 +194,6 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
         ],
         rows=rows,
         note=note,
-    )
-
-
-def _whatif_table(ref: ProfileRef, key: str) -> Table:
-    return Table(
-        id=f"bottlenecks-{key}-whatif",
-        title=f"{ref.label}: what if one rank ran at the median",
-        columns=[
-            col("rank", "Rank", "int"),
-            col("saved", "Saved per step", "us"),
-            col("speedup", "Shorter steps by", "pct"),
-        ],
-        rows=[
-            {"rank": w.rank, "saved": w.saved_us_per_step, "speedup": w.speedup_pct}
-            for w in profile_figures.own_whatifs(ref.entry.analysis)
-        ],
     )
 
 
@@ -313,7 +263,6 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
     heatmap = _heatmap(ref, key)
     blocks += present(
         _ranks_table(ref, key) if analysis.ranks else None,
-        _whatif_table(ref, key) if profile_figures.own_whatifs(analysis) else None,
         heatmap,
     )
     blocks += [Text(text=f"Note: {said(note)}") for note in analysis.notes]
@@ -558,13 +507,9 @@ def build(ctx: Context) -> Section:
         blocks.append(Text(text=f"No finding: {no_finding_text(ctx)}.", severity="good"))
     ranking = (
         "Findings are ranked by cost, their share of the step: each run's are its diagnosis' own "
-        "(decided by the traces where a run was profiled, else by the phase timers), plus a "
-        "per-rank compute slowdown against the smallest world size and GPU throttling"
+        "(decided by the traces where a run was profiled, else by the phase timers), plus GPU "
+        "throttling"
     )
-    if judging_rules(ctx.result(row).diagnosis for row in records(ctx.ok)):
-        ranking += (
-            "; a diagnosis without an interval finds by the rule it states (the appendix gives it)"
-        )
     blocks.append(Text(text=f"{ranking}."))
     blocks += present(_straggler_tests(ctx))
     for ref in ctx.profiles:

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
 from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.host_bound import compute_part
 from torchscale.contracts.wording.peak_memory import title as peak_title
@@ -36,21 +36,11 @@ from torchscale.interfaces.report.parts.tables import NO_PRICE
 from torchscale.interfaces.report.parts.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.trace.gpu_busy import launch_time_verdict
-from torchscale.offline.results.split_figures import split_figures
 
 # the parts of the step in plain words (headings and legends); their technical terms are
 # the tooltip and the footnote (parts.words)
 PART_LABELS = {name: plain(name) for name in PART_NAMES}
 INSIDE_NOISE = "parts not measurable above noise (together)"
-NOT_MEASURABLE_POINT = "not measurable (a point figure outside 0-100 %, no interval)"
-NO_SPLIT = "not measurable (no step split: see below)"
-SYNC_NOTE = (
-    "Exposed comm: T - the slowest rank's compute, per step, where the split does not know "
-    "its exposed transfer share; slowest compute: the slowest rank's median step "
-    "under no_sync (no gradient sync); sync overhead (pooled) = 1 - pooled no_sync median / "
-    "T, waiting and exposed communication together, no interval. "
-)
-SYNC_KEYS = ("exposed_s", "slowest_s", "slowest_rank", "sync_overhead")
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 SUM_TOLERANCE = 1e-9  # shares computed as the rest of the step add up to 1 up to rounding
 MEMORY_PARTS = (  # the stacked parts of a rank's peak allocated: (legend, row key)
@@ -166,16 +156,6 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     decided = (
         [col("source", "Decided by")] if any(r["source"] != "phase timers" for r in rows) else []
     )
-    sync = [
-        column
-        for column in (
-            col("exposed_s", "Exposed comm (T - slowest compute)", "seconds"),
-            col("slowest_s", "Slowest compute", "seconds"),
-            col("slowest_rank", "Slowest rank", "int"),
-            col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
-        )
-        if any(r.get(column.key) is not None for r in rows)
-    ]
     note = (
         "every step of every rank = compute (its own forward, backward and optimizer) + "
         "data (waiting for its batch) + waiting for peers (for the slowest rank: load "
@@ -185,14 +165,6 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
         "reaches 0, the share could be none (its upper end in brackets). "
     )
-    # a no_sync figure with no column is dropped from the rows too (the JSON report holds
-    # only what the table shows)
-    hidden = {"_bases", *(key for key in SYNC_KEYS if key not in {c.key for c in sync})}
-    bases = list(dict.fromkeys(b for r in rows for b in r.get("_bases", ())))
-    if bases:
-        note += f"A split without an interval is read from {'; '.join(bases)}. "
-    if sync:
-        note += SYNC_NOTE
     if any(r["gpus"] == 1 and (r.get("exposed_transfer_share") or 0) > 0 for r in rows):
         note += ONE_GPU_TRANSFER_NOTE
     return Table(
@@ -204,9 +176,8 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
             col("step_text", "Step (mean)"),
             *(term_column(f"{name}_text", name) for name in PART_NAMES),
             *decided,
-            *sync,
         ],
-        rows=[{k: v for k, v in r.items() if k not in hidden} for r in rows],
+        rows=rows,
         note=note + footnote(PART_NAMES),
     )
 
@@ -271,67 +242,15 @@ def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
     )
 
 
-def _point_share(value: float | None) -> float | str | None:
-    """A share of the step measured without an interval: shown only where it can be a share,
-    in [0, 1]; outside it is noise that no interval can tell apart."""
-    if value is None:
-        return None
-    return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_POINT
-
-
-def _sync_figures(result: CellResult) -> dict[str, Any]:
-    """The no_sync window's figures a cell recorded beside its split: the slowest rank's
-    compute, that rank, the sync overhead (waiting and exposed communication together) and,
-    where the split's exposed transfer share is unknown or there is no split, the exposed time
-    itself (where the split has the share, its row shows it)."""
-    comm = split_figures(result)
-    diagnosis = result.diagnosis
-    part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
-    beside = part is None or (part.share.value is None and part.share.high is None)
-    exposed = finite(comm.exposed_comm_s) if beside else None
-    outside = isinstance(_point_share(finite(comm.comm_overhead)), str)
-    return {
-        "slowest_s": finite(comm.slowest_compute_s),
-        "slowest_rank": comm.slowest_compute_rank,
-        "sync_overhead": _point_share(finite(comm.sync_overhead)),
-        "exposed_s": NOT_MEASURABLE_POINT
-        if exposed is not None and (exposed < 0 or outside)
-        else exposed,
-    }
-
-
-def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[str, Any]:
-    """A cell of two ranks or more with no split measured but figures of its no_sync window:
-    the parts not measurable, its figures beside them."""
-    step = finite(split_figures(result).step_s)
-    return {
-        "cell": ctx.label(row),
-        "model": str(row["model_label"]),
-        "gpus": integer(row["world_size"]),
-        "step_s": step,
-        "step_text": fmt(step, "seconds") if step is not None else "unknown",
-        "basis": None,
-        "source": "phase timers",
-        "_severity": "info",
-        **{f"{name}_text": NO_SPLIT for name in PART_NAMES},
-    }
-
-
 def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """(a row per cell with a split, or with figures of its no_sync window beside a split
-    with no part measured; unavailable). A one-rank cell has no row without a split."""
+    """(a row per cell with a split; unavailable: why a cell of two ranks or more has none)."""
     rows, missing = [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
-        figures = _sync_figures(result)
         diagnosis = result.diagnosis
         if diagnosis is not None and _measured(diagnosis):
-            entry = _attribution_row(ctx, row, diagnosis)
-            if diagnosis.rule:
-                entry["_bases"] = [diagnosis.basis]
-        elif (integer(row["world_size"]) or 0) < 2:
-            continue
-        else:  # no split: why, and the no_sync figures it has beside parts not measurable
+            rows.append(_attribution_row(ctx, row, diagnosis))
+        elif (integer(row["world_size"]) or 0) >= 2:
             parts = diagnosis.parts if diagnosis is not None else []
             reason = (
                 why(result.unavailable.get("comm_overhead"))
@@ -339,10 +258,6 @@ def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
                 or why(result.unavailable.get("diagnosis"))
             )
             missing.append((ctx.label(row), reason or "not measured for this cell"))
-            if all(v is None for v in figures.values()):
-                continue
-            entry = _unsplit_row(ctx, row, result)
-        rows.append({**entry, **figures})
     return rows, by_reason(missing, "exposed communication")
 
 

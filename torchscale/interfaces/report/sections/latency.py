@@ -44,7 +44,6 @@ from torchscale.interfaces.report.parts.words import footnote, plain, term_colum
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import UNSETTLED
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
-from torchscale.offline.results import profile_figures
 
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
@@ -74,8 +73,6 @@ class RankSource:
     result: CellResult
     diagnosis: Diagnosis | None
     caveat: str | None
-    # (rank, phase) of a profiled run's own straggler where its analysis holds no diagnosis
-    traced: tuple[int, str | None] | None = None
 
 
 def _stats_table(ctx: Context) -> Table:
@@ -259,9 +256,7 @@ def rank_sources(ctx: Context) -> list[RankSource]:
             continue
         diagnosis = ref.diagnosis  # the run's one diagnosis (`ProfileRef.diagnosis`)
         caveat = verdict_words.caveat(diagnosis) or caveat_of(result)
-        traced = profile_figures.own_straggler(ref.entry.analysis)
-        own = (traced.rank, traced.phase) if traced is not None else None
-        out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat, own))
+        out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat))
     for row in records(ctx.ok):
         result = ctx.result(row)
         if len(result.ranks) > 1:
@@ -280,9 +275,9 @@ def _compute(rank: RankStats) -> float:
 
 
 def _named(source: RankSource) -> tuple[int, str | None] | None:
-    """(rank, phase) the run's diagnosis names; without a diagnosis, its traces' straggler."""
+    """(rank, phase) the run's diagnosis names."""
     if source.diagnosis is None:
-        return source.traced
+        return None
     verdict = source.diagnosis.straggler
     if verdict is None or not verdict.named or verdict.rank is None:
         return None

@@ -67,8 +67,8 @@ def calibration_table(
     per_rank: Mapping[int, RankCalibration | None], equal_work: bool | None = None
 ) -> Calibrated | None:
     """The ranks' calibrations as one (window, rep) x rank table, with whether their work was
-    the same (`work_equal`); None when a rank has none (an older result, or a path that timed
-    none) or they were timed differently."""
+    the same (`work_equal`); None when a rank has none (a path that timed none) or they were
+    timed differently."""
     if len(per_rank) < 2 or any(c is None for c in per_rank.values()):
         return None
     timers = {c.timer for c in per_rank.values() if c is not None}

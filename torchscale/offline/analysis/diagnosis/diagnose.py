@@ -326,6 +326,4 @@ def with_caveat(diagnosis: Diagnosis, caveat: Finding | None) -> Diagnosis:
     if verdict is not None and verdict.named:
         said = _with_figures(verdict.said, caveat=caveat.model_dump())
         verdict = verdict.model_copy(update={"said": said})
-    return diagnosis.model_copy(
-        update={"straggler": verdict, "busy": caveat, "stored_caveat": None}
-    )
+    return diagnosis.model_copy(update={"straggler": verdict, "busy": caveat})

@@ -116,9 +116,9 @@ def _side(split: StepSplit) -> dict[str, Any]:
     return {"steps": split.steps, "rank": rank, "kind": verdict.kind if verdict.named else None}
 
 
-def _words(finding: Code | None, stored: str | None) -> Any:
-    """A verdict's line as a figure: its finding, or the words an older version stored."""
-    return finding.model_dump() if finding is not None else stored
+def _dumped(finding: Code | None) -> Any:
+    """A verdict's line as a figure: its finding, dumped."""
+    return finding.model_dump() if finding is not None else None
 
 
 def straggler_agreement(
@@ -126,8 +126,8 @@ def straggler_agreement(
 ) -> tuple[bool, Code]:
     """(agrees, detail) of the phase timers' straggler verdict against the traces': they agree
     when both name the same rank with the same kind, or neither names one. A disagreement
-    says why the evidence differs (issue 62: `profile` and `benchmark` name the same rank and
-    kind for the same run, or say why not): the side that names nobody gives its reason on
+    says why the evidence differs (`profile` and `benchmark` name the same rank and kind for
+    the same run, or say why not): the side that names nobody gives its reason on
     its own count of steps; two kinds for one rank come from different evidence. An agreement
     quotes the side that is the cross-check: the timers' or, where they head, the traces'."""
     a, b = cell.straggler, trace.straggler
@@ -136,11 +136,11 @@ def straggler_agreement(
     same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
     if same_rank and (not a.named or not a.kind or not b.kind or a.kind == b.kind):
         quoted = b if quote_traces else a
-        said = _words(quoted.said, quoted.stored_summary) or ""
+        said = _dumped(quoted.said) or ""
         return True, Code(code="cross_check.verdicts_agree", figures={**sides, "said": said})
     if a.named != b.named:
         silent = b if a.named else a
-        why = _words(silent.why_not, silent.stored_not_named)
+        why = _dumped(silent.why_not)
         hint = trace.steps < cell.steps and silent is b
         figures = {**sides, "why": why, "hint": hint}
         return False, Code(code="cross_check.verdicts_one_silent", figures=figures)

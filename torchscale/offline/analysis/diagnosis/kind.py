@@ -138,10 +138,8 @@ def named_as(
         "kind": kind,
         "kind_basis": basis,
         "why_not": None,
-        "stored_not_named": None,
         "withdrawn_by": None,
         "said": summary,
-        "stored_summary": None,
         # the pattern is of the candidate's cost: another rank named by a kind rule has none
         "pattern": verdict.pattern if rank == verdict.candidate_rank else None,
     }

@@ -286,11 +286,9 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
             "phase_gap_s": None,
             "withdrawn_by": why,
             "said": summary,
-            "stored_summary": None,
             "kind": None,
             "kind_basis": None,
             "why_not": not_named,
-            "stored_not_named": None,
         }
     )
 

@@ -23,8 +23,6 @@ from torchscale.offline.analysis.trace.steps import step_table
 
 LAUNCH_TIME = "host_bound.launch_time"  # busy under the threshold: the step is launch time
 GPU_BUSY = "host_bound.gpu_busy"  # busy at least the threshold: not host-bound
-# schema 16-17: the sleep probe's host-bound verdict (its share under the threshold then)
-PROBE_LAUNCH_TIME = "host_bound.probe_launch_time"
 
 
 @dataclass(frozen=True)
@@ -83,18 +81,8 @@ def host_bound_verdict(busy: BusyShare, threshold: float = HOST_BOUND_SHARE) -> 
     )
 
 
-def measured_verdict(record: HostBound) -> Finding | None:
-    """The verdict of a record that measured a share: the trace's as stored, a sleep probe's
-    (host-bound as stored, no verdict then) as a finding; None for one without a share."""
-    if record.verdict is not None:
-        return record.verdict
-    if record.gpu_busy_share is None or not record.host_bound:
-        return None
-    return Finding(code=PROBE_LAUNCH_TIME, figures={"busy_share": record.gpu_busy_share})
-
-
 def launch_time_verdict(record: HostBound | None) -> Finding | None:
     """A cell's traced host-bound verdict (its compute is launch time); None for every other
-    record, a verdict by arithmetic or an older probe's included (no traced share)."""
+    record, a verdict by arithmetic included (no traced share)."""
     verdict = record.verdict if record is not None else None
     return verdict if verdict is not None and verdict.code == LAUNCH_TIME else None

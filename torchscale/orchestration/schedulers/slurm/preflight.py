@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from torchscale.contracts.cell import Device
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.contracts.wording import words
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.comm import gbps
 from torchscale.contracts.wording.units import whole_s
 from torchscale.orchestration.comm.sweep_launch import (
@@ -78,7 +78,7 @@ def node_verdict(path: Path) -> str:
     report = read.doc
     if report.ok:
         return f"ok ({report.hostname})"
-    verdict = (words(report.verdict_basis, report.verdict) or "").strip()
+    verdict = say(report.verdict_basis).strip()
     return f"not ready ({report.hostname}): {verdict or 'see the report'}"
 
 

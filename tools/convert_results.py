@@ -1,0 +1,498 @@
+"""Bring torchscale's stored documents of an older schema version to the current ones, once.
+
+torchscale reads the current version of each document kind (cell result, profile analysis,
+validate report, comm run, max-batch search, forecast and its score, sweep state) and no other.
+Every older version was written during the development before the first release; this one-off
+converts such files in place:
+
+    python tools/convert_results.py RESULTS_DIR [RESULTS_DIR ...]
+
+How: the last torchscale that read every older version (commit LAST_READER, taken from this
+repository's history by `git archive`) reads each file in a child interpreter and gives the
+document at its versions; the changes made since (`SINCE`, over figures and codes) bring it to
+today's; today's reader must then accept it, or the file is left as it was with why. Writes are
+atomic; a file already at today's version is not touched. Needs a git checkout of torchscale
+with its history (a shallow clone lacks LAST_READER).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+LAST_READER = "005ce8bc"  # main on 2026-11-29: reads cell 1-20, profile analysis 1-10, ...
+
+# What the child runs under LAST_READER's package: every file it is handed, read by that
+# version's own reader for its kind (a profile analysis beside its run's result.json), dumped
+# as JSON at that version's schema; or why it could not be read.
+CHILD = """
+import json, sys
+from pathlib import Path
+from torchscale.contracts.schema import (
+    cell_result, comm_result, forecast, max_batch, profile_analysis, sweep_state,
+    validate_report,
+)
+from torchscale.offline.results import documents
+
+VERSIONS = {
+    "torchscale.cell": cell_result.RESULT_SCHEMA_VERSION,
+    "torchscale.profile_analysis": profile_analysis.ANALYSIS_SCHEMA_VERSION,
+    comm_result.COMM_KIND: comm_result.COMM_SCHEMA_VERSION,
+    forecast.FORECAST_KIND: forecast.FORECAST_SCHEMA_VERSION,
+    forecast.FORECAST_SCORE_KIND: forecast.FORECAST_SCORE_SCHEMA_VERSION,
+    max_batch.MAX_BATCH_KIND: max_batch.MAX_BATCH_SCHEMA_VERSION,
+    sweep_state.SWEEP_KIND: sweep_state.SCHEMA_VERSION,
+    validate_report.VALIDATE_KIND: validate_report.SCHEMA_VERSION,
+}
+out = {}
+for name in json.load(sys.stdin):
+    path = Path(name)
+    kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+    if kind == "torchscale.profile_analysis":
+        run = documents.read_cell(path.with_name("result.json"))
+        read = documents.read_profile_analysis(path, run.doc)
+    else:
+        read = documents.READERS[kind](path)
+    if read.doc is None:
+        out[name] = {"problem": read.problem}
+        continue
+    # a model that reads an older shape as it is keeps the number it was written with
+    out[name] = {"doc": {**read.doc.model_dump(mode="json"), "schema_version": VERSIONS[kind]}}
+json.dump(out, sys.stdout)
+"""
+
+Document = dict[str, Any]
+
+# Codes LAST_READER's upgrades wrote for what an older torchscale did not record: one code now,
+# with the version the file was written in.
+NOT_RECORDED = ("older.", "max_batch.v1_compiled", "profile.v1_attribution")
+# Codes that held an older version's sentences no code was found for, or notes about how the
+# reader upgraded a file: today's schemas hold neither, so they go (each a note, a warning,
+# a problem or a reason beside figures that stay).
+DROPPED = {
+    "problem.stored",
+    "profile.stored",
+    "comm.stored",
+    "forecast.stored",
+    "max_batch.stored",
+    "plan.infeasible",
+    "warning.edge_steps_dropped",
+    "profile.waits_included",
+    "unavailable.sync_overhead_cross_check",
+}
+# a diagnosis LAST_READER made at read time from an old result's point figures (no interval)
+POINT_BASES = ("point figures (", "profiled steps after the measured windows (")
+CELL = "torchscale.cell"
+# the newest cell schema that timed each window's first step after its edge work
+LAST_TIMED_EDGE = 15
+
+
+def _is_finding(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("code"), str) and "figures" in value
+
+
+def _recoded(value: Any, schema: int) -> Any:
+    """`value` with every old-only code mapped or dropped, and no stored sentence left where
+    a code stands (a str where a finding is expected has no code to be worded by)."""
+    if _is_finding(value):
+        if value["code"].startswith(NOT_RECORDED):
+            return {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+        return {**value, "figures": _recoded(value["figures"], schema)}
+    if isinstance(value, dict):
+        return {
+            k: _recoded(v, schema)
+            for k, v in value.items()
+            if not (_is_finding(v) and v["code"] in DROPPED)
+        }
+    if isinstance(value, list):
+        return [_recoded(v, schema) for v in value if not _dropped(v)]
+    return value
+
+
+def _dropped(item: Any) -> bool:
+    """A finding of a DROPPED code, or a record made of one (a warning, a problem)."""
+    found = item.get("finding") if isinstance(item, dict) and "finding" in item else item
+    return _is_finding(found) and found["code"] in DROPPED
+
+
+def _words_recoded(value: Any, schema: int) -> Any:
+    """`value` with each sentence an older version stored where a code stands today (an
+    estimate's reason, a cross-check's detail, why a figure or a power limit is unknown),
+    and that LAST_READER found no code for, as `unavailable.not_recorded`: the file holds no
+    code to word it by. Lists of notes lose such sentences; `unavailable` maps their keys."""
+    if isinstance(value, list):
+        return [_words_recoded(v, schema) for v in value]
+    if not isinstance(value, dict):
+        return value
+    unrecorded = {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+    out = {}
+    for key, item in value.items():
+        if (
+            key in ("reason", "detail", "why") and isinstance(item, str) and _coded_slot(value)
+        ) or (key == "unavailable" and isinstance(item, str)):
+            out[key] = unrecorded
+        elif key == "unavailable" and isinstance(item, dict):
+            out[key] = {
+                k: _words_recoded(v, schema) for k, v in item.items() if not isinstance(v, str)
+            }
+        elif key == "notes" and isinstance(item, list):
+            out[key] = [_words_recoded(v, schema) for v in item if not isinstance(v, str)]
+        else:
+            out[key] = _words_recoded(item, schema)
+    return out
+
+
+def _coded_slot(owner: dict[str, Any]) -> bool:
+    """Whether `owner`'s reason, detail or why is a code today: an estimate, a cross-check, a
+    host-bound record, a finding's figures; a cell's error keeps its words (evidence)."""
+    estimate = {"value", "low", "high", "n", "method", "measurable"} <= owner.keys()
+    check = {"name", "method", "agrees", "detail"} <= owner.keys()
+    bound = {"gpu_busy_share", "host_bound", "method"} <= owner.keys()
+    return estimate or check or bound or ("why" in owner and "root_cause_rank" not in owner)
+
+
+def _sayable(value: Any, schema: int) -> Any:
+    """`value` with every finding today's words cannot be made of (an older version stored it
+    without a figure today's phrase needs) as `unavailable.not_recorded`: a stored code is
+    worded when shown, and a phrase never guesses a figure."""
+    from torchscale.contracts.finding import Finding
+    from torchscale.contracts.wording import say
+
+    if isinstance(value, list):
+        return [_sayable(v, schema) for v in value]
+    if not isinstance(value, dict):
+        return value
+    value = {k: _sayable(v, schema) for k, v in value.items()}
+    if not _is_finding(value):
+        return value
+    try:
+        say(Finding.model_validate(value))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+    return value
+
+
+def _point_figures(diagnosis: Any) -> bool:
+    return isinstance(diagnosis, dict) and (
+        bool(diagnosis.get("rule")) or str(diagnosis.get("basis", "")).startswith(POINT_BASES)
+    )
+
+
+def _less(value: Any, *fields: str) -> Any:
+    """A dict without `fields` (fields of LAST_READER's models that only an upgrade filled,
+    never written since); anything else as it is."""
+    return {k: v for k, v in value.items() if k not in fields} if isinstance(value, dict) else value
+
+
+def _diagnosis(diagnosis: Any) -> Any:
+    if not isinstance(diagnosis, dict):
+        return diagnosis
+    diagnosis = _less(diagnosis, "stored_caveat", "rule")
+    diagnosis["straggler"] = _less(diagnosis.get("straggler"), "stored_summary", "stored_not_named")
+    diagnosis["no_sync"] = _less(
+        diagnosis.get("no_sync"), "slowest_compute_s", "slowest_compute_rank", "sync_overhead"
+    )
+    return diagnosis
+
+
+def _cell_21(doc: Document, schema: int) -> Document:
+    """Cell 20 -> 21: the old-only fields and codes gone; a diagnosis read from point figures
+    gone, with why; a warning that kept only its words gone; a sleep probe's host-bound share
+    keeps its verdict as a finding."""
+    doc = dict(doc)
+    if _point_figures(doc.get("diagnosis")):
+        doc["diagnosis"] = None
+        doc["unavailable"] = {
+            **(doc.get("unavailable") or {}),
+            "diagnosis": {"code": "unavailable.not_recorded", "figures": {"schema": schema}},
+        }
+    doc["diagnosis"] = _diagnosis(doc.get("diagnosis"))
+    doc["warnings"] = [_less(w, "text") for w in doc.get("warnings") or [] if w.get("finding")]
+    telemetry = doc.get("telemetry")
+    if isinstance(telemetry, dict):
+        ranks = [_less(r, "clock_basis") for r in telemetry.get("ranks") or []]
+        doc["telemetry"] = {**telemetry, "ranks": ranks}
+    unavailable = dict(doc.get("unavailable") or {})
+    unavailable.pop("sync_overhead", None)
+    doc["unavailable"] = {k: v for k, v in unavailable.items() if not isinstance(v, str)}
+    bound = doc.get("host_bound")
+    probe = isinstance(bound, dict) and str(bound.get("method", "")).startswith("sleep probe")
+    if probe and bound["host_bound"] and bound.get("verdict") is None:
+        verdict = {"code": "host_bound.probe_launch_time", "figures": {}}
+        verdict["figures"] = {"busy_share": bound["gpu_busy_share"]}
+        bound = {**bound, "verdict": verdict}
+    doc["host_bound"] = _less(bound, "note")
+    return doc
+
+
+def _analysis_11(doc: Document, schema: int) -> Document:
+    doc = _less(doc, "stored_mismatches", "before_diagnosis")
+    doc["diagnosis"] = _diagnosis(doc.get("diagnosis"))
+    doc["notes"] = [n for n in doc.get("notes") or [] if not isinstance(n, str)]
+    return doc
+
+
+def _validate_6(doc: Document, schema: int) -> Document:
+    """Validate 5 -> 6: the words gone; a report that stored only its verdict's words (schema
+    3 or older) gets its conclusion as today's rule makes it from its checks (run_checks)."""
+    doc = _less(doc, "verdict")
+    if doc.get("verdict_basis") is None:
+        checks = doc.get("checks") or []
+        failed = [c["title"] for c in checks if c["status"] == "FAIL"]
+        warns = [c["title"] for c in checks if c["status"] == "WARN"]
+        path = "GPU (NCCL)" if doc["device"] == "cuda" else "CPU (gloo)"
+        doc["verdict_basis"] = (
+            {"code": "validate.not_ready", "figures": {"failed": failed}}
+            if failed
+            else {
+                "code": "validate.ready",
+                "figures": {"quick": doc["quick"], "warns": warns, "path": path},
+            }
+        )
+    doc["checks"] = [_less(c, "said", "said_fix") for c in doc.get("checks") or []]
+    doc["measurements"] = [_less(m, "said") for m in doc.get("measurements") or []]
+    return doc
+
+
+def _sweep_3(doc: Document, schema: int) -> Document:
+    return {**doc, "planned": [_less(c, "skip_reason") for c in doc.get("planned") or []]}
+
+
+SINCE: dict[str, Callable[[Document, int], Document]] = {
+    "torchscale.cell": _cell_21,
+    "torchscale.profile_analysis": _analysis_11,
+    "torchscale.validate": _validate_6,
+    "torchscale.sweep": _sweep_3,
+}
+
+
+def _current_versions() -> dict[str, int]:
+    """Today's version of each kind, from today's schemas."""
+    sys.path.insert(0, str(REPO))
+    from torchscale.offline.results.documents import CURRENT_VERSIONS
+
+    return dict(CURRENT_VERSIONS)
+
+
+def _stored_kind(path: Path) -> tuple[str, int] | None:
+    """(kind, version) of a torchscale document; None for any other file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not str(data.get("kind", "")).startswith("torchscale."):
+        return None
+    version = data.get("schema_version")
+    return (data["kind"], version) if isinstance(version, int) else None
+
+
+def _last_reader_tree(into: Path) -> Path:
+    """LAST_READER's torchscale package, unpacked under `into`."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", LAST_READER, "torchscale"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def _read_by_last_reader(paths: list[Path], tree: Path) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=json.dumps([str(p) for p in paths]),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise SystemExit(f"convert_results: the reader of {LAST_READER} failed: {tail[0]}")
+    return dict(json.loads(done.stdout))
+
+
+def _words_held(doc: Document) -> dict[str, bool]:
+    """What LAST_READER kept as an older version's words in a diagnosis (no code found): its
+    problems, its busy-machine caveat, its straggler's line and why not."""
+    diagnosis = doc.get("diagnosis") or {}
+    verdict = diagnosis.get("straggler") or {}
+    findings = diagnosis.get("findings") or []
+    return {
+        "problems": any((f.get("finding") or {}).get("code") == "problem.stored" for f in findings),
+        "caveat": isinstance(diagnosis.get("stored_caveat"), str),
+        "said": isinstance(verdict.get("stored_summary"), str) and verdict.get("said") is None,
+        "why_not": isinstance(verdict.get("stored_not_named"), str)
+        and verdict.get("why_not") is None,
+    }
+
+
+def _minimum_filled(doc: Document) -> Document:
+    """An unnamed verdict below the minimum effect that LAST_READER said without its figures
+    (a result of schema 12 or older): the share, the minimum and the step from the verdict's
+    and the diagnosis' own figures."""
+    diagnosis = doc.get("diagnosis") or {}
+    verdict = diagnosis.get("straggler") or {}
+    why = verdict.get("why_not") or {}
+    least, step = verdict.get("min_effect_s"), (diagnosis.get("step_s") or {}).get("value")
+    if why.get("code") != "straggler.below_minimum" or "share" in why.get("figures", {}):
+        return doc
+    if least is not None and step:
+        figures = {"share": least / step, "min_effect_s": least, "step_s": step}
+        verdict["why_not"] = {"code": "straggler.below_minimum", "figures": figures}
+    return doc
+
+
+def _brought_up(doc: Document, schema: int, current: int) -> Document:
+    """LAST_READER's document (read from a file of `schema`) at today's version `current`."""
+    doc = _minimum_filled(doc)
+    held = _words_held(doc)
+    doc = _sayable(_words_recoded(_recoded(doc, schema), schema), schema)
+    verdict = (doc.get("diagnosis") or {}).get("straggler")
+    unrecorded = {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+    for field in ("said", "why_not"):
+        if held[field] and isinstance(verdict, dict):
+            verdict[field] = unrecorded
+    doc["_rederive"] = held["problems"] or held["caveat"]
+    step = SINCE.get(doc["kind"])
+    if step is not None:
+        doc = step(doc, schema)
+    return {**doc, "schema_version": current}
+
+
+def _rederived(doc: Document, run: Document | None) -> Document:
+    """A diagnosis whose problems or busy-machine caveat an older version kept only in words,
+    made again by today's rules from the figures the file stores (the step model's parts and
+    straggler verdict; the host telemetry), the run's cell and telemetry for an analysis."""
+    from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+    from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
+    from torchscale.offline.analysis.diagnosis.findings import FindingInputs, rank_findings
+
+    rederive = doc.pop("_rederive", False)
+    if not rederive or doc.get("diagnosis") is None or (run is None and doc["kind"] != CELL):
+        return doc
+    diagnosis = Diagnosis.model_validate(doc["diagnosis"])
+    cell = CellResult.model_validate(run if run is not None else doc)
+    several = diagnosis.ranks > 1
+
+    def share(name: str) -> Any:
+        """A part's share; waits and transfer only where there are peers to wait for."""
+        part = diagnosis.part(name)
+        return part.share if part is not None and (several or name == "data") else None
+
+    inputs = FindingInputs(
+        cycle_us=float(diagnosis.step_s.value or 0.0) * 1e6,
+        ranks=diagnosis.ranks,
+        device_type=cell.cell.device,
+        backend=cell.cell.backend,
+        strategy=cell.cell.strategy,
+        nodes=cell.cell.nodes,
+        stall=share("wait_for_peers"),
+        exposed_transfer=share("exposed_transfer"),
+        data=share("data"),
+        waits_known=several,
+        verdict=diagnosis.straggler,
+    )
+    kept = list(diagnosis.findings)
+    made = [f.stored() for f in rank_findings(inputs)]
+    diagnosis = diagnosis.model_copy(update={"findings": kept + [f for f in made if f not in kept]})
+    if diagnosis.busy is None:
+        diagnosis = with_caveat(diagnosis, busy_caveat(cell.telemetry))
+    return {**doc, "diagnosis": diagnosis.model_dump(mode="json")}
+
+
+def _write_if_read_today(path: Path, doc: Document) -> str | None:
+    """Write `doc` over `path` atomically where today's reader accepts it; else why not."""
+    from torchscale.offline.results.documents import READERS
+
+    temporary = path.with_name(f".{path.name}.converted")
+    temporary.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    read = READERS[doc["kind"]](temporary)
+    if read.doc is None:
+        temporary.unlink()
+        return read.problem
+    temporary.replace(path)
+    return None
+
+
+def _steps_file(cell: Path) -> Path:
+    """Where a cell's steps are: steps/<id>.jsonl beside cells/, or steps.jsonl beside a
+    profiled run's result.json."""
+    if cell.parent.name == "cells":
+        return cell.parent.parent / "steps" / f"{cell.stem}.jsonl"
+    return cell.with_name("steps.jsonl")
+
+
+def _without_edge_steps(cell: Path) -> None:
+    """A result that timed each window's first step (schema LAST_TIMED_EDGE or older) was read
+    without it, its statistics recomputed so (LAST_READER's `edge_steps`): its steps file
+    loses that step too, so the steps table and the statistics stay one measurement."""
+    steps = _steps_file(cell)
+    if not steps.is_file():
+        return
+    kept = [
+        line
+        for line in steps.read_text(encoding="utf-8").splitlines()
+        if line.strip() and json.loads(line).get("step") != 0
+    ]
+    temporary = steps.with_name(f".{steps.name}.converted")
+    temporary.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+    temporary.replace(steps)
+
+
+def convert(folders: list[Path]) -> int:
+    """Convert every older document under `folders`; the number of files left as they were."""
+    current = _current_versions()
+    old = {
+        path: found
+        for folder in folders
+        for path in sorted(folder.resolve().rglob("*.json"))
+        if (found := _stored_kind(path)) is not None and found[1] != current.get(found[0])
+    }
+    if not old:
+        print("convert_results: every torchscale document is at today's version")
+        return 0
+    with tempfile.TemporaryDirectory() as scratch:
+        read = _read_by_last_reader(list(old), _last_reader_tree(Path(scratch)))
+    left = 0
+    runs: dict[Path, Document] = {}
+    for path, (kind, schema) in sorted(old.items(), key=lambda item: item[1][0] != CELL):
+        got = read[str(path)]
+        problem = got.get("problem")
+        if problem is None:
+            doc = _brought_up(got["doc"], schema, current[kind])
+            doc = _rederived(doc, runs.get(path.with_name("result.json")))
+            runs[path] = doc
+            problem = _write_if_read_today(path, doc)
+        if problem is not None:
+            left += 1
+            print(f"{path}: left as it was: {problem}", file=sys.stderr)
+            continue
+        if kind == CELL and schema <= LAST_TIMED_EDGE:
+            _without_edge_steps(path)
+        print(f"{path}: converted from schema {schema}")
+    return left
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    args = parser.parse_args()
+    return 1 if convert(args.folders) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
