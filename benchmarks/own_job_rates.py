@@ -32,7 +32,7 @@ from pathlib import Path
 
 from straggler_heldout import load, rate
 
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples" / "own_job"
@@ -117,8 +117,8 @@ def named(scenario: Scenario, out: Path) -> Outcome:
     cells = sorted(out.rglob("own_job/cells/*.json"))
     if not cells:
         return f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}"
-    read = read_cell_result(cells[0])
-    diagnosis = read.result.diagnosis if read.result is not None else None
+    read = read_cell(cells[0])
+    diagnosis = read.doc.diagnosis if read.doc is not None else None
     verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is None:
         return "no straggler verdict"

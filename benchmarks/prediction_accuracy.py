@@ -222,12 +222,12 @@ class OtherWork:
 def other_work(root: Path) -> OtherWork | None:
     """The load average after the run counts the run's own 3 and 4 ranks on 2 cores; this is
     what each cell saw besides itself."""
-    from torchscale.offline.results.versions import read_cell_result
+    from torchscale.offline.results.documents import read_cell
 
     most: tuple[float, str] | None = None
     busy: list[str] = []
     for path in sorted((root / "cells").glob("*.json")):
-        result = read_cell_result(path).result
+        result = read_cell(path).doc
         if result is None or result.telemetry is None or not result.telemetry.hosts:
             continue
         for host in result.telemetry.hosts:

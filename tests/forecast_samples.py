@@ -9,7 +9,7 @@ from pathlib import Path
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
 
 # the formula of a hand-made forecast's one term (any finding: no test reads it)
 HAND = Finding(code="forecast.term.gpu_unshared")
@@ -26,9 +26,9 @@ def fixture_copy(tmp_path: Path) -> Path:
 def fixture_cell(root: Path, stem_start: str) -> CellResult:
     """The one cell of `root` whose file name starts with `stem_start` ('tiny-gpt2__b16__w2')."""
     (path,) = sorted((root / "cells").glob(f"{stem_start}__*.json"))
-    read = read_cell_result(path)
-    assert read.result is not None, read.problem
-    return read.result
+    read = read_cell(path)
+    assert read.doc is not None, read.problem
+    return read.doc
 
 
 def estimate(value: float, low: float | None, high: float | None) -> Estimate:

@@ -28,7 +28,7 @@ from tests.processes import REPO_ROOT, cli, default_signals, kill_mentioning, pr
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
 
 EXAMPLES = REPO_ROOT / "examples" / "own_job"
 TORCHRUN = Path(sys.executable).with_name("torchrun")
@@ -119,9 +119,9 @@ def stored_result(run: OwnRun) -> CellResult:
     """The run's one stored result (result.json, wherever the run's folder puts it)."""
     found = sorted(run.root.rglob("result.json")) or sorted(run.root.rglob("cells/*.json"))
     assert len(found) == 1, f"{found}\n{run.said()}"
-    read = read_cell_result(found[0])
-    assert read.result is not None, read.problem
-    return read.result
+    read = read_cell(found[0])
+    assert read.doc is not None, read.problem
+    return read.doc
 
 
 def unwrapped(text: str) -> str:

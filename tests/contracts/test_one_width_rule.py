@@ -75,18 +75,3 @@ def test_a_figure_keeps_the_digits_its_half_width_supports() -> None:
         0.1,
         1_000.0,
     ]
-
-
-def test_older_sentences_are_recognised_by_the_rule_that_wrote_them() -> None:
-    """Schema 16-19 sentences kept two digits of every half-width: their readers re-render
-    under that rule, and only inside it."""
-    from torchscale.contracts.wording.figures import (
-        as_written_before_schema_20,
-        figure_with_interval,
-        value_format,
-    )
-
-    share = value_format("pct")
-    with as_written_before_schema_20():
-        assert figure_with_interval(99.93, 99.883, 99.977, share) == "99.930 % ±0.047 %"
-    assert figure_with_interval(99.93, 99.883, 99.977, share) == "99.93 % ±0.05 %"

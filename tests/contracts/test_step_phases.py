@@ -12,7 +12,6 @@ from torchscale.contracts.step_phases import (
 )
 from torchscale.contracts.worker_spec import DelaySpec
 from torchscale.interfaces.report.sections.latency import PHASE_LABELS
-from torchscale.offline.results.upgrades.point_findings import PHASE_ADVICE
 
 
 def test_a_step_is_its_own_work_and_the_wait_for_gradient_sync_in_order() -> None:
@@ -32,7 +31,6 @@ def test_a_delay_goes_into_own_work_only() -> None:
 
 def test_what_is_keyed_by_phase_covers_every_phase() -> None:
     assert tuple(PHASE_LABELS) == STEP_PHASES
-    assert tuple(PHASE_ADVICE) == OWN_WORK_PHASES
 
 
 def test_names_in_traces_and_step_records() -> None:

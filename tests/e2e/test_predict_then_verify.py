@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from torchscale.contracts.wording.rule_figures import error_pct as percent
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.prediction.score import measured_step_s, track_record
+from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.forecast_store import read_forecasts
-from torchscale.offline.results.versions import read_cell_result
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def test_a_forecast_is_scored_by_the_run_that_measures_it(tmp_path: Path) -> Non
     stored = read_forecasts(root)
     (score,) = stored.scores
     (cell_file,) = sorted((root / "cells").glob("tiny-mlp__b16__w2__*.json"))
-    measured = read_cell_result(cell_file).result
+    measured = read_cell(cell_file).doc
     assert measured is not None
     assert score.forecast_id == forecast.id and score.cell_id == measured.cell.id
     assert score.cell_file == f"cells/{cell_file.name}"

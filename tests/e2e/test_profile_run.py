@@ -36,9 +36,8 @@ from torchscale.offline.analysis.diagnosis.inflation import (
 )
 from torchscale.offline.analysis.diagnosis.timers import step_parts
 from torchscale.offline.results import profile_figures
-from torchscale.offline.results.profile_windows import steps_table
-from torchscale.offline.results.upgrades.edge_steps import read_step_records
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
+from torchscale.offline.results.profile_windows import read_step_records, steps_table
 
 DELAY_MS = 50.0
 
@@ -129,7 +128,7 @@ def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Resu
     """The traced steps timed like the measured ones: their cost is one line in result.json's
     profile notes, in analysis.json's notes and in the printed [NOTE]s."""
     ranks, result, directory = profiled
-    run = read_cell_result(directory / "result.json").result
+    run = read_cell(directory / "result.json").doc
     assert run is not None and run.profile is not None and run.step_time is not None
     [line] = overheads(run.profile.notes, "torch")
     assert (line.figures["ranks"], line.figures["timing"]) == (ranks, "perf_counter")
@@ -158,7 +157,7 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     if diagnosis.source != "traces":
         assert diagnosis.source == "phase timers"
         assert any(c.name == INFLATION_CHECK for c in diagnosis.cross_checks)
-    run = read_cell_result(directory / "result.json").result
+    run = read_cell(directory / "result.json").doc
     assert run is not None and run.diagnosis == diagnosis
     lines = result.stdout.splitlines()
     assert len(lines) - len(_load_only_lines(lines)) <= 15, result.stdout
@@ -259,9 +258,9 @@ def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, P
     """The plain measurement (no profiler) before the traced steps: per-rank phase timers."""
     _, result, directory = profiled
     assert result.exit_code == 0, result.output
-    read = read_cell_result(directory / "result.json")
-    assert read.result is not None, read.problem
-    diagnosis = read.result.diagnosis
+    read = read_cell(directory / "result.json")
+    assert read.doc is not None, read.problem
+    diagnosis = read.doc.diagnosis
     assert diagnosis is not None and diagnosis.straggler is not None
     straggler = diagnosis.straggler
     assert straggler.named and (straggler.rank, straggler.phase) == (1, "backward")
@@ -292,8 +291,8 @@ def test_sweep_profiling_section_profiles_after_the_sweep(tmp_path: Path) -> Non
     assert analysis.ranks_analysed == 2
     assert "[ANALYSIS] Step " in result.output and "[ANALYSIS] Straggler:" in result.output
     # the sweep's own result is untouched by the profiled run
-    read = read_cell_result(cell)
-    assert read.result is not None and read.result.measured_steps == 5
+    read = read_cell(cell)
+    assert read.doc is not None and read.doc.measured_steps == 5
 
 
 @pytest.mark.slow  # a real profile under nsys (skips without it)
@@ -348,7 +347,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     # only the profiled steps: the ranks' empty `torchscale:capture` range started the
     # collection, so nothing of the start-up (torch's imports alone are ~1 s of OS calls)
     # or of the measured windows before it is in the report
-    run = read_cell_result(directory / "result.json").result
+    run = read_cell(directory / "result.json").doc
     assert run is not None and "--capture-range=nvtx" in run.launch["argv"]
     assert run.launch["env"]["TORCHSCALE_NSYS_CAPTURE"] == "nvtx"
     con = sqlite3.connect(directory / "capture.sqlite")

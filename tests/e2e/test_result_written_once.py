@@ -37,7 +37,9 @@ TINY: dict[str, Any] = {
     "measurement": {"warmup_steps": 1, "steps": 3, "repeats": 1},
 }
 STEPS = '{"rank": 0}\n'
-RANK_0 = CellWarning(kind="other", text="rank 0")
+RANK_0 = CellWarning.of(
+    "other", "warning.exit_after_result", {"returncode": 1, "log_dir": "rank 0"}
+)
 
 
 def _plan(tmp_path: Path) -> Any:

@@ -27,7 +27,7 @@ from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import straggler_text
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
 
 pytestmark = pytest.mark.slow
 
@@ -108,14 +108,14 @@ def _check(
 
 @pytest.mark.parametrize("plugin", list(KINDS))
 def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
-    read = read_cell_result(_cell(swept.root, plugin))
-    assert read.result is not None and read.result.diagnosis is not None, read.problem
-    cell_verdict = read.result.diagnosis.straggler
+    read = read_cell(_cell(swept.root, plugin))
+    assert read.doc is not None and read.doc.diagnosis is not None, read.problem
+    cell_verdict = read.doc.diagnosis.straggler
     _check(
         cell_verdict,
         plugin,
         "result.json (phase timers)",
-        verdict_words.caveat(read.result.diagnosis),
+        verdict_words.caveat(read.doc.diagnosis),
     )
     assert cell_verdict is not None
     profile = swept.root / "profile" / _cell(swept.root, plugin).stem
@@ -127,9 +127,9 @@ def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
         "analysis.json (traces)",
         verdict_words.caveat(analysis.diagnosis),
     )
-    profiled = read_cell_result(profile / "result.json")
-    assert profiled.result is not None and profiled.result.diagnosis is not None
-    assert profiled.result.diagnosis.straggler == analysis.diagnosis.straggler
+    profiled = read_cell(profile / "result.json")
+    assert profiled.doc is not None and profiled.doc.diagnosis is not None
+    assert profiled.doc.diagnosis.straggler == analysis.diagnosis.straggler
     # the terminal and the report print the one straggler line of each
     unwrapped = " ".join(swept.output.split())
     for verdict in (cell_verdict, analysis.diagnosis.straggler):

@@ -32,8 +32,8 @@ from torchscale.interfaces.report.diagnosis_text import (
     whatif_text,
 )
 from torchscale.offline.results import profile_figures
+from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.versions import read_cell_result
 
 
 def _flat(text: str) -> str:
@@ -181,7 +181,7 @@ def test_a_profile_says_the_same_on_every_surface(
     analysis = ProfileAnalysis.model_validate_json((run / "analysis.json").read_text())
     diagnosis = analysis.diagnosis
     assert diagnosis is not None
-    result = read_cell_result(run / "result.json").result
+    result = read_cell(run / "result.json").doc
     assert result is not None and result.diagnosis == diagnosis  # stored once, the same
     # the headline figures are read off the diagnosis, never stored beside it
     stall = diagnosis.part("wait_for_peers")

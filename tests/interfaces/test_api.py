@@ -135,7 +135,9 @@ def test_profile_options_that_cannot_run_are_usage_errors(tmp_path: Path) -> Non
 
 def test_a_report_from_python(tmp_path: Path) -> None:
     results = tmp_path / "v3_fixture"  # real results of an earlier version, copied: written to
-    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture", results)
+    shutil.copytree(
+        Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture", results
+    )
     report = build_report(results, "md", baseline=results)
     assert report.outcome.path == results / "v3_fixture_report.md"
     assert report.outcome.path.read_bytes() == report.outcome.content

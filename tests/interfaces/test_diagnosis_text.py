@@ -5,7 +5,6 @@ pointer to the appendix)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from torchscale.interfaces.report.diagnosis_text import (
 )
 from torchscale.interfaces.report.parts.diagnosis import diagnosis_blocks
 from torchscale.offline.analysis.diagnosis.inflation import TERMINAL_HINT
-from torchscale.offline.results.versions import parse_cell_result
+from torchscale.offline.results.documents import read_cell
 
 CELLS = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling" / "cells"
 NAMED = "tiny-gpt2__b16__w2__fp32__ddp__3ce244dc.json"  # a named straggler and its what-if
@@ -33,10 +32,15 @@ DISAGREE = f"cross-checks disagree: arrival order (last arriver) {TERMINAL_HINT}
 def _diagnosis(name: str, *, caveat: str | None, disagreement: str | None) -> Diagnosis:
     """The stored diagnosis with `caveat`, its cross-checks agreeing, and with `disagreement`
     an arrival-order check that disagrees (the line is read from the checks)."""
-    result, _, problem = parse_cell_result(json.loads((CELLS / name).read_text()))
-    assert result is not None and result.diagnosis is not None, problem
+    read = read_cell(CELLS / name)
+    result = read.doc
+    assert result is not None and result.diagnosis is not None, read.problem
     arrival = CrossCheck(
-        name="arrival order (last arriver)", method="m", estimate=None, agrees=False, detail=""
+        name="arrival order (last arriver)",
+        method="m",
+        estimate=None,
+        agrees=False,
+        detail=Finding(code="cross_check.arrival_undecided"),
     )
     checks = [c for c in result.diagnosis.cross_checks if c.agrees is not False]
     checks += [arrival] if disagreement else []

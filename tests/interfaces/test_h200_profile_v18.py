@@ -10,17 +10,14 @@ from pathlib import Path
 
 from torchscale.interfaces.report.diagnosis_text import disagreement_text, headline, split_text
 from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK, disagreement
-from torchscale.offline.results.profile_versions import read_analysis
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_profile_analysis
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200_gpt2_profile"
 RUN = FIXTURE / "gpt2__b16__w1__bf16__ddp__5d8845e2"
 
 
 def test_the_inflated_h200_profile_says_its_split_and_inflation_once() -> None:
-    result = read_cell_result(RUN / "result.json").result
-    assert result is not None
-    analysis, _ = read_analysis(RUN / "analysis.json", result)
+    analysis = read_profile_analysis(RUN / "analysis.json").doc
     assert analysis is not None and analysis.diagnosis is not None
     diagnosis = analysis.diagnosis
     assert diagnosis.source == "phase timers"
@@ -33,8 +30,8 @@ def test_the_inflated_h200_profile_says_its_split_and_inflation_once() -> None:
     [check] = [c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK]
     assert check.agrees is False
     assert disagreement(diagnosis.cross_checks) is None
-    # stored before that rule with a line of its own (schema 9), read by today's rule: the
-    # line is no longer stored, so nothing prints it again
+    # stored before that rule with a line of its own (analysis schema 9), converted: the line
+    # is no longer stored, so nothing prints it again
     assert "disagreement" not in diagnosis.model_dump()
     assert "disagreement" not in [s.kind for s in headline(diagnosis)]
     assert disagreement_text(diagnosis) is None

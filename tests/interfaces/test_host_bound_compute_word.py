@@ -35,7 +35,7 @@ def _surfaces(busy_share: float) -> list[str]:
     assert isinstance(stored, CellResult)
     record = host_bound_record([BusyReading(0, 3, busy_s=busy_share * 0.03, wall_s=0.03)])
     result = stored.model_copy(update={"host_bound": record})
-    analysis = read_profile_analysis(RUN / "analysis.json", result).doc
+    analysis = read_profile_analysis(RUN / "analysis.json").doc
     assert analysis is not None and analysis.diagnosis is not None
     ref = ProfileRef("exp", ProfileEntry(RUN.name, RUN, analysis, result), "gpt2 b16")
     return [

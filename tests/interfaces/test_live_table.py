@@ -4,7 +4,6 @@ terminal, no figure cut, the busy machine said once."""
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -20,8 +19,8 @@ from torchscale.interfaces.console.live_table import (
     live_layout,
     throughput_text,
 )
+from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan import Machine, build_plan
 
@@ -32,7 +31,9 @@ def sweep() -> list[CellResult]:
     """The real 8-cell sweep, in the order it ran (world 1 before world 2 in each group)."""
     results = []
     for path in sorted(FIXTURE.glob("*.json")):
-        result, _, problem = parse_cell_result(json.loads(path.read_text()))
+        read = read_cell(path)
+        result = read.doc
+        problem = read.problem
         assert result is not None, problem
         results.append(result)
     assert len(results) == 8

@@ -1,7 +1,7 @@
 """MFU against the node's measured peak: the rank finds its host's newest `validate --level
 perf` report, the cell's peak is the mean over ranks, an MFU above 100 % of either peak is
-never a figure, old results say why they have none, and a real CPU cell on a node with a
-saved report carries mfu_measured = achieved / measured peak."""
+never a figure, and a real CPU cell on a node with a saved report carries mfu_measured =
+achieved / measured peak."""
 
 from __future__ import annotations
 
@@ -15,11 +15,9 @@ from torchscale.api import run_benchmark
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import ValidateReport
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.analysis.uncertainty import mfu_estimate
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import read_validate_report
-from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.rank.worker.measured_peak import (
     MeasuredPeak,
@@ -42,7 +40,7 @@ def _report(path: Path, host: str, created: str, peaks: dict[str, float], level:
         quick=True,
         ok=True,
         counts={},
-        verdict="",
+        verdict_basis=Finding(code="validate.ready", figures={"quick": True, "path": "GPU"}),
         checks=[],
         level=level,  # type: ignore[arg-type]
         measured_peaks=peaks,
@@ -51,7 +49,7 @@ def _report(path: Path, host: str, created: str, peaks: dict[str, float], level:
 
 
 def test_the_rank_reads_the_peak_the_validate_reports_reader_gives() -> None:
-    """One reader: the peak a rank takes from a kept version-4 report is the one
+    """One reader: the peak a rank takes from a kept report is the one
     offline/results/documents.py reads from it (never a second parse of the JSON)."""
     folder = FIXTURES / "validate_perf"
     report = read_validate_report(folder / "gpu-node-7.perf.json").doc
@@ -112,15 +110,6 @@ def test_an_mfu_above_100_percent_of_either_peak_is_not_a_figure() -> None:
     )
     assert "above 100 % of the spec-sheet peak (1.12)" in say(why)
     assert guarded_mfu(None, 800.0, "measured") == (None, None)
-
-
-def test_a_schema_8_result_reads_with_the_reason_it_has_no_measured_mfu() -> None:
-    raw = json.loads((FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2.json").read_text())
-    assert raw["schema_version"] == 8
-    result, version, problem = parse_cell_result(raw)
-    assert problem is None and version == 8 and result is not None
-    assert result.compute is not None and result.compute.mfu_measured is None
-    assert "schema 8 or older" in str(why(result.unavailable["mfu_measured"]))
 
 
 @pytest.mark.slow  # a real torchrun cell

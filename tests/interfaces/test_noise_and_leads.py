@@ -10,7 +10,7 @@ import pytest
 
 import torchscale.results
 from tests.conftest import REPO_ROOT
-from tests.h100_replay import WORKLOAD, needs_h100
+from tests.h100_replay import WORKLOAD
 from torchscale.contracts import wording
 from torchscale.contracts.wording import noise
 from torchscale.interfaces.console.live_table import status_text
@@ -71,7 +71,6 @@ def test_the_second_h100_runs_varying_cells_stay_noisy() -> None:
     assert compiled["gpt2ddp"]["reliability"] == "reliable"
 
 
-@needs_h100
 def test_the_first_h100_runs_compiled_ddp_is_too_few_not_noisy() -> None:
     """410 and 392 samples/s, 4 % apart, printed '400 ±120' and called noisy: the interval is
     ±29.5 % because 2 repeats have 1 degree of freedom; its compiled fsdp (125, 93) varies."""
@@ -102,7 +101,6 @@ def test_a_lead_is_judged_by_its_interval(lead: Lead, code: str) -> None:
     assert ("within noise" in said) == (code == "lead.within_noise")
 
 
-@needs_h100
 def test_a_lead_whose_interval_excludes_0_is_never_within_noise() -> None:
     """The first H100 workload run: compiled ddp leads eager ddp by +51 % [+13, +102] (Welch's t
     on 2 vs 2): the order holds, the size does not (the interval is wider than the lead), so

@@ -1,6 +1,6 @@
 """One rule for what is ranked and one estimator for a compile gain, on every surface, on the kept
 H100 workload outputs (tests/fixtures/h100_second_run/workload: GPT-2 b8 on one H100, ddp and
-fsdp, eager and compiled, 4 repeats; ../shared/gpu/h100-2026-11-26: the first run, 2 repeats).
+fsdp, eager and compiled, 4 repeats; tests/fixtures/h100_first_run: the first run, 2 repeats).
 
 FSDP on one device shards nothing: no surface may rank or compare it (issue 71, point 8). The
 workload level and the report printed two figures for one compile gain, 1.52x [1.52, 1.85] and
@@ -176,7 +176,6 @@ def test_the_workload_level_and_the_report_print_one_compile_gain(tmp_path: Path
 RATIO = re.compile(r"\d\.\d\dx")  # a gain's digits: '1.51x'
 
 
-@pytest.mark.skipif(not FIRST_RUN.is_dir(), reason="../shared/gpu/h100-2026-11-26 is absent")
 def test_the_first_h100_runs_gain_is_wider_than_itself_on_both_surfaces(tmp_path: Path) -> None:
     """2 + 2 repeats give 1.51x [1.14, 1.99]: wider than the gain, so no digits of it, on the
     workload level and the report's first screen alike; the interval still excludes 1."""

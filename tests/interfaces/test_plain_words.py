@@ -53,12 +53,6 @@ def test_advice_that_does_not_apply_is_never_said() -> None:
     assert "DistributedSampler with drop_last=True" in problems.recommendation(turns, across)
 
 
-def test_an_older_results_stored_advice_is_shown_as_stored(report: Report) -> None:
-    """Schema-10 problems are words an older version wrote: shown as stored, never edited."""
-    text = report.model_dump_json()
-    assert "set GLOO_SOCKET_IFNAME to the fast interface" in text
-
-
 def test_a_finding_appears_once_with_its_count(report: Report) -> None:
     ctx = make_context(read_sources(SWEEP), ReportOptions(), None)
     findings = collect_findings(ctx)

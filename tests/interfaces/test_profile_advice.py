@@ -9,7 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
-from torchscale.contracts.schema.cell_result import Problem
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import Estimate, Problem
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, Report, ReportFinding
 from torchscale.interfaces.report.parts.findings import INJECTED_ADVICE, diagnosis_finding
@@ -65,15 +66,16 @@ def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -
 
 
 def test_the_verdict_alone_marks_a_straggler_injected() -> None:
-    """From result schema 14 the verdict says it (`StragglerVerdict.injected`), with or without
-    the delays' record."""
+    """The verdict says it (`StragglerVerdict.injected`), with or without the delays' record."""
+    cost = Estimate(value=0.4, low=None, high=None, n=1, method="m", measurable=True)
+    slower = {"device": "cpu", "rank": 1, "kind": "compute", "phase": "backward"}
     item = Problem(
-        title="rank 1 slower",
+        finding=Finding(code="problem.straggler", figures=slower),
         category="straggler",
-        cost_pct=40.0,
-        recommendation="Check the host of rank 1: CPU frequency scaling",
+        cost_share=cost,
     )
     plain = diagnosis_finding(item, source="run", caveat=None)
+    assert plain.recommendation.startswith("Check the host of rank 1: CPU frequency scaling")
     assert plain.recommendation == item.recommendation and "injected" not in plain.title
     marked = diagnosis_finding(item, source="run", caveat=None, verdict_injected=True)
     assert marked.recommendation == INJECTED_ADVICE

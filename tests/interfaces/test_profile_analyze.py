@@ -303,37 +303,6 @@ def test_target_changes_what_is_reported(tmp_path: Path) -> None:
         assert unwrapped.count("[ANALYSIS] Straggler: rank 1, compute in backward") == 1
 
 
-def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
-    from torchscale.offline.results.profile_versions import read_analysis
-
-    directory = _synthetic(tmp_path, 2, steps=3)
-    current = analyze_directory(directory).model_dump(mode="json")
-    old = {
-        key: value
-        for key, value in current.items()
-        if key not in ("diagnosis", "other_findings", "top_kernels", "memory_copy_share")
-        and key not in ("arrival_shares", "before_diagnosis")  # schema 8
-    }
-    old["schema_version"] = 1
-    old["ranks"] = [{k: v for k, v in r.items() if k != "parts"} for r in old["ranks"]]
-    old["findings"] = [
-        {**{k: v for k, v in f.items() if k != "cost_share"}, "cost_pct": 10.0}
-        for f in current["diagnosis"]["findings"]
-    ]
-    old |= {"cycle_us": 1.0, "sync_stall_pct": 12.5, "exposed_comm_pct": 3.0, "straggler": None}
-    old["whatif"] = [{"rank": 1, "saved_us_per_step": 5.0, "speedup_pct": 2.0}]
-    path = tmp_path / "analysis.json"
-    path.write_text(json.dumps(old))
-    analysis, problem = read_analysis(path)
-    assert problem is None and analysis is not None
-    assert analysis.schema_version == 1 and analysis.diagnosis is None
-    assert analysis.unavailable["diagnosis"] == Finding(code="profile.v1_attribution")
-    assert profile_figures.sync_stall_pct(analysis).value == 12.5
-    assert [w.rank for w in profile_figures.own_whatifs(analysis)] == [1]
-    # its own findings, kept apart with its other figures of then
-    assert len(analysis.findings) + len(analysis.other_findings) == len(old["findings"])
-
-
 # ------------------------------------------------------------------------------- bad input
 
 

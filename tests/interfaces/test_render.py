@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.wording.figures import format_value
 from torchscale.interfaces.console.cells import cell_lines, reused_line, running_line
@@ -36,7 +37,12 @@ def identity(**overrides: Any) -> dict[str, Any]:
     }
 
 
-def ok_result(warnings: list[str] | None = None, label: str = "tiny-mlp") -> CellResult:
+def said_after_result(words: str) -> Finding:
+    """A warning whose words carry `words` (a path a user chose, shown as it is)."""
+    return Finding(code="warning.exit_after_result", figures={"returncode": 1, "log_dir": words})
+
+
+def ok_result(warnings: list[Finding] | None = None, label: str = "tiny-mlp") -> CellResult:
     stats = {
         "count": 4,
         "mean": 0.01,
@@ -61,7 +67,7 @@ def ok_result(warnings: list[str] | None = None, label: str = "tiny-mlp") -> Cel
                 "spread": 0.0,
             },
             "step_time": stats,
-            "warnings": [{"kind": "other", "text": w} for w in warnings or []],
+            "warnings": [{"kind": "other", "finding": w.model_dump()} for w in warnings or []],
         }
     )
 
@@ -73,8 +79,10 @@ def render(markup: str) -> str:
 
 
 def test_ok_cell_lines_and_levels() -> None:
-    lines = cell_lines(ok_result(warnings=["High variance in step time: CV 0.20 > 0.10"]))
+    variance = Finding(code="warning.step_time_cv", figures={"cv": 0.2, "threshold": 0.1})
+    lines = cell_lines(ok_result(warnings=[variance]))
     texts = [line.text for line in lines]
+    assert texts[2].endswith("High variance in step time: CV 0.20 > 0.10")
     assert texts[0] == "> [INFO] Average Throughput: 1,600 samples/sec"
     assert texts[1] == "> [INFO] Iteration Latency: 10.0 ms (p95 20.0 ms)"
     # no step model in this result (and no reason given): no communication line at all,
@@ -132,8 +140,9 @@ def test_step_model_lines_come_from_the_diagnosis() -> None:
 
 def test_a_warning_that_says_fail_is_still_a_warning() -> None:
     """The level is the data's, not a search of the text."""
-    (_, _, warning) = cell_lines(ok_result(warnings=["[FAIL] looks bad but is a warning"]))
-    assert warning.level == "warn"
+    said = said_after_result("[FAIL] looks bad but is a warning")
+    (_, _, warning) = cell_lines(ok_result(warnings=[said]))
+    assert "[FAIL] looks bad" in warning.text and warning.level == "warn"
 
 
 def test_failed_and_skipped_lines() -> None:
@@ -154,7 +163,9 @@ def test_failed_and_skipped_lines() -> None:
 
 
 def test_user_strings_are_escaped() -> None:
-    result = ok_result(warnings=["[bold red]not markup[/]"], label="[blink]model[/]")
+    result = ok_result(
+        warnings=[said_after_result("[bold red]not markup[/]")], label="[blink]model[/]"
+    )
     shown = render(cell_lines(result)[-1].markup())
     assert "[bold red]not markup[/]" in shown
     config = BenchConfig.model_validate(

@@ -28,15 +28,23 @@ def test_five_alike_models_are_one_line_and_dropped_cards_are_said(tmp_path: Pat
 
 
 def test_runs_whose_diagnoses_read_alike_are_one_row(tmp_path: Path) -> None:
-    """400 multi-rank cells with two distinct diagnoses: two rows, each counting its runs."""
-    from tests.scale_sample import scale_report
+    """500 cells made from the busy sweep's four two-rank cells (benchmarks/report_scale.py),
+    each carrying its template's diagnosis: four distinct diagnoses, four rows, each counting
+    its runs."""
+    from tests.scale_sample import report_scale, scale_report
 
+    templates = [
+        p
+        for p in (report_scale().FIXTURE / "cells").glob("*.json")
+        if "__w2__" in p.name and '"status": "ok"' in p.read_text(encoding="utf-8")
+    ]
+    assert len(templates) == 4
     report = scale_report(tmp_path)
     section = report.section("summary")
     assert section is not None
     (table,) = [b for b in section.blocks if getattr(b, "id", None) == "summary-diagnoses"]
-    assert len(table.rows) == 2
-    assert all(str(r["run"]).endswith("and 199 more alike") for r in table.rows)
+    assert len(table.rows) == len(templates)
+    assert all(str(r["run"]).endswith("and 124 more alike") for r in table.rows)
 
 
 def test_a_capped_chart_keeps_the_lines_that_reach_the_axis_end(tmp_path: Path) -> None:

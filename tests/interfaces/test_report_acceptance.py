@@ -43,7 +43,8 @@ def _node(
     ]  # fmt: skip
     report = ValidateReport(
         torchscale_version="0.10.0", created_at="2026-11-23T10:00:00+00:00", hostname=host,
-        device="cuda", quick=False, ok=status is not CheckStatus.FAIL, counts={}, verdict="v",
+        device="cuda", quick=False, ok=status is not CheckStatus.FAIL, counts={},
+        verdict_basis=Finding(code="validate.ready", figures={"quick": False, "path": "GPU"}),
         checks=[], level="perf", sku="H100 SXM", measurements=rows,
     )  # fmt: skip
     return report.model_dump_json(indent=2)

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.comm_result import CommPair, CommResult
+from torchscale.contracts.schema.comm_result import COMM_SCHEMA_VERSION, CommPair, CommResult
 from torchscale.contracts.wording.comm import ONE_RANK
 from torchscale.interfaces.formatting import MAX_LOG_TICKS, thin_ticks
 from torchscale.interfaces.report.build import ReportOptions, build_report
@@ -94,7 +94,7 @@ def test_torchscale_and_nccl_tests_side_by_side(tmp_path: Path) -> None:
 def test_a_corrupt_comm_file_is_left_out_with_its_reason(tmp_path: Path) -> None:
     experiment = tmp_path / "net"
     store_result(_run(2, "ours"), experiment / "comm" / "ours.json")
-    broken = {"kind": "torchscale.comm", "schema_version": 1, "rows": 3}
+    broken = {"kind": "torchscale.comm", "schema_version": COMM_SCHEMA_VERSION, "rows": 3}
     (experiment / "comm" / "broken.json").write_text(json.dumps(broken))
     shutil.copy(FIXTURES / "not_nccl.txt", experiment / "comm" / "notes.txt")
     sources = read_sources(tmp_path)

@@ -40,7 +40,6 @@ def copy_as(src: Path, root: Path, name: str, price: float | None = None) -> Pat
         for cell in (dest / "cells").glob("*.json"):
             data = json.loads(cell.read_text(encoding="utf-8"))
             if data.get("status") == "ok":
-                data["schema_version"] = 5
                 data["data"] = None
                 data["cost"] = {
                     "per_gpu_hour": price,

@@ -64,7 +64,7 @@ from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.ranking import lead
-from torchscale.offline.results.versions import parse_cell_result
+from torchscale.offline.results.documents import read_cell
 from torchscale.orchestration.comm.sweep_launch import store_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -248,8 +248,8 @@ def test_a_lead_is_clear_only_beyond_its_interval() -> None:
 
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Diagnosis]:
-    """The version-3 fixture's profiled run with the diagnosis `torchscale profile` stores now
-    (rank 1 named in backward, on a busy machine), read on its own."""
+    """The sweep-and-profile fixture's profiled run with the diagnosis `torchscale profile`
+    stores now (rank 1 named in backward, on a busy machine), read on its own."""
     root = tmp_path_factory.mktemp("profile-only") / "profile"
     shutil.copytree(PROFILE, root)
     run = root / "profile" / PROFILE_CELL
@@ -257,17 +257,18 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Diagnosi
     diagnosis = profile_diagnosis(analysis)
     # the fixture's run was made with --inject-delay: its named rank is marked as the
     # diagnosis marks it today (the report would read it off the run's recorded delays)
-    recorded, _, _ = parse_cell_result(json.loads((run / "result.json").read_text()))
+    read = read_cell(run / "result.json")
+    recorded = read.doc
     assert recorded is not None
     delayed = frozenset(d.rank for d in recorded.injected_delays)
     diagnosis = diagnosis.model_copy(
         update={"straggler": marked_injected(diagnosis.straggler, delayed)}
     )
-    analysis = analysis.model_copy(
-        update={"schema_version": 3, "diagnosis": diagnosis, "findings": diagnosis.findings}
-    )
+    analysis = analysis.model_copy(update={"diagnosis": diagnosis, "findings": diagnosis.findings})
     (run / "analysis.json").write_text(analysis.model_dump_json(), encoding="utf-8")
-    result, _, problem = parse_cell_result(json.loads((run / "result.json").read_text()))
+    read = read_cell(run / "result.json")
+    result = read.doc
+    problem = read.problem
     assert result is not None, problem
     result = result.model_copy(update={"diagnosis": diagnosis})
     (run / "result.json").write_text(result.model_dump_json(), encoding="utf-8")

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
+from tests.h100_replay import H100_DIR
 from torchscale.interfaces.console import report_summary
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Report
@@ -16,7 +15,7 @@ from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FIRST_H100_RUN = Path(__file__).resolve().parents[3] / "shared" / "gpu" / "h100-2026-11-26"
+FIRST_H100_RUN = H100_DIR
 GENERATED_AT = "2026-11-27T00:00:00Z"
 
 
@@ -62,7 +61,6 @@ def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
     assert said not in str(stored)
 
 
-@pytest.mark.skipif(not FIRST_H100_RUN.is_dir(), reason="../shared/gpu/h100-2026-11-26 is absent")
 def test_host_bound_gpu_cells_are_told_to_fix_the_host_first() -> None:
     """The first H100 run's tiny models: the GPU waits for the host; the call is the fix, not
     their MFU of 0.3 % and less. Two models with the same call on the same figures read as one

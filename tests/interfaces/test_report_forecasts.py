@@ -143,19 +143,6 @@ def test_a_corrupt_forecast_file_is_skipped_with_why(root: Path) -> None:
     assert section.blocks[0].text.startswith("forecasts scored: 1")
 
 
-def test_a_kept_schema_1_forecast_says_its_assumptions_as_it_did(tmp_path: Path) -> None:
-    """Four forecasts torchscale wrote before schema 2 (tests/fixtures/forecasts_v1): the
-    section says their assumptions from the codes they read back as, in the words it said."""
-    root = fixture_copy(tmp_path)
-    kept = Path(__file__).resolve().parents[1] / "fixtures" / "forecasts_v1"
-    (root / "forecasts").mkdir()
-    for path in kept.glob("tiny-*.json"):
-        (root / "forecasts" / path.name).write_bytes(path.read_bytes())
-    words = json.loads((kept / "words.json").read_text(encoding="utf-8"))
-    texts = [b.text for b in _section(_report(root)).blocks if isinstance(b, model.Text)]
-    assert "Assumed by the forecasts: " + "; ".join(words["said_once"]) in texts
-
-
 def test_no_stored_sentence_is_parsed_in_the_section() -> None:
     """The once-said assumptions come from the findings' codes and figures: the section runs
     no pattern over text, which a stored sentence would be."""

@@ -1,8 +1,8 @@
 """Short formats: each format shows the decision and what carries it, and builds only that.
 
-On fixture results: the 8-cell sweep of tests/fixtures/cpu_busy_sweep/busy and the 2-rank profile
-of tests/fixtures/cpu_sweep_profile/profile. The PDF of the sweep fits in 6 pages and the profile's in
-3 (`--full` has every section); the HTML draws the PDF's SVG charts (plotly only with
+On fixture results: the 8-cell sweep of tests/fixtures/cpu_busy_sweep/busy and the 2-rank
+profile of tests/fixtures/cpu_sweep_profile/profile. The PDF of the sweep fits in 6 pages and the
+profile's in 3 (`--full` has every section); the HTML draws the PDF's SVG charts (plotly only with
 --interactive) and stays under 1.5 MB; the Markdown fits a pull-request comment with bold on
 the decision alone and no path of this machine; Markdown and JSON never draw a chart.
 """

@@ -192,7 +192,6 @@ def test_the_config_price_is_the_price_the_summary_says(tmp_path: Path) -> None:
     for cell in (sweep / "cells").glob("*.json"):
         data = json.loads(cell.read_text(encoding="utf-8"))
         if data.get("status") == "ok":
-            data["schema_version"] = 5
             data["data"] = None
             data["cost"] = {
                 "per_gpu_hour": 3.6,
@@ -219,7 +218,7 @@ def test_unreadable_cells_count_against_the_headline(tmp_path: Path) -> None:
     sweep = copy_sweep(tmp_path)
     broken = sorted((sweep / "cells").glob("tiny-mlp*.json"))
     for path in broken:
-        path.write_text('{"schema_version": 3, "status": "ok", "cel', encoding="utf-8")
+        path.write_text('{"kind": "torchscale.cell", "status": "ok", "cel', encoding="utf-8")
     report = build(tmp_path)
     assert report.headline is not None and report.decision is not None
     assert report.headline.severity == "bad"
@@ -452,13 +451,14 @@ def test_a_cpu_report_never_counts_ranks_as_gpus(priced: Report) -> None:
     assert not any("1.0 = linear" in note for note in notes)
 
 
-def test_the_summary_names_cells_by_label_not_by_hashed_id(priced: Report) -> None:
+def test_the_summary_names_cells_by_label_not_by_hashed_id() -> None:
     """The summary, read in ten seconds, and the findings' sources name each cell as the rest
-    of the report does, never by its hashed id."""
-    findings = [b for s in priced.sections for b in s.blocks if isinstance(b, Findings)]
+    of the report does, never by its hashed id (a sweep whose diagnoses have findings)."""
+    report = build(FIXTURES / "cpu_default_sweep")
+    findings = [b for s in report.sections for b in s.blocks if isinstance(b, Findings)]
     sources = [f.source for block in findings for f in block.findings]
     assert sources and [s for s in sources if re.search(r"__[0-9a-f]{8}", s)] == []
-    section = priced.section("summary")
+    section = report.section("summary")
     assert section is not None
     texts = [b.text for b in section.blocks if isinstance(b, Text)]
     assert any("of the step:" in t for t in texts), texts  # the fixture has top findings

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.h100_replay import WORKLOAD, needs_h100
+from tests.h100_replay import WORKLOAD
 from torchscale.interfaces.cli.app import app
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -214,7 +214,6 @@ def test_one_gpu_comm_and_fsdp_say_what_one_gpu_cannot_show(tmp_path: Path) -> N
     assert not [s for s in sections if s["id"] == "strategies"]
 
 
-@needs_h100
 def test_a_lone_ranks_wait_per_rank_reads_none(tmp_path: Path) -> None:
     """The H100 profiled run's per-rank table said 'Waiting for slower ranks 0.0 %' under a
     Sync stall of 'none (one rank: no peers to wait for)': a lone rank's reads 'none' too."""

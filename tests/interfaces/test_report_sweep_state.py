@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import SHARED_DIR
+from tests.h100_replay import DEFAULT_SWEEP
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.sweep_state import PlannedCell, SweepState
 from torchscale.interfaces.cli.app import app
@@ -21,7 +21,7 @@ from torchscale.offline.results.sweep_progress import CellProgress, SweepProgres
 from torchscale.results import load
 
 SWEEP8 = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep"
-H100_STOPPED = SHARED_DIR / "gpu" / "h100-2026-11-26" / "default-sweep"
+H100_STOPPED = DEFAULT_SWEEP
 
 
 def _flat(text: str) -> str:
@@ -90,7 +90,6 @@ def test_a_complete_sweep_opens_as_before(tmp_path: Path) -> None:
     assert "Sweep stopped" not in text and "planned cells skipped" not in text
 
 
-@pytest.mark.skipif(not H100_STOPPED.is_dir(), reason="../shared/gpu is not here")
 @pytest.mark.parametrize("fmt", ["md", "term"])
 def test_the_h100_sweep_stopped_at_cell_7_reads_stopped(fmt: str, tmp_path: Path) -> None:
     """Its SIGTERM came before sweeps kept a state file: the started cell with no result (its

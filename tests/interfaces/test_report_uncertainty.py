@@ -3,10 +3,10 @@ reliability, scaling efficiency with its interval, the one model of the step (re
 with "not measurable" where a part is inside its noise, and a straggler named only when the
 significance test names it; the same figures in Markdown, JSON, the terminal and HTML.
 
-Results with the step model are made by hand from the version-3 fixture (tests/fixtures is left
-as it is): the real cells, read and upgraded, with a `diagnosis` (a hand-made step model read as
-one) and `intervals` added and the figures each test needs changed, written as schema-10 files
-into a temporary results folder.
+Results with the step model are made by hand from the sweep-and-profile fixture (tests/fixtures
+is left as it is): the real cells, read, with a `diagnosis` (a hand-made step model read as one)
+and `intervals` added and the figures each test needs changed, written into a temporary results
+folder.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
     Throughput,
 )
+from torchscale.contracts.wording import say
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.diagnosis_text import straggler_text
@@ -51,14 +52,14 @@ from torchscale.interfaces.report.parts.context import slug
 from torchscale.interfaces.report.render import html, json_format, markdown
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import with_caveat
+from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
 from torchscale.offline.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
 from torchscale.offline.analysis.scaling_efficiency import (
     add_scaling_efficiency,
     efficiency_interval,
 )
-from torchscale.offline.results.split_figures import split_figures
-from torchscale.offline.results.upgrades.older_blocks import Communication, OlderBlocks
-from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
+from torchscale.offline.analysis.stats import median_and_spread
+from torchscale.offline.analysis.uncertainty import median_of_repeats
 
 V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
 MLP_W1 = "tiny-mlp__b8__w1__fp32__ddp__1e539f77"
@@ -66,15 +67,25 @@ MLP_W2 = "tiny-mlp__b8__w2__fp32__ddp__5904ed09"
 GPT_W1 = "tiny-gpt2__b8__w1__fp32__ddp__6ed24533"
 GPT_W2 = "tiny-gpt2__b8__w2__fp32__ddp__5ca6a1b4"
 GENERATED_AT = "2026-11-22T12:00:00Z"
+# the hand-made verdicts' lines, as the diagnosis stores them (kind.py) and words them
+NOISE_INTERVAL = Finding(code="straggler.noise_interval")
+UNNAMED_36US = unnamed_summary(1, (36e-6, -10e-6, 80e-6), NOISE_INTERVAL)
 SUMMARY_36US = (
-    "no significant straggler: largest gap rank 1, +0.036 ms per step (95 % interval "
-    "-0.01 ms to +0.08 ms; named from 0.15 ms; p = 0.31)"
+    "nobody named: the largest gap, rank 1, +40 µs [-10, 80] per step: could be noise: its "
+    "interval reaches 0"
 )
+NAMED_09MS = named_summary(1, "compute", (0.9e-3, 0.8e-3, 1e-3), "backward")
 Edit = Callable[[CellResult], CellResult]
+NOISE = Finding(code="estimate.inside_noise", figures={"edge": 0})
 NOISE_REASON = "not measurable above noise: its 95 % interval reaches 0"
 
 
 # ------------------------------------------------------------------------ hand-made results
+
+
+def test_the_hand_made_lines_read_in_todays_words() -> None:
+    assert say(UNNAMED_36US) == SUMMARY_36US
+    assert say(NOISE) == NOISE_REASON
 
 
 def estimate(
@@ -88,7 +99,7 @@ def estimate(
         n=n,
         method="moving-block bootstrap over 24 steps (hand-made)",
         measurable=value is not None,
-        reason=None if value is not None else NOISE_REASON,
+        reason=None if value is not None else NOISE,
     )
 
 
@@ -124,8 +135,8 @@ def balanced_attribution(step_s: float = 3.0e-3) -> StepSplit:
         p_value=0.31,
         min_effect_s=0.15e-3,
         test="a hand-made test",
-        summary=SUMMARY_36US,
-        not_named="could be noise: its interval reaches 0",
+        said=UNNAMED_36US,
+        why_not=NOISE_INTERVAL,
     )
     return StepSplit(
         basis="phase timers (hand-made)",
@@ -148,8 +159,9 @@ def named_attribution() -> StepSplit:
             "rank": 1,
             "phase": "backward",
             "p_value": 1e-5,
-            "summary": "rank 1 is a straggler in backward: +0.9 ms of own work per step "
-            "(95 % interval +0.8 ms to +1 ms, p = 1e-05, 24 paired steps)",
+            "kind": "compute",
+            "said": NAMED_09MS,
+            "why_not": None,
         }
     )
     return model.model_copy(update={"straggler": named})
@@ -191,21 +203,55 @@ def with_attribution(model: StepSplit | Diagnosis, *, caveat: Finding | None = N
     return edit
 
 
+def with_throughput_interval(result: CellResult) -> CellResult:
+    """A result as the worker writes it today: its throughput interval from its repeats
+    (`headline_intervals`' rule). The fixture's cells (torchscale 0.3.0) recorded none, nor
+    their step percentiles' intervals: those stay points, said so."""
+    steps, throughput = result.step_time, result.throughput
+    if result.intervals is not None or steps is None or throughput is None:
+        return result
+
+    def point(value: float) -> Estimate:
+        return Estimate(
+            value=value,
+            low=None,
+            high=None,
+            n=steps.count,
+            method="not recorded",
+            measurable=True,
+            reason=Finding(code="estimate.no_interval"),
+        )
+
+    intervals = Intervals(
+        samples_per_s=median_of_repeats(throughput.repeats),
+        step_p50_s=point(steps.p50),
+        step_p95_s=point(steps.p95),
+        step_p99_s=point(steps.p99),
+    )
+    return result.model_copy(update={"intervals": intervals})
+
+
 def with_repeats(repeats: list[float]) -> Edit:
-    """The throughput of a result replaced by these repeats (median, spread to match)."""
+    """The throughput of a result replaced by these repeats, as the worker writes it: their
+    median, spread and interval."""
 
     def edit(result: CellResult) -> CellResult:
         assert result.throughput is not None
-        median = float(pd.Series(repeats).median())
+        median, spread = median_and_spread(repeats)
         world = result.cell.world_size
         throughput = Throughput(
             samples_per_s=median,
             samples_per_s_per_device=median / world,
             tokens_per_s=None if result.throughput.tokens_per_s is None else median * 64,
             repeats=repeats,
-            spread=(max(repeats) - min(repeats)) / median,
+            spread=spread,
         )
-        return result.model_copy(update={"throughput": throughput, "repeats": len(repeats)})
+        update: dict[str, Any] = {"throughput": throughput, "repeats": len(repeats)}
+        if result.intervals is not None:
+            interval = median_of_repeats(repeats)
+            update["intervals"] = result.intervals.model_copy(update={"samples_per_s": interval})
+            return result.model_copy(update=update)
+        return with_throughput_interval(result.model_copy(update=update))
 
     return edit
 
@@ -220,13 +266,14 @@ def with_cv(cv: float) -> Edit:
 
 
 def sweep(tmp_path: Path, edits: dict[str, list[Edit]]) -> Path:
-    """The version-3 sweep with `edits` applied per cell id, as a results folder."""
+    """The fixture's sweep with `edits` applied per cell id, as a results folder."""
     root = tmp_path / "results" / "v8_hand"
     (root / "cells").mkdir(parents=True)
     shutil.copytree(V3_SWEEP / "steps", root / "steps")
     for name in ("config.yaml", "env.json"):
         shutil.copy(V3_SWEEP / name, root / name)
     for result in torchscale.results.load(V3_SWEEP).results:
+        result = with_throughput_interval(result)
         for edit in edits.get(result.cell.id, []):
             result = edit(result)
         path = root / "cells" / f"{result.cell.id}.json"
@@ -311,9 +358,7 @@ def test_reliability_known_answers(
 def test_the_spread_column_and_the_reason_say_one_figure(tmp_path: Path) -> None:
     """Repeats 100 and 109.9: each lies 4.7 % from their median, the figure the reliability
     rule reads. The Spread column (report table, cells table / summary.csv, the run-to-run
-    chart) showed the range over the median, 9.5 %, beside 'within ±4.7 %'. `with_repeats`
-    stores that range, as results written before the one definition did: it is re-derived
-    when read."""
+    chart) showed the range over the median, 9.5 %, beside 'within ±4.7 %'."""
     root = sweep(tmp_path, {MLP_W1: [with_repeats([100.0, 109.9])]})
     report = build(root)
     cells = torchscale.results.load(root).cells.set_index("cell_id")
@@ -333,8 +378,8 @@ def test_the_spread_column_and_the_reason_say_one_figure(tmp_path: Path) -> None
         assert f"{spread * 100:.1f}" == said[1], surface
 
 
-def test_reliability_columns_in_the_cells_table() -> None:
-    cells = torchscale.results.load(V3_SWEEP).cells.set_index("cell_id")
+def test_reliability_columns_in_the_cells_table(tmp_path: Path) -> None:
+    cells = torchscale.results.load(sweep(tmp_path, {})).cells.set_index("cell_id")
     assert cells.loc[MLP_W2, "reliability"] == "noisy"  # CV 0.52
     # two repeats 8 % apart (7150.48 and 7725.46): their Student t interval on log
     # throughput is 4,522 to 12,233, far past ±10 % (the old bootstrap, their range, passed),
@@ -635,18 +680,27 @@ def test_a_straggler_the_test_does_not_name_is_not_named(tmp_path: Path) -> None
 
 
 STRAGGLER_FINDING = Problem(
-    title="gloo: rank 1 finishing backward pass slower than the other ranks",
+    finding=Finding(
+        code="problem.straggler",
+        figures={
+            "device": "cpu",
+            "rank": 1,
+            "backend": "gloo",
+            "kind": "compute",
+            "phase": "backward",
+            "verdict": named_attribution().straggler.model_dump(mode="json"),  # type: ignore[union-attr]
+            "phase_gap_s": 0.9e-3,
+            "stall": estimate(0.30, 0.26, 0.34).model_dump(mode="json"),
+        },
+    ),
     category="straggler",
-    cost_pct=30.0,
     cost_share=estimate(0.30, 0.26, 0.34),
-    evidence=["step model: rank 1 is a straggler in backward: +0.9 ms of own work per step"],
-    recommendation="Check the host of rank 1.",
 )
 
 
 def test_a_named_straggler_is_the_diagnosis_finding(tmp_path: Path) -> None:
-    """Schema 10: the report shows the diagnosis' own finding (its title, cost, evidence and
-    fix), never one derived again from the step model."""
+    """The report shows the diagnosis' own finding (its title, cost, evidence and fix), never
+    one derived again from the step model."""
     diagnosis = diagnosis_of(named_attribution(), [STRAGGLER_FINDING])
     root = sweep(tmp_path, {MLP_W2: [with_attribution(diagnosis)]})
     report = build(root)
@@ -661,68 +715,15 @@ def test_a_named_straggler_is_the_diagnosis_finding(tmp_path: Path) -> None:
     assert ranks[1]["role"] == "straggler (backward)" and ranks[0]["role"] is None
 
 
-def test_a_schema_10_diagnosis_without_findings_has_none(tmp_path: Path) -> None:
-    """The diagnosis found nothing to report: the report derives nothing of its own."""
+def test_a_diagnosis_without_findings_has_none(tmp_path: Path) -> None:
+    """The diagnosis found nothing to report: the report derives nothing of its own, though
+    its verdict names a straggler."""
     root = sweep(tmp_path, {MLP_W2: [with_attribution(named_attribution())]})
     report = build(root)
-    (findings,) = blocks_of(report, "bottlenecks", Findings)
-    assert not [f for f in findings.findings if f.source == "tiny-mlp b8 x2 fp32 ddp"]
-
-
-def as_schema_9(path: Path) -> None:
-    """Rewrite a result file as schema 9 wrote it: the step model as `attribution`, no
-    diagnosis (so its findings, caveat, waits and what-if were never stored)."""
-    data = json.loads(path.read_text())
-    diagnosis = data.pop("diagnosis")
-    keep = ("basis", "steps", "ranks", "step_s", "parts", "straggler", "cross_checks")
-    data["attribution"] = {k: diagnosis[k] for k in keep}
-    data["schema_version"] = 9
-    data.pop("compile", None)
-    path.write_text(json.dumps(data), encoding="utf-8")
-
-
-def test_a_schema_9_step_model_reads_with_the_diagnosis_findings(tmp_path: Path) -> None:
-    """Schema 8-9 stored its step model without findings: read, the model gets the findings
-    the diagnosis' rule derives from its parts and verdict, and the report shows them as it
-    shows any run's (named by the test, costing its wait for peers)."""
-    root = sweep(tmp_path, {MLP_W2: [with_attribution(named_attribution())]})
-    as_schema_9(root / "cells" / f"{MLP_W2}.json")
-    report = build(root)
-    (findings,) = blocks_of(report, "bottlenecks", Findings)
-    found = next(f for f in findings.findings if "rank 1" in f.title and "x2" in f.source)
-    assert found.cost_pct == pytest.approx(30.0)
-    assert any("backward" in line for line in [found.title, *found.evidence])
+    found = [f for b in blocks_of(report, "bottlenecks", Findings) for f in b.findings]
+    assert not [f for f in found if f.source == "tiny-mlp b8 x2 fp32 ddp"]
     ranks = {r["rank"]: r for r in table(report, "latency-ranks").rows if "x2" in r["cell"]}
-    assert ranks[1]["role"] == "straggler (backward)" and ranks[0]["role"] is None
-
-
-def test_point_shares_outside_their_domain_are_not_measurable(tmp_path: Path) -> None:
-    """A diagnosis read from point figures whose exposed share is negative: the share is not
-    measurable, said, and no negative time or share is printed anywhere."""
-
-    def negative(result: CellResult) -> CellResult:
-        figures = split_figures(result)
-        comm = Communication(
-            step_time_s=figures.step_s,
-            comm_overhead=-0.295,
-            exposed_comm_s=-0.0667,
-            load_imbalance=0.02,
-            load_imbalance_s=figures.load_imbalance_s,
-        )
-        changed = result.model_copy(update={"diagnosis": None})
-        return with_point_figure_diagnosis(changed, OlderBlocks(communication=comm))
-
-    root = sweep(tmp_path, {MLP_W2: [negative]})
-    report = build(root)
-    rows = {r["cell"]: r for r in table(report, "efficiency-step-model").rows}
-    row = rows["tiny-mlp b8 x2 fp32 ddp"]
-    assert row["exposed_transfer_text"].startswith("not measurable (a point figure outside")
-    assert row["wait_for_peers_text"] == "2.0 % (no interval)"
-    # its known shares do not fill the step: not drawn (never a bar of made-up rest)
-    chart = next((c for c in report.charts() if c.id == "efficiency-step-split"), None)
-    assert chart is None or all("tiny-mlp b8 x2 fp32 ddp" not in s.x for s in chart.series)
-    for name, text in rendered(report).items():
-        assert "-29.5 %" not in text and "-66.7 ms" not in text, name
+    assert ranks[1]["role"] == "straggler (backward)"
 
 
 def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
@@ -731,8 +732,8 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
     rows = {r["cell"]: r for r in table(report, "latency-stats").rows}
     row = rows["tiny-mlp b8 x2 fp32 ddp"]
     assert row["samples_per_s_text"] == "4,076 ±9"
-    assert row["step_p50_text"].count("±") == 1  # schema 8: its own interval
-    assert "±" not in rows["tiny-mlp b8 x1 fp32 ddp"]["step_p50_text"]  # older: none recorded
+    assert row["step_p50_text"].count("±") == 1  # its own interval
+    assert "±" not in rows["tiny-mlp b8 x1 fp32 ddp"]["step_p50_text"]  # none recorded
     best = figures(report)["Highest throughput: tiny-mlp"]
     # the fastest, b8 x1 (7,438 in [4,547, 12,148]: wider than itself), has no number, and no
     # best is named over it

@@ -5,7 +5,6 @@ estimate."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import re
 from pathlib import Path
@@ -33,8 +32,8 @@ from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Tab
 from torchscale.interfaces.report.parts.context import throughput_text
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NUMBER = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?")
@@ -101,14 +100,15 @@ def test_a_figure_is_never_rounded_to_zero() -> None:
 
 def _fixture_results() -> list[CellResult]:
     files = [
-        FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json",
+        FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2.json",
         FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2_again.json",
         *sorted((FIXTURES / "cpu_sweep_profile" / "v3_fixture" / "cells").glob("*.json")),
     ]
     results = []
     for path in files:
-        result, _, problem = parse_cell_result(json.loads(path.read_text(encoding="utf-8")))
-        assert result is not None, problem
+        read = read_cell(path)
+        result = read.doc
+        assert result is not None, read.problem
         results.append(result)
     return results
 
@@ -215,7 +215,11 @@ def test_no_figure_of_a_report_reads_finer_than_its_interval(tmp_path: Path, sou
     (what every format renders), has at most the digits two significant digits of its
     half-width give; rates that are a multiple of samples/s (tokens/s, per device) are cut by
     its interval ('82,000', never '81,537.6' beside '1,270 ±110')."""
-    root = FIXTURES / "cpu_default_sweep" if source == "cpu_default_sweep" else _scale_results(tmp_path, 60)
+    root = (
+        FIXTURES / "cpu_default_sweep"
+        if source == "cpu_default_sweep"
+        else _scale_results(tmp_path, 60)
+    )
     report = build_report(read_sources(root), ReportOptions(generated_at="2026-01-01T00:00:00Z"))
     texts = _texts(report)
     assert any("±" in t or "95 % interval" in t for t in texts)  # the scan has figures to read

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import SHARED_DIR
+from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD
 from torchscale.interfaces.report.parts.context import make_context
 from torchscale.interfaces.report.parts.headline import verdict
 from torchscale.interfaces.report.request import ReportOptions
@@ -23,8 +23,8 @@ from torchscale.results import load
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SWEEP8 = FIXTURES / "cpu_default_sweep"
 H100_DEFAULT = FIXTURES / "h100_second_run" / "default-sweep"
-H100_STOPPED = SHARED_DIR / "gpu" / "h100-2026-11-26" / "default-sweep"
-H100_WORKLOAD = SHARED_DIR / "gpu" / "h100-2026-11-26" / "workload" / "runs"
+H100_STOPPED = DEFAULT_SWEEP
+H100_WORKLOAD = WORKLOAD / "runs"
 STEADY = "tiny-gpt2__b32__w1__fp32__ddp__96a787a3"  # sweep8's reliable cell at world 1
 
 
@@ -39,7 +39,6 @@ def test_a_cpu_sweep_says_first_it_holds_no_gpu_figure() -> None:
     assert _headline(SWEEP8).startswith("No accelerator figure here: these cells ran on CPU ranks")
 
 
-@pytest.mark.skipif(not H100_STOPPED.is_dir(), reason="needs ../shared/gpu")
 def test_a_host_bound_gpu_sweep_on_one_gpu_says_both_first() -> None:
     """The H100 default sweep of tiny models (MFU 0.00244 %, the GPU waiting for the host in
     every cell, its world-2 cells skipped on a 1-GPU node) opened with the sweep's state and
@@ -55,7 +54,6 @@ def test_a_gpu_sweep_at_one_world_size_says_scaling_was_not_measured() -> None:
     assert _headline(H100_DEFAULT).startswith("Scaling not measured: this node has 1 GPU. ")
 
 
-@pytest.mark.skipif(not H100_WORKLOAD.is_dir(), reason="needs ../shared/gpu")
 def test_the_workload_level_is_a_path_check_not_a_measurement() -> None:
     """Its configs say 'a proof that the path works, not a figure'; the report read 'These
     numbers can be used with care' and named a best."""

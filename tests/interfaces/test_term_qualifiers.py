@@ -17,7 +17,9 @@ QUALIFIERS = ("Best by", "Ahead of the next", "Reliability")
 
 
 @pytest.mark.parametrize("columns", ["80", "100", "140"])
-@pytest.mark.parametrize("source", ["cpu_busy_sweep/busy", "cpu_default_sweep", "cpu_crashes/v1_fixture"])
+@pytest.mark.parametrize(
+    "source", ["cpu_busy_sweep/busy", "cpu_default_sweep", "cpu_crashes/v1_fixture"]
+)
 def test_no_qualifier_is_left_out_while_its_figure_stays(source: str, columns: str) -> None:
     result = CliRunner().invoke(
         app, ["report", "-s", str(FIXTURES / source), "-f", "term"], env={"COLUMNS": columns}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import io
 import itertools
-import json
 import re
 import shutil
 import tempfile
@@ -35,27 +34,28 @@ from torchscale.interfaces.console.sweep_tables import (
 )
 from torchscale.interfaces.formatting import _FIGURE
 from torchscale.interfaces.report.model import Report, Table, Text
+from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 WIDTHS = (80, 200)
 
 
 def _fixture_results() -> list[CellResult]:
-    """Real results of several shapes: an H100 cell, a tp2 CPU cell, ddp CPU cells (one with
-    the diagnosis of schema 12), and a directory of CPU cells (two models, one failed)."""
+    """Real results of several shapes: an H100 cell, a tp2 CPU cell, ddp CPU cells with a
+    diagnosis, and a directory of CPU cells (two models, one failed)."""
     files = [
         FIXTURES / "cells" / "h100_gpt2_bf16_compiled.json",
         FIXTURES / "cells" / "cpu_tiny_gpt2_tp2.json",
-        FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json",
+        FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2.json",
         FIXTURES / "cells" / "cpu_tiny_mlp_ddp_w2_again.json",
         *sorted((FIXTURES / "cpu_sweep_profile" / "v3_fixture" / "cells").glob("*.json")),
     ]
     results = []
     for path in files:
-        result, _, problem = parse_cell_result(json.loads(path.read_text(encoding="utf-8")))
-        assert problem is None and result is not None, path
+        read = read_cell(path)
+        result = read.doc
+        assert read.problem is None and result is not None, path
         results.append(result)
     return results
 
@@ -130,19 +130,21 @@ def test_list_at_80_columns_names_the_columns_it_left_out(monkeypatch: pytest.Mo
 
 
 @functools.cache
-def _reports() -> dict[str, Report]:
+def _report(source: str) -> Report:
     """The hand-made report (every block type, hostile strings), one built from real results
     (its tables' headers broke at 100 columns: 'Configura/tion', 'Parame/ters') and one from
-    real schema 7 and 8 cells, whose step model writes figures as text ('0.3 % ±0.1 %': cut
-    before its last '%' at 80 columns)."""
-    real = build_report(FIXTURES / "cpu_ddp_fsdp" / "v2_fixture", "term").report
+    real cells with a step model, which writes figures as text ('0.3 % ±0.1 %': cut before its
+    last '%' at 80 columns)."""
+    if source == "sample":
+        return sample_report(cells=8)
+    if source == "real":
+        return build_report(FIXTURES / "cpu_ddp_fsdp" / "v2_fixture", "term").report
     with tempfile.TemporaryDirectory() as tmp:
         cells = Path(tmp) / "step_model" / "cells"
         cells.mkdir(parents=True)
-        for version in ("results_v7", "results_v8"):
-            shutil.copy(FIXTURES / version / "cpu_tiny_mlp_ddp_w2.json", cells / f"{version}.json")
-        step_model = build_report(cells.parent, "term").report
-    return {"sample": sample_report(cells=8), "real": real, "step_model": step_model}
+        for name in ("cpu_tiny_mlp_ddp_w2", "cpu_tiny_mlp_ddp_w2_again"):
+            shutil.copy(FIXTURES / "cells" / f"{name}.json", cells / f"{name}.json")
+        return build_report(cells.parent, "term").report
 
 
 def _table_values(report: Report) -> list[tuple[str, str]]:
@@ -160,7 +162,7 @@ def _table_values(report: Report) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("source", ["sample", "real", "step_model"])
 @pytest.mark.parametrize("width", WIDTHS)
 def test_report_term_fits_the_width_and_cuts_no_figure_or_word(width: int, source: str) -> None:
-    report = _reports()[source]
+    report = _report(source)
     text = term.render(report, width, full=True).decode("utf-8")
     _lines_fit(text, width)
     lines = text.splitlines()
@@ -178,7 +180,7 @@ def test_report_term_fits_the_width_and_cuts_no_figure_or_word(width: int, sourc
 def test_report_term_headers_are_never_broken_inside_a_word(width: int, source: str) -> None:
     """Seen at 100 columns: 'Efficie/ncy'. A header wraps between words (and after '/' or
     '-'), or becomes a record label, whole."""
-    report = _reports()[source]
+    report = _report(source)
     words = {
         word
         for section in report.sections
@@ -196,7 +198,7 @@ def test_report_term_headers_are_never_broken_inside_a_word(width: int, source: 
 def test_report_term_breaks_no_header_at_a_slash_where_it_fits(source: str) -> None:
     """Seen at 200 columns: 'Samples/ s ±95 %', 'TFLOP/ s' in tables far narrower than the
     terminal. A header is broken after '/' or '-' only when the table cannot fit otherwise."""
-    report = _reports()[source]
+    report = _report(source)
     text = term.render(report, 200, full=True).decode("utf-8")
     broken = re.findall(r"\w+/ \w+", text)
     assert not broken, f"headers broken after '/' in a table that fits: {broken}"
@@ -249,20 +251,25 @@ def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
 
 
 def test_the_busy_machine_is_said_once_per_cell() -> None:
+    from torchscale.contracts.busy_machine import busy_finding
     from torchscale.contracts.schema.cell_result import CellWarning
+    from torchscale.contracts.wording.cell_warnings import warning_words
     from torchscale.interfaces.console.cells import cell_lines
 
-    busy = "busy machine: other processes used 2.3 of 2 cores on vm (...); timings may be slowed"
+    host = {"host": "vm", **busy_finding(2.3, 2.0, 2, 2).model_dump(), "load_avg_max": None}
+    busy_warning = CellWarning.of("busy machine", "warning.busy_machine", {"hosts": [host]})
+    variance = CellWarning.of(
+        "high variance", "warning.step_time_cv", {"cv": 0.3, "threshold": 0.1}
+    )
+    busy = warning_words(busy_warning)
+    assert busy.startswith("busy machine: on vm, other processes used 2.3 of 2 cores")
     for result in _fixture_results():
         if result.diagnosis is None:
             continue
         caveat = Finding(code="caveat.busy_machine", figures={"cores": 2.3, "host": "vm"})
         noisy = result.model_copy(
             update={
-                "warnings": [
-                    CellWarning(kind="busy machine", text=busy),
-                    CellWarning(kind="high variance", text="High variance in step time"),
-                ],
+                "warnings": [busy_warning, variance],
                 "diagnosis": result.diagnosis.model_copy(update={"busy": caveat}),
             }
         )

@@ -18,8 +18,8 @@ from typer.testing import CliRunner, Result
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import SCHEMA_VERSION, CheckResult, ValidateReport
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import validate as shown
-from torchscale.contracts.wording import words
 from torchscale.interfaces.cli.app import app
 
 GOLDEN_SCHEMA = Path(__file__).parents[1] / "golden" / "validate_report.schema.json"
@@ -70,14 +70,13 @@ def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _verdict(report: dict[str, Any]) -> str:
-    """The stored conclusion in words: its code's (today), else an older report's words."""
-    basis = report.get("verdict_basis")
-    stored = report["verdict"]
-    return words(Finding.model_validate(basis) if basis else None, stored) or ""
+    """The stored conclusion in words, by its code."""
+    assert "verdict" not in report  # no sentence beside the code
+    return say(Finding.model_validate(report["verdict_basis"]))
 
 
 def _detail(check: dict[str, Any]) -> str:
-    """A stored check's words, made as every reader makes them (schema 5 stores findings)."""
+    """A stored check's words, made as every reader makes them (a report stores findings)."""
     return shown.detail(CheckResult.model_validate(check))
 
 
@@ -280,7 +279,7 @@ def test_schema_rejects_malformed_reports(mutate: Any) -> None:
             quick=True,
             ok=True,
             counts={},
-            verdict="v",
+            verdict_basis=Finding(code="validate.ready", figures={"quick": True, "path": "CPU"}),
             checks=[{"id": "x", "title": "X", "status": "PASS"}],
         ).model_dump_json()
     )

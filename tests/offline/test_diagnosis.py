@@ -10,7 +10,6 @@ import pytest
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
-from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import straggler_text
@@ -30,7 +29,6 @@ from torchscale.offline.analysis.diagnosis.kind import named_summary
 from torchscale.offline.analysis.diagnosis.verdict import arrival_check, evidence_against, withdraw
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
-from torchscale.offline.results.versions import parse_cell_result
 
 
 def _table(steps: int, ranks: int, extra: dict[int, float], seed: int = 0) -> pd.DataFrame:
@@ -69,7 +67,8 @@ def _named_verdict(rank: int = 1) -> StragglerVerdict:
         significant=True,
         min_effect_s=0.003,
         test="t",
-        summary=f"rank {rank} is a straggler in backward",
+        kind="compute",
+        said=named_summary(rank, "compute", (0.05, 0.048, 0.052), "backward"),
     )
 
 
@@ -276,71 +275,6 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     assert with_caveat(busy, caveat) == busy  # once
 
 
-def test_schema_9_attribution_reads_as_a_diagnosis_of_the_phase_timers() -> None:
-    table = _table(steps=20, ranks=2, extra={1: 0.030})
-    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
-    assert diagnosis is not None
-    attribution = diagnosis.model_dump(
-        include={"basis", "steps", "ranks", "step_s", "parts", "straggler", "cross_checks"}
-    )
-    attribution["straggler"].pop("significant")
-    attribution["straggler"].pop("withdrawn_by")
-    v9 = {
-        "kind": "torchscale.cell",
-        "schema_version": 9,
-        "cell": {
-            "id": "x",
-            "definition_sha256": "0" * 64,
-            "model": "tiny-mlp",
-            "label": "tiny-mlp",
-            "batch_size": 8,
-            "world_size": 2,
-            "precision": "fp32",
-            "strategy": "ddp",
-            "device": "cpu",
-            "backend": "gloo",
-        },
-        "status": "ok",
-        "attribution": attribution,
-    }
-    result, version, problem = parse_cell_result(v9)
-    assert problem is None and version == 9 and result is not None
-    assert result.diagnosis is not None and result.diagnosis.source == "phase timers"
-    assert result.diagnosis.straggler is not None and result.diagnosis.straggler.rank == 1
-    # stored without findings: the diagnosis' rule derives them from the model (rank 1 named)
-    assert [f.category for f in result.diagnosis.findings][:1] == ["straggler"]
-
-
-def test_analysis_schema_2_attribution_reads_as_a_diagnosis_of_the_traces() -> None:
-    table = _table(steps=20, ranks=2, extra={})
-    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
-    assert diagnosis is not None
-    attribution = diagnosis.model_dump(
-        include={"basis", "steps", "ranks", "step_s", "parts", "cross_checks"}
-    )
-    v2 = {
-        "schema_version": 2,
-        "torchscale_version": "0.9",
-        "target": "sync_stalls",
-        "source": "d",
-        "tool": "torch",
-        "world_size": 2,
-        "ranks_analysed": 2,
-        "backend": "gloo",
-        "device_type": "cpu",
-        "cycle_us": 1.0,
-        "sync_stall_pct": None,
-        "exposed_comm_pct": None,
-        "overlap_pct": None,
-        "attribution": {**attribution, "straggler": None},
-        "unavailable": {"attribution": "x"},
-    }
-    analysis = ProfileAnalysis.model_validate(v2)
-    assert analysis.diagnosis is not None and analysis.diagnosis.source == "traces"
-    stored = Finding(code="profile.stored", figures={"words": "x"})
-    assert analysis.unavailable == {"diagnosis": stored}
-
-
 def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
     """More ranks than cores on a host: the scheduler delays one rank like a straggler."""
     from torchscale.contracts.schema.cell_telemetry import HostLoad, Telemetry
@@ -364,21 +298,23 @@ def test_the_timers_diagnosis_rebuilt_from_a_folder_carries_the_runs_caveat() ->
     """`profile analyze` of a run's folder rebuilds the phase timers' diagnosis from its
     steps.jsonl as rank 0 built it, busy-machine caveat included: else the re-analysis and
     the run's own analysis.json quote the timers' straggler differently."""
-    import json
     from pathlib import Path
 
     from torchscale.contracts.schema.cell_telemetry import HostLoad, Telemetry
     from torchscale.offline.analysis.diagnosis import busy_caveat
+    from torchscale.offline.results.documents import read_cell
     from torchscale.offline.results.profile_windows import timer_diagnosis
-    from torchscale.offline.results.versions import parse_cell_result
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
     run = fixtures / "cpu_sweep_profile/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
-    result = parse_cell_result(json.loads((run / "result.json").read_text()))[0]
-    assert result is not None and result.diagnosis is not None
+    result = read_cell(run / "result.json").doc
+    assert result is not None  # torchscale 0.3.0 stored no diagnosis of its own
     host = HostLoad.model_construct(host="vm", ranks=[0, 1], cores=2, busy=True, other_cores=1.5)
     telemetry = Telemetry.model_construct(hosts=[host])
-    traced = result.diagnosis.model_copy(update={"source": "traces"})  # rebuilt, not stored
+    # an analysis rewrote the result with the traces' diagnosis: the timers' is rebuilt
+    stored = diagnose(RunEvidence(timers=TimerEvidence(steps=_table(steps=20, ranks=2, extra={}))))
+    assert stored is not None
+    traced = stored.model_copy(update={"source": "traces"})
     update = {"diagnosis": traced, "telemetry": telemetry}
     timers = timer_diagnosis(run, result.model_copy(update=update))
     assert timers is not None and timers.busy is not None

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 import torchscale.contracts.schema as schema_package
+from torchscale.contracts.versioned import VersionError
 from torchscale.interfaces.api.predict import PredictRequest, run_predict
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.results import documents
@@ -24,7 +25,7 @@ from torchscale.offline.results.experiment import load
 PACKAGE = Path(documents.__file__).parents[2]
 SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling"
 # what only a reader in offline/results/ may call on a stored document
-READING = {"version_problem", "read_cell_result", "parse_cell_result", "read_analysis"}
+READING = {"version_problem", "_upgraded"}
 STORED_MODELS = {
     "CellResult",
     "ProfileAnalysis",
@@ -83,53 +84,85 @@ def test_nothing_outside_offline_results_reads_a_stored_document_itself() -> Non
     assert offenders == {}, "read stored documents through offline/results/documents.py"
 
 
+def _spy_on_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every stored file a reader of documents.py opens, as 'folder/name', from here on."""
+    read: list[str] = []
+    original = documents.read_json
+
+    def spy(path: Path) -> Any:
+        read.append(f"{path.parent.name}/{path.name}")
+        return original(path)
+
+    monkeypatch.setattr(documents, "read_json", spy)
+    return read
+
+
 @pytest.fixture
 def experiment(tmp_path: Path) -> Path:
-    """The 8-cell sweep with a cell and a comm run of a newer schema than this one reads."""
+    """The 8-cell sweep with a cell and a comm run no torchscale could have written."""
     root = Path(shutil.copytree(SWEEP, tmp_path / "sweep"))
     (root / "comm").mkdir()
     for folder, kind in (("cells", "torchscale.cell"), ("comm", "torchscale.comm")):
-        newer = {"kind": kind, "schema_version": 999}
-        (root / folder / "zz-newer.json").write_text(json.dumps(newer), encoding="utf-8")
+        bad = {"kind": kind, "schema_version": 0}
+        (root / folder / "zz-bad.json").write_text(json.dumps(bad), encoding="utf-8")
     return root
 
 
 def test_loader_report_and_predict_reach_the_one_reader(
     experiment: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read: list[str] = []
-    for name in ("read_cell_result", "read_json"):  # the cell reader's and the other kinds'
-        original = getattr(documents, name)
-
-        def spy(path: Path, original: Any = original) -> Any:
-            read.append(f"{path.parent.name}/{path.name}")
-            return original(path)
-
-        monkeypatch.setattr(documents, name, spy)
+    read = _spy_on_reads(monkeypatch)
     cells = {f"cells/{p.name}" for p in (experiment / "cells").glob("*.json")}
-    newer_cell = experiment / "cells" / "zz-newer.json"
-    newer_comm = experiment / "comm" / "zz-newer.json"
-    why_cell, why_comm = documents.read_cell(newer_cell).problem, documents.read_comm(newer_comm)
-    assert why_cell and "newer than this torchscale reads" in why_cell
-    assert why_comm.problem and "newer than this torchscale reads" in why_comm.problem
+    bad_cell = experiment / "cells" / "zz-bad.json"
+    bad_comm = experiment / "comm" / "zz-bad.json"
+    why_cell, why_comm = documents.read_cell(bad_cell).problem, documents.read_comm(bad_comm)
+    assert why_cell == "bad schema_version 0"
+    assert why_comm.problem == "bad schema_version 0"
 
     read.clear()
     loaded = load(experiment)
     assert set(read) >= cells
-    assert dict(loaded.skipped) == {newer_cell: why_cell}
+    assert dict(loaded.skipped) == {bad_cell: why_cell}
 
     read.clear()
     sources = read_sources(experiment)
-    assert set(read) >= cells | {"comm/zz-newer.json"}
+    assert set(read) >= cells | {"comm/zz-bad.json"}
     assert {(s.path, s.reason) for s in sources.skipped} == {
-        (str(newer_cell), why_cell),
-        (str(newer_comm), why_comm.problem),
+        (str(bad_cell), why_cell),
+        (str(bad_comm), why_comm.problem),
     }
 
     read.clear()
     run = run_predict(PredictRequest(experiment, [16], write=False))
-    assert set(read) >= cells | {"comm/zz-newer.json"}
+    assert set(read) >= cells | {"comm/zz-bad.json"}
     assert {(r.what, r.why) for r in run.skipped} == {
-        (str(newer_cell), why_cell),
-        (str(newer_comm), why_comm.problem),
+        (str(bad_cell), why_cell),
+        (str(bad_comm), why_comm.problem),
     }
+
+
+@pytest.mark.parametrize("folder", ["cells", "comm"])
+def test_loader_report_and_predict_stop_at_another_version_with_the_same_line(
+    tmp_path: Path, folder: str
+) -> None:
+    """A file of another version is not skipped but stops every reader of its folder: nothing
+    is read from a folder half converted, and each says the one line."""
+    root = Path(shutil.copytree(SWEEP, tmp_path / "sweep"))
+    (root / "comm").mkdir()
+    kind = documents.CELL if folder == "cells" else documents.COMM
+    older = root / folder / "zz-older.json"
+    older.write_text(json.dumps({"kind": kind.name, "schema_version": kind.version - 1}))
+    with pytest.raises(VersionError) as raised:
+        kind.read(older)
+    line = str(raised.value)
+    assert line.startswith(f"{older}: {kind.what} of schema {kind.version - 1}; ")
+    readers = [
+        lambda: read_sources(root),
+        lambda: run_predict(PredictRequest(root, [16], write=False)),
+    ]
+    if folder == "cells":  # the loader reads cells alone
+        readers.append(lambda: load(root))
+    for read in readers:
+        with pytest.raises(VersionError) as again:
+            read()
+        assert str(again.value) == line

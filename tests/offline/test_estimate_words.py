@@ -1,73 +1,13 @@
-"""Schema 20 stores why a figure has no interval (`Estimate.reason`) and why it is null
-(`unavailable`) as codes; the reader turns the sentences schema 16-19 stored back into their
-codes where today's words say them exactly (offline/results/upgrades/estimate_words.py)."""
+"""Why a figure has no interval (`Estimate.reason`) and why it is null (`unavailable`) are
+stored as codes, worded when shown: today's writers store no sentence there."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.estimates import SAID
 from torchscale.offline.analysis.uncertainty import judged, one_unit, percentile_of_steps
-from torchscale.offline.results.upgrades.stored_words import upgrade_v19
-from torchscale.offline.results.versions import read_cell_result
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-# one finding per sentence schema 19 stored; today's words for it are those words
-STORED_BY_19 = [
-    *(Finding(code=code) for code in SAID),
-    Finding(code="estimate.one_unit", figures={"unit": "repeat"}),
-    Finding(code="estimate.inside_noise", figures={"edge": 0.0}),
-    Finding(code="estimate.inside_noise", figures={"above": 1.0}),
-    Finding(code="estimate.range_only", figures={"n": 3, "unit": "step"}),
-    Finding(code="estimate.wait_not_separable", figures={"world_size": 4}),
-    Finding(code="estimate.wait_not_separable", figures={"world_size": None}),
-    Finding(
-        code="estimate.rest_after",
-        figures={"label": "waiting", "reason": {"code": "estimate.not_recorded", "figures": {}}},
-    ),
-]
-UNAVAILABLE_BY_19 = [
-    Finding(code="estimate.inside_noise", figures={"edge": 0.0}),  # a null share's copy
-    Finding(code="unavailable.probe_failed", figures={"rank": 1, "error": "OSError: disk (x)"}),
-    Finding(code="unavailable.probe_no_trace", figures={"notes": []}),
-    Finding(
-        code="unavailable.schedstat_unreadable",
-        figures={"path": "/proc/thread-self/schedstat", "error": "FileNotFoundError: gone"},
-    ),
-]
-
-
-NULL = {"value": None, "low": None, "high": None, "n": 0, "method": "m", "measurable": False}
-
-
-def _read(estimate_reason: str) -> Any:
-    estimate = {**NULL, "reason": estimate_reason}
-    data = {"schema_version": 19, "warnings": [], "intervals": {"step_p50": estimate}}
-    return upgrade_v19(data)["intervals"]["step_p50"]["reason"]
-
-
-@pytest.mark.parametrize("finding", STORED_BY_19, ids=lambda f: f"{f.code}{f.figures}")
-def test_an_estimates_reason_of_schema_19_reads_as_its_code(finding: Finding) -> None:
-    assert _read(say(finding)) == finding.model_dump()
-
-
-@pytest.mark.parametrize("finding", UNAVAILABLE_BY_19, ids=lambda f: f.code)
-def test_a_reason_of_unavailable_of_schema_19_reads_as_its_code(finding: Finding) -> None:
-    data = {"schema_version": 19, "warnings": [], "unavailable": {"x": say(finding)}}
-    assert upgrade_v19(data)["unavailable"] == {"x": finding.model_dump()}
-
-
-def test_words_today_does_not_say_stay_as_stored() -> None:
-    assert _read("one step, give or take") == "one step, give or take"
-    assert _read("not measurable above noise: its 95 % interval reaches 0.0") == (
-        "not measurable above noise: its 95 % interval reaches 0.0"  # today says '0'
-    )
 
 
 def _stored_reasons(node: Any) -> list[Any]:
@@ -110,19 +50,3 @@ def test_todays_worker_stores_no_sentence_in_an_estimate_or_unavailable() -> Non
     assert reasons and all(not isinstance(r, str) for r in reasons), reasons
     words = {k: v for k, v in result.unavailable.items() if isinstance(v, str)}
     assert not words
-
-
-@pytest.mark.parametrize(
-    "path",
-    sorted(FIXTURES.glob("results_v*/*.json")) + sorted(FIXTURES.glob("tp_profiled_v7/*.json")),
-    ids=lambda p: f"{p.parent.name}/{p.name}",
-)
-def test_a_kept_result_read_today_gives_its_figures_reasons_as_codes(path: Path) -> None:
-    """The point figures and intervals the reader derives for an older result are today's
-    writers too: their reasons are codes, never a sentence."""
-    read = read_cell_result(path)
-    if read.result is None:
-        pytest.skip(f"not a cell result: {read.problem}")
-    reasons = [r for r in _stored_reasons(read.result.model_dump(mode="json")) if r is not None]
-    assert reasons  # the result has figures without an interval to say why of
-    assert all(not isinstance(r, str) for r in reasons), [r for r in reasons if isinstance(r, str)]

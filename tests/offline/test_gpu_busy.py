@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
+from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, read_cell
 from torchscale.contracts import wording
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
@@ -24,7 +24,7 @@ from torchscale.offline.analysis.trace.gpu_busy import (
     busy_over_wall,
     host_bound_verdict,
 )
-from torchscale.offline.results.upgrades.host_bound import judged_host_bound, with_host_bound
+from torchscale.offline.results.host_bound import judged_host_bound, with_host_bound
 from torchscale.offline.traces.kineto import read_kineto
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -124,7 +124,6 @@ def _host_titles(result: CellResult) -> list[str]:
     return [f.title for f in result.diagnosis.findings if f.category == "host_bound"]
 
 
-@needs_h100
 def test_the_measured_share_decides_where_mfu_arithmetic_said_the_opposite() -> None:
     """tiny-mlp on the H100 (MFU under 1 %) is host-bound by arithmetic; GPT-2 compiled (MFU
     35 %) is never judged. Traced: tiny-mlp busy 95 % is not host-bound, GPT-2 busy 30 % is,
@@ -156,7 +155,6 @@ def test_the_measured_share_decides_where_mfu_arithmetic_said_the_opposite() -> 
     assert any(": compute " in t for t in [line.text for line in cell_lines(busy_tiny)])
 
 
-@needs_h100
 def test_the_reports_step_split_calls_a_host_bound_steps_compute_launch_time(
     tmp_path: Path,
 ) -> None:

@@ -1,31 +1,23 @@
-"""The host-bound verdict and the window-edge rule on the first H100 run's own outputs (read in
-place; skipped when absent): its tiny-model cells are host-bound by arithmetic on every surface,
-read without each window's first step their CV is the steady state's, and the compiled GPT-2
-cell (MFU 35 %) is not host-bound. Beside them, the busy probe's verdict (schema 16) and a CPU
-cell, which never gets a host-bound line."""
+"""The host-bound verdict on the first H100 run's own outputs (its converted copy,
+tests/fixtures/h100_first_run): its tiny-model cells are host-bound by arithmetic on every
+surface, and the compiled GPT-2 cell (MFU 35 %) is not host-bound. Beside them, a CPU cell, which
+never gets a host-bound line."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
-from torchscale.contracts import wording
-from torchscale.contracts.finding import Finding as Verdict
-from torchscale.contracts.schema.cell_result import CellResult, HostBound
+from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, read_cell
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
 from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
-from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.offline.analysis.uncertainty import mfu_estimate
-from torchscale.offline.results import load
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
-from torchscale.offline.results.upgrades.host_bound import ARITHMETIC_METHOD, with_host_bound
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.host_bound import ARITHMETIC_METHOD, with_host_bound
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -39,7 +31,6 @@ def _host_findings(result: CellResult) -> list[str]:
     return [f.title for f in result.diagnosis.findings if is_host_bound_verdict(f)]
 
 
-@needs_h100
 def test_the_tiny_h100_cells_are_host_bound_by_arithmetic_first_on_every_surface() -> None:
     for stem in ("tiny-mlp__b16__w1", "tiny-mlp__b32__w1", "tiny-gpt2__b16__w1"):
         result = _read(DEFAULT_SWEEP, stem)
@@ -83,7 +74,6 @@ def test_the_tiny_h100_cells_are_host_bound_by_arithmetic_first_on_every_surface
     assert first_note.strip(" ·").startswith("host-bound (by arithmetic)")
 
 
-@needs_h100
 def test_the_compiled_gpt2_cell_is_not_host_bound() -> None:
     result = _read(WORKLOAD / "runs" / "compiled", "gpt2__b8__w1__bf16__ddp__884cfc44")
     assert result.compute is not None and (result.compute.mfu or 0) > 0.3
@@ -105,78 +95,16 @@ def test_the_compiled_gpt2_cell_is_not_host_bound() -> None:
     assert (why(twice.reason) or "").count("no MFU to judge") == 1, twice.reason
 
 
-@needs_h100
-def test_old_h100_cells_are_read_without_each_windows_first_step(tmp_path: Path) -> None:
-    raw = json.loads(h100_cell(DEFAULT_SWEEP, "tiny-mlp__b16__w1").read_text(encoding="utf-8"))
-    assert raw["step_time"]["cv"] > 0.19 and raw["warnings"]  # as written: step 0 timed
-    result = _read(DEFAULT_SWEEP, "tiny-mlp__b16__w1")
-    assert result.step_time is not None and 0.04 < result.step_time.cv < 0.075
-    assert result.step_time.count == 36  # 4 windows of 10, less each window's step 0
-    assert result.ranks[0].step_time.count == 36
-    assert result.intervals is not None and result.intervals.step_p50_s.n == 36
-    assert result.unavailable["step_time"] == EDGE_NOTE
-    codes = [w.finding.code for w in result.warnings if w.finding is not None]
-    assert codes.count("warning.edge_steps_dropped") == 1  # every surface listing them says it
-    assert "warning.step_time_cv" not in codes
-    row = cells_table([result]).iloc[0]
-    # its repeats lie within ±7.2 % of their median: too few of them, and the steps settled
-    assert row["reliability"] == "too few repeats"
-    # tiny-mlp b32: its spread allows it, so the edge step alone no longer makes it noisy
-    b32 = cells_table([_read(DEFAULT_SWEEP, "tiny-mlp__b32__w1")]).iloc[0]
-    assert b32["reliability"] == "reliable"
-    # the steps table is read by the same rule
-    steps = load(DEFAULT_SWEEP).steps
-    assert len(steps) and not (steps["step"] == 0).any()
-    # without its steps file the result is read as written
-    alone = tmp_path / "exp"
-    (alone / "cells").mkdir(parents=True)
-    shutil.copy(h100_cell(DEFAULT_SWEEP, "tiny-mlp__b16__w1"), alone / "cells")
-    (read,) = [read_cell_result(p) for p in (alone / "cells").glob("*.json")]
-    assert read.result is not None and read.result.step_time is not None
-    assert read.result.step_time.cv > 0.19 and "step_time" not in read.result.unavailable
-
-
-@needs_h100
-def test_the_busy_probe_decides_where_it_measured() -> None:
-    """A schema-16 cell with a probe is judged by it, not by arithmetic: busy 12 % of the
-    step is host-bound (the title gives the share), busy 90 % is not, whatever its MFU."""
-    result = _read(DEFAULT_SWEEP, "tiny-mlp__b16__w1")
-    assert result.diagnosis is not None
-    bare = result.model_copy(
-        update={"diagnosis": result.diagnosis.model_copy(update={"findings": []})}
-    )
-
-    def probed(share: float, host_bound: bool) -> CellResult:
-        probe = HostBound(
-            gpu_busy_s=share * 0.002,
-            step_s=0.002,
-            gpu_busy_share=share,
-            host_bound=host_bound,
-            method="sleep probe: 3 steps issued behind a 32 ms GPU sleep",
-            reason=None,
-        )
-        return with_host_bound(bare.model_copy(update={"host_bound": probe}))
-
-    busy = probed(0.12, True)
-    # its words from its code, as the traced verdict's: no second wording of the verdict
-    said = wording.say(Verdict(code=PROBE_LAUNCH_TIME, figures={"busy_share": 0.12}))
-    assert _host_findings(busy) == [said]
-    assert said.startswith("host-bound: the GPU is busy 12.0 % of the step (sleep probe)")
-    assert busy.host_bound is not None and busy.host_bound.method.startswith("sleep probe")
-    assert _host_findings(probed(0.9, False)) == []
-
-
 def test_a_cpu_cell_never_gets_a_host_bound_line() -> None:
     (path,) = sorted((FIXTURES / "cpu_one_step" / "cells").glob("*.json"))
-    read = read_cell_result(path)
-    assert read.result is not None and read.result.cell.device == "cpu"
-    assert read.result.host_bound is None
-    findings = read.result.diagnosis.findings if read.result.diagnosis is not None else []
+    result = read_cell(path)
+    assert result.cell.device == "cpu"
+    assert result.host_bound is None
+    findings = result.diagnosis.findings if result.diagnosis is not None else []
     assert not any(f.category == "host_bound" for f in findings)
-    assert not any("host-bound" in line.text for line in cell_lines(read.result, verbose=True))
+    assert not any("host-bound" in line.text for line in cell_lines(result, verbose=True))
 
 
-@needs_h100
 def test_the_h100_sweeps_report_names_host_bound_without_a_cost_it_did_not_measure(
     tmp_path: Path,
 ) -> None:

@@ -1,6 +1,6 @@
 """What the second H100 run wrote at schema 16 (tests/fixtures/h100_second_run, kept in the
-project: a GPU is rarely lent). Only a GPU writes these: power from the energy counter at the
-700 W limit, SwPowerCap with the SM clock down to 79 % of its top, NVML averages over windows
+project, converted: a GPU is rarely lent). Only a GPU writes these: power from the energy counter
+at the 700 W limit, SwPowerCap with the SM clock down to 79 % of its top, NVML averages over windows
 too short to judge, the busy probe where the host waited for the GPU, and the fixed costs of a
 CUDA context and an NCCL communicator."""
 
@@ -56,10 +56,11 @@ def test_a_gpu_held_at_its_default_power_limit_is_context_not_an_action() -> Non
     assert "SwPowerCap in 42 of 44" in words and "drawing 676 W, 97 % of its limit" in words
     assert not [w for w in cell.warnings if w.kind == "throttling"]
     assert throttling_finding(cell, "gpt2 b16") is None
-    # the b8 cell's verdict was at its power limit already: kept as stored, in its own words
+    # the b8 cell's verdict was at its power limit already: kept as stored (the words its basis
+    # was stored in have no code: not kept)
     b8 = _sweep("gpt2__b8__w1")
     assert b8.telemetry is not None and b8.telemetry.throttled is False
-    assert b8.telemetry.ranks[0].clock_basis is not None
+    assert b8.telemetry.ranks[0].clock_verdict == "at_power_limit"
 
 
 def test_the_report_of_the_second_h100_sweep_gives_the_power_limit_no_action(
@@ -90,9 +91,13 @@ def test_a_gpu_cell_itemises_its_fixed_costs_and_says_why_the_probe_could_not_ju
     assert costs.process_group_init_s is not None and costs.process_group_init_s > 0
     probe = cell.host_bound
     # GPT-2's steps fill the launch queue behind the probe's sleep: the host waited for the
-    # GPU, so the busy share is not measured and no host-bound verdict is given
+    # GPU, so the busy share is not measured and no host-bound verdict is given (the probe
+    # stored why in words, which no code says: not recorded)
     assert probe is not None and probe.host_bound is None and probe.gpu_busy_share is None
-    assert probe.reason is not None and "GPU sleep" in (why(probe.reason) or "")
+    assert probe.reason is not None and probe.reason.code == "host_bound.not_judged"
+    said = why(probe.reason) or ""
+    assert said.startswith("not recorded by the torchscale that wrote this file (its schema 16)")
+    assert said.endswith("at least 1 %: not judged")
     assert cell.diagnosis is None or not any(
         f.title.startswith("host-bound") for f in cell.diagnosis.findings
     )

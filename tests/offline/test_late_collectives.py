@@ -27,7 +27,6 @@ UNNAMED = StragglerVerdict(
     p_value=None,
     min_effect_s=0.05 * STEP_S,
     test="the own-work test",
-    summary="nobody named",
 )
 NO_ORDER = StragglerAnalysis(
     straggler=None,

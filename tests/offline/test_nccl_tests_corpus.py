@@ -404,6 +404,13 @@ def test_times_printed_with_an_exponent() -> None:
     assert result.rows[-2].time_us == 1.6e07 and result.rows[-1].time_us == 1.7e07
 
 
+def test_a_failed_run_keeps_its_failure_line_as_a_figure() -> None:
+    result = read_nccl_tests(CORPUS / "h100_two_nodes_first_run_failed.txt")
+    [warning] = result.warnings
+    assert warning.code == "comm.import.run_failed" and warning.figures["line"] == 1
+    assert warning.figures["failure"].startswith("line 18: cnode2-001: Test NCCL failure")
+
+
 # --- tables pasted without their column header ----------------------------------------------------
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_DIR
-from tests.h100_replay import read_cell
+from tests.h100_replay import H100_DIR, read_cell
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.report.parts.context import (
@@ -26,15 +25,14 @@ from torchscale.offline.results.frame import cell_row
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H200_ZOO = FIXTURES / "h200_zoo_compiled"
-KEPT = [FIXTURES / "h100_second_run", H200_ZOO, SHARED_DIR / "gpu" / "h100-2026-11-26"]
+KEPT = [FIXTURES / "h100_second_run", H200_ZOO, H100_DIR]
 FIRST_H100_COMPILED = (
-    SHARED_DIR
-    / "gpu/h100-2026-11-26/workload/runs/compiled/cells/gpt2__b8__w1__bf16__ddp__884cfc44.json"
+    H100_DIR / "workload/runs/compiled/cells/gpt2__b8__w1__bf16__ddp__884cfc44.json"
 )
 
 
 def _kept_cells() -> list[Path]:
-    return sorted(p for root in KEPT if root.is_dir() for p in root.glob("**/cells/*.json"))
+    return sorted(p for root in KEPT for p in root.glob("**/cells/*.json"))
 
 
 def _ratio(row: dict, name: str) -> tuple[float, float]:
@@ -42,17 +40,12 @@ def _ratio(row: dict, name: str) -> tuple[float, float]:
 
 
 def test_every_kept_gpu_cells_mfu_interval_is_its_throughputs_scaled() -> None:
-    """The same relative interval on every kept GPU cell that has an MFU, as stored and as a
-    result before schema 8 (no stored intervals: both re-derived from the repeats) reads it."""
+    """The same relative interval on every kept GPU cell that has an MFU."""
     rows = [cell_row(r) for r in map(read_cell, _kept_cells()) if r.compute and r.compute.mfu]
     with_interval = [r for r in rows if r["samples_per_s_low"] is not None]
     assert len(with_interval) >= 10  # h100_second_run 6, zoo 2, the first H100 run's
     for row in with_interval:
         assert _ratio(row, "mfu") == pytest.approx(_ratio(row, "samples_per_s"), rel=1e-9)
-    cell = read_cell(next(H200_ZOO.glob("cells/bert-large*.json")))
-    before_8 = cell_row(cell.model_copy(update={"intervals": None}))  # as a v7 result reads
-    assert before_8["mfu_low"] is not None
-    assert _ratio(before_8, "mfu") == pytest.approx(_ratio(before_8, "samples_per_s"))
 
 
 def test_an_mfu_is_measurable_only_where_its_throughput_is() -> None:
@@ -82,8 +75,6 @@ def test_the_first_screen_says_mfu_not_measurable_beside_a_throughput_not_measur
 def test_the_console_says_why_the_step_interval_is_narrower_than_the_rates() -> None:
     """The first H100 run's GPT-2 b8 compiled: '400 ±120 samples/sec' beside '19.25 ms [19.13,
     19.56]': two estimators kept on purpose, so the cell's lines say what each is over."""
-    if not FIRST_H100_COMPILED.is_file():
-        pytest.skip("the first H100 run (../shared/gpu) is not here")
     lines = [line.text for line in cell_lines(read_cell(FIRST_H100_COMPILED))]
     assert lines[0].startswith("> [INFO] Average Throughput: 400 ±120")
     assert lines[1].startswith("> [INFO] Iteration Latency: 19.25 ms [19.13, 19.56]")

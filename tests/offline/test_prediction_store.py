@@ -17,6 +17,7 @@ from torchscale.contracts.schema.forecast import (
     ForecastScore,
     ForecastTerm,
 )
+from torchscale.contracts.versioned import VersionError
 from torchscale.offline.results.forecast_store import (
     forecast_path,
     new_forecast_id,
@@ -104,14 +105,16 @@ def test_unscored_forecast_has_one_row(tmp_path: Path) -> None:
 def test_bad_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
     good = _forecast(_key())
     write_forecast(tmp_path, good)
-    newer = json.loads(good.model_dump_json()) | {"schema_version": 99, "id": "newer"}
-    (tmp_path / "forecasts" / "newer.json").write_text(json.dumps(newer))
     (tmp_path / "forecasts" / "torn.json").write_text("{")
     stored = read_forecasts(tmp_path)
     assert stored.forecasts == [good]
     reasons = {path.name: why for path, why in stored.skipped}
-    assert "upgrade torchscale" in reasons["newer.json"]
-    assert "not valid JSON" in reasons["torn.json"]
+    assert list(reasons) == ["torn.json"] and "not valid JSON" in reasons["torn.json"]
+    # a forecast of a newer version stops the read with the one line
+    newer = json.loads(good.model_dump_json()) | {"schema_version": 99, "id": "newer"}
+    (tmp_path / "forecasts" / "newer.json").write_text(json.dumps(newer))
+    with pytest.raises(VersionError, match=r"forecast of schema 99; .*upgrade torchscale"):
+        read_forecasts(tmp_path)
 
 
 def test_key_of_a_cell_matches_its_forecast() -> None:

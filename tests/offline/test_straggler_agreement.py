@@ -4,6 +4,7 @@ timers' verdict (the measured windows, what `benchmark` judges) against the trac
 
 from __future__ import annotations
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     Diagnosis,
@@ -12,6 +13,8 @@ from torchscale.contracts.schema.cell_result import (
     StragglerKind,
     StragglerVerdict,
 )
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
@@ -20,15 +23,30 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     phase_timer_checks,
     with_inflation,
 )
+from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
 
 GAP = Estimate(value=0.012, low=0.010, high=0.015, n=24, method="m", measurable=True)
 STEP = Estimate(value=0.04, low=0.039, high=0.041, n=24, method="m", measurable=True)
 
 
+# why the hand-made verdicts name nobody, as the diagnosis stores it (kind.py)
+NOISE = Finding(code="straggler.noise_interval")
+BELOW = Finding(
+    code="straggler.below_minimum", figures={"share": 0.05, "min_effect_s": 0.002, "step_s": 0.04}
+)
+
+
 def verdict(
-    rank: int | None, kind: StragglerKind | None = None, why: str | None = None
+    rank: int | None, kind: StragglerKind | None = None, why: Finding | None = None
 ) -> StragglerVerdict:
     named = rank is not None
+    gap = (GAP.value, GAP.low, GAP.high)
+    if named:
+        assert kind is not None
+        line = named_summary(rank, kind, gap, "forward")
+    else:
+        assert why is not None
+        line = unnamed_summary(1, gap, why)
     return StragglerVerdict(
         named=named,
         rank=rank,
@@ -39,9 +57,9 @@ def verdict(
         min_effect_s=0.002,
         kind=kind,
         kind_basis=f"{kind} evidence" if kind else None,
-        not_named=why,
+        why_not=why,
         test="t",
-        summary=f"rank {rank}, {kind}" if named else f"none ({why})",
+        said=line,
     )
 
 
@@ -64,12 +82,12 @@ def test_the_same_rank_and_kind_agree() -> None:
 
 
 def test_nobody_on_both_sides_agrees() -> None:
-    found = check(verdict(None, why="could be noise"), verdict(None, why="below the minimum"))
+    found = check(verdict(None, why=NOISE), verdict(None, why=BELOW))
     assert found.agrees is True and said(found.detail).startswith("neither names a rank")
 
 
 def test_traces_too_few_to_name_say_so_and_ask_for_more_steps() -> None:
-    found = check(verdict(1, "compute"), verdict(None, why="could be noise"))
+    found = check(verdict(1, "compute"), verdict(None, why=NOISE))
     assert found.agrees is False
     assert "the timers (96 measured steps) name rank 1, compute" in said(found.detail)
     assert "the traces (10 traced steps) none: could be noise" in said(found.detail)
@@ -77,8 +95,9 @@ def test_traces_too_few_to_name_say_so_and_ask_for_more_steps() -> None:
 
 
 def test_timers_that_name_nobody_give_their_reason_without_the_hint() -> None:
-    found = check(verdict(None, why="below the minimum effect"), verdict(1, "compute"))
-    assert found.agrees is False and said(found.detail).endswith("below the minimum effect")
+    found = check(verdict(None, why=BELOW), verdict(1, "compute"))
+    assert found.agrees is False and said(found.detail).endswith(": " + say(BELOW))
+    assert say(BELOW) == "below the 5 % minimum effect (2 ms of a 40 ms step)"
 
 
 def test_another_kind_for_the_same_rank_names_both_kinds_evidence() -> None:
@@ -113,11 +132,14 @@ def test_under_inflation_the_traces_verdict_is_judged_by_the_same_rule() -> None
     """One rule of agreement whichever source heads: the same rank and kind agree and quote
     the traces' verdict (the cross-check); another kind for that rank disagrees, as it does
     where the traces head."""
-    same = inflated_check(verdict(1, "compute"), verdict(1, "compute"))
-    assert same.agrees is True and said(same.detail) == "both name rank 1, compute: rank 1, compute"
+    traces = verdict(1, "compute")
+    same = inflated_check(verdict(1, "compute"), traces)
+    line = verdict_words.summary(traces)
+    assert line.startswith("rank 1 is a straggler (compute")
+    assert same.agrees is True and said(same.detail) == f"both name rank 1, compute: {line}"
     other_kind = inflated_check(verdict(1, "host"), verdict(1, "compute"))
     assert other_kind.agrees is False and "different evidence" in said(other_kind.detail)
-    silent = inflated_check(verdict(1, "compute"), verdict(None, why="could be noise"))
+    silent = inflated_check(verdict(1, "compute"), verdict(None, why=NOISE))
     assert silent.agrees is False and said(silent.detail).endswith(
         "trace more steps (--profile-steps)"
     )

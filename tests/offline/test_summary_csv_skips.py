@@ -4,12 +4,11 @@ reason, not that the cell failed to finish."""
 
 from __future__ import annotations
 
-from tests.h100_replay import DEFAULT_SWEEP, needs_h100, read_cells
+from tests.h100_replay import DEFAULT_SWEEP, read_cells
 from torchscale.offline.analysis.scaling_efficiency import NOT_MEASURED, REASON_COLUMN
 from torchscale.offline.results.frame import cells_table
 
 
-@needs_h100
 def test_a_planned_skip_says_skipped_and_why_in_summary_csv() -> None:
     results = read_cells(DEFAULT_SWEEP)
     table = cells_table(results).set_index("cell_id")

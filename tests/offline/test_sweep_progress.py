@@ -75,7 +75,7 @@ def _experiment(
 ) -> Experiment:
     results = [CellResult(cell=_cell(i), status=Status.OK) for i in ok]
     bad = [(Path("x/cells") / f"{i}.json", "not valid JSON") for i in skipped]
-    return Experiment(Path("x"), {}, {}, results, {}, bad, state, started)
+    return Experiment(Path("x"), {}, {}, results, bad, state, started)
 
 
 PLAN = [PlannedCell(id=f"c{i}", label=f"m b8 x{i} fp32 ddp") for i in range(4)]
@@ -116,10 +116,10 @@ def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> Non
     """Kubernetes (handed on) or a detached Slurm follower: 'running' with a reason; a cell the
     plan skipped is skipped, a started one with no result is not yet run, never 'stopped'."""
     by = "handed to Kubernetes; torchscale does not follow its jobs"
-    plan = [
-        *PLAN[:3],
-        PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip_reason="needs 8"),
-    ]  # schema 1
+    needs = Finding(
+        code="plan.needs_gpus", figures={"have": 1, "source": None, "gpus": 8, "nodes": 1}
+    )
+    plan = [*PLAN[:3], PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip=needs)]
     state = SweepState(phase="running", planned=plan, finished=0, stopped_by=by)
     progress = sweep_progress(_experiment(state, ok=["c0", "c1"], started=["c2"]))
     assert [c.state for c in progress.cells] == ["ok", "ok", "no result yet", "skipped"]
@@ -127,7 +127,8 @@ def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> Non
     assert progress.during is None
     assert progress.sentence() == (
         f"Sweep not followed to its end ({by}): 2 measured, 1 no result yet, 1 skipped by "
-        "design. No result yet: m b8 x2 fp32 ddp. Skipped by design (needs 8): m b8 x3 fp32 ddp."
+        "design. No result yet: m b8 x2 fp32 ddp. Skipped by design (needs 8 GPUs; this node has "
+        "1): m b8 x3 fp32 ddp."
     )
 
 
@@ -172,20 +173,3 @@ def test_a_signal_is_said_of_its_own_cell_only() -> None:
     by_id = {c.id: c for c in sweep_progress(experiment).cells}
     assert by_id["c2"].why is not None and by_id["c2"].why.startswith("stopped by SIGTERM")
     assert by_id["c1"].why is not None and "stopped, killed or still running" in by_id["c1"].why
-
-
-def test_a_schema_2_sentence_is_shown_as_stored_and_marked() -> None:
-    """Before every planner check answered with its code, schema 2 stored some skips as
-    `plan.infeasible` quoting the line: it reads, and shows that line as an older file stored
-    it (no torchscale writes that code now)."""
-    stored = {"said": "world size 3 is not divisible by the mesh (tp 2)"}
-    skip = Finding(code="plan.infeasible", figures=stored)
-    plan = [*PLAN[:3], PlannedCell(id="c3", label="m b8 x3 fp32 ddp", skip=skip)]
-    state = SweepState.model_validate_json(
-        SweepState(phase="complete", planned=plan, finished=3).model_dump_json()
-    )
-    progress = sweep_progress(_experiment(state, ok=["c0", "c1", "c2"], started=[]))
-    assert progress.cells[3].state == "skipped"
-    assert progress.cells[3].why == (
-        "world size 3 is not divisible by the mesh (tp 2) (as an older sweep.json stored it)"
-    )

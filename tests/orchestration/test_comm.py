@@ -18,7 +18,6 @@ from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
 from torchscale.contracts.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
-from torchscale.offline.comm.gate import VERDICTS, gate
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
@@ -27,6 +26,7 @@ from torchscale.contracts.wording import say
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.comm import comm_lines, narrow_table, row_line
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.offline.comm.gate import VERDICTS, gate
 from torchscale.offline.comm.nccl_footer import average_busbw, summarize, wrong_total
 from torchscale.offline.comm.nccl_tests import read_nccl_tests
 from torchscale.offline.comm.rows import RankTiming, measured_row, percentile, unmeasured_row

@@ -67,20 +67,6 @@ def _failed(reason: str) -> Finding:
     return Finding(code="compile.failed", figures={"reason": reason, "tools": False})
 
 
-def test_an_older_kept_pass_reads_as_its_stored_words(xdg: Path) -> None:
-    """A version-1 entry stored its PASS as words: read back as stored words, not re-worded."""
-    env = {"PATH": os.environ.get("PATH", "")}
-    probe = Probe()
-    known_or_probed("cpu", env, probe)
-    [kept] = xdg.glob("*.json")
-    entry = json.loads(kept.read_text(encoding="utf-8"))
-    old = {k: v for k, v in entry.items() if k not in ("version", "findings")}
-    kept.write_text(json.dumps({**old, "detail": "built and ran it, in old words"}))
-    again = known_or_probed("cpu", env, probe)
-    assert probe.calls == 1 and again.ok
-    assert again.said().startswith("built and ran it, in old words; cached from ")
-
-
 def test_a_fail_is_never_kept(xdg: Path) -> None:
     broken = Toolchain("cpu", False, [_failed("InvalidCxxCompiler")], [toolchain.FIXES["cpu"]])
     probe = Probe(broken)

@@ -22,6 +22,7 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory, Warmup
 from torchscale.contracts.schema.max_batch import MAX_BATCH_SCHEMA_VERSION, MaxBatchResult
+from torchscale.contracts.versioned import VersionError
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.offline.results.directory_layout import ResultLayout
@@ -328,27 +329,6 @@ def test_a_warm_up_not_recorded_is_worded_as_at_least_the_set_steps() -> None:
     assert say(failed.unavailable["probe_warmup_steps"]).startswith("no max batch was found")
 
 
-def test_a_schema_1_result_reads_as_probed_without_warm_up(tmp_path: Path) -> None:
-    current = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
-    new_fields = {"probe_warmup_min", "probe_warmup_steps", "probe_compiled", "peak_scope"}
-    old = {**current.model_dump(mode="json", exclude=new_fields), "schema_version": 1}
-    del old["finding"]  # schema 1 wrote sentences: no reason here, its unavailable in words
-    old["unavailable"] = {
-        k: say(v) for k, v in current.unavailable.items() if k != "probe_warmup_steps"
-    }
-    for probe in old["probes"]:
-        del probe["warmup_steps"]
-    path = tmp_path / "v1.json"
-    path.write_text(json.dumps(old), encoding="utf-8")
-    read = read_max_batch(path)
-    result = read.doc
-    assert result is not None, read.problem
-    assert (result.schema_version, result.probe_warmup_min, result.probe_warmup_steps) == (1, 0, 0)
-    assert result.probe_compiled is None and "probe_compiled" in result.unavailable
-    assert result.peak_scope is not None and result.peak_scope.startswith("every probe step")
-    assert result.how_probed() == "probed with no warm-up"
-
-
 def write_result(root: Path, result: MaxBatchResult, **changes: Any) -> Path:
     path = ResultLayout(root).max_batch_path(result.group)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -361,11 +341,6 @@ def test_load_max_batch_reads_and_refuses_newer_versions(tmp_path: Path) -> None
     assert load_max_batch(tmp_path).empty
     result = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
     write_result(tmp_path, result)
-    newer = write_result(
-        tmp_path,
-        result.model_copy(update={"group": "z"}),
-        schema_version=MAX_BATCH_SCHEMA_VERSION + 1,
-    )
     (tmp_path / "max_batch" / "junk.json").write_text("{", encoding="utf-8")
     frame = load_max_batch(tmp_path)
     assert len(frame) == 1
@@ -378,13 +353,21 @@ def test_load_max_batch_reads_and_refuses_newer_versions(tmp_path: Path) -> None
     )
     assert row["memory_utilisation"] is None or math.isnan(row["memory_utilisation"])
     reasons = dict(frame.attrs["skipped"])
-    assert reasons[str(newer)] == (
-        f"max-batch result schema version {MAX_BATCH_SCHEMA_VERSION + 1} is newer than this "
-        f"torchscale reads ({MAX_BATCH_SCHEMA_VERSION}): upgrade "
-        "torchscale to read it"
-    )
     assert reasons[str(tmp_path / "max_batch" / "junk.json")].startswith("not valid JSON")
-    assert read_max_batch(newer).doc is None
+    # a file of a newer version stops the load with the one line
+    newer = write_result(
+        tmp_path,
+        result.model_copy(update={"group": "z"}),
+        schema_version=MAX_BATCH_SCHEMA_VERSION + 1,
+    )
+    line = (
+        f"{newer}: max-batch result of schema {MAX_BATCH_SCHEMA_VERSION + 1}; this torchscale "
+        f"reads {MAX_BATCH_SCHEMA_VERSION}: upgrade torchscale to read it"
+    )
+    for read in (lambda: load_max_batch(tmp_path), lambda: read_max_batch(newer)):
+        with pytest.raises(VersionError) as raised:
+            read()
+        assert str(raised.value) == line
 
 
 # -- probes and groups -------------------------------------------------------------------------

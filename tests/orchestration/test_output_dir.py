@@ -28,11 +28,12 @@ import torchscale.contracts.atomic
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import OutputDirError, ResultsError
 from torchscale.contracts.schema.cell_result import CellResult, CellWarning
-from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.store import ResultStore, check_output_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# the warning a finished attempt carries into cells/
+NEW = CellWarning.of("other", "warning.exit_after_result", {"returncode": 1, "log_dir": "new"})
 TINY: dict[str, Any] = {
     "models": ["tiny-mlp"],
     "batch_sizes": [4, 8],
@@ -277,7 +278,13 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
     (planned,) = plan.cells
     store = ResultStore(tmp_path / "out")
     earlier = CellResult(
-        cell=planned.cell, status=Status.OK, warnings=[CellWarning(kind="other", text="earlier")]
+        cell=planned.cell,
+        status=Status.OK,
+        warnings=[
+            CellWarning.of(
+                "other", "warning.exit_after_result", {"returncode": 1, "log_dir": "earlier"}
+            )
+        ],
     )
     store.write_cell(earlier)
     before = store.cell_path(planned.cell.id).read_bytes()
@@ -313,22 +320,16 @@ def test_a_finished_attempt_is_moved_into_cells(
     def finished(command: Any, timeout_s: float, done: Any = None) -> ProcessOutcome:
         cell_id = planned.cell.id
         store.attempt_steps_path(cell_id).write_text('{"rank": 0}\n', encoding="utf-8")
-        new = CellResult(
-            cell=planned.cell, status=Status.OK, warnings=[CellWarning(kind="other", text="new")]
-        )
+        new = CellResult(cell=planned.cell, status=Status.OK, warnings=[NEW])
         store.attempt_result_path(cell_id).write_text(new.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 1.0, command.log_path)
 
     monkeypatch.setattr(attempt, "run_launch", finished)
     outcome = sweep.run_sweep(plan, store, {})
     (result,) = outcome.results
-    assert [warning_words(w) for w in result.warnings] == ["new"]
+    assert result.warnings == [NEW]
     stored = store.read_cell(planned.cell.id)
-    assert (
-        stored is not None
-        and [warning_words(w) for w in stored.warnings] == ["new"]
-        and stored.launch
-    )
+    assert stored is not None and stored.warnings == [NEW] and stored.launch
     assert store.steps_path(planned.cell.id).read_text(encoding="utf-8") == '{"rank": 0}\n'
     assert not store.attempt_result_path(planned.cell.id).exists()
     assert not store.attempt_steps_path(planned.cell.id).exists()

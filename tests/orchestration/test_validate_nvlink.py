@@ -27,6 +27,7 @@ from tests.orchestration.test_validate_checks import fake_torch, gpu_ctx, make_c
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import probe_nvml
+from torchscale.contracts.schema.validate_report import SCHEMA_VERSION
 from torchscale.contracts.wording import validate as shown
 from torchscale.interfaces.console.validate import check_words
 from torchscale.orchestration.validate import run_checks as runner
@@ -327,4 +328,4 @@ def test_the_report_stores_the_verdicts_basis() -> None:
     assert report.verdict_basis == Finding(
         code="validate.ready", figures={"quick": True, "warns": [], "path": "GPU (NCCL)"}
     )
-    assert report.schema_version == 5
+    assert report.schema_version == SCHEMA_VERSION

@@ -101,7 +101,8 @@ def test_each_gpus_figure_is_judged_against_its_skus_reference() -> None:
     assert (
         shown.unavailable(fp8[0]) == "compute capability (9, 0) has no fp8 tensor cores (needs 8.9)"
     )
-    assert fp8[0].finding == NO_FP8 and not fp8[0].said  # stored as the rank's finding
+    assert fp8[0].finding == NO_FP8  # stored as the rank's finding, no sentence beside it
+    assert "said" not in fp8[0].model_dump()
 
 
 def test_a_figure_above_the_spec_sheet_is_a_fail_and_never_a_value() -> None:
@@ -154,7 +155,7 @@ def test_the_check_line_carries_the_worst_gpu_and_the_spread() -> None:
         == "see docs/validate.md ('How to read a FAIL') for what to check on this node"
     )
     stored = check.model_dump()  # schema 5: codes and figures, no sentence
-    assert "detail" not in stored and "hint" not in stored and not stored["said"]
+    assert not {"detail", "hint", "said", "said_fix"} & set(stored)
     assert [f["code"] for f in stored["findings"]] == ["perf.spread"]
     assert [f["code"] for f in stored["fix"]] == ["perf.fix_fail"]
     assert worst([CheckStatus.INFO, CheckStatus.SKIP]) is CheckStatus.INFO
@@ -236,7 +237,7 @@ def _report(host: str, bf16: float) -> ValidateReport:
         quick=True,
         ok=True,
         counts={},
-        verdict="v",
+        verdict_basis=Finding(code="validate.ready", figures={"quick": True, "path": "GPU"}),
         checks=[],
         level="perf",
         measurements=rows,

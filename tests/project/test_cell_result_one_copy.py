@@ -1,47 +1,34 @@
-"""A cell result stores each fact once (schema 17): the straggler and communication figures live
-in its diagnosis, and the columns tables need are read off it (`offline/results/split_figures.py`,
-`frame.py`). The older blocks that mirrored it (`straggler`, `straggler_rank`,
-`communication`) are read only by the upgrade of older files (`offline/results/versions.py`,
-`offline/results/upgrades/`); nothing else writes or reads them. Warnings carry the kind their
-writer gave them, so rewording one moves it in no table."""
+"""A cell result stores each fact once: the straggler and communication figures live in its
+diagnosis, and the columns tables need are read off it (`offline/results/split_figures.py`,
+`frame.py`). The older blocks that mirrored it (`straggler`, `straggler_rank`, `communication`)
+are no fields of it, and no code writes or reads them. Warnings carry the kind their writer gave
+them, so rewording one moves it in no table."""
 
 from __future__ import annotations
 
 import ast
-import io
 import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.project.test_golden_renders import EXPERIMENTS
-from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult, CellWarning
+from torchscale.contracts import wording
+from torchscale.contracts.schema.cell_result import CELL_KIND, CellResult
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.versions import parse_cell_result, read_cell_result
+from torchscale.offline.results.documents import read_cell
 
 PACKAGE = REPO_ROOT / "torchscale"
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
-GOLDEN = REPO_ROOT / "tests" / "golden" / "renders"
 MIRRORED = ("straggler", "straggler_rank", "communication")
-# the only code that may name the older blocks: the upgrade of files that carry them
-UPGRADE = (
-    PACKAGE / "offline" / "results" / "versions.py",
-    PACKAGE / "offline" / "results" / "upgrades",
-)
 
 
 def _modules() -> Iterator[tuple[Path, ast.AST]]:
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == UPGRADE[0] or UPGRADE[1] in path.parents:
-            continue
         yield path, ast.parse(path.read_text(encoding="utf-8"))
 
 
@@ -77,8 +64,8 @@ def test_no_mirrored_block_is_a_field_of_a_cell_result() -> None:
 
 
 def test_no_field_is_written_by_two_writers() -> None:
-    """Outside the upgrade no code writes or reads the older blocks: the diagnosis is the one
-    writer of the straggler and communication figures."""
+    """No code writes or reads the older blocks: the diagnosis is the one writer of the
+    straggler and communication figures."""
     found = {
         str(path.relative_to(REPO_ROOT)): uses
         for path, tree in _modules()
@@ -91,74 +78,23 @@ def _cells(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("cells/*.json") if p.is_file())
 
 
-def _stored_cells() -> list[tuple[Path, dict[str, object]]]:
-    """Every cell result kept under tests/fixtures, of every schema version."""
+def _stored_cells() -> list[Path]:
+    """Every cell result kept under tests/fixtures (the first H100 run's converted copy too)."""
     found = []
     for path in sorted(FIXTURES.rglob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             continue
-        if isinstance(data, dict) and "status" in data and ("cell" in data or "cell_id" in data):
-            found.append((path, data))
+        if isinstance(data, dict) and data.get("kind") == CELL_KIND:
+            found.append(path)
     return found
 
 
-def test_every_stored_version_reads_as_one_copy() -> None:
-    """Each stored cell result, whatever its version, reads as the current schema with the mirrored
-    blocks folded: its no_sync pooled step, where it had one, is the diagnosis'."""
-    cells = _stored_cells()
-    assert {d["schema_version"] for _, d in cells} >= {1, 2, 3, 7, 8, 10, 13, 14, 16}
-    for path, data in cells:
-        result, _, problem = parse_cell_result(data, path)
-        assert result is not None, (path, problem)
-        dumped = result.model_dump()
-        assert result.schema_version == RESULT_SCHEMA_VERSION, path
-        assert not set(MIRRORED) & set(dumped), path
-        comm = data.get("communication")
-        pooled = comm.get("step_time_no_sync_s") if isinstance(comm, dict) else None
-        if pooled is not None and result.diagnosis is not None:
-            assert result.diagnosis.no_sync is not None, path
-            assert result.diagnosis.no_sync.step_s == pooled, path
-
-
-def _golden_rows(folder: str) -> pd.DataFrame:
-    """The rows of a golden summary.csv (one table per experiment, each under its '# ' line)."""
-    text = (GOLDEN / folder / "summary.csv").read_text(encoding="utf-8")
-    parts = [p for p in re.split(r"^# .*\n", text, flags=re.MULTILINE) if p.strip()]
-    return pd.concat([pd.read_csv(io.StringIO(p)) for p in parts]).set_index("cell_id")
-
-
-@pytest.mark.parametrize("folder", sorted(EXPERIMENTS))
-def test_every_stored_version_reads_with_the_columns_it_had(folder: str) -> None:
-    """Each fixture folder's cells read as the current schema and give the derived columns the
-    golden summary.csv kept (straggler rank, comm overhead, load imbalance, sync overhead, ...)."""
-    golden = _golden_rows(folder)
-    results = []
-    for path in _cells(EXPERIMENTS[folder]):
-        read = read_cell_result(path)
-        assert read.result is not None, read.problem
-        assert read.result.schema_version == RESULT_SCHEMA_VERSION and read.version is not None
-        results.append(read.result)
-    table = cells_table(results).set_index("cell_id")
-    columns = [
-        "straggler_rank",
-        "straggler_phase",
-        "straggler_gap_s",
-        "comm_overhead",
-        "load_imbalance",
-        "sync_overhead",
-        "warnings",
-    ]
-    for cell_id in golden.index.intersection(table.index):
-        for column in columns:
-            want, got = golden.loc[cell_id, column], table.loc[cell_id, column]
-            if pd.isna(want):
-                assert got in (None, "") or pd.isna(got), (cell_id, column, got)
-            elif isinstance(want, str):
-                assert got == want, (cell_id, column)
-            else:
-                assert got == pytest.approx(want, rel=1e-9), (cell_id, column)
+def _read(path: Path) -> CellResult:
+    read = read_cell(path)
+    assert read.doc is not None, (path, read.problem)
+    return read.doc
 
 
 def _warnings_table(root: Path) -> list[tuple[str, str]]:
@@ -172,24 +108,21 @@ def _warnings_table(root: Path) -> list[tuple[str, str]]:
     return [(r["cell"], r["kind"]) for t in tables for r in t.rows]
 
 
-def test_rewording_a_warning_moves_it_in_no_table(tmp_path: Path) -> None:
+def test_rewording_a_warning_moves_it_in_no_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The report groups warnings by the kind their writer stored: the same results with every
-    warning reworded give the same kinds, row for row."""
+    warning's code worded otherwise give the same kinds, row for row."""
     root = tmp_path / "runs"
-    shutil.copytree(FIXTURES / "cpu_busy_sweep" / "busy", root)
-    for path in _cells(root):  # written again in the current schema: kinds stored with the words
-        result, _, problem = parse_cell_result(json.loads(path.read_text()))
-        assert result is not None, problem
-        path.write_text(result.model_dump_json(), encoding="utf-8")
+    shutil.copytree(FIXTURES / "cpu_busy_sweep" / "busy", root / "busy")
+    shutil.copytree(FIXTURES / "cpu_profile_injected" / "standalone", root / "standalone")
     before = _warnings_table(root)
-    assert {kind for _, kind in before} >= {"high variance", "busy machine"}
-    for path in _cells(root):
-        result = CellResult.model_validate_json(path.read_text())
-        reworded = [
-            CellWarning(kind=w.kind, text=f"reworded {i}: nothing a pattern would know")
-            for i, w in enumerate(result.warnings)
-        ]
-        path.write_text(result.model_copy(update={"warnings": reworded}).model_dump_json())
+    assert {kind for _, kind in before} >= {"high variance", "injected delay"}
+    results = [_read(p) for p in [*_cells(root), *root.rglob("profile/*/result.json")]]
+    codes = {w.finding.code for result in results for w in result.warnings}
+    assert codes
+    for code in codes:
+        monkeypatch.setitem(wording.PHRASES, code, lambda f: "reworded: nothing a pattern knows")
     assert _warnings_table(root) == before
 
 
@@ -258,9 +191,9 @@ def test_no_kept_result_stores_a_figure_twice() -> None:
     interval is that interval's value again (a finding's cost is its `cost_share`; its
     percentage is read off it), and the straggler's host kind is one field (`kind`)."""
     checked = 0
-    for path, data in _stored_cells():
-        result, _, _ = parse_cell_result(data)
-        if result is None or result.diagnosis is None:
+    for path in _stored_cells():
+        result = _read(path)
+        if result.diagnosis is None:
             continue
         stored = result.model_dump(mode="json")
         assert _scaled_copies(stored) == [], path
@@ -269,9 +202,6 @@ def test_no_kept_result_stores_a_figure_twice() -> None:
         checked += bool(result.diagnosis.findings)
     assert checked  # kept results with findings were compared
 
-
-# kept results beside the fixtures: the first H100 runs (absent outside this project's tree)
-SHARED_H100 = REPO_ROOT.parent / "shared" / "gpu" / "h100-2026-11-26"
 
 # figures still stored twice under two names (equal in every kept result that has both): each
 # goes to one copy, read under the other name where it is needed; the list may only shrink
@@ -309,23 +239,7 @@ def _figures(value: object, path: str = "") -> Iterator[tuple[str, float]]:
 
 
 def _kept_results() -> list[CellResult]:
-    roots = [FIXTURES] + ([SHARED_H100] if SHARED_H100.is_dir() else [])
-    results = []
-    for root in roots:
-        for path in sorted(root.rglob("*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                continue
-            if (
-                isinstance(data, dict)
-                and "status" in data
-                and ("cell" in data or "cell_id" in data)
-            ):
-                result, _, _ = parse_cell_result(data, path)
-                if result is not None:
-                    results.append(result)
-    return results
+    return [_read(path) for path in _stored_cells()]
 
 
 def copies(results: list[CellResult]) -> set[tuple[str, str]]:
@@ -345,15 +259,14 @@ def copies(results: list[CellResult]) -> set[tuple[str, str]]:
 
 
 def test_no_figure_is_stored_twice_under_two_names() -> None:
-    """By value: read every kept result (tests/fixtures, and the first H100 runs where they are
-    here) as the current schema; no two names hold the same figure in every one of them. MFU's
-    interval was such a copy (the throughput's scaled, schema 8-19): derived when read now."""
+    """By value: read every kept result (tests/fixtures, the first H100 run's converted copy
+    with them); no two names hold the same figure in every one of them. MFU's interval was such
+    a copy (the throughput's scaled): derived when read now."""
     found = copies(_kept_results())
     new = found - NOT_YET_COPIES
     assert not new, f"a figure stored twice under two names (keep one): {sorted(new)}"
-    if SHARED_H100.is_dir():
-        gone = NOT_YET_COPIES - found
-        assert not gone, f"listed copies no longer stored twice (delete): {sorted(gone)}"
+    gone = NOT_YET_COPIES - found
+    assert not gone, f"listed copies no longer stored twice (delete): {sorted(gone)}"
 
 
 def test_the_value_check_finds_a_copy() -> None:

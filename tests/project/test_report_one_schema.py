@@ -1,16 +1,14 @@
-"""The report sees one schema: `offline/results/versions.py` and `profile_versions.py` read
-every old version into today's shape, so no module under torchscale/interfaces/ compares a
+"""The report sees one schema: the package reads the current version of each stored kind and
+no other (offline/results/documents.py), so no module under torchscale/interfaces/ compares a
 schema version or branches on an old result.
 
 The checks (Python's ast and a pattern): no `schema_version` compared, whether read as an
-attribute, a subscript or `.get("schema_version")`; no module imports the upgrades
-(`torchscale.offline.results.upgrades`); a result's version is read only to list the sources
-(`build.py`), never carried in the cell rows; no branch on a figure's words (`TEXT_FIELDS`
-compared, tested with `in` or `startswith`/`endswith`: what an old result's text says is no
-flag; a field, such as `Diagnosis.rule`, carries what the report needs), display stays free;
-and no line names an old schema or an older
-result (`OLD_SCHEMA`): such a line is a branch, or the words of one, that belongs in the
-upgrades.
+attribute, a subscript or `.get("schema_version")`; a result's version is read only to list the
+sources (`build.py` and the tables that list them), never carried in the cell rows; no branch on
+a figure's words (`TEXT_FIELDS` compared, tested with `in` or `startswith`/`endswith`: what a
+result's text says is no flag; a field carries what the report needs), display stays free; and
+no line names an old schema or an older result (`OLD_SCHEMA`): such a line is a branch, or the
+words of one, that has no place where one version is read.
 """
 
 from __future__ import annotations
@@ -20,9 +18,9 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[2] / "torchscale" / "interfaces"
-UPGRADES = "torchscale.offline.results.upgrades"
-# where a version may be read: the appendix's list of the sources and the versions they hold
-LISTS_SOURCES = {"report/build.py"}
+# where a version may be read: the report's sources, and the tables that list them with the
+# versions they hold (the appendix's, the baseline's)
+LISTS_SOURCES = {"report/build.py", "report/sections/appendix.py", "report/sections/baseline.py"}
 
 OLD_SCHEMA = re.compile(
     r"older (?:result|analys)|older than (?:schema|the (?:step model|diagnosis|caveat))"
@@ -122,22 +120,6 @@ def text_branches(root: Path = PACKAGE) -> list[str]:
     return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1])))
 
 
-def upgrade_imports(root: Path = PACKAGE) -> list[str]:
-    """'path:line' of each import of the upgrades under `root`."""
-    found = []
-    for name, tree in _trees(root):
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):  # the module, and what it imports from it
-                modules = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
-            elif isinstance(node, ast.Import):
-                modules = [a.name for a in node.names]
-            else:
-                continue
-            if any(m == UPGRADES or m.startswith(f"{UPGRADES}.") for m in modules):
-                found.append(f"{name}:{node.lineno}")
-    return found
-
-
 def version_reads(root: Path = PACKAGE) -> list[str]:
     """'path:line' of each read of a schema version, or of the key, outside `LISTS_SOURCES`."""
     found = []
@@ -154,12 +136,7 @@ def version_reads(root: Path = PACKAGE) -> list[str]:
 
 def test_no_module_under_interfaces_compares_a_schema_version() -> None:
     found = version_comparisons()
-    assert not found, f"compares a schema version (versions.py upgrades instead): {found}"
-
-
-def test_no_module_under_interfaces_imports_the_upgrades() -> None:
-    found = upgrade_imports()
-    assert not found, f"imports {UPGRADES} (today's shape carries what it needs): {found}"
+    assert not found, f"compares a schema version (one version is read): {found}"
 
 
 def test_no_module_under_interfaces_branches_on_a_figures_words() -> None:
@@ -184,7 +161,7 @@ def _counts() -> dict[str, int]:
 
 def test_no_module_under_interfaces_branches_on_an_old_schema() -> None:
     counts = _counts()
-    assert not counts, f"an old schema named outside versions.py's upgrades: {counts}"
+    assert not counts, f"an old schema named (one version is read): {counts}"
 
 
 def test_the_checks_catch_the_branches_they_are_for(tmp_path: Path) -> None:
@@ -192,9 +169,7 @@ def test_the_checks_catch_the_branches_they_are_for(tmp_path: Path) -> None:
     module that reads today's shape."""
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "from torchscale.offline.results.upgrades.point_figures import BASIS\n"
-        "from torchscale.offline.results import upgrades\n"
-        "import torchscale.offline.results.upgrades.point_findings\n"
+        "from torchscale.offline.results.documents import read_cell\n"
         "def old(row, data, result):\n"
         '    a = row["schema_version"] < 8\n'
         '    b = data.get("schema_version") <= 7\n'
@@ -202,16 +177,15 @@ def test_the_checks_catch_the_branches_they_are_for(tmp_path: Path) -> None:
         "    return a or b or c\n",
         encoding="utf-8",
     )
-    assert version_comparisons(tmp_path) == ["bad.py:5", "bad.py:6", "bad.py:7"]
-    assert upgrade_imports(tmp_path) == ["bad.py:1", "bad.py:2", "bad.py:3"]
-    assert version_reads(tmp_path) == ["bad.py:5", "bad.py:6", "bad.py:7"]
+    assert version_comparisons(tmp_path) == ["bad.py:3", "bad.py:4", "bad.py:5"]
+    assert version_reads(tmp_path) == ["bad.py:3", "bad.py:4", "bad.py:5"]
     bad.write_text(
-        "from torchscale.offline.results.versions import parse_cell_result\n"
+        "from torchscale.offline.results.documents import read_cell\n"
         "def new(result):\n"
         "    return result.diagnosis is not None and result.diagnosis.basis\n",
         encoding="utf-8",
     )
-    assert not version_comparisons(tmp_path) and not upgrade_imports(tmp_path)
+    assert not version_comparisons(tmp_path)
     assert not version_reads(tmp_path)
 
 
@@ -243,8 +217,8 @@ def test_the_words_check_catches_branches_and_lets_display_be(tmp_path: Path) ->
     bad.write_text(
         "def new(diagnosis, est):\n"
         '    text = f"{diagnosis.basis}: {est.reason or est.method}"\n'
-        "    if diagnosis.rule:\n"
-        '        text += f" ({diagnosis.rule})"\n'
+        "    if diagnosis.busy:\n"
+        '        text += f" ({diagnosis.busy})"\n'
         "    return text if est.reason else diagnosis.basis\n",
         encoding="utf-8",
     )
@@ -252,7 +226,8 @@ def test_the_words_check_catches_branches_and_lets_display_be(tmp_path: Path) ->
 
 
 def test_the_old_schema_words_are_found_where_they_are() -> None:
-    """The pattern finds what it is for: a branch of the kind the upgrades replaced."""
+    """The pattern finds what it is for: a branch of the kind one read version leaves no
+    place for."""
     for line in (
         "# ------------------------------------------------- older results (before schema 10) only",
         'return "no_sync window (older result)"',

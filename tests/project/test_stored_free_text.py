@@ -5,9 +5,7 @@ evidence (an exception's message, a log's tail, a job's root cause). A reason, a
 warning or a note is a finding (`contracts/finding.py`: a code and its figures), worded at
 render time by `contracts/wording/`.
 
-A field kept only for the words an older version stored, where its reader recognised no code
-(never written today), is listed in STORED_WORDS. A new `str` field fails here until it is
-classified. NOT_YET lists the sentences still stored;
+A new `str` field fails here until it is classified. NOT_YET lists the sentences still stored;
 it must match the schemas exactly, so it can only shrink.
 """
 
@@ -45,7 +43,6 @@ IDENTIFIERS: frozenset[str] = frozenset(
         "cell_result.CrossCheck.name",
         "cell_result.DataPipeline.dir",
         "cell_result.Diagnosis.basis",
-        "cell_result.Diagnosis.rule",
         "cell_result.Estimate.method",
         "cell_result.Problem.category",
         "cell_result.HostBound.method",
@@ -66,7 +63,6 @@ IDENTIFIERS: frozenset[str] = frozenset(
         "cell_result.StragglerVerdict.withdrawn_by",
         "cell_result.WhatIf.method",
         "cell_telemetry.HostLoad.host",
-        "cell_telemetry.RankTelemetry.clock_basis",
         "cell_telemetry.RankTelemetry.clock_event_reasons",
         "cell_telemetry.RankTelemetry.device",
         "cell_telemetry.RankTelemetry.gpu_name",
@@ -129,7 +125,6 @@ IDENTIFIERS: frozenset[str] = frozenset(
         "profile_analysis.ProfileAnalysis.target",
         "profile_analysis.ProfileAnalysis.tool",
         "profile_analysis.ProfileAnalysis.torchscale_version",
-        "profile_analysis.StragglerFigures.phase",
         "profile_analysis.TraceFile.format",
         "profile_analysis.TraceFile.path",
         "profile_analysis.TraceFile.rank_source",
@@ -163,43 +158,6 @@ EVIDENCE: frozenset[str] = frozenset(
         "comm_result.CommRow.reason",
         "max_batch.MaxBatchProbe.reason",
         "perf.Probe.error",
-        # schema 1's words: read from old files and shown as stored; schema 2 writes `skip`
-        "sweep_state.PlannedCell.skip_reason",
-    }
-)
-
-
-# An older version's words, kept only where its reader did not recognise them as a code
-# (never written today), and shown as stored.
-STORED_WORDS: frozenset[str] = frozenset(
-    {
-        "cell_result.CellWarning.text",
-        "cell_result.Diagnosis.stored_caveat",
-        "cell_result.StragglerVerdict.stored_not_named",
-        "cell_result.StragglerVerdict.stored_summary",
-        # today's writers store a code (tests/offline/test_power_limit_words.py)
-        "power_limit.PowerLimit.unavailable",
-        "profile_analysis.ProfileAnalysis.stored_mismatches",
-        "cell_result.DataPipeline.notes",
-        "cell_result.CrossCheck.detail",  # test_todays_cross_checks_store_codes
-        # today's writers store a code (tests/offline/test_estimate_words.py)
-        "cell_result.CellResult.unavailable",  # `telemetry.*`: tests/rank/test_telemetry_reasons.py
-        "cell_result.Estimate.reason",
-        # today's profile writers store codes (tests/offline/test_profile_note_words.py)
-        "cell_result.ProfileRecord.notes",
-        "profile_analysis.ProfileAnalysis.notes",
-        "cell_result.HostBound.note",  # the sleep probe's (schemas 16-17); no writer today
-        "cell_result.HostBound.reason",
-        # today's samplers store codes (tests/rank/test_telemetry_reasons.py)
-        "cell_telemetry.HostLoad.unavailable",
-        "cell_telemetry.RankLoad.unavailable",
-        "cell_telemetry.RankTelemetry.unavailable",
-        # validate reports before schema 5: today's checks store `findings`/`fix`, and the
-        # conclusion `verdict_basis` (test_todays_validate_writers_store_no_words)
-        "validate_report.CheckResult.said",
-        "validate_report.CheckResult.said_fix",
-        "validate_report.Measurement.said",
-        "validate_report.ValidateReport.verdict",
     }
 )
 
@@ -258,20 +216,20 @@ def stored_text_fields() -> set[str]:
 
 def test_every_stored_text_field_is_an_identifier_or_quoted_evidence() -> None:
     found = stored_text_fields()
-    unclassified = found - IDENTIFIERS - EVIDENCE - STORED_WORDS - NOT_YET
+    unclassified = found - IDENTIFIERS - EVIDENCE - NOT_YET
     assert not unclassified, f"stored text fields that may hold sentences: {sorted(unclassified)}"
 
 
 def test_the_lists_name_only_fields_that_exist() -> None:
     found = stored_text_fields()
-    for listed in (IDENTIFIERS, EVIDENCE, STORED_WORDS, NOT_YET):
+    for listed in (IDENTIFIERS, EVIDENCE, NOT_YET):
         assert listed <= found, f"listed but gone (delete): {sorted(listed - found)}"
     assert not IDENTIFIERS & EVIDENCE and not IDENTIFIERS & NOT_YET and not EVIDENCE & NOT_YET
 
 
 def test_todays_validate_writers_store_no_words() -> None:
     """A check is built from findings only (a sentence is refused), and a report's
-    conclusion is its `verdict_basis`: `said`, `said_fix` and `verdict` stay empty."""
+    conclusion is its `verdict_basis`: no field holds their words."""
     import pytest
 
     from torchscale.contracts.finding import Finding
@@ -279,7 +237,7 @@ def test_todays_validate_writers_store_no_words() -> None:
 
     found = Finding(code="workload.no_step")
     made = check_result.check("x", "x", check_result.CheckStatus.FAIL, found, found)
-    assert made.said == "" and made.said_fix == "" and made.findings == [found]
+    assert made.findings == [found] and not {"said", "said_fix"} & set(made.model_dump())
     with pytest.raises(TypeError):
         check_result.check("x", "x", check_result.CheckStatus.FAIL, "a sentence")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
@@ -291,26 +249,31 @@ def test_todays_cross_checks_store_codes() -> None:
     rebuilt from a kept run's steps (paired test, CPU wait, others' wait, no_sync windows),
     the same model as a cross-check of a traced one (its split and verdict), and a kept trace
     analysis judged against its measured windows (the profiler's inflation)."""
-    import json
     from pathlib import Path
 
+    from tests.offline.test_diagnosis import _table
     from torchscale.contracts.finding import Finding
+    from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose
     from torchscale.offline.analysis.diagnosis.inflation import phase_timer_checks
-    from torchscale.offline.results.profile_versions import read_analysis
+    from torchscale.offline.results.documents import read_cell, read_profile_analysis
     from torchscale.offline.results.profile_windows import timer_diagnosis
-    from torchscale.offline.results.versions import parse_cell_result
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
     run = fixtures / "cpu_sweep_profile/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06"
-    result = parse_cell_result(json.loads((run / "result.json").read_text()))[0]
-    assert result is not None and result.diagnosis is not None
-    traced = result.diagnosis.model_copy(update={"source": "traces"})  # rebuilt, not stored
+    result = read_cell(run / "result.json").doc
+    assert result is not None
+    # an analysis rewrote the result with the traces' diagnosis: the timers' is rebuilt
+    stored = diagnose(RunEvidence(timers=TimerEvidence(steps=_table(steps=20, ranks=2, extra={}))))
+    assert stored is not None
+    traced = stored.model_copy(update={"source": "traces"})
     timers = timer_diagnosis(run, result.model_copy(update={"diagnosis": traced}))
     assert timers is not None and timers.straggler is not None
     checks = [*timers.cross_checks, *phase_timer_checks(timers, timers)]
-    profiled = fixtures / "h100_profile_v6/profile-torch/profile/gpt2__b8__w1__bf16__ddp__c0265f5b"
-    ran = parse_cell_result(json.loads((profiled / "result.json").read_text()))[0]
-    analysis, _ = read_analysis(profiled / "analysis.json", ran)
+    profiled = (
+        fixtures
+        / "h100_first_run/workload/runs/profile-torch/profile/gpt2__b8__w1__bf16__ddp__c0265f5b"
+    )
+    analysis = read_profile_analysis(profiled / "analysis.json").doc
     assert analysis is not None and analysis.diagnosis is not None
     checks += analysis.diagnosis.cross_checks
     assert len({c.name for c in checks}) >= 7

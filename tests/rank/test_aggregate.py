@@ -131,7 +131,7 @@ def make_rank(
         windows=windows,
         no_sync=Window(sum(no_sync), list(no_sync)) if no_sync is not None else None,
         flops_per_step=flops,
-        flops_note=None if flops else "measurement.flops is off",
+        flops_note=None if flops else coded("unavailable.flops_off"),
         peak_allocated=peak_allocated,
         peak_reserved=peak_allocated * 2 if peak_allocated is not None else None,
         peak_rss=peak_rss,
@@ -277,7 +277,7 @@ def test_constant_step_times_never_warn() -> None:
 
 def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     """comm_overhead is read from the step model (phase timers), one value per quantity; the
-    no_sync windows are its cross-check, and the pooled figure (sync_overhead) is null."""
+    no_sync windows are its cross-check."""
     sync = (0.010, 0.010, 0.010, 0.010)
     phases = {
         "data": 0.0001,
@@ -297,8 +297,7 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     # both ranks arrive together: the whole grad-sync wait is the transfer, nobody waits
     assert comm.comm_overhead == pytest.approx(0.4)
     assert comm.exposed_comm_s == pytest.approx(0.004)
-    assert comm.sync_overhead is None
-    assert "cross-check" in str(why(result.unavailable["sync_overhead"]))
+    assert "sync_overhead" not in result.unavailable  # no pooled figure, nor a column for it
     assert comm.load_imbalance is None  # exactly zero wait: nothing above noise
     assert "not measurable" in str(why(result.unavailable["load_imbalance"]))
     parts = {p.name: p.share.value for p in attribution.parts}
@@ -319,7 +318,6 @@ def test_comm_overhead_null_for_world_size_one() -> None:
     result = run([make_rank(0, [1, 1, 1])], make_spec(world=1))
     assert split_figures(result) == SplitFigures()
     assert "world size 1" in str(why(result.unavailable["comm_overhead"]))
-    assert "world size 1" in str(why(result.unavailable["sync_overhead"]))
 
 
 def test_comm_overhead_null_for_fsdp() -> None:
@@ -347,11 +345,12 @@ def test_mfu_against_a_known_peak() -> None:
 
 def test_mfu_null_with_the_reason_when_no_peak() -> None:
     ranks = [make_rank(0, [1, 1, 1], flops=1e9)]
-    result = run(ranks, peak=None, note="no peak FLOP/s table entry for 'Mystery GPU'")
+    note = Finding(code="peak.not_in_table", figures={"device": "Mystery GPU"})
+    result = run(ranks, peak=None, note=note)
     assert result.compute is not None
     assert result.compute.achieved_tflops_per_device == pytest.approx(1e9 * 4 / 1.0 / 1e12)
     assert result.compute.mfu is None
-    assert result.unavailable["mfu"] == "no peak FLOP/s table entry for 'Mystery GPU'"
+    assert result.unavailable["mfu"] == note
 
 
 def test_mfu_comes_from_the_windows_like_throughput() -> None:
@@ -375,7 +374,8 @@ def test_no_flop_count_means_no_tflops_and_no_mfu() -> None:
     assert result.compute is not None
     assert result.compute.achieved_tflops_per_device is None
     assert result.compute.mfu is None
-    assert result.unavailable["flops"] == "measurement.flops is off"
+    assert result.unavailable["flops"] == coded("unavailable.flops_off")
+    assert why(result.unavailable["flops"]) == "measurement.flops is off"
     assert result.unavailable["mfu"]
 
 

@@ -21,7 +21,6 @@ from torchscale.contracts.thresholds import HOST_BOUND_SHARE
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.analysis.trace import gpu_busy
-from torchscale.offline.analysis.trace.gpu_busy import PROBE_LAUNCH_TIME
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.busy_trace import (
@@ -167,8 +166,10 @@ def test_the_cell_takes_the_busiest_ranks_share_and_stores_its_verdict() -> None
 def test_the_record_is_host_bound_by_the_verdicts_code_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Another code that ends like the launch-time one (the sleep probe's) is not it."""
-    probe = Finding(code=PROBE_LAUNCH_TIME, figures={"gpu_busy_s": 0.001, "step_s": 0.004})
+    """Another code that ends like the launch-time one (the retired sleep probe's) is not it."""
+    probe = Finding(
+        code="host_bound.probe_launch_time", figures={"gpu_busy_s": 0.001, "step_s": 0.004}
+    )
     monkeypatch.setattr(gpu_busy, "host_bound_verdict", lambda _busy: probe)
     record = host_bound_record([BusyReading(0, 3, busy_s=0.003, wall_s=0.012)])
     assert record.host_bound is False

@@ -1,7 +1,8 @@
 """GPU telemetry a GPU engineer can trust: the clock verdict (only hardware and thermal slowdowns,
 or SwPowerCap under a site cap or at lowered clocks, count as throttled), only the samples
 between a window's edges counted, NVML's ~1 s averages not measurable over shorter windows,
-power from the energy counter; and the first H100 run's results re-judged on load.
+power from the energy counter; and the first H100 run's results as converted (judged by these
+rules: tests/fixtures/h100_first_run).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from typing import Any
 import pytest
 
 from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
-from tests.h100_replay import WORKLOAD, h100_cell, needs_h100
+from tests.h100_replay import WORKLOAD, h100_cell
 from torchscale.contracts.gpu_clocks import judge_clocks, sku_max_sm_mhz
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording import say, words
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.unavailable import why
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.documents import read_cell
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.samples import SamplerReport, WindowSamples
@@ -51,7 +52,7 @@ def verdict_of(**fields: Any) -> tuple[str | None, bool | None, list[str]]:
     telemetry, _, warnings = combine([rank], 10, 1, 8, None)
     assert all(w.kind == "throttling" for w in warnings)
     # the warning names the rank; why it throttled is said once, by the rank's clock verdict
-    why = words(rank.clock_finding, rank.clock_basis)
+    why = say(rank.clock_finding) if rank.clock_finding is not None else None
     return rank.clock_verdict, telemetry.throttled, [f"{warning_words(w)}: {why}" for w in warnings]
 
 
@@ -68,7 +69,7 @@ def test_power_cap_at_the_top_clock_is_the_power_limit_not_throttling() -> None:
     report = sampled_gpu(clock_reasons=POWER_CAP | 0x1, sm_clock=1980)
     rank = summarise_rank(0, "h", report, floor_s=0.0, counter_step_s=0.0)
     assert rank.clock_verdict == "at_power_limit" and rank.throttle_reasons == []
-    assert rank.clock_finding is not None and rank.clock_basis is None  # a code, not words
+    assert rank.clock_finding is not None  # a code, not words
     assert rank.clock_finding.code == "clocks.power_managed"
     basis = say(rank.clock_finding)
     assert basis.startswith("at its power limit (normal under dense load)")
@@ -230,19 +231,19 @@ def test_the_sku_table() -> None:
     assert sku_max_sm_mhz("Tesla T4") is None
 
 
-# ===================================================== the first H100 run, read by today's rules
+# ================================================= the first H100 run, judged by today's rules
 
 
 def compiled_gpt2() -> CellResult:
-    read = read_cell_result(h100_cell(WORKLOAD / "runs" / "compiled", "gpt2__b8__w1__bf16__ddp"))
-    assert read.result is not None and read.version == 15, read.problem
-    return read.result
+    read = read_cell(h100_cell(WORKLOAD / "runs" / "compiled", "gpt2__b8__w1__bf16__ddp"))
+    assert read.doc is not None, read.problem
+    return read.doc
 
 
-@needs_h100
 def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
     """SwPowerCap in 3 of 6 samples with the SM clock at 1970 mean, 1980 max: the lowest sample
-    was at least 1920 MHz, 97 % of the H100's 1980. Stored as throttled, read as not."""
+    was at least 1920 MHz, 97 % of the H100's 1980. The run stored it as throttled; its converted
+    copy, judged by today's rules, does not."""
     result = compiled_gpt2()
     telemetry = result.telemetry
     assert telemetry is not None
@@ -258,7 +259,6 @@ def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
     )
 
 
-@needs_h100
 def test_h100_compiled_gpt2_utilisation_and_power_are_not_measurable() -> None:
     """0.216 s of windows: the stored 5 % utilisation and 177 W (NVML's 1 s averages) and the
     counter's 146 J (two windows of ~0.1 s) are not measurements."""
@@ -273,7 +273,6 @@ def test_h100_compiled_gpt2_utilisation_and_power_are_not_measurable() -> None:
     assert "~27 %" in str(why(result.unavailable["telemetry.energy_j"]))
 
 
-@needs_h100
 def test_h100_report_does_not_call_the_power_limit_throttling() -> None:
     from torchscale.interfaces.report.build import build_report
     from torchscale.interfaces.report.request import ReportOptions

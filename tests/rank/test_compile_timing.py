@@ -32,7 +32,6 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.worker_spec import WorkerSpec
-from torchscale.offline.results.versions import V10_COMPILE, parse_cell_result
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.aggregate import aggregate
 from torchscale.rank.worker.compile_figures import compile_record
@@ -318,22 +317,6 @@ def test_unreadable_counters_leave_the_figures_null_with_the_reason() -> None:
     assert unavailable["compile.recompiles_in_windows"] == why
     assert unavailable["compile.graph_breaks"] == why
     assert warnings == []
-
-
-# ====================================================================== older results
-
-
-def test_a_schema_10_result_loads_with_the_compile_figures_null_and_why() -> None:
-    ranks = [compiled_rank(0, CompileCounts(0, 0, 0.0)), compiled_rank(1, CompileCounts(0, 0, 0.0))]
-    current = aggregate(compiled(make_spec()), ranks, make_facts()).model_dump(mode="json")
-    for compile_s, marked in ((12.5, True), (None, False)):
-        old = {k: v for k, v in current.items() if k != "compile"}
-        old |= {"schema_version": 10, "warmup": {"step_s": [13.0, 0.1], "compile_s": compile_s}}
-        old["unavailable"] = {}
-        result, version, problem = parse_cell_result(old)
-        assert problem is None and version == 10 and result is not None
-        assert result.compile is None
-        assert (result.unavailable.get("compile") == V10_COMPILE) is marked
 
 
 def test_extra_warm_up_outlasts_a_frame_that_recompiles_every_step() -> None:

@@ -446,7 +446,8 @@ def _facts(info: dict[str, Any] | None) -> CellFacts:
     environment: dict[str, Any] = {"host": "h"}
     if info is not None:
         environment[DATA_KEY] = info
-    return CellFacts(1, "vision", None, "cpu", None, "cpu", environment, False, False)
+    cpu = Finding(code="peak.cpu")
+    return CellFacts(1, "vision", None, "cpu", None, cpu, environment, False, False)
 
 
 INFO = {

@@ -23,6 +23,7 @@ from tests.rank.test_telemetry import UUID, quiet_load, rank_telemetry
 from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.gpu_clocks import judge_clocks
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.wording.cell_warnings import warning_words
@@ -198,9 +199,8 @@ def test_what_is_missing_is_null_with_the_reason() -> None:
     assert load.other_gpu_processes is None
     assert load.unavailable["other_gpu_processes"] == said("telemetry.cpu_no_gpu")
     assert load.other_cores is not None  # the CPU figures stand on their own
-    broken = rank_telemetry(
-        1, load=quiet_load(1, busy_cpu_s=None, unavailable={"busy_cpu_s": "psutil: gone"})
-    )
+    gone = {"busy_cpu_s": said("telemetry.psutil_failed", error="gone")}
+    broken = rank_telemetry(1, load=quiet_load(1, busy_cpu_s=None, unavailable=gone))
     load = host_load("h", [rank_telemetry(0), broken])
     assert load.busy_cores is None and load.other_cores is None and load.busy is None
     assert str(why(load.unavailable["other_cores"])) == "rank 1: psutil: gone"
@@ -218,7 +218,9 @@ def test_combine_carries_the_hosts_and_the_busy_warning_after_throttling() -> No
             "throttle_reasons": ["HwThermalSlowdown"],
             "throttled_fraction": 0.5,
             "clock_verdict": "throttled",
-            "clock_basis": "HwThermalSlowdown in 5 of 10 in-window samples",
+            "clock_finding": judge_clocks(
+                {"HwThermalSlowdown": 5}, 10, None, 1980.0, None, None
+            ).finding,
         }
     )
     telemetry, unavailable, warnings = combine(ranks, 100, 2, 100, None)
@@ -267,14 +269,16 @@ def test_rank_load_sums_the_deltas_between_each_windows_edges() -> None:
 
 def test_rank_load_of_a_window_not_fully_sampled_is_null_with_the_reason() -> None:
     whole = window(edge(0.0, 1.0, 1.0, 1.0), edge(1.0, 2.0, 1.5, 1.0))
-    broken = window(edge(5.0, 3.0, 2.0, 1.0), complete=False, failure="it hung")
+    hung = said("telemetry.read_failed", error="it hung")
+    broken = window(edge(5.0, 3.0, 2.0, 1.0), complete=False, failure=hung)
     load = rank_load(report(whole, broken, unavailable={"gpu_pids": said("telemetry.cpu_no_gpu")}))
     assert load.busy_cpu_s is None and load.own_cpu_s is None
     assert str(why(load.unavailable["busy_cpu_s"])) == "a window was not fully sampled: it hung"
     assert load.load_avg_1m == [1.0, 1.0, 1.0]  # the levels read are still levels
     assert load.gpu_pids is None and load.unavailable["gpu_pids"] == said("telemetry.cpu_no_gpu")
     unread = window(edge(0.0, None, 1.0, 1.0), edge(1.0, None, 2.0, 1.0))
-    load = rank_load(report(unread, errors={"busy_cpu_s": "PermissionError: /proc/stat"}))
+    denied = said("telemetry.read_failed", error="PermissionError: /proc/stat")
+    load = rank_load(report(unread, errors={"busy_cpu_s": denied}))
     assert str(why(load.unavailable["busy_cpu_s"])) == "PermissionError: /proc/stat"
     assert load.own_cpu_s == pytest.approx(1.0)
 
@@ -455,20 +459,3 @@ def test_a_real_busy_process_is_seen_as_other_and_a_child_as_own(
     assert other.load_avg_1m is not None and other.cores == (os.cpu_count() or 1)
     parent = host_load("h", [summarise_rank(0, "h", as_parent.report())])
     assert parent.cell_cores is not None and parent.cell_cores >= 0.5 * burner_cores, parent
-
-
-def test_the_too_short_sentence_of_schema_19_reads_as_its_code() -> None:
-    """Schema 19 stored the host's windows-too-short reason as a sentence; the reader's
-    upgrade gives it back its code, and leaves a rank's words copied in as stored."""
-    from torchscale.offline.results.upgrades.stored_words import upgrade_v19
-
-    short = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.034, own_cpu_s=0.024, window_s=0.024)
-    reason = host_load("h", short).unavailable["busy"]
-    assert isinstance(reason, Finding)
-    stored = {"busy": why(reason), "load_avg_1m": "os.getloadavg is not available"}
-    host = {"host": "h", "ranks": [0], "unavailable": stored}
-    data = {"schema_version": 19, "telemetry": {"ranks": [], "hosts": [host]}}
-    upgraded = upgrade_v19(data)["telemetry"]["hosts"][0]["unavailable"]
-    assert upgraded["load_avg_1m"] == "os.getloadavg is not available"
-    assert upgraded["busy"]["code"] == "unavailable.busy_windows_too_short"
-    assert why(Finding.model_validate(upgraded["busy"])) == why(reason)

@@ -7,7 +7,6 @@ result carries CPU telemetry and null GPU fields with their reasons. The GPU tes
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 import torch
 
-import torchscale.results
 from tests.fake_nvml import (
     NOT_SUPPORTED,
     FakeGpu,
@@ -37,7 +35,8 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.gpu_clocks import throttle_warning
+from torchscale.contracts.gpu_clocks import judge_clocks, throttle_warning
+from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
 from torchscale.contracts.wording import say
@@ -45,13 +44,8 @@ from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.sampler_reasons import said
 from torchscale.contracts.wording.unavailable import coded, why
 from torchscale.contracts.worker_spec import WorkerSpec
-from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
-from torchscale.offline.results.versions import (
-    V3_ALLOCATOR,
-    V3_TELEMETRY,
-    parse_cell_result,
-    upgrade_v3,
-)
+from torchscale.offline.results.documents import read_cell
+from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.rank.telemetry import sampler as sampler_module
 from torchscale.rank.telemetry.nvml_source import NvmlSource, uuid_candidates
 from torchscale.rank.telemetry.process_source import ProcessSource
@@ -74,6 +68,19 @@ from torchscale.rank.worker.allocator import allocator_stats
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 V3_DIR = Path(__file__).parents[1] / "fixtures" / "cpu_sweep_profile" / "v3_fixture"
+# what a field NVML does not support leaves in `unavailable`
+NOT_SUPPORTED_REASON = Finding(code="telemetry.read_failed", figures={"error": "NotSupported"})
+# what the fixture's cells (torchscale 0.3.0) say of the telemetry they did not record
+NOT_RECORDED = Finding(code="unavailable.not_recorded", figures={"schema": 3})
+
+
+def clocks(flagged: dict[str, int], samples: int = 10, limit: PowerLimit | None = None) -> Any:
+    """The clock verdict of `flagged` reasons in `samples` in-window samples at 1970 MHz of an
+    H100's 1980 (at the default limit where `limit` is not given)."""
+    limit = limit or PowerLimit(enforced_w=700.0, default_w=700.0)
+    return judge_clocks(flagged, samples, 1970.0, 1980.0, None, limit, power_w=690.0)
+
+
 UUID = "4b1c9a5e-0000-4000-8000-00000000000a"  # as torch prints it: no "GPU-" prefix
 INTERVAL_S = 0.02
 
@@ -361,7 +368,7 @@ def test_window_energy_prefers_the_counter_in_every_window() -> None:
     assert window_energy(half) == (pytest.approx(200.0), "power_integral", None)
     energy, method, reason = window_energy([window([0, 1], (None, None), power_w=[None, 1.0])])
     assert energy is None and method is None and reason and "neither" in str(why(reason))
-    broken = WindowSamples(t=[0.0], failure="it broke")
+    broken = WindowSamples(t=[0.0], failure=said("telemetry.read_failed", error="it broke"))
     assert why(window_energy([broken])[2]) == "a window was not fully sampled: it broke"
     assert why(window_energy([])[2]) == "no window was sampled"
 
@@ -423,7 +430,7 @@ def rank_telemetry(rank: int, **fields: Any) -> RankTelemetry:
         "energy_method": "counter",
         "throttled_fraction": 0.0,
         "clock_verdict": "full_clocks",
-        "clock_basis": "no slowdown reason in 2 or more of 10 in-window samples",
+        "clock_finding": clocks({}).finding,
         "load": quiet_load(rank),
     }
     return RankTelemetry(**(defaults | fields))
@@ -475,7 +482,7 @@ def test_combine_needs_every_rank_and_says_why() -> None:
                 energy_j=None,
                 energy_method=None,
                 power_w=None,
-                unavailable={"energy_j": "NotSupported", "power_w": "NotSupported"},
+                unavailable={"energy_j": NOT_SUPPORTED_REASON, "power_w": NOT_SUPPORTED_REASON},
             ),
         ],
         interval_ms=100,
@@ -517,16 +524,19 @@ def test_a_cell_without_host_readings_or_energy_says_why_by_codes() -> None:
 def test_throttling_is_a_warning() -> None:
     """One GPU throttled makes the cell throttled, with the basis of its verdict; a GPU at its
     power limit beside it is no warning."""
-    basis = "HwThermalSlowdown in 3 of 12 in-window samples"
+    at_limit, thermal = clocks({"SwPowerCap": 10}), clocks({"HwThermalSlowdown": 3}, 12)
+    assert (at_limit.verdict, thermal.verdict) == ("at_power_limit", "throttled")
+    basis = say(thermal.finding)
+    assert basis == "HwThermalSlowdown in 3 of 12 in-window samples"
     ranks = [
-        rank_telemetry(0, clock_verdict="at_power_limit", clock_basis="at its power limit"),
+        rank_telemetry(0, clock_verdict="at_power_limit", clock_finding=at_limit.finding),
         rank_telemetry(
             1,
             clock_event_reasons=["HwThermalSlowdown", "SyncBoost"],
             throttle_reasons=["HwThermalSlowdown"],
             throttled_fraction=0.25,
             clock_verdict="throttled",
-            clock_basis=basis,
+            clock_finding=thermal.finding,
         ),
     ]
     telemetry, _, warnings = combine(ranks, 100, 1, 10, None)
@@ -552,8 +562,8 @@ def test_throttling_is_a_warning() -> None:
             1,
             throttled_fraction=None,
             clock_verdict=None,
-            clock_basis=None,
-            unavailable={"clock_verdict": "NotSupported"},
+            clock_finding=None,
+            unavailable={"clock_verdict": NOT_SUPPORTED_REASON},
         ),
     ]
     telemetry, unavailable, _ = combine(unread, 100, 1, 10, None)
@@ -575,47 +585,6 @@ def test_allocator_figures() -> None:
     assert stats.fragmentation == pytest.approx(0.25)
     assert stats.inactive_split_peak_bytes == 64
     assert allocator_stats({}, {}).fragmentation is None
-
-
-# ============================================================================== v3 -> v4
-
-
-def v3_cells() -> dict[str, dict[str, Any]]:
-    cells = {}
-    for path in sorted((V3_DIR / "cells").glob("*.json")):
-        cells[path.stem] = json.loads(path.read_text(encoding="utf-8"))
-    return cells
-
-
-def test_v3_results_upgrade_with_the_reasons() -> None:
-    cells = v3_cells()
-    assert {c["schema_version"] for c in cells.values()} == {3}
-    for data in cells.values():
-        before = json.dumps(data, sort_keys=True)
-        result, version, problem = parse_cell_result(data)
-        assert json.dumps(data, sort_keys=True) == before  # input untouched
-        assert problem is None and result is not None and version == 3
-        assert result.telemetry is None
-        if result.status == "ok":
-            assert result.unavailable["telemetry"] == V3_TELEMETRY
-            assert result.memory is not None
-            assert result.memory.alloc_retries is None and result.memory.fragmentation is None
-            assert result.unavailable["memory.alloc_retries"] == V3_ALLOCATOR
-            assert result.unavailable["memory.fragmentation"] == V3_ALLOCATOR
-            # measured figures kept as they were
-            assert result.memory.peak_rss_bytes == data["memory"]["peak_rss_bytes"]
-        else:
-            assert "telemetry" not in result.unavailable
-    upgraded = upgrade_v3(next(iter(cells.values())))
-    assert upgraded["schema_version"] == 4
-
-
-def test_v3_directory_loads_with_the_new_columns() -> None:
-    experiment = torchscale.results.load(V3_DIR)
-    assert list(experiment.cells.columns) == [*COLUMNS, "schema_version"]
-    ok = experiment.cells[experiment.cells["status"] == "ok"]
-    assert ok["energy_j"].isna().all() and ok["alloc_retries"].isna().all()
-    assert "gpu_util_mean" in experiment.ranks.columns
 
 
 # ================================================================ a real 2-rank CPU cell
@@ -760,7 +729,7 @@ def test_real_gpu_sampled_under_a_matmul_loop() -> None:
     assert report.gpu_uuid is not None and report.gpu_uuid.startswith(("GPU-", "MIG-"))
     # what the clock verdict is judged against, read once; a verdict from the in-window samples
     assert rank.sm_clock_max_mhz is not None and rank.power_limit is not None
-    assert rank.clock_verdict is not None and rank.clock_basis, rank.unavailable
+    assert rank.clock_verdict is not None and rank.clock_finding, rank.unavailable
     assert rank.power_w is not None and rank.power_w.max > 0
     assert rank.energy_j is not None and rank.energy_j > 0
     assert rank.gpu_util_pct is not None and rank.gpu_util_pct.max > 0
@@ -795,10 +764,8 @@ def test_real_cuda_cell_carries_telemetry_and_allocator_stats(tmp_path: Path) ->
 # ================================================================================ report
 
 
-def gpu_result(data: dict[str, Any], ranks: list[RankTelemetry] | None) -> CellResult:
-    """A v3 fixture cell as if measured on GPUs, with this telemetry (None: none)."""
-    result, _, problem = parse_cell_result(data)
-    assert result is not None, problem
+def gpu_result(result: CellResult, ranks: list[RankTelemetry] | None) -> CellResult:
+    """A fixture cell as if measured on GPUs, with this telemetry (None: none)."""
     cell = result.cell.model_copy(update={"device": "cuda", "backend": "nccl"})
     unavailable = {k: v for k, v in result.unavailable.items() if k != "telemetry"}
     if ranks is None:
@@ -828,8 +795,15 @@ def report_of(tmp: Path, results: dict[str, CellResult]) -> Any:
     return build_report(read_sources(root), ReportOptions(generated_at="2026-01-01T00:00:00Z"))
 
 
-def ok_v3_cells() -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in v3_cells().items() if v["status"] == "ok"}
+def ok_v3_cells() -> dict[str, CellResult]:
+    """The fixture's ok cells, by id."""
+    cells = {}
+    for path in sorted((V3_DIR / "cells").glob("*.json")):
+        result = read_cell(path).doc
+        assert result is not None, path
+        if result.status == "ok":
+            cells[path.stem] = result
+    return cells
 
 
 def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_path: Path) -> None:
@@ -841,7 +815,7 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
         throttle_reasons=["HwThermalSlowdown"],
         throttled_fraction=0.5,
         clock_verdict="throttled",
-        clock_basis="HwThermalSlowdown in 5 of 10 in-window samples",
+        clock_finding=clocks({"HwThermalSlowdown": 5}).finding,
     )
     report = report_of(tmp_path, {hot: gpu_result(cells[hot], [rank_telemetry(0), throttled])})
     findings = [
@@ -863,7 +837,7 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
     assert "throttling" not in unavailable
-    assert unavailable["telemetry"] == say(V3_TELEMETRY)  # the other cells are version 3
+    assert unavailable["telemetry"] == say(NOT_RECORDED)  # the other cells: torchscale 0.3.0
 
 
 def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> None:
@@ -885,10 +859,8 @@ def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> N
     unavailable = {
         k: v for b in bottlenecks.blocks if b.type == "unavailable" for k, v in b.items.items()
     }
-    assert str(why(unavailable["throttling"])).startswith(
-        "1 GPU run(s) without readable clocks-event"
-    )
-    assert say(V3_TELEMETRY) in unavailable["throttling"]
+    assert str(unavailable["throttling"]).startswith("1 GPU run(s) without readable clocks-event")
+    assert say(NOT_RECORDED) in unavailable["throttling"]
     findings = [
         f for s in report.sections for b in s.blocks if b.type == "findings" for f in b.findings
     ]
@@ -913,7 +885,9 @@ def test_aggregate_carries_telemetry_allocator_and_throttle_warning() -> None:
         throttle_reasons=["SwPowerCap"],
         throttled_fraction=0.1,
         clock_verdict="throttled",
-        clock_basis="SwPowerCap in 2 of 10 in-window samples under a site cap",
+        clock_finding=clocks(
+            {"SwPowerCap": 2}, limit=PowerLimit(enforced_w=500.0, default_w=700.0)
+        ).finding,
     )
     ranks[0].allocator = AllocatorStats(1, 0, 0.2, 4096)
     ranks[1].allocator = AllocatorStats(3, 0, 0.1, 1024)
@@ -974,8 +948,7 @@ def test_a_cpu_report_leaves_out_the_gpu_columns_no_cell_has(tmp_path: Path) -> 
     (not printed as a column of '-'), and the note names it."""
     cells = ok_v3_cells()
     cell_id = next(k for k in cells if "__w2__" in k)
-    result, _, problem = parse_cell_result(cells[cell_id])
-    assert result is not None, problem
+    result = cells[cell_id]
     cpu_only = {
         "device": "cpu",
         "gpu_name": None,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.h100_replay import DEFAULT_SWEEP, h100_cell, needs_h100
+from tests.h100_replay import DEFAULT_SWEEP, h100_cell
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Tf32Settings, tf32_off_warning
 from torchscale.contracts.schema.cell_result import CellWarning
@@ -56,7 +56,6 @@ def test_a_conv_net_without_tf32_anywhere_is_warned() -> None:
     assert tf32_off_warning(H100, "fp32", True, settings(False, conv=False)) is not None
 
 
-@needs_h100
 def test_the_h100_runs_fp32_cells_would_carry_the_warning() -> None:
     """What the H100 run's tiny-gpt2 fp32 cell recorded (TF32 matmuls off, its device name):
     the warning it now gets, where the result then had none about TF32."""
