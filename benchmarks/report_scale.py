@@ -90,6 +90,10 @@ def write_results(root: Path, cells: int) -> Path:
             if throughput.get(field) is not None:
                 throughput[field] = throughput[field] * scale
         throughput["repeats"] = [value * scale for value in throughput.get("repeats") or []]
+        interval = (data.get("intervals") or {}).get("samples_per_s") or {}
+        for end in ("value", "low", "high"):  # the interval of the figure it is, scaled alike
+            if interval.get(end) is not None:
+                interval[end] *= scale
         data["global_batch"] = batch * gpus
         (experiment / "cells" / f"{cell_id}.json").write_text(json.dumps(data), encoding="utf-8")
         (experiment / "steps" / f"{cell_id}.jsonl").write_text(steps, encoding="utf-8")

@@ -18,9 +18,11 @@ with its history (a shallow clone lacks LAST_READER).
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -90,11 +92,16 @@ DROPPED = {
     "profile.waits_included",
     "unavailable.sync_overhead_cross_check",
 }
+EDGE_NOTE = "first step of each window excluded: it followed the window's edge work"
 # a diagnosis LAST_READER made at read time from an old result's point figures (no interval)
 POINT_BASES = ("point figures (", "profiled steps after the measured windows (")
 CELL = "torchscale.cell"
 # the newest cell schema that timed each window's first step after its edge work
 LAST_TIMED_EDGE = 15
+
+
+def _percent(text: str) -> float:
+    return float(text) / 100
 
 
 def _is_finding(value: Any) -> bool:
@@ -125,30 +132,83 @@ def _dropped(item: Any) -> bool:
     return _is_finding(found) and found["code"] in DROPPED
 
 
-def _words_recoded(value: Any, schema: int) -> Any:
+# Sentences an older version stored whose figures today's codes hold: (pattern, code, figure
+# names with how each is read from its group).
+PATTERNS: list[tuple[str, str, dict[str, Callable[[str], Any]]]] = [
+    (
+        r"not measurable: the energy counter moves in steps of up to ~(?P<step_s>[\d.]+) s, so "
+        r"over (?P<windows>\d+) window\(s\) of (?P<window_s>[\d.]+) s in all it is uncertain by "
+        r"~(?P<error>\d+)% \(kept at (?P<max>\d+)% or less\)",
+        "unavailable.energy_counter_coarse",
+        {"step_s": float, "windows": int, "window_s": float, "error": _percent, "max": _percent},
+    ),
+    (
+        r"not measurable: the longest window is (?P<window_s>[\d.]+) s, where NVML averages .*; "
+        r"a reading counts only (?P<floor_s>[\d.]+) s or more into",
+        "unavailable.nvml_longest_window",
+        {"window_s": float, "floor_s": float},
+    ),
+]
+ONE_RANK = "world size 1: no other rank to wait for, no gradient communication to expose"
+
+
+@functools.cache
+def _said_by_words() -> dict[str, str]:
+    """Today's words of every code said without figures -> its code (a sentence an older
+    version stored that today's words give back exactly is that code)."""
+    from torchscale.contracts.finding import Finding
+    from torchscale.contracts.wording import PHRASES, say
+
+    words: dict[str, str] = {}
+    for code in PHRASES:
+        try:
+            words.setdefault(say(Finding(code=code)), code)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            continue
+    return words
+
+
+def _coded(text: str, key: str, schema: int) -> dict[str, Any]:
+    """The code an older version's sentence says, with its figures: today's words of a code
+    without figures, a sentence of PATTERNS, else `unavailable.not_recorded`."""
+    if text == ONE_RANK:
+        code = "communication" if key == "comm_overhead" else "straggler"
+        return {"code": f"unavailable.one_rank_{code}", "figures": {}}
+    code = _said_by_words().get(text)
+    if code is not None:
+        return {"code": code, "figures": {}}
+    for pattern, code, names in PATTERNS:
+        found = re.match(pattern, text)
+        if found is not None:
+            figures = {name: read(found.group(name)) for name, read in names.items()}
+            return {"code": code, "figures": figures}
+    return {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+
+
+def _words_recoded(value: Any, schema: int, key: str = "") -> Any:
     """`value` with each sentence an older version stored where a code stands today (an
-    estimate's reason, a cross-check's detail, why a figure or a power limit is unknown),
-    and that LAST_READER found no code for, as `unavailable.not_recorded`: the file holds no
-    code to word it by. Lists of notes lose such sentences; `unavailable` maps their keys."""
+    estimate's reason, a cross-check's detail, why a figure or a power limit is unknown)
+    and that LAST_READER found no code for, as the code it says (`_coded`). Lists of notes
+    lose such sentences; `unavailable` maps code theirs."""
     if isinstance(value, list):
         return [_words_recoded(v, schema) for v in value]
     if not isinstance(value, dict):
         return value
-    unrecorded = {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
     out = {}
-    for key, item in value.items():
-        if (
-            key in ("reason", "detail", "why") and isinstance(item, str) and _coded_slot(value)
-        ) or (key == "unavailable" and isinstance(item, str)):
-            out[key] = unrecorded
-        elif key == "unavailable" and isinstance(item, dict):
-            out[key] = {
-                k: _words_recoded(v, schema) for k, v in item.items() if not isinstance(v, str)
+    for name, item in value.items():
+        coded_slot = name in ("reason", "detail", "why") and _coded_slot(value)
+        if isinstance(item, str) and (coded_slot or name in ("unavailable", "limit_unknown")):
+            out[name] = _coded(item, name, schema)
+        elif name == "unavailable" and isinstance(item, dict):
+            out[name] = {
+                k: _coded(v, k, schema) if isinstance(v, str) else _words_recoded(v, schema)
+                for k, v in item.items()
+                if v != EDGE_NOTE
             }
-        elif key == "notes" and isinstance(item, list):
-            out[key] = [_words_recoded(v, schema) for v in item if not isinstance(v, str)]
-        else:
-            out[key] = _words_recoded(item, schema)
+        elif name == "notes" and isinstance(item, list):
+            out[name] = [_words_recoded(v, schema) for v in item if not isinstance(v, str)]
+        elif name not in ("stored_summary", "stored_not_named"):
+            out[name] = _words_recoded(item, schema)
     return out
 
 
@@ -217,14 +277,19 @@ def _cell_21(doc: Document, schema: int) -> Document:
             "diagnosis": {"code": "unavailable.not_recorded", "figures": {"schema": schema}},
         }
     doc["diagnosis"] = _diagnosis(doc.get("diagnosis"))
-    doc["warnings"] = [_less(w, "text") for w in doc.get("warnings") or [] if w.get("finding")]
     telemetry = doc.get("telemetry")
     if isinstance(telemetry, dict):
         ranks = [_less(r, "clock_basis") for r in telemetry.get("ranks") or []]
         doc["telemetry"] = {**telemetry, "ranks": ranks}
+    doc["warnings"] = _warnings(doc)
+    error = doc.get("error")
+    needs = re.fullmatch(NEEDS_GPUS, (error or {}).get("reason") or "")
+    if doc.get("status") == "skipped" and error.get("skip") is None and needs is not None:
+        figures = {"gpus": int(needs["gpus"]), "have": int(needs["have"]), "nodes": 1}
+        doc["error"] = {**error, "skip": {"code": "plan.needs_gpus", "figures": figures}}
     unavailable = dict(doc.get("unavailable") or {})
     unavailable.pop("sync_overhead", None)
-    doc["unavailable"] = {k: v for k, v in unavailable.items() if not isinstance(v, str)}
+    doc["unavailable"] = unavailable
     bound = doc.get("host_bound")
     probe = isinstance(bound, dict) and str(bound.get("method", "")).startswith("sleep probe")
     if probe and bound["host_bound"] and bound.get("verdict") is None:
@@ -233,6 +298,46 @@ def _cell_21(doc: Document, schema: int) -> Document:
         bound = {**bound, "verdict": verdict}
     doc["host_bound"] = _less(bound, "note")
     return doc
+
+
+# a skip an older plan stored only in words (schema 15 or older): the code it says
+NEEDS_GPUS = r"needs (?P<gpus>\d+) GPUs; a node has (?P<have>\d+)"
+SYNC_VARIANCE = (
+    r"High variance in gradient sync time: CV (?P<wait_cv>[\d.]+), (?P<share>\d+)% of the "
+    r"step-time variance \(step CV (?P<step_cv>[\d.]+) > (?P<threshold>[\d.]+)\)"
+)
+
+
+def _warnings(doc: Document) -> list[Any]:
+    """The cell's warnings as findings: one an older version kept only in words is read back
+    where its words say its figures (gradient sync variance) or rebuilt from the telemetry
+    the file stores by today's rule (a busy machine); else it goes."""
+    kept, rebuild = [], False
+    for warning in doc.get("warnings") or []:
+        text = warning.get("text") or ""
+        found = re.match(SYNC_VARIANCE, text)
+        if warning.get("finding"):
+            kept.append(_less(warning, "text"))
+        elif found is not None:
+            figures = {k: float(v) for k, v in found.groupdict().items()}
+            figures["share"] /= 100
+            finding = {"code": "warning.sync_variance", "figures": figures}
+            kept.append({"kind": warning["kind"], "finding": finding})
+        rebuild = rebuild or (warning.get("kind") == "busy machine" and not warning.get("finding"))
+    if rebuild:
+        kept += _busy_warnings(doc)
+    return kept
+
+
+def _busy_warnings(doc: Document) -> list[Any]:
+    from torchscale.contracts.schema.cell_telemetry import Telemetry
+    from torchscale.rank.telemetry.window_figures import busy_warnings
+
+    telemetry = doc.get("telemetry")
+    if not telemetry:
+        return []
+    hosts = Telemetry.model_validate(telemetry).hosts or []
+    return [w.model_dump(mode="json") for w in busy_warnings(hosts) if w.kind == "busy machine"]
 
 
 def _analysis_11(doc: Document, schema: int) -> Document:
@@ -429,17 +534,15 @@ def _write_if_read_today(path: Path, doc: Document) -> str | None:
 
 
 def _steps_file(cell: Path) -> Path:
-    """Where a cell's steps are: steps/<id>.jsonl beside cells/, or steps.jsonl beside a
-    profiled run's result.json."""
-    if cell.parent.name == "cells":
-        return cell.parent.parent / "steps" / f"{cell.stem}.jsonl"
-    return cell.with_name("steps.jsonl")
+    """Where a sweep cell's steps are: steps/<id>.jsonl beside cells/."""
+    return cell.parent.parent / "steps" / f"{cell.stem}.jsonl"
 
 
 def _without_edge_steps(cell: Path) -> None:
-    """A result that timed each window's first step (schema LAST_TIMED_EDGE or older) was read
-    without it, its statistics recomputed so (LAST_READER's `edge_steps`): its steps file
-    loses that step too, so the steps table and the statistics stay one measurement."""
+    """A sweep cell that timed each window's first step (schema LAST_TIMED_EDGE or older) was
+    read without it, its statistics recomputed so (LAST_READER's `edge_steps`; a profiled
+    run's result.json was read as stored): its steps file loses that step too, so the steps
+    table and the statistics stay one measurement."""
     steps = _steps_file(cell)
     if not steps.is_file():
         return
@@ -481,7 +584,7 @@ def convert(folders: list[Path]) -> int:
             left += 1
             print(f"{path}: left as it was: {problem}", file=sys.stderr)
             continue
-        if kind == CELL and schema <= LAST_TIMED_EDGE:
+        if kind == CELL and schema <= LAST_TIMED_EDGE and path.parent.name == "cells":
             _without_edge_steps(path)
         print(f"{path}: converted from schema {schema}")
     return left

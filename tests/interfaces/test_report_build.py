@@ -5,9 +5,9 @@ tests/fixtures/cpu_sweep_profile/ holds what `torchscale benchmark` and `torchsc
 (0.3.0) wrote on CPU (gloo), converted: `v3_fixture/` (tiny-mlp and tiny-gpt2 at 1 and 2 ranks, 2
 repeats, and two failed cells of a missing plug-in model) and `profile/` (one 2-rank tiny-mlp
 cell profiled with a 20 ms delay injected in rank 1's backward). The golden report
-(tests/golden/report_v3.json) is built from it against the crashes fixture (0.1.0) as baseline,
-with a fixed `generated_at` and a price; regenerate it with TORCHSCALE_UPDATE_GOLDEN=1 after a
-deliberate change and review the diff.
+(tests/golden/report_sweep_vs_baseline.json) is built from it against the crashes fixture
+(0.1.0) as baseline, with a fixed `generated_at` and a price; regenerate it with
+TORCHSCALE_UPDATE_GOLDEN=1 after a deliberate change and review the diff.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ V3_SWEEP = V3 / "v3_fixture"
 V3_PROFILE = V3 / "profile"
 V1 = FIXTURES / "cpu_crashes"
 V2 = FIXTURES / "cpu_ddp_fsdp"
-GOLDEN = Path(__file__).parents[1] / "golden" / "report_v3.json"
+GOLDEN = Path(__file__).parents[1] / "golden" / "report_sweep_vs_baseline.json"
 GENERATED_AT = "2026-11-22T12:00:00Z"
 PRICE = 2.0
 SECTIONS = [

@@ -13,9 +13,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from torchscale.offline.comm.gate import VERDICTS, gate
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.offline.comm.gate import VERDICTS, gate
 
 
 def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:

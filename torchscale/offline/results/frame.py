@@ -19,7 +19,7 @@ from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.repeats_cell import joined_repeats
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
-from torchscale.offline.analysis.uncertainty import in_proportion
+from torchscale.offline.analysis.uncertainty import in_proportion, median_of_repeats
 from torchscale.offline.results.split_figures import split_figures
 
 # the one model of the step: per part its share of the mean step with the 95 %
@@ -225,10 +225,13 @@ def _ends(estimate: Estimate | None, name: str, suffix: str = "") -> dict[str, f
 
 
 def _headline_intervals(result: CellResult) -> dict[str, Any]:
-    """Throughput and latency intervals, the result's own; MFU is that throughput's estimate
-    scaled (`in_proportion`): one estimator for both."""
+    """Throughput and latency intervals: the result's own, else the throughput's taken from
+    its recorded repeats by the same rule (a cell that stored none); MFU is that throughput's
+    estimate scaled (`in_proportion`): one estimator for both."""
     thr, intervals, comp = result.throughput, result.intervals, result.compute
     throughput = intervals.samples_per_s if intervals else None
+    if throughput is None and thr is not None and thr.repeats:
+        throughput = median_of_repeats(thr.repeats)
     mfu = None
     if throughput is not None and thr is not None and comp is not None:
         mfu = in_proportion(throughput, comp.mfu, thr.samples_per_s)

@@ -4,9 +4,9 @@ A result whose GPU busy share was measured (`CellResult.host_bound.host_bound` t
 the CUDA trace's verdict) is read as written: the measured share decides, whatever the MFU.
 Without one (a share that was not measured) one documented fallback judges it: on CUDA, a
 cell whose MFU is under `HOST_BOUND_MFU` (1 %: the step's FLOPs at the GPU's peak fill under
-1 % of the step) is host-bound by arithmetic; otherwise it is not judged ("not measured"). A host-bound cell gets
-its one finding in `diagnosis.findings` (`findings.host_bound_finding`), so every surface
-renders the same verdict. CPU cells get none: every CPU step is host time.
+1 % of the step) is host-bound by arithmetic; otherwise it is not judged ("not measured"). A
+host-bound cell gets its one finding in `diagnosis.findings` (`findings.host_bound_finding`),
+so every surface renders the same verdict. CPU cells get none: every CPU step is host time.
 docs/methodology.md, "Host-bound".
 """
 

@@ -31,7 +31,7 @@ from torchscale.orchestration.validate.check_result import (
 )
 
 if TYPE_CHECKING:
-    from torchscale.contracts.schema.cell_result import CellResult, Reason
+    from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.contracts.schema.max_batch import MaxBatchResult
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis

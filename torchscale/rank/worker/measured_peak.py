@@ -19,6 +19,7 @@ from pathlib import Path
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import ValidateReport
+from torchscale.contracts.versioned import VersionError
 from torchscale.contracts.wording.validate import tflops
 from torchscale.offline.results.documents import read_validate_report
 
@@ -41,7 +42,10 @@ def read_measured_peak(dirs: Sequence[str], host: str, dtype: str) -> MeasuredPe
     for folder in dirs:
         for level in LEVELS:
             path = Path(folder) / f"{host}.{level}.json"
-            report = read_validate_report(path).doc if path.is_file() else None
+            try:  # a report of another version is no peak to use: the cell still measures
+                report = read_validate_report(path).doc if path.is_file() else None
+            except VersionError:
+                report = None
             if report is not None and (newest is None or report.created_at > newest[1].created_at):
                 newest = (path, report)
     if newest is None:
