@@ -126,7 +126,7 @@ def straggler_agreement(
 ) -> tuple[bool, Code]:
     """(agrees, detail) of the phase timers' straggler verdict against the traces': they agree
     when both name the same rank with the same kind, or neither names one. A disagreement
-    says why the evidence differs (issue 62: `profile` and `benchmark` name the same rank and
+    says why the evidence differs (`profile` and `benchmark` must name the same rank and
     kind for the same run, or say why not): the side that names nobody gives its reason on
     its own count of steps; two kinds for one rank come from different evidence. An agreement
     quotes the side that is the cross-check: the timers' or, where they head, the traces'."""
