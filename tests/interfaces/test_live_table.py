@@ -23,7 +23,8 @@ from torchscale.interfaces.console.live_table import (
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
 

@@ -63,7 +63,9 @@ from torchscale.offline.results.versions import (
     upgrade_v19,
 )
 from torchscale.orchestration.config.loader import load_config
-from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import PlannedCell
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "results_v1"
 V1_DIR = FIXTURES / "v1_fixture"

@@ -21,14 +21,9 @@ from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import (
-    Machine,
-    Plan,
-    PlannedCell,
-    build_plan,
-    resolve_backend,
-    resolve_device,
-)
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine, resolve_backend, resolve_device
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.sweep import unmeasured_result
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=2)
@@ -127,7 +122,8 @@ measurement: {steps: 7, repeats: 2}
 IDS_SCRIPT = """\
 import json, sys
 from torchscale.orchestration.config.loader import parse_config
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 config = parse_config(sys.stdin.read())
 print(json.dumps([p.cell.id for p in build_plan(config, Machine(0, 2))]))
 """
