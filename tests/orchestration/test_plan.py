@@ -22,7 +22,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan.build import build_plan
-from torchscale.orchestration.plan.nodes import Machine, resolve_backend, resolve_device
+from torchscale.orchestration.plan.nodes import Machine, backend_for, device_for
 from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.sweep import unmeasured_result
 
@@ -281,16 +281,16 @@ def test_device_and_backend_resolution(
 ) -> None:
     config = make_config(device=device)
     machine = Machine(gpu_count=gpus, cpu_cores=2)
-    resolved = resolve_device(config, machine)
+    resolved = device_for(config.device, machine)
     assert resolved == expected_device
-    assert resolve_backend(config, resolved) == expected_backend
+    assert backend_for(config.backend, resolved) == expected_backend
     for planned in build_plan(config, machine):
         assert (planned.cell.device, planned.cell.backend) == (expected_device, expected_backend)
 
 
 def test_explicit_backend_is_kept() -> None:
     config = make_config(device="cuda", backend="gloo")
-    assert resolve_backend(config, "cuda") == "gloo"
+    assert backend_for(config.backend, "cuda") == "gloo"
     assert {p.cell.backend for p in build_plan(config, GPU_BOX)} == {"gloo"}
 
 

@@ -28,10 +28,10 @@ from torchscale.orchestration.plan.definition import cell_definition, cell_ident
 from torchscale.orchestration.plan.nodes import (
     Machine,
     Shape,
+    backend_for,
     cell_shapes,
+    device_for,
     device_set,
-    resolve_backend,
-    resolve_device,
     resolve_omp_threads,
     shared_ranks,
 )
@@ -85,9 +85,9 @@ def plan_cell(
     """Resolve one cell: identity, definition, launch settings, feasibility."""
     # the options the model trains with, defaults of the workload included (catalog)
     model = model.model_copy(update={"options": workload_options(model.name, model.options)})
-    device = resolve_device(config, machine)
+    device = device_for(config.device, machine)
     shared = shared_ranks(config, machine, device, shape)
-    backend = resolve_backend(config, device, shared)
+    backend = backend_for(config.backend, device, shared)
     threads = resolve_omp_threads(config, machine)
     pipeline = parallel is not None and parallel.pp > 1
     parameters = builtin_parameters(model.name, model.options)
@@ -158,8 +158,8 @@ def plan_job_cell(
     """One cell of a `jobs:` row: its command with the matrix's values filled, its identity
     (what the config filled; the batch per rank, or 1, and fp32 stand where the job decides,
     replaced by what its ranks measured), launched as a cell is (threads, launcher.env)."""
-    device = resolve_device(config, machine)
-    backend = resolve_backend(config, device)
+    device = device_for(config.device, machine)
+    backend = backend_for(config.backend, device)
     threads = resolve_omp_threads(config, machine)
     values = {"gpus": shape.world_size, "batch": batch, "precision": precision}
     line = JobLine(
@@ -239,7 +239,7 @@ def batch_sizes(
     if not isinstance(config.batch_sizes, str):  # the config's own list
         listed = list(config.batch_sizes)
         return {(m.display_name, p): listed for m, p in keys}, []
-    device = resolve_device(config, machine)
+    device = device_for(config.device, machine)
     chosen: dict[tuple[str, str], list[int]] = {}
     notes: list[str] = []
     counted: dict[str, Footprint] = {}

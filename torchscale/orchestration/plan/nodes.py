@@ -86,20 +86,12 @@ def cell_shapes(config: BenchConfig) -> list[Shape]:
     return sorted(shapes, key=lambda shape: (shape.world_size, shape.nodes))
 
 
-def resolve_device(config: BenchConfig, machine: Machine) -> Device:
-    return device_for(config.device, machine)
-
-
 def device_for(requested: RequestedDevice, machine: Machine) -> Device:
     """`auto` means CUDA GPUs when the node has any, else CPU processes (every command that
     picks a device asks here: benchmark cells, profile, comm)."""
     if requested == "auto":
         return "cuda" if machine.gpu_count > 0 else "cpu"
     return requested
-
-
-def resolve_backend(config: BenchConfig, device: Device, ranks_per_gpu: int = 1) -> Backend:
-    return backend_for(config.backend, device, ranks_per_gpu)
 
 
 def backend_for(requested: RequestedBackend, device: Device, ranks_per_gpu: int = 1) -> Backend:
@@ -148,7 +140,7 @@ def threads_per_rank(cpus: int, ranks: int) -> int:
 def device_set(config: BenchConfig, machine: Machine) -> tuple[BenchConfig, str | None]:
     """The config this machine's sweep runs (`on_cuda`'s keys replace the config's on CUDA)
     and the line saying which set applied and why; None where the config has no `on_cuda`."""
-    device = resolve_device(config, machine)
+    device = device_for(config.device, machine)
     effective, replaced = config.for_device(device)
     if config.on_cuda is None:
         return effective, None
