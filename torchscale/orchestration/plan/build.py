@@ -24,7 +24,7 @@ from torchscale.contracts.training_defaults import (
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.own_job.identity import job_cell_id, model_name
 from torchscale.orchestration.own_job.job_line import JobLine, filled, wrapped_line
-from torchscale.orchestration.plan.definition import cell_definition, cell_identity, cell_training
+from torchscale.orchestration.plan.definition import cell_definition, cell_training, identified
 from torchscale.orchestration.plan.nodes import (
     Machine,
     Shape,
@@ -97,24 +97,23 @@ def plan_cell(
         pipeline=pipeline,
         blockwise_available=model.name in BLOCKWISE_LOSS_MODELS,
     )
-    definition = cell_definition(
-        config,
-        training,
-        loss,
-        model,
-        batch_size,
-        shape,
-        precision,
-        strategy,
-        device,
-        backend,
-        threads,
-        parallel,
-        shared,
+    cell = CellIdentity(
+        id="",  # the definition's: below
+        definition_sha256="",
+        model=model.name,
+        label=model.display_name,
+        batch_size=batch_size,
+        world_size=shape.world_size,
+        precision=precision,
+        strategy=strategy,
+        device=device,
+        backend=backend,
+        nodes=shape.nodes,
+        parallel=parallel,
+        ranks_per_gpu=shared,
     )
-    identity = cell_identity(
-        definition, model, batch_size, shape, precision, strategy, device, backend, parallel
-    ).model_copy(update={"ranks_per_gpu": shared})
+    definition = cell_definition(config, training, loss, model, cell, threads)
+    identity = identified(cell, definition)
     skip, warnings = feasibility(config, machine, identity, shape, model, training)
     note = compile_note(config.training.compile, device, pipeline, parameters)
     if note is not None and skip is None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from torchscale.contracts.catalog import Precision, Strategy
+from torchscale.contracts.catalog import Precision
 from torchscale.contracts.cell import (
-    Backend,
     CellIdentity,
     Device,
-    ParallelShape,
     definition_hash,
     make_cell_id,
 )
@@ -27,7 +25,6 @@ from torchscale.contracts.training_defaults import (
     resolve_compile,
     resolve_fused_optimizer,
 )
-from torchscale.orchestration.plan.nodes import Shape
 
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
     from torchscale.orchestration.config.schema import BenchConfig
@@ -38,17 +35,10 @@ def cell_definition(
     training_config: TrainingConfig,
     loss: LossKind,
     model: ModelSpec,
-    batch_size: int,
-    shape: Shape,
-    precision: str,
-    strategy: str,
-    device: str,
-    backend: str,
+    cell: CellIdentity,
     omp_num_threads: int,
-    parallel: ParallelShape | None = None,
-    shared: int = 1,
 ) -> str:
-    """Everything that changes what a cell measures, as canonical JSON (for ids and resume).
+    """Everything that changes what `cell` measures, as canonical JSON (for ids and resume).
 
     Its shape is part of the results format: --resume reuses a result, of any schema version,
     only while this JSON (and so its hash) is unchanged. A config field must be left out here
@@ -68,28 +58,28 @@ def cell_definition(
     training["loss"] = loss
     payload: dict[str, Any] = {
         "model": model.model_dump(mode="json"),
-        "batch_size": batch_size,
-        "world_size": shape.world_size,
-        "precision": precision,
-        "strategy": strategy,
-        "device": device,
-        "backend": backend,
+        "batch_size": cell.batch_size,
+        "world_size": cell.world_size,
+        "precision": cell.precision,
+        "strategy": cell.strategy,
+        "device": cell.device,
+        "backend": cell.backend,
         "training": training,
         "measurement": config.measurement.model_dump(mode="json"),
         "data": _data_definition(config),
-        "nnodes": shape.nodes,
+        "nnodes": cell.nodes,
         "omp_num_threads": omp_num_threads,
         "env": dict(sorted(config.launcher.env.items())),
         "workload_revision": WORKLOAD_REVISION,
     }
-    if device == "cpu":  # where the CPU is the device, how its allocator reuses memory
+    if cell.device == "cpu":  # where the CPU is the device, how its allocator reuses memory
         payload["cpu_malloc"] = config.launcher.cpu_malloc
         # and where its ranks run: binding changes what a CPU cell measures
         payload["cpu_binding"] = config.launcher.cpu_binding
-    if parallel is not None:
-        payload["parallel"] = parallel.model_dump(mode="json")
-    if shared > 1:  # only then: the definitions (and ids) of other cells stay as they were
-        payload["ranks_per_gpu"] = shared
+    if cell.parallel is not None:
+        payload["parallel"] = cell.parallel.model_dump(mode="json")
+    if cell.shares_gpu:  # only then: the definitions (and ids) of other cells stay as they were
+        payload["ranks_per_gpu"] = cell.ranks_per_gpu
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
@@ -133,33 +123,10 @@ def cell_training(
     )
 
 
-def cell_identity(
-    definition: str,
-    model: ModelSpec,
-    batch_size: int,
-    shape: Shape,
-    precision: Precision,
-    strategy: Strategy,
-    device: Device,
-    backend: Backend,
-    parallel: ParallelShape | None,
-) -> CellIdentity:
-    """The cell's identity: its id ends in the definition's hash, so a changed setting is a
-    new cell (and --resume never reuses a result it does not match)."""
+def identified(cell: CellIdentity, definition: str) -> CellIdentity:
+    """`cell` with its id, which ends in its definition's hash, so a changed setting is a new
+    cell (and --resume never reuses a result it does not match)."""
     sha = definition_hash(definition)
-    label = model.display_name
-    slug = parallel.slug(strategy) if parallel is not None else strategy
-    return CellIdentity(
-        id=make_cell_id(label, batch_size, shape.world_size, precision, slug, sha, shape.nodes),
-        definition_sha256=sha,
-        model=model.name,
-        label=label,
-        batch_size=batch_size,
-        world_size=shape.world_size,
-        precision=precision,
-        strategy=strategy,
-        device=device,
-        backend=backend,
-        nodes=shape.nodes,
-        parallel=parallel,
-    )
+    slug = cell.parallel.slug(cell.strategy) if cell.parallel is not None else cell.strategy
+    size = (cell.batch_size, cell.world_size, cell.precision, slug, sha, cell.nodes)
+    return cell.model_copy(update={"id": make_cell_id(cell.label, *size), "definition_sha256": sha})
