@@ -5,7 +5,6 @@ batches `batch_sizes: auto` chooses.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -24,7 +23,12 @@ from torchscale.contracts.training_defaults import (
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.own_job.identity import job_cell_id, model_name
 from torchscale.orchestration.own_job.job_line import JobLine, filled, wrapped_line
-from torchscale.orchestration.plan.definition import cell_definition, cell_training, identified
+from torchscale.orchestration.plan.definition import (
+    cell_definition,
+    cell_training,
+    identified,
+    job_definition,
+)
 from torchscale.orchestration.plan.nodes import (
     Machine,
     Shape,
@@ -168,24 +172,7 @@ def plan_job_cell(
         job.named,
         job.batch,
     )
-    measurement = config.measurement
-    definition = json.dumps(
-        {
-            "job": job.label,
-            "command": list(line.argv),
-            "wrapped": line.wrapped,
-            "batch_scope": job.batch if batch is not None else None,
-            "world_size": shape.world_size,
-            "nnodes": shape.nodes,
-            "device": device,
-            "backend": backend,
-            "measurement": measurement.model_dump(mode="json", include=JOB_MEASUREMENT),
-            "omp_num_threads": threads if line.wrapped else None,
-            "env": dict(sorted(config.launcher.env.items())),
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    definition = job_definition(config, line, batch, shape, device, backend, threads)
     sha = definition_hash(definition)
     per_rank = batch if batch is None or job.batch == "per_rank" else batch // shape.world_size
     label = model_name(job.label)
@@ -215,17 +202,13 @@ def plan_job_cell(
         ModelSpec.model_construct(name=label),  # not a model torchscale builds
         definition,
         config.training,
-        measurement,
+        config.measurement,
         config.data,
         launch,
         skip,
         warnings,
         job=line,
     )
-
-
-# what of `measurement` a job cell uses (the rest is the built-in worker's)
-JOB_MEASUREMENT = {"warmup_steps", "steps", "repeats"}
 
 
 def batch_sizes(

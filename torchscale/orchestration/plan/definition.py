@@ -1,6 +1,7 @@
 """A cell's definition and identity: everything that changes what it measures, as canonical
 JSON, whose hash ends its id (a changed setting is a new cell, and --resume reuses a result only
-while its definition is unchanged), and the training settings a null leaves open, resolved.
+while its definition is unchanged), and the training settings a null leaves open, resolved; a
+`jobs:` row's cell's definition beside a built-in cell's.
 """
 
 from __future__ import annotations
@@ -9,12 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.catalog import Precision
-from torchscale.contracts.cell import (
-    CellIdentity,
-    Device,
-    definition_hash,
-    make_cell_id,
-)
+from torchscale.contracts.cell import Backend, CellIdentity, Device, definition_hash, make_cell_id
 from torchscale.contracts.cell_settings import ModelSpec, TrainingConfig
 from torchscale.contracts.training_defaults import (
     WORKLOAD_REVISION,
@@ -25,6 +21,8 @@ from torchscale.contracts.training_defaults import (
     resolve_compile,
     resolve_fused_optimizer,
 )
+from torchscale.orchestration.own_job.job_line import JobLine
+from torchscale.orchestration.plan.nodes import Shape
 
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
     from torchscale.orchestration.config.schema import BenchConfig
@@ -130,3 +128,37 @@ def identified(cell: CellIdentity, definition: str) -> CellIdentity:
     slug = cell.parallel.slug(cell.strategy) if cell.parallel is not None else cell.strategy
     size = (cell.batch_size, cell.world_size, cell.precision, slug, sha, cell.nodes)
     return cell.model_copy(update={"id": make_cell_id(cell.label, *size), "definition_sha256": sha})
+
+
+# what of `measurement` a job cell uses (the rest is the built-in worker's)
+JOB_MEASUREMENT = {"warmup_steps", "steps", "repeats"}
+
+
+def job_definition(
+    config: BenchConfig,
+    line: JobLine,
+    batch: int | None,
+    shape: Shape,
+    device: Device,
+    backend: Backend,
+    threads: int,
+) -> str:
+    """A `jobs:` row's cell's definition, as canonical JSON: its command as filled and how it
+    starts, what of the matrix it names, where it runs and what the probe measures of it."""
+    return json.dumps(
+        {
+            "job": line.name,
+            "command": list(line.argv),
+            "wrapped": line.wrapped,
+            "batch_scope": line.batch_scope if batch is not None else None,
+            "world_size": shape.world_size,
+            "nnodes": shape.nodes,
+            "device": device,
+            "backend": backend,
+            "measurement": config.measurement.model_dump(mode="json", include=JOB_MEASUREMENT),
+            "omp_num_threads": threads if line.wrapped else None,
+            "env": dict(sorted(config.launcher.env.items())),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
