@@ -321,7 +321,7 @@ def probe_work_child(args: argparse.Namespace) -> None:
     params = sum(1 for _ in model.parameters())
     record = {"pairs": pairs, "parameters": params, "block": args.work_block}
     record |= {"other_threads_cpu_share": others / (time.perf_counter() - wall0)}
-    record |= {"sampler": probe.sampler is not None and probe.sampler.running}
+    record |= {"sampler": probe.telemetry.sampler is not None and probe.telemetry.sampler.running}
     record |= {"hidden": hidden, "batch": batch}
     Path(args.probe_work).write_text(json.dumps(record))
 

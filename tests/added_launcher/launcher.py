@@ -20,14 +20,15 @@ from torchscale.orchestration.schedulers.api import (
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.config.schema import BenchConfig
-    from torchscale.orchestration.plan import Machine, Plan
+    from torchscale.orchestration.plan.nodes import Machine
+    from torchscale.orchestration.plan.planned import Plan
 
 KIND = "batchq"
 
 
 class BatchQueue:
     def machine(self, config: BenchConfig) -> Machine:
-        from torchscale.orchestration.plan import Machine
+        from torchscale.orchestration.plan.nodes import Machine
 
         return Machine(gpu_count=0, cpu_cores=4)
 

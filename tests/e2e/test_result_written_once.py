@@ -25,7 +25,9 @@ from torchscale.contracts.errors import ResultsError
 from torchscale.contracts.schema.cell_result import CellResult, CellWarning
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.process import ProcessOutcome
-from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import PlannedCell
 from torchscale.orchestration.sweep import run_cell, run_sweep
 
 TINY: dict[str, Any] = {

@@ -14,7 +14,8 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import say
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 runner = CliRunner()
 CPU2 = Machine(gpu_count=0, cpu_cores=2)

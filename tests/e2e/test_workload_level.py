@@ -102,7 +102,8 @@ def test_an_8_gpu_node_runs_every_strategy_where_gpt2_splits() -> None:
 @pytest.mark.parametrize("gpus", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_no_planned_cell_is_skipped_on_any_gpu_count(gpus: int) -> None:
     from torchscale.orchestration.config.loader import validate_data
-    from torchscale.orchestration.plan import Machine, build_plan
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.plan.nodes import Machine
 
     plan = plan_workload(NodeFacts("cuda", gpus, 80 * GIB, cpu_cores=16))
     assert plan.unplaced == {}

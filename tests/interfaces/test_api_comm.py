@@ -15,7 +15,7 @@ from torchscale.api import CommOptions, CommRun, run_comm
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.orchestration.comm.planning import CPU_RANKS, CommPlan, plan_comm
-from torchscale.orchestration.plan import Machine
+from torchscale.orchestration.plan.nodes import Machine
 
 CPU_NODE = Machine(gpu_count=0, cpu_cores=8)
 GPU_NODE = Machine(gpu_count=4, cpu_cores=32)

@@ -22,7 +22,8 @@ from torchscale.interfaces.console.live_table import (
 from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import cells_table
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "cpu_default_sweep" / "default_scaling" / "cells"
 

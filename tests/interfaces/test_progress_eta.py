@@ -21,7 +21,8 @@ from torchscale.interfaces.console.progress import (
     position_text,
 )
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 
 class FakeClock:

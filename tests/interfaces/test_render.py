@@ -18,7 +18,8 @@ from torchscale.interfaces.console.sweep_tables import model_tables
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 
 def identity(**overrides: Any) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from torchscale.interfaces.console.progress import StepProgress
 from torchscale.interfaces.report.progress import Step
 from torchscale.interfaces.report.render import pdf
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.profiling import session
 from torchscale.orchestration.profiling.trigger import Selected
 

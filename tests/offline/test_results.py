@@ -27,7 +27,9 @@ from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import COLUMNS
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import load_config
-from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import PlannedCell
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "cpu_crashes"
 V1_DIR = FIXTURES / "v1_fixture"

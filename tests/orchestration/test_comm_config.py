@@ -20,7 +20,8 @@ from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.cost import NO_PRICE, NO_TOKENS, cell_cost
 from torchscale.orchestration.comm.from_config import comm_requests
 from torchscale.orchestration.config.schema import BenchConfig, CommConfig, CostConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 
 def invoke(*args: str | Path) -> Result:

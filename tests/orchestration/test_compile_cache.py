@@ -26,7 +26,9 @@ from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.compile_cache import compile_cache_env, inductor_default_dir
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.memory.max_batch_runs import probe_store, search_groups
-from torchscale.orchestration.plan import Machine, Plan, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.schedulers.kubernetes.manifests import PodPaths, worker_command
 from torchscale.orchestration.sweep import run_cell
 

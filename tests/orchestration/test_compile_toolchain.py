@@ -30,7 +30,8 @@ from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.compile_cache import inductor_default_dir
 from torchscale.orchestration.launch.process import ProcessOutcome
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.schedulers.local.launcher import compile_devices
 from torchscale.orchestration.validate import checks_software
 from torchscale.orchestration.validate import compile_toolchain as toolchain

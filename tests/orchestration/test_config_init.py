@@ -15,7 +15,8 @@ from torchscale.orchestration.config import load_config
 from torchscale.orchestration.config.hardware import PROFILES, cpu_node
 from torchscale.orchestration.config.starter import plan_starter
 from torchscale.orchestration.memory_estimate import fitting_batch
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 runner = CliRunner()
 

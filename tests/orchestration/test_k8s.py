@@ -30,7 +30,9 @@ from torchscale.offline.results.forecast_store import load_forecasts, write_fore
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config import load_config, parse_config
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, Plan, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import Plan
 from torchscale.orchestration.schedulers.kubernetes.manifests import (
     MAX_NAME,
     K8sManifest,

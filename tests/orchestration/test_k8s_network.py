@@ -29,7 +29,8 @@ from tests.orchestration.test_k8s import (
 )
 from torchscale.contracts.errors import ConfigError
 from torchscale.orchestration.launch.error_files import node_errors
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.schedulers.kubernetes.manifests import (
     K8sManifest,
     network_warnings,

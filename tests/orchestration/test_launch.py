@@ -24,7 +24,9 @@ from torchscale.orchestration.launch.torchrun import (
     torchrun_command,
     visible_devices,
 )
-from torchscale.orchestration.plan import WORKER_MODULE, Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import WORKER_MODULE
 
 INHERITED = {
     "RANK": "3",

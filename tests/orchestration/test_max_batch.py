@@ -40,7 +40,8 @@ from torchscale.orchestration.memory.max_batch_runs import (
 )
 from torchscale.orchestration.memory.probe import outcome_of, probe_cell, probe_measurement
 from torchscale.orchestration.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 LIMIT = 4096
 CPU_MACHINE = Machine(gpu_count=0, cpu_cores=2)

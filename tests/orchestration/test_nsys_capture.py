@@ -24,7 +24,8 @@ from torchscale.contracts.wording.profile_notes import note
 from torchscale.contracts.worker_spec import CAPTURE_ENV, NVTX_CAPTURE, ProfileSpec, capture_range
 from torchscale.orchestration.config import parse_config
 from torchscale.orchestration.launch.torchrun import torchrun_command
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.profiling import nsys as nsys_mod
 from torchscale.orchestration.profiling import session
 from torchscale.orchestration.profiling.nsys import (

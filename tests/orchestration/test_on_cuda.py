@@ -17,7 +17,8 @@ from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.orchestration.config import load_config
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_BOX = Machine(gpu_count=0, cpu_cores=8)

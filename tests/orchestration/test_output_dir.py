@@ -260,7 +260,8 @@ def test_disk_full_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path: Path) -
 
 def _one_cell_plan(tmp_path: Path) -> Any:
     from torchscale.orchestration.config.loader import load_config
-    from torchscale.orchestration.plan import Machine, build_plan
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.plan.nodes import Machine
 
     config = load_config(write_config(tmp_path / "c.yaml", "rerun"), ["batch_sizes=[4]"])
     return build_plan(config, Machine(gpu_count=0, cpu_cores=2))

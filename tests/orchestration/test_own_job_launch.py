@@ -402,7 +402,8 @@ def test_a_sweeps_job_cells_relaunch_and_a_failing_one_leaves_the_sweep_going(
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.config.schema import BenchConfig
     from torchscale.orchestration.own_job import sweep_cell
-    from torchscale.orchestration.plan import Machine, build_plan
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.plan.nodes import Machine
     from torchscale.orchestration.sweep import run_sweep
     from torchscale.rank.own_job.reading import OwnJobMeasurement
 

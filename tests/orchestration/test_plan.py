@@ -21,14 +21,9 @@ from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import (
-    Machine,
-    Plan,
-    PlannedCell,
-    build_plan,
-    resolve_backend,
-    resolve_device,
-)
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine, backend_for, device_for
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.sweep import unmeasured_result
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=2)
@@ -127,7 +122,8 @@ measurement: {steps: 7, repeats: 2}
 IDS_SCRIPT = """\
 import json, sys
 from torchscale.orchestration.config.loader import parse_config
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 config = parse_config(sys.stdin.read())
 print(json.dumps([p.cell.id for p in build_plan(config, Machine(0, 2))]))
 """
@@ -285,16 +281,16 @@ def test_device_and_backend_resolution(
 ) -> None:
     config = make_config(device=device)
     machine = Machine(gpu_count=gpus, cpu_cores=2)
-    resolved = resolve_device(config, machine)
+    resolved = device_for(config.device, machine)
     assert resolved == expected_device
-    assert resolve_backend(config, resolved) == expected_backend
+    assert backend_for(config.backend, resolved) == expected_backend
     for planned in build_plan(config, machine):
         assert (planned.cell.device, planned.cell.backend) == (expected_device, expected_backend)
 
 
 def test_explicit_backend_is_kept() -> None:
     config = make_config(device="cuda", backend="gloo")
-    assert resolve_backend(config, "cuda") == "gloo"
+    assert backend_for(config.backend, "cuda") == "gloo"
     assert {p.cell.backend for p in build_plan(config, GPU_BOX)} == {"gloo"}
 
 

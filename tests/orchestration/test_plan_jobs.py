@@ -14,7 +14,9 @@ import pytest
 from torchscale.contracts.errors import ConfigError, ConfigProblem
 from torchscale.orchestration.config.loader import parse_config
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import PlannedCell
 from torchscale.rank.own_job import CARRIER_DIR, ENV_STEPS, ENV_WARMUP
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=4)

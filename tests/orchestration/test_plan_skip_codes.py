@@ -17,7 +17,8 @@ from torchscale.contracts.wording import say
 from torchscale.interfaces.console.dry_run import plan_lines
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan, cell_shapes
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine, cell_shapes
 from torchscale.rank.strategy_layouts import model_problem
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=64)

@@ -40,7 +40,9 @@ from torchscale.offline.analysis.scaling_efficiency import (
 )
 from torchscale.offline.results.frame import cell_row
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import PlannedCell
 from torchscale.orchestration.sweep import unmeasured_result
 from torchscale.rank.worker import harness
 

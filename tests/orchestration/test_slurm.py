@@ -19,7 +19,8 @@ from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401 (the `
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan, cell_shapes
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine, cell_shapes
 from torchscale.orchestration.schedulers.slurm.allocation import build_allocation, sbatch_script
 from torchscale.orchestration.schedulers.slurm.client import parse_fields
 from torchscale.orchestration.schedulers.slurm.filesystem import mount_of

@@ -23,7 +23,9 @@ from torchscale.offline.results.forecast_store import read_forecasts, write_fore
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.process import ProcessOutcome
-from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import PlannedCell
 from torchscale.orchestration.schedulers.slurm import cpus, driver, hostenv, node
 from torchscale.orchestration.schedulers.slurm.allocation import (
     Allocation,

@@ -25,7 +25,8 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch import process
 from torchscale.orchestration.launch.process import ProcessOutcome
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.schedulers.slurm import driver, preflight
 from torchscale.orchestration.schedulers.slurm.allocation import (
     ALLOCATION_FILE,

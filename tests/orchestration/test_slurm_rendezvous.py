@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.schedulers.slurm.node import node_argv, with_store_host
 from torchscale.orchestration.schedulers.slurm.step import StepPlace, srun_command
 

@@ -17,7 +17,9 @@ from torchscale.contracts.signals import Terminated
 from torchscale.offline.results.documents import read_sweep_state
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.process import ProcessOutcome
-from torchscale.orchestration.plan import Machine, Plan, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
+from torchscale.orchestration.plan.planned import Plan
 
 TINY = {
     "models": ["tiny-mlp"],

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config import load_config
 from torchscale.orchestration.config.hardware import GIB
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "first-gpu-run.md"
@@ -122,7 +123,7 @@ def test_every_torchscale_command_on_the_page_parses(argv: list[str]) -> None:
 def test_the_oom_config_cannot_fit_by_the_auto_estimate() -> None:
     """Step 5's batch is far beyond what the estimate behind `batch_sizes: auto` fits on the
     page's GPUs, so the failure it is for happens."""
-    from torchscale.orchestration.plan import batch_sizes
+    from torchscale.orchestration.plan.build import batch_sizes
 
     config = load_config(REPO / "examples" / "first-gpu-run" / "oom.yaml")
     (listed,) = {b for sizes in batch_sizes(config, NODE)[0].values() for b in sizes}
@@ -134,7 +135,7 @@ def test_the_oom_config_cannot_fit_by_the_auto_estimate() -> None:
 def test_the_two_node_batches_fit_by_the_auto_estimate() -> None:
     """The Slurm config lists its batches (auto cannot size them on a login node): none above
     what auto picks on the page's GPUs, and the largest is that pick."""
-    from torchscale.orchestration.plan import batch_sizes
+    from torchscale.orchestration.plan.build import batch_sizes
 
     config = load_config(REPO / "examples" / "first-gpu-run" / "two-nodes.yaml")
     listed = sorted({b for sizes in batch_sizes(config, NODE)[0].values() for b in sizes})

@@ -36,7 +36,8 @@ from torchscale.contracts.wording.unavailable import why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.frame import COLUMNS
-from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.plan.build import build_plan
+from torchscale.orchestration.plan.nodes import Machine
 from torchscale.rank.data import shards
 from torchscale.rank.data.cifar100 import URL, load_train
 from torchscale.rank.data.input_pipeline import build_pipeline, layout_for

@@ -201,7 +201,7 @@ def test_profile_with_nsys_on_a_cpu_machine_is_one_line_and_a_non_zero_exit(
     from typer.testing import CliRunner
 
     from torchscale.interfaces.cli.app import app
-    from torchscale.orchestration.plan import Machine
+    from torchscale.orchestration.plan.nodes import Machine
     from torchscale.orchestration.schedulers.local import launcher
 
     monkeypatch.setattr(

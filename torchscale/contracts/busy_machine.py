@@ -39,7 +39,7 @@ def free_cores(cores: int | None, cell_cores: float) -> float | None:
 # Below a tenth of a core, others' time is the host's own background (kernel threads, the
 # telemetry sampler's reads: 0.03 core beside a 2-rank cell sleeping in an injected delay,
 # whose tenth of its own 0.12 core was the threshold, so that 'busy machine' said 'others
-# used 0.0 cores'); every slowed run measured had others at 0.43 core or more (issue 71).
+# used 0.0 cores'); every slowed run measured had others at 0.43 core or more.
 BACKGROUND_CORES = 0.1
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchscale.contracts.wording.units import limit_s
@@ -33,6 +34,24 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def run_child(
+    argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A child process asked one question: its output read as text, no stdin (it must never
+    wait on a terminal), killed after `timeout_s` (TimeoutExpired); OSError where it cannot
+    start. Every probe of this node that needs its own process (torch's GPUs, the compile
+    toolchain, Slurm's commands) runs it here."""
+    return subprocess.run(
+        list(argv),
+        env=dict(env) if env is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def _torch(module: Any) -> Any:
     """`module` itself, or the imported torch when None (an import failure propagates)."""
     return module if module is not None else importlib.import_module("torch")
@@ -47,14 +66,7 @@ def smallest_gpu_memory(
     a MIG slice's own memory, a ROCm GPU), and the CUDA context it opens ends with it instead
     of holding GPU memory in this process for the whole sweep."""
     try:
-        done = subprocess.run(
-            [python, "-c", GPU_MEMORY_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run_child([python, "-c", GPU_MEMORY_PROBE], timeout_s)
     except subprocess.TimeoutExpired:
         return None, f"torch did not report the GPUs' memory within {limit_s(timeout_s)}"
     except OSError as exc:

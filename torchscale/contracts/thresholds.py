@@ -17,7 +17,7 @@ OTHER_CORES_PER_RANK = 0.25
 # processes took from the cell's cores as much CPU as, had the cell had it, would have sped it
 # by this share of its own CPU: the noise bar's size (CV_WARN_THRESHOLD), so a busy host can
 # explain a slowdown as large as what "noisy" means, and it takes more (collectives wait for a
-# descheduled rank: 0.43 core of others slowed a 2-rank cell on 2 cores 2.3x, issue 71)
+# descheduled rank: 0.43 core of others slowed a 2-rank cell on 2 cores 2.3x)
 BUSY_SLOWDOWN = CV_WARN_THRESHOLD
 
 # a GPU cell whose GPU is busy for less than this share of its traced steps (the union of its

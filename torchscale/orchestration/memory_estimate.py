@@ -1,6 +1,6 @@
 """The batch per device that fills a GPU, estimated before anything runs.
 
-Used by `batch_sizes: auto` (plan.py) and by `torchscale config init` (config/starter.py), so
+Used by `batch_sizes: auto` (plan/build.py) and by `torchscale config init` (config/starter.py), so
 both size batches by one rule: the rule, its margin and why it is DDP's at one rank are in
 docs/configuration.md, "batch_sizes: auto"; activations are counted on the meta device
 (rank/models/activation_count.py). Imports nothing heavy: `config init` answers without torch.

@@ -30,7 +30,7 @@ from torchscale.offline.results.summary_csv import write_summary
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand
-from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.rank.data.prepare import DataReady, prepare_data
 
 

@@ -5,8 +5,9 @@ are the two front doors: they import everything below them and nothing imports t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from torchscale.interfaces.api.benchmark import (
@@ -45,16 +46,9 @@ _HOMES = {
     "report_generate": ("renderer",),
     "workload": ("WorkloadRun", "run_workload"),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(
+    __name__, {name: module for module, names in _HOMES.items() for name in names}
+)
 
 
 __all__ = [

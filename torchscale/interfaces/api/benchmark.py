@@ -15,7 +15,8 @@ from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRu
 
 if TYPE_CHECKING:
     from torchscale.orchestration.config.schema import BenchConfig
-    from torchscale.orchestration.plan import Machine, Plan
+    from torchscale.orchestration.plan.nodes import Machine
+    from torchscale.orchestration.plan.planned import Plan
 
 __all__ = ["BenchmarkEvents", "BenchmarkRun", "machine_for", "plan_benchmark", "run_benchmark"]
 
@@ -28,7 +29,7 @@ def machine_for(config: BenchConfig) -> Machine:
 
 def plan_benchmark(config: BenchConfig) -> Plan:
     """The config's cells on the machines its launcher names (nothing runs)."""
-    from torchscale.orchestration.plan import build_plan
+    from torchscale.orchestration.plan.build import build_plan
 
     return build_plan(config, machine_for(config))
 

@@ -30,7 +30,7 @@ def validate_config(
 
     config = load_config(file, overrides or [])
     from torchscale.contracts.parallel_shapes import parallel_shapes
-    from torchscale.orchestration.plan import cell_shapes
+    from torchscale.orchestration.plan.nodes import cell_shapes
 
     per_model_batch = sum(
         len(parallel_shapes(strategy, config.training.parallel, shape.world_size))

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from torchscale.orchestration.forecast_scoring import ForecastCheck
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup
     from torchscale.orchestration.memory.search import ProbeOutcome
-    from torchscale.orchestration.plan import Plan, PlannedCell
+    from torchscale.orchestration.plan.planned import Plan, PlannedCell
     from torchscale.orchestration.profiling.session import ProfiledCell
     from torchscale.orchestration.profiling.trigger import Selected
     from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, LauncherEvent

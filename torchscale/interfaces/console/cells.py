@@ -27,7 +27,7 @@ from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
 from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict
 from torchscale.offline.analysis.uncertainty import two_scopes
-from torchscale.orchestration.plan import PlannedCell
+from torchscale.orchestration.plan.planned import PlannedCell
 
 STATUS_LEVEL: dict[Status, Level] = {
     Status.OK: "info",

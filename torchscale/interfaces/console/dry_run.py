@@ -11,7 +11,7 @@ from torchscale.contracts.wording.units import cv, limit_s, whole_pct, whole_s
 from torchscale.interfaces.console.cells import REUSED
 from torchscale.interfaces.console.lines import Line
 from torchscale.offline.results.store import ResultStore
-from torchscale.orchestration.plan import Plan
+from torchscale.orchestration.plan.planned import Plan
 
 
 def plan_lines(

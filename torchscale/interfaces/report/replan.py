@@ -23,7 +23,8 @@ def config_plan(experiment: Experiment) -> list[PlannedCell] | None:
         return None
     # planning is the host's: imported only for a folder that needs it
     from torchscale.orchestration.config.loader import validate_data
-    from torchscale.orchestration.plan import Machine, build_plan
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.plan.nodes import Machine
     from torchscale.orchestration.sweep import planned_cells
 
     env = experiment.environment

@@ -161,20 +161,7 @@ def median_of_repeats(
     the percentile bootstrap of the median, which over 4 repeats is only their range. Figures
     not all positive: Student t on the figures, no drift term (a relative drift has no meaning
     for a signed figure). One repeat: the value with "spread unknown"."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        raise ValueError("no repeats")
-    median = float(np.median(data))
-    n = int(data.size)
-    if n == 1:
-        return one_unit(median, "repeat")
-    if not np.all(data > 0):
-        low, high = t_interval(data, log=False)
-        method = f"Student t on {name}, {n} repeats"
-        return judged(median, low, high, n=n, method=method, lower=lower)
-    low, high = log_interval(data, drift_sd=BETWEEN_RUN_SD)
-    method = REPEATS_METHOD.format(name=name, n=n, sd=BETWEEN_RUN_SD)
-    return judged(median, low, high, n=n, method=method, lower=lower)
+    return _median_of(values, "repeat", BETWEEN_RUN_SD, lower, name)
 
 
 def in_proportion(throughput: Estimate, value: float | None, base: float) -> Estimate | None:
@@ -240,16 +227,32 @@ def median_of_runs(
     term: runs differ by the drift between them, so their spread already holds it (adding
     BETWEEN_RUN_SD would count it twice and never narrow with more runs). Figures not all
     positive: t on the figures. One run: "spread unknown"."""
+    return _median_of(values, "run", 0.0, lower, name)
+
+
+# the method an estimate over one figure per unit records: (on the logs, on signed figures)
+MEDIAN_METHODS = {
+    "repeat": (REPEATS_METHOD, "Student t on {name}, {n} repeats"),
+    "run": ("Student t on log {name} over {n} runs", "Student t on {name} over {n} runs"),
+}
+
+
+def _median_of(
+    values: Sequence[float], unit: str, drift_sd: float, lower: float | None, name: str
+) -> Estimate:
+    """The median of one figure per `unit` (repeat, run) with its 95 % interval: Student t on
+    the logs widened by `drift_sd` (`log_interval`), or on the figures where not all are
+    positive; one figure: "spread unknown"."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
-        raise ValueError("no runs")
+        raise ValueError(f"no {unit}s")
     median = float(np.median(data))
     n = int(data.size)
     if n == 1:
-        return one_unit(median, "run")
+        return one_unit(median, unit)
     log = bool(np.all(data > 0))
-    low, high = log_interval(data) if log else t_interval(data, log=False)
-    method = f"Student t on {'log ' if log else ''}{name} over {n} runs"
+    low, high = log_interval(data, drift_sd=drift_sd) if log else t_interval(data, log=False)
+    method = MEDIAN_METHODS[unit][0 if log else 1].format(name=name, n=n, sd=drift_sd)
     return judged(median, low, high, n=n, method=method, lower=lower)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.orchestration.comm.sweep_launch import CommRequest
 from torchscale.orchestration.config.schema import CommConfig
-from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 
 
 def section_request(section: CommConfig, planned: PlannedCell, ranks: int) -> CommRequest:

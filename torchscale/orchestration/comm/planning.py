@@ -3,8 +3,8 @@ and the notes a user should read before it runs (which device and how many ranks
 for them, and why).
 
 Device, backend and threads per rank are chosen as for benchmark cells
-(torchscale/orchestration/plan.py); sizes are read as people type them (`64K`, `1G`, as nccl-tests
-reads them). A bad value is one `UsageError` line, raised before anything is written.
+(torchscale/orchestration/plan/nodes.py); sizes are read as people type them (`64K`, `1G`, as
+nccl-tests reads them). A bad value is one `UsageError` line, raised before anything is written.
 
 Light to import (the CLI reads its defaults for `--help`): what resolving needs is imported when
 it runs.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.comm_result import AcrossRanks
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.config.schema import Device as RequestedDevice
-    from torchscale.orchestration.plan import Machine
+    from torchscale.orchestration.plan.nodes import Machine
 
 CPU_RANKS = 2
 GPU_MAX_BYTES, CPU_MAX_BYTES = "1G", "64M"  # gloo over shared memory is ~100x slower than NVLink
@@ -80,7 +80,7 @@ def plan_comm(
         new_run_id,
         parse_ops,
     )
-    from torchscale.orchestration.plan import backend_for, device_for, threads_per_rank
+    from torchscale.orchestration.plan.nodes import backend_for, device_for, threads_per_rank
 
     _check_counts(options)
     device = device_for(options.device, machine)

@@ -6,8 +6,9 @@ first use, so what needs only this node's hardware (`config.hardware`) does not 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from torchscale.orchestration.config.loader import load_config, parse_config
@@ -15,13 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BenchConfig", "load_config", "parse_config"]
 
-_HOME_OF = {"BenchConfig": "schema", "load_config": "loader", "parse_config": "loader"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(
+    __name__, {"BenchConfig": "schema", "load_config": "loader", "parse_config": "loader"}
+)

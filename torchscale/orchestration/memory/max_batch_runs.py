@@ -27,7 +27,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.memory.max_batch_result import build_result
 from torchscale.orchestration.memory.probe import PROBE_WARMUP_STEPS, CellProber
 from torchscale.orchestration.memory.search import ProbeOutcome, search_max_batch
-from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 
 
 @dataclass(frozen=True)

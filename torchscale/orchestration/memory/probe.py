@@ -19,7 +19,7 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.max_batch import ProbeKind
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.memory.search import ProbeOutcome
-from torchscale.orchestration.plan import PlannedCell
+from torchscale.orchestration.plan.planned import PlannedCell
 
 # discarded before the measured steps: the compile (and first-call allocations) happen there,
 # and the CUDA peaks are reset after it. The least a probe runs: a compiled rank goes on

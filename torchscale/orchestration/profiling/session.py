@@ -38,7 +38,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import ProfilingConfig
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand
-from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.profiling.overhead import capture_overhead
 from torchscale.orchestration.profiling.trigger import Selected
 

@@ -19,7 +19,8 @@ from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 if TYPE_CHECKING:  # the CLI imports this module for its choices: keep it light
     from torchscale.contracts.worker_spec import DelaySpec
     from torchscale.orchestration.config.schema import BenchConfig
-    from torchscale.orchestration.plan import Machine, PlannedCell
+    from torchscale.orchestration.plan.nodes import Machine
+    from torchscale.orchestration.plan.planned import PlannedCell
     from torchscale.orchestration.profiling.session import ProfileRequest
 
 Target = Literal["sync_stalls", "comm", "compute", "memory", "all"]
@@ -68,7 +69,8 @@ def plan_profile(options: ProfileOptions, machine: Machine) -> ProfilePlan:
     """Resolve the options on `machine`; UsageError for what cannot run (nothing is written)."""
     from torchscale.contracts.cell_settings import MAX_PROFILE_STEPS
     from torchscale.orchestration.config.loader import validate_data
-    from torchscale.orchestration.plan import build_plan, device_for
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.plan.nodes import device_for
     from torchscale.orchestration.profiling.session import ProfileRequest, resolve_tool
 
     if options.duration_s is not None and options.steps is not None:

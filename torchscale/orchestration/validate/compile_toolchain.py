@@ -24,6 +24,7 @@ from typing import Any
 from torchscale.contracts import wording
 from torchscale.contracts.errors import ToolNotFoundError
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.host import run_child
 from torchscale.contracts.versioned import read_json_object
 from torchscale.orchestration.launch.compile_cache import (
     INDUCTOR_CACHE_ENV,
@@ -183,19 +184,15 @@ def run_probe(
         out = inductor.parent / "verdict.json"
         started = time.monotonic()
         try:
-            done = subprocess.run(
+            done = run_child(
                 [python, "-m", WORKER_MODULE, "--device", device, "--out", str(out)],
+                timeout_s,
                 env={  # the ranks' environment, with the probe's own empty caches
                     **base_env,
                     INDUCTOR_CACHE_ENV: str(inductor),
                     TRITON_CACHE_ENV: str(triton),
                     "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no worker pool for one kernel
                 },
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                check=False,
-                stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired:
             return judge_probe(

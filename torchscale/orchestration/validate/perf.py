@@ -494,7 +494,7 @@ def run_busbw(
     from torchscale.contracts.errors import TorchScaleError
     from torchscale.orchestration.comm.planning import CommOptions, plan_comm
     from torchscale.orchestration.comm.sweep_launch import run_comm_launch
-    from torchscale.orchestration.plan import Machine
+    from torchscale.orchestration.plan.nodes import Machine
 
     if device == "cuda" and gpu_count < 2:
         return None, Finding(code="perf.busbw_too_few_gpus", figures={"count": gpu_count})

@@ -136,7 +136,8 @@ def _place(
     12 heads split over 6 GPUs, not 8), grouped into one experiment per shape; and the
     strategies no world size runs, with the planner's reason."""
     from torchscale.orchestration.config.loader import validate_data
-    from torchscale.orchestration.plan import Machine, build_plan
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.plan.nodes import Machine
 
     machine = Machine(
         gpu_count=facts.devices if facts.device == "cuda" else 0, cpu_cores=facts.cpu_cores

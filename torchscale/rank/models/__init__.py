@@ -11,8 +11,9 @@ load on first use (PEP 562): importing one submodule does not build the registry
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from torchscale.rank.models.bundle import ModelBundle, call_model
@@ -38,12 +39,4 @@ __all__ = [
     "parameter_count",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Import the submodule defining `name` on first use (it imports torch)."""
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _SOURCES)  # each submodule imports torch: on first use

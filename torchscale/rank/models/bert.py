@@ -15,7 +15,7 @@ speed references do (workload.py, docs/models.md): no dropout, vocabulary padded
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,7 +26,6 @@ from torchscale.rank.models import training_tasks, workload
 from torchscale.rank.models.block_stack import BlockStackPlan
 from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.layers import Norm, ResidualStart, init_normal, repeat_block
-from torchscale.rank.models.option_values import at_most
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
@@ -137,21 +136,12 @@ class BertMLMHead(nn.Module):
         return F.linear(h, self.weight, self.decoder_bias)
 
 
-def bert_mlm(
-    name: str,
-    cfg: BertConfig,
-    seq_len: int,
-    dropout: float = workload.DEFAULT_DROPOUT,
-    pad_vocab_to: int = workload.DEFAULT_PAD_VOCAB_TO,
-    faithful: bool = False,
-) -> ModelBundle:
-    """A BertForMaskedLM bundle: random tokens, loss on ~15% of positions; `dropout`,
-    `pad_vocab_to` and `faithful` as for GPT-2 (torchscale/rank/models/workload.py)."""
-    at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
-    dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
-    cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
-    task = training_tasks.masked_tokens(cfg.vocab_size, seq_len)
-    return training_tasks.language_bundle(BertForMaskedLM(cfg), task, seq_len)
+def bert_mlm(name: str, cfg: BertConfig, seq_len: int, **options: Any) -> ModelBundle:
+    """A BertForMaskedLM bundle: random tokens, loss on ~15% of positions (the options:
+    training_tasks.language_model)."""
+    return training_tasks.language_model(
+        name, cfg, BertForMaskedLM, training_tasks.masked_tokens, seq_len, **options
+    )
 
 
 def bert_base(**options: Any) -> ModelBundle:

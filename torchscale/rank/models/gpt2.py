@@ -14,7 +14,7 @@ tokens' logits (docs/models.md; tests/rank/test_models.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -25,7 +25,6 @@ from torchscale.rank.models import training_tasks, workload
 from torchscale.rank.models.block_stack import BlockStackPlan
 from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.layers import Block, Norm, ResidualStart, init_normal, repeat_block
-from torchscale.rank.models.option_values import at_most
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
@@ -118,23 +117,12 @@ class GPT2Head(nn.Module):
         return F.linear(self.ln_f(x), self.weight)
 
 
-def gpt2_lm(
-    name: str,
-    cfg: GPT2Config,
-    seq_len: int,
-    dropout: float = workload.DEFAULT_DROPOUT,
-    pad_vocab_to: int = workload.DEFAULT_PAD_VOCAB_TO,
-    faithful: bool = False,
-) -> ModelBundle:
-    """A GPT-2 bundle with next-token loss; `seq_len` must fit the position table; `dropout`
-    on the embedding, the residual branches and the attention weights; the token embedding
-    padded to a multiple of `pad_vocab_to` rows; `faithful` replaces both by the published
-    values (the registry refuses it next to either)."""
-    at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
-    dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
-    cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
-    task = training_tasks.next_token(cfg.vocab_size, seq_len)
-    return training_tasks.language_bundle(GPT2(cfg), task, seq_len)
+def gpt2_lm(name: str, cfg: GPT2Config, seq_len: int, **options: Any) -> ModelBundle:
+    """A GPT-2 bundle with next-token loss; `dropout` on the embedding, the residual branches
+    and the attention weights (the options: training_tasks.language_model)."""
+    return training_tasks.language_model(
+        name, cfg, GPT2, training_tasks.next_token, seq_len, **options
+    )
 
 
 def gpt2(**options: Any) -> ModelBundle:

@@ -6,6 +6,7 @@ loop never waits on host I/O or a host-to-device copy. Shared by the real and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from torchscale.rank.models import workload
 from torchscale.rank.models.bundle import Batches, LossFn, MakeBatch, ModelBundle, ModelKind
+from torchscale.rank.models.option_values import at_most
 from torchscale.rank.models.token_loss import IGNORE_INDEX, TokenLoss
 
 
@@ -94,6 +97,27 @@ def sampled_bundle(
         conv_net=conv_net,
         batches=batches,
     )
+
+
+def language_model(
+    name: str,
+    cfg: Any,
+    model: Callable[[Any], nn.Module],
+    task: Callable[[int, int], tuple[MakeBatch, LossFn]],
+    seq_len: int,
+    dropout: float = workload.DEFAULT_DROPOUT,
+    pad_vocab_to: int = workload.DEFAULT_PAD_VOCAB_TO,
+    faithful: bool = False,
+) -> ModelBundle:
+    """A zoo language model (GPT-2, BERT) of `cfg`'s sizes (a frozen config with
+    `vocab_size`, `max_positions`, `dropout` and `pad_vocab_to`), trained on `task`: `seq_len`
+    must fit the position table; `dropout` as the model applies it; the token embedding padded
+    to a multiple of `pad_vocab_to` rows; `faithful` replaces both by the published values
+    (the registry refuses it next to either; workload.py)."""
+    at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
+    dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
+    cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
+    return language_bundle(model(cfg), task(cfg.vocab_size, seq_len), seq_len)
 
 
 def language_bundle(model: nn.Module, task: tuple[MakeBatch, LossFn], seq_len: int) -> ModelBundle:

@@ -1,8 +1,8 @@
-"""The probe inside a user's own training job (issue 73): carried into every Python process by
-`carrier/sitecustomize.py`, it finds the steps by torch's global optimizer step hooks, times
-their phases and writes each rank's measurement (`PROBE_FILE` in `ENV_DIR`), which the host
-reads back with `read_rank_files`. Importing this package imports nothing heavy: it is on the
-path of every process of the job.
+"""The probe inside a user's own training job (docs/own-job.md): carried into every Python
+process by `carrier/sitecustomize.py`, it finds the steps by torch's global optimizer step
+hooks, times their phases and writes each rank's measurement (`PROBE_FILE` in `ENV_DIR`), which
+the host reads back with `read_rank_files`. Importing this package imports nothing heavy: it is
+on the path of every process of the job.
 """
 
 from __future__ import annotations

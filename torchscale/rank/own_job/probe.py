@@ -54,13 +54,13 @@ from torchscale.rank.own_job import (
     PROBE_FILE,
 )
 from torchscale.rank.own_job.loop_facts import framework, loader_settings
+from torchscale.rank.own_job.step_telemetry import StepTelemetry
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, StepSeconds, batch_counts
 from torchscale.rank.own_job.trace_window import (
-    OWN_PROFILER,
     TRACE_FAILED,
     TraceWindow,
     WindowPlan,
-    own_profiler_running,
+    opened,
     write_note,
 )
 
@@ -166,11 +166,8 @@ class Probe:
         self.sched: Any = None  # the training thread's cpu_wait clock
         self.untimed_first = False  # the first step's marks are on another clock
         self.optimizers: dict[int, Any] = {}  # id -> weakref of every optimizer the job stepped
-        self.flops: Any = None  # step_facts.StepFlops while the counted step runs
-        self.flop_facts: dict[str, Any] = {}  # the counted step's record, or why none
-        self.sampler: Any = None  # the rank's telemetry sampler, running over the measured steps
-        self.window_open: float | None = None  # perf_counter at the measured steps' start
-        self.window_close: float | None = None
+        self.flops: Any = None  # step_facts.FlopCount from the first step's end (torch's)
+        self.telemetry = StepTelemetry()
         self.window: TraceWindow | None = None  # the traced window, while it is open
         self.opt_range: Any = None  # the optimizer's range in the window (entered at pre)
         # wall clock (the host's start-up figures): torch imported, and the first sight of
@@ -527,7 +524,7 @@ class Probe:
             self.pending.append((self.count, step))
         self.step = StepMarks(step.end, sched_start=step.sched_end)
         self._count_flops()
-        self._sample_telemetry()
+        self.telemetry.step_ended(self.count, self.settings.plan, self.clock.device)
         if self.clock.device is not None:  # CUDA events are read (and let go) as they complete;
             self._read_completed()  # perf_counter marks wait for write(), outside the steps
         s, n = self.settings, self.count
@@ -540,7 +537,7 @@ class Probe:
         if s.steps and n >= s.warmup + s.steps and not self.written:
             self.write(window_follows=bool(plan.traced))
         if plan.traced and n == plan.opens_after:
-            self._open_window(n)
+            self.window = opened(s.folder, self.rank, s.tool, plan, self.clock.device, n)
         last = plan.last()
         if last is not None and n >= last:
             self.off = True  # nothing after the measurement and the window is marked
@@ -548,97 +545,15 @@ class Probe:
         return False
 
     def _count_flops(self) -> None:
-        """At a step's end: start counting the FLOPs of step COUNTED_STEP (a warm-up step with
-        at least one more after it) or end the count (step_facts.py)."""
-        from torchscale.rank.own_job import step_facts
+        """At a step's end: the count of step COUNTED_STEP's FLOPs started or ended
+        (step_facts.py, imported with torch's dispatch modes from the first step's end)."""
+        from torchscale.rank.own_job.step_facts import FlopCount
 
-        if self.flops is not None:
-            self._end_flop_count()
-        elif self.count == step_facts.COUNTED_STEP - 1 and not self.flop_facts:
-            if self.settings.warmup <= step_facts.COUNTED_STEP:
-                self.flop_facts = step_facts.not_counted("unavailable.own_job_flops_warmup")
-            elif step_facts.compiled():
-                self.flop_facts = step_facts.not_counted("unavailable.own_job_flops_compiled")
-            else:
-                self.flops = step_facts.StepFlops()
-                self.flops.__enter__()
-
-    def _sample_telemetry(self) -> None:
-        """At a step's end: start the rank's sampler one step before the measured ones (its
-        start waits for a first sample: in a warm-up step, not a measured one), open its
-        window where they start and close it where they end (the worker's sampler and
-        summary, docs/telemetry.md)."""
-        s = self.settings
-        opens = s.warmup if s.steps else s.plan.closes_after  # the measured steps start there
-        if self.count == max(opens - 1, 1) and self.sampler is None:
-            import torch
-
-            from torchscale.contracts.cell_settings import TelemetryConfig
-            from torchscale.rank.telemetry.rank import rank_sampler
-
-            device = self.clock.device or torch.device("cpu")
-            self.sampler = rank_sampler(TelemetryConfig(), device)
-            self.sampler.start()
-        if self.sampler is None:
-            return
-        if self.count == opens:
-            self.sampler.mark_open()
-            self.window_open = time.perf_counter()
-        elif self.count > opens:
-            self.window_close = time.perf_counter()
-            if s.steps and self.count >= s.warmup + s.steps:
-                self._stop_telemetry()
-
-    def _stop_telemetry(self) -> None:
-        sampler = self.sampler
-        if sampler is None or not sampler.running:
-            return
-        if self.window_open is not None and self.window_close is not None:
-            sampler.mark_window(self.window_open, self.window_close)
-        sampler.stop()
-
-    def _telemetry(self) -> dict[str, Any]:
-        """The measurement's `telemetry`: the rank's summary over the measured steps."""
-        if self.sampler is None:
-            return {}
-        self._stop_telemetry()
-        if self.window_open is None:  # the job ended before its measured steps
-            return {}
-        from torchscale.rank.telemetry.window_figures import summarise_rank
-
-        summary = summarise_rank(self.rank, socket.gethostname(), self.sampler.report())
-        return {"telemetry": summary.model_dump(mode="json")}
-
-    def _end_flop_count(self) -> None:
-        """Leave the counting mode where it is the innermost (a mode the job entered inside
-        the step is left first: tried again at the next step's end)."""
-        from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-        mode: Any = self.flops
-        if id(_get_current_dispatch_mode()) != id(mode):  # the innermost: ours to leave
-            return
-        mode.__exit__(None, None, None)
-        self.flop_facts, self.flops = mode.record(), None
+        if self.flops is None:
+            self.flops = FlopCount()
+        self.flops.step_ended(self.count, self.settings.warmup)
 
     # ------------------------------------------------------------------ traced window
-
-    def _open_window(self, step: int) -> None:
-        """At the end of the step before the window: the profiler started, or why not (a
-        note file; the job and its measurement go on)."""
-        s = self.settings
-        if own_profiler_running():
-            write_note(s.folder, self.rank, OWN_PROFILER)
-            return
-        window = None
-        try:
-            window = TraceWindow(s.folder, self.rank, s.tool, s.plan, self.clock.device)
-            window.open(step)
-        except Exception as exc:
-            if window is not None:
-                window.abandon()
-            write_note(s.folder, self.rank, TRACE_FAILED, error=f"{type(exc).__name__}: {exc}")
-            return
-        self.window = window
 
     def _window_step(self, step: int) -> None:
         """A step of the window ended; at its last, the trace and the traced steps' own phase
@@ -653,22 +568,7 @@ class Probe:
             self.window = None
             window.close()
             self._read_completed(wait=True)  # the traced steps' CUDA marks, after the window
-            from torchscale.rank.worker.capture import phase_record, write_phase_record
-
-            traced = [self.done[n] for n in s.plan.traced_steps if n in self.done]
-            record = phase_record(
-                self.rank,
-                s.tool,
-                [window.number(n) for n in s.plan.traced_steps if n in self.done],
-                [st.step_s for st in traced],
-                self.clock.timing,
-                {n: [st.phases[n] for st in traced] for n in STEP_PHASES},
-                [st.cpu_wait_s for st in traced],
-                [st.cpu_time_s for st in traced],
-                {"grad_sync_wait": self.phase_note} if self.phase_note else {},
-                self.clock.timing,
-            )
-            write_phase_record(s.folder, self.rank, record)
+            window.write_phases(self.done, self.clock.timing, self.phase_note)
         except Exception as exc:
             self.window = None
             window.abandon()
@@ -712,15 +612,8 @@ class Probe:
             self.fail(exc)
 
     def write(self, window_follows: bool = False) -> None:
-        if self.flops is not None:  # the counted step never ended: its count is partial
-            from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-            from torchscale.rank.own_job.step_facts import not_counted
-
-            mode: Any = self.flops
-            if id(_get_current_dispatch_mode()) == id(mode):
-                mode.__exit__(None, None, None)
-            self.flops, self.flop_facts = None, not_counted("unavailable.own_job_flops_unfinished")
+        if self.flops is not None:
+            self.flops.unfinished()
         self._read_completed(wait=True)
         self.written = True
         self.off = not window_follows  # nothing after the measurement (and window) is marked
@@ -732,6 +625,8 @@ class Probe:
     def measurement(self) -> dict[str, Any]:
         """This rank's measurement as the JSON of reading.OwnJobMeasurement (the worker's
         RankMeasurement and the user's job's own fields), built without importing the worker."""
+        from torchscale.rank.own_job.step_facts import cuda_peaks
+
         s = self.settings
         warm = [self.done[n].step_s for n in sorted(self.done) if n <= s.warmup]
         measured = [self.done[n] for n in sorted(self.done) if s.plan.measured(n)]
@@ -770,7 +665,7 @@ class Probe:
             "windows": windows,
             "phase_notes": notes,
             "peak_rss": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
-            **self._cuda_peaks(),
+            **cuda_peaks(self.clock.device),
             "window_edge_steps": 0,
             "samples_per_step": [st.samples for st in measured],
             "tokens_per_step": [st.tokens for st in measured],
@@ -786,33 +681,16 @@ class Probe:
         }
 
     def _step_facts(self) -> dict[str, Any]:
-        """The counted step's FLOPs, the optimizers' bytes and parameters, and on CUDA what
-        the host needs to choose the peak MFU divides by (step_facts.py)."""
-        from torchscale.rank.own_job.step_facts import optimizer_facts
+        """The counted step's FLOPs, the optimizers' bytes and parameters, the telemetry, and
+        on CUDA what the host needs to choose the peak MFU divides by (step_facts.py)."""
+        from torchscale.rank.own_job.step_facts import device_facts, optimizer_facts
 
         optimizers = [o for ref in self.optimizers.values() if (o := ref()) is not None]
-        facts = {**self.flop_facts, **optimizer_facts(optimizers), **self._telemetry()}
-        device = self.clock.device
-        if device is not None:
-            from dataclasses import asdict
-
-            import torch
-
-            from torchscale.rank.worker.tf32_settings import read_tf32_settings
-
-            facts["device_name"] = torch.cuda.get_device_name(device)
-            facts["tf32"] = asdict(read_tf32_settings())
-        return facts
-
-    def _cuda_peaks(self) -> dict[str, int]:
-        device = self.clock.device
-        if device is None:
-            return {}
-        import torch
-
         return {
-            "peak_allocated": int(torch.cuda.max_memory_allocated(device)),
-            "peak_reserved": int(torch.cuda.max_memory_reserved(device)),
+            **(self.flops.facts if self.flops is not None else {}),
+            **optimizer_facts(optimizers),
+            **self.telemetry.summary(self.rank),
+            **device_facts(self.clock.device),
         }
 
 

@@ -11,16 +11,18 @@ the matmul inputs' dtype, so the host picks the peak the job's own arithmetic ru
 
 Bytes: of the parameters, gradients and optimizer state every optimizer the job stepped
 holds on this rank (a DTensor shard's local bytes under FSDP2), as the worker counts a cell's.
+On CUDA: the device's name, its TF32 settings and the rank's memory peaks.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from dataclasses import asdict
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from torchscale.rank.tensor_bytes import static_bytes
 
@@ -90,6 +92,69 @@ def compiled() -> bool:
 
 def not_counted(code: str) -> dict[str, Any]:
     return {"flops_note": {"code": code, "figures": {"step": COUNTED_STEP}}}
+
+
+class FlopCount:
+    """The count of step COUNTED_STEP's FLOPs over the steps of one rank: started at the end
+    of the step before it (a warm-up step with at least one more after it), ended at its own
+    end; `facts` is the measurement's record, or why none."""
+
+    def __init__(self) -> None:
+        self.mode: Any = None  # the StepFlops mode while the counted step runs
+        self.facts: dict[str, Any] = {}
+
+    def step_ended(self, count: int, warmup: int) -> None:
+        """At the end of step `count` (of `warmup` warm-up steps): start or end the count."""
+        if self.mode is not None:
+            self._leave()
+        elif count == COUNTED_STEP - 1 and not self.facts:
+            if warmup <= COUNTED_STEP:
+                self.facts = not_counted("unavailable.own_job_flops_warmup")
+            elif compiled():
+                self.facts = not_counted("unavailable.own_job_flops_compiled")
+            else:
+                self.mode = StepFlops()
+                self.mode.__enter__()
+
+    def _leave(self) -> None:
+        """Leave the counting mode where it is the innermost (a mode the job entered inside
+        the step is left first: tried again at the next step's end)."""
+        mode = self.mode
+        if id(_get_current_dispatch_mode()) != id(mode):  # the innermost: ours to leave
+            return
+        mode.__exit__(None, None, None)
+        self.facts, self.mode = mode.record(), None
+
+    def unfinished(self) -> None:
+        """The rank writes before the counted step ended: its count is partial, none kept."""
+        if self.mode is None:
+            return
+        if id(_get_current_dispatch_mode()) == id(self.mode):
+            self.mode.__exit__(None, None, None)
+        self.mode, self.facts = None, not_counted("unavailable.own_job_flops_unfinished")
+
+
+def device_facts(device: Any) -> dict[str, Any]:
+    """On CUDA, what the host needs to choose the peak MFU divides by: the device's name and
+    the TF32 settings; nothing on CPU (`device` None)."""
+    if device is None:
+        return {}
+    from torchscale.rank.worker.tf32_settings import read_tf32_settings
+
+    return {
+        "device_name": torch.cuda.get_device_name(device),
+        "tf32": asdict(read_tf32_settings()),
+    }
+
+
+def cuda_peaks(device: Any) -> dict[str, int]:
+    """The rank's peak allocated and reserved memory on its CUDA device; nothing on CPU."""
+    if device is None:
+        return {}
+    return {
+        "peak_allocated": int(torch.cuda.max_memory_allocated(device)),
+        "peak_reserved": int(torch.cuda.max_memory_reserved(device)),
+    }
 
 
 def optimizer_facts(optimizers: list[Any]) -> dict[str, Any]:

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.step_phases import STEP_PHASES
 from torchscale.rank.own_job import PROFILER_WARMUP, TRACE_NOTE_FILE
+from torchscale.rank.own_job.steps import StepSeconds
 
 TOOLS = ("torch", "nsys")
 OWN_PROFILER = "unavailable.own_profiler"
@@ -95,6 +97,26 @@ def write_note(folder: Path, rank: int, code: str, **figures: Any) -> None:
     with contextlib.suppress(Exception):
         finding = {"code": code, "figures": {"rank": rank, **figures}}
         write_text_atomic(note_file(folder, rank), json.dumps(finding))
+
+
+def opened(
+    folder: Path, rank: int, tool: str, plan: WindowPlan, device: Any, step: int
+) -> TraceWindow | None:
+    """At the end of `step`, the step before the window: the window with its profiler started,
+    or None and why not (a note file; the job and its measurement go on)."""
+    if own_profiler_running():
+        write_note(folder, rank, OWN_PROFILER)
+        return None
+    window = None
+    try:
+        window = TraceWindow(folder, rank, tool, plan, device)
+        window.open(step)
+    except Exception as exc:
+        if window is not None:
+            window.abandon()
+        write_note(folder, rank, TRACE_FAILED, error=f"{type(exc).__name__}: {exc}")
+        return None
+    return window
 
 
 class TraceWindow:
@@ -193,6 +215,30 @@ class TraceWindow:
             if self.capturing:
                 self.capturing = False
                 self.trigger.stop()
+
+    def write_phases(
+        self, done: Mapping[int, StepSeconds], timing: str, note: dict[str, Any] | None
+    ) -> None:
+        """After `close`: the traced steps' own phase record (rank<k>.phases.json, as the
+        built-in capture writes it) from `done`, the resolved steps by number; `note`: why
+        grad_sync_wait was not split, where it was not."""
+        from torchscale.rank.worker.capture import phase_record, write_phase_record
+
+        numbers = [n for n in self.plan.traced_steps if n in done]
+        traced = [done[n] for n in numbers]
+        record = phase_record(
+            self.rank,
+            self.tool,
+            [self.number(n) for n in numbers],
+            [st.step_s for st in traced],
+            timing,
+            {n: [st.phases[n] for st in traced] for n in STEP_PHASES},
+            [st.cpu_wait_s for st in traced],
+            [st.cpu_time_s for st in traced],
+            {"grad_sync_wait": note} if note else {},
+            timing,
+        )
+        write_phase_record(self.folder, self.rank, record)
 
     def number(self, step: int) -> int:
         """The `ProfilerStep#<n>` of optimizer step `step`: torch.profiler's count from its

@@ -24,7 +24,8 @@ from torchscale.orchestration.schedulers.api import (
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.config.schema import BenchConfig
-    from torchscale.orchestration.plan import Machine, Plan
+    from torchscale.orchestration.plan.nodes import Machine
+    from torchscale.orchestration.plan.planned import Plan
     from torchscale.orchestration.schedulers.kubernetes.manifests import Applied
 
 KIND = "k8s"
@@ -38,7 +39,7 @@ class KubernetesJobs:
     def machine(self, config: BenchConfig) -> Machine:
         """The nodes as the config describes them: the submitting host is not one of them."""
         from torchscale.contracts import host
-        from torchscale.orchestration.plan import Machine
+        from torchscale.orchestration.plan.nodes import Machine
 
         gpus = config.launcher.k8s.gpus_per_node or 0
         source = "launcher.k8s.gpus_per_node" if gpus else None

@@ -28,7 +28,7 @@ from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import K8sConfig
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
-from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.schedulers.slurm.node import node_error_file
 
 TRAINJOB_API = "trainer.kubeflow.org/v1alpha1"

@@ -13,7 +13,8 @@ from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRu
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.config.schema import BenchConfig
-    from torchscale.orchestration.plan import Machine, Plan
+    from torchscale.orchestration.plan.nodes import Machine
+    from torchscale.orchestration.plan.planned import Plan
 
 
 def machine_here(gpu_memory: bool = False) -> Machine:
@@ -22,7 +23,7 @@ def machine_here(gpu_memory: bool = False) -> Machine:
     memory."""
     from torchscale.contracts import host
     from torchscale.orchestration.config.hardware import no_gpu_here
-    from torchscale.orchestration.plan import Machine
+    from torchscale.orchestration.plan.nodes import Machine
 
     # torch takes seconds to import: asked only where it may see a GPU (a dry run or a
     # config's first error on a CPU node answers without it)

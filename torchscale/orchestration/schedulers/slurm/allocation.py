@@ -22,7 +22,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.comm.from_config import section_request
 from torchscale.orchestration.comm.sweep_launch import CommRequest
 from torchscale.orchestration.config.schema import CommConfig, SlurmConfig
-from torchscale.orchestration.plan import LaunchSettings, PlannedCell
+from torchscale.orchestration.plan.planned import LaunchSettings, PlannedCell
 from torchscale.orchestration.schedulers.slurm.cpus import cpus_per_node
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.errors import SlurmError, UsageError
+from torchscale.contracts.host import run_child
 
 COMMAND_TIMEOUT_S = 60.0
 # squeue's states of a job that has not ended
@@ -70,14 +71,7 @@ def require_sbatch() -> None:
 def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
     """stdout of a Slurm command; its own message as one SlurmError line when it fails."""
     try:
-        done = subprocess.run(
-            list(argv),
-            env=dict(env) if env is not None else None,
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run_child(argv, COMMAND_TIMEOUT_S, env)
     except FileNotFoundError:
         raise SlurmError(f"{argv[0]}: not found on PATH") from None
     except subprocess.TimeoutExpired:

@@ -27,7 +27,8 @@ from torchscale.contracts.wording.units import limit_s, ms_short
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.process import run_logged
-from torchscale.orchestration.plan import PlannedCell, threads_per_rank
+from torchscale.orchestration.plan.nodes import threads_per_rank
+from torchscale.orchestration.plan.planned import PlannedCell
 from torchscale.orchestration.schedulers.slurm.allocation import Allocation, AllocationCell
 from torchscale.orchestration.schedulers.slurm.client import hostnames, node_address
 from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cpus

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.errors import UsageError
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.plan import cell_shapes
+from torchscale.orchestration.plan.nodes import cell_shapes
 from torchscale.orchestration.schedulers.slurm.client import PartitionAnswer
 
 AskPartition = Callable[[str | None], PartitionAnswer]

@@ -41,7 +41,8 @@ DETACHED = "its follower stopped ({why}); the Slurm jobs go on: torchscale bench
 if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.config.schema import BenchConfig
-    from torchscale.orchestration.plan import Machine, Plan
+    from torchscale.orchestration.plan.nodes import Machine
+    from torchscale.orchestration.plan.planned import Plan
 
 # why `batch_sizes: auto` cannot size a batch here (the refusal names the launcher: the same
 # config sizes its batches when run with kind: local on a GPU node)
@@ -60,7 +61,7 @@ class SlurmAllocations:
         """The nodes as Slurm (or, where it cannot be asked, the config) describes them: the
         submitting host is not one of them (torchscale/orchestration/schedulers/slurm/gpus.py)."""
         from torchscale.contracts import host
-        from torchscale.orchestration.plan import Machine
+        from torchscale.orchestration.plan.nodes import Machine
         from torchscale.orchestration.schedulers.slurm.gpus import judged_gpus
 
         cores = config.launcher.slurm.cpus_per_task or host.usable_cores()

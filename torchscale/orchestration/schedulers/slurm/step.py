@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from torchscale.orchestration.launch.torchrun import LaunchCommand
-from torchscale.orchestration.plan import PlannedCell
+from torchscale.orchestration.plan.planned import PlannedCell
 from torchscale.orchestration.schedulers.slurm.allocation import Allocation
 
 NODE_MODULE = "torchscale.orchestration.schedulers.slurm.node"

@@ -22,7 +22,7 @@ from torchscale.contracts.wording import say
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
 from torchscale.orchestration.launch.process import file_tail
-from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.schedulers.slurm.allocation import (
     ALLOCATION_FILE,
     SCRIPT_NAME,
