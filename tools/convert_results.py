@@ -282,11 +282,6 @@ def _cell_21(doc: Document, schema: int) -> Document:
         ranks = [_less(r, "clock_basis") for r in telemetry.get("ranks") or []]
         doc["telemetry"] = {**telemetry, "ranks": ranks}
     doc["warnings"] = _warnings(doc)
-    error = doc.get("error")
-    needs = re.fullmatch(NEEDS_GPUS, (error or {}).get("reason") or "")
-    if doc.get("status") == "skipped" and error.get("skip") is None and needs is not None:
-        figures = {"gpus": int(needs["gpus"]), "have": int(needs["have"]), "nodes": 1}
-        doc["error"] = {**error, "skip": {"code": "plan.needs_gpus", "figures": figures}}
     unavailable = dict(doc.get("unavailable") or {})
     unavailable.pop("sync_overhead", None)
     doc["unavailable"] = unavailable
@@ -297,11 +292,9 @@ def _cell_21(doc: Document, schema: int) -> Document:
         verdict["figures"] = {"busy_share": bound["gpu_busy_share"]}
         bound = {**bound, "verdict": verdict}
     doc["host_bound"] = _less(bound, "note")
-    return doc
+    return _cell_keys(doc, schema)
 
 
-# a skip an older plan stored only in words (schema 15 or older): the code it says
-NEEDS_GPUS = r"needs (?P<gpus>\d+) GPUs; a node has (?P<have>\d+)"
 SYNC_VARIANCE = (
     r"High variance in gradient sync time: CV (?P<wait_cv>[\d.]+), (?P<share>\d+)% of the "
     r"step-time variance \(step CV (?P<step_cv>[\d.]+) > (?P<threshold>[\d.]+)\)"
@@ -373,11 +366,123 @@ def _sweep_3(doc: Document, schema: int) -> Document:
     return {**doc, "planned": [_less(c, "skip_reason") for c in doc.get("planned") or []]}
 
 
+# ---- a cell's error: the words an older version stored ----
+
+# why a cell measured nothing, as an older version said it: the code it says, with the figures
+# its words carry (each from the evidence stored beside it: the rank, the exception)
+FAILURES: list[tuple[str, str, Callable[[re.Match[str]], dict[str, Any]]]] = [
+    (
+        r"needs (?P<gpus>\d+) GPUs; a node has (?P<have>\d+)",
+        "plan.needs_gpus",
+        lambda m: {"gpus": int(m["gpus"]), "have": int(m["have"]), "nodes": 1},
+    ),
+    (r"out of memory: (?P<exception>.+)", "failure.oom", lambda m: {}),
+    (r"(?:rank (?P<rank>\d+)|a rank) raised (?P<exception>.+)", "failure.raised", lambda m: {}),
+    (
+        r"torchrun exited with (?P<returncode>-?\d+)",
+        "failure.torchrun_exit",
+        lambda m: {"returncode": int(m["returncode"])},
+    ),
+    (
+        r"torchrun was killed by \w+ \(signal (?P<signum>\d+)\).*",
+        "failure.torchrun_killed",
+        lambda m: {"signum": int(m["signum"])},
+    ),
+    (
+        r"(?:rank (?P<rank>\d+)|a rank) was killed by \w+ \(signal (?P<signum>\d+)\).*",
+        "failure.killed",
+        lambda m: {"signum": int(m["signum"])},
+    ),
+    (
+        r"killed after the (?P<limit>[\d.e+]+) s cell timeout.*",
+        "failure.timeout",
+        lambda m: {"limit_s": float(m["limit"])},
+    ),
+]
+# where a hung rank was, in an older version's words: kind, the frame, the caller
+PLACE = re.compile(
+    r"rank (?P<rank>\d+) (?:waiting in (?P<wait>\w+) \((?P<wfile>[^:)]+):(?P<wline>\d+)\)"
+    r"|(?P<backward>in backward) \(autograd[^)]*\)"
+    r"|in (?P<fn>\w+) \((?P<file>[^:)]+):(?P<line>\d+)\))"
+    r"(?:, called from (?P<cfn>\w+) \((?P<cfile>[^:)]+):(?P<cline>\d+)\))?$"
+)
+
+
+def _why(error: dict[str, Any], schema: int) -> dict[str, Any]:
+    """An older error's reason as its code (a skip's or own job's code where it kept one), and
+    the evidence its words quote where the error did not store it beside them."""
+    coded = error.get("skip") or error.get("cause")
+    if coded:
+        return coded
+    reason = str(error.get("reason") or "").splitlines()[0] if error.get("reason") else ""
+    code = _said_by_words().get(reason)
+    if code is not None:
+        return {"code": code, "figures": {}}
+    for pattern, code, figures in FAILURES:
+        found = re.fullmatch(pattern, reason)
+        if found is not None:
+            groups = found.groupdict()
+            if groups.get("exception") and not error.get("exception"):
+                error["exception"] = groups["exception"]
+            if groups.get("rank") and error.get("root_cause_rank") is None:
+                error["root_cause_rank"] = int(groups["rank"])
+            return {"code": code, "figures": figures(found)}
+    return {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+
+
+def _frame(function: str | None, file: str | None, line: str | None) -> dict[str, Any] | None:
+    return {"function": function, "file": file, "line": int(line)} if function else None
+
+
+def _place(line: str) -> dict[str, Any] | None:
+    """One of an older hang diagnosis' lines as where the rank was (None: another shape)."""
+    m = PLACE.match(line)
+    if m is None:
+        return None
+    kind = "collective" if m["wait"] else "backward" if m["backward"] else "code"
+    frame = _frame(m["wait"], m["wfile"], m["wline"]) or _frame(m["fn"], m["file"], m["line"])
+    caller = _frame(m["cfn"], m["cfile"], m["cline"])
+    return {"rank": int(m["rank"]), "kind": kind, "frame": frame, "caller": caller}
+
+
+def _error(error: Any, schema: int) -> Any:
+    if not isinstance(error, dict):
+        return error
+    error = dict(error)
+    why = _why(error, schema)
+    places = [p for p in map(_place, error.get("diagnosis") or []) if p is not None]
+    return {**_less(error, "reason", "skip", "cause", "diagnosis"), "why": why, "places": places}
+
+
+def _cell_keys(doc: Document, schema: int) -> Document:
+    """A cell's words that are codes or records today: its error's why and where its ranks
+    were."""
+    doc["error"] = _error(doc.get("error"), schema)
+    return doc
+
+
+def _max_batch_3(doc: Document, schema: int) -> Document:
+    """Max-batch 3, its words gone: each probe's reason as its cell error's code (the
+    evidence among its figures, as `CellError.finding` gives it)."""
+    probes = []
+    for probe in doc.get("probes") or []:
+        reason = probe.get("reason")
+        if isinstance(reason, str):
+            error = {"reason": reason}
+            why = _why(error, schema)
+            evidence = {"rank": error.get("root_cause_rank"), "exception": error.get("exception")}
+            shown = {k: v for k, v in evidence.items() if v is not None}
+            probe = {**probe, "reason": {**why, "figures": {**shown, **why["figures"]}}}
+        probes.append(probe)
+    return {**doc, "probes": probes}
+
+
 SINCE: dict[str, Callable[[Document, int], Document]] = {
     "torchscale.cell": _cell_21,
     "torchscale.profile_analysis": _analysis_11,
     "torchscale.validate": _validate_6,
     "torchscale.sweep": _sweep_3,
+    "torchscale.max_batch": _max_batch_3,
 }
 
 

@@ -34,15 +34,16 @@ from tests.processes import (
 )
 from torchscale.contracts.cell import Status
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.contracts.schema.cell_result import RankPlace
+from torchscale.contracts.wording.failures import hang_summary, place_line, place_short, rank_list
 from torchscale.orchestration.launch.diagnose import (
+    WAITING,
     Frame,
     HangDiagnosis,
-    RankPlace,
     diagnose_hang,
     locate,
     main_thread,
     parse_dump,
-    rank_list,
     read_pids,
     request_stacks,
 )
@@ -177,23 +178,32 @@ def line_of(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
+def line(place: RankPlace) -> str:
+    """Where a rank was, as a result's error words it (contracts/wording/failures.py)."""
+    return place_line(place.model_dump())
+
+
+def short(place: RankPlace) -> str:
+    return place_short(place.model_dump())
+
+
 # ===================================================================== reading stack dumps
 
 
 def test_rank_in_the_models_forward() -> None:
     place = locate(1, real(DDP_FORWARD_RANK1))
     assert place.kind == "code"
-    assert not place.waiting
-    assert place.describe() == "in forward (fault_models.py:39)"
-    assert place.line() == "rank 1 in forward (fault_models.py:39)"
+    assert place.kind not in WAITING
+    assert short(place) == "in forward (fault_models.py:39)"
+    assert line(place) == "rank 1 in forward (fault_models.py:39)"
 
 
 def test_rank_blocked_in_ddp_backward_says_what_the_stack_shows() -> None:
     place = locate(0, real(DDP_BACKWARD_RANK0))
     assert place.kind == "backward"
-    assert place.waiting
-    assert place.describe() == "in backward (autograd: DDP gradient all-reduce, in C++)"
-    assert place.line() == (
+    assert place.kind in WAITING
+    assert short(place) == "in backward (autograd: DDP gradient all-reduce, in C++)"
+    assert line(place) == (
         "rank 0 in backward (autograd: DDP gradient all-reduce, in C++), "
         "called from step (trainer.py:160)"
     )
@@ -222,7 +232,7 @@ def test_rank_blocked_in_ddp_backward_says_what_the_stack_shows() -> None:
 def test_rank_waiting_in_a_collective(dump: str, line: str) -> None:
     place = locate(0, real(dump))
     assert place.kind == "collective"
-    assert place.line() == line
+    assert place_line(place.model_dump()) == line
 
 
 def test_the_record_wrapper_is_not_a_collective() -> None:
@@ -233,7 +243,7 @@ def test_the_record_wrapper_is_not_a_collective() -> None:
 
 def test_fatal_signal_dump() -> None:
     place = locate(1, real(SEGV_RANK1))
-    assert place.line() == "rank 1 in main (hang_worker.py:54)"
+    assert line(place) == "rank 1 in main (hang_worker.py:54)"
 
 
 def installed(text: str, site: str) -> str:
@@ -261,14 +271,14 @@ def test_code_installed_in_site_packages_is_code(site: str) -> None:
     the stdlib prefix (/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages)."""
     forward = locate(1, installed(DDP_FORWARD_RANK1, site))
     assert forward.kind == "code"
-    assert forward.line() == "rank 1 in forward (fault_models.py:39)"
+    assert line(forward) == "rank 1 in forward (fault_models.py:39)"
     backward = locate(0, installed(DDP_BACKWARD_RANK0, site))
-    assert backward.line() == (
+    assert line(backward) == (
         "rank 0 in backward (autograd: DDP gradient all-reduce, in C++), "
         "called from step (trainer.py:160)"
     )
     collective = locate(0, installed(ALL_REDUCE_RANK0, site))
-    assert collective.line() == (
+    assert line(collective) == (
         "rank 0 waiting in all_reduce (distributed_c10d.py:3252), "
         "called from collective (hang_worker.py:31)"
     )
@@ -286,12 +296,11 @@ def test_a_dump_without_code_frames_says_where_it_was() -> None:
     """Not 'no stack dump': the rank did dump, its stack just holds no code of ours."""
     text = real(NO_CODE_FRAME).replace("$STDLIB", STDLIB)
     place = locate(2, text)
-    assert place.kind == "code"
-    assert place.code is None
-    assert place.describe() == "in wait (threading.py:331), no model or harness code on its stack"
-    assert "no stack dump" not in place.line()
+    assert place.kind == "library"
+    assert short(place) == "in wait (threading.py:331), no model or harness code on its stack"
+    assert "no stack dump" not in line(place)
     empty = locate(2, "Current thread 0x00007f3c2a1b4b80 (most recent call first):\n")
-    assert empty.line() == "rank 2 dumped its stack, but no Python frame was running in it"
+    assert line(empty) == "rank 2 dumped its stack, but no Python frame was running in it"
 
 
 # a script whose main thread trains while a threading.Thread sleeps (run from runpy), rank 0
@@ -323,7 +332,7 @@ def test_the_main_thread_is_read_whichever_thread_took_the_signal(swap: bool) ->
     threads = parse_dump(text)
     assert len(threads) == 2
     assert [t.current for t in threads] == ([True, False] if swap else [False, True])
-    assert locate(0, text).line() == "rank 0 in train (worker_threads.py:10)"
+    assert line(locate(0, text)) == "rank 0 in train (worker_threads.py:10)"
 
 
 def test_a_python_m_main_thread_is_recognised() -> None:
@@ -341,7 +350,7 @@ def test_empty_or_foreign_text_locates_nothing() -> None:
     assert parse_dump("") == []
     assert main_thread(parse_dump("no dump here\n")) is None
     assert locate(4, "garbage").kind == "unknown"
-    assert "no stack dump" in RankPlace(4, "unknown").line()
+    assert "no stack dump" in line(RankPlace(rank=4, kind="unknown"))
 
 
 @pytest.mark.parametrize(
@@ -359,16 +368,17 @@ def test_rank_list(ranks: list[int], text: str) -> None:
 
 def test_summary_root_cause_first_then_grouped() -> None:
     waiting = locate(0, real(ALL_REDUCE_RANK0))
-    stuck = RankPlace(3, "code", locate(1, real(COMPUTE_RANK1)).code)
-    places = [RankPlace(r, waiting.kind, waiting.code, waiting.inside) for r in (0, 1, 2)]
-    places += [stuck] + [RankPlace(r, waiting.kind, waiting.code, waiting.inside) for r in (4, 5)]
+    stuck = locate(1, real(COMPUTE_RANK1)).model_copy(update={"rank": 3})
+    places = [waiting.model_copy(update={"rank": r}) for r in (0, 1, 2)]
+    places += [stuck] + [waiting.model_copy(update={"rank": r}) for r in (4, 5)]
     diagnosis = HangDiagnosis(tuple(places))
     assert diagnosis.root_cause_rank == 3
-    assert diagnosis.summary() == (
+    stored = [p.model_dump() for p in diagnosis.ordered()]
+    assert hang_summary(stored) == (
         "rank 3 in compute (hang_worker.py:26); ranks 0-2, 4-5 waiting in all_reduce"
     )
-    assert diagnosis.lines()[0] == "rank 3 in compute (hang_worker.py:26)"
-    assert len(diagnosis.lines()) == 6
+    assert place_line(stored[0]) == "rank 3 in compute (hang_worker.py:26)"
+    assert len(stored) == 6
 
 
 @pytest.mark.parametrize(
@@ -437,7 +447,7 @@ def test_timeout_reason_names_each_rank(tmp_path: Path) -> None:
     )
     assert failure.root_cause_rank == 1
     error = failure.as_error()
-    assert error.diagnosis == [
+    assert [place_line(p.model_dump()) for p in error.places] == [
         "rank 1 in forward (fault_models.py:39)",
         "rank 0 in backward (autograd: DDP gradient all-reduce, in C++), "
         "called from step (trainer.py:160)",
@@ -515,7 +525,7 @@ def test_a_registered_process_dumps_its_stacks_and_lives_on(tmp_path: Path) -> N
         assert main is not None
         assert main.is_main
         place = locate(3, stacks[3].read_text())
-        assert place.describe() == f"in sleeper (sleeper.py:{asleep})"
+        assert short(place) == f"in sleeper (sleeper.py:{asleep})"
         request_stacks(directory)  # a second dump is appended; the last one is read
         assert len(parse_dump(stacks[3].read_text())) == 2
         assert proc.poll() is None
@@ -745,8 +755,9 @@ def test_hung_ranks_are_located(hung: Hung) -> None:
         "rank 0 waiting in all_reduce"
     )
     assert failure.root_cause_rank == 1
-    assert failure.diagnosis[0] == f"rank 1 in compute (hang_worker.py:{compute})"
-    assert failure.diagnosis[1].startswith("rank 0 waiting in all_reduce (distributed_c10d.py:")
+    lines = [place_line(p.model_dump()) for p in failure.places]
+    assert lines[0] == f"rank 1 in compute (hang_worker.py:{compute})"
+    assert lines[1].startswith("rank 0 waiting in all_reduce (distributed_c10d.py:")
     assert failure.artifacts == tuple(str(hung.stacks[r]) for r in (0, 1))
     for path in failure.artifacts:  # kept with the logs
         assert Path(path).is_relative_to(hung.command.log_dir)
@@ -851,10 +862,12 @@ def test_rank_killed_by_a_signal(
     assert failure.exit_signal == signal.Signals(signum).name
     assert failure.root_cause_rank == 1
     if where is None:
-        assert failure.diagnosis == ()
+        assert failure.places == ()
     else:
         line = line_of(REPO_ROOT / "tests" / "hang_worker.py", where)
-        assert failure.diagnosis == (f"rank 1 in main (hang_worker.py:{line})",)
+        assert [place_line(p.model_dump()) for p in failure.places] == [
+            f"rank 1 in main (hang_worker.py:{line})"
+        ]
         assert failure.artifacts == (str(command.diagnostics_dir / "rank1.stacks.txt"),)
 
 

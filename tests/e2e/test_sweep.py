@@ -28,7 +28,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import warning_words
+from torchscale.contracts.wording.failures import place_line
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.split_figures import split_figures
@@ -502,7 +504,7 @@ def test_skipped_cells_are_recorded_without_launching(tmp_path: Path) -> None:
     exp = tmp_path / "results" / "cuda"
     cells = read_cells(exp)
     assert [c.status for c in cells] == ["skipped", "skipped"]
-    assert all(c.error and "no CUDA GPU" in c.error.reason for c in cells)
+    assert all(c.error and "no CUDA GPU" in say(c.error.finding) for c in cells)
     assert not (exp / "logs").exists()  # nothing was launched
     table = pd.read_csv(exp / "summary.csv")
     assert list(table["status"]) == ["skipped", "skipped"]
@@ -575,8 +577,8 @@ def test_a_rank_that_raises_is_failed_with_its_root_cause(fault_sweep: Sweep) ->
     assert crash.error is not None
     assert crash.error.root_cause_rank == 1
     assert "injected failure on rank 1" in crash.error.exception
-    assert "rank 1" in crash.error.reason
-    assert "injected failure on rank 1" in crash.error.reason
+    assert "rank 1" in say(crash.error.finding)
+    assert "injected failure on rank 1" in say(crash.error.finding)
     assert crash.error.log_tail
     assert crash.throughput is None
     assert crash.launch["argv"]
@@ -589,8 +591,8 @@ def test_an_oom_is_recorded_as_oom_with_the_numbers(fault_sweep: Sweep) -> None:
     oom = by_model(fault_sweep.cells)["tests.fault_models:oom"]
     assert oom.status == "oom"
     assert oom.error is not None
-    assert "out of memory" in oom.error.reason
-    assert "20.00 GiB" in oom.error.reason
+    assert "out of memory" in say(oom.error.finding)
+    assert "20.00 GiB" in say(oom.error.finding)
 
 
 @pytest.mark.slow  # real torchrun cells
@@ -640,7 +642,7 @@ def test_hung_cell_times_out_and_leaves_no_processes(hang_sweep: Sweep) -> None:
     assert cell.cell.model == "tests.fault_models:hang"
     assert cell.status == "timeout"
     assert cell.error is not None
-    assert f"{HANG_TIMEOUT_S} s" in cell.error.reason
+    assert f"{HANG_TIMEOUT_S} s" in say(cell.error.finding)
     assert cell.wall_s is not None
     assert cell.wall_s >= HANG_TIMEOUT_S
     assert hang_sweep.leftovers == []
@@ -654,14 +656,15 @@ def test_hung_cell_says_where_every_rank_was(hang_sweep: Sweep) -> None:
     error = cell.error
     assert error is not None
     forward = line_of(REPO_ROOT / "tests" / "fault_models.py", "time.sleep(3600)")
-    assert error.reason == (
+    assert say(error.finding) == (
         f"killed after the {HANG_TIMEOUT_S} s cell timeout: rank 1 in forward "
         f"(fault_models.py:{forward}); rank 0 in backward (autograd: DDP gradient all-reduce, "
         "in C++)"
     )
     assert error.root_cause_rank == 1
-    assert error.diagnosis[0] == f"rank 1 in forward (fault_models.py:{forward})"
-    assert error.diagnosis[1].startswith("rank 0 in backward (autograd: DDP gradient")
+    lines = [place_line(p.model_dump()) for p in error.places]
+    assert lines[0] == f"rank 1 in forward (fault_models.py:{forward})"
+    assert lines[1].startswith("rank 0 in backward (autograd: DDP gradient")
     logs = hang_sweep.exp_dir / "logs" / cell.cell_id
     assert error.artifacts == [str(logs / "diagnostics" / f"rank{r}.stacks.txt") for r in (0, 1)]
     assert all(Path(p).stat().st_size > 0 for p in error.artifacts)

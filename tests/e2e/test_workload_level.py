@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from tests.h100_replay import WORKLOAD, read_cells
 from tests.processes import processes_mentioning
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import say
@@ -175,9 +176,10 @@ def test_no_oom_cell_when_the_kernel_would_kill_instead_or_memory_is_unknown() -
 def test_a_cell_that_ran_passes_and_a_failed_one_names_its_cause(tmp_path: Path) -> None:
     ok = _cell()
     assert judge.judge_cell(ok, False, tmp_path).status is CheckStatus.PASS
-    broken = ok.model_copy(
-        update={"status": Status.FAILED, "error": CellError(reason="rank 1: NCCL timeout")}
+    raised = CellError(
+        why=Finding(code="failure.raised"), root_cause_rank=1, exception="NCCL timeout"
     )
+    broken = ok.model_copy(update={"status": Status.FAILED, "error": raised})
     verdict = judge.judge_cell(broken, True, tmp_path)
     assert verdict.status is CheckStatus.FAIL and "NCCL timeout" in shown.detail(verdict)
     assert verdict.id == "cell.ddp.compiled" and str(tmp_path) in shown.hint(verdict)
@@ -202,9 +204,8 @@ def test_gpu_mfu_outside_the_possible_band_is_judged(
 
 
 def test_a_planned_cell_the_planner_skips_is_a_fail_and_so_is_an_unplaced_strategy() -> None:
-    skipped = _cell().model_copy(
-        update={"status": Status.SKIPPED, "error": CellError(reason="needs 8 GPUs; a node has 4")}
-    )
+    needs = Finding(code="plan.needs_gpus", figures={"gpus": 8, "have": 4})
+    skipped = _cell().model_copy(update={"status": Status.SKIPPED, "error": CellError(why=needs)})
     verdict = judge.judge_cell(skipped, False, Path("."))
     assert verdict.status is CheckStatus.FAIL and "needs 8 GPUs" in shown.detail(verdict)
     [unplaced] = judge.judge_unplaced({"tp": "heads not divisible"})
@@ -226,14 +227,14 @@ def test_recovery_after_the_oom_is_judged_on_cells_that_ran() -> None:
 
 def test_the_oom_step_needs_the_oom_status_and_recovery() -> None:
     ok = _cell()
-    oom = ok.model_copy(
-        update={"status": Status.OOM, "error": CellError(reason="out of memory", root_cause_rank=0)}
-    )
+    out = CellError(why=Finding(code="failure.oom"), root_cause_rank=0)
+    oom = ok.model_copy(update={"status": Status.OOM, "error": out})
     assert judge.judge_oom(oom, None, True).status is CheckStatus.PASS
     assert judge.judge_oom(oom, None, False).status is CheckStatus.FAIL
     ran = judge.judge_oom(ok, None, True)
     assert ran.status is CheckStatus.FAIL and "ended ok" in shown.detail(ran)
-    crashed = ok.model_copy(update={"status": Status.FAILED, "error": CellError(reason="SIGKILL")})
+    killed = CellError(why=Finding(code="failure.killed", figures={"signum": 9}))
+    crashed = ok.model_copy(update={"status": Status.FAILED, "error": killed})
     assert judge.judge_oom(crashed, None, True).status is CheckStatus.FAIL
     unknown = judge.said("oom_memory_unknown", why="NVML failed")
     assert judge.judge_oom(None, unknown, None).status is CheckStatus.SKIP

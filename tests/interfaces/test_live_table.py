@@ -193,6 +193,7 @@ def test_the_notes_keep_what_matters_at_any_width(width: int) -> None:
     'injected' of an artificial straggler kept (it leads its note), a failure reason whose
     first word is longer than the room cut hard rather than lost."""
     from torchscale.contracts.cell import Status
+    from torchscale.contracts.finding import Finding
     from torchscale.contracts.schema.cell_result import CellError
 
     results = sweep()
@@ -201,14 +202,14 @@ def test_the_notes_keep_what_matters_at_any_width(width: int) -> None:
     failed = results[0].model_copy(
         update={
             "status": Status.FAILED,
-            "error": CellError(reason=reason),
+            "error": CellError(why=Finding(code="failure.raised"), exception=reason),
             "throughput": None,
             "step_time": None,
             "intervals": None,
         }
     )
     skipped = results[0].model_copy(
-        update={"status": Status.SKIPPED, "error": CellError(reason="\n")}
+        update={"status": Status.SKIPPED, "error": CellError(why=Finding(code="plan.no_gpu"))}
     )
     for result in (injected, failed, skipped):
         live = LiveTable(live_layout([r.cell for r in results], width))
@@ -218,7 +219,7 @@ def test_the_notes_keep_what_matters_at_any_width(width: int) -> None:
         if result is injected:
             assert any("injected" in line for line in lines), lines
         if result is failed:
-            assert lines[1].startswith(NOTE_PREFIX + "torch.distributed"), lines
+            assert lines[1].startswith(NOTE_PREFIX + "a rank raised"), lines
 
 
 def test_a_lopsided_throughput_fits_80_columns() -> None:

@@ -156,11 +156,11 @@ def test_failed_and_skipped_lines() -> None:
         result = CellResult(
             cell=identity(),
             status=status,
-            error=CellError(reason="because"),  # type: ignore[arg-type]
+            error=CellError(why=Finding(code="failure.torchrun_exit", figures={"returncode": 1})),
         )
         (line,) = cell_lines(result)
         assert line.level == level
-        assert line.text == f"> [{tag}] {status.value}: because"
+        assert line.text == f"> [{tag}] {status.value}: torchrun exited with 1"
 
 
 def test_user_strings_are_escaped() -> None:

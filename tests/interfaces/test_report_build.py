@@ -558,12 +558,16 @@ def test_failed_profiled_run_is_listed_with_the_failures(tmp_path: Path) -> None
     run = root / "profile" / PROFILE_CELL
     (run / "analysis.json").unlink()
     data = json.loads((run / "result.json").read_text(encoding="utf-8"))
-    data.update(status="timeout", error={"reason": "cell timed out after 120 s"})
+    timeout = {"code": "failure.timeout", "figures": {"limit_s": 120}}
+    data.update(status="timeout", error={"why": timeout})
     (run / "result.json").write_text(json.dumps(data), encoding="utf-8")
     built = build_report(read_sources(root), ReportOptions(generated_at=GENERATED_AT))
     (row,) = table(built, "failures-cells").rows
     assert row["status"] == "timeout"
-    assert row["reason"] == "the profiled run ended timeout: cell timed out after 120 s"
+    assert row["reason"] == (
+        "the profiled run ended timeout: killed after the 120 s cell timeout (hang or far "
+        "slower than expected; no rank dumped its stack)"
+    )
 
 
 def test_duplicate_experiment_names_are_told_apart(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ reason, not that the cell failed to finish."""
 from __future__ import annotations
 
 from tests.h100_replay import DEFAULT_SWEEP, read_cells
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.scaling_efficiency import NOT_MEASURED, REASON_COLUMN
 from torchscale.offline.results.frame import cells_table
 
@@ -17,6 +18,6 @@ def test_a_planned_skip_says_skipped_and_why_in_summary_csv() -> None:
     for result in skipped:
         reason = table.loc[result.cell.id, REASON_COLUMN]
         assert result.error is not None
-        assert reason == f"skipped: {result.error.reason}"
+        assert reason == f"skipped: {say(result.error.finding)}"
         assert reason.startswith("skipped: needs 2 GPUs;"), reason
         assert reason != NOT_MEASURED

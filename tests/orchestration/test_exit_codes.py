@@ -58,7 +58,9 @@ def error_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error:")]
 
 
-def result(status: Status, reason: str | None = None, name: str = "c") -> CellResult:
+def result(
+    status: Status, why: Finding | None = None, name: str = "c", exception: str | None = None
+) -> CellResult:
     cell = CellIdentity(
         id=name,
         definition_sha256="0" * 64,
@@ -71,7 +73,7 @@ def result(status: Status, reason: str | None = None, name: str = "c") -> CellRe
         device="cuda",
         backend="nccl",
     )
-    error = CellError(reason=reason) if reason else None
+    error = CellError(why=why, exception=exception) if why else None
     return CellResult(cell=cell, status=status, error=error)
 
 
@@ -91,7 +93,8 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_nothing_measured_says_why() -> None:
-    skipped = [result(Status.SKIPPED, NO_GPU), result(Status.SKIPPED, "needs 2 GPUs")]
+    needs = Finding(code="plan.needs_gpus", figures={"gpus": 2, "have": 1})
+    skipped = [result(Status.SKIPPED, Finding(code="plan.no_gpu")), result(Status.SKIPPED, needs)]
     assert nothing_measured(skipped, 2) == (
         f"nothing measured: all 2 cells skipped (first reason: {NO_GPU})"
     )
@@ -99,7 +102,7 @@ def test_nothing_measured_says_why() -> None:
         f"nothing measured: the only cell was skipped (first reason: {NO_GPU})"
     )
     assert nothing_measured([], 0) == "nothing measured: the plan has no cells"
-    failed = result(Status.FAILED, "boom")
+    failed = result(Status.FAILED, Finding(code="failure.raised"), exception="boom")
     assert nothing_measured([failed, skipped[0]], 3) == (
         f"nothing measured: no cell of 3 cells ok (1 failed, 1 skipped (first reason: "
         f"{NO_GPU}), 1 not run)"
@@ -556,13 +559,16 @@ def test_a_failed_profile_says_its_log_first_error_line_and_path(tmp_path: Path)
         "utf-8",
     )
     assert first_error_line(noisy) == "RuntimeError: the run's own error"
-    crashed = result(Status.FAILED, "a rank exited with code 1")
-    reason = failed_run_reason(crashed, log)
-    assert "a rank exited with code 1" in reason
+    exited = Finding(code="failure.torchrun_exit", figures={"returncode": 1})
+    reason = failed_run_reason(result(Status.FAILED, exited), log)
+    assert "torchrun exited with 1" in reason
     assert "its log says: Agent launcher failed." in reason
     assert str(log) in reason and "\n" not in reason
-    # a reason that already carries the line does not repeat it
-    said = failed_run_reason(result(Status.FAILED, "Agent launcher failed."), log)
+    # an exception that already carries the line does not repeat it
+    raised = result(
+        Status.FAILED, Finding(code="failure.raised"), exception="Agent launcher failed."
+    )
+    said = failed_run_reason(raised, log)
     assert said.count("Agent launcher failed.") == 1
 
 
@@ -574,6 +580,7 @@ def test_a_profile_without_analysis_fails_the_benchmark(tmp_path: Path) -> None:
     measured = SweepOutcome(results=[result(Status.OK)])
     run = BenchmarkRun(plan=None, store=None, sweep=measured)  # type: ignore[arg-type]
     assert run.exit_code == 0
-    failed = ProfiledCell(tmp_path, result(Status.FAILED, "nsys failed"), analysis_error="why")
+    exited = Finding(code="failure.torchrun_exit", figures={"returncode": 1})
+    failed = ProfiledCell(tmp_path, result(Status.FAILED, exited), analysis_error="why")
     run.profiles.append((None, failed))  # type: ignore[arg-type]
     assert run.exit_code == 1

@@ -335,7 +335,7 @@ def test_timeout_without_stack_dumps(tmp_path: Path) -> None:
     assert "no rank dumped its stack" in failure.reason
     assert failure.root_cause_rank is None
     assert failure.exception is None
-    assert failure.diagnosis == ()
+    assert failure.places == ()
     assert "still going" in failure.log_tail
 
 

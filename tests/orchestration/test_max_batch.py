@@ -49,6 +49,11 @@ CPU_MACHINE = Machine(gpu_count=0, cpu_cores=2)
 # -- fake oracles ------------------------------------------------------------------------------
 
 
+# a probe's reason: its cell error's code with the evidence (CellError.finding)
+RAISED = Finding(code="failure.raised", figures={"rank": 0, "exception": "RuntimeError: boom"})
+OOM = Finding(code="failure.oom", figures={"exception": "CUDA out of memory"})
+
+
 class Oracle:
     """Fits up to `threshold`, OOM above; `fail_at`: that batch fails for another reason;
     `flaky`: batch -> the call number (1-based) at which that batch runs out of memory."""
@@ -64,9 +69,9 @@ class Oracle:
     def __call__(self, batch: int) -> ProbeOutcome:
         self.calls.append(batch)
         if batch == self.fail_at:
-            return ProbeOutcome("failed", reason="rank 0 raised RuntimeError: boom")
+            return ProbeOutcome("failed", reason=RAISED)
         if self.flaky.get(batch) == self.calls.count(batch) or batch > self.threshold:
-            return ProbeOutcome("oom", reason="out of memory: CUDA out of memory")
+            return ProbeOutcome("oom", reason=OOM)
         return ProbeOutcome("fits", peak_reserved_bytes=batch * 1000, peak_rss_bytes=batch)
 
 
@@ -428,8 +433,10 @@ def test_outcome_of_each_status() -> None:
         (Status.FAILED, "failed"),
         (Status.TIMEOUT, "failed"),
     ]:
-        got = outcome_of(cell_result(cell, status, error=CellError(reason=f"why {status}")))
-        assert (got.kind, got.reason) == (kind, f"why {status}")
+        why = Finding(code="failure.torchrun_exit", figures={"returncode": 1})
+        got = outcome_of(cell_result(cell, status, error=CellError(why=why, root_cause_rank=0)))
+        figures = {"rank": 0, "returncode": 1}  # the error's evidence with its code's figures
+        assert (got.kind, got.reason) == (kind, Finding(code=why.code, figures=figures))
 
 
 def test_groups_leave_out_batch_and_skipped_cells(tmp_path: Path) -> None:
@@ -563,7 +570,7 @@ def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> Non
     assert result.memory_utilisation is None
     assert result.unavailable["memory_utilisation"] == CPU_UTILISATION
     oom = result.probes[1]
-    assert oom.reason is not None and "OutOfMemoryError" in oom.reason
+    assert oom.reason is not None and "OutOfMemoryError" in say(oom.reason)
     # each probe was its own launch, with its own result, none among the sweep's cells
     ids = [p.probe_id for p in result.probes]
     assert len(set(ids)) == 5

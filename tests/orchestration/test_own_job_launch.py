@@ -187,8 +187,7 @@ def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None
     assert "optimizer hooks" in wording.say(ran.problem)
     # stored as its code, worded when shown (a stored sentence would keep today's words)
     stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.error is not None and stored.error.cause == ran.problem
-    assert stored.error.coded == ran.problem
+    assert stored.error is not None and stored.error.why == ran.problem
 
 
 def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) -> None:
@@ -439,7 +438,7 @@ def test_a_sweeps_job_cells_relaunch_and_a_failing_one_leaves_the_sweep_going(
     outcome = run_sweep(plan, store, dict(os.environ))
     bad, good = outcome.results
     assert bad.status == "failed" and bad.error is not None
-    assert "exited with 3" in bad.error.reason  # its root cause
+    assert "exited with 3" in wording.say(bad.error.finding)  # its root cause
     assert bad.launch.get("launches") is None  # a launch that measures nothing ends the cell
     assert good.status == "ok", good.error
     assert (good.cell.id, good.cell.definition_sha256) == (

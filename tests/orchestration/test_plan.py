@@ -235,7 +235,9 @@ def test_ids_are_filesystem_safe(label: str, tmp_path: Path) -> None:
     assert SAFE_ID.fullmatch(cell_id), cell_id
     assert cell_id not in (".", "..")
     store = ResultStore(tmp_path)
-    path = store.write_cell(unmeasured_result(planned, Status.SKIPPED, CellError(reason="test")))
+    path = store.write_cell(
+        unmeasured_result(planned, Status.SKIPPED, CellError(why=Finding(code="plan.no_gpu")))
+    )
     assert path.parent == tmp_path / "cells"
     assert store.read_cell(cell_id) is not None
 
@@ -258,7 +260,9 @@ def test_long_label_still_gives_a_writable_id(tmp_path: Path) -> None:
     config = make_config(models=[{"name": "tiny-mlp", "label": "L" * 300}], gpu_counts=[1])
     planned = build_plan(config, CPU_BOX)[0]
     store = ResultStore(tmp_path)
-    store.write_cell(unmeasured_result(planned, Status.SKIPPED, CellError(reason="test")))
+    store.write_cell(
+        unmeasured_result(planned, Status.SKIPPED, CellError(why=Finding(code="plan.no_gpu")))
+    )
     assert store.read_cell(planned.cell.id) is not None
 
 

@@ -132,9 +132,9 @@ def test_the_dry_run_words_the_codes_as_before(tmp_path: Path) -> None:
     )
 
 
-def test_a_skipped_cells_result_stores_the_code_beside_its_words(tmp_path: Path) -> None:
-    """Cell result schema 20: `error.skip` is the plan's finding, `error.reason` its words
-    as written (quoted evidence); the result reads back with both."""
+def test_a_skipped_cells_result_stores_the_code_not_its_words(tmp_path: Path) -> None:
+    """A skipped cell's `error.why` is the plan's finding, worded when shown; the result
+    reads back with it."""
     from torchscale.orchestration.sweep import run_sweep
 
     plan = build_plan(config(gpu_counts=[8], training={"strategy": ["tp"]}), CPU_BOX)
@@ -143,26 +143,18 @@ def test_a_skipped_cells_result_stores_the_code_beside_its_words(tmp_path: Path)
     result = store.read_cell(plan[0].cell.id)
     assert result is not None and result.error is not None
     figures = {"block": 0, "heads": 4, "tp": 8}
-    assert result.error.skip == Finding(code="layout.heads", figures=figures)
-    assert result.error.reason == "block 0: 4 attention heads are not divisible by tp=8"
+    assert result.error.why == Finding(code="layout.heads", figures=figures)
+    assert say(result.error.finding) == "block 0: 4 attention heads are not divisible by tp=8"
 
 
 def test_a_skip_is_shown_by_todays_words_for_its_code() -> None:
-    """Where a result stores the skip's code, its words are made when shown; a result of
-    schema 19 or older (no code) shows the words it stored."""
+    """A result stores the skip's code; its words are made when shown."""
     from torchscale.contracts.cell import Status
     from torchscale.contracts.schema.cell_result import CellError, CellResult
     from torchscale.interfaces.console.cells import cell_lines
 
     cell = build_plan(config(), CPU_BOX)[0].cell
     skip = Finding(code="plan.needs_gpus", figures={"gpus": 2, "have": 1, "nodes": 1})
-    coded = CellError(reason="words of an older release", skip=skip)
-    stored = CellError(reason="words of an older release")
-    shown = [
-        cell_lines(CellResult(cell=cell, status=Status.SKIPPED, error=e))[0].text
-        for e in (coded, stored)
-    ]
-    assert shown == [
-        "> [SKIP] skipped: needs 2 GPUs; this node has 1",
-        "> [SKIP] skipped: words of an older release",
-    ]
+    coded = CellError(why=skip)
+    shown = cell_lines(CellResult(cell=cell, status=Status.SKIPPED, error=coded))[0].text
+    assert shown == "> [SKIP] skipped: needs 2 GPUs; this node has 1"

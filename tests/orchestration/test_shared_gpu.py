@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from tests.orchestration.test_launch import make_config
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.shared_gpu import (
     GLOO_CUDA_P2P,
@@ -190,7 +191,7 @@ def test_the_setting_is_refused_where_it_cannot_apply(
 def test_the_stored_result_keeps_the_mark() -> None:
     planned = by_world(config())[2]
     result = unmeasured_result(
-        planned, Status.FAILED, CellError(reason="not run"), planned.cell_warnings
+        planned, Status.FAILED, CellError(why=Finding(code="plan.no_gpu")), planned.cell_warnings
     )
     stored = CellResult.model_validate_json(result.model_dump_json())
     assert stored.cell.ranks_per_gpu == 2 and stored.cell.shares_gpu

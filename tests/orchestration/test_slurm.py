@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -247,6 +248,14 @@ def test_status_of_a_directory_without_jobs_is_one_line(tmp_path: Path) -> None:
     assert "no Slurm jobs recorded here" in result.output
 
 
+def _said(error: dict[str, Any]) -> str:
+    """A stored cell error in words, as every surface says it."""
+    from torchscale.contracts.schema.cell_result import CellError
+    from torchscale.contracts.wording import say
+
+    return say(CellError.model_validate(error).finding)
+
+
 @pytest.mark.parametrize("flag", ["--status", "--cancel"])
 def test_status_of_a_missing_directory_says_so(tmp_path: Path, flag: str) -> None:
     result = runner.invoke(app, ["benchmark", flag, str(tmp_path / "typo")])
@@ -374,7 +383,7 @@ def test_a_cell_failing_inside_slurm_is_reported_with_its_root_cause(
     (path,) = (tmp_path / "out" / "bad" / "cells").glob("*.json")
     cell = json.loads(path.read_text())
     assert cell["status"] == "failed"
-    assert "injected failure on rank 1" in cell["error"]["reason"], cell["error"]
+    assert "injected failure on rank 1" in _said(cell["error"]), cell["error"]
 
 
 def _start_sweep(cfg: Path, out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -432,7 +441,7 @@ def test_cancel_stops_the_jobs_and_the_running_cell_is_recorded(
     assert proc.returncode == 1, output
     cell = json.loads((root / "cells" / f"{running}.json").read_text())
     assert cell["status"] == "failed"
-    reason = cell["error"]["reason"]
+    reason = _said(cell["error"])
     assert "SIGTERM" in reason or "CANCELLED" in reason, reason
     state = json.loads((root / "sweep.json").read_text())  # never left 'running'
     assert state["phase"] == "stopped" and state["during"] == running, state
@@ -463,7 +472,7 @@ def test_a_job_killed_by_its_time_limit_resumes(
     root = out / "limit"
     cells = {p.stem: json.loads(p.read_text()) for p in (root / "cells").glob("*.json")}
     assert sorted(c["status"] for c in cells.values()) == ["failed", "failed"]
-    reasons = " | ".join(c["error"]["reason"] for c in cells.values())
+    reasons = " | ".join(_said(c["error"]) for c in cells.values())
     assert "time limit" in reasons or "TIMEOUT" in reasons, reasons
     assert "before this cell started" in reasons, reasons
     # the report's first line: stopped, by the job's warning signal, during the hanging cell

@@ -18,7 +18,7 @@ from tests.processes import processes_mentioning, start, stop, wait_for
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.perf import BandwidthResult, PeakResult, PerfRun, RankPerf
 from torchscale.contracts.signals import Terminated
-from torchscale.contracts.wording import words
+from torchscale.contracts.wording import say
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.validate import NOTHING_KEPT, perf_kept, workload_kept
 from torchscale.offline.results.documents import read_validate_report
@@ -202,7 +202,7 @@ def test_a_perf_run_to_a_file_prints_each_phase_and_sigterm_keeps_the_finished_o
         out / "standalone" / "acceptance" / f"{socket.gethostname()}.perf.json"
     ).doc
     assert saved is not None
-    conclusion = words(saved.verdict_basis, saved.verdict) or ""
+    conclusion = say(saved.verdict_basis)
     assert saved.ok is False and conclusion.startswith("Not judged: stopped by SIGTERM")
     assert "fp32" in saved.measured_peaks
     assert json.loads(_phase_files(out)[0].read_text())["ranks"][0]["matmul"][0]["dtype"] == "fp32"

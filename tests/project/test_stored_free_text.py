@@ -150,13 +150,12 @@ IDENTIFIERS: frozenset[str] = frozenset(
 # Text by nature, shown quoted: a message, a log, a root cause.
 EVIDENCE: frozenset[str] = frozenset(
     {
-        "cell_result.CellError.diagnosis",
         "cell_result.CellError.exception",
         "cell_result.CellError.log_tail",
-        "cell_result.CellError.reason",
+        "cell_result.StackFrame.file",  # where a rank was: its dumped stack's frames
+        "cell_result.StackFrame.function",
         "comm_result.CommResult.error",
         "comm_result.CommRow.reason",
-        "max_batch.MaxBatchProbe.reason",
         "perf.Probe.error",
     }
 )

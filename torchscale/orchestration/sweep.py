@@ -53,7 +53,7 @@ def nothing_measured(results: Sequence[CellResult], planned: int) -> str | None:
         return "nothing measured: the plan has no cells"
     skipped = [r for r in results if r.status == Status.SKIPPED]
     failed = sum(1 for r in results if r.status.is_failure)
-    first = next((r.error.reason for r in skipped if r.error is not None), None)
+    first = next((say(r.error.finding) for r in skipped if r.error is not None), None)
     why = f" (first reason: {first})" if first else ""
     if len(skipped) == planned:
         every = "the only cell was" if planned == 1 else f"all {planned} cells"
@@ -224,7 +224,7 @@ def run_sweep(
             reused = previous is not None
             hooks.on_start(planned, index, total, planned.skip is None and not reused)
             if planned.skip is not None:
-                error = CellError(reason=say(planned.skip), skip=planned.skip)
+                error = CellError(why=planned.skip)
                 result = unmeasured_result(planned, Status.SKIPPED, error)
                 store.write_cell(result)
             else:

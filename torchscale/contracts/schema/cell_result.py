@@ -484,25 +484,48 @@ class ProfileRecord(Record):
     )
 
 
-class CellError(Record):
-    """Why a cell did not produce a measurement (or why it was skipped)."""
+class StackFrame(Record):
+    """One frame of a rank's dumped Python stack, as faulthandler printed it."""
 
-    reason: str = Field(description="one line, for people")
-    skip: finding.Finding | None = Field(
-        default=None,
-        description="skipped by the plan: why, as a code (plan.*, layout.*); `reason` holds "
-        "its words as written",
+    function: str
+    file: str = Field(description="the file's path as the rank saw it")
+    line: int
+
+
+class RankPlace(Record):
+    """Where one rank was when its stack was dumped (a hang, a fatal signal):
+    orchestration/launch/diagnose.py `locate`."""
+
+    rank: int
+    kind: Literal["collective", "backward", "code", "library", "unknown"] = Field(
+        description="waiting in a torch.distributed call | inside backward (DDP's all-reduce "
+        "waits in C++) | running model or harness code | in torch or the stdlib only | "
+        "no stack dump"
     )
-    cause: finding.Finding | None = Field(
+    frame: StackFrame | None = Field(
         default=None,
-        description="why it measured nothing, where torchscale found it (a user's job that "
-        "never stepped, exited at once: own_job.*), as a code; `reason` holds its words",
+        description="the call it waits in (collective), the code it runs (code), the "
+        "innermost frame (library); null: none",
+    )
+    caller: StackFrame | None = Field(
+        default=None, description="waiting: the model or harness code that called"
+    )
+
+
+class CellError(Record):
+    """Why a cell did not produce a measurement (or why it was skipped): a code and its
+    figures (contracts/wording/failures.py), beside the evidence its words quote."""
+
+    why: Code = Field(
+        description="plan.*, layout.*: skipped by the plan; own_job.*: a user's job that "
+        "measured nothing; failure.*: how the launch ended; slurm.*: the job ended or stopped"
     )
     root_cause_rank: int | None = None
     exception: str | None = Field(default=None, description="the failing rank's exception")
     exit_signal: str | None = Field(default=None, description="e.g. SIGKILL, when a rank died")
-    diagnosis: list[str] = Field(
-        default_factory=list, description="hang: one line per rank, where it was"
+    places: list[RankPlace] = Field(
+        default_factory=list,
+        description="hang, fatal signal: where each rank was, the root cause first",
     )
     artifacts: list[str] = Field(
         default_factory=list, description="stack dumps, flight-recorder dumps, kept with the logs"
@@ -510,9 +533,17 @@ class CellError(Record):
     log_tail: str | None = None
 
     @property
-    def coded(self) -> finding.Finding | None:
-        """The code its words are made from: why it was skipped, or why it measured nothing."""
-        return self.skip or self.cause
+    def finding(self) -> Code:
+        """`why` with the evidence its words quote (the rank, the exception, the signal,
+        where the ranks were) among its figures: what `wording.say` words."""
+        evidence = {
+            "rank": self.root_cause_rank,
+            "exception": self.exception,
+            "signal": self.exit_signal,
+            "places": [p.model_dump(mode="json") for p in self.places] or None,
+        }
+        shown = {k: v for k, v in evidence.items() if v is not None}
+        return self.why.model_copy(update={"figures": {**shown, **self.why.figures}})
 
 
 class DataPipeline(Record):

@@ -30,8 +30,9 @@ class MaxBatchProbe(Record):
     batch: int
     phase: Phase = Field(description="double | bisect | confirm (the answer probed again)")
     outcome: ProbeKind = Field(description="fits | oom | failed (any other failure)")
-    reason: str | None = Field(
-        default=None, description="why it ran out of memory or failed, as its cell's error gave it"
+    reason: Finding | None = Field(
+        default=None,
+        description="why it ran out of memory or failed: its cell's error (`CellError.finding`)",
     )
     seconds: float = Field(description="launch to exit")
     peak_allocated_bytes: int | None = Field(default=None, description="CUDA, largest rank")

@@ -45,9 +45,3 @@ def say(finding: Finding) -> str:
         figures = ", ".join(f"{k}={v}" for k, v in finding.figures.items())
         return f"{finding.code} ({figures})" if figures else finding.code
     return phrase(finding.figures)
-
-
-def words(finding: Finding | None, stored: str | None) -> str | None:
-    """A verdict in words: its finding's, else the sentence an older version stored (shown as
-    stored, never edited)."""
-    return say(finding) if finding is not None else stored

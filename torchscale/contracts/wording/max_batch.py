@@ -68,5 +68,7 @@ def reason_words(result: MaxBatchResult) -> str | None:
     failed = [
         p for p in result.probes if p.outcome == "failed" and p.batch == finding.figures["batch"]
     ]
+    from torchscale.contracts.wording import say
+
     given = failed[-1].reason if failed else None
-    return f"{words}: {given or 'no reason'}"
+    return f"{words}: {say(given) if given else 'no reason'}"

@@ -40,6 +40,11 @@ def _why(f: F) -> str:
     return str(reason(f["why"] if not isinstance(f["why"], dict) else Finding(**f["why"])))
 
 
+def _ended(f: F, otherwise: str) -> str:
+    """Why a cell ended as it did: its error (`CellError.finding`), where it has one."""
+    return _say(f["why"]) if f.get("why") else otherwise
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
@@ -122,8 +127,8 @@ def _look(f: F) -> str:
 
 
 PHRASES: dict[str, Callable[[F], str]] = {
-    "workload.cell_skipped": lambda f: f"the planner skipped it: {f['why']}",
-    "workload.cell_ended": lambda f: f"{f['status']}: {f['why']}",
+    "workload.cell_skipped": lambda f: f"the planner skipped it: {_ended(f, 'no reason')}",
+    "workload.cell_ended": lambda f: f"{f['status']}: {_ended(f, 'no reason recorded')}",
     "workload.no_throughput": lambda f: "it ran but measured no throughput",
     "workload.rate": _rate,
     "workload.mfu": _mfu,
@@ -146,7 +151,9 @@ PHRASES: dict[str, Callable[[F], str]] = {
         + (f": {f['given']}" if f.get("given") else "")
     ),
     "workload.max_batch": _max_batch,
-    "workload.oom_missed": lambda f: f"a batch that cannot fit ended {f['status']}: {f['why']}",
+    "workload.oom_missed": lambda f: (
+        f"a batch that cannot fit ended {f['status']}: {_ended(f, 'it ran')}"
+    ),
     "workload.oom_classified": lambda f: (
         "classified out of memory "
         + (f"on rank {f['rank']}" if f.get("rank") is not None else "with no rank named")
@@ -166,7 +173,9 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "workload.nsys_absent": lambda f: "nsys is not on PATH",
     "workload.comm_one_device": lambda f: "one device: nothing to exchange",
-    "workload.profile_run_failed": lambda f: f"the profiled run {f['status']}: {f['why']}",
+    "workload.profile_run_failed": lambda f: (
+        f"the profiled run {f['status']}: {_ended(f, 'no reason recorded')}"
+    ),
     "workload.profile_no_analysis": lambda f: f"no analysis: {f['why']}",
     "workload.ranks_unanalysed": lambda f: f"{f['analysed']} of {f['world']} ranks analysed",
     "workload.no_step": lambda f: "no complete step in the traces",

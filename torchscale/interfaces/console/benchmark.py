@@ -359,7 +359,8 @@ def _max_batch_started() -> None:
 
 def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
     if not Verbosity.quiet():
-        why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
+        failed = outcome.kind == "failed"
+        why = f": {wording.say(outcome.reason)}" if failed and outcome.reason else ""
         name = _search_name(group.cell)
         stderr.print(f"> [MEMORY] {escape(name)}: batch {batch} {outcome.kind}{escape(why)}")
 

@@ -76,7 +76,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
 
     if result.status is not Status.OK:
         tag = "SKIP" if result.status is Status.SKIPPED else "FAIL"
-        reason = wording.words(result.error.coded, result.error.reason) if result.error else ""
+        reason = wording.say(result.error.finding) if result.error else ""
         return [Line(STATUS_LEVEL[result.status], f"> [{tag}] {result.status}: {reason}")]
     thr, steps, intervals = result.throughput, result.step_time, result.intervals
     lines: list[Line] = []

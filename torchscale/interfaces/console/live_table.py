@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import format_value, readable, too_wide
 from torchscale.contracts.wording.reader import below_pct, narrow_pct, whole_pct
 from torchscale.contracts.wording.reader import cores as cores_text
@@ -261,7 +262,7 @@ class LiveTable:
         cause, a host-bound GPU, a named straggler, the busy machine (said once per sweep),
         why a cell is noisy."""
         notes: list[tuple[Level, str]] = []
-        reason = result.error.reason.strip() if result.error else ""
+        reason = say(result.error.finding).strip() if result.error else ""
         first = reason.splitlines()[0] if reason else str(result.status)
         if result.status not in (Status.OK, Status.SKIPPED):
             notes.append(("fail", first))

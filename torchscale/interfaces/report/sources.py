@@ -19,6 +19,7 @@ from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.schema.sweep_state import PlannedCell
 from torchscale.contracts.schema.validate_report import ValidateReport
+from torchscale.contracts.wording import say
 from torchscale.interfaces.report.model import Skipped
 from torchscale.interfaces.report.replan import config_plan
 from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
@@ -171,7 +172,7 @@ def _read_profiles(
             entries.append(ProfileEntry(run.name, run, analysis.doc, result))
         elif result is not None:
             reason = (
-                f"the profiled run ended {result.status.value}: {result.error.reason}"
+                f"the profiled run ended {result.status.value}: {say(result.error.finding)}"
                 if result.error is not None
                 else "no analysis.json: its traces were not analysed "
                 f"(`torchscale profile analyze {run}` analyses them)"

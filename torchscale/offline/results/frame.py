@@ -14,6 +14,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.repeats_cell import joined_repeats
@@ -205,7 +206,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_same(result, "parameters", "measured_steps", "repeats", "wall_s"),
         "definition_sha256": cell.definition_sha256,
         "warnings": "; ".join(map(warning_words, result.warnings)),
-        "error": result.error.reason if result.error else None,
+        "error": say(result.error.finding) if result.error else None,
         # the host-bound verdict (GPU cells; None: not judged) and how it was judged
         **_same(bound, "host_bound", "gpu_busy_share"),
         "host_bound_method": bound.method if bound else None,

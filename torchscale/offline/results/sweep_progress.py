@@ -16,7 +16,7 @@ from typing import Literal
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.sweep_state import PlannedCell
 from torchscale.contracts.signals import signal_name
-from torchscale.contracts.wording import say, words
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.sweep import counts_text, not_measured_text, resume_text
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import Experiment
@@ -138,7 +138,7 @@ def plural_cells(n: int) -> str:
 
 def _from_result(result: CellResult, label: str) -> CellProgress:
     error = result.error
-    why = words(error.coded, error.reason) if error is not None else None
+    why = say(error.finding) if error is not None else None
     return CellProgress(result.cell_id, label, result.status.value, why)
 
 

@@ -15,10 +15,9 @@ import os
 import re
 import sysconfig
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from torchscale.contracts.rank_diagnostics import (
     DIAGNOSTICS_ENV,
@@ -26,6 +25,7 @@ from torchscale.contracts.rank_diagnostics import (
     RankIdentity,
     stack_file,
 )
+from torchscale.contracts.schema.cell_result import RankPlace, StackFrame
 
 STACK_WAIT_S = 2.0
 _PID_FILE = re.compile(r"^rank(\d+)\.pid$")  # pid_file()
@@ -125,12 +125,6 @@ class Frame:
     function: str
 
     @property
-    def where(self) -> str:
-        """'fault_models.py:39': the file's name, not its directory."""
-        name = re.split(r"[/\\]", self.path)[-1]
-        return f"{name}:{self.line}"
-
-    @property
     def is_code(self) -> bool:
         """Code of the model, the harness or a library other than torch and the stdlib."""
         return not (_TORCH.search(self.path) or self.path.startswith("<") or _is_stdlib(self.path))
@@ -209,57 +203,24 @@ def main_thread(threads: list[ThreadStack]) -> ThreadStack | None:
     return None
 
 
-Kind = Literal["collective", "backward", "code", "unknown"]
 WAITING: frozenset[str] = frozenset({"collective", "backward"})
 
 
-@dataclass(frozen=True)
-class RankPlace:
-    """Where one rank was when its stack was dumped."""
-
-    rank: int
-    kind: Kind
-    code: Frame | None = None  # innermost frame outside torch and the stdlib
-    inside: Frame | None = None  # the torch.distributed call it waits in (kind collective)
-    innermost: Frame | None = None  # the main thread's innermost frame, whatever its code
-
-    @property
-    def waiting(self) -> bool:
-        return self.kind in WAITING
-
-    def describe(self) -> str:
-        """Short: 'waiting in all_reduce', 'in forward (fault_models.py:39)'."""
-        if self.kind == "collective" and self.inside is not None:
-            return f"waiting in {self.inside.function}"
-        if self.kind == "backward":
-            return "in backward (autograd: DDP gradient all-reduce, in C++)"
-        if self.kind == "code" and self.code is not None:
-            return f"in {self.code.function} ({self.code.where})"
-        if self.kind == "code" and self.innermost is not None:  # dumped: torch/stdlib only
-            where = self.innermost
-            return f"in {where.function} ({where.where}), no model or harness code on its stack"
-        if self.kind == "code":
-            return "dumped its stack, but no Python frame was running in it"
-        return "no stack dump (no pid file, or did not answer SIGUSR1)"
-
-    def line(self) -> str:
-        """Long, for the result's diagnosis: the frame it waits in and the code that called."""
-        text = f"rank {self.rank} {self.describe()}"
-        if self.kind == "collective" and self.inside is not None:
-            text = f"rank {self.rank} waiting in {self.inside.function} ({self.inside.where})"
-        if self.kind in WAITING and self.code is not None:
-            text += f", called from {self.code.function} ({self.code.where})"
-        return text
+def _stored(frame: Frame | None) -> StackFrame | None:
+    return StackFrame(function=frame.function, file=frame.path, line=frame.line) if frame else None
 
 
 def locate(rank: int, text: str) -> RankPlace:
-    """Reduce one rank's dump to where its main thread is."""
+    """Reduce one rank's dump to where its main thread is: waiting in a collective (the call
+    it waits in, the code that called), in backward (DDP's all-reduce waits in C++), in the
+    innermost frame of code outside torch and the stdlib, or (library) in torch or the stdlib
+    only."""
     thread = main_thread(parse_dump(text))
     if thread is None:
-        return RankPlace(rank, "unknown")
+        return RankPlace(rank=rank, kind="unknown")
     frames = thread.frames
     k = next((i for i, f in enumerate(frames) if f.is_code), len(frames))
-    code = frames[k] if k < len(frames) else None
+    code = _stored(frames[k]) if k < len(frames) else None
     library = frames[:k]  # what the code is calling into, innermost first
     distributed = [
         f
@@ -271,10 +232,12 @@ def locate(rank: int, text: str) -> RankPlace:
     if distributed:
         c10d = [f for f in distributed if f.path.endswith("distributed_c10d.py")]
         inside = c10d[-1] if c10d else distributed[0]  # the call made, else the closest wait
-        return RankPlace(rank, "collective", code, inside)
+        return RankPlace(rank=rank, kind="collective", frame=_stored(inside), caller=code)
     if any(_AUTOGRAD.search(f.path) for f in library):
-        return RankPlace(rank, "backward", code)
-    return RankPlace(rank, "code", code, innermost=frames[0] if frames else None)
+        return RankPlace(rank=rank, kind="backward", caller=code)
+    if code is None:  # dumped, torch and the stdlib only
+        return RankPlace(rank=rank, kind="library", frame=_stored(frames[0]) if frames else None)
+    return RankPlace(rank=rank, kind="code", frame=code)
 
 
 @dataclass(frozen=True)
@@ -283,46 +246,15 @@ class HangDiagnosis:
     artifacts: tuple[Path, ...] = field(default=())
 
     @property
-    def dumped(self) -> bool:
-        return any(p.kind != "unknown" for p in self.places)
-
-    @property
     def root_cause_rank(self) -> int | None:
         """The one rank not waiting while every other rank waits for it; else None."""
-        stuck = [p for p in self.places if not p.waiting]
+        stuck = [p for p in self.places if p.kind not in WAITING]
         return stuck[0].rank if len(stuck) == 1 and len(self.places) > 1 else None
 
-    def lines(self) -> list[str]:
-        return [place.line() for place in self._ordered()]
-
-    def summary(self) -> str:
-        """'rank 1 in forward (fault_models.py:39); rank 0 waiting in all_reduce', ranks with
-        the same description grouped ('ranks 0, 2-7 waiting in all_reduce')."""
-        groups: dict[str, list[int]] = {}
-        for place in self._ordered():
-            groups.setdefault(place.describe(), []).append(place.rank)
-        return "; ".join(f"{rank_list(ranks)} {text}" for text, ranks in groups.items())
-
-    def _ordered(self) -> list[RankPlace]:
-        """The root cause first, then by rank."""
+    def ordered(self) -> list[RankPlace]:
+        """Every rank's place, the root cause first, then by rank."""
         root = self.root_cause_rank
         return sorted(self.places, key=lambda p: (p.rank != root, p.rank))
-
-
-def rank_list(ranks: Iterable[int]) -> str:
-    """'rank 3', 'ranks 0, 2-7'."""
-    ordered = sorted(set(ranks))
-    parts: list[str] = []
-    start = prev = ordered[0]
-    for rank in [*ordered[1:], None]:
-        if rank is not None and rank == prev + 1:
-            prev = rank
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if rank is not None:
-            start = prev = rank
-    label = "rank" if len(ordered) == 1 else "ranks"
-    return f"{label} {', '.join(parts)}"
 
 
 def diagnose_hang(directory: Path, stacks: Mapping[int, Path]) -> HangDiagnosis:
@@ -333,7 +265,7 @@ def diagnose_hang(directory: Path, stacks: Mapping[int, Path]) -> HangDiagnosis:
     for rank in ranks:
         path = stacks.get(rank)
         text = read_text(path) if path is not None else ""
-        places.append(locate(rank, text) if text else RankPlace(rank, "unknown"))
+        places.append(locate(rank, text) if text else RankPlace(rank=rank, kind="unknown"))
     artifacts = [stacks[r] for r in sorted(stacks)]
     with contextlib.suppress(OSError):
         artifacts += sorted(directory.glob("nccl_trace_rank_*"))

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import re
-import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.rank_diagnostics import RankIdentity, stack_file
-from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.schema.cell_result import CellError, RankPlace
 from torchscale.contracts.signals import signal_name
-from torchscale.contracts.wording.units import limit_s
+from torchscale.contracts.wording import say
 from torchscale.orchestration.launch.diagnose import (
     HangDiagnosis,
     diagnose_hang,
@@ -54,44 +55,33 @@ _FAILED_LINE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(
 # ranks/node<k>/: Slurm node k (torchscale/orchestration/schedulers/slurm/node.py)
 _NODE_DIR = re.compile(r"^node(\d+)$")
 
-# what usually sends each signal, in the words an operator acts on
-SIGNAL_CAUSES: dict[int, str] = {
-    signal.SIGKILL: "often the kernel's OOM killer: see dmesg",
-    signal.SIGSEGV: "a segmentation fault in native code (a C++/CUDA extension, a driver)",
-    signal.SIGABRT: "aborted in native code (a failed C++ check or std::terminate, e.g. an "
-    "NCCL or c10d watchdog)",
-    signal.SIGBUS: "a bus error, classically a /dev/shm too small for shared memory (Docker: "
-    "--shm-size or --ipc=host)",
-    signal.SIGTERM: "someone or something stopped it (a job scheduler, a user, a container "
-    "runtime)",
-    signal.SIGINT: "interrupted (Ctrl-C)",
-    signal.SIGHUP: "its terminal or session went away",
-    signal.SIGFPE: "an arithmetic fault in native code",
-    signal.SIGILL: "an illegal instruction: a binary built for another CPU",
-}
-
 
 @dataclass(frozen=True)
 class CellFailure:
     status: Status  # FAILED, OOM or TIMEOUT
-    reason: str
+    why: Finding  # failure.* (contracts/wording/failures.py)
     root_cause_rank: int | None
     exception: str | None
     log_tail: str
     exit_signal: str | None = None  # "SIGKILL", when a rank (or torchrun) was killed by one
-    diagnosis: tuple[str, ...] = ()  # one line per rank (hangs, fatal-signal dumps)
+    places: tuple[RankPlace, ...] = ()  # where each rank was (hangs, fatal-signal dumps)
     artifacts: tuple[str, ...] = ()  # stack dumps, flight-recorder dumps
 
     def as_error(self) -> CellError:
         return CellError(
-            reason=self.reason,
+            why=self.why,
             root_cause_rank=self.root_cause_rank,
             exception=self.exception,
             exit_signal=self.exit_signal,
-            diagnosis=list(self.diagnosis),
+            places=list(self.places),
             artifacts=list(self.artifacts),
             log_tail=self.log_tail,
         )
+
+    @property
+    def reason(self) -> str:
+        """Its words, by today's phrase (a comm run stores them as its error)."""
+        return say(self.as_error().finding)
 
 
 @dataclass(frozen=True)
@@ -182,14 +172,6 @@ def one_node(argv: Sequence[str]) -> bool:
     return False
 
 
-def signal_reason(who: str, signum: int) -> str:
-    """'rank 1 was killed by SIGKILL (signal 9), often the kernel's OOM killer: see dmesg'."""
-    name = signal_name(signum)
-    cause = SIGNAL_CAUSES.get(signum)
-    text = f"{who} was killed by {name} (signal {signum})"
-    return f"{text}, {cause}" if cause else text
-
-
 # failures that follow another rank's: the peer's socket closed under a collective, the
 # SIGTERM torchrun (or srun) sent the survivors, or (multi-node) a node's torchrun losing the
 # rendezvous store once the node hosting it had stopped (seen under Slurm: the failing node's
@@ -272,10 +254,10 @@ def ranks_own_failure(
     return (ordered[0][1], ordered[0][0]) if ordered else (None, named)
 
 
-def torchrun_failure_note(error: str, log: str, ranks: RankMap, log_dir: Path) -> str:
-    """'torchrun itself failed reading rank 0's error file, which did not parse
-    (JSONDecodeError: ...)': what torchrun raised of its own, and whose file it could not read
-    (torchrun logs the path as the rank saw it, which need not be where the logs lie here)."""
+def torchrun_failure(error: str, log: str, ranks: RankMap, log_dir: Path) -> dict[str, Any]:
+    """What torchrun raised of its own, and whose error file it could not parse, if it says
+    (torchrun logs the path as the rank saw it, which need not be where the logs lie here):
+    the figures of its note (contracts/wording/failures.py)."""
     ranks_dir = log_dir / "ranks"
     files = rank_error_files(ranks_dir)
     for logged in unreadable_replies(log):
@@ -283,10 +265,8 @@ def torchrun_failure_note(error: str, log: str, ranks: RankMap, log_dir: Path) -
             tail = path.relative_to(ranks_dir).parts
             if Path(logged).parts[-len(tail) :] == tail:
                 rank = ranks.of_error_file(path, ranks_dir)
-                whose = f"rank {rank}'s" if rank is not None else "a rank's"
-                reading = f"reading {whose} error file, which did not parse"
-                return f"torchrun itself failed {reading} ({error})"
-    return f"torchrun itself failed ({error})"
+                return {"torchrun_error": error, "unparsed": True, "unparsed_rank": rank}
+    return {"torchrun_error": error}
 
 
 def classify_failure(
@@ -311,58 +291,48 @@ def classify_failure(
     # store) says nothing new; one that failed on its own account (a reply file it could not
     # parse) is said after the root cause
     torchrun_error = next((e for e in torchruns_own if not is_secondary(e)), None)
-    note = ""
+    note: dict[str, Any] = {}
     if torchrun_error is not None:
-        note = torchrun_failure_note(torchrun_error, log, ranks, command.log_dir)
+        note = torchrun_failure(torchrun_error, log, ranks, command.log_dir)
     evidence = exception if exception else log  # the exception itself, when known
     if any(marker in evidence for marker in OOM_MARKERS):
-        reason = _noted(f"out of memory: {exception or 'see log'}", note)
-        return CellFailure(Status.OOM, reason, rank, exception, tail)
+        return CellFailure(Status.OOM, _why("oom", **note), rank, exception, tail)
     if exception:
-        where = f"rank {rank}" if rank is not None else "a rank"
-        reason = _noted(f"{where} raised {exception}", note)
-        return CellFailure(Status.FAILED, reason, rank, exception, tail)
+        return CellFailure(Status.FAILED, _why("raised", **note), rank, exception, tail)
     if torchrun_error is not None:
-        reason = f"{note}; no rank left an error of its own"
-        return CellFailure(Status.FAILED, reason, rank, torchrun_error, tail)
+        note.pop("torchrun_error")  # the exception
+        return CellFailure(Status.FAILED, _why("torchrun", **note), rank, torchrun_error, tail)
     if first.signum is not None:
         return _killed(first.signum, rank, command.diagnostics_dir, tail)
     if outcome.returncode is not None and outcome.returncode < 0:  # torchrun itself
         signum = -outcome.returncode
-        reason = signal_reason("torchrun", signum)
-        return CellFailure(Status.FAILED, reason, rank, None, tail, signal_name(signum))
-    reason = f"torchrun exited with {outcome.returncode}"
-    return CellFailure(Status.FAILED, reason, rank, None, tail)
+        why = _why("torchrun_killed", signum=signum)
+        return CellFailure(Status.FAILED, why, rank, None, tail, signal_name(signum))
+    why = _why("torchrun_exit", returncode=outcome.returncode)
+    return CellFailure(Status.FAILED, why, rank, None, tail)
 
 
-def _noted(reason: str, note: str) -> str:
-    return f"{reason}; {note}" if note else reason
+def _why(code: str, **figures: Any) -> Finding:
+    return Finding(code=f"failure.{code}", figures=figures)
 
 
 def _timeout(diagnosis: HangDiagnosis, timeout_s: float, tail: str) -> CellFailure:
-    reason = f"killed after the {limit_s(timeout_s)} cell timeout"
-    if diagnosis.dumped:
-        reason += f": {diagnosis.summary()}"
-    else:
-        reason += " (hang or far slower than expected; no rank dumped its stack)"
     artifacts = tuple(str(p) for p in diagnosis.artifacts)
-    rank, lines = diagnosis.root_cause_rank, tuple(diagnosis.lines())
-    return CellFailure(Status.TIMEOUT, reason, rank, None, tail, None, lines, artifacts)
+    why, places = _why("timeout", limit_s=timeout_s), tuple(diagnosis.ordered())
+    rank = diagnosis.root_cause_rank
+    return CellFailure(Status.TIMEOUT, why, rank, None, tail, None, places, artifacts)
 
 
 def _killed(signum: int, rank: int | None, diagnostics: Path, tail: str) -> CellFailure:
     """A rank died of a signal; a catchable one (SIGSEGV, SIGABRT, SIGBUS) left a faulthandler
     dump of where it was."""
-    who = f"rank {rank}" if rank is not None else "a rank"
-    reason = signal_reason(who, signum)
-    diagnosis: tuple[str, ...] = ()
+    places: tuple[RankPlace, ...] = ()
     artifacts: tuple[str, ...] = ()
     if rank is not None:
         dump = stack_file(diagnostics, rank)
         text = read_text(dump)
         place = locate(rank, text) if text.strip() else None
         if place is not None and place.kind != "unknown":
-            diagnosis, artifacts = (place.line(),), (str(dump),)
-    return CellFailure(
-        Status.FAILED, reason, rank, None, tail, signal_name(signum), diagnosis, artifacts
-    )
+            places, artifacts = (place,), (str(dump),)
+    why = _why("killed", signum=signum)
+    return CellFailure(Status.FAILED, why, rank, None, tail, signal_name(signum), places, artifacts)

@@ -88,7 +88,7 @@ def outcome_of(result: CellResult) -> ProbeOutcome:
             probe_id=probe_id,
             warmup_steps=warmup,
         )
-    reason = result.error.reason if result.error else f"status {result.status}"
+    reason = result.error.finding if result.error else None
     kind: ProbeKind = "oom" if result.status == Status.OOM else "failed"
     return ProbeOutcome(kind, reason=reason, probe_id=probe_id, warmup_steps=warmup)
 

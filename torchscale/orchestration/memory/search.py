@@ -22,7 +22,7 @@ class ProbeOutcome:
     produced none, as an OOM does)."""
 
     kind: ProbeKind
-    reason: str | None = None  # why it ran out of memory or failed, one line
+    reason: Finding | None = None  # why it ran out of memory or failed: its cell's error
     peak_allocated_bytes: int | None = None  # CUDA, largest of any rank
     peak_reserved_bytes: int | None = None  # CUDA, largest of any rank
     peak_rss_bytes: int | None = None  # largest peak resident set of any rank

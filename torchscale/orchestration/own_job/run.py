@@ -262,11 +262,10 @@ def job_result(
             last.command.log_path,
         )
         error = last.attempt.failure.as_error() if last.attempt and last.attempt.failure else None
-        if error is None or problem.code not in JOB_FAILED:  # the job ended well: ours is why
-            found = CellError(reason=wording.say(problem), cause=problem)
-            if error is not None:  # its log tail and signal kept
-                found = error.model_copy(update={"reason": found.reason, "cause": problem})
-            error = found
+        if error is None:
+            error = CellError(why=problem)
+        elif problem.code not in JOB_FAILED:  # the job ended well: ours is why
+            error = error.model_copy(update={"why": problem})  # its log tail and signal kept
         result = CellResult(
             cell=identity,
             status=_status(last.attempt),

@@ -16,7 +16,6 @@ from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.cell_settings import MeasurementConfig
 from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
-from torchscale.contracts.wording import say
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.own_job.command import OwnJobRequest, missing_program
@@ -83,7 +82,7 @@ def run_job_cell(
         command = planned.command(Path(), directory, base_env)
         missing = missing_program(command.argv, command.env)
         if missing is not None:  # one clear line in the cell's error; the sweep goes on
-            error = CellError(reason=say(missing))
+            error = CellError(why=missing)
             warnings = list(planned.cell_warnings)
             return CellResult(
                 cell=cell, status=Status.FAILED, error=error, warnings=warnings, started_at=started

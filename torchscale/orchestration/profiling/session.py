@@ -29,6 +29,7 @@ from torchscale.contracts.errors import (
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.profile_notes import note
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec
 from torchscale.offline.results.directory_layout import ProfileRun
@@ -213,9 +214,10 @@ def failed_run_reason(result: CellResult, log: Path) -> str:
     """Why a profiled run left no traces, in one line: its failure's reason, the first error
     line of torchrun's log where the reason lacks it (a profiler that fails before the ranks
     start, e.g. nsys's "Agent launcher failed.", is said only there), and the log's path."""
-    reason = result.error.reason if result.error is not None else f"status {result.status.value}"
-    line = first_error_line(log)
-    said = f"; its log says: {line}" if line is not None and line not in reason else ""
+    error = result.error
+    reason = say(error.finding) if error is not None else f"status {result.status.value}"
+    line, quoted = first_error_line(log), (error.exception if error else None) or ""
+    said = f"; its log says: {line}" if line is not None and line not in quoted else ""
     return f"the profiled run failed, no traces to analyse: {reason}{said} (log: {log})"
 
 

@@ -72,8 +72,9 @@ def machinery_only(result: CellResult) -> bool:
     return shards_nothing(result.cell.strategy, result.cell.world_size)
 
 
-def _ended(result: CellResult) -> str:
-    return result.error.reason if result.error else str(result.status)
+def _ended(result: CellResult) -> dict[str, Any] | None:
+    """Its error as a finding among a check's figures (worded by its code), or None."""
+    return result.error.finding.model_dump(mode="json") if result.error else None
 
 
 def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cell") -> CheckResult:
@@ -86,8 +87,8 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
     if step != "cell":
         title = f"{step}: {title}"
     if result.status is Status.SKIPPED:
-        why = result.error.reason if result.error else "skipped"
-        return failed(id_, title, said("cell_skipped", why=why), said("fix_report_plan"))
+        skip = said("cell_skipped", why=_ended(result))
+        return failed(id_, title, skip, said("fix_report_plan"))
     if result.status is not Status.OK:
         ended = said("cell_ended", status=str(result.status), why=_ended(result))
         return failed(id_, title, ended, _look(where))
@@ -250,8 +251,7 @@ def judge_oom(
     if result is None:
         return failed("oom", title, said("no_result", what="the cell"), _in_folder("oom/"))
     if result.status is not Status.OOM:
-        why = result.error.reason if result.error else "it ran"
-        missed = said("oom_missed", status=str(result.status), why=why)
+        missed = said("oom_missed", status=str(result.status), why=_ended(result))
         return failed("oom", title, missed, said("fix_oom_missed"))
     rank = result.error.root_cause_rank if result.error else None
     if recovered is False:

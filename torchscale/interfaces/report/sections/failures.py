@@ -8,7 +8,8 @@ from collections import Counter
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellError
-from torchscale.contracts.wording import words
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.failures import place_line
 from torchscale.contracts.wording.sweep import cells_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, records, text
@@ -33,10 +34,9 @@ def last_log_line(error: CellError | None) -> str | None:
 
 def _row(label: str, status: str, error: CellError | None, fallback: str) -> dict[str, Any]:
     failed = status in ("failed", "oom", "timeout")
-    # a plan's skip by today's words for its code, else the words stored
-    reason = _short(words(error.coded, error.reason) or "") if error else fallback
+    reason = _short(say(error.finding)) if error else fallback
     last = last_log_line(error)
-    if last and reason and last.split(": ", 1)[-1] in reason:
+    if last and error and error.exception and last.split(": ", 1)[-1] in error.exception:
         last = None  # the exception line the reason already quotes
     return {
         "cell": label,
@@ -44,7 +44,9 @@ def _row(label: str, status: str, error: CellError | None, fallback: str) -> dic
         "reason": reason,
         "rank": error.root_cause_rank if error else None,
         "signal": error.exit_signal if error else None,
-        "diagnosis": _short(error.diagnosis[0]) if error and error.diagnosis else None,
+        "diagnosis": _short(place_line(error.places[0].model_dump()))
+        if error and error.places
+        else None,
         "last_line": last,
         "_severity": "bad" if failed else "warn" if status != "skipped" else "info",
     }

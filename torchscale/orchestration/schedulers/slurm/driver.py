@@ -19,11 +19,13 @@ from functools import partial
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellWarning
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import ms
 from torchscale.contracts.wording.rule_figures import error_pct
-from torchscale.contracts.wording.units import limit_s, ms_short
+from torchscale.contracts.wording.units import ms_short
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.process import run_logged
@@ -47,18 +49,11 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 HOSTENV_TIMEOUT_S = 300.0
 
 
-def stop_reason(signum: int, grace_s: int | None = None) -> str:
-    """Why the running cell ended, in the words an operator acts on."""
+def stop_reason(signum: int, grace_s: int | None = None) -> Finding:
+    """Why the running cell ended (contracts/wording/failures.py)."""
     if signum == signal.SIGUSR1:
-        return (
-            "stopped before the Slurm job's time limit (SIGUSR1, the warning sent "
-            f"{'?' if grace_s is None else limit_s(grace_s)} ahead): run again with torchscale "
-            "benchmark --resume"
-        )
-    return (
-        f"stopped by Slurm ({signal_name(signum)}): the job was cancelled, preempted or reached "
-        "its time limit; run again with torchscale benchmark --resume"
-    )
+        return Finding(code="slurm.time_limit_warning", figures={"grace_s": grace_s})
+    return Finding(code="slurm.stopped", figures={"signal": signal_name(signum)})
 
 
 def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
@@ -163,7 +158,7 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
         progress.stopped_by = stop.name
         if current is not None:
             progress.stopped_during = current.cell.id
-            error = CellError(reason=reason, exit_signal=stop.name)
+            error = CellError(why=reason, exit_signal=stop.name)
             store.write_cell(
                 unmeasured_result(current, Status.FAILED, error, current.cell_warnings)
             )
@@ -171,7 +166,7 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
         progress.current = None
         progress.stopped = reason
         write_progress(allocation.directory, progress)
-        print(f"torchscale: {reason}", flush=True)
+        print(f"torchscale: {say(reason)}", flush=True)
         return stop.exit_code
     progress.finished = True
     write_progress(allocation.directory, progress)

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.finding import Finding
 
 PROGRESS_FILE = "progress.json"
 
@@ -31,7 +32,7 @@ class Progress(BaseModel):
         default_factory=dict,
         description="preflight step -> verdict (validate per node, comm), in the order run",
     )
-    stopped: str | None = Field(default=None, description="why the driver stopped early")
+    stopped: Finding | None = Field(default=None, description="why the driver stopped early")
     stopped_by: str | None = Field(default=None, description="the signal that stopped it")
     stopped_during: str | None = Field(default=None, description="the cell the stop cut short")
     finished: bool = False

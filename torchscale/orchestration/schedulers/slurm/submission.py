@@ -17,6 +17,7 @@ import pandas as pd
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import SlurmError, UsageError
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.wording import say
 from torchscale.offline.results.store import ResultStore
@@ -152,7 +153,7 @@ def prepare_sweep(
         if planned.skip is not None:
             sweep.skipped[cell_id] = say(planned.skip)
             if write_skips:
-                error = CellError(reason=say(planned.skip), skip=planned.skip)
+                error = CellError(why=planned.skip)
                 store.write_cell(unmeasured_result(planned, Status.SKIPPED, error))
             continue
         if resume and store.finished_ok(cell_id, planned.cell.definition_sha256):
@@ -208,19 +209,17 @@ def settle_job(
     progress = read_progress(store.slurm_allocation_dir(job.allocation))
     written = []
     tail = file_tail(job_output_path(store.slurm_allocation_dir(job.allocation), job.job_id))
-    ended = state.state + (f", {state.reason}" if state.reason else "")
+    ended = {"job_id": job.job_id, "state": state.state, "state_reason": state.reason}
+    ended |= {"exit_code": state.exit_code}
     for cell_id in job.cells:
         if cell_id in progress.done or cell_id not in planned:
             continue
         if cell_id == progress.current:
-            reason = f"Slurm job {job.job_id} ended ({ended}) while this cell ran"
-        else:
-            reason = f"not run: Slurm job {job.job_id} ended ({ended}) before this cell started"
-            if progress.stopped:  # the driver's own word on why (e.g. the time-limit warning)
-                reason += f": {progress.stopped}"
-        if state.exit_code:
-            reason += f" (exit code {state.exit_code})"
-        error = CellError(reason=reason, log_tail=tail)
+            why = Finding(code="slurm.ended_during", figures=ended)
+        else:  # with the driver's own word on why (e.g. the time-limit warning)
+            stopped = progress.stopped.model_dump() if progress.stopped else None
+            why = Finding(code="slurm.ended_before", figures={**ended, "stopped": stopped})
+        error = CellError(why=why, log_tail=tail)
         result = unmeasured_result(planned[cell_id], Status.FAILED, error)
         store.write_cell(result)
         written.append(result)
