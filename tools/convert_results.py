@@ -335,6 +335,7 @@ def _busy_warnings(doc: Document) -> list[Any]:
 
 def _analysis_11(doc: Document, schema: int) -> Document:
     doc = _less(doc, "stored_mismatches", "before_diagnosis")
+    doc["files"] = [_trace_file(f) for f in doc.get("files") or []]
     doc["diagnosis"] = _diagnosis(doc.get("diagnosis"))
     doc["notes"] = [n for n in doc.get("notes") or [] if not isinstance(n, str)]
     return doc
@@ -366,7 +367,7 @@ def _sweep_3(doc: Document, schema: int) -> Document:
     return {**doc, "planned": [_less(c, "skip_reason") for c in doc.get("planned") or []]}
 
 
-# ---- a cell's error: the words an older version stored ----
+# ---- a cell's error, peaks, host-bound method, settings: words an older version stored ----
 
 # why a cell measured nothing, as an older version said it: the code it says, with the figures
 # its words carry (each from the evidence stored beside it: the rank, the exception)
@@ -454,16 +455,176 @@ def _error(error: Any, schema: int) -> Any:
     return {**_less(error, "reason", "skip", "cause", "diagnosis"), "why": why, "places": places}
 
 
+SPEC_PEAK = re.compile(
+    r"(?P<device>.+?)(?: \(as (?P<row>[^)]+)\))?: (?P<dtype>\w+) dense peak [\d.]+ TFLOP/s"
+    r"(?: \((?P<why>.+)\))?"
+)
+TF32_UNITS = {"cuDNN convolutions": "conv", "cuBLAS matmuls": "matmul"}
+
+
+def _spec_peak(basis: Any, schema: int) -> Any:
+    """A spec-sheet peak's basis in words as peak.spec: the device, the table row, the dtype,
+    the TF32 settings that decided it."""
+    found = SPEC_PEAK.fullmatch(basis) if isinstance(basis, str) else None
+    if found is None:
+        return basis if not isinstance(basis, str) else _not_recorded(schema)
+    tf32: list[dict[str, Any]] = []
+    why = found["why"] or ""
+    if why.startswith("no TF32: "):
+        sources = why.removeprefix("no TF32: ").split(", ")
+        units = ["conv", "matmul"][-len(sources) :]
+        tf32 = [{"unit": u, "source": s, "on": False} for u, s in zip(units, sources, strict=True)]
+    for said in why.split("; "):
+        what, _, source = said.partition(" may use TF32: ")
+        if what in TF32_UNITS:
+            tf32.append({"unit": TF32_UNITS[what], "source": source, "on": True})
+    figures = {"device": found["device"], "row": found["row"], "dtype": found["dtype"]}
+    return {"code": "peak.spec", "figures": {**figures, "tf32": tf32}}
+
+
+MEASURED = re.compile(
+    r"measured by `torchscale validate` on (?P<host>\S+) at (?P<created_at>\S+): (?P<dtype>\w+) "
+    r"[\d.]+ TFLOP/s \((?P<path>.+)\)"
+)
+
+
+def _measured_peak(basis: Any, schema: int) -> Any:
+    """A measured peak's basis in words as peak.measured: each report's host, date, dtype,
+    path."""
+    if not isinstance(basis, str):
+        return basis
+    ranks = re.match(r"mean over (\d+) ranks: ", basis)
+    said = basis[ranks.end() :].split("; ") if ranks else [basis]
+    reports = [m.groupdict() for m in map(MEASURED.fullmatch, said) if m is not None]
+    if len(reports) != len(said):
+        return _not_recorded(schema)
+    figures = {"ranks": int(ranks[1]) if ranks else 1, "reports": reports}
+    return {"code": "peak.measured", "figures": figures}
+
+
+def _not_recorded(schema: int) -> dict[str, Any]:
+    return {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+
+
+# a rank's settings an older version recorded in words (`environment`): each as its key, by
+# how its constant text began; None drops one today's ranks no longer record
+SETTINGS: dict[str, list[tuple[str, Any]]] = {
+    "ddp_wrapper": [("none:", "none")],
+    "loss": [
+        ("the model's loss compiled", "compiled"),
+        ("the model's token loss", "blockwise"),
+        ("the model's loss, eager", "plain"),
+    ],
+    "bf16_activations": [("on:", "on"), ("not applicable", "no_residual_stream")],
+    "compile_scope": [
+        ("each of the", "per_unit"),
+        ("the whole model compiled after fully_shard (the model has", "whole_model:no_blocks"),
+        ("the whole model compiled after fully_shard (its FSDP units", "whole_model:nested_units"),
+    ],
+    "ddp_comm_hook": [("not called", "no_ddp_wrapper"), ("the plug-in's ddp_comm_hook", "timed")],
+    "tp_plan": [
+        ("per transformer block", "transformer_blocks"),
+        ("hidden Linear layers", "hidden_pairs"),
+        ("feed-forward layers split", "feed_forward_and_vocabulary"),
+        ("the plug-in's tp_plan", "plugin"),
+    ],
+}
+DROPPED_SETTINGS = ("flop_count_step", "channels_last_note", "dropout_rng")
+BINDINGS: list[tuple[str, Callable[[re.Match[str]], dict[str, Any]]]] = [
+    (
+        r"local rank (\d+) bound to core\(s\) ([\d,]+)",
+        lambda m: {"local_rank": int(m[1]), "cores": [int(c) for c in m[2].split(",")]},
+    ),
+    (
+        r"not bound: (\d+) ranks share (\d+) core\(s\) on this node",
+        lambda m: {"not_bound": "ranks_share_cores", "ranks": int(m[1]), "cores": int(m[2])},
+    ),
+    (
+        r"not bound: this platform has no sched_setaffinity",
+        lambda m: {"not_bound": "no_sched_setaffinity"},
+    ),
+    (
+        r"not bound: sched_setaffinity failed: (.*)",
+        lambda m: {"not_bound": "sched_setaffinity_failed", "error": m[1]},
+    ),
+]
+
+
+def _setting(key: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if key == "fsdp_units":
+        return int(value.split(" ", 1)[0])
+    if key == "cpu_binding":
+        for pattern, record in BINDINGS:
+            found = re.fullmatch(pattern, value)
+            if found is not None:
+                return record(found)
+    for start, word in SETTINGS.get(key, []):
+        if value.startswith(start):
+            sequence = key == "tp_plan" and "sequence parallel" in value
+            return f"{word}_sequence_parallel" if sequence else word
+    return value
+
+
+def _settings(settings: Any) -> Any:
+    if not isinstance(settings, dict):
+        return settings
+    return {
+        k: _settings(v) if isinstance(v, dict) and k == "model_parallel" else _setting(k, v)
+        for k, v in settings.items()
+        if k not in DROPPED_SETTINGS
+    }
+
+
+HOST_BOUND_METHODS = {"CUDA trace": "cuda_trace", "flops at peak": "arithmetic"}
+
+
 def _cell_keys(doc: Document, schema: int) -> Document:
-    """A cell's words that are codes or records today: its error's why and where its ranks
-    were."""
+    """A cell's words that are codes, keys or records today: its error's why and where its
+    ranks were, its peaks' bases, its host-bound method, its rank settings; the sentences
+    derivable from its figures (a tp cell's global batch, its profiled scope and method)
+    gone."""
     doc["error"] = _error(doc.get("error"), schema)
+    compute = doc.get("compute")
+    if isinstance(compute, dict):
+        compute["peak_basis"] = _spec_peak(compute.get("peak_basis"), schema)
+        compute["measured_peak_basis"] = _measured_peak(compute.get("measured_peak_basis"), schema)
+    bound = doc.get("host_bound")
+    if isinstance(bound, dict):
+        method = str(bound.get("method") or "")
+        keys = [key for start, key in HOST_BOUND_METHODS.items() if method.startswith(start)]
+        doc["host_bound"] = {**bound, "method": keys[0] if keys else None}
+    parallel = doc.get("parallel")
+    if isinstance(parallel, dict):
+        parallel = _less(parallel, "global_batch_definition")
+        parallel["profiled_comm"] = _less(parallel.get("profiled_comm"), "scope", "method")
+        doc["parallel"] = parallel
+    doc["environment"] = _settings(doc.get("environment"))
     return doc
+
+
+RANK_SOURCES = {
+    "file name": "file_name",
+    "nsys process order": "process_order",
+    "nvtx mark": "nvtx_mark",
+}
+
+
+def _trace_file(file: Any) -> Any:
+    if not isinstance(file, dict):
+        return file
+    return {
+        **file,
+        "rank_source": RANK_SOURCES.get(file.get("rank_source"), file.get("rank_source")),
+    }
 
 
 def _max_batch_3(doc: Document, schema: int) -> Document:
     """Max-batch 3, its words gone: each probe's reason as its cell error's code (the
-    evidence among its figures, as `CellError.finding` gives it)."""
+    evidence among its figures, as `CellError.finding` gives it), the peaks' scope (derived
+    from the warm-up figures beside it)."""
+    doc = _less(doc, "peak_scope")
     probes = []
     for probe in doc.get("probes") or []:
         reason = probe.get("reason")

@@ -1,7 +1,7 @@
 """Why a cell measured nothing is stored as a code beside its evidence (`CellError.why`, the
 rank, the exception, the signal, where each rank was) and worded when shown
-(contracts/wording/failures.py). The one-off converter reads an older version's sentences back
-as the codes whose words they were."""
+(contracts/wording/failures.py); the peaks' bases likewise (peak_sources.py). The one-off
+converter reads an older version's sentences back as the codes whose words they were."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, RankPlace, StackFrame
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.failures import hang_summary, place_line
+from torchscale.contracts.wording.peak_sources import peak_basis
 from torchscale.orchestration.schedulers.slurm.driver import stop_reason
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,6 +164,22 @@ def test_slurm_stops_and_ends_are_codes() -> None:
     )
 
 
+def test_the_peaks_bases_are_worded_with_the_peak_beside_them() -> None:
+    tf32 = [
+        {"unit": "conv", "source": "c=True", "on": True},
+        {"unit": "matmul", "source": "m=True", "on": True},
+    ]
+    spec = Finding(
+        code="peak.spec",
+        figures={"device": "Tesla V100", "row": "V100 SXM2", "dtype": "fp32", "tf32": tf32},
+    )
+    assert peak_basis(spec, 15.7) == (
+        "Tesla V100 (as V100 SXM2): fp32 dense peak 15.7 TFLOP/s (cuDNN convolutions may use "
+        "TF32: c=True; cuBLAS matmuls may use TF32: m=True; no TF32 units on this GPU)"
+    )
+    assert peak_basis(None, 15.7) is None
+
+
 # sentences the kept fixtures' originals (005ce8bc) and older writers stored
 OLD_REASONS = [
     ("rank 1 raised RuntimeError: injected failure on rank 1", "failure.raised"),
@@ -186,7 +203,7 @@ def test_the_converter_reads_an_older_reason_as_the_code_it_said(reason: str, co
     assert words == reason.replace("a node has", "this node has")  # today's words of it
 
 
-def test_the_converter_reads_older_hang_lines() -> None:
+def test_the_converter_reads_older_hang_lines_and_settings() -> None:
     converter = _converter()
     lines = [
         "rank 1 in forward (fault_models.py:39)",
@@ -197,3 +214,33 @@ def test_the_converter_reads_older_hang_lines() -> None:
     error = CellError.model_validate(converter._error(old, 20))
     assert [place_line(p.model_dump()) for p in error.places] == lines
     assert error.why == Finding(code="failure.timeout", figures={"limit_s": 40.0})
+    settings = converter._settings(
+        {
+            "loss": "the model's loss compiled beside the model (inductor fuses ...)",
+            "fsdp_units": "12 unit(s) + the root; ...",
+            "cpu_binding": "local rank 0 bound to core(s) 0,1",
+            "flop_count_step": "the cell's step ...",
+            "model_parallel": {"tp_plan": "per transformer block: ...; sequence parallel: ..."},
+        }
+    )
+    assert settings == {
+        "loss": "compiled",
+        "fsdp_units": 12,
+        "cpu_binding": {"local_rank": 0, "cores": [0, 1]},
+        "model_parallel": {"tp_plan": "transformer_blocks_sequence_parallel"},
+    }
+
+
+@pytest.mark.parametrize(
+    "basis",
+    [
+        "NVIDIA H100 80GB HBM3 (as H100 SXM): bf16 dense peak 989 TFLOP/s",
+        "NVIDIA H100 80GB HBM3: bf16 dense peak 989 TFLOP/s",
+        "NVIDIA H100 80GB HBM3 (as H100 SXM): fp32 dense peak 67 TFLOP/s (no TF32: "
+        "torch.backends.cuda.matmul.allow_tf32=False)",
+    ],
+)
+def test_the_converter_reads_an_older_peak_basis_back_to_its_words(basis: str) -> None:
+    peak = 67.0 if "fp32" in basis else 989.0
+    coded = Finding.model_validate(_converter()._spec_peak(basis, 20))
+    assert peak_basis(coded, peak) == basis

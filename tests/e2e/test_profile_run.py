@@ -329,7 +329,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     assert (directory / "capture.sqlite").exists()
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert analysis.tool == "nsys" and analysis.ranks_analysed == 2
-    assert all(f.rank_source == "nvtx mark" for f in analysis.files)
+    assert all(f.rank_source == "nvtx_mark" for f in analysis.files)
     # a step under half the median counts as cut by the capture; on a loaded machine one of
     # these millisecond steps may be, so 6 are traced and 3 required
     assert all(r.steps >= 3 for r in analysis.ranks)

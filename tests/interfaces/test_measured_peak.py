@@ -57,7 +57,9 @@ def test_the_rank_reads_the_peak_the_validate_reports_reader_gives() -> None:
     peak = read_measured_peak([str(folder)], "gpu-node-7", "bf16")
     assert peak.tflops == report.measured_peaks["bf16"]
     assert peak.basis is not None
-    assert "bf16 736.9 TFLOP/s" in peak.basis and report.created_at in peak.basis
+    said = say(peak.basis)
+    assert said.startswith("measured by `torchscale validate` on ") and ": bf16 (" in said
+    assert report.created_at in said
 
 
 def test_a_file_that_is_no_validate_report_gives_no_peak(tmp_path: Path) -> None:
@@ -76,7 +78,7 @@ def test_the_newest_report_of_this_host_gives_the_dtypes_peak(tmp_path: Path) ->
     _report(own / "gpu2.perf.json", "gpu2", "2026-11-21T00:00:00+00:00", {"bf16": 1.0}, "perf")
     peak = read_measured_peak([str(own), str(default)], "gpu1", "bf16")
     assert peak.tflops == 780.0 and peak.basis is not None
-    assert "2026-11-20" in peak.basis and "gpu1.burn.json" in peak.basis
+    assert "2026-11-20" in say(peak.basis) and "gpu1.burn.json" in say(peak.basis)
     missing_dtype = read_measured_peak([str(own)], "gpu1", "fp8")
     assert missing_dtype.tflops is None and missing_dtype.why == Finding(
         code="peak.dtype_not_measured",
@@ -93,9 +95,17 @@ def test_the_newest_report_of_this_host_gives_the_dtypes_peak(tmp_path: Path) ->
 
 
 def test_the_cells_peak_is_the_mean_over_ranks_and_needs_every_rank() -> None:
-    a, b = MeasuredPeak(780.0, "node a"), MeasuredPeak(760.0, "node b")
+    def node(host: str) -> Finding:
+        report = {"host": host, "created_at": "2026-11-20", "dtype": "bf16", "path": host}
+        return Finding(code="peak.measured", figures={"reports": [report]})
+
+    a, b = MeasuredPeak(780.0, node("a")), MeasuredPeak(760.0, node("b"))
     both = cell_measured_peak([a, a, b, b])
-    assert both.tflops == 770.0 and both.basis.startswith("mean over 4 ranks")
+    assert both.tflops == 770.0 and both.basis is not None
+    assert say(both.basis) == (
+        "mean over 4 ranks: measured by `torchscale validate` on a at 2026-11-20: bf16 (a); "
+        "measured by `torchscale validate` on b at 2026-11-20: bf16 (b)"
+    )
     missing = Finding(code="peak.not_measured", figures={"host": "b"})
     gap = cell_measured_peak([a, MeasuredPeak(None, None, missing)])
     assert gap.tflops is None and gap.why == missing
@@ -136,7 +146,8 @@ def test_a_real_cpu_cell_reports_mfu_against_its_nodes_measured_peak(tmp_path: P
     assert compute.measured_peak_tflops_per_device == peak
     assert compute.mfu_measured is not None and 0 < compute.mfu_measured < 1
     assert abs(compute.mfu_measured - compute.achieved_tflops_per_device / peak) < 1e-12
-    assert str(report) in (compute.measured_peak_basis or "")
+    assert compute.measured_peak_basis is not None
+    assert compute.measured_peak_basis.figures["reports"][0]["path"] == str(report)
     assert mfu_estimate(result, measured=True) is not None
     from torchscale.interfaces.report.build import ReportOptions, build_report
     from torchscale.interfaces.report.model import Table

@@ -416,7 +416,7 @@ def test_rank_from_file_name(name: str, rank: int | None) -> None:
 
 def test_rank_without_distributed_info(tmp_path: Path) -> None:
     trace = read_kineto(write_trace(tmp_path / "worker_rank-4.json", gloo_events()))
-    assert (trace.rank, trace.rank_source) == (4, "file name")
+    assert (trace.rank, trace.rank_source) == (4, "file_name")
     assert note("trace.rank_from_file_name", field="distributedInfo", rank=4) in trace.notes
     given = read_kineto(tmp_path / "worker_rank-4.json", rank_hint=6)
     assert (given.rank, given.rank_source) == (6, "given")

@@ -307,9 +307,6 @@ def test_the_result_records_the_warm_up_each_probe_really_ran() -> None:
     ]  # fmt: skip
     assert (cuda.probe_warmup_min, cuda.probe_warmup_steps, cuda.probe_compiled) == (1, 3, True)
     assert "probe_warmup_steps" not in cuda.unavailable
-    assert cuda.peak_scope is not None and "reset after the warm-up" in cuda.peak_scope
-    assert "at least 1 warm-up step(s), until compile settles" in cuda.peak_scope
-    assert "the answer's probe 3" in cuda.peak_scope
     assert cuda.how_probed() == "compiled, peaks after 3 warm-up step(s)"
 
 
@@ -325,8 +322,6 @@ def test_a_warm_up_not_recorded_is_worded_as_at_least_the_set_steps() -> None:
         "until compile settles"
     )
     cpu = build_result(identity(), outcome, 2, warmup_min=1, compiled=False)
-    assert cpu.peak_scope is not None and "cannot be reset" in cpu.peak_scope
-    assert "compile" not in cpu.peak_scope
     assert cpu.how_probed() == "eager, peak RSS includes at least 1 warm-up step(s)"
     failed = build_result(
         identity(), search_max_batch(Oracle(99, fail_at=2), 16), 2, warmup_min=1, compiled=True

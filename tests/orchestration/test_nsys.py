@@ -251,7 +251,7 @@ def test_reads_one_rank_trace_per_worker_with_the_contract_columns(tmp_path: Pat
         assert t.device_type == "cpu"
         assert t.world_size == 2 and t.backend == "gloo"
         assert t.base_time_ns == SESSION_START_NS
-        assert t.rank_source == "nvtx mark"
+        assert t.rank_source == "nvtx_mark"
         assert any(n.code == "trace.nsys_rank_mark" for n in t.notes)
         assert t.events["ts"].is_monotonic_increasing
         assert str(t.events["ts"].dtype) == "float64"
@@ -304,7 +304,7 @@ def test_nested_push_pop_ranges_keep_their_own_extent(tmp_path: Path) -> None:
 def test_missing_rank_marks_fall_back_to_process_order(tmp_path: Path) -> None:
     traces = read_nsys_sqlite(two_rank_export(tmp_path / "r.sqlite", marks=False))
     assert [t.rank for t in traces] == [0, 1]
-    assert all(t.rank_source == "nsys process order" for t in traces)
+    assert all(t.rank_source == "process_order" for t in traces)
     assert [t.notes[0].figure("process") for t in traces] == [
         "pid 100 (python)",
         "pid 200 (python)",
@@ -322,9 +322,9 @@ def test_some_marks_missing_unmarked_get_the_free_ranks(tmp_path: Path) -> None:
     traces = read_nsys_sqlite(ex.close())
     got = {t.rank: (t.rank_source, t.notes[0].figure("process")) for t in traces}
     assert got == {
-        1: ("nvtx mark", "pid 10 (python)"),
-        0: ("nsys process order", "pid 20 (python)"),
-        2: ("nsys process order", "pid 30 (python)"),
+        1: ("nvtx_mark", "pid 10 (python)"),
+        0: ("process_order", "pid 20 (python)"),
+        2: ("process_order", "pid 30 (python)"),
     }
 
 
@@ -664,7 +664,7 @@ def test_real_two_rank_cpu_capture_end_to_end(tmp_path: Path) -> None:
 
     traces = read_nsys_sqlite(db)
     assert [t.rank for t in traces] == [0, 1]
-    assert all(t.rank_source == "nvtx mark" and t.device_type == "cpu" for t in traces)
+    assert all(t.rank_source == "nvtx_mark" and t.device_type == "cpu" for t in traces)
     per_rank: dict[int, pd.DataFrame] = {}
     for t in traces:
         ev = t.events

@@ -24,7 +24,6 @@ from torchscale.offline.analysis.trace import gpu_busy
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.busy_trace import (
-    NOT_RUN_METHOD,
     PEER_FAILED,
     PIPELINE_REASON,
     BusyReading,
@@ -155,7 +154,7 @@ def test_the_cell_takes_the_busiest_ranks_share_and_stores_its_verdict() -> None
     assert record.gpu_busy_share == pytest.approx(0.25) and record.host_bound is True
     assert record.steps == 3 and record.step_s == pytest.approx(0.004)
     assert record.gpu_busy_s == pytest.approx(0.001)
-    assert record.method == "CUDA trace: 3 steps after the windows"
+    assert record.method == "cuda_trace"
     assert record.verdict is not None and record.verdict.code == "host_bound.launch_time"
     assert record.verdict.figures["threshold"] == HOST_BOUND_SHARE
     both = host_bound_record([idle, busy])
@@ -186,7 +185,7 @@ def test_one_rank_without_a_share_leaves_the_cell_null_with_its_reason() -> None
 def test_a_pipeline_cell_is_not_traced_and_says_why() -> None:
     record = host_bound_record([BusyReading(0, reason=PIPELINE_REASON)])
     assert record.host_bound is None and record.reason == PIPELINE_REASON
-    assert record.method == NOT_RUN_METHOD
+    assert record.method == "cuda_trace" and record.steps is None
 
 
 @pytest.mark.usefixtures("process_group")

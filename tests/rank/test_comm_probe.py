@@ -13,7 +13,7 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
 from torchscale.offline.traces.rank_trace import RankTrace
-from torchscale.rank.worker.comm_probe import profiled_comm, scope
+from torchscale.rank.worker.comm_probe import profiled_comm
 
 
 def tp_rank(rank: int, late_us: float) -> RankReduction:
@@ -53,7 +53,7 @@ def tp_rank(rank: int, late_us: float) -> RankReduction:
 
 
 def test_exposed_communication_splits_into_waiting_and_transfer() -> None:
-    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: tp_rank(1, 200.0)}, "tp")
+    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: tp_rank(1, 200.0)})
     assert why is None and comm is not None
     assert comm.steps == 2 and comm.matched_collectives == 2
     # rank 0: 600 us compute, 600 us in the collective (200 waiting for rank 1, 400 transfer);
@@ -66,14 +66,9 @@ def test_exposed_communication_splits_into_waiting_and_transfer() -> None:
 
 def test_a_rank_without_a_probe_gives_its_reason() -> None:
     failed = Finding(code="unavailable.probe_failed", figures={"rank": 1, "error": "disk"})
-    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: failed}, "tp")
+    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: failed})
     assert comm is None and why == failed
     assert say(failed) == "rank 1: profiled steps failed: disk"
-    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: None}, "tp")
+    comm, why = profiled_comm({0: tp_rank(0, 0.0), 1: None})
     assert comm is None and why == coded("unavailable.probe_one_rank")
     assert "two ranks" in say(why)
-
-
-def test_the_scope_names_fsdps_collectives_in_a_hybrid_mesh() -> None:
-    assert scope("tp", None).startswith("the tensor-parallel")
-    assert "FSDP" in scope("hybrid", "fsdp_tp")

@@ -48,7 +48,7 @@ def test_tp_settings_say_what_is_sharded(results: Any) -> None:
     assert [s["data_rank"] for s in ranks] == [0, 0]  # one TP group reads one batch
     first = ranks[0]
     assert first["parallel"]["mesh_shape"] == [2] and first["parallel"]["mesh_dim_names"] == ["tp"]
-    assert "sequence parallel" in first["tp_plan"]
+    assert first["tp_plan"] == "transformer_blocks_sequence_parallel"
     assert first["tp_sharded_parameters"] > 0
     assert "wte.weight" in first["tp_replicated"]  # tied LM head stays replicated
     assert "blocks.*.attn.qkv.weight" not in first["tp_replicated"]

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.peaks import spec_tflops
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ class Peak:
 
     tflops: float | None
     note: Finding | None  # why tflops is None
-    basis: str | None  # which peak was used and why
+    basis: Finding | None  # which peak was used and why (peak.spec)
 
 
 def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settings) -> Peak:
@@ -197,22 +196,18 @@ def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settin
     MFU. bf16/amp use the 16-bit tensor-core peak whatever TF32 says.
     """
     tf32_on = False
-    why = ""
+    settings: list[dict[str, object]] = []  # each TF32 setting that decided: unit, source, on
     if precision == "fp32":
-        deciding = [(tf32.matmul, tf32.matmul_source, "cuBLAS matmuls")]
+        deciding = [("matmul", tf32.matmul, tf32.matmul_source)]
         if conv_net:
-            deciding.insert(0, (tf32.conv, tf32.conv_source, "cuDNN convolutions"))
-        unknown = [source for value, source, _ in deciding if value is None]
+            deciding.insert(0, ("conv", tf32.conv, tf32.conv_source))
+        unknown = [source for _, value, source in deciding if value is None]
         if unknown:
             return Peak(
                 None, Finding(code="peak.tf32_unknown", figures={"unreadable": unknown}), None
             )
-        allowed = [(source, what) for value, source, what in deciding if value]
-        tf32_on = bool(allowed)
-        if allowed:
-            why = "; ".join(f"{what} may use TF32: {source}" for source, what in allowed)
-        else:
-            why = "no TF32: " + ", ".join(source for _, source, _ in deciding)
+        settings = [{"unit": u, "source": source, "on": on} for u, on, source in deciding]
+        tf32_on = any(value for _, value, _ in deciding)
     tflops, note = peak_tflops(device_name, precision, tf32_on)
     if tflops is None:
         return Peak(None, note, None)
@@ -220,13 +215,8 @@ def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settin
     dtype = PRECISION_DTYPE[precision]
     if dtype == "fp32" and tf32_on:
         dtype = "tf32" if row is not None and "tf32" in row.tflops else "fp32"
-        if dtype == "fp32":
-            why += "; no TF32 units on this GPU"
-    model = f" (as {row.model})" if row is not None else ""
-    basis = f"{device_name}{model}: {dtype} dense peak {spec_tflops(tflops)}"
-    if why:
-        basis += f" ({why})"
-    return Peak(tflops, None, basis)
+    figures = {"device": device_name, "row": row.model if row else None, "dtype": dtype}
+    return Peak(tflops, None, Finding(code="peak.spec", figures={**figures, "tf32": settings}))
 
 
 def tf32_off_warning(

@@ -185,8 +185,10 @@ class Compute(Record):
         description="flops_per_step x steps / window wall time, median over repeats"
     )
     peak_tflops_per_device: float | None
-    peak_basis: str | None = Field(
-        default=None, description="which peak was used: GPU, dtype and why (e.g. TF32 convs)"
+    peak_basis: Code | None = Field(
+        default=None,
+        description="which peak was used (peak.spec: the device, the table row, the dtype and "
+        "the TF32 settings that decided it)",
     )
     mfu: float | None = Field(description="achieved / peak_tflops_per_device; " + MFU_CONVENTION)
     measured_peak_tflops_per_device: float | None = Field(
@@ -194,8 +196,10 @@ class Compute(Record):
         description="the best matmul TFLOP/s `validate --level perf` measured on the cell's "
         "nodes for the dtype that runs (mean over ranks)",
     )
-    measured_peak_basis: str | None = Field(
-        default=None, description="where the measured peak comes from: host, dtype, report"
+    measured_peak_basis: Code | None = Field(
+        default=None,
+        description="where the measured peak comes from (peak.measured: each report's host, "
+        "date, dtype and path)",
     )
     mfu_measured: float | None = Field(
         default=None, description="achieved / measured peak: MFU against what this GPU can do"
@@ -602,10 +606,11 @@ class StageTime(Record):
 
 class ProfiledComm(Record):
     """Communication of a tensor-parallel cell, from a few steps profiled after the measured
-    windows (never inside them). Shares are of the step time, summed over ranks, as
-    `torchscale profile` computes them (docs/strategies.md)."""
+    windows (never inside them): every collective of the layout (a tp cell's tensor-parallel
+    ones; hybrid fsdp_tp's FSDP all-gathers and reduce-scatters with them). Shares are of the
+    step time, summed over ranks, as `torchscale profile` computes them (docs/strategies.md,
+    "Tensor parallel: communication, from profiled steps")."""
 
-    scope: str = Field(description="which collectives the figures cover")
     steps: int = Field(description="complete profiled steps analysed per rank (fewest rank)")
     step_s: float | None = Field(description="median profiled step, over ranks")
     comm: float | None = Field(description="share of the step with a collective running")
@@ -619,15 +624,11 @@ class ProfiledComm(Record):
         description="exposed - waiting_for_peers: communication a faster link would shorten"
     )
     matched_collectives: int = Field(description="collective instances matched across ranks")
-    method: str
 
 
 class ParallelMetrics(Record):
     """What a tp, pp or hybrid cell measured beyond every cell's figures (docs/strategies.md)."""
 
-    global_batch_definition: str = Field(
-        description="global batch = dp x batch_size x grad_accum_steps; how a batch splits"
-    )
     mesh_shape: list[int]
     mesh_dim_names: list[str]
     stages: list[StageTime] = Field(default_factory=list, description="pipelines: per rank")
@@ -707,7 +708,11 @@ class HostBound(Record):
         "torchscale/contracts/thresholds.py): the GPU waits for Python and kernel launches "
         "for most of the step"
     )
-    method: str = Field(description='"CUDA trace: <n> steps" or "flops at peak"')
+    method: Literal["cuda_trace", "arithmetic"] | None = Field(
+        description="cuda_trace: the trace after the windows (over `steps` steps); arithmetic: "
+        "no share measured, the step's FLOPs at the GPU's peak judged it (offline/results/"
+        "host_bound.py, when read); null: not measured"
+    )
     reason: Code | None = Field(
         default=None,
         description="why the figures are null: a code and its figures "

@@ -95,9 +95,6 @@ class MaxBatchResult(Record):
         description="the probes ran torch.compile, as the group's cells do (the answer is for "
         "that); null when not recorded (see unavailable)",
     )
-    peak_scope: str | None = Field(
-        default=None, description="which steps of a probe its peaks cover, one line"
-    )
     probes: list[MaxBatchProbe]
     peak_bytes: int | None = Field(
         description="at max_batch: peak reserved on CUDA, peak RSS on CPU (see peak_basis)"

@@ -21,10 +21,15 @@ ANALYSIS_SCHEMA_VERSION = 11
 ANALYSIS_KIND = "torchscale.profile_analysis"
 
 
+# what told a trace's rank: the trace's own distributedInfo, its file's name, an NVTX mark the
+# rank left, the order nsys lists the processes in, or the caller
+RankSource = Literal["distributedInfo", "file_name", "nvtx_mark", "process_order", "given"]
+
+
 class TraceFile(Record):
     path: str
     rank: int
-    rank_source: str = Field(description="distributedInfo | file name | nsys process order")
+    rank_source: RankSource
     format: str = Field(description="kineto | nsys")
     bytes: int = Field(description="uncompressed bytes parsed")
 

@@ -17,7 +17,6 @@ from typing import Any
 from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
-from torchscale.contracts.wording.spelled import pct_whole
 from torchscale.contracts.wording.unavailable import reason_of
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
@@ -26,11 +25,6 @@ from torchscale.offline.analysis.diagnosis.findings import (
 )
 from torchscale.offline.analysis.uncertainty import mfu_estimate
 
-ARITHMETIC_METHOD = (
-    "flops at peak: no busy probe, so judged by arithmetic (MFU under "
-    f"{pct_whole(HOST_BOUND_MFU)} is host-bound)"
-)
-NOT_MEASURED = "not measured"
 NO_PROBE = Finding(code="host_bound.no_probe")
 # the reasons this fallback writes, each with the reason it judged beside (`why`)
 JUDGED = ("host_bound.no_mfu", "host_bound.arithmetic", "host_bound.not_judged")
@@ -60,26 +54,18 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     elif mfu is not None:
         figures["mfu"] = mfu
     if mfu is None:
-        bound, method, reason = (
-            None,
-            NOT_MEASURED,
-            Finding(code="host_bound.no_mfu", figures=figures),
-        )
+        bound, reason = None, Finding(code="host_bound.no_mfu", figures=figures)
     elif mfu < HOST_BOUND_MFU:
-        judged = Finding(code="host_bound.arithmetic", figures=figures)
-        bound, method, reason = True, ARITHMETIC_METHOD, judged
+        bound, reason = True, Finding(code="host_bound.arithmetic", figures=figures)
     else:
-        bound, method = None, NOT_MEASURED
-        reason = Finding(
-            code="host_bound.not_judged",
-            figures=figures | {"floor": HOST_BOUND_MFU},
-        )
+        figures |= {"floor": HOST_BOUND_MFU}
+        bound, reason = None, Finding(code="host_bound.not_judged", figures=figures)
     return HostBound(
         gpu_busy_s=None,
         step_s=step_s,
         gpu_busy_share=None,
         host_bound=bound,
-        method=method,
+        method="arithmetic" if bound else None,
         reason=reason,
     )
 
@@ -94,9 +80,9 @@ def host_bound_of(result: CellResult) -> Problem | None:
         verdict=record.verdict,
         busy_share=record.gpu_busy_share,
         mfu=mfu,
-        method=record.method,
         gpu_busy_s=record.gpu_busy_s,
         step_s=record.step_s,
+        method=record.method or "",
         compiled=result.compile is not None
         or (result.warmup is not None and result.warmup.compile_s is not None),
         mfu_interval=mfu_estimate(result),

@@ -29,17 +29,12 @@ import pandas as pd
 
 from torchscale.contracts.errors import TraceError, describe_os_error
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.profile_analysis import RankSource
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.traces.classify import OP_SOURCES, EventClass, classify_event
 from torchscale.offline.traces.kernel_ops import resolve_kernel_ops
-from torchscale.offline.traces.rank_trace import (
-    COLL_OPS,
-    EVENT_COLUMNS,
-    KINDS,
-    RankSource,
-    RankTrace,
-)
+from torchscale.offline.traces.rank_trace import COLL_OPS, EVENT_COLUMNS, KINDS, RankTrace
 
 CHUNK = 1 << 23  # bytes of events decoded at once (the reused buffer's size)
 MAX_DUR_US = 86_400e6  # a day: longer is a corrupt record (CUPTI's "236 years")
@@ -701,7 +696,7 @@ def _rank(
             "(name it rank<N>.json)"
         )
     notes.append(note("trace.rank_from_file_name", field=field, rank=rank))
-    return rank, "file name"
+    return rank, "file_name"
 
 
 def _device_type(backend: Any, devices: list[Any], device_events: bool, table: _Table) -> str:

@@ -14,7 +14,7 @@ What is read (only the columns needed; the stdlib sqlite3 module, read-only):
   record_function ranges, so both readers agree. Ranges never closed are left out and counted.
   Marks (eventType 34): `torchscale:rank=<r>` (optionally followed by ` world_size=<n>` and
   ` backend=<b>`) names the process's rank; without it ranks follow the process order (pid
-  order, the order torchrun spawns local ranks in), rank_source "nsys process order", noted.
+  order, the order torchrun spawns local ranks in), rank_source "process_order", noted.
 - CUPTI_ACTIVITY_KIND_KERNEL (demangled name, else short name): NCCL kernels
   (`ncclDevKernel_*`, `ncclKernel_*`, any case) -> "collective" with coll_op from the NVTX
   collective range (`nccl:<op>`, `c10d::<op>`, as `emit_nvtx` or record_function ranges write
@@ -50,11 +50,12 @@ import pandas as pd
 
 from torchscale.contracts.errors import TraceError
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.profile_analysis import RankSource
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.traces.classify import OP_SOURCES, EventClass, classify_event
 from torchscale.offline.traces.kernel_ops import resolve_kernel_ops
-from torchscale.offline.traces.rank_trace import COLL_OPS, KINDS, RankSource, RankTrace
+from torchscale.offline.traces.rank_trace import COLL_OPS, KINDS, RankTrace
 
 SUPPORTED_SCHEMA_MAJORS = (3,)
 META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT")  # the second name: newer nsys releases
@@ -222,7 +223,7 @@ class _Worker:
     process_name: str = ""
     marks: list[tuple[int, str]] = field(default_factory=list)  # (start ns, text)
     rank: int | None = None
-    rank_source: RankSource = "nsys process order"
+    rank_source: RankSource = "process_order"
     world_size: int | None = None
     backend: str | None = None
     notes: list[Finding] = field(default_factory=list)
@@ -333,7 +334,7 @@ def _find_workers(con: sqlite3.Connection, layout: _Layout) -> dict[int, _Worker
 
 def _assign_ranks(workers: list[_Worker], path: Path) -> None:
     """Ranks from the `torchscale:rank=<r>` marks; the unmarked get the free numbers in pid
-    order ("nsys process order"). Two processes claiming one rank: TraceError."""
+    order ("process_order"). Two processes claiming one rank: TraceError."""
     claimed: dict[int, _Worker] = {}
     for w in workers:
         if not w.marks:
@@ -359,12 +360,12 @@ def _assign_ranks(workers: list[_Worker], path: Path) -> None:
             )
         claimed[rank] = w
         w.rank = rank
-        w.rank_source = "nvtx mark"
+        w.rank_source = "nvtx_mark"
         w.notes.append(note("trace.nsys_rank_mark", rank=rank, mark=texts[0], process=w.label))
     free = (r for r in range(len(workers) + len(claimed) + 1) if r not in claimed)
     for w in sorted((w for w in workers if w.rank is None), key=lambda w: w.pid):
         w.rank = next(free)
-        w.rank_source = "nsys process order"
+        w.rank_source = "process_order"
         w.notes.append(note("trace.nsys_process_order", process=w.label, rank=w.rank))
 
 

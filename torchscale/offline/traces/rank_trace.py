@@ -65,6 +65,7 @@ import pandas as pd
 
 from torchscale.contracts.collective_facts import OPS
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.profile_analysis import RankSource
 
 KINDS = (
     "step",
@@ -97,8 +98,6 @@ EVENT_COLUMNS = (
     "dtype",
     "group_size",
 )
-
-RankSource = Literal["distributedInfo", "file name", "nsys process order", "nvtx mark", "given"]
 
 
 @dataclass

@@ -8,33 +8,12 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.max_batch import MaxBatchProbe, MaxBatchResult, warmup_words
+from torchscale.contracts.schema.max_batch import MaxBatchProbe, MaxBatchResult
 from torchscale.orchestration.memory.search import SearchOutcome
 
 CPU_UTILISATION = Finding(code="max_batch.cpu_no_device_limit")
 CPU_ALLOCATOR = Finding(code="max_batch.cpu_no_allocator")
 NO_MAX_BATCH = Finding(code="max_batch.no_answer")
-
-
-def peak_scope(device: str, ran: int | None, least: int, compiled: bool) -> str:
-    """Which steps of a probe its peaks cover: on CUDA the rank resets the peak counters after
-    the warm-up; on CPU peak RSS is the process's and cannot be reset. `ran`: the warm-up steps
-    the answer's probe ran (None: not recorded); `least`: the steps each was set to run."""
-    if least == 0:
-        compile = ", torch.compile's compile included" if compiled else ""
-        return f"every probe step (no warm-up){compile}"
-    # "until compile settles": torch.compile compiles in the warm-up, which a compiled rank
-    # extends until two steps compile nothing
-    each = f"each probe ran {warmup_words(None, least, compiled)}"
-    if ran is not None:
-        each += f", the answer's probe {ran}"
-    if device == "cuda":
-        return (
-            f"the measured steps: {each}; the CUDA peak counters were reset after the warm-up "
-            "(peak reserved keeps what the allocator had cached by then, as the cell's own run "
-            "does)"
-        )
-    return f"the whole probe process: peak RSS cannot be reset, so it includes the warm-up ({each})"
 
 
 def build_result(
@@ -122,7 +101,6 @@ def build_result(
         probe_warmup_min=warmup_min,
         probe_warmup_steps=warmup_ran,
         probe_compiled=compiled,
-        peak_scope=peak_scope(device, warmup_ran, warmup_min, compiled),
         probes=probes,
         peak_bytes=peak_bytes if peaks is not None else None,
         peak_basis=basis,

@@ -26,15 +26,13 @@ from torchscale.rank.models.layers import Block
 
 SEQ = Shard(1)  # activations are (batch, sequence, hidden)
 
-BLOCK_PLAN = (
-    "per transformer block: attn.qkv colwise (whole heads), attn.proj rowwise, "
-    "mlp.fc1 colwise, mlp.fc2 rowwise"
-)
-SP_PLAN = (
-    "; sequence parallel: ln_1/ln_2 and the dropouts after attn.proj/mlp.fc2 on sequence "
-    "shards (all-gather before attn and mlp, reduce-scatter after attn.proj and mlp.fc2); the "
-    "block stack takes a replicated input and returns a replicated output"
-)
+# per transformer block: attn.qkv colwise (whole heads), attn.proj rowwise, mlp.fc1 colwise,
+# mlp.fc2 rowwise
+BLOCK_PLAN = "transformer_blocks"
+# and with sequence parallelism: ln_1/ln_2 and the dropouts after attn.proj/mlp.fc2 on sequence
+# shards (all-gather before attn and mlp, reduce-scatter after attn.proj and mlp.fc2); the
+# block stack takes a replicated input and returns a replicated output
+SP_PLAN = "transformer_blocks_sequence_parallel"
 
 
 def block_plan(sequence_parallel: bool) -> dict[str, ParallelStyle]:
@@ -69,7 +67,7 @@ def block_plan(sequence_parallel: bool) -> dict[str, ParallelStyle]:
 def parallelize_stack(
     stack: nn.Sequential, blocks: list[Block], mesh: DeviceMesh, sequence_parallel: bool
 ) -> str:
-    """Split every block of `stack` in place; returns the plan in one line."""
+    """Split every block of `stack` in place; returns the plan's name."""
     for block in blocks:
         parallelize_module(block, mesh, block_plan(sequence_parallel))
     if not sequence_parallel:
@@ -90,4 +88,4 @@ def parallelize_stack(
             output_layouts=SEQ, desired_output_layouts=Replicate(), use_local_output=True
         ),
     )
-    return BLOCK_PLAN + SP_PLAN
+    return SP_PLAN

@@ -80,7 +80,7 @@ class MLPPlan(ParallelPlan):
             plan[names[id(col)]] = ColwiseParallel()
             plan[names[id(row)]] = RowwiseParallel()
         parallelize_module(self.model, mesh, plan)
-        return "hidden Linear layers in pairs: the first colwise, the second rowwise"
+        return "hidden_pairs"  # hidden Linear layers in pairs: first colwise, second rowwise
 
     def _pairs(self) -> list[nn.Module]:
         layers = list(self.model.net)[:-1]

@@ -48,9 +48,6 @@ class ParallelPlan(ABC):
     """How one model splits for tensor and pipeline parallelism; every check works on a model
     built on the meta device, since the sweep planner asks before any process starts."""
 
-    # what fsdp_units() are called in a result ("4 transformer blocks + root")
-    fsdp_noun = "transformer blocks"
-
     @abstractmethod
     def tp_problem(self, tp: int) -> Finding | None:
         """Why the model cannot be split over `tp` ranks (worded in
@@ -65,7 +62,8 @@ class ParallelPlan(ABC):
 
     @abstractmethod
     def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:
-        """Split the model in place over the 1-D `mesh`; returns the plan in one line."""
+        """Split the model in place over the 1-D `mesh`; returns the plan's short name (the
+        result's `model_parallel.tp_plan`)."""
 
     def fsdp_units(self) -> list[nn.Module]:
         """What FSDP x TP shards on its own before the root (none: the root only)."""

@@ -33,13 +33,11 @@ from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
 
-TP_PLAN = (
-    "feed-forward layers split (per encoder/decoder layer: linear1 colwise, linear2 rowwise); "
-    "shared embedding rowwise and output projection colwise (vocabulary rows, logits "
-    "all-gathered); attention and LayerNorms replicated because nn.MultiheadAttention packs "
-    "q/k/v in one in_proj_weight Parameter that torch's Colwise/RowwiseParallel cannot split "
-    "into whole heads"
-)
+# feed-forward layers split (per encoder/decoder layer: linear1 colwise, linear2 rowwise);
+# shared embedding rowwise and output projection colwise (vocabulary rows, logits all-gathered);
+# attention and LayerNorms replicated because nn.MultiheadAttention packs q/k/v in one
+# in_proj_weight Parameter that torch's Colwise/RowwiseParallel cannot split into whole heads
+TP_PLAN = "feed_forward_and_vocabulary"
 
 
 def sinusoidal_positions(seq_len: int, d_model: int, device: torch.device) -> torch.Tensor:
@@ -132,8 +130,6 @@ class Seq2SeqHead(nn.Module):
 
 class Seq2SeqPlan(ParallelPlan):
     """The splits of the encoder-decoder: see the module docstring."""
-
-    fsdp_noun = "encoder/decoder layers"
 
     def __init__(self, model: Seq2SeqTransformer) -> None:
         self.model = model

@@ -13,16 +13,9 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
 from torchscale.rank.models.bundle import TpPlan
-from torchscale.rank.models.parallel_plan import ParallelPlan, plan_of
+from torchscale.rank.models.parallel_plan import plan_of
 from torchscale.rank.parallel import tensor
 from torchscale.rank.parallel.rank_layout import ParallelLayout
-
-DROPOUT_RNG_NOTE = (
-    "dropout: every rank of a TP group must draw the same dropout masks on replicated "
-    "activations, so the per-rank RNG must be seeded by data_rank (seed + data_rank), not by "
-    "global rank; sharded regions (attention heads, sequence shards) then reuse one mask "
-    "pattern across TP ranks (Megatron keeps a second RNG for those; torchscale does not)"
-)
 
 
 def tensor_parallel(
@@ -39,17 +32,18 @@ def tensor_parallel(
     if plan is None:
         assert plugin is not None  # infeasible() said so
         plugin(model, tp_mesh, layout.sequence_parallel)
-        description = "the plug-in's tp_plan"
+        description = "plugin"
         units: list[nn.Module] = []
-        noun = ParallelPlan.fsdp_noun
     else:
         description = plan.apply_tp(tp_mesh, layout.sequence_parallel)
-        units, noun = plan.fsdp_units(), plan.fsdp_noun
+        units = plan.fsdp_units()
+    # dropout: every rank of a TP group draws the same masks on replicated activations (the
+    # per-rank RNG is seeded by data_rank, not global rank); sharded regions then reuse one
+    # mask pattern across TP ranks (Megatron keeps a second RNG for those; torchscale does not)
     settings: dict[str, Any] = {"tp_plan": description, **tensor.summary(model, tp_mesh)}
-    settings["dropout_rng"] = DROPOUT_RNG_NOTE
-    if layout.hybrid == "fsdp_tp":
+    if layout.hybrid == "fsdp_tp":  # the units, then the root, sharded over mesh["dp"]
         _shard(model, units, mesh["dp"], mp_policy, reshard_after_forward)
-        settings["fsdp_units"] = f"{len(units)} {noun} + root, sharded over mesh['dp']"
+        settings["fsdp_units"] = len(units)
     return settings
 
 

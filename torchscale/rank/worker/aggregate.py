@@ -111,7 +111,7 @@ class CellFacts:
     environment: dict[str, Any]
     fused_optimizer: bool | None  # None: not known (a user's job)
     channels_last: bool | None
-    peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
+    peak_basis: Finding | None = None  # which peak: GPU, dtype and why (peak.spec)
     warnings: tuple[CellWarning, ...] = ()  # what rank 0 saw set up (fp32 without TF32)
 
 

@@ -35,7 +35,6 @@ from torchscale.rank.worker.trainer import Trainer
 TRACE_STEPS = 3
 
 PIPELINE_REASON = Finding(code="host_bound.pipeline")
-NOT_RUN_METHOD = "CUDA trace: not run"
 PEER_FAILED = Finding(code="host_bound.peer_failed")
 
 T = TypeVar("T")
@@ -64,7 +63,6 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
         default=None,
     )
     runs = [r for r in readings if r.steps > 0 and r.reason is None]
-    method = f"CUDA trace: {runs[0].steps} steps after the windows" if runs else NOT_RUN_METHOD
     if failed is not None or not runs:
         why = failed.reason if failed is not None else Finding(code="host_bound.none_traced")
         return HostBound(
@@ -72,7 +70,7 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
             step_s=None,
             gpu_busy_share=None,
             host_bound=None,
-            method=method,
+            method="cuda_trace",
             reason=why,
         )
     # the reduction needs pandas, which a rank must not load before its windows (a cell's fixed
@@ -91,7 +89,7 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
         step_s=verdict.figure("step_s"),
         gpu_busy_share=busiest.share,
         host_bound=verdict.code == LAUNCH_TIME,
-        method=method,
+        method="cuda_trace",
         steps=busiest.steps,
         verdict=verdict,
     )

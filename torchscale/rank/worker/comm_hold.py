@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HOOK_TIMED = "the plug-in's ddp_comm_hook registered (the time it holds each launch is timed)"
+HOOK_TIMED = "timed"  # the plug-in's hook registered, the time it holds each launch timed
 
 
 class HoldTally:

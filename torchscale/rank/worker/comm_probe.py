@@ -30,24 +30,6 @@ if TYPE_CHECKING:
 
 PROBE_WARMUP = 1  # profiled but discarded: the profiler's own first-step cost
 PROBE_STEPS = 3
-METHOD = (
-    f"{PROBE_STEPS} steps per rank under torch.profiler after the measured windows (after "
-    f"{PROBE_WARMUP} profiled warm-up step); per rank, collective time with no compute on the "
-    "rank is exposed (a thread blocked in a collective's wait is not compute); collectives "
-    "matched across ranks give each rank's wait for the last to arrive (waiting for peers), "
-    "the rest is transfer; shares are summed over ranks and divided by their summed step time, "
-    "as `torchscale profile` does"
-)
-
-
-def scope(strategy: str, hybrid: str | None) -> str:
-    """Which collectives a profiled step of this layout holds."""
-    if strategy == "hybrid" and hybrid == "fsdp_tp":
-        return (
-            "every collective: the tensor-parallel all-reduces and FSDP's all-gathers and "
-            "reduce-scatters over dp together"
-        )
-    return "the tensor-parallel collectives (a tp cell runs no others)"
 
 
 def probe_rank(trainer: Trainer, rank: int) -> RankReduction | Finding:
@@ -78,7 +60,7 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | Finding:
 
 
 def profiled_comm(
-    reductions: Mapping[int, RankReduction | Finding | None], scope_text: str
+    reductions: Mapping[int, RankReduction | Finding | None],
 ) -> tuple[ProfiledComm | None, Finding | None]:
     """Rank 0: the figures from every rank's reduction, or why there are none (pure)."""
     from torchscale.offline.analysis.profile.combine import combine
@@ -103,7 +85,6 @@ def profiled_comm(
     steps_us = [r.step_us for r in ranks if r.step_us]
     return (
         ProfiledComm(
-            scope=scope_text,
             steps=min(r.steps for r in ranks),
             step_s=statistics.median(steps_us) / 1e6 if steps_us else None,
             comm=share("comm_us"),
@@ -113,7 +94,6 @@ def profiled_comm(
             if exposed is not None and waiting is not None
             else None,
             matched_collectives=analysis.matched_collectives,
-            method=METHOD,
         ),
         None,
     )

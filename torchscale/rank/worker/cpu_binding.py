@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
 
@@ -23,11 +24,12 @@ from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
 @dataclass(frozen=True)
 class CoreBinding:
     """What the rank did: the cores it is bound to (None: not bound), the cores it could run
-    on before, and the sentence the result records."""
+    on before, and what the result records (its local rank and cores, or why not bound:
+    no_sched_setaffinity, ranks_share_cores, sched_setaffinity_failed)."""
 
     cpus: tuple[int, ...] | None
     cores_before: int
-    note: str
+    note: dict[str, Any]
 
 
 def core_set(allowed: list[int], local_rank: int, local_world: int) -> tuple[int, ...] | None:
@@ -60,20 +62,17 @@ def _bind(env: Mapping[str, str]) -> CoreBinding | None:
         return None
     if not hasattr(os, "sched_setaffinity"):
         count = os.cpu_count() or 1
-        return CoreBinding(None, count, "not bound: this platform has no sched_setaffinity")
+        return CoreBinding(None, count, {"not_bound": "no_sched_setaffinity"})
     allowed = sorted(os.sched_getaffinity(0))
     local_rank = int(env.get("LOCAL_RANK", "0"))
     local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
     cpus = core_set(allowed, local_rank, local_world)
     if cpus is None:
-        return CoreBinding(
-            None,
-            len(allowed),
-            f"not bound: {local_world} ranks share {len(allowed)} core(s) on this node",
-        )
+        shared = {"not_bound": "ranks_share_cores", "ranks": local_world, "cores": len(allowed)}
+        return CoreBinding(None, len(allowed), shared)
     try:
         os.sched_setaffinity(0, cpus)
     except OSError as exc:
-        return CoreBinding(None, len(allowed), f"not bound: sched_setaffinity failed: {exc}")
-    listed = ",".join(str(c) for c in cpus)
-    return CoreBinding(cpus, len(allowed), f"local rank {local_rank} bound to core(s) {listed}")
+        failed = {"not_bound": "sched_setaffinity_failed", "error": str(exc)}
+        return CoreBinding(None, len(allowed), failed)
+    return CoreBinding(cpus, len(allowed), {"local_rank": local_rank, "cores": list(cpus)})

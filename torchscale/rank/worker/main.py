@@ -51,14 +51,6 @@ if TYPE_CHECKING:
     from torchscale.rank.worker.aggregate import CellFacts
 
 
-FLOP_COUNT_STEP = (
-    "the cell's step (forward, loss and backward of every micro-batch) on the meta device: "
-    "shapes only, no memory and no kernels; the model's eager ops, as torch.compile's graphs "
-    "hide them from FlopCounterMode; attention under the MATH SDPA backend (its matmuls, no "
-    "recompute)"
-)
-
-
 def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     """What rank 0 records besides the measurements: the model, the peak MFU divides by (and
     why that one), and the settings this worker chose that change the figures."""
@@ -79,7 +71,6 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     recorded = trainer.settings | {
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "tf32": tf32_record,
-        "flop_count_step": FLOP_COUNT_STEP if spec.measurement.flops else None,
     }
     return CellFacts(
         parameters=parameter_count(trainer.bundle.model),

@@ -20,7 +20,6 @@ from pathlib import Path
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import ValidateReport
 from torchscale.contracts.versioned import VersionError
-from torchscale.contracts.wording.validate import tflops
 from torchscale.offline.results.documents import read_validate_report
 
 LEVELS = ("perf", "burn")
@@ -32,7 +31,7 @@ class MeasuredPeak:
     """One rank's measured peak and where it comes from, or None and why not."""
 
     tflops: float | None
-    basis: str | None
+    basis: Finding | None  # the reports it comes from (peak.measured)
     why: Finding | None = None
 
 
@@ -55,11 +54,8 @@ def read_measured_peak(dirs: Sequence[str], host: str, dtype: str) -> MeasuredPe
     if value is None or value <= 0:
         figures = {"dtype": dtype, "host": host, "path": str(path)}
         return MeasuredPeak(None, None, Finding(code="peak.dtype_not_measured", figures=figures))
-    return MeasuredPeak(
-        value,
-        f"measured by `torchscale validate` on {host} at {report.created_at}: {dtype} "
-        f"{tflops(value)} ({path})",
-    )
+    source = {"host": host, "created_at": report.created_at, "dtype": dtype, "path": str(path)}
+    return MeasuredPeak(value, Finding(code="peak.measured", figures={"reports": [source]}))
 
 
 def cell_measured_peak(peaks: Sequence[MeasuredPeak]) -> MeasuredPeak:
@@ -69,9 +65,12 @@ def cell_measured_peak(peaks: Sequence[MeasuredPeak]) -> MeasuredPeak:
     if missing or not peaks:
         return MeasuredPeak(None, None, missing[0].why if missing else NOT_LOOKED_FOR)
     values = [p.tflops for p in peaks if p.tflops is not None]
-    bases = list(dict.fromkeys(str(p.basis) for p in peaks))
-    basis = bases[0] if len(bases) == 1 else f"mean over {len(peaks)} ranks: " + "; ".join(bases)
-    return MeasuredPeak(sum(values) / len(values), basis)
+    reports = [r for p in peaks if p.basis for r in p.basis.figures["reports"]]
+    figures = {
+        "ranks": len(peaks),
+        "reports": [r for i, r in enumerate(reports) if r not in reports[:i]],
+    }
+    return MeasuredPeak(sum(values) / len(values), Finding(code="peak.measured", figures=figures))
 
 
 def guarded_mfu(

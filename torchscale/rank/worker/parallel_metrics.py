@@ -12,7 +12,6 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from torchscale.contracts.cell import ParallelShape
 from torchscale.contracts.schema.cell_result import (
     ParallelMetrics,
     ProfiledComm,
@@ -20,29 +19,12 @@ from torchscale.contracts.schema.cell_result import (
     StageTime,
     Warmup,
 )
-from torchscale.contracts.wording.shapes import product
 from torchscale.contracts.wording.unavailable import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
 if TYPE_CHECKING:  # imported by model-parallel cells only (model_parallel.py)
     from torchscale.rank.parallel.rank_layout import ParallelLayout
-
-
-NAMES = ("dp", "batch_size", "grad_accum_steps")
-
-
-def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str:
-    """The global batch in words, with this cell's numbers."""
-    text = (
-        f"global batch = {product(NAMES, (shape.dp, batch, accum), total=True)}; every rank of a "
-    )
-    if shape.pp > 1:
-        return text + (
-            f"pipeline reads its replica's batch of {batch}, split into {shape.microbatches} "
-            f"micro-batches of {batch // shape.microbatches}"
-        )
-    return text + f"tensor-parallel group reads the same batch of {batch}"
 
 
 def stage_times(ranks: Sequence[RankMeasurement], layout: ParallelLayout) -> list[StageTime]:
@@ -93,9 +75,6 @@ def parallel_metrics(
         if why is not None:
             unavailable["parallel.profiled_comm"] = why
     return ParallelMetrics(
-        global_batch_definition=global_batch_definition(
-            shape, spec.cell.batch_size, spec.training.grad_accum_steps
-        ),
         mesh_shape=list(mesh),
         mesh_dim_names=list(names),
         stages=stages,
@@ -112,13 +91,9 @@ def _profiled_comm(
     """A tp cell's profiled communication, or why there is none."""
     if spec.profile is not None:
         return None, coded("unavailable.profiled_launch")
-    from torchscale.rank.worker.comm_probe import profiled_comm, scope
+    from torchscale.rank.worker.comm_probe import profiled_comm
 
-    shape = spec.cell.parallel
-    assert shape is not None
-    return profiled_comm(
-        {r.rank: r.comm_probe for r in ranks}, scope(spec.cell.strategy, shape.hybrid)
-    )
+    return profiled_comm({r.rank: r.comm_probe for r in ranks})
 
 
 def warmup_record(

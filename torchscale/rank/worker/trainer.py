@@ -22,7 +22,6 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.contracts.training_defaults import (
-    LossKind,
     resolve_channels_last,
     resolve_fused_optimizer,
     resolve_loss,
@@ -52,47 +51,21 @@ from torchscale.rank.worker.precision import (
 if TYPE_CHECKING:  # imported when a cell is model-parallel: ddp and fsdp ranks never load them
     from torchscale.rank.parallel.pipeline_step import PipelineRunner
 
-CHANNELS_LAST_FSDP_NOTE = (
-    "weights kept contiguous under FSDP (fully_shard refuses non-contiguous parameters, and a "
-    "channels_last 3x3 weight is one); inputs are channels_last, which is enough for cuDNN to "
-    "run channels_last convolutions"
-)
-
 # the FSDP settings of an unsharded cell; every use copies it (settings grow in place)
 NOT_SHARDED: dict[str, Any] = {"fsdp_mesh_device": None, "fsdp_mixed_precision": None}
-NO_DDP_AT_ONE_RANK = (
-    "none: at world size 1 there is no peer to average gradients with, so the model trains "
-    "unwrapped, as a one-GPU training script does (DDP's bucketing and hooks would cost "
-    "5-13 % of a small model's step); scaling efficiency is measured against this baseline"
-)
-
-
-EAGER_LOSS = "the model's loss, eager (cross entropy's fp32 upcast and log-softmax materialised)"
-BLOCKWISE_LOSS = (
-    "the model's token loss, eager, a block of rows at a time with the gradient formed in "
-    "forward (no fp32 copy of every logit kept; torchscale/rank/models/token_loss.py)"
-)
-COMPILED_LOSS = (
-    "the model's loss compiled beside the model (inductor fuses cross entropy's fp32 upcast, "
-    "log-softmax and their backward instead of materialising them)"
-)
-LOSS_SETTINGS: dict[LossKind, str] = {
-    "plain": EAGER_LOSS,
-    "blockwise": BLOCKWISE_LOSS,
-    "compiled": COMPILED_LOSS,
-}
+# at world size 1 there is no peer to average gradients with, so the model trains unwrapped,
+# as a one-GPU training script does (DDP's bucketing and hooks would cost 5-13 % of a small
+# model's step); scaling efficiency is measured against this baseline
+NO_DDP_AT_ONE_RANK = "none"
 
 
 def bf16_activations_setting(on: bool, streams: int) -> str | None:
-    """What the result says of `training.bf16_activations`; None where it was off."""
+    """What the result says of `training.bf16_activations` (torchscale/rank/models/layers.py:
+    the residual stream and LayerNorms in bf16 under bf16 autocast, weights and optimizer state
+    fp32): on, or no_residual_stream (a model with none of torchscale's); None where off."""
     if not on:
         return None
-    if not streams:
-        return "not applicable: the model has no transformer residual stream of torchscale's"
-    return (
-        "on: the residual stream and LayerNorms in bf16 under bf16 autocast, weights and "
-        "optimizer state fp32 (torchscale/rank/models/layers.py)"
-    )
+    return "on" if streams else "no_residual_stream"
 
 
 def has_peers() -> bool:
@@ -156,17 +129,6 @@ def batch_norms(model: torch.nn.Module) -> list[torch.nn.Module]:
     ]
 
 
-FSDP_UNITS = (
-    "{units} unit(s) + the root; the units resharded after forward: {reshard}; the root "
-    "never (backward starts with it, as FSDP2's own default for the root)"
-)
-COMPILE_PER_UNIT = (
-    "each of the {units} FSDP unit(s) compiled before fully_shard (torchtitan's order: FSDP's "
-    "hooks stay outside the graphs); the root's own layers eager; the loss compiled beside"
-)
-COMPILE_WHOLE = "the whole model compiled after fully_shard ({why}); the loss compiled beside"
-
-
 def _compile_units(model: torch.nn.Module, units: list[torch.nn.Module]) -> list[torch.nn.Module]:
     """Each unit replaced in its holder by its torch.compile wrapper (what fully_shard then
     wraps, so FSDP's hooks run around the graph, not inside it); returns the wrappers."""
@@ -222,25 +184,23 @@ def _shard(
         "fsdp_mesh_device": mesh.device_type,
         "fsdp_mixed_precision": describe_policy(policy)
         | {"batchnorm_units_fp32_params": len(norms)},
-        "fsdp_units": FSDP_UNITS.format(units=len(blocks) + len(norms), reshard=reshard),
+        # the units resharded after forward as set, the root never (backward starts with it)
+        "fsdp_units": len(blocks) + len(norms),
     }
-    if spec.training.compile:
-        settings["compile_scope"] = (
-            COMPILE_PER_UNIT.format(units=len(blocks))
-            if per_unit
-            else COMPILE_WHOLE.format(why=why_whole)
-        )
+    if spec.training.compile:  # per_unit: torchtitan's order, FSDP's hooks outside the graphs
+        settings["compile_scope"] = "per_unit" if per_unit else f"whole_model:{why_whole}"
     return settings, per_unit
 
 
 def _whole_model_compile(blocks: list[torch.nn.Module], norms: list[torch.nn.Module]) -> str | None:
-    """Why a compiled FSDP cell compiles the whole model rather than unit by unit; None when
-    each unit can be compiled alone (no unit holds another unit, none holds a BatchNorm unit)."""
+    """Why a compiled FSDP cell compiles the whole model after fully_shard rather than unit by
+    unit: no_blocks (none repeated to compile one by one), nested_units (an inner unit's hooks
+    would land in the outer graph); None when each unit can be compiled alone."""
     if not blocks:
-        return "the model has no repeated blocks to compile one by one"
+        return "no_blocks"
     inner = {id(m) for unit in [*blocks, *norms] for m in unit.modules() if m is not unit}
     if any(id(unit) in inner for unit in [*blocks, *norms]):
-        return "its FSDP units nest, and an inner unit's hooks would land in the outer graph"
+        return "nested_units"
     return None
 
 
@@ -269,7 +229,7 @@ def _ddp_comm_hook(
     hold their launches; a cell with no DDP wrapper (FSDP, one rank) says why it ran without
     it, so a result never implies a hook that did not run."""
     if not isinstance(wrapped, DistributedDataParallel):
-        settings["ddp_comm_hook"] = "not called: this cell has no DDP wrapper"
+        settings["ddp_comm_hook"] = "no_ddp_wrapper"  # not called
         return None
     tally = HoldTally()
     timed_hooks(wrapped, tally)
@@ -393,9 +353,6 @@ class Trainer:
                 comm_hold = _ddp_comm_hook(bundle, wrapped, settings)
         settings |= {
             "channels_last_weights": weights_channels_last,
-            "channels_last_note": CHANNELS_LAST_FSDP_NOTE
-            if channels_last and not weights_channels_last
-            else None,
             "autocast": None
             if fsdp_cast is not None
             else dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
@@ -409,7 +366,7 @@ class Trainer:
             pipeline=runner is not None,
             blockwise_available=bundle.eager_loss_fn is not None,
         )
-        settings["loss"] = LOSS_SETTINGS[loss]
+        settings["loss"] = loss
         loss_fn = bundle.eager_loss_fn if loss == "blockwise" else bundle.loss_fn
         if fsdp_cast is not None and loss != "blockwise":  # the blockwise loss works in fp32
             loss_fn = upcast_loss(bundle.loss_fn)

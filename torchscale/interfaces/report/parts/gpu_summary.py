@@ -14,6 +14,7 @@ import pandas as pd
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.peak_memory import MEANINGS, NAMES, heading, peak_text
+from torchscale.contracts.wording.peak_sources import peak_basis
 from torchscale.contracts.wording.ranking import gain_text
 from torchscale.contracts.wording.reader import tenth_seconds, tflops, whole_pct
 from torchscale.interfaces.report.model import Table
@@ -120,7 +121,9 @@ def _row(ctx: Context, model: str, gpu: pd.DataFrame) -> dict[str, Any] | None:
         # low by its whole interval (its upper end; the value without one); no MFU: not low
         "_low_mfu": (finite(row.get("mfu_high")) or finite(row.get("mfu")) or LOW_MFU) < LOW_MFU,
         "_left_out": why_left_out(row),
-        "_basis": result.compute.peak_basis if result.compute else None,
+        "_basis": peak_basis(compute.peak_basis, compute.peak_tflops_per_device)
+        if (compute := result.compute)
+        else None,
     }
 
 

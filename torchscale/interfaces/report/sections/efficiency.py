@@ -14,6 +14,7 @@ from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
 from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.host_bound import compute_part
 from torchscale.contracts.wording.peak_memory import title as peak_title
+from torchscale.contracts.wording.peak_sources import peak_basis
 from torchscale.contracts.wording.shapes import product_of
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.charts.data import category_models
@@ -71,7 +72,9 @@ def _compute_table(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 "flops_per_step": finite(row["flops_per_step"]),
                 "tflops": finite(row["tflops_per_device"]),
                 "peak": finite(row["peak_tflops_per_device"]),
-                "basis": compute.peak_basis if compute else None,
+                "basis": peak_basis(compute.peak_basis, compute.peak_tflops_per_device)
+                if compute
+                else None,
                 "mfu": finite(row["mfu"]),
                 "mfu_low": finite(row["mfu_low"]),
                 "mfu_high": finite(row["mfu_high"]),
