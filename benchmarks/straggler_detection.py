@@ -29,9 +29,10 @@ the cell's cells/*.json; its verdict comes from the phase timers) in its own pro
 each rank count, REPEATS times, the cases shuffled within each repeat (seeded). The options
 reach the plug-in as a benchmark config's model `options`, and as STRAGGLER_* environment
 variables for `torchscale profile` (which takes no model options). From each run it reads
-`diagnosis.straggler` (named, rank, kind, kind_basis, summary, not_named) and
-`diagnosis.caveat`, and from the target rank's own record what it added (the calibrated
-matmuls, the time it slept or burnt, the hog's duty).
+`diagnosis.straggler` (named, rank, kind, the rule that decided the kind, its one line, why
+not named, the cross-checks that withdrew a name) and the diagnosis' busy-machine caveat, all
+worded as every surface words them, and from the target rank's own record what it added (the
+calibrated matmuls, the time it slept or burnt, the hog's duty).
 
 Output (never wider than the terminal: COLUMNS): a confusion matrix per size (rows: the true
 rank and kind of each scenario; columns: the target rank named with each kind, another rank
@@ -88,6 +89,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_runs import Stopped, run_child, stop
 
 from torchscale.contracts.cell_settings import TRACED_STEPS
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.wording import say as words_of
+from torchscale.contracts.wording.verdicts import straggler_text
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_MODULE = "benchmarks.straggler_scenarios"
@@ -363,21 +368,23 @@ def run_case(
     verdict = diagnosis.get("straggler") or {}
     hosts = (result.get("telemetry") or {}).get("hosts") or []
     named = bool(verdict.get("named"))
+    why_not = Finding.model_validate(verdict["why_not"]) if verdict.get("why_not") else None
+    withdrawn = why_not.figures["by"] if why_not and why_not.code == "straggler.withdrawn" else None
     record.update(
         outcome=outcome(case, named, verdict.get("rank"), verdict.get("kind")),
         named=named,
         named_rank=verdict.get("rank"),
         named_kind=verdict.get("kind"),
         named_phase=verdict.get("phase"),
-        kind_basis=verdict.get("kind_basis"),
-        not_named=verdict.get("not_named"),
+        kind_rule=_said(verdict.get("kind_rule")),
+        not_named=words_of(why_not) if why_not is not None else None,
         candidate_rank=verdict.get("candidate_rank"),
         p_value=verdict.get("p_value"),
         gap_ms=_ms((verdict.get("gap_s") or {}).get("value")),
         host_wait_ms=_ms((verdict.get("host_wait_s") or {}).get("value")),
-        withdrawn_by=verdict.get("withdrawn_by"),
-        summary=verdict.get("summary"),
-        caveat=diagnosis.get("caveat"),
+        withdrawn_by=withdrawn,
+        summary=_line(verdict, diagnosis.get("ranks") or case.ranks),
+        caveat=_said(diagnosis.get("busy")),
         source=diagnosis.get("source"),
         busy=any(bool(h.get("busy")) for h in hosts) if hosts else None,
         step_ms=_ms((diagnosis.get("step_s") or {}).get("value")),
@@ -386,6 +393,16 @@ def run_case(
     )
     _clean(args, out)
     return record
+
+
+def _said(stored: dict[str, Any] | None) -> str | None:
+    """A finding stored as its code and figures, in words; None: none stored."""
+    return words_of(Finding.model_validate(stored)) if stored else None
+
+
+def _line(verdict: dict[str, Any], ranks: int) -> str | None:
+    """The straggler's one line, as every surface prints it; None: no verdict stored."""
+    return straggler_text(StragglerVerdict.model_validate(verdict), ranks) if verdict else None
 
 
 def skipped(case: Case) -> dict[str, Any]:
@@ -890,8 +907,8 @@ def report(data: dict[str, Any]) -> None:
         say("runs not right, in the diagnosis' own words:")
         for r in wrong:
             extra = [r.get("summary") or ""]
-            if r.get("kind_basis"):
-                extra.append(f"kind: {r['kind_basis']}")
+            if r.get("kind_rule"):
+                extra.append(f"kind: {r['kind_rule']}")
             if r.get("caveat"):
                 extra.append(f"caveat: {r['caveat']}")
             when = "calibration" if r.get("calibration") else f"repeat {r.get('repeat')}"

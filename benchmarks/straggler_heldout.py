@@ -31,6 +31,11 @@ from pathlib import Path
 
 from scipy.stats import binomtest
 
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.schema.cell_result import StepPattern
+from torchscale.contracts.wording import say
+from torchscale.contracts.wording.verdicts import pattern_words
+
 HERE = Path(__file__).resolve().parent
 CONFIG = """experiment_name: heldout
 device: cpu
@@ -89,8 +94,8 @@ def verdict(command: str, case: Case, args: argparse.Namespace, out: Path) -> di
     subprocess.run(argv, env=env, capture_output=True, timeout=900, check=False)
     for path in sorted(out.rglob(found)):
         diagnosis = json.loads(path.read_text()).get("diagnosis") or {}
-        checks = {c["name"]: c.get("detail") for c in diagnosis.get("cross_checks") or []}
-        arrival = checks.get("arrival order (last arriver)")
+        checks = {c["check"]: c.get("detail") for c in diagnosis.get("cross_checks") or []}
+        arrival = checks.get("arrival_order")
         code = arrival.get("code") if isinstance(arrival, dict) else None
         straggler = diagnosis.get("straggler") or {}
         return {**straggler, "arrival_check": code} if straggler else {}
@@ -116,12 +121,19 @@ def said_in_short(v: dict) -> str:
     gap, floor = (v.get("gap_s") or {}).get("value"), v.get("min_effect_s")
     cost = f"cost {gap / (floor / 0.05):.1%} of the step" if gap and floor else "cost unknown"
     if not v.get("named"):
-        return f"nobody ({cost} for rank {v.get('candidate_rank')}): {v.get('not_named')}"
+        why = say(Finding.model_validate(v["why_not"])) if v.get("why_not") else "?"
+        return f"nobody ({cost} for rank {v.get('candidate_rank')}): {why}"
     phase = f" in {v['phase']}" if v.get("phase") else ""
     # kept although arrival order, by count, singles out another rank that costs less
     kept = " (arrival order names another rank, at less cost)"
     kept = kept if v.get("arrival_check") == "cross_check.arrival_other_costs_less" else ""
-    return f"rank {v.get('rank')} {v.get('kind')}{phase}, {cost}, {v.get('pattern')}{kept}"
+    return f"rank {v.get('rank')} {v.get('kind')}{phase}, {cost}, {pattern_of(v)}{kept}"
+
+
+def pattern_of(v: dict) -> str | None:
+    """How the verdict's cost falls over the steps, in words ('every 4th step +60 ms')."""
+    stored = v.get("pattern")
+    return pattern_words(StepPattern.model_validate(stored)) if stored else None
 
 
 def named_as(v: dict) -> tuple:
@@ -163,7 +175,7 @@ def main() -> int:
             kind = sum(1 for v in right if v.get("kind") == "compute")
             line = f"right rank {rate(len(right), len(got))}, compute {rate(kind, len(got))}"
             if case.pattern:
-                said_it = sum(1 for v in got if case.pattern in (v.get("pattern") or ""))
+                said_it = sum(1 for v in got if case.pattern in (pattern_of(v) or ""))
                 line += f", pattern {rate(said_it, len(got))}"
             print(f"{label:22} {command:9} {line}")
         same = sum(1 for _, s in runs if named_as(s["profile"]) == named_as(s["benchmark"]))

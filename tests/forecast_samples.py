@@ -32,7 +32,7 @@ def fixture_cell(root: Path, stem_start: str) -> CellResult:
 
 
 def estimate(value: float, low: float | None, high: float | None) -> Estimate:
-    return Estimate(value=value, low=low, high=high, n=3, method="hand-made", measurable=True)
+    return Estimate(value=value, low=low, high=high, n=3, measurable=True)
 
 
 def forecast_of(

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from tests.processes import REPO_ROOT, cli, default_signals, kill_mentioning, processes_mentioning
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_cell
@@ -151,9 +152,10 @@ def assert_straggler_on_every_surface(run: OwnRun, rank: int, kind: str, report:
     assert result.diagnosis is not None, run.said()
     verdict = result.diagnosis.straggler
     assert verdict is not None, run.said()
-    assert verdict.named and verdict.rank == rank, verdict_words.summary(verdict)
-    assert verdict.kind == kind, f"{verdict_words.summary(verdict)} ({verdict.kind_basis})"
     line = verdict_words.straggler_text(verdict, RANKS)
+    assert verdict.named and verdict.rank == rank, line
+    rule = say(verdict.kind_rule) if verdict.kind_rule is not None else None
+    assert verdict.kind == kind, f"{line} ({rule})"
     assert line.startswith(f"Straggler: rank {rank}, {kind}"), line
     assert line in unwrapped(run.stdout), run.said()
     shown = CliRunner().invoke(app, ["report", "-s", str(run.root), "-f", "md", "-o", str(report)])

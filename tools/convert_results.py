@@ -215,8 +215,8 @@ def _words_recoded(value: Any, schema: int, key: str = "") -> Any:
 def _coded_slot(owner: dict[str, Any]) -> bool:
     """Whether `owner`'s reason, detail or why is a code today: an estimate, a cross-check, a
     host-bound record, a finding's figures; a cell's error keeps its words (evidence)."""
-    estimate = {"value", "low", "high", "n", "method", "measurable"} <= owner.keys()
-    check = {"name", "method", "agrees", "detail"} <= owner.keys()
+    estimate = {"value", "low", "high", "n", "measurable"} <= owner.keys()
+    check = {"agrees", "detail"} <= owner.keys()
     bound = {"gpu_busy_share", "host_bound", "method"} <= owner.keys()
     return estimate or check or bound or ("why" in owner and "root_cause_rank" not in owner)
 
@@ -338,6 +338,8 @@ def _analysis_11(doc: Document, schema: int) -> Document:
     doc["files"] = [_trace_file(f) for f in doc.get("files") or []]
     doc["diagnosis"] = _diagnosis(doc.get("diagnosis"))
     doc["notes"] = [n for n in doc.get("notes") or [] if not isinstance(n, str)]
+    if len(doc.get("ranks") or []) == 1:  # one rank's parts are the diagnosis' own
+        doc["ranks"][0]["parts"] = []
     return doc
 
 
@@ -698,14 +700,13 @@ def _read_by_last_reader(paths: list[Path], tree: Path) -> dict[str, Any]:
 
 def _words_held(doc: Document) -> dict[str, bool]:
     """What LAST_READER kept as an older version's words in a diagnosis (no code found): its
-    problems, its busy-machine caveat, its straggler's line and why not."""
+    problems, its busy-machine caveat, why its straggler is not named."""
     diagnosis = doc.get("diagnosis") or {}
     verdict = diagnosis.get("straggler") or {}
     findings = diagnosis.get("findings") or []
     return {
         "problems": any((f.get("finding") or {}).get("code") == "problem.stored" for f in findings),
         "caveat": isinstance(diagnosis.get("stored_caveat"), str),
-        "said": isinstance(verdict.get("stored_summary"), str) and verdict.get("said") is None,
         "why_not": isinstance(verdict.get("stored_not_named"), str)
         and verdict.get("why_not") is None,
     }
@@ -722,21 +723,159 @@ def _minimum_filled(doc: Document) -> Document:
     if why.get("code") != "straggler.below_minimum" or "share" in why.get("figures", {}):
         return doc
     if least is not None and step:
-        figures = {"share": least / step, "min_effect_s": least, "step_s": step}
+        figures = {"share": least / step}
         verdict["why_not"] = {"code": "straggler.below_minimum", "figures": figures}
     return doc
 
 
+ESTIMATE = {"value", "low", "high", "n", "measurable"}
+# a cross-check's name -> its id (the name and how it is measured are words today)
+CHECKS = {
+    "paired per-step test": "paired",
+    "CPU wait (host)": "cpu_wait",
+    "held launches (DDP comm hook)": "held_launches",
+    "arrival order (last arriver)": "arrival_order",
+    "communication cost (no_sync windows)": "no_sync_comm",
+    "traced steps against the measured windows": "inflation",
+    "phase timers: step model": "timers_split",
+    "phase timers: straggler": "timers_straggler",
+    "traces: straggler": "traces_straggler",
+}
+PATTERNS_SAID = [  # how a cost fell over the steps, in words -> its record
+    (r"every (?P<period>\d+)(?:st|nd|rd|th) step (?P<typical_s>[-+][\d.]+) ms", "periodic"),
+    (r"every step", "every"),
+    (r"most steps \((?P<steps>\d+) of (?P<of>\d+)\) (?P<typical_s>[-+][\d.]+) ms", "most"),
+    (r"(?P<steps>\d+) of (?P<of>\d+) steps (?P<typical_s>[-+][\d.]+) ms", "sporadic"),
+    (r"uneven over the steps", "uneven"),
+]
+RULES_SAID = [  # the rule that decided a kind, in words -> its code
+    (r"its data phase has the largest significant gap", "data_phase"),
+    (r"its (?P<phase>\w+) has the largest significant gap", "slow_phase"),
+    (r"no phase is significant alone; its data phase holds most of the gap", "phases_data"),
+    (r"no phase is significant alone; its compute phases hold most of the gap", "phases_compute"),
+]
+
+
+def _without_methods(value: Any) -> Any:
+    """Every estimate without the words of its method (a constant of the code that took it,
+    docs/methodology.md), at any depth (a figure may hold an estimate's dump)."""
+    if isinstance(value, list):
+        return [_without_methods(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    estimate = value.keys() >= ESTIMATE and "method" in value
+    return {k: _without_methods(v) for k, v in value.items() if not (estimate and k == "method")}
+
+
+def _said_as(text: Any, table: list[tuple[str, str]]) -> tuple[str, dict[str, Any]] | None:
+    for pattern, name in table:
+        found = re.fullmatch(pattern, str(text or ""))
+        if found is not None:
+            figures = {k: v for k, v in found.groupdict().items() if v is not None}
+            return name, figures
+    return None
+
+
+def _pattern(text: Any) -> dict[str, Any] | None:
+    found = _said_as(text, PATTERNS_SAID)
+    if found is None:
+        return None
+    shape, figures = found
+    record: dict[str, Any] = {"shape": shape}
+    for key, value in figures.items():
+        record[key] = float(value) / 1e3 if key == "typical_s" else int(value)
+    return record
+
+
+def _verdict(verdict: Any, schema: int) -> Any:
+    """A straggler verdict's words as codes: its test, the rule of its kind, its pattern,
+    what withdrew it; its line (`said`) is made from its fields when shown."""
+    if not isinstance(verdict, dict):
+        return verdict
+    unrecorded = {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
+    out = _less(verdict, "said", "withdrawn_by", "kind_basis")
+    out["test"] = unrecorded  # every older test was the paired Wilcoxon test, not today's
+    rule = _said_as(str(verdict.get("kind_basis") or "").split("; the host")[0], RULES_SAID)
+    if verdict.get("kind_basis"):
+        out["kind_rule"] = (
+            {"code": f"straggler.rule.{rule[0]}", "figures": rule[1]} if rule else unrecorded
+        )
+    out["pattern"] = _pattern(verdict.get("pattern"))
+    why = verdict.get("why_not") or {}
+    if why.get("code") == "straggler.withdrawn" and isinstance(why["figures"].get("by"), str):
+        said = why["figures"]["by"]
+        by = [check for name, check in CHECKS.items() if name in said]
+        by += ["others_wait"] if "others' wait for it" in said else []
+        by += ["no_sync_windows"] if "no_sync" in said else []
+        out["why_not"] = {"code": "straggler.withdrawn", "figures": {"by": by}}
+    return out
+
+
+def _check(check: Any) -> Any:
+    if not isinstance(check, dict) or "name" not in check:
+        return check
+    name = check["name"]
+    out = _less(check, "name", "method")
+    out["check"] = "others_wait" if name.startswith("others' wait for it") else CHECKS[name]
+    detail = out.get("detail")
+    if not isinstance(detail, dict):  # an older version's words: coded later
+        return out
+    detail = dict(detail)
+    if out["check"] == "others_wait" and isinstance(detail.get("figures"), dict):
+        source = name.removeprefix("others' wait for it (").rstrip(")")
+        detail["figures"] = {**detail["figures"], "source": source}
+        out["detail"] = detail
+    figures = detail.get("figures") or {}
+    if detail.get("code") == "cross_check.verdicts_agree":
+        detail["figures"] = _less(figures, "said")
+    if detail.get("code") == "cross_check.verdicts_other_kind":
+        detail["figures"] = _less(figures, "timers_basis", "traces_basis")
+    out["detail"] = detail
+    return out
+
+
+def _problem(problem: Any) -> Any:
+    """A problem's figures without the copies: the verdict (the diagnosis holds it), the
+    busy record's method words, an MFU beside its own interval."""
+    if not isinstance(problem, dict) or not isinstance(problem.get("finding"), dict):
+        return problem
+    figures = _less(problem["finding"].get("figures") or {}, "verdict", "method")
+    if problem["finding"]["code"].startswith("problem.host_bound") and "verdict" in (
+        problem["finding"].get("figures") or {}
+    ):
+        figures["verdict"] = problem["finding"]["figures"]["verdict"]
+    if figures.get("mfu_interval") is not None:
+        figures.pop("mfu", None)
+    return {**problem, "finding": {**problem["finding"], "figures": figures}}
+
+
+def _straggler_words(doc: Document, schema: int) -> Document:
+    """The diagnosis' verdict, cross-checks, split and what-if without their words (their
+    basis, methods, the verdict's line), as codes and figures."""
+    diagnosis = doc.get("diagnosis")
+    if not isinstance(diagnosis, dict):
+        return doc
+    diagnosis = _less(diagnosis, "basis")
+    diagnosis["straggler"] = _verdict(diagnosis.get("straggler"), schema)
+    diagnosis["cross_checks"] = [_check(c) for c in diagnosis.get("cross_checks") or []]
+    diagnosis["findings"] = [_problem(p) for p in diagnosis.get("findings") or []]
+    whatif = diagnosis.get("whatif")
+    if isinstance(whatif, dict):
+        late = "late collectives" in str(whatif.get("method", ""))
+        whatif = _less(whatif, "method")
+        diagnosis["whatif"] = {**whatif, "extra_work_s": None} if late else whatif
+    return {**doc, "diagnosis": diagnosis}
+
+
 def _brought_up(doc: Document, schema: int, current: int) -> Document:
     """LAST_READER's document (read from a file of `schema`) at today's version `current`."""
-    doc = _minimum_filled(doc)
+    doc = _straggler_words(_without_methods(_minimum_filled(doc)), schema)
     held = _words_held(doc)
     doc = _sayable(_words_recoded(_recoded(doc, schema), schema), schema)
     verdict = (doc.get("diagnosis") or {}).get("straggler")
     unrecorded = {"code": "unavailable.not_recorded", "figures": {"schema": schema}}
-    for field in ("said", "why_not"):
-        if held[field] and isinstance(verdict, dict):
-            verdict[field] = unrecorded
+    if held["why_not"] and isinstance(verdict, dict):
+        verdict["why_not"] = unrecorded
     doc["_rederive"] = held["problems"] or held["caveat"]
     step = SINCE.get(doc["kind"])
     if step is not None:

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from torchscale.contracts.schema.cell_result import Problem
 
-COST = {"value": 0.3, "low": 0.2, "high": 0.4, "n": 10, "method": "bootstrap", "measurable": True}
+COST = {"value": 0.3, "low": 0.2, "high": 0.4, "n": 10, "measurable": True}
 
 
 def test_a_problem_stored_as_sentences_is_refused() -> None:

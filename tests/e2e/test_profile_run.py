@@ -26,14 +26,11 @@ from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import check_label
 from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
-from torchscale.offline.analysis.diagnosis.inflation import (
-    INFLATION_CHECK,
-    TRACES_STRAGGLER,
-    disagreement,
-)
+from torchscale.offline.analysis.diagnosis.inflation import disagreement
 from torchscale.offline.analysis.diagnosis.timers import step_parts
 from torchscale.offline.results import profile_figures
 from torchscale.offline.results.documents import read_cell
@@ -111,7 +108,7 @@ def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, P
     assert analysis.ranks_analysed == ranks and analysis.backend == "gloo"
     assert analysis.diagnosis is not None, analysis.unavailable
     verdict = analysis.diagnosis.straggler
-    assert verdict is not None and verdict.named, verdict_words.summary(verdict)
+    assert verdict is not None and verdict.named, verdict_words.straggler_text(verdict, ranks)
     assert (verdict.rank, verdict.phase) == (1, "backward")
     assert verdict.phase_gap_s is not None and verdict.phase_gap_s.value is not None
     assert verdict.phase_gap_s.value * 1e3 == pytest.approx(DELAY_MS, rel=0.25)
@@ -156,29 +153,32 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     # machine can): then the phase timers do, and the traced split is a named cross-check
     if diagnosis.source != "traces":
         assert diagnosis.source == "phase timers"
-        assert any(c.name == INFLATION_CHECK for c in diagnosis.cross_checks)
+        assert any(c.check == "inflation" for c in diagnosis.cross_checks)
     run = read_cell(directory / "result.json").doc
     assert run is not None and run.diagnosis == diagnosis
     lines = result.stdout.splitlines()
     assert len(lines) - len(_load_only_lines(lines)) <= 15, result.stdout
     assert max(len(line) for line in lines) <= 80, result.stdout
     out = unwrapped(result.stdout)
-    assert out.count("Straggler:") == 1 and out.count("[ANALYSIS] Step ") == 1
+    assert out.count("[ANALYSIS] Straggler") == 1 and out.count("[ANALYSIS] Step ") == 1
     assert f"[ANALYSIS] {straggler_text(diagnosis.straggler, ranks)}" in out
-    assert diagnosis.straggler.injected is True and "(injected: --inject-delay)" in out
+    assert diagnosis.straggler.injected is True
+    assert "[ANALYSIS] Straggler (injected: --inject-delay): rank 1," in out
     assert f"[ANALYSIS] {split_text(diagnosis)}" in out
     assert out.count("Sync stall time:") == 1 and "[CHECK]" not in out
-    checks = {c.name: c for c in diagnosis.cross_checks}
+    checks = {c.check: c for c in diagnosis.cross_checks}
     # the other source's verdict is the cross-check: the timers' under the traces, or the
     # traces' where the timers head (with_inflation); both name rank 1, and a loaded machine
     # may read its kind otherwise from one side's evidence, which the check then says
-    other = checks["phase timers: straggler" if diagnosis.source == "traces" else TRACES_STRAGGLER]
+    other = checks["timers_straggler" if diagnosis.source == "traces" else "traces_straggler"]
     assert other.agrees is True or "one rank, its kind read from different evidence" in said(
         other.detail
     )
-    assert checks["arrival order (last arriver)"].agrees is True
+    assert checks["arrival_order"].agrees is True
     differ = [
-        c.name for c in diagnosis.cross_checks if c.agrees is False and c.name != INFLATION_CHECK
+        check_label(c.check)
+        for c in diagnosis.cross_checks
+        if c.agrees is False and c.check != "inflation"
     ]
     # under load the timers' split may leave the traces' intervals: then one line says so (the
     # profiler's inflation is said on the Step line instead)
@@ -250,7 +250,7 @@ def test_a_balanced_run_says_its_verdict_once(tmp_path: Path) -> None:
     if not verdict.named:
         assert "straggler" not in {f.category for f in analysis.findings}
         # only a cross-check may say otherwise, and only under -v: never a headline
-        assert "is a straggler" not in out and "[CHECK]" not in out, result.output
+        assert "is the straggler" not in out and "[CHECK]" not in out, result.output
 
 
 @pytest.mark.slow  # a real torchrun profile

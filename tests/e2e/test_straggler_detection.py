@@ -198,7 +198,7 @@ def _run(
         "named_rank": named_rank,
         "named_kind": named_kind,
         "named_phase": None,
-        "kind_basis": None,
+        "kind_rule": None,
         "not_named": None if named else "no rank last often enough",
         "summary": f"rank {named_rank} is a straggler" if named else "no straggler",
         "caveat": None,

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from tests.processes import REPO_ROOT
 from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import straggler_text
@@ -94,15 +95,14 @@ def _check(
     diagnosis' busy-machine `caveat` ("check the host first"), the hog's rank may read compute:
     other processes on the same 2 cores slow its own work too, and the verdict says so."""
     assert verdict is not None, where
-    assert verdict.named and verdict.rank == SLOW_RANK, f"{where}: {verdict_words.summary(verdict)}"
+    line = straggler_text(verdict, 2)
+    assert verdict.named and verdict.rank == SLOW_RANK, f"{where}: {line}"
     kinds = {KINDS[plugin], "compute"} if plugin == "host" and caveat else {KINDS[plugin]}
-    assert verdict.kind in kinds, (
-        f"{where}: {verdict_words.summary(verdict)} ({verdict.kind_basis})"
-    )
+    rule = say(verdict.kind_rule) if verdict.kind_rule is not None else None
+    assert verdict.kind in kinds, f"{where}: {line} ({rule})"
     if plugin in PATTERNS:
-        assert PATTERNS[plugin] in (verdict.pattern or ""), (
-            f"{where}: {verdict_words.summary(verdict)}"
-        )
+        words = verdict_words.pattern_words(verdict.pattern)
+        assert PATTERNS[plugin] in (words or ""), f"{where}: {line}"
         assert PATTERNS[plugin] in straggler_text(verdict, 2), where
 
 

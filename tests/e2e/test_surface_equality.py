@@ -134,7 +134,7 @@ def test_a_sweep_cell_says_the_same_on_every_surface(sweep_run, tmp_path: Path) 
     verdict = diagnosis.straggler
     assert verdict is not None
     assert bool(row["straggler_named"]) == verdict.named
-    assert row["straggler_summary"] == verdict_words.summary(verdict)
+    assert row["straggler_summary"] == verdict_words.straggler_text(verdict, diagnosis.ranks)
     # the reports
     for fmt, text in _reports(sweep_run.exp_dir, tmp_path).items():
         for line in _verdict_texts(diagnosis):

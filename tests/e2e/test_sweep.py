@@ -362,18 +362,21 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     assert verdict is not None
     # balanced ranks: a straggler is named only when the test says so, and then once
     assert (verdict.rank is not None) == verdict.named
-    assert [c.name for c in attribution.cross_checks] == [
-        "paired per-step test",
-        "CPU wait (host)",
-        "others' wait for it (phase timers)",
-        "communication cost (no_sync windows)",
+    assert [c.check for c in attribution.cross_checks] == [
+        "paired",
+        "cpu_wait",
+        "others_wait",
+        "no_sync_comm",
     ]
+    assert attribution.cross_checks[2].detail.figures["source"] == "phase timers"
     # every rank read its wait for a CPU at each step's edges (Linux): the check judged it
     host = attribution.cross_checks[1]
     assert host.estimate is not None and verdict.host_wait_s == host.estimate
     # the host's time is a kind of straggler: named, never a withdrawal
     assert verdict.host_bound is (verdict.kind == "host")
-    assert not (verdict.withdrawn_by or "").startswith("CPU wait (host)")
+    withdrawn = verdict.why_not
+    assert withdrawn is None or withdrawn.code != "straggler.withdrawn"
+    assert withdrawn is None or "cpu_wait" not in withdrawn.figures.get("by", [])
 
 
 @pytest.mark.slow  # real torchrun cells

@@ -36,8 +36,7 @@ def _diagnosis(name: str, *, caveat: str | None, disagreement: str | None) -> Di
     result = read.doc
     assert result is not None and result.diagnosis is not None, read.problem
     arrival = CrossCheck(
-        name="arrival order (last arriver)",
-        method="m",
+        check="arrival_order",
         estimate=None,
         agrees=False,
         detail=Finding(code="cross_check.arrival_undecided"),

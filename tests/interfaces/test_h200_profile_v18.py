@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.interfaces.report.diagnosis_text import disagreement_text, headline, split_text
-from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK, disagreement
+from torchscale.offline.analysis.diagnosis.inflation import disagreement
 from torchscale.offline.results.documents import read_profile_analysis
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200_gpt2_profile"
@@ -27,7 +27,7 @@ def test_the_inflated_h200_profile_says_its_split_and_inflation_once() -> None:
     assert line.startswith("Step 34.3 ms untraced (the profiler added +17 %): compute > 99.9 %")
     assert "data < 0.1 %" in line and "waiting none" in line
     # the inflation check disagrees, and the Step line is where that is said
-    [check] = [c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK]
+    [check] = [c for c in diagnosis.cross_checks if c.check == "inflation"]
     assert check.agrees is False
     assert disagreement(diagnosis.cross_checks) is None
     # stored before that rule with a line of its own (analysis schema 9), converted: the line

@@ -29,7 +29,7 @@ def test_the_profile_terminal_calls_it_injected_on_each_line_of_it() -> None:
     (path,) = TODAY.rglob("analysis.json")
     analysis = ProfileAnalysis.model_validate_json(path.read_text(encoding="utf-8"))
     texts = [line.text for line in analysis_lines(analysis)]
-    straggler = [t for t in texts if "Straggler: rank" in t]
+    straggler = [t for t in texts if t.startswith("> [ANALYSIS] Straggler") and "rank" in t]
     finding = [t for t in texts if t.startswith(">   1. ")]
-    assert straggler and "(injected: --inject-delay)" in straggler[0]
+    assert straggler and "Straggler (injected: --inject-delay): rank" in straggler[0]
     assert finding and "(injected: --inject-delay)" in finding[0]

@@ -67,7 +67,7 @@ def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -
 
 def test_the_verdict_alone_marks_a_straggler_injected() -> None:
     """The verdict says it (`StragglerVerdict.injected`), with or without the delays' record."""
-    cost = Estimate(value=0.4, low=None, high=None, n=1, method="m", measurable=True)
+    cost = Estimate(value=0.4, low=None, high=None, n=1, measurable=True)
     slower = {"device": "cpu", "rank": 1, "kind": "compute", "phase": "backward"}
     item = Problem(
         finding=Finding(code="problem.straggler", figures=slower),

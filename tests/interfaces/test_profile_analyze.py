@@ -235,7 +235,7 @@ def test_synthetic_balanced_ranks_name_no_straggler(tmp_path: Path, gpu: bool) -
             _synthetic(tmp_path / f"s{seed}", 4, steps=10, gpu=gpu, seed=seed, events_per_step=80)
         )
         verdict = analysis.diagnosis.straggler
-        assert verdict is not None and not verdict.named, verdict_words.summary(verdict)
+        assert verdict is not None and not verdict.named, verdict_words.straggler_text(verdict, 4)
         assert "straggler" not in {f.category for f in analysis.findings}
         assert_parts_add_up(analysis)
         # the what-if bound may be given, but never as if its rank were a straggler
@@ -251,8 +251,8 @@ def test_synthetic_injected_gap_names_the_rank_and_phase(tmp_path: Path, gpu: bo
     )
     analysis = analyze_directory(directory)
     verdict = analysis.diagnosis.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (2, "forward"), verdict_words.summary(
-        verdict
+    assert verdict.named and (verdict.rank, verdict.phase) == (2, "forward"), (
+        verdict_words.straggler_text(verdict, 4)
     )
     assert verdict.phase_gap_s.value == pytest.approx(5e-3, rel=0.25)
     # the what-if never promises more than the wait it removes

@@ -21,7 +21,7 @@ from tests.h100_replay import WORKLOAD
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording.cross_checks import detail
+from torchscale.contracts.wording.cross_checks import check_label, detail
 from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.validate import detail as shown_detail
 from torchscale.interfaces.api.profile import analyze_traces
@@ -29,7 +29,6 @@ from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.profile import analysis_lines, run_lines
 from torchscale.interfaces.report.diagnosis_text import split_text
 from torchscale.offline.analysis.diagnosis.inflation import (
-    INFLATION_CHECK,
     disagreement,
     inflation_of,
     traced_inflation,
@@ -83,7 +82,7 @@ def assert_untraced_headline(analysis: ProfileAnalysis, *, detail_recorded: bool
     assert compute is not None and (compute.share.value or 0) > 0.99
     inflation = inflation_of(diagnosis)
     assert inflation is not None and inflation.low is not None and inflation.low > 0.05
-    [check] = [c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK]
+    [check] = [c for c in diagnosis.cross_checks if c.check == "inflation"]
     assert check.agrees is False
     if detail_recorded:
         assert "compute 53.1 %" in detail(check.detail) and "Welch's t" in detail(check.detail)
@@ -91,7 +90,8 @@ def assert_untraced_headline(analysis: ProfileAnalysis, *, detail_recorded: bool
         assert "GPU idle waiting for the host" in detail(check.detail)
     assert not any("CUDA graphs" in f for f in every_finding(analysis))
     # said once, on the Step line (UNTRACED_HEAD), not again as a disagreeing cross-check
-    assert INFLATION_CHECK not in (disagreement(diagnosis.cross_checks) or "")
+    line = disagreement(diagnosis.cross_checks) or ""
+    assert "inflation" not in line and check_label("inflation") not in line
 
 
 def test_the_real_traces_reanalysed_head_with_the_untraced_split(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_the_stored_analysis_heads_with_the_untraced_split() -> None:
     withheld a finding stored in words (no code to word it by today): not recorded."""
     analysis = stored_analysis()
     assert_untraced_headline(analysis, detail_recorded=False)
-    [check] = [c for c in analysis.diagnosis.cross_checks if c.name == INFLATION_CHECK]
+    [check] = [c for c in analysis.diagnosis.cross_checks if c.check == "inflation"]
     assert check.detail == Finding(code="unavailable.not_recorded", figures={"schema": 6})
     # its note on the capture overhead is the same comparison's, on the means
     [note] = [n for n in analysis.notes if getattr(n, "code", None) == "profile.capture_overhead"]
@@ -174,7 +174,7 @@ def test_traces_within_the_noise_keep_the_headline(tmp_path: Path) -> None:
     assert analysis.diagnosis.source == "traces"
     assert inflation_of(analysis.diagnosis) is None
     assert split_text(analysis.diagnosis).startswith("Step 34.8 ms: compute 53.1 %")
-    [check] = [c for c in analysis.diagnosis.cross_checks if c.name == INFLATION_CHECK]
+    [check] = [c for c in analysis.diagnosis.cross_checks if c.check == "inflation"]
     assert check.agrees is True
 
 

@@ -127,15 +127,13 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
     )
     checks = [
         CrossCheck(
-            name="no_sync windows",
-            method="interleaved windows",
+            check="no_sync_comm",
             estimate=estimate(0.05, 0.01, 0.09),
             agrees=False,
             detail=costs_more,
         ),
         CrossCheck(
-            name="arrival order",
-            method="binomial",
+            check="arrival_order",
             estimate=None,
             agrees=True,
             detail=Finding(code="cross_check.arrival_undecided"),
@@ -144,11 +142,13 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
     diagnosis = busy_diagnosis(cross_checks=checks)
     report = build(sweep(tmp_path, {MLP_W2: [with_attribution(diagnosis)]}))
     (row,) = [r for r in table(report, "bottlenecks-straggler-tests").rows if r["cell"] == CELL]
-    assert row["checks"] == "cross-checks disagree: no_sync windows (the appendix lists them)"
+    assert row["checks"] == (
+        "cross-checks disagree: communication cost (no_sync windows) (the appendix lists them)"
+    )
     appendix = table(report, "appendix-cross-checks")
     assert [(r["check"], r["verdict"]) for r in appendix.rows] == [
-        ("no_sync windows", "disagrees"),
-        ("arrival order", "agrees"),
+        ("communication cost (no_sync windows)", "disagrees"),
+        ("arrival order (last arriver)", "agrees"),
     ]
     assert appendix.rows[0]["figure"] == "5 % ±4 %"
     # never beside the headline: no cross-check detail in the summary
@@ -159,7 +159,7 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
     (summary,) = [r for r in table(report, "summary-diagnoses").rows if r["run"] == CELL]
     assert summary["checks"] == row["checks"]
     for first_screen in (markdown.render(report), term.render(report, full=False)):
-        assert b"cross-checks disagree: no_sync windows" in first_screen
+        assert b"cross-checks disagree: communication cost" in first_screen
 
 
 def test_summary_columns_carry_the_diagnosis(tmp_path: Path) -> None:
@@ -207,7 +207,9 @@ def test_the_summary_gap_is_the_printed_one_and_the_phase_gap_has_its_own_column
     assert row["straggler_phase_gap_s"] == pytest.approx(0.0311)
     assert "+23.2 ms" in straggler_text(verdict, diagnosis.ranks)  # the printed gap
     # nobody named: neither gap is a straggler's
-    quiet = diagnosis.model_copy(update={"straggler": verdict.model_copy(update={"named": False})})
+    noise = Finding(code="straggler.noise_interval")
+    unnamed = verdict.model_copy(update={"named": False, "rank": None, "why_not": noise})
+    quiet = diagnosis.model_copy(update={"straggler": unnamed})
     row = cells_table([result.model_copy(update={"diagnosis": quiet})]).iloc[0]
     assert row["straggler_gap_s"] is None and row["straggler_phase_gap_s"] is None
 
@@ -229,7 +231,6 @@ def profile_diagnosis(analysis: ProfileAnalysis) -> Diagnosis:
         saved_s=estimate(0.0188, 0.018, 0.0196),
         share=estimate(0.66, 0.63, 0.69),
         extra_work_s=0.020,
-        method="hand-made",
     )
     # its findings: the hand-made straggler's (the fixture's analysis, from torchscale 0.3.0,
     # kept them only in words, which no code words today)

@@ -52,7 +52,6 @@ from torchscale.interfaces.report.parts.context import slug
 from torchscale.interfaces.report.render import html, json_format, markdown
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import with_caveat
-from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
 from torchscale.offline.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
 from torchscale.offline.analysis.scaling_efficiency import (
     add_scaling_efficiency,
@@ -67,14 +66,9 @@ MLP_W2 = "tiny-mlp__b8__w2__fp32__ddp__5904ed09"
 GPT_W1 = "tiny-gpt2__b8__w1__fp32__ddp__6ed24533"
 GPT_W2 = "tiny-gpt2__b8__w2__fp32__ddp__5ca6a1b4"
 GENERATED_AT = "2026-11-22T12:00:00Z"
-# the hand-made verdicts' lines, as the diagnosis stores them (kind.py) and words them
+# why the hand-made verdict names nobody, as the diagnosis stores it (kind.py), and its line
 NOISE_INTERVAL = Finding(code="straggler.noise_interval")
-UNNAMED_36US = unnamed_summary(1, (36e-6, -10e-6, 80e-6), NOISE_INTERVAL)
-SUMMARY_36US = (
-    "nobody named: the largest gap, rank 1, +40 µs [-10, 80] per step: could be noise: its "
-    "interval reaches 0"
-)
-NAMED_09MS = named_summary(1, "compute", (0.9e-3, 0.8e-3, 1e-3), "backward")
+LINE_36US = "Straggler: none (rank 1 +40 µs [-10, 80]/step: could be noise: its interval reaches 0)"
 Edit = Callable[[CellResult], CellResult]
 NOISE = Finding(code="estimate.inside_noise", figures={"edge": 0})
 NOISE_REASON = "not measurable above noise: its 95 % interval reaches 0"
@@ -84,7 +78,11 @@ NOISE_REASON = "not measurable above noise: its 95 % interval reaches 0"
 
 
 def test_the_hand_made_lines_read_in_todays_words() -> None:
-    assert say(UNNAMED_36US) == SUMMARY_36US
+    assert straggler_text(balanced_attribution().straggler, 2) == LINE_36US
+    named = named_attribution().straggler
+    assert (
+        straggler_text(named, 2) == "Straggler: rank 1, compute in backward, +0.90 ms ±0.10 ms/step"
+    )
     assert say(NOISE) == NOISE_REASON
 
 
@@ -97,7 +95,6 @@ def estimate(
         low=low,
         high=high,
         n=n,
-        method="moving-block bootstrap over 24 steps (hand-made)",
         measurable=value is not None,
         reason=None if value is not None else NOISE,
     )
@@ -129,17 +126,15 @@ def balanced_attribution(step_s: float = 3.0e-3) -> StepSplit:
         rank=None,
         phase=None,
         candidate_rank=1,
-        gap_s=Estimate(
-            value=36e-6, low=-10e-6, high=80e-6, n=24, method="hand-made", measurable=True
-        ),
+        gap_s=Estimate(value=36e-6, low=-10e-6, high=80e-6, n=24, measurable=True),
         p_value=0.31,
         min_effect_s=0.15e-3,
-        test="a hand-made test",
-        said=UNNAMED_36US,
+        test=Finding(
+            code="straggler.test", figures={"alpha": 0.01, "min_share": 0.05, "own_work": "timers"}
+        ),
         why_not=NOISE_INTERVAL,
     )
     return StepSplit(
-        basis="phase timers (hand-made)",
         steps=24,
         ranks=2,
         step_s=estimate(step_s, step_s * 0.95, step_s * 1.05),
@@ -160,7 +155,8 @@ def named_attribution() -> StepSplit:
             "phase": "backward",
             "p_value": 1e-5,
             "kind": "compute",
-            "said": NAMED_09MS,
+            "kind_rule": Finding(code="straggler.rule.slow_phase", figures={"phase": "backward"}),
+            "gap_s": Estimate(value=0.9e-3, low=0.8e-3, high=1e-3, n=24, measurable=True),
             "why_not": None,
         }
     )
@@ -217,7 +213,6 @@ def with_throughput_interval(result: CellResult) -> CellResult:
             low=None,
             high=None,
             n=steps.count,
-            method="not recorded",
             measurable=True,
             reason=Finding(code="estimate.no_interval"),
         )
@@ -669,8 +664,8 @@ def test_a_straggler_the_test_does_not_name_is_not_named(tmp_path: Path) -> None
     assert not any("straggler" in f.title for f in findings.findings if "x2" in f.title)
     (tests,) = [t for t in blocks_of(report, "bottlenecks", Table) if t.id.endswith("tests")]
     (row,) = [r for r in tests.rows if r["cell"] == "tiny-mlp b8 x2 fp32 ddp"]
-    assert row["verdict"].startswith("Straggler: none (rank 1 +40 µs [-10, 80]/step: could")
-    assert row["named"] is False and row["summary"] == SUMMARY_36US
+    assert row["verdict"] == LINE_36US
+    assert row["named"] is False and row["candidate_rank"] == 1
     chart = next(c for c in report.charts() if c.id.endswith(slug(MLP_W2)))
     verdict = balanced_attribution().straggler
     assert straggler_text(verdict, 2) in (chart.note or "")
@@ -688,7 +683,6 @@ STRAGGLER_FINDING = Problem(
             "backend": "gloo",
             "kind": "compute",
             "phase": "backward",
-            "verdict": named_attribution().straggler.model_dump(mode="json"),  # type: ignore[union-attr]
             "phase_gap_s": 0.9e-3,
             "stall": estimate(0.30, 0.26, 0.34).model_dump(mode="json"),
         },
@@ -710,7 +704,9 @@ def test_a_named_straggler_is_the_diagnosis_finding(tmp_path: Path) -> None:
     assert found.cost_pct == pytest.approx(30.0)
     assert found.evidence == STRAGGLER_FINDING.evidence
     assert found.recommendation == STRAGGLER_FINDING.recommendation
-    assert not any("is the straggler" in f.title for f in findings.findings)
+    # its own title (verdicts.title), the one straggler finding: none derived beside it
+    assert found.title == "rank 1 is the straggler: compute in backward, in gloo"
+    assert [f.title for f in findings.findings if "straggler" in f.title] == [found.title]
     ranks = {r["rank"]: r for r in table(report, "latency-ranks").rows if "x2" in r["cell"]}
     assert ranks[1]["role"] == "straggler (backward)" and ranks[0]["role"] is None
 

@@ -76,7 +76,7 @@ def row(value: float, low: float, high: float) -> pd.Series:
 def test_terminal_and_report_print_the_same_digits(
     value: float, low: float, high: float, expected: str
 ) -> None:
-    estimate = Estimate(value=value, low=low, high=high, n=3, method="t", measurable=True)
+    estimate = Estimate(value=value, low=low, high=high, n=3, measurable=True)
     surfaces = {
         "the one function": figure_with_interval(value, low, high, value_format("rate")),
         "terminal sweep table": _throughput(row(value, low, high)),
@@ -245,11 +245,11 @@ def test_a_rate_in_proportion_to_samples_takes_their_interval() -> None:
 
 
 def test_a_straggler_gap_reads_in_the_unit_that_keeps_its_digits() -> None:
-    gap = Estimate(value=7.85e-6, low=-12.4e-6, high=24.1e-6, n=20, method="t", measurable=True)
+    gap = Estimate(value=7.85e-6, low=-12.4e-6, high=24.1e-6, n=20, measurable=True)
     assert seconds_text(gap, signed=True) == "+8 µs [-12, 24]"
-    gap = Estimate(value=3.13e-3, low=1.97e-3, high=4.37e-3, n=20, method="t", measurable=True)
+    gap = Estimate(value=3.13e-3, low=1.97e-3, high=4.37e-3, n=20, measurable=True)
     assert seconds_text(gap, signed=True) == "+3.1 ms ±1.2 ms"
-    share = Estimate(value=0.057, low=0.038, high=0.076, n=20, method="t", measurable=True)
+    share = Estimate(value=0.057, low=0.038, high=0.076, n=20, measurable=True)
     assert share_text(share) == "5.7 % ±1.9 %"
 
 
@@ -275,18 +275,45 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     """The straggler sentences and a finding's evidence are written offline and stored; they
     spell a figure with its interval by the same rule (contracts/wording/figures.py), never the long
     '(95 % interval a to b)' beside a table's '±'."""
-    from torchscale.contracts.wording import say
+    from torchscale.contracts.schema.cell_result import StepPattern, StragglerVerdict
     from torchscale.contracts.wording.figures import seconds_text, share_text
-    from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
+    from torchscale.contracts.wording.verdicts import straggler_text
 
-    gap = Estimate(value=0.0134, low=0.0088, high=0.0174, n=19, method="b", measurable=True)
-    named = say(named_summary(1, "compute", (gap.value, gap.low, gap.high), "forward"))
-    assert f"{seconds_text(gap, signed=True)} per step over the others" in named, named
+    test = Finding(
+        code="straggler.test", figures={"alpha": 0.01, "min_share": 0.05, "own_work": "timers"}
+    )
+    gap = Estimate(value=0.0134, low=0.0088, high=0.0174, n=19, measurable=True)
+    verdict = StragglerVerdict(
+        named=True,
+        rank=1,
+        phase="forward",
+        candidate_rank=1,
+        gap_s=gap,
+        p_value=None,
+        min_effect_s=0.002,
+        kind="compute",
+        test=test,
+    )
+    named = straggler_text(verdict, 2)
+    assert f"{seconds_text(gap, signed=True)}/step" in named, named
     assert "+13 ms ±4 ms" in named and "interval" not in named
     noisy = Finding(code="straggler.noise_interval")
-    noise = say(unnamed_summary(0, (0.00042, -0.00024, 0.0012), noisy, "every step"))
-    assert "+0.4 ms [-0.2, 1.2] per step; every step: could be noise" in noise, noise
-    share = Estimate(value=0.288, low=0.266, high=0.310, n=12, method="b", measurable=True)
+    small = Estimate(value=0.00042, low=-0.00024, high=0.0012, n=19, measurable=True)
+    unnamed = verdict.model_copy(
+        update={
+            "named": False,
+            "rank": None,
+            "phase": None,
+            "kind": None,
+            "candidate_rank": 0,
+            "gap_s": small,
+            "pattern": StepPattern(shape="every"),
+            "why_not": noisy,
+        }
+    )
+    noise = straggler_text(unnamed, 2)
+    assert "+0.4 ms [-0.2, 1.2]/step, every step: could be noise" in noise, noise
+    share = Estimate(value=0.288, low=0.266, high=0.310, n=12, measurable=True)
     assert share_text(share) == "28.8 % ±2.2 %"
 
 
@@ -295,11 +322,9 @@ def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
     take the figure's decimals; a split's part reads as its Sync stall does."""
     from torchscale.contracts.wording.figures import seconds_text, share_figure, share_text
 
-    narrow = Estimate(
-        value=0.00236, low=0.0022628, high=0.0024572, n=9, method="b", measurable=True
-    )
+    narrow = Estimate(value=0.00236, low=0.0022628, high=0.0024572, n=9, measurable=True)
     assert seconds_text(narrow) == "2.36 ms ±0.10 ms"
-    stall = Estimate(value=0.222, low=0.07, high=0.37, n=9, method="b", measurable=True)
+    stall = Estimate(value=0.222, low=0.07, high=0.37, n=9, measurable=True)
     assert share_text(stall) == "22 % ±15 %"
     assert share_figure(0.222, 0.07, 0.37) == "22 %"  # 'waiting 22 %', never '22.2 %' beside it
 
@@ -311,7 +336,7 @@ def test_a_wait_that_cannot_exist_reads_none_not_zero_percent() -> None:
     from torchscale.contracts.wording.figures import share_text
 
     one_rank = said("estimate.one_rank")
-    lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True, reason=one_rank)
+    lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, measurable=True, reason=one_rank)
     assert share_text(lone) == "none (one rank: no peers to wait for)"
-    idle = Estimate(value=0.0, low=0.0, high=0.0, n=9, method="b", measurable=True)
+    idle = Estimate(value=0.0, low=0.0, high=0.0, n=9, measurable=True)
     assert share_text(idle) == "0.0 %"

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, StepSplit
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps
 from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
@@ -73,16 +74,22 @@ def parts_of(attribution: StepSplit) -> dict[str, float | None]:
     return {p.name: p.share.value for p in attribution.parts}
 
 
+def line(attribution: StepSplit) -> str:
+    """The straggler's one line, as every surface shows it."""
+    return verdict_words.straggler_text(attribution.straggler, attribution.ranks)
+
+
 def test_balanced_ranks_name_no_straggler() -> None:
     for seed in range(5):
         attribution = timers_step_split(step_table(seed=seed), None)
         assert attribution is not None and attribution.straggler is not None
         verdict = attribution.straggler
-        assert not verdict.named, verdict_words.summary(verdict)
+        assert not verdict.named, line(attribution)
         assert verdict.rank is None and verdict.phase is None
-        assert verdict_words.summary(verdict).startswith("nobody named: the largest gap, rank ")
+        assert verdict.candidate_rank is not None
+        assert line(attribution).startswith(f"Straggler: none (rank {verdict.candidate_rank} ")
         assert verdict.kind is None and verdict_words.why_not(verdict) is not None
-        assert verdict_words.why_not(verdict) in verdict_words.summary(verdict)
+        assert verdict_words.why_not(verdict) in line(attribution)
         # the largest gap is stated with its interval, which includes zero or is tiny
         assert verdict.gap_s is not None and verdict.gap_s.low is not None
         assert verdict.gap_s.low < MIN_EFFECT_SHARE * attribution.step_s.value  # type: ignore[operator]
@@ -108,16 +115,14 @@ def test_injected_gap_names_rank_and_phase(rank: int, phase: str, ranks: int) ->
     attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
-    assert verdict.named, verdict_words.summary(verdict)
+    assert verdict.named, line(attribution)
     assert verdict.rank == rank
     assert verdict.phase == phase
     assert verdict.phase_gap_s is not None and verdict.phase_gap_s.value is not None
     assert verdict.phase_gap_s.value == pytest.approx(3e-3, rel=0.1)
     assert verdict.p_value is not None and verdict.p_value < 0.01
     assert verdict.kind == "compute" and verdict_words.why_not(verdict) is None
-    assert f"rank {rank} is a straggler (compute: its own work takes longer in {phase})" in (
-        verdict_words.summary(verdict)
-    )
+    assert line(attribution).startswith(f"Straggler: rank {rank}, compute in {phase}, +")
 
 
 def test_the_others_wait_for_the_straggler() -> None:
@@ -141,21 +146,21 @@ def test_no_sync_windows_that_contradict_the_candidate_stop_the_name() -> None:
     attribution = timers_step_split(table, contradicting)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
-    assert "no_sync windows show it faster" in verdict_words.summary(attribution.straggler)
+    why = attribution.straggler.why_not
+    assert why is not None and why.code == "straggler.withdrawn"
+    assert why.figures["by"] == ["no_sync_windows"]
+    assert "withdrawn by the no_sync windows" in line(attribution)
     agreeing = NoSyncSteps(
         {0: list(rng.normal(4e-3, 1e-4, 30)), 1: list(rng.normal(7e-3, 1e-4, 30))}
     )
     named = timers_step_split(table, agreeing)
     assert named is not None and named.straggler is not None and named.straggler.named
-    checks = {c.name: c for c in named.cross_checks}
-    assert set(checks) == {
-        "paired per-step test",
-        "others' wait for it (phase timers)",
-        "communication cost (no_sync windows)",
-    }
-    assert checks["paired per-step test"].agrees is True  # a steady gap: slower at the median
-    assert checks["communication cost (no_sync windows)"].agrees is not None
-    assert checks["others' wait for it (phase timers)"].agrees is True
+    checks = {c.check: c for c in named.cross_checks}
+    assert set(checks) == {"paired", "others_wait", "no_sync_comm"}
+    assert checks["paired"].agrees is True  # a steady gap: slower at the median
+    assert checks["no_sync_comm"].agrees is not None
+    assert checks["others_wait"].agrees is True
+    assert checks["others_wait"].detail.figures["source"] == "phase timers"
 
 
 @pytest.mark.slow
@@ -214,7 +219,7 @@ def test_too_few_steps_for_the_test_say_so() -> None:
     attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
-    assert "needs at least 7" in verdict_words.summary(attribution.straggler)
+    assert "needs at least 7" in line(attribution)
     named = timers_step_split(step_table(windows=1, steps=7, delay=(1, "backward", 3.0)), None)
     assert named is not None and named.straggler is not None and named.straggler.named
 
@@ -226,7 +231,7 @@ def test_steps_left_out_are_counted_with_why() -> None:
     cut = table[~((table["rank"] == 1) & (table["step"] >= 5))]
     attribution = timers_step_split(cut, None)
     assert attribution is not None and attribution.straggler is not None
-    summary = verdict_words.summary(attribution.straggler)
+    summary = line(attribution)
     assert "5 paired steps, 5 of 10 left out: not on every rank" in summary, summary
     assert "needs at least 7 (trace or measure more steps)" in summary
 
@@ -270,11 +275,11 @@ def test_a_rank_blocked_on_its_input_is_input() -> None:
     attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict_words.summary(
-        verdict
-    )
-    assert verdict.kind == "input" and "data phase" in (verdict.kind_basis or "")
-    assert "input: it waits for its input" in verdict_words.summary(verdict)
+    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", line(attribution)
+    assert verdict.kind == "input" and verdict.kind_rule is not None
+    assert verdict.kind_rule.code == "straggler.rule.data_phase"
+    assert "data phase" in say(verdict.kind_rule)
+    assert "input (waits for its data)" in line(attribution)
 
 
 def test_one_rank_exchanges_nothing_its_sync_wait_is_backward() -> None:
@@ -298,4 +303,7 @@ def test_a_rank_the_paired_test_names_below_the_cost_floor_has_its_pattern() -> 
     verdict = attribution.straggler
     assert verdict.named and verdict.rank == 3
     assert verdict.gap_s is not None and (verdict.gap_s.value or 0) < (verdict.min_effect_s or 0)
-    assert verdict.pattern is not None and verdict.pattern.startswith("most steps")
+    assert verdict.pattern is not None and verdict.pattern.shape == "most"
+    words = verdict_words.pattern_words(verdict.pattern)
+    assert words is not None and words.startswith("most steps")
+    assert f"/step, {words}" in line(attribution)

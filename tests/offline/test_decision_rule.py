@@ -121,7 +121,7 @@ def test_a_model_without_its_own_reference_gets_no_mfu_call(model: str) -> None:
 
 
 def _estimate(value: float, low: float, high: float) -> Estimate:
-    return Estimate(value=value, low=low, high=high, n=4, method="test", measurable=True)
+    return Estimate(value=value, low=low, high=high, n=4, measurable=True)
 
 
 def _forecast(world: int, low: float, high: float) -> Forecast:

@@ -111,13 +111,18 @@ def test_the_reading_is_said_in_the_verdicts_line() -> None:
     slower, more = verdict_of(1.8), verdict_of(1.0)
     assert slower.device_ratio is not None and slower.device_ratio.value is not None
     ratio = spelled.times(slower.device_ratio.value, 2)
-    assert f"a slower core (its calibration {ratio} [" in verdict_words.summary(slower)
-    assert f": a slower core ({ratio})" in verdict_words.straggler_text(slower, 2)
-    assert "more work, its core on par" in verdict_words.summary(more)
-    assert ": more work (rebalance its data)" in verdict_words.straggler_text(more, 2)
-    assert "; device: more work, its core on par (" in straggler_test_text(more)  # -v
+    line = verdict_words.straggler_text(slower, 2)
+    assert line.endswith(f": a slower core ({ratio}): the same work takes longer"), line
+    assert f"; device: a slower core ({ratio})" in straggler_test_text(slower)  # -v
+    # its interval stored beside the reading
+    low, high = slower.device.figures["ratio"][1:]  # type: ignore[union-attr]
+    assert low is not None and high is not None and low < slower.device_ratio.value < high
+    assert verdict_words.straggler_text(more, 2).endswith(": more work (rebalance its data)")
+    assert "; device: more work (rebalance its data)" in straggler_test_text(more)  # -v
     unmeasured = verdict_of(None)
-    assert "calibration" not in verdict_words.summary(unmeasured)  # the line of a result without
+    # the line of a result without: no device reading in it
+    assert verdict_words.line(unmeasured, 2).figures["device"] is None
+    assert "calibration" not in verdict_words.straggler_text(unmeasured, 2)
     assert "device: no calibration timed" in straggler_test_text(unmeasured)
 
 
@@ -145,8 +150,8 @@ def test_the_same_work_on_every_rank_is_never_more_work(
     verdict = verdict_of(slower, equal_work=equal_work)
     assert verdict.device is not None and verdict.device.code == code
     if code == "straggler.device_in_window":
-        assert ": a slower core while it worked" in verdict_words.straggler_text(verdict, 2)
-        assert "on the same work per rank" in verdict_words.summary(verdict)
+        line = verdict_words.straggler_text(verdict, 2)
+        assert line.endswith(": a slower core while it worked (the same work as the others)")
 
 
 def test_work_is_equal_by_the_plan_of_a_zoo_model_alone() -> None:
@@ -165,12 +170,12 @@ def test_work_is_equal_by_the_plan_of_a_zoo_model_alone() -> None:
 def test_an_injected_delay_gets_no_device_reading() -> None:
     """--inject-delay makes the straggler: neither its device nor its work, so nothing said."""
     verdict = verdict_of(1.0, equal_work=True)
-    assert verdict.device is not None and verdict.said is not None
-    assert "device" in verdict.said.figures
+    assert verdict.device is not None
+    assert verdict_words.line(verdict, 2).figures["device"] == verdict.device.model_dump()
     marked = marked_injected(verdict, frozenset({1}))
     assert marked is not None and marked.injected
     assert marked.device is None and marked.device_ratio is None
-    assert marked.said is not None and "device" not in marked.said.figures
+    assert verdict_words.line(marked, 2).figures["device"] is None
     assert "while it worked" not in verdict_words.straggler_text(marked, 2)
     kept = marked_injected(verdict, frozenset({0}))
     assert kept is not None and not kept.injected and kept.device == verdict.device

@@ -12,7 +12,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.interfaces.report.diagnosis_text import headline, straggler_text
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
@@ -25,7 +25,6 @@ from torchscale.offline.analysis.diagnosis.findings import (
     rank_findings,
     waits_spread,
 )
-from torchscale.offline.analysis.diagnosis.kind import named_summary
 from torchscale.offline.analysis.diagnosis.verdict import arrival_check, evidence_against, withdraw
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -55,8 +54,13 @@ def _table(steps: int, ranks: int, extra: dict[int, float], seed: int = 0) -> pd
     return pd.DataFrame(rows)
 
 
+TEST = Finding(
+    code="straggler.test", figures={"alpha": 0.01, "min_share": 0.05, "own_work": "timers"}
+)
+
+
 def _named_verdict(rank: int = 1) -> StragglerVerdict:
-    gap = Estimate(value=0.05, low=0.048, high=0.052, n=10, method="m", measurable=True)
+    gap = Estimate(value=0.05, low=0.048, high=0.052, n=10, measurable=True)
     return StragglerVerdict(
         named=True,
         rank=rank,
@@ -66,9 +70,9 @@ def _named_verdict(rank: int = 1) -> StragglerVerdict:
         p_value=0.001,
         significant=True,
         min_effect_s=0.003,
-        test="t",
+        test=TEST,
         kind="compute",
-        said=named_summary(rank, "compute", (0.05, 0.048, 0.052), "backward"),
+        kind_rule=Finding(code="straggler.rule.slow_phase", figures={"phase": "backward"}),
     )
 
 
@@ -131,12 +135,18 @@ def test_a_significant_arrival_order_naming_another_rank_withdraws_the_name() ->
     arrival = _arrival_names_rank_0(last=10, instances=10, p=0.002, late_us=100.0)
     check = arrival_check(_matched({0: 10}, 10), arrival, 1, verdict)
     assert check.agrees is False
+    assert "rank 0 arrives last" in say(check.detail)
     found = evidence_against([check])
-    assert len(found) == 1 and "rank 0" in found[0]
-    withdrawn = withdraw(verdict, "; ".join(found))
-    assert not withdrawn.named and withdrawn.withdrawn_by == found[0]
+    assert found == ["arrival_order"]
+    withdrawn = withdraw(verdict, found)
+    assert not withdrawn.named and withdrawn.kind is None and withdrawn.kind_rule is None
+    assert withdrawn.why_not == Finding(
+        code="straggler.withdrawn", figures={"by": ["arrival_order"]}
+    )
     assert withdrawn.significant  # the gap passed; the evidence withdrew it
-    assert "withdrawn" in straggler_text(withdrawn, 2)
+    line = straggler_text(withdrawn, 2)
+    assert line.startswith("Straggler: none (rank 1 +50.0 ms ±2.0 ms/step: ")
+    assert line.endswith(": withdrawn by arrival order (last arriver))"), line
 
 
 def test_a_rank_last_more_often_at_less_cost_withdraws_nothing() -> None:
@@ -228,9 +238,7 @@ def test_whatif_among_many_ranks_is_bounded_by_its_cost_past_the_slowest_other()
 
 
 def _share(value: float) -> Estimate:
-    return Estimate(
-        value=value, low=value * 0.9, high=value * 1.1, n=20, method="m", measurable=True
-    )
+    return Estimate(value=value, low=value * 0.9, high=value * 1.1, n=20, measurable=True)
 
 
 def _unnamed(significant: bool) -> StragglerVerdict:
@@ -264,9 +272,12 @@ def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
     busy = with_caveat(diagnosis, caveat)
     words = "busy machine (others used 1.5 cores on node-a): check the host first"
     assert busy.busy == caveat and verdict_words.caveat(busy) == words  # stored as its code
-    assert busy.straggler is not None and verdict_words.summary(busy.straggler).endswith(
-        f"; {words}"
-    )
+    # stored once, on the diagnosis: the verdict is unchanged, and every surface's headline
+    # says the caveat right after the name
+    assert busy.straggler == diagnosis.straggler and busy.straggler is not None
+    said = [(s.kind, s.text) for s in headline(busy)]
+    line = ("straggler", straggler_text(busy.straggler, busy.ranks))
+    assert said[said.index(line) + 1] == ("caveat", words)
     # the caveat is stored once, on the diagnosis; the problem stores codes only
     straggler_finding = next(f for f in busy.findings if f.category == "straggler")
     assert straggler_finding.finding.code == "problem.straggler"
@@ -325,33 +336,23 @@ def test_the_timers_diagnosis_rebuilt_from_a_folder_carries_the_runs_caveat() ->
 
 def test_a_named_straggler_on_an_injected_rank_is_marked_injected() -> None:
     """The diagnosis marks a named rank that --inject-delay slowed on purpose, in `injected`
-    and its summary; another named rank is marked not injected; nobody named stays None."""
-    from torchscale.contracts.schema.cell_result import StragglerVerdict
+    and so in its line; another named rank is marked not injected; nobody named stays None."""
     from torchscale.offline.analysis.diagnosis import marked_injected
 
-    verdict = StragglerVerdict(
-        named=True,
-        rank=1,
-        phase="backward",
-        candidate_rank=1,
-        gap_s=None,
-        p_value=0.001,
-        min_effect_s=0.001,
-        test="t",
-        said=named_summary(1, "compute", (0.05, 0.048, 0.052), "backward"),
+    device = Finding(code="straggler.more_work", figures={"rank": 1})
+    verdict = _named_verdict(1).model_copy(update={"device": device})
+    line = straggler_text(verdict, 2)
+    assert line == "Straggler: rank 1, compute in backward, +50.0 ms ±2.0 ms/step: " + (
+        "more work (rebalance its data)"
     )
     marked = marked_injected(verdict, frozenset({1}))
-    assert marked is not None and marked.injected is True
-    assert marked.said is not None and marked.said.figures["injected"] is True
-    assert (
-        verdict_words.summary(marked)
-        == f"{verdict_words.summary(verdict)} (injected: --inject-delay)"
+    assert marked is not None and marked.injected is True and marked.device is None
+    # a delay is neither a slower device nor more work: its reading is dropped
+    assert straggler_text(marked, 2) == (
+        "Straggler (injected: --inject-delay): rank 1, compute in backward, +50.0 ms ±2.0 ms/step"
     )
     other = marked_injected(verdict, frozenset({0}))
-    assert (
-        other is not None
-        and other.injected is False
-        and verdict_words.summary(other) == verdict_words.summary(verdict)
-    )
+    assert other is not None and other.injected is False
+    assert straggler_text(other, 2) == line
     nobody = verdict.model_copy(update={"named": False, "rank": None})
     assert marked_injected(nobody, frozenset({1})) == nobody

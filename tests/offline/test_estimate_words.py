@@ -17,7 +17,7 @@ def _stored_reasons(node: Any) -> list[Any]:
     if not isinstance(node, dict):
         return []
     found = [r for value in node.values() for r in _stored_reasons(value)]
-    if {"value", "low", "high", "n", "method", "measurable"} <= node.keys():
+    if {"value", "low", "high", "n", "measurable"} <= node.keys():
         found.append(node.get("reason"))
     return found
 
@@ -26,10 +26,10 @@ def test_todays_intervals_store_their_reasons_as_codes() -> None:
     assert one_unit(2.0, "repeat").reason == Finding(
         code="estimate.one_unit", figures={"unit": "repeat"}
     )
-    noise = judged(0.01, -0.02, 0.03, n=10, method="m")
+    noise = judged(0.01, -0.02, 0.03, n=10)
     assert noise.reason == Finding(code="estimate.inside_noise", figures={"edge": 0.0})
     assert say(noise.reason) == "not measurable above noise: its 95 % interval reaches 0"
-    above = judged(0.9, 0.8, 1.2, n=10, method="m", upper=1.0)
+    above = judged(0.9, 0.8, 1.2, n=10, upper=1.0)
     assert say(above.reason) == "not measurable above noise: its 95 % interval reaches above 1"
     assert say(percentile_of_steps([1.0, 2.0, 3.0], 50).reason) == "range of 3 steps, no interval"
 

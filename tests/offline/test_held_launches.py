@@ -12,9 +12,9 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
-from torchscale.offline.analysis.diagnosis.held_launches import HELD_CHECK
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
@@ -82,7 +82,7 @@ def judged(table: pd.DataFrame) -> tuple[StepSplit, StragglerVerdict]:
 
 
 def held_check(model: StepSplit) -> str:
-    check = next(c for c in model.cross_checks if c.name == HELD_CHECK)
+    check = next(c for c in model.cross_checks if c.check == "held_launches")
     return said(check.detail)
 
 
@@ -95,8 +95,14 @@ def test_a_held_launch_is_named_communication(where: str, ranks: int) -> None:
     assert verdict.kind == "communication"
     assert verdict.late_s is not None and verdict.late_s.value == pytest.approx(6e-3, rel=0.15)
     assert verdict.headline_gap() == verdict.late_s
-    assert "communication: its collectives start late" in verdict_words.summary(verdict)
-    assert "hook holds its collectives" in (verdict.kind_basis or "")
+    line = verdict_words.straggler_text(verdict, ranks)
+    assert line.startswith(
+        f"Straggler: rank {late}, communication (its collectives start late): the others wait +"
+    ), line
+    rule = verdict.kind_rule
+    assert rule is not None and rule.code == "straggler.rule.held_launches"
+    assert rule.figures["held_s"] == pytest.approx(6e-3, rel=0.15)
+    assert "hook holds its collectives" in say(rule)
     # the others wait for its launch: their wait for peers, not a transfer everyone pays
     waits = {p.name: p.seconds.value for p in model.parts}
     assert (waits["wait_for_peers"] or 0.0) > 0.5 * 6e-3 * (ranks - 1) / ranks
@@ -136,7 +142,7 @@ def test_without_holds_the_table_is_judged_as_before() -> None:
     table = held_steps(hold=(1, 6.0, "sync")).drop(columns=[COMM_HOLD, COMM_HOLD_BACKWARD])
     model, verdict = judged(table)
     assert not verdict.named  # its hook's time lies in everyone's grad-sync wait alike
-    assert all(c.name != HELD_CHECK for c in model.cross_checks)
+    assert all(c.check != "held_launches" for c in model.cross_checks)
 
 
 def test_a_hook_blocking_while_it_waits_for_a_slow_rank_names_the_slow_rank() -> None:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.analysis.diagnosis.step_model import ALPHA
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
@@ -26,7 +27,9 @@ UNNAMED = StragglerVerdict(
     gap_s=None,
     p_value=None,
     min_effect_s=0.05 * STEP_S,
-    test="the own-work test",
+    test=Finding(
+        code="straggler.test", figures={"alpha": ALPHA, "min_share": 0.05, "own_work": "timers"}
+    ),
 )
 NO_ORDER = StragglerAnalysis(
     straggler=None,
@@ -61,8 +64,12 @@ def test_a_late_rank_is_named_where_arrival_order_alone_names_nobody() -> None:
     wait, own, step = tables(late_ms=8.0, work_ms=1.0)
     verdict = late_collectives(UNNAMED, NO_ORDER, wait, own, step)
     assert verdict.named and verdict.rank == 3 and verdict.kind == "communication"
-    assert verdict.kind_basis is not None
-    assert "arrival order alone does not single it out" in verdict.kind_basis
+    rule = verdict.kind_rule
+    assert rule is not None and rule.code == "straggler.rule.late_collectives"
+    assert rule.figures["last"] is None  # arrival order alone names nobody
+    assert 0.2 < rule.figures["wait_share"] < 0.37 and rule.figures["min_share"] == 0.05
+    assert abs(rule.figures["work_s"]) < 0.005  # its own work on par
+    assert "arrival order alone does not single it out" in say(rule)
     assert verdict.late_s is not None and 0.006 < (verdict.late_s.value or 0.0) < 0.011
 
 

@@ -51,7 +51,7 @@ def test_every_kept_gpu_cells_mfu_interval_is_its_throughputs_scaled() -> None:
 def test_an_mfu_is_measurable_only_where_its_throughput_is() -> None:
     from torchscale.offline.analysis.uncertainty import in_proportion
 
-    throughput = Estimate(value=None, low=0.0, high=500.0, n=3, method="t", measurable=False)
+    throughput = Estimate(value=None, low=0.0, high=500.0, n=3, measurable=False)
     mfu = in_proportion(throughput, 0.1, 400.0)
     assert mfu is not None and not mfu.measurable and mfu.value is None
     assert mfu.high == pytest.approx(0.125)

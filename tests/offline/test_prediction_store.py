@@ -31,7 +31,7 @@ from torchscale.results import load_forecasts
 
 
 def _estimate(value: float, low: float, high: float) -> Estimate:
-    return Estimate(value=value, low=low, high=high, n=3, method="test", measurable=True)
+    return Estimate(value=value, low=low, high=high, n=3, measurable=True)
 
 
 def _key(world: int = 4) -> ForecastKey:

@@ -14,25 +14,27 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.offline.analysis.diagnosis.inflation import (
-    INFLATION_CHECK,
-    TRACES_STRAGGLER,
     TracedInflation,
     phase_timer_checks,
     with_inflation,
 )
-from torchscale.offline.analysis.diagnosis.kind import named_summary, unnamed_summary
 
-GAP = Estimate(value=0.012, low=0.010, high=0.015, n=24, method="m", measurable=True)
-STEP = Estimate(value=0.04, low=0.039, high=0.041, n=24, method="m", measurable=True)
+GAP = Estimate(value=0.012, low=0.010, high=0.015, n=24, measurable=True)
+STEP = Estimate(value=0.04, low=0.039, high=0.041, n=24, measurable=True)
 
 
 # why the hand-made verdicts name nobody, as the diagnosis stores it (kind.py)
 NOISE = Finding(code="straggler.noise_interval")
-BELOW = Finding(
-    code="straggler.below_minimum", figures={"share": 0.05, "min_effect_s": 0.002, "step_s": 0.04}
+BELOW = Finding(code="straggler.below_minimum", figures={"share": 0.05})
+# the rule that decided each kind, as kind.py stores it
+RULES = {
+    "compute": Finding(code="straggler.rule.slow_phase", figures={"phase": "forward"}),
+    "host": Finding(code="straggler.rule.host_held", figures={"held_s": 0.012, "left_s": 0.001}),
+}
+TEST = Finding(
+    code="straggler.test", figures={"alpha": 0.01, "min_share": 0.05, "own_work": "timers"}
 )
 
 
@@ -40,13 +42,7 @@ def verdict(
     rank: int | None, kind: StragglerKind | None = None, why: Finding | None = None
 ) -> StragglerVerdict:
     named = rank is not None
-    gap = (GAP.value, GAP.low, GAP.high)
-    if named:
-        assert kind is not None
-        line = named_summary(rank, kind, gap, "forward")
-    else:
-        assert why is not None
-        line = unnamed_summary(1, gap, why)
+    assert (kind is not None) if named else (why is not None)
     return StragglerVerdict(
         named=named,
         rank=rank,
@@ -56,22 +52,21 @@ def verdict(
         p_value=0.001,
         min_effect_s=0.002,
         kind=kind,
-        kind_basis=f"{kind} evidence" if kind else None,
+        kind_rule=RULES[kind] if kind else None,
         why_not=why,
-        test="t",
-        said=line,
+        test=TEST,
     )
 
 
 def split(straggler: StragglerVerdict, steps: int) -> StepSplit:
-    return StepSplit(basis="b", steps=steps, ranks=2, step_s=STEP, parts=[], straggler=straggler)
+    return StepSplit(steps=steps, ranks=2, step_s=STEP, parts=[], straggler=straggler)
 
 
 def check(timers: StragglerVerdict, traces: StragglerVerdict, traced_steps: int = 10) -> CrossCheck:
     [found] = [
         c
         for c in phase_timer_checks(split(traces, traced_steps), split(timers, 96))
-        if c.name == "phase timers: straggler"
+        if c.check == "timers_straggler"
     ]
     return found
 
@@ -97,14 +92,15 @@ def test_traces_too_few_to_name_say_so_and_ask_for_more_steps() -> None:
 def test_timers_that_name_nobody_give_their_reason_without_the_hint() -> None:
     found = check(verdict(None, why=BELOW), verdict(1, "compute"))
     assert found.agrees is False and said(found.detail).endswith(": " + say(BELOW))
-    assert say(BELOW) == "below the 5 % minimum effect (2 ms of a 40 ms step)"
+    assert say(BELOW) == "below the 5 % minimum effect"
 
 
 def test_another_kind_for_the_same_rank_names_both_kinds_evidence() -> None:
     found = check(verdict(1, "host"), verdict(1, "compute"), traced_steps=24)
     assert found.agrees is False
     assert "different evidence" in said(found.detail)
-    assert "(host evidence)" in said(found.detail) and "(compute evidence)" in said(found.detail)
+    host, compute = say(RULES["host"]), say(RULES["compute"])
+    assert f"the timers' ({host}) against the traces' ({compute})" in said(found.detail)
 
 
 def test_another_rank_says_the_traces_are_another_sample() -> None:
@@ -123,20 +119,16 @@ def inflated_check(timers: StragglerVerdict, traces: StragglerVerdict) -> CrossC
     assert inflated.inflated
     found = with_inflation(diagnosis["traces"], diagnosis["phase timers"], inflated)
     assert found.source == "phase timers"
-    checks = {c.name: c for c in found.cross_checks}
-    assert checks[INFLATION_CHECK].agrees is False
-    return checks[TRACES_STRAGGLER]
+    checks = {c.check: c for c in found.cross_checks}
+    assert checks["inflation"].agrees is False
+    return checks["traces_straggler"]
 
 
 def test_under_inflation_the_traces_verdict_is_judged_by_the_same_rule() -> None:
-    """One rule of agreement whichever source heads: the same rank and kind agree and quote
-    the traces' verdict (the cross-check); another kind for that rank disagrees, as it does
-    where the traces head."""
-    traces = verdict(1, "compute")
-    same = inflated_check(verdict(1, "compute"), traces)
-    line = verdict_words.summary(traces)
-    assert line.startswith("rank 1 is a straggler (compute")
-    assert same.agrees is True and said(same.detail) == f"both name rank 1, compute: {line}"
+    """One rule of agreement whichever source heads: the same rank and kind agree; another
+    kind for that rank disagrees, as it does where the traces head."""
+    same = inflated_check(verdict(1, "compute"), verdict(1, "compute"))
+    assert same.agrees is True and said(same.detail) == "both name rank 1, compute"
     other_kind = inflated_check(verdict(1, "host"), verdict(1, "compute"))
     assert other_kind.agrees is False and "different evidence" in said(other_kind.detail)
     silent = inflated_check(verdict(1, "compute"), verdict(None, why=NOISE))

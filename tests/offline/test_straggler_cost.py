@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from torchscale.contracts.wording import verdicts
 from torchscale.offline.analysis.diagnosis.cost import (
     cost_test,
     excess_costs,
-    pattern_words,
     step_delays,
+    step_pattern,
 )
 from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE
 from torchscale.offline.analysis.diagnosis.verdict import steady_or_costly
@@ -32,6 +33,16 @@ def own_work(
     for rank, seconds in extra.items():
         table[rank] += [seconds(step) for step in range(steps)]
     return table
+
+
+def pattern_words(
+    costs: np.ndarray | pd.Series,
+    min_effect_s: float,
+    windows: np.ndarray | None = None,
+    steps: np.ndarray | None = None,
+) -> str | None:
+    """How the cost falls over the steps, as every surface words it (`step_pattern`)."""
+    return verdicts.pattern_words(step_pattern(costs, min_effect_s, windows, steps))
 
 
 def judged(table: pd.DataFrame) -> tuple[int, bool, str | None]:
@@ -63,6 +74,11 @@ def test_a_periodic_stall_is_named_and_said_as_periodic(every: int) -> None:
     rank, named, words = judged(table)
     assert (rank, named) == (1, True)
     assert words is not None and words.startswith(f"every {every}") and "+6" in words
+    # stored as a record: its shape, its period and the typical cost of the steps carrying it
+    costs = excess_costs(table)[1]
+    pattern = step_pattern(costs, MIN_EFFECT_SHARE * float(table.to_numpy().mean()))
+    assert pattern is not None and (pattern.shape, pattern.period) == ("periodic", every)
+    assert pattern.typical_s == pytest.approx(0.06, abs=0.01)
 
 
 def test_a_steady_gap_is_said_as_most_or_all_steps() -> None:

@@ -13,6 +13,7 @@ from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estim
 from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording.cross_checks import CHECKS, check_label
 from torchscale.contracts.wording.cross_checks import detail as said
 from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
@@ -60,11 +61,14 @@ DTYPES = {
 }
 
 
+def line(verdict: Any) -> str:
+    """The straggler's one line, as every surface shows it."""
+    return verdict_words.straggler_text(verdict, 2)
+
+
 def point(value: float) -> Estimate:
     """An Estimate without an interval (a figure given by hand)."""
-    return Estimate(
-        value=value, low=None, high=None, n=1, method="given", measurable=True, reason=None
-    )
+    return Estimate(value=value, low=None, high=None, n=1, measurable=True, reason=None)
 
 
 def ev(*rows: dict[str, Any]) -> pd.DataFrame:
@@ -501,7 +505,7 @@ def test_even_spread_is_not_a_straggler() -> None:
     assert out["stall"].overall_pct == pytest.approx(100 * 2000 * 3 / 4 / STEP_LEN)
     attribution = out["model"].attribution
     verdict = attribution.straggler
-    assert verdict is not None and not verdict.named, verdict_words.summary(verdict)
+    assert verdict is not None and not verdict.named, line(verdict)
     wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
     assert wait.share.value == pytest.approx(2000 * 3 / 4 / STEP_LEN)
     _inputs, found = findings_of(out)
@@ -857,14 +861,12 @@ def test_gpu_straggler_named_with_enough_evidence() -> None:
     assert s.phase_gap_us == pytest.approx(100.0)  # kernel busy, launched in backward
     assert s.mean_lateness_us == pytest.approx(100.0)
     verdict = out["model"].attribution.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
-        verdict_words.summary(verdict)
-    )
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), line(verdict)
     assert verdict.gap_s.value == pytest.approx(100e-6)
     _, listed = findings_of(out, device_type="cuda", backend="nccl")
     found = {f.category: f for f in listed}
     top = found["straggler"]
-    assert top.title == "NCCL all_reduce: GPU-1 finishing backward pass slower than GPU-0"
+    assert top.title == "GPU-1 is the straggler: compute in backward, in NCCL all_reduce"
     # its cost is the model's waiting for peers: GPU-0 waits 100 us, GPU-1 0, of 1000 us
     assert top.cost_fraction == pytest.approx(0.05)
     # the what-if is the other rank's own wait (100 us of its 1000 us step), which is also
@@ -883,7 +885,7 @@ def test_findings_titles_and_threshold() -> None:
     out = run_all(frames)
     _inputs, found = findings_of(out)
     assert found[0].category == "straggler"
-    assert found[0].title == "gloo all_reduce: rank 1 finishing backward pass slower than rank 0"
+    assert found[0].title == "rank 1 is the straggler: compute in backward, in gloo all_reduce"
     assert "GPU" not in found[0].title
     # the model's waiting for peers: three of four ranks wait 2 ms of each step
     assert found[0].cost_fraction == pytest.approx(2000.0 * 3 / 4 / STEP_LEN)
@@ -911,7 +913,7 @@ def test_findings_titles_and_threshold() -> None:
         data=point(0.005),
     )
     found = rank_findings(gpu)
-    assert found[0].title == "NCCL all_reduce: GPU-1 finishing backward pass slower than GPU-0"
+    assert found[0].title == "GPU-1 is the straggler: compute in backward, in NCCL all_reduce"
     assert "throttl" in found[0].recommendation
     assert [f.category for f in found] == ["straggler"]  # the rest is under 2 %
 
@@ -980,7 +982,7 @@ def test_waits_fully_hidden_behind_compute_save_nothing() -> None:
     parts = out["model"].parts
     assert (parts["wait_for_peers"] == 0.0).all()
     verdict = out["model"].attribution.straggler
-    assert verdict.named and verdict.rank == 1, verdict_words.summary(verdict)
+    assert verdict.named and verdict.rank == 1, line(verdict)
     w = out["diagnosis"].whatif
     assert w is not None and w.rank == 1 and w.named
     assert w.extra_work_s == pytest.approx(100e-6)  # the extra work alone would promise 10 %
@@ -1110,18 +1112,17 @@ def test_balanced_ranks_name_no_straggler_and_a_gap_names_rank_and_phase() -> No
     balanced = run_all({r: cpu_ddp_rank(r, world=4, delay_rank=None, steps=8) for r in range(4)})
     verdict = balanced["model"].attribution.straggler
     assert verdict is not None and not verdict.named and verdict.rank is None
-    assert verdict_words.summary(verdict).startswith("nobody named")
+    assert line(verdict).startswith("Straggler: none (rank ")
     _, found = findings_of(balanced)
     assert "straggler" not in {f.category for f in found}
     delayed = run_all({r: cpu_ddp_rank(r, world=4, steps=8) for r in range(4)})
     verdict = delayed["model"].attribution.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
-        verdict_words.summary(verdict)
-    )
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), line(verdict)
     assert verdict.gap_s.value == pytest.approx(2000e-6)
-    agree = {c.name: c.agrees for c in delayed["model"].attribution.cross_checks}
-    assert agree["arrival order (last arriver)"] is True
-    assert agree["others' wait for it (matched collectives)"] is True
+    checks = {c.check: c for c in delayed["model"].attribution.cross_checks}
+    assert checks["arrival_order"].agrees is True
+    assert checks["others_wait"].agrees is True
+    assert checks["others_wait"].detail.figures["source"] == "matched collectives"
 
 
 @pytest.mark.slow
@@ -1143,7 +1144,7 @@ def test_whatif_never_promises_more_than_the_wait_it_removes(world: int) -> None
         # one diagnosis: the what-if is its own figure, no longer a cross-check of the model,
         # and the straggler finding quotes that same figure
         checks = [*model.attribution.cross_checks, *diagnosis.cross_checks]
-        assert not any(c.name.startswith("what-if") for c in checks)
+        assert all(c.check in CHECKS and "what-if" not in check_label(c.check) for c in checks)
         inputs, found = findings_of(out)
         assert inputs.whatif == w.share
         (straggler,) = [f for f in found if f.category == "straggler"]
@@ -1166,11 +1167,12 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
     verdict = out["model"].attribution.straggler
     assert not verdict.named and verdict.candidate_rank == 1
     # the gap itself passed the test: it is the arrival order that withdrew the name
-    assert verdict.significant and verdict.withdrawn_by is not None
-    assert verdict.withdrawn_by.startswith("arrival order (last arriver)")
-    assert "rank 0 arrives last" in verdict_words.summary(verdict)
-    check = next(c for c in out["model"].attribution.cross_checks if c.name.startswith("arrival"))
-    assert check.agrees is False
+    assert verdict.significant and verdict.why_not == Finding(
+        code="straggler.withdrawn", figures={"by": ["arrival_order"]}
+    )
+    assert line(verdict).endswith(": withdrawn by arrival order (last arriver))"), line(verdict)
+    check = next(c for c in out["model"].attribution.cross_checks if c.check == "arrival_order")
+    assert check.agrees is False and "rank 0 arrives last" in said(check.detail)
     # the what-if stays the candidate's, unnamed: rank 0 never waits for rank 1, so rank 1 on
     # time would save nothing
     w = out["diagnosis"].whatif
@@ -1180,7 +1182,7 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
 
 def test_targets_select_and_rank_findings() -> None:
     def make(category: str, cost: float) -> Problem:
-        share = Estimate(value=cost, low=None, high=None, n=1, method="m", measurable=True)
+        share = Estimate(value=cost, low=None, high=None, n=1, measurable=True)
         code = Finding(code=f"problem.{category}")  # never worded here
         return Problem(finding=code, category=category, cost_share=share)
 
@@ -1215,9 +1217,7 @@ def test_without_collectives_the_wait_is_unknown_but_the_phases_name_the_straggl
     wait = next(p for p in model.attribution.parts if p.name == "wait_for_peers")
     assert wait.share.value is None and "no collective matched" in (why(wait.share.reason) or "")
     verdict = model.attribution.straggler
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
-        verdict_words.summary(verdict)
-    )
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), line(verdict)
     assert out["diagnosis"].whatif is None  # nothing to cap it with: no what-if at all
     inputs, found = findings_of(out)
     assert inputs.stall is None
@@ -1242,14 +1242,13 @@ def test_a_gap_nobody_waits_for_stays_named_and_costs_nothing() -> None:
     verdict = out["model"].attribution.straggler
     assert verdict is not None and verdict.candidate_rank == 1
     assert verdict.p_value is not None and verdict.p_value < 0.01  # the gap itself is certain
-    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), (
-        verdict_words.summary(verdict)
-    )
-    assert verdict.significant and verdict.withdrawn_by is None
-    checks = {c.name: c for c in out["model"].attribution.cross_checks}
-    others = checks["others' wait for it (matched collectives)"]
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), line(verdict)
+    assert verdict.significant and verdict.why_not is None
+    checks = {c.check: c for c in out["model"].attribution.cross_checks}
+    others = checks["others_wait"]
+    assert others.detail.figures["source"] == "matched collectives"
     assert others.agrees is None and "no measurable extra wait" in said(others.detail)
-    assert checks["arrival order (last arriver)"].agrees is None
+    assert checks["arrival_order"].agrees is None
     diagnosis = out["diagnosis"]
     # the diagnosis' verdict is the model's, said not injected (no delay was)
     assert diagnosis.straggler == verdict.model_copy(update={"injected": False})

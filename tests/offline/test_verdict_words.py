@@ -4,14 +4,18 @@ codes and figures, never its sentences, worded when shown."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from tests.offline.test_diagnosis import _table
 from tests.offline.test_late_collectives import NO_ORDER, UNNAMED, tables
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.interfaces.console.live_table import straggler_note
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
@@ -59,15 +63,28 @@ CASES = {
 def test_a_fresh_verdict_stores_codes_not_sentences(case: str) -> None:
     diagnosis = CASES[case]()
     verdict = diagnosis.straggler
-    assert verdict is not None and verdict.said is not None
-    assert verdict.said.code.startswith("straggler.")
-    assert verdict.named or verdict.why_not is not None
+    assert verdict is not None and verdict.test.code == "straggler.test"
+    line = verdict_words.line(verdict, diagnosis.ranks)
+    assert line.code.startswith("straggler.")  # made from the fields, when shown
+    coded = [verdict.test]
+    if verdict.named:
+        assert verdict.kind_rule is not None and verdict.kind_rule.code.startswith(
+            "straggler.rule."
+        )
+        coded.append(verdict.kind_rule)
+    else:
+        assert verdict.why_not is not None and verdict.why_not.code.startswith("straggler.")
+        coded.append(verdict.why_not)
     # the ranked problems (`findings`, worded by their own part of issue 72) left aside
     stored = json.dumps(diagnosis.model_dump(mode="json", exclude={"findings"}))
-    assert (
-        verdict_words.summary(verdict) and verdict_words.summary(verdict) not in stored
-    )  # its words are made when shown
-    assert '"summary"' not in stored and '"not_named"' not in stored
+    text = verdict_words.straggler_text(verdict, diagnosis.ranks)
+    assert text and text not in stored  # its words are made when shown
+    for finding in coded:
+        assert say(finding) not in stored, finding.code
+    if verdict.pattern is not None:  # a record, its words made when shown
+        words = verdict_words.pattern_words(verdict.pattern)
+        assert words is not None and words in text and words not in stored
+    assert '"summary"' not in stored and '"said"' not in stored and '"not_named"' not in stored
     if verdict_words.caveat(diagnosis) is not None:
         assert diagnosis.busy == BUSY and verdict_words.caveat(diagnosis) not in stored
 
@@ -76,11 +93,13 @@ def test_a_fresh_verdict_stores_codes_not_sentences(case: str) -> None:
 def test_the_live_table_says_injected_first_in_the_same_line(case: str) -> None:
     """The live table's straggler note is the line every surface prints, with 'injected' said
     right after 'Straggler' (a narrow table may cut the end), made by the wording layer."""
-    verdict = CASES[case]().straggler
+    diagnosis = CASES[case]()
+    verdict = diagnosis.straggler
     assert verdict is not None and verdict.injected
     line = verdict_words.straggler_text(verdict, 2)
-    first = verdict_words.straggler_text(verdict, 2, injected_first=True)
-    assert line.startswith("Straggler: ") and line.endswith(verdict_words.INJECTED)
-    assert first == "Straggler" + verdict_words.INJECTED + line.removesuffix(
-        verdict_words.INJECTED
-    ).removeprefix("Straggler")
+    assert line.startswith("Straggler" + verdict_words.INJECTED + ": rank ")
+    assert line.count(verdict_words.INJECTED) == 1
+    plain = verdict_words.straggler_text(verdict.model_copy(update={"injected": False}), 2)
+    assert line == plain.replace("Straggler", "Straggler" + verdict_words.INJECTED, 1)
+    result = SimpleNamespace(diagnosis=diagnosis, cell=SimpleNamespace(world_size=2))
+    assert straggler_note(result, pd.Series(dtype=object)) == line  # type: ignore[arg-type]

@@ -66,13 +66,15 @@ def _copies(document: object) -> dict[str, list[str]]:
     """Each object or list stored at two places under different names (list members of one
     list count as one place), by value: {its JSON: the paths}. Intervals (`Estimate`s: every
     zero share reads alike), their reasons with them, are left out; they are figures, not
-    facts a second field mirrors."""
+    facts a second field mirrors; so is a converted file's "not recorded", a marker."""
     import json
     from collections import defaultdict
 
     seen: dict[str, set[str]] = defaultdict(set)
 
     def walk(node: object, path: str) -> None:
+        if isinstance(node, dict) and node.get("code") == "unavailable.not_recorded":
+            return
         if isinstance(node, dict):
             if node and path and "measurable" not in node:
                 seen[json.dumps(node, sort_keys=True)].add(path)

@@ -303,14 +303,15 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     parts = {p.name: p.share.value for p in attribution.parts}
     assert parts["exposed_transfer"] == pytest.approx(0.4)
     assert parts["compute"] == pytest.approx(0.59)
-    (check,) = [c for c in attribution.cross_checks if c.name.startswith("communication")]
+    (check,) = [c for c in attribution.cross_checks if c.check == "no_sync_comm"]
     # the slowest rank's mean no_sync step is 4.25 ms: removing communication saves 57.5 %,
     # more than the 40 % exposed transfer: the check disagrees and says why
     assert check.estimate is not None and check.estimate.value == pytest.approx(0.575)
     assert check.agrees is False and "slows compute" in said(check.detail)
     assert attribution.straggler is not None and not attribution.straggler.named
     # why nobody is named is the verdict's, said once: no copy of it in `unavailable`
-    assert "nobody named" in verdict_words.summary(attribution.straggler)
+    line = verdict_words.straggler_text(attribution.straggler, attribution.ranks)
+    assert line.startswith("Straggler: none (rank "), line
     assert "straggler" not in result.unavailable
 
 
@@ -568,12 +569,13 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
         ]
     )
     assert with_caveat(attribution, busy_caveat(quiet)) == attribution
-    said = with_caveat(attribution, busy_caveat(busy)).straggler
+    diagnosis = with_caveat(attribution, busy_caveat(busy))
+    said = diagnosis.straggler
     assert said is not None and said.named and said.rank == 1
-    assert verdict_words.summary(said).startswith(verdict_words.summary(attribution.straggler))
-    assert "busy" in verdict_words.summary(said) and "0.9 cores on vm" in verdict_words.summary(
-        said
-    )
+    # the name is the same line; the caveat is the diagnosis', said beside it on every surface
+    assert said == attribution.straggler
+    caveat = verdict_words.caveat(diagnosis)
+    assert caveat is not None and "busy" in caveat and "0.9 cores on vm" in caveat
 
 
 # ------------------------------------------------------- the published sync-variance warning

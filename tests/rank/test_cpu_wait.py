@@ -20,7 +20,7 @@ from torchscale.contracts.step_phases import CPU_WAIT
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cross_checks import detail as said
-from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
+from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_UNMEASURED
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 from torchscale.rank.telemetry import cpu_wait as cpu_wait_module
 from torchscale.rank.telemetry.cpu_wait import CpuWaitClock
@@ -44,7 +44,18 @@ def with_cpu_wait(table: pd.DataFrame, rank: int, ms: float, seed: int = 1) -> p
 
 
 def host_check(attribution):  # type: ignore[no-untyped-def]
-    return next(c for c in attribution.cross_checks if c.name == CPU_WAIT_CHECK)
+    return next(c for c in attribution.cross_checks if c.check == "cpu_wait")
+
+
+def line(verdict) -> str:  # type: ignore[no-untyped-def]
+    """The verdict's one line, as every surface shows it (two ranks)."""
+    return verdict_words.straggler_text(verdict, 2)
+
+
+def rule(verdict) -> str:  # type: ignore[no-untyped-def]
+    """The rule that decided the verdict's kind, in words."""
+    assert verdict.kind_rule is not None
+    return say(verdict.kind_rule)
 
 
 def test_a_rank_the_host_held_back_is_named_with_kind_host() -> None:
@@ -59,13 +70,12 @@ def test_a_rank_the_host_held_back_is_named_with_kind_host() -> None:
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "host"
     assert verdict.host_bound is True and verdict.significant
-    assert verdict.kind_basis is not None and "held it off the CPU" in verdict.kind_basis
+    assert verdict.kind_rule is not None and verdict.kind_rule.code == "straggler.rule.host_held"
+    assert "held it off the CPU" in rule(verdict)
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert verdict.host_wait_s.value == pytest.approx(1e-3, rel=0.1)
-    assert verdict_words.summary(verdict).startswith(
-        "rank 1 is a straggler (host: it was held off the CPU"
-    )
-    assert verdict_words.summary(verdict).endswith("check the host")
+    assert line(verdict).startswith("Straggler: rank 1, host (held off the CPU)")
+    assert line(verdict).endswith("check the host")
     check = host_check(model)
     assert check.agrees is True and "the host took its time" in said(check.detail)
 
@@ -80,7 +90,8 @@ def test_a_rank_with_more_work_that_waits_longer_for_a_cpu_is_compute() -> None:
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "compute"
     assert verdict.host_bound is False
-    assert verdict.kind_basis is not None and "less than its work" in verdict.kind_basis
+    assert verdict.kind_rule is not None and verdict.kind_rule.figures["held_less"] is True
+    assert "less than its work" in rule(verdict)
 
 
 def test_a_slow_rank_that_also_waited_for_a_cpu_is_still_named() -> None:
@@ -122,9 +133,7 @@ def test_more_work_on_a_heavily_loaded_host_is_compute_not_host() -> None:
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict_words.summary(
-        verdict
-    )
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", line(verdict)
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert abs(verdict.host_wait_s.value) < 1e-3  # nothing held beyond its fair wait
     blind = timers_step_split(table.drop(columns=["cpu_time"]), None)
@@ -142,11 +151,9 @@ def test_a_rank_that_did_more_work_is_compute_however_long_the_host_held_it() ->
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict_words.summary(
-        verdict
-    )
-    assert verdict.kind_basis is not None and "held it off the CPU" in verdict.kind_basis
-    assert "check the host" not in verdict_words.summary(verdict) and verdict.host_bound is False
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", line(verdict)
+    assert "held it off the CPU" in rule(verdict)
+    assert "check the host" not in line(verdict) and verdict.host_bound is False
 
 
 def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
@@ -156,9 +163,7 @@ def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict_words.summary(
-        verdict
-    )
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", line(verdict)
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert verdict.host_wait_s.value == pytest.approx(6e-3, rel=0.1)
 
@@ -171,12 +176,11 @@ def test_a_rank_blocked_on_its_input_is_input_however_long_it_waited_after() -> 
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict_words.summary(
-        verdict
-    )
-    assert verdict.kind == "input" and verdict.host_bound is False, verdict_words.summary(verdict)
-    assert "check the host" not in verdict_words.summary(verdict)
-    basis = verdict.kind_basis or ""
+    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", line(verdict)
+    assert verdict.kind == "input" and verdict.host_bound is False, line(verdict)
+    assert "check the host" not in line(verdict)
+    assert verdict.kind_rule is not None and verdict.kind_rule.code == "straggler.rule.data_phase"
+    basis = rule(verdict)
     assert "data phase" in basis and "held it off the CPU" in basis, basis
     assert "less than" not in basis, basis  # it was held longer than the rest of its gap
     detail = said(host_check(model).detail) or ""
@@ -198,9 +202,7 @@ def test_a_rank_held_inside_the_collective_is_named_host() -> None:
     model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict_words.summary(
-        verdict
-    )
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "host", line(verdict)
     gap = verdict.headline_gap()
     assert gap is not None and gap.value == pytest.approx(20e-3, rel=0.05)
     assert verdict.gap_s is not None and verdict.gap_s.value is not None
@@ -273,7 +275,7 @@ def test_the_finding_sends_the_reader_to_the_host_not_the_code() -> None:
     assert diagnosis is not None and diagnosis.straggler is not None
     assert diagnosis.straggler.host_bound and diagnosis.straggler.named
     found = [f for f in diagnosis.findings if f.category == "straggler"]
-    assert [f.title for f in found] == ["rank 1 held off the CPU by other work on its cores"]
+    assert [f.title for f in found] == ["rank 1 is the straggler: host (held off the CPU)"]
     assert "the code is not slower" in found[0].recommendation
     assert not any("take turns" in f.title or "disputed" in f.title for f in diagnosis.findings)
 

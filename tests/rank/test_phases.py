@@ -117,8 +117,8 @@ def test_rank_slow_in_backward_is_the_straggler() -> None:
     verdict = result.diagnosis.straggler if result.diagnosis else None
     assert verdict is not None and verdict.named and verdict.p_value is not None
     assert verdict.p_value < 0.01
-    assert verdict_words.summary(verdict).startswith(
-        "rank 1 is a straggler (compute: its own work takes longer in backward): +60 ms"
+    assert verdict_words.straggler_text(verdict, 2).startswith(
+        "Straggler: rank 1, compute in backward, +60"
     )
 
 
@@ -217,11 +217,9 @@ def test_without_a_no_sync_window_the_phases_still_split_the_step() -> None:
     # the step model needs no no_sync window; it only loses that cross-check
     assert result.diagnosis is not None
     # (these synthetic windows carry no wait for a CPU: that check says it was not measured)
-    assert [c.name for c in result.diagnosis.cross_checks] == [
-        "paired per-step test",
-        "CPU wait (host)",
-        "others' wait for it (phase timers)",
-    ]
+    checks = result.diagnosis.cross_checks
+    assert [c.check for c in checks] == ["paired", "cpu_wait", "others_wait"]
+    assert checks[2].detail.figures["source"] == "phase timers"
     host = result.diagnosis.cross_checks[1]
     assert host.agrees is None and "not measured" in said(host.detail)
     assert split_figures(result).comm_overhead == pytest.approx(0.001 / 0.075)
@@ -257,11 +255,12 @@ def test_a_straggler_nobody_waits_for_is_not_named() -> None:
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
     assert not verdict.named and verdict.candidate_rank == 1
-    assert "rank 1 waits for the others more than they wait for it" in verdict_words.summary(
-        verdict
-    )
-    (check,) = [c for c in attribution.cross_checks if c.name.startswith("others' wait")]
-    assert check.name == "others' wait for it (phase timers)" and check.agrees is False
+    assert verdict.why_not == Finding(code="straggler.withdrawn", figures={"by": ["others_wait"]})
+    line = verdict_words.straggler_text(verdict, 2)
+    assert line.endswith(": withdrawn by others' wait for it)"), line
+    (check,) = [c for c in attribution.cross_checks if c.check == "others_wait"]
+    assert check.detail.figures["source"] == "phase timers" and check.agrees is False
+    assert "rank 1 waits for the others more than they wait for it" in said(check.detail)
 
 
 def test_a_named_straggler_carries_the_others_wait_for_it() -> None:
@@ -272,7 +271,7 @@ def test_a_named_straggler_carries_the_others_wait_for_it() -> None:
     attribution = run(ranks).diagnosis
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named and attribution.straggler.rank == 1
-    (check,) = [c for c in attribution.cross_checks if c.name.startswith("others' wait")]
+    (check,) = [c for c in attribution.cross_checks if c.check == "others_wait"]
     assert check.agrees is True and check.estimate is not None
     assert check.estimate.value == pytest.approx(0.060 / 0.0751, rel=1e-3)
 
@@ -289,7 +288,11 @@ def test_a_gap_below_the_minimum_effect_is_not_named() -> None:
     result = run(ranks)
     assert cells_table([result]).iloc[0]["straggler_rank"] is None
     verdict = result.diagnosis.straggler if result.diagnosis is not None else None
-    assert verdict is not None and "below the 5 % minimum effect" in verdict_words.summary(verdict)
+    assert verdict is not None and verdict.why_not is not None
+    assert verdict.why_not == Finding(code="straggler.below_minimum", figures={"share": 0.05})
+    line = verdict_words.straggler_text(verdict, 2)
+    assert line.startswith("Straggler: none (rank 1 +2") and "ms" in line, line
+    assert line.endswith(": below the 5 % minimum effect)"), line
     assert "straggler" not in result.unavailable  # said once, by the verdict
 
 

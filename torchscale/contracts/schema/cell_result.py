@@ -57,7 +57,6 @@ class Estimate(Record):
     low: float | None = Field(description="lower end of the 95 % interval (clamped to the domain)")
     high: float | None = Field(description="upper end of the 95 % interval")
     n: int = Field(description="the units the interval was taken over (steps, repeats)")
-    method: str = Field(description="how the interval was taken")
     measurable: bool = Field(description="false: the interval includes 0 or leaves the domain")
     reason: Reason | None = Field(
         default=None,
@@ -219,6 +218,21 @@ class StepPart(Record):
 
 
 StragglerKind = Literal["compute", "input", "host", "communication"]
+# what a rank's own work is, by the source that timed it: its phase timers, or the traces'
+# phase ranges or step-model parts
+OwnWork = Literal["timers", "phase_ranges", "step_parts"]
+
+
+class StepPattern(Record):
+    """How a straggler's cost falls over the steps (offline/analysis/diagnosis/cost.py,
+    `step_pattern`): one step in `period` (periodic), every step, most steps or a few of them
+    (`steps` of `of`), or unevenly; `typical_s` the cost of the steps that carry it."""
+
+    shape: Literal["periodic", "every", "most", "sporadic", "uneven"]
+    period: int | None = None
+    steps: int | None = None
+    of: int | None = None
+    typical_s: float | None = None
 
 
 class StragglerVerdict(Record):
@@ -237,20 +251,15 @@ class StragglerVerdict(Record):
     p_value: float | None = Field(
         description="one-sided Wilcoxon signed-rank, paired steps (a cross-check, not the gate)"
     )
-    pattern: str | None = Field(
+    pattern: StepPattern | None = Field(
         default=None,
-        description="how the cost falls over the steps, in words ('every 4th step +60 ms', "
-        "'every step', '3 of 40 steps +52 ms'); null below the minimum effect",
+        description="how the cost falls over the steps (every 4th step, every step, 3 of 40 "
+        "steps); null below the minimum effect",
     )
     significant: bool | None = Field(
         default=None,
         description="the own-work gap passed the test (p and minimum effect), named or "
         "withdrawn by evidence naming another rank",
-    )
-    withdrawn_by: str | None = Field(
-        default=None,
-        description="the evidence that significantly named another rank and so withdrew a "
-        "significant gap; null: not withdrawn",
     )
     min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
     host_wait_s: Estimate | None = Field(
@@ -266,8 +275,10 @@ class StragglerVerdict(Record):
         "communication (its collectives start late while its work is on par); null: nobody "
         "named",
     )
-    kind_basis: str | None = Field(
-        default=None, description="the evidence that decided the kind, in words"
+    kind_rule: Code | None = Field(
+        default=None,
+        description="the rule that decided the kind and its figures (straggler.rule.*); null: "
+        "nobody named",
     )
     device_ratio: Estimate | None = Field(
         default=None,
@@ -298,11 +309,9 @@ class StragglerVerdict(Record):
         "(--inject-delay): the straggler is artificial, not a finding about the machine; "
         "null: nobody named",
     )
-    test: str = Field(description="the test, in words")
-    said: Code | None = Field(
-        default=None,
-        description="the verdict's one line (straggler.named, .late, .not_named, "
-        ".untested), worded by contracts/wording/verdicts.py",
+    test: Code = Field(
+        description="the test the gap was judged by (straggler.test: its level, the minimum "
+        "effect as a share of the step, what own work is)"
     )
 
     @property
@@ -325,11 +334,27 @@ class StragglerVerdict(Record):
         return self.gap_s
 
 
+CheckName = Literal[
+    "paired",
+    "cpu_wait",
+    "held_launches",
+    "others_wait",
+    "arrival_order",
+    "no_sync_comm",
+    "inflation",
+    "timers_split",
+    "timers_straggler",
+    "traces_straggler",
+]
+
+
 class CrossCheck(Record):
     """A second estimate of a figure of the model, shown only as agreeing or not."""
 
-    name: str
-    method: str
+    check: CheckName = Field(
+        description="which cross-check (its name and how it is measured: "
+        "contracts/wording/cross_checks.py)"
+    )
     estimate: Estimate | None
     agrees: bool | None = Field(description="null: could not judge")
     detail: Code = Field(
@@ -342,7 +367,6 @@ class StepSplit(Record):
     with its 95 % interval, the parts adding up to the step by construction; with the straggler
     verdict and cross-checks, what each source of evidence (phase timers, traces) builds."""
 
-    basis: str = Field(description="the evidence the parts come from")
     steps: int = Field(description="steps the parts are averaged over (per rank)")
     ranks: int
     step_s: Estimate = Field(description="the mean step the parts add up to")
@@ -371,9 +395,9 @@ class WhatIf(Record):
     saved_s: Estimate = Field(description="mean seconds per step it would save")
     share: Estimate = Field(description="saved / the mean step")
     extra_work_s: float | None = Field(
-        description="its mean own work past the slowest other rank's per step (the cap)"
+        description="its mean own work past the slowest other rank's per step (the cap); null: "
+        "capped by its late collectives"
     )
-    method: str
 
 
 class Problem(Record):

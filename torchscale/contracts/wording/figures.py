@@ -499,9 +499,7 @@ def gap_text(mean: float | None, low: float | None, high: float | None) -> str:
     if mean is None:
         return "?"
     reason = Finding(code="estimate.no_interval") if low is None or high is None else None
-    estimate = Estimate(
-        value=mean, low=low, high=high, n=0, method="", measurable=True, reason=reason
-    )
+    estimate = Estimate(value=mean, low=low, high=high, n=0, measurable=True, reason=reason)
     return seconds_text(estimate, signed=True)
 
 

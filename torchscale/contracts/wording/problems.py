@@ -17,19 +17,12 @@ from torchscale.contracts.schema.cell_result import (
     Estimate,
     JobFacts,
     Problem,
-    StragglerVerdict,
 )
 from torchscale.contracts.wording import job_terms, spelled, verdicts
-from torchscale.contracts.wording.cross_checks import quoted
 from torchscale.contracts.wording.figures import change_text, pct, share_text
 
 Figures = Mapping[str, Any]
-PHASE_WORDS = {
-    "data": "data loading",
-    "forward": "forward pass",
-    "backward": "backward pass",
-    "optimizer": "optimizer step",
-}
+who, _device_word, _phase = verdicts.who, verdicts.device_word, verdicts.phase_words
 
 
 def _estimate(value: Any) -> Estimate | None:
@@ -40,48 +33,11 @@ def _share(figures: Figures, name: str) -> str:
     return share_text(_estimate(figures.get(name)))
 
 
-def _device_word(device: str) -> str:
-    return "rank" if device == "cpu" else ("GPU" if device == "cuda" else "device")
-
-
-def who(device: str, rank: int) -> str:
-    """'rank 3' on CPUs, 'GPU-3' on CUDA, 'device-3' elsewhere."""
-    word = _device_word(device)
-    return f"rank {rank}" if word == "rank" else f"{word}-{rank}"
-
-
 def _who(figures: Figures, name: str = "rank") -> str:
     return who(figures.get("device", "cpu"), figures[name])
 
 
-def _phase(phase: str) -> str:
-    return PHASE_WORDS.get(phase, phase)
-
-
-def _summary(figures: Figures) -> str:
-    verdict = figures.get("verdict")
-    if verdict is None:
-        return ""
-    return verdicts.summary(StragglerVerdict.model_validate(verdict))
-
-
 # ---- titles -------------------------------------------------------------------------------
-
-
-def _straggler_title(f: Figures) -> str:
-    prefix = " ".join(p for p in (f.get("backend"), f.get("op")) if p)
-    prefix = f"{prefix}: " if prefix else ""
-    name, kind, phase = _who(f), f.get("kind"), f.get("phase")
-    if kind == "host":
-        return f"{prefix}{name} held off the CPU by other work on its cores"
-    if kind == "communication":
-        return f"{prefix}{name} starts its collectives late (its work is on par)"
-    devices = _device_word(f.get("device", "cpu")) + "s"
-    if phase is not None:
-        peer = f.get("peer")
-        than = _who(f, "peer") if peer is not None else f"the other {devices}"
-        return f"{prefix}{name} finishing {_phase(phase)} slower than {than}"
-    return f"{prefix}{name} is slower than the other {devices}"
 
 
 def _host_bound_busy_title(f: Figures) -> str:
@@ -111,7 +67,7 @@ def pct_small(x: float) -> str:
 
 
 PHRASES: dict[str, Callable[[Figures], str]] = {
-    "problem.straggler": _straggler_title,
+    "problem.straggler": verdicts.title,
     "problem.imbalance.host": lambda f: (
         f"Ranks wait for {_who(f)}, which the host held back (it waited for a CPU)"
     ),
@@ -143,44 +99,8 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
 # ---- evidence -----------------------------------------------------------------------------
 
 
-def _straggler_evidence(f: Figures) -> list[str]:
-    name = _who(f)
-    lines = [f"step model: {_summary(f)}"]
-    if f.get("phase") is not None and f.get("phase_gap_s") is not None:
-        lines.append(
-            f"its {_phase(f['phase'])} takes {spelled.trace_seconds(f['phase_gap_s'])} longer "
-            "than the median of the other ranks, step by step"
-        )
-    arrival = f.get("arrival")
-    if arrival is not None:
-        lines.append(
-            f"cross-check: {name} arrived last at {arrival['last']} of {arrival['instances']} "
-            f"matched collectives ({spelled.pct_whole(arrival['share'])}; chance alone: "
-            f"{spelled.pct_whole(arrival['expected'])})"
-        )
-    elif f.get("arrival_reason"):
-        lines.append(f"cross-check, arrival order: {quoted(f['arrival_reason'])}")
-    if f.get("stall") is not None:
-        lines.append(
-            f"ranks wait for peers {_share(f, 'stall')} of the step (mean over ranks, exposed)"
-        )
-    else:
-        lines.append(
-            "waits not separable from the transfer (no collective matched): the cost is its "
-            "extra own work per step"
-        )
-    if f.get("whatif") is not None:
-        lines.append(
-            f"what-if (upper bound): had {name} arrived with the others, steps would be at most "
-            f"{_share(f, 'whatif')} shorter (capped by the other ranks' wait for it)"
-        )
-    return lines
-
-
 def _imbalance_evidence(f: Figures) -> list[str]:
     lines = [f"ranks wait for peers {_share(f, 'stall')} of the step (mean over ranks)"]
-    if f.get("verdict") is not None:
-        lines.append(f"no single straggler: {_summary(f)}")
     waits = f.get("rank_waits") or []
     if waits:
         lines.append(
@@ -229,13 +149,13 @@ def _busy_evidence(f: Figures) -> list[str]:
     if f.get("gpu_busy_s") is not None and f.get("step_s") is not None:
         return [
             f"GPU busy {spelled.trace_seconds(f['gpu_busy_s'])} of a "
-            f"{spelled.trace_seconds(f['step_s'])} step ({f['method']})"
+            f"{spelled.trace_seconds(f['step_s'])} step"
         ]
-    return [f"GPU busy {pct(f['busy_share'])} of the step ({f['method']})"]
+    return [f"GPU busy {pct(f['busy_share'])} of the step"]
 
 
 EVIDENCE: dict[str, Callable[[Figures], list[str]]] = {
-    "problem.straggler": _straggler_evidence,
+    "problem.straggler": verdicts.evidence,
     "problem.imbalance.host": _imbalance_evidence,
     "problem.imbalance.disputed": _imbalance_evidence,
     "problem.imbalance.waited_for": _imbalance_evidence,
@@ -249,7 +169,7 @@ EVIDENCE: dict[str, Callable[[Figures], list[str]]] = {
     "problem.host_bound.busy": _busy_evidence,
     "problem.host_bound.arithmetic": lambda f: [
         f"MFU {_mfu_shown(f)}, under {pct(f['threshold'])}: at its peak the GPU would finish "
-        f"the step's arithmetic in that share of the step ({f['method']})"
+        "the step's arithmetic in that share of the step (no busy trace: judged by arithmetic)"
     ],
 }
 

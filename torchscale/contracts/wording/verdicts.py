@@ -1,8 +1,8 @@
-"""Words for the straggler verdict (contracts/schema/cell_result.py, `StragglerVerdict`): its one
-stored line (`said`: straggler.named / .late / .not_named / .untested), why its candidate is
-not named (`why_not`), the busy-machine caveat beside it (caveat.*), and the straggler line
-every surface prints (`straggler_text`). Figures: rank, candidate, kind, phase, gap / late as
-[mean, low, high] seconds, pattern (cost.pattern_words'), injected, caveat and why (findings)."""
+"""The straggler in words, in one place: the one line every surface prints (`straggler_text`,
+made of `line`: a code and figures read off the verdict's fields), its kind, its pattern over
+the steps, the rule that decided its kind, the test it was judged by, why a candidate is not
+named, a slower device or more work, and the busy-machine caveat beside it. The straggler
+problem's title and fix (problems.py) use the same kind words (`kind_words`)."""
 
 from __future__ import annotations
 
@@ -10,23 +10,115 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Diagnosis, StragglerVerdict
+from torchscale.contracts.schema.cell_result import (
+    Diagnosis,
+    Estimate,
+    StepPattern,
+    StragglerVerdict,
+)
 from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording.figures import gap_text, seconds_text
-
-# after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
-# shows the artificial straggler as a finding about the machine
-INJECTED = " (injected: --inject-delay)"
-KIND_WORDS: dict[str, str] = {
-    "compute": "its own work takes longer",
-    "input": "it waits for its input",
-    "host": "it was held off the CPU",
-    "communication": "its collectives start late",
-}
-UNTESTED = "no straggler test: "
-WITHDRAWN = "withdrawn: "
+from torchscale.contracts.wording.figures import seconds_text
 
 Figures = Mapping[str, Any]
+
+# a rank the run delayed on purpose (`StragglerVerdict.injected`): said right after the lead
+# on every surface, so no table that shortens the line hides it
+INJECTED = " (injected: --inject-delay)"
+# what each kind's extra time is, one vocabulary for the line, the title and the fix
+KIND_WORDS: dict[str, str] = {
+    "compute": "compute",
+    "input": "input (waits for its data)",
+    "host": "host (held off the CPU)",
+    "communication": "communication (its collectives start late)",
+}
+# what own work is, by the source that timed it (`straggler.test`'s own_work)
+OWN_WORK = {
+    "timers": "",
+    "phase_ranges": "; own work = the rank's busy time in its data, forward, backward and "
+    "optimizer ranges (the traces' ProfilerStep phases)",
+    "step_parts": "; own work = the rank's compute and data time of the step model's parts",
+}
+
+
+PHASE_WORDS = {
+    "data": "data loading",
+    "forward": "forward pass",
+    "backward": "backward pass",
+    "optimizer": "optimizer step",
+}
+
+
+def phase_words(phase: str) -> str:
+    """'backward pass' for the backward phase."""
+    return PHASE_WORDS.get(phase, phase)
+
+
+def device_word(device: str) -> str:
+    return "rank" if device == "cpu" else ("GPU" if device == "cuda" else "device")
+
+
+def who(device: str, rank: int) -> str:
+    """'rank 3' on CPUs, 'GPU-3' on CUDA, 'device-3' elsewhere."""
+    word = device_word(device)
+    return f"rank {rank}" if word == "rank" else f"{word}-{rank}"
+
+
+def title(f: Figures) -> str:
+    """The straggler problem's title (problem.straggler's figures): who, its kind, where its
+    collective was ('GPU-1 is the straggler: compute in backward, in nccl all_reduce')."""
+    where = " ".join(p for p in (f.get("backend"), f.get("op")) if p)
+    where = f", in {where}" if where else ""
+    name = who(f.get("device", "cpu"), f["rank"])
+    return f"{name} is the straggler: {kind_words(f.get('kind'), f.get('phase'))}{where}"
+
+
+def evidence(f: Figures) -> list[str]:
+    """The straggler problem's evidence: its slow phase's gap, arrival order, the wait for
+    peers it costs, the what-if (its line is the diagnosis', shown beside)."""
+    from torchscale.contracts.wording.cross_checks import quoted
+    from torchscale.contracts.wording.figures import share_text
+
+    name = who(f.get("device", "cpu"), f["rank"])
+    lines = []
+    if f.get("phase") is not None and f.get("phase_gap_s") is not None:
+        lines.append(
+            f"its {phase_words(f['phase'])} takes {spelled.trace_seconds(f['phase_gap_s'])} "
+            "longer than the median of the other ranks, step by step"
+        )
+    arrival = f.get("arrival")
+    if arrival is not None:
+        lines.append(
+            f"cross-check: {name} arrived last at {arrival['last']} of {arrival['instances']} "
+            f"matched collectives ({spelled.pct_whole(arrival['share'])}; chance alone: "
+            f"{spelled.pct_whole(arrival['expected'])})"
+        )
+    elif f.get("arrival_reason"):
+        lines.append(f"cross-check, arrival order: {quoted(f['arrival_reason'])}")
+    if f.get("stall") is not None:
+        stall = share_text(Estimate.model_validate(f["stall"]))
+        lines.append(f"ranks wait for peers {stall} of the step (mean over ranks, exposed)")
+    else:
+        lines.append(
+            "waits not separable from the transfer (no collective matched): the cost is its "
+            "extra own work per step"
+        )
+    if f.get("whatif") is not None:
+        lines.append(
+            f"what-if (upper bound): had {name} arrived with the others, steps would be at most "
+            f"{share_text(Estimate.model_validate(f['whatif']))} shorter (capped by the other "
+            "ranks' wait for it)"
+        )
+    return lines
+
+
+def kind_words(kind: str | None, phase: str | None) -> str:
+    """'compute in backward', 'input (waits for its data)', 'host (held off the CPU)'; a
+    verdict without a kind: its slow phase."""
+    if kind is None:
+        return f"slow in {phase}" if phase else "slow own work"
+    if kind == "compute" and phase:
+        return f"compute in {phase}"
+    return KIND_WORDS[kind]
 
 
 def _said(figures: Figures, name: str) -> str:
@@ -36,30 +128,102 @@ def _said(figures: Figures, name: str) -> str:
     return say(Finding.model_validate(figures[name]))
 
 
-def _gap(figures: Figures, name: str = "gap") -> str:
-    return gap_text(*(figures.get(name) or (None, None, None)))
+def _gap(figures: Figures) -> str:
+    return seconds_text(Estimate.model_validate(figures["gap"]), signed=True)
 
 
-def _as(pattern: str | None) -> str:
-    return f"; {pattern}" if pattern else ""
+def _pattern(figures: Figures) -> str:
+    return f", {_said(figures, 'pattern')}" if figures.get("pattern") else ""
 
 
-def _after(figures: Figures) -> str:
-    """What a named verdict says after itself: injected, then the busy-machine caveat."""
-    injected = INJECTED if figures.get("injected") else ""
-    caveat = f"; {_said(figures, 'caveat')}" if figures.get("caveat") else ""
-    return injected + caveat
+def _named(f: Figures) -> str:
+    lead = f"Straggler{INJECTED if f.get('injected') else ''}: rank {f['rank']}"
+    kind = kind_words(f.get("kind"), f.get("phase"))
+    if f.get("kind") == "communication":
+        return f"{lead}, {kind}: the others wait {_gap(f)}/step"
+    if f.get("kind") == "host":
+        check = "" if f.get("injected") else ": check the host"
+        return f"{lead}, {kind} {_gap(f)}/step{_pattern(f)}{check}"
+    device = f": {_said(f, 'device')}" if f.get("device") else ""
+    return f"{lead}, {kind}, {_gap(f)}/step{_pattern(f)}{device}"
 
 
-def _named(figures: Figures) -> str:
-    kind, phase = figures["kind"], figures.get("phase")
-    where = f" in {phase}" if phase and kind in ("compute", "host") else ""
-    check = "; check the host" if kind == "host" else ""
-    device = f"; {_said(figures, 'device')}" if figures.get("device") else ""
+def _not_named(f: Figures) -> str:
+    why = _said(f, "why") if f.get("why") else "not named"
+    return f"Straggler: none (rank {f['candidate']} {_gap(f)}/step{_pattern(f)}: {why})"
+
+
+def _untested(f: Figures) -> str:
+    return f"Straggler: not tested ({_said(f, 'why')})" if f.get("why") else "Straggler: not tested"
+
+
+def _periodic(f: Figures) -> str:
+    nth = {2: "2nd", 3: "3rd"}.get(f["period"], f"{f['period']}th")
+    return f"every {nth} step {_cost(f)}"
+
+
+def _cost(f: Figures) -> str:
+    """A pattern's typical cost: two significant figures under 10 ms, three from it."""
+    typical = f["typical_s"]
+    return spelled.ms_signed_sig(typical, 2 if abs(typical) < 0.01 else 3)
+
+
+def _on_cpu(f: Figures) -> str:
+    where = f"its {f['phase']}" if f.get("phase") and f["phase"] != "data" else "its work"
+    held = f"; the host also held it off the CPU {_ms(f['held_s'])}" if f.get("held_s") else ""
     return (
-        f"rank {figures['rank']} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): "
-        f"{_gap(figures)} per step over the others{_as(figures.get('pattern'))}{check}"
-        f"{device}{_after(figures)}"
+        f"it ran {_ms(f['on_cpu_s'])} per step longer on a CPU than the others: {where} has "
+        f"more to do{held}"
+    )
+
+
+def _ms(seconds: float) -> str:
+    return spelled.ms_signed_sig(seconds)
+
+
+def _late_rule(f: Figures) -> str:
+    arrived = (
+        f"it arrives last at {f['last']} of {f['matched']} matched collectives (chance: "
+        f"{spelled.pct_whole(f['expected'])})"
+        if f.get("last") is not None
+        else "the others wait for it the most (arrival order alone does not single it out)"
+    )
+    return (
+        f"{arrived}, the others wait {spelled.pct_one(f['wait_share'])} of the step longer than "
+        f"it does (at least {spelled.pct_whole(f['min_share'])}), and its own work is not "
+        f"significantly above theirs ({_ms(f['work_s'])} per step) nor explains that wait"
+    )
+
+
+def _test(f: Figures) -> str:
+    return (
+        "what the rank costs the others: per step, how far its own work runs past the slowest "
+        "other rank's (zero where it is not last), over the mean of the others' costs; named "
+        f"when the one-sided moving-block bootstrap bound of the mean cost at {f['alpha']:g} / "
+        f"ranks is above zero and the mean is at least {spelled.pct_whole(f['min_share'])} of "
+        f"the mean step{OWN_WORK[f['own_work']]}"
+    )
+
+
+def _also_held(f: Figures) -> str:
+    """A rule's words, then the host's hold beside a kind that is not the host's."""
+    held = f.get("also_held_s")
+    if held is None:
+        return ""
+    less = ", less than its work" if f.get("held_less") else ""
+    return f"; the host held it off the CPU {_ms(held)}{less}"
+
+
+def _below(figures: Figures) -> str:
+    return f"below the {spelled.pct_whole(figures['share'])} minimum effect"
+
+
+def _few_steps(figures: Figures) -> str:
+    left_out, steps = figures.get("left_out"), figures.get("steps")
+    dropped = f", {left_out} of {steps} left out: not on every rank" if left_out else ""
+    return (
+        f"{figures['paired']} paired steps{dropped}; the test needs at least "
+        f"{figures['needed']} (trace or measure more steps)"
     )
 
 
@@ -77,103 +241,146 @@ def _ratio(figures: Figures) -> str:
     )
 
 
-def _device_slower(figures: Figures) -> str:
-    gpu = _device_name(figures) == "GPU"
-    fix = "replace or cool the GPU" if gpu else "the same work takes longer on its core"
-    return f"a slower {_device_name(figures)} ({_ratio(figures)}): {fix}"
-
-
-DEVICE_PHRASES: dict[str, Callable[[Figures], str]] = {
-    "straggler.device_slower": _device_slower,
-    "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
-    "straggler.more_work": lambda f: (
-        f"more work, its {_device_name(f)} on par ({_ratio(f)}): rebalance its data"
-    ),
-    "straggler.device_undecided": lambda f: (
-        f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
-    ),
-    "straggler.device_in_window": lambda f: (
-        f"a slower {_device_name(f)} while it worked (its work {spelled.times(f['work_ratio'], 2)} "
-        f"the others' on the same work per rank; its calibration after the windows "
-        f"{spelled.times(f['ratio'][0], 2)}, on par): a slowdown inside the windows, such as "
-        f"another process on its {_device_name(f)} or a clock drop, not the job's data"
-    ),
-    "straggler.device_unmeasured": lambda f: "no calibration timed: slower device or more work?",
-}
-
-
-def _late(figures: Figures) -> str:
-    work, step = figures["work_s"], figures.get("step_s")
-    on_par = (
-        f"{spelled.ms_signed_sig(work)}, step {spelled.ms_sig(step)}"
-        if step is not None
-        else spelled.ms_signed_sig(work)
-    )
-    return (
-        f"rank {figures['rank']} is a straggler (communication: {KIND_WORDS['communication']}): "
-        f"the others wait longer for it, by {_gap(figures, 'late')} per step, while its own "
-        f"work is on par ({on_par}){_after(figures)}"
-    )
-
-
-def _not_named(figures: Figures) -> str:
-    return (
-        f"nobody named: the largest gap, rank {figures['candidate']}, {_gap(figures)} per "
-        f"step{_as(figures.get('pattern'))}: {_said(figures, 'why')}"
-    )
-
-
-def _below(figures: Figures) -> str:
-    return (
-        f"below the {spelled.pct_whole(figures['share'])} minimum effect "
-        f"({spelled.ms_sig(figures['min_effect_s'])} of a {spelled.ms_sig(figures['step_s'])} "
-        "step)"
-    )
-
-
-def _few_steps(figures: Figures) -> str:
-    left_out, steps = figures.get("left_out"), figures.get("steps")
-    dropped = f", {left_out} of {steps} left out: not on every rank" if left_out else ""
-    return (
-        f"{figures['paired']} paired steps{dropped}; the test needs at least "
-        f"{figures['needed']} (trace or measure more steps)"
-    )
-
-
 def _busy(figures: Figures) -> str:
     cores = figures.get("cores")
     used = spelled.one_decimal(cores) if cores is not None else "?"
     return f"busy machine (others used {used} cores on {figures['host']}): check the host first"
 
 
-def _shared(figures: Figures) -> str:
-    return (
-        f"{figures['ranks']} ranks share {figures['cores']} cores on {figures['host']}: check "
-        "the host first"
-    )
+def _checks(figures: Figures) -> str:
+    from torchscale.contracts.wording.cross_checks import check_label
+
+    return ", ".join(check_label(check) for check in figures["by"])
 
 
 PHRASES: dict[str, Callable[[Figures], str]] = {
+    # the line (`line`)
     "straggler.named": _named,
-    "straggler.late": _late,
     "straggler.not_named": _not_named,
-    "straggler.untested": lambda f: UNTESTED + _said(f, "why"),
+    "straggler.untested": _untested,
+    "straggler.one_rank": lambda f: "Straggler: none (one rank)",
+    # how its cost falls over the steps (`StepPattern`)
+    "straggler.pattern.periodic": _periodic,
+    "straggler.pattern.every": lambda f: "every step",
+    "straggler.pattern.most": lambda f: f"most steps ({f['steps']} of {f['of']}) {_cost(f)}",
+    "straggler.pattern.sporadic": lambda f: f"{f['steps']} of {f['of']} steps {_cost(f)}",
+    "straggler.pattern.uneven": lambda f: "uneven over the steps",
+    # the rule that decided the kind (`kind_rule`)
+    "straggler.rule.on_cpu": _on_cpu,
+    "straggler.rule.host_held": lambda f: (
+        f"the host held it off the CPU {_ms(f['held_s'])} per step, which passes the straggler "
+        f"test and is at least the rest of its gap ({_ms(f['left_s'])}): other work held it off "
+        "the CPU"
+    ),
+    "straggler.rule.held_in_wait": lambda f: (
+        f"the host held it off the CPU {_ms(f['held_s'])} per step (passes the straggler test), "
+        f"while its own work is {_ms(f['work_s'])} per step over the others': the time was lost "
+        "where it waits with them"
+    ),
+    "straggler.rule.data_phase": lambda f: (
+        "its data phase has the largest significant gap" + _also_held(f)
+    ),
+    "straggler.rule.slow_phase": lambda f: (
+        f"its {f['phase']} has the largest significant gap" + _also_held(f)
+    ),
+    "straggler.rule.phases_data": lambda f: (
+        "no phase is significant alone; its data phase holds most of the gap" + _also_held(f)
+    ),
+    "straggler.rule.phases_compute": lambda f: (
+        "no phase is significant alone; its compute phases hold most of the gap" + _also_held(f)
+    ),
+    "straggler.rule.late_collectives": _late_rule,
+    "straggler.rule.held_launches": lambda f: (
+        f"its DDP communication hook holds its collectives {_ms(f['held_s'])} per step longer "
+        f"than the others' (passes the straggler test), while its own work is "
+        f"{_ms(f['work_s'])} per step over theirs: the others wait for its launch"
+    ),
+    "straggler.test": _test,
+    # why a candidate is not named (`why_not`)
     "straggler.too_few_ranks": lambda f: "fewer than two ranks with phase timers",
     "straggler.too_few_steps": _few_steps,
     "straggler.none_above": lambda f: "no rank's own work is above the others'",
     "straggler.noise_interval": lambda f: "could be noise: its interval reaches 0",
     "straggler.noise_few_steps": lambda f: "could be noise: too few steps agree for the test",
     "straggler.below_minimum": _below,
-    "straggler.withdrawn": lambda f: WITHDRAWN + f["by"],
+    "straggler.withdrawn": lambda f: f"withdrawn by {_checks(f)}",
+    # a compute straggler's device (`device`)
+    "straggler.device_slower": lambda f: (
+        f"a slower {_device_name(f)} ({spelled.times(f['ratio'][0], 2)}): "
+        + ("replace or cool the GPU" if _device_name(f) == "GPU" else "the same work takes longer")
+    ),
+    "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
+    "straggler.more_work": lambda f: "more work (rebalance its data)",
+    "straggler.device_undecided": lambda f: (
+        f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
+    ),
+    "straggler.device_in_window": lambda f: (
+        f"a slower {_device_name(f)} while it worked (the same work as the others)"
+    ),
+    "straggler.device_unmeasured": lambda f: "no calibration timed: slower device or more work?",
+    # the busy-machine caveat (`Diagnosis.busy`)
     "caveat.busy_machine": _busy,
-    "caveat.shared_cores": _shared,
-    **DEVICE_PHRASES,
+    "caveat.shared_cores": lambda f: (
+        f"{f['ranks']} ranks share {f['cores']} cores on {f['host']}: check the host first"
+    ),
 }
 
 
-def summary(verdict: StragglerVerdict) -> str:
-    """The verdict's one line."""
-    return _said_or_none(verdict.said) or ""
+def line(verdict: StragglerVerdict | None, ranks: int) -> Finding:
+    """The verdict's one line as a code and its figures, read off its fields: named (who, its
+    kind, what it costs the others per step, how that falls over the steps, its device,
+    injected), not named (the largest gap and why), not tested (why), or one rank."""
+    if verdict is None:
+        return Finding(code="straggler.one_rank" if ranks < 2 else "straggler.untested")
+    pattern = _pattern_finding(verdict.pattern)
+    gap = verdict.headline_gap()
+    if verdict.named:
+        figures = {
+            "rank": verdict.rank,
+            "kind": verdict.kind,
+            "phase": verdict.phase,
+            "gap": gap.model_dump() if gap is not None else None,
+            "pattern": pattern,
+            "device": _shown_device(verdict),
+            "injected": bool(verdict.injected),
+        }
+        return Finding(code="straggler.named", figures=figures)
+    why = verdict.why_not.model_dump() if verdict.why_not is not None else None
+    if verdict.candidate_rank is None or gap is None:
+        return Finding(code="straggler.untested", figures={"why": why})
+    figures = {"candidate": verdict.candidate_rank, "gap": gap.model_dump(), "pattern": pattern}
+    return Finding(code="straggler.not_named", figures=figures | {"why": why})
+
+
+def _pattern_finding(pattern: StepPattern | None) -> dict[str, Any] | None:
+    if pattern is None:
+        return None
+    figures = pattern.model_dump(exclude={"shape"}, exclude_none=True)
+    return {"code": f"straggler.pattern.{pattern.shape}", "figures": figures}
+
+
+def pattern_words(pattern: StepPattern | None) -> str | None:
+    """How a straggler's cost falls over the steps: 'every 4th step +60 ms'; None: none."""
+    found = _pattern_finding(pattern)
+    return _said({"pattern": found}, "pattern") if found is not None else None
+
+
+def _shown_device(verdict: StragglerVerdict) -> dict[str, Any] | None:
+    """The device reading the line carries: told apart (slower, more work, slower while it
+    worked); the undecided readings stay in the detail."""
+    told = ("straggler.device_slower", "straggler.more_work", "straggler.device_in_window")
+    device = verdict.device
+    return device.model_dump() if device is not None and device.code in told else None
+
+
+def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
+    """The straggler's one line on every surface: 'Straggler: rank 1, compute in backward,
+    +52.6 ms [49.9, 55.3]/step, every 4th step +60 ms' (what it costs the others per step, how
+    that falls over the steps); 'Straggler: none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be
+    noise: its interval reaches 0)'."""
+    from torchscale.contracts.wording import say
+
+    return say(line(verdict, ranks))
 
 
 def why_not(verdict: StragglerVerdict) -> str | None:
@@ -190,86 +397,3 @@ def _said_or_none(finding: Finding | None) -> str | None:
     from torchscale.contracts.wording import say
 
     return say(finding) if finding is not None else None
-
-
-def _kind_text(verdict: StragglerVerdict) -> str:
-    """'compute in backward', 'input', 'host (held off the CPU)', 'communication (its
-    collectives start late)'; a verdict without a kind: its slow phase."""
-    if verdict.kind is None:
-        return f"slow in {verdict.phase}" if verdict.phase else "slow own work"
-    if verdict.kind == "compute":
-        return f"compute in {verdict.phase}" if verdict.phase else "compute"
-    if verdict.kind == "host":
-        return "host (held off the CPU)"
-    if verdict.kind == "communication":
-        return "communication (its collectives start late)"
-    return "input (waits for its data)"
-
-
-def _lead(verdict: StragglerVerdict, injected_first: bool) -> str:
-    """'Straggler:', or where the run delayed the rank on purpose and the line is to say so
-    first (a narrow table that may shorten it), 'Straggler (injected: --inject-delay):'."""
-    return f"Straggler{INJECTED}:" if injected_first and verdict.injected else "Straggler:"
-
-
-def _named_line(verdict: StragglerVerdict, injected_first: bool) -> str:
-    lead = _lead(verdict, injected_first)
-    tail = INJECTED if verdict.injected and not injected_first else ""
-    pattern = f", {verdict.pattern}" if verdict.pattern else ""
-    if verdict.kind == "communication":
-        late = seconds_text(verdict.headline_gap(), signed=True)
-        said = f"{lead} rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
-        return said + tail
-    if verdict.kind == "host":
-        held = seconds_text(verdict.headline_gap(), signed=True)
-        said = f"{lead} rank {verdict.rank}, {_kind_text(verdict)} {held}/step{pattern}"
-        return said + (tail if verdict.injected else ": check the host")
-    gap = seconds_text(verdict.gap_s, signed=True)
-    device = _device_short(verdict)
-    return f"{lead} rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step{pattern}{device}" + tail
-
-
-def _device_short(verdict: StragglerVerdict) -> str:
-    """', a slower core x1.18' / ', more work' after a compute straggler whose calibration
-    (or the same work on every rank) told them apart; '' otherwise (not compute, not told, or
-    not timed)."""
-    device = verdict.device
-    shown = ("straggler.device_slower", "straggler.more_work", "straggler.device_in_window")
-    if device is None or device.code not in shown:
-        return ""
-    if device.code == "straggler.more_work":
-        return ": more work (rebalance its data)"
-    name = _device_name(device.figures)
-    if device.code == "straggler.device_in_window":
-        return f": a slower {name} while it worked (the same work as the others)"
-    return f": a slower {name} ({spelled.times(device.figures['ratio'][0], 2)})"
-
-
-def straggler_text(
-    verdict: StragglerVerdict | None, ranks: int, *, injected_first: bool = False
-) -> str:
-    """The straggler in one line, without a p-value (the test lives behind -v):
-    'Straggler: rank 1, compute in backward, +52.6 ms [49.9, 55.3]/step' (what it costs the
-    others per step), then how that falls over the steps where the verdict says ('..., every
-    4th step +60 ms'); 'Straggler: rank 1, input, ...'; 'Straggler: rank 1, host (held off the
-    CPU) +9.6 ms [8.1, 11.0]/step: check the host' (the time the host held it beyond its fair
-    share); or, nobody named, 'Straggler: none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be
-    noise: its interval reaches 0)' / '...: below the 5 % minimum effect (1.2 ms of a 24 ms
-    step)'. `injected_first`: a rank the run delayed on purpose says so right after
-    'Straggler' (where a narrow table may cut the line's end)."""
-    if verdict is None:
-        return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
-    if verdict.named:
-        return _named_line(verdict, injected_first)
-    gap = seconds_text(verdict.gap_s, signed=True)
-    if verdict.candidate_rank is None or verdict.gap_s is None:
-        return f"Straggler: not tested ({why_not(verdict) or summary(verdict)})"
-    if verdict.host_bound:  # a schema-12 verdict: the host's gap withdrew the name
-        held = seconds_text(verdict.host_wait_s, signed=True)
-        return (
-            f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step behind, "
-            f"waited {held} longer for a CPU): check the host"
-        )
-    pattern = f", {verdict.pattern}" if verdict.pattern else ""
-    why = why_not(verdict) or "not named"
-    return f"Straggler: none (rank {verdict.candidate_rank} {gap}/step{pattern}: {why})"

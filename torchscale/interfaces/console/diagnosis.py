@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
 from torchscale.contracts.wording import problems
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.cross_checks import detail
+from torchscale.contracts.wording.cross_checks import check_label, detail
 from torchscale.contracts.wording.figures import ms, seconds_text, share_text
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
@@ -51,26 +50,30 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
     """What -v adds: what decided, the per-rank waits, each part's interval, the verdict in
     full and every cross-check."""
     parts = ", ".join(f"{PART_WORDS[p.name]} {share_text(p.share)}" for p in diagnosis.parts)
-    details = [f"decided by the {diagnosis.source}: {diagnosis.basis}", f"parts: {parts}"]
+    over = f"{diagnosis.steps} steps of {diagnosis.ranks} rank(s)"
+    details = [f"decided by the {diagnosis.source} ({over})", f"parts: {parts}"]
     if diagnosis.rank_waits:
         waits = ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits)
         details.append(f"waiting by rank (share of its own step): {waits}")
     if (straggler := diagnosis.straggler) is not None:
-        details.append(f"straggler: {verdict_words.summary(straggler)}")
         details.append(f"straggler test: {straggler_test_text(straggler)}")
     w = diagnosis.whatif
     if w is not None:
         who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")
-        extra = f"; its extra work {ms(w.extra_work_s)}" if w.extra_work_s is not None else ""
+        cap = (
+            f"capped by its extra work, {ms(w.extra_work_s)}"
+            if w.extra_work_s is not None
+            else "the others' wait for its late collectives"
+        )
         details.append(
             f"what-if, {who}: saves {seconds_text(w.saved_s)} per step, "
-            f"{share_text(w.share)} of the step{extra} ({w.method})"
+            f"{share_text(w.share)} of the step ({cap})"
         )
     lines = [Line("skip", f"> [DETAIL] {text}") for text in details]
     for check in diagnosis.cross_checks:
         figure = f"{shown}, " if (shown := check_figure(check)) is not None else ""
         said = f"{VERDICT_WORDS[check.agrees]}: {detail(check.detail)}"
-        text = f"> [CHECK] {check.name}: {figure}{said}"
+        text = f"> [CHECK] {check_label(check.check)}: {figure}{said}"
         lines.append(Line("info" if check.agrees is not False else "warn", text))
     return lines
 

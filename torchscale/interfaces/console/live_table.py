@@ -305,14 +305,13 @@ def row_values(row: pd.Series, model_width: int) -> dict[str, str]:
 
 
 def straggler_note(result: CellResult, row: pd.Series) -> str | None:
-    """The diagnosis' one straggler line (`straggler_text`, as every surface prints it, saying
-    'injected' where the run's own --inject-delay put it there) where a rank is named."""
+    """The diagnosis' one straggler line (`straggler_text`, as every surface prints it) where a
+    rank is named."""
     diagnosis = result.diagnosis
     verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is None or not verdict.named:
         return None
-    # injected said first, where shortening never cuts it
-    return straggler_text(verdict, result.cell.world_size, injected_first=True)
+    return straggler_text(verdict, result.cell.world_size)
 
 
 BUSY_NOTE_START = "busy machine"

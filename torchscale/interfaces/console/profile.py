@@ -9,7 +9,7 @@ from pathlib import Path
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StepPart
-from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, RankFigures
 from torchscale.contracts.wording import problems, spelled
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.figures import (
@@ -207,18 +207,24 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
     return lines
 
 
+def _own_parts(analysis: ProfileAnalysis, rank: RankFigures) -> list[StepPart]:
+    """A rank's parts; one rank's are the diagnosis' (stored there, once)."""
+    if rank.parts or len(analysis.ranks) > 1 or analysis.diagnosis is None:
+        return rank.parts
+    return analysis.diagnosis.parts
+
+
 def _compute_lines(analysis: ProfileAnalysis) -> list[Line]:
     lines = []
     for rank in analysis.ranks:
-        if rank.parts:
+        parts = _own_parts(analysis, rank)
+        if parts:
             host = (
                 f"; host wait (in rest) {_us(rank.host_wait_us)} median"
                 if rank.host_wait_us is not None
                 else ""
             )
-            lines.append(
-                Line("info", f"> [ANALYSIS] rank {rank.rank}: {parts_text(rank.parts)}{host}")
-            )
+            lines.append(Line("info", f"> [ANALYSIS] rank {rank.rank}: {parts_text(parts)}{host}"))
     if analysis.top_kernels:
         for kernel in analysis.top_kernels:
             name = kernel.name if len(kernel.name) <= 80 else kernel.name[:77] + "..."

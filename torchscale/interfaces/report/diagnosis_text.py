@@ -127,10 +127,10 @@ def straggler_test_text(verdict: StragglerVerdict) -> str:
     """What -v adds: the test, its threshold and its p, and what decided the kind."""
     p = spelled.p_value(verdict.p_value) if verdict.p_value is not None else "no p (not tested)"
     floor = f"{ms(verdict.min_effect_s)}" if verdict.min_effect_s is not None else "?"
-    text = f"{verdict.test}; this run: interval {seconds_text(verdict.gap_s, signed=True)}"
+    text = f"{say(verdict.test)}; this run: interval {seconds_text(verdict.gap_s, signed=True)}"
     text += f" against a minimum effect of {floor}; paired per-step test: {p}"
-    if verdict.kind_basis:
-        text += f"; kind {verdict.kind}: {verdict.kind_basis}"
+    if verdict.kind_rule is not None:
+        text += f"; kind {verdict.kind}: {say(verdict.kind_rule)}"
     if verdict.device is not None:  # a compute straggler's calibration (or why none was read)
         text += f"; device: {say(verdict.device)}"
     return text

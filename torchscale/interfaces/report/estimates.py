@@ -58,9 +58,7 @@ def from_columns(
     if low is None or high is None:
         low = high = None
     measurable = value is not None
-    return Estimate(
-        value=value, low=low, high=high, n=n, method=method, measurable=measurable, reason=reason
-    )
+    return Estimate(value=value, low=low, high=high, n=n, measurable=measurable, reason=reason)
 
 
 def compact(

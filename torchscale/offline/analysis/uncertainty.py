@@ -27,7 +27,6 @@ SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
 # see: a measured floor, not a law (docs/regressions.md, docs/methodology.md "Uncertainty");
 # benchmarks/interval_coverage.py measures it on your machine.
 BETWEEN_RUN_SD = 0.04
-REPEATS_METHOD = "Student t on log {name}, {n} repeats, widened by between-run drift (sd {sd:g})"
 # what a report says of the throughput's interval: one text, so every surface says the same
 THROUGHPUT_INTERVAL = (
     "Student t on log throughput over the repeats (n - 1 degrees of freedom), centred on their "
@@ -70,7 +69,6 @@ def judged(
     high: float | None,
     *,
     n: int,
-    method: str,
     lower: float | None = 0.0,
     upper: float | None = None,
     reason: Finding | None = None,
@@ -80,9 +78,7 @@ def judged(
     interval includes `lower`, and a share is not measurable when it reaches above `upper`.
     The interval kept is clamped to the domain: it says how large the figure could be."""
     if low is None or high is None:
-        return Estimate(
-            value=value, low=None, high=None, n=n, method=method, measurable=True, reason=reason
-        )
+        return Estimate(value=value, low=None, high=None, n=n, measurable=True, reason=reason)
     edge: dict[str, float] | None = None
     if lower is not None and low <= lower:
         edge = {"edge": lower}
@@ -96,16 +92,14 @@ def judged(
         edge = {"edge": lower}  # a point at or below the domain's edge is noise whatever the spread
     if edge is not None:
         reason = Finding(code="estimate.inside_noise", figures=edge)
-        return Estimate(
-            value=None, low=low, high=high, n=n, method=method, measurable=False, reason=reason
-        )
-    return Estimate(value=value, low=low, high=high, n=n, method=method, measurable=True)
+        return Estimate(value=None, low=low, high=high, n=n, measurable=False, reason=reason)
+    return Estimate(value=value, low=low, high=high, n=n, measurable=True)
 
 
 def one_unit(value: float, unit: str = "step") -> Estimate:
     """A figure of a single step, repeat or run: no interval, its spread unknown."""
     why = Finding(code="estimate.one_unit", figures={"unit": unit})
-    return judged(value, None, None, n=1, method=f"one {unit}", reason=why)
+    return judged(value, None, None, n=1, reason=why)
 
 
 def t_interval(
@@ -152,16 +146,14 @@ def log_interval(
     return math.exp(centre - half), math.exp(centre + half)
 
 
-def median_of_repeats(
-    values: Sequence[float], *, lower: float | None = 0.0, name: str = "throughput"
-) -> Estimate:
-    """The median of one run's per-repeat figures (`name`: throughput) with a 95 % interval
+def median_of_repeats(values: Sequence[float], *, lower: float | None = 0.0) -> Estimate:
+    """The median of one run's per-repeat figures (throughput) with a 95 % interval
     that a rerun of the cell lands in: Student t on the log of the figures, widened by the
     between-run drift its repeats cannot see (`log_interval`, drift_sd BETWEEN_RUN_SD); not
     the percentile bootstrap of the median, which over 4 repeats is only their range. Figures
     not all positive: Student t on the figures, no drift term (a relative drift has no meaning
     for a signed figure). One repeat: the value with "spread unknown"."""
-    return _median_of(values, "repeat", BETWEEN_RUN_SD, lower, name)
+    return _median_of(values, "repeat", BETWEEN_RUN_SD, lower)
 
 
 def in_proportion(throughput: Estimate, value: float | None, base: float) -> Estimate | None:
@@ -219,26 +211,17 @@ def two_scopes(intervals: Intervals | None, *, mfu: bool = False) -> Finding | N
     return Finding(code="intervals.two_scopes", figures=figures)
 
 
-def median_of_runs(
-    values: Sequence[float], *, lower: float | None = 0.0, name: str = "throughput"
-) -> Estimate:
+def median_of_runs(values: Sequence[float], *, lower: float | None = 0.0) -> Estimate:
     """The median of several runs' figures of one cell (each its own launch) with a 95 %
     interval: Student t on the log of the figures, n - 1 degrees of freedom, with no drift
     term: runs differ by the drift between them, so their spread already holds it (adding
     BETWEEN_RUN_SD would count it twice and never narrow with more runs). Figures not all
     positive: t on the figures. One run: "spread unknown"."""
-    return _median_of(values, "run", 0.0, lower, name)
-
-
-# the method an estimate over one figure per unit records: (on the logs, on signed figures)
-MEDIAN_METHODS = {
-    "repeat": (REPEATS_METHOD, "Student t on {name}, {n} repeats"),
-    "run": ("Student t on log {name} over {n} runs", "Student t on {name} over {n} runs"),
-}
+    return _median_of(values, "run", 0.0, lower)
 
 
 def _median_of(
-    values: Sequence[float], unit: str, drift_sd: float, lower: float | None, name: str
+    values: Sequence[float], unit: str, drift_sd: float, lower: float | None
 ) -> Estimate:
     """The median of one figure per `unit` (repeat, run) with its 95 % interval: Student t on
     the logs widened by `drift_sd` (`log_interval`), or on the figures where not all are
@@ -252,8 +235,7 @@ def _median_of(
         return one_unit(median, unit)
     log = bool(np.all(data > 0))
     low, high = log_interval(data, drift_sd=drift_sd) if log else t_interval(data, log=False)
-    method = MEDIAN_METHODS[unit][0 if log else 1].format(name=name, n=n, sd=drift_sd)
-    return judged(median, low, high, n=n, method=method, lower=lower)
+    return judged(median, low, high, n=n, lower=lower)
 
 
 def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
@@ -261,7 +243,6 @@ def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
     bootstrap interval from SMALL (4) steps on; with 2-3 steps no interval ("range of 3 steps,
     no interval": a percentile of 3 steps has no t interval, and their bootstrap would only be
     their range)."""
-    name = f"p{setting(q)}" if q != 50 else "median"
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no steps")
@@ -271,11 +252,10 @@ def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
     if data.size < SMALL:
         n = int(data.size)
         reason = Finding(code="estimate.range_only", figures={"n": n, "unit": "step"})
-        return judged(point, None, None, n=n, method=f"{name} of {n} steps", reason=reason)
+        return judged(point, None, None, n=n, reason=reason)
     rows = block_indices(data.size)
     low, high = percentile_interval(np.percentile(data[rows], q, axis=1))
-    method = f"moving-block bootstrap of the {name} over {data.size} steps"
-    return judged(point, low, high, n=int(data.size), method=method)
+    return judged(point, low, high, n=int(data.size))
 
 
 def mean_columns(matrix: np.ndarray, *, seed: int = SEED) -> tuple[np.ndarray, np.ndarray | None]:

@@ -265,7 +265,9 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
     row["straggler_gap_s"] = _value(named.headline_gap()) if named else None
     row["straggler_phase_gap_s"] = _value(named.phase_gap_s) if named and named.phase else None
     row.update(_same(verdict, "named", "p_value", prefix="straggler_"))
-    row["straggler_summary"] = verdict_words.summary(verdict) if verdict else None
+    row["straggler_summary"] = (
+        verdict_words.straggler_text(verdict, diagnosis.ranks) if verdict else None
+    )
     row["diagnosis_source"] = diagnosis.source
     row["caveat"] = verdict_words.caveat(diagnosis)
     row["step_mean_s"] = diagnosis.step_s.value

@@ -82,7 +82,6 @@ def host_bound_of(result: CellResult) -> Problem | None:
         mfu=mfu,
         gpu_busy_s=record.gpu_busy_s,
         step_s=record.step_s,
-        method=record.method or "",
         compiled=result.compile is not None
         or (result.warmup is not None and result.warmup.compile_s is not None),
         mfu_interval=mfu_estimate(result),

@@ -26,9 +26,6 @@ from torchscale.offline.analysis.diagnosis import (
     with_caveat,
 )
 from torchscale.offline.analysis.diagnosis.device import calibration_table, work_equal
-from torchscale.offline.analysis.diagnosis.inflation import (
-    INFLATION_CHECK,
-)
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.results.directory_layout import ProfileRun
 
@@ -91,7 +88,7 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
     if stored is None:
         return None
     if stored.source == "phase timers" and not any(
-        c.name == INFLATION_CHECK for c in stored.cross_checks
+        c.check == "inflation" for c in stored.cross_checks
     ):
         return stored
     records = read_step_records(ProfileRun(directory).steps_path)

@@ -61,7 +61,7 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
         {
             "run": run,
             "source": diagnosis.source,
-            "check": check.name,
+            "check": cross_checks.check_label(check.check),
             "figure": check_figure(check),
             "verdict": VERDICT_WORDS[check.agrees],
             "detail": cross_checks.detail(check.detail),

@@ -8,10 +8,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import say, spelled
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.unavailable import reasons as reason_texts
@@ -285,7 +285,7 @@ def _straggler_tests(ctx: Context) -> Table | None:
     the terminal's words, its busy-machine caveat, and the one line of a disagreeing
     cross-check. Profiled runs show theirs with their profile, below."""
     rows: list[dict[str, Any]] = []
-    tests: list[str] = []
+    tests: list[Finding] = []
     for row in records(ctx.ok):
         result = ctx.result(row)
         diagnosis = result.diagnosis
@@ -304,7 +304,6 @@ def _straggler_tests(ctx: Context) -> Table | None:
                 "candidate_rank": verdict.candidate_rank,
                 "gap_s": verdict.gap_s.value if verdict.gap_s else None,
                 "p_value": verdict.p_value,
-                "summary": verdict_words.summary(verdict),
                 "whatif": whatif_text(diagnosis),
                 "caveat": caveat_text(caveat) if caveat else None,
                 "checks": disagreement_text(diagnosis),
@@ -314,7 +313,9 @@ def _straggler_tests(ctx: Context) -> Table | None:
         )
     if not rows:
         return None
-    test = tests[0] if len(set(tests)) == 1 else "the run's own test (in the results) passes"
+    # converted results did not record their test: name it only when every run's is known
+    known = tests[0].code != "unavailable.not_recorded" and all(t == tests[0] for t in tests)
+    test = say(tests[0]) if known else "the run's own, in its result"
     columns = [
         col("cell", "Run"),
         col("verdict", "Straggler verdict"),
@@ -328,9 +329,9 @@ def _straggler_tests(ctx: Context) -> Table | None:
         title="Straggler verdict per run (its diagnosis)",
         columns=shown,
         rows=rows,
-        note=f"a rank is named only when {test}; otherwise the largest gap is shown with its "
-        "interval and no rank is called a straggler; gaps are the rank's own work per step "
-        "over the median of the others' at the same step, [low, high] the 95 % interval",
+        note=f"a rank is named only when it passes the test ({test}); otherwise the largest "
+        "gap is shown with its interval and no rank is called a straggler; gaps are what the "
+        "rank costs the others per step, [low, high] the 95 % interval",
     )
 
 

@@ -138,7 +138,6 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dic
         "gpus": integer(row["world_size"]),
         "step_s": model.step_s.value,
         "step_text": seconds_text(model.step_s),
-        "basis": model.basis,
         "source": model.source,
     }
     for part in model.parts:
@@ -275,7 +274,7 @@ def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     blocks: list[Block] = []
     if rows:
         blocks.append(_attribution_table(rows, ctx.units))
-        blocks += present(_attribution_chart([r for r in rows if r["basis"] is not None]))
+        blocks += present(_attribution_chart(rows))
     elif not unavailable:  # no cell of two ranks or more (each one without a row says why)
         unavailable["exposed communication and load imbalance"] = (
             "every cell ran on one rank: no gradient communication to expose"

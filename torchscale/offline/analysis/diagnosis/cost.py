@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.schema.cell_result import StepPattern
 from torchscale.offline.analysis.uncertainty import (
     SMALL,
     GapTest,
@@ -85,21 +85,20 @@ def cost_test(
     return GapTest(mean, low, high, p_value, min_effect_s, significant, int(data.size))
 
 
-def pattern_words(
+def step_pattern(
     costs: np.ndarray | pd.Series,
     min_effect_s: float,
     windows: np.ndarray | None = None,
     steps: np.ndarray | None = None,
-) -> str | None:
+) -> StepPattern | None:
     """How the cost falls over the steps (in step order), or None when it costs nothing on
-    average: 'every 4th step +60 ms' (one step of each period carries it), 'every step' or
-    'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
-    the steps at least half its largest cost, carrying SPORADIC_CARRY of it), else 'uneven
-    over the steps' (a steady extra the others' noise scatters). The figure: the typical cost
-    of the steps that carry it. `windows`: each step's window, where the step count restarts
-    (a period is looked for inside each window: the steps between windows shift its phase);
-    `steps`: each step's number, so that a step left out (cut by a capture, missing on a
-    rank) shifts no phase (default: consecutive)."""
+    average: one step of each period carries it (periodic: 'every 4th step +60 ms'), every
+    step or most steps (steady), a few steps (sporadic: the steps at least half its largest
+    cost, carrying SPORADIC_CARRY of it), else unevenly (a steady extra the others' noise
+    scatters). `typical_s`: the typical cost of the steps that carry it. `windows`: each
+    step's window, where the step count restarts (a period is looked for inside each window:
+    the steps between windows shift its phase); `steps`: each step's number, so that a step
+    left out (cut by a capture, missing on a rank) shifts no phase (default: consecutive)."""
     data = np.nan_to_num(np.asarray(costs, dtype=np.float64))
     n = data.size
     mean = float(data.mean()) if n else 0.0
@@ -109,20 +108,21 @@ def pattern_words(
     periodic = _period(data, min_effect_s, windows, numbers)
     if periodic is not None:
         k, typical = periodic
-        nth = {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
-        return f"every {nth} step {_ms(typical)}"
+        return StepPattern(shape="periodic", period=k, typical_s=typical)
     steady = data >= mean / 2
     if steady.all():
-        return "every step"  # the figure beside it is its mean already
+        return StepPattern(shape="every")  # the figure beside it is its mean already
     if steady.sum() >= STEADY_SHARE * n:
-        return f"most steps ({int(steady.sum())} of {n}) {_ms(float(np.median(data[steady])))}"
+        typical = float(np.median(data[steady]))
+        return StepPattern(shape="most", steps=int(steady.sum()), of=n, typical_s=typical)
     costly = data >= max(min_effect_s, float(data.max()) / 2)
     carried = float(data[costly].sum()) / max(float(data[data > 0].sum()), 1e-12)
     if carried >= SPORADIC_CARRY:
-        return f"{int(costly.sum())} of {n} steps {_ms(float(np.median(data[costly])))}"
+        typical = float(np.median(data[costly]))
+        return StepPattern(shape="sporadic", steps=int(costly.sum()), of=n, typical_s=typical)
     # neither steady nor a few events: a steady extra scattered by the others' noise (no
     # figure: its median step can cost nothing, and the mean stands beside these words)
-    return "uneven over the steps"
+    return StepPattern(shape="uneven")
 
 
 def _period(
@@ -164,7 +164,3 @@ def _period(
         if alone and carried >= BEAT_FILLED and (found is None or carried > found[0]):
             found = (carried, k, float(np.median(beats[top])))
     return None if found is None else (found[1], found[2])
-
-
-def _ms(seconds: float) -> str:
-    return spelled.ms_signed_sig(seconds, 2 if abs(seconds) < 0.01 else 3)

@@ -116,12 +116,7 @@ def device_check(
     code = device_reading(test, base, work_ratio, calibrated.equal_work)
     low, high = _ratio(test.low_s, base), _ratio(test.high_s, base)
     ratio = 1.0 + test.mean_s / base
-    method = (
-        f"fixed calibration ({calibrated.timer}) after each window, the rank's time over the "
-        "median of the others' per repetition, moving-block bootstrap over "
-        f"{test.steps} repetitions"
-    )
-    estimate = judged(ratio, low, high, n=test.steps, method=method, lower=None)
+    estimate = judged(ratio, low, high, n=test.steps, lower=None)
     figures = {
         "rank": int(rank),
         "ratio": [ratio, low, high],
@@ -157,9 +152,5 @@ def _ratio(gap_s: float | None, base_s: float) -> float | None:
 
 
 def _with(verdict: StragglerVerdict, device: Finding, ratio: Estimate | None) -> StragglerVerdict:
-    """The verdict with its device reading, said in its one line too (straggler.named's
-    `device` figure) where the calibration was read: with none, the line is today's."""
-    said = verdict.said
-    if said is not None and said.code == "straggler.named" and device.code != UNMEASURED:
-        said = said.model_copy(update={"figures": {**said.figures, "device": device.model_dump()}})
-    return verdict.model_copy(update={"device": device, "device_ratio": ratio, "said": said})
+    """The verdict with its device reading."""
+    return verdict.model_copy(update={"device": device, "device_ratio": ratio})

@@ -49,15 +49,6 @@ from torchscale.offline.analysis.diagnosis.step_model import (
 from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 
-WHATIF_METHOD = (
-    "per step, the least wait for peers of any other rank (the wait it removes) capped by the "
-    "candidate's own work past the slowest other's (what it costs them), at least 0; mean "
-    "over steps, moving-block bootstrap over steps"
-)
-WHATIF_LATE_METHOD = (
-    "per step, the least wait for peers of any other rank (the wait its late collectives "
-    "cost them), at least 0; mean over steps, moving-block bootstrap over steps"
-)
 # short enough for one terminal line: a rank starved of CPU by other processes is slow exactly
 # like a slow workload, so a name on a busy machine says to check the host before the code
 
@@ -208,8 +199,7 @@ def rank_waits(parts: pd.DataFrame) -> list[RankWait]:
     for rank, rows in parts.sort_values(["rank", "key"]).groupby("rank"):
         wait = rows["wait_for_peers"].to_numpy(np.float64)
         step = rows["step_total"].to_numpy(np.float64)
-        method = f"mean wait / mean step of rank {int(rank)}, moving-block bootstrap over steps"
-        out.append(RankWait(rank=int(rank), share=share_of_step(wait, step, method=method)))
+        out.append(RankWait(rank=int(rank), share=share_of_step(wait, step)))
     return out
 
 
@@ -255,16 +245,14 @@ def bounded_whatif(
     others = own.loc[keys].drop(columns=[candidate]).max(axis=1)
     extra = (own.loc[keys, candidate] - others).to_numpy(np.float64)
     saved = np.clip(np.minimum(least_wait, extra) if cap_by_work else least_wait, 0.0, None)
-    method = WHATIF_METHOD if cap_by_work else WHATIF_LATE_METHOD
     steps = step.loc[keys].to_numpy(np.float64)
-    share = share_of_step(saved, steps, method=method)
+    share = share_of_step(saved, steps)
     return WhatIf(
         rank=int(candidate),
         named=named,
-        saved_s=mean_seconds(saved, method),
+        saved_s=mean_seconds(saved),
         share=share,
-        extra_work_s=float(np.mean(extra)),
-        method=method,
+        extra_work_s=float(np.mean(extra)) if cap_by_work else None,
     )
 
 
@@ -279,7 +267,6 @@ def _assemble(
 ) -> Diagnosis:
     checks = [*model.cross_checks, *extra_checks]
     diagnosis = Diagnosis(
-        basis=model.basis,
         steps=model.steps,
         ranks=model.ranks,
         step_s=model.step_s,
@@ -297,33 +284,20 @@ def _assemble(
 def marked_injected(
     verdict: StragglerVerdict | None, injected_ranks: frozenset[int]
 ) -> StragglerVerdict | None:
-    """A named verdict says whether its rank is one the run delayed on purpose, in `injected`
-    and in its summary, so no surface can show the artificial straggler as the machine's: a
-    delay is neither a slower device nor more work, so its device reading is dropped."""
+    """A named verdict says whether its rank is one the run delayed on purpose (`injected`), so
+    no surface can show the artificial straggler as the machine's: a delay is neither a
+    slower device nor more work, so its device reading is dropped."""
     if verdict is None or not verdict.named:
         return verdict
     if verdict.rank not in injected_ranks:
         return verdict.model_copy(update={"injected": False})
-    said = verdict.said
-    if said is not None:
-        figures = {k: v for k, v in said.figures.items() if k != "device"}
-        said = said.model_copy(update={"figures": {**figures, "injected": True}})
-    update = {"injected": True, "said": said, "device": None, "device_ratio": None}
+    update = {"injected": True, "device": None, "device_ratio": None}
     return verdict.model_copy(update=update)
 
 
-def _with_figures(said: Finding | None, **figures: object) -> Finding | None:
-    return said.model_copy(update={"figures": {**said.figures, **figures}}) if said else None
-
-
 def with_caveat(diagnosis: Diagnosis, caveat: Finding | None) -> Diagnosis:
-    """The diagnosis with the busy-machine caveat: kept as `caveat`, and in a named
-    straggler's summary, so no surface can show the name without it (a straggler problem's
-    evidence is shown with the diagnosis' caveat)."""
+    """The diagnosis with the busy-machine caveat (`busy`), shown beside its straggler and
+    its problems on every surface."""
     if caveat is None or diagnosis.busy == caveat:
         return diagnosis
-    verdict = diagnosis.straggler
-    if verdict is not None and verdict.named:
-        said = _with_figures(verdict.said, caveat=caveat.model_dump())
-        verdict = verdict.model_copy(update={"said": said})
-    return diagnosis.model_copy(update={"straggler": verdict, "busy": caveat})
+    return diagnosis.model_copy(update={"busy": caveat})

@@ -239,7 +239,6 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
             low=None if v.gap_s.low is None else max(0.0, min(v.gap_s.low / step_s, 1.0)),
             high=None if v.gap_s.high is None else max(0.0, min(v.gap_s.high / step_s, 1.0)),
             n=v.gap_s.n,
-            method=f"{v.gap_s.method}, over the mean step",
             measurable=v.gap_s.measurable,
         )
     else:
@@ -266,7 +265,6 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
         kind=v.kind,
         phase=v.phase,
         peer=i.straggler_peer,
-        verdict=v.model_dump(mode="json"),
         phase_gap_s=v.phase_gap_s.value if v.phase_gap_s is not None else None,
         arrival=arrival,
         arrival_reason=i.arrival_reason,
@@ -310,7 +308,6 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
         device=i.device_type,
         rank=rank,
         stall=_dump(i.stall),
-        verdict=i.verdict.model_dump(mode="json") if i.verdict is not None else None,
         rank_waits=[[r, _dump(e)] for r, e in sorted(i.rank_waits.items())],
         compute_spread=i.compute_spread_frac,
     )
@@ -364,17 +361,12 @@ def _host_bound(i: FindingInputs) -> RankedFinding | None:
 # a GPU whose step's FLOPs at its peak fill under this share of the step is host-bound by
 # arithmetic alone (results without a busy probe): even at 100x below peak it would idle
 HOST_BOUND_MFU = 0.01
-# the host-bound verdict's cost estimators: the stored fields that tell it from the other
-# host_bound-category finding (the device idling for launches, a part of the step model)
-BUSY_COST = "1 - the GPU's busy share of the median step"
-ARITHMETIC_COST = "at most 1 - MFU (by arithmetic)"
 
 
 def host_bound_finding(
     *,
     busy_share: float | None,
     mfu: float | None,
-    method: str,
     gpu_busy_s: float | None = None,
     step_s: float | None = None,
     compiled: bool = False,
@@ -395,7 +387,6 @@ def host_bound_finding(
             low=None,
             high=None,
             n=1,
-            method=BUSY_COST,
             measurable=True,
             reason=None,
         )
@@ -407,7 +398,6 @@ def host_bound_finding(
             busy_share=share,
             gpu_busy_s=gpu_busy_s,
             step_s=step_s,
-            method=method,
             compiled=compiled,
         )
     share = min(max(mfu or 0.0, 0.0), 1.0)
@@ -418,7 +408,6 @@ def host_bound_finding(
         low=None,
         high=1.0 - share,
         n=1,
-        method=ARITHMETIC_COST,
         measurable=False,
         reason=said("estimate.no_busy_probe"),
     )
@@ -426,17 +415,14 @@ def host_bound_finding(
         "problem.host_bound.arithmetic",
         cost,
         "host_bound",
-        mfu=share,
-        mfu_interval=_dump(mfu_interval),
+        # the MFU once: with its interval where there is one
+        **({"mfu_interval": _dump(mfu_interval)} if mfu_interval is not None else {"mfu": share}),
         threshold=HOST_BOUND_MFU,
-        method=method,
         compiled=compiled,
     )
 
 
 def is_host_bound_verdict(finding: Problem) -> bool:
-    """The cell's host-bound verdict among its stored findings, by its fields (category and
-    cost estimator), never by its words: a result stored with it, in whatever wording, is
-    found again."""
-    method = finding.cost_share.method if finding.cost_share is not None else None
-    return finding.category == "host_bound" and method in (BUSY_COST, ARITHMETIC_COST)
+    """The cell's host-bound verdict among its stored findings, by its code (the device
+    idling for launches, a part of the step model, is of the same category)."""
+    return finding.finding.code in ("problem.host_bound.busy", "problem.host_bound.arithmetic")

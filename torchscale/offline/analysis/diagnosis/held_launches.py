@@ -27,16 +27,9 @@ import pandas as pd
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
-from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
-from torchscale.offline.analysis.diagnosis.step_model import gap_estimate, ms, over_others
+from torchscale.offline.analysis.diagnosis.kind import named_as
+from torchscale.offline.analysis.diagnosis.step_model import gap_estimate, over_others
 from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_test
-
-HELD_CHECK = "held launches (DDP comm hook)"
-HELD_METHOD = (
-    "per step, the time the rank's DDP communication hook held its launches (its own time "
-    "inside the hook, every bucket) minus the median of the other ranks', same step; the "
-    "straggler test on that difference"
-)
 
 
 def hold_tests(held: pd.DataFrame, min_effect: float, alpha: float) -> dict[int, GapTest]:
@@ -116,21 +109,16 @@ def held_launch_check(
 def _named(
     verdict: StragglerVerdict, rank: int, hold: GapTest, work: GapTest, held: Estimate
 ) -> StragglerVerdict:
-    basis = (
-        f"its DDP communication hook holds its collectives {ms(hold.mean_s)} per step longer "
-        f"than the others' (passes the straggler test), while its own work is "
-        f"{ms(work.mean_s)} per step over theirs: the others wait for its launch"
-    )
-    summary = late_summary(rank, (hold.mean_s, hold.low_s, hold.high_s), work.mean_s)
-    gap = judged(work.mean_s, work.low_s, work.high_s, n=work.steps, method="paired", lower=None)
+    figures = {"held_s": hold.mean_s, "work_s": work.mean_s}
+    rule = Finding(code="straggler.rule.held_launches", figures=figures)
+    gap = judged(work.mean_s, work.low_s, work.high_s, n=work.steps, lower=None)
     return named_as(
         verdict,
         rank,
         "communication",
         gap=gap,
         p_value=hold.p_value,
-        basis=basis,
-        summary=summary,
+        rule=rule,
         late_s=held,
     )
 
@@ -140,6 +128,4 @@ def _check(
 ) -> CrossCheck:
     """The held-launch cross-check with what the holds showed (a `cross_check.held_*` code)."""
     detail = Finding(code=f"cross_check.{code}", figures=figures)
-    return CrossCheck(
-        name=HELD_CHECK, method=HELD_METHOD, estimate=estimate, agrees=agrees, detail=detail
-    )
+    return CrossCheck(check="held_launches", estimate=estimate, agrees=agrees, detail=detail)

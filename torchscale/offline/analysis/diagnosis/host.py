@@ -17,26 +17,16 @@ from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
     named_as,
-    named_summary,
     straggler_kind,
 )
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
     MIN_PAIRED_STEPS,
     gap_estimate,
-    ms,
     over_others,
 )
 from torchscale.offline.analysis.uncertainty import GapTest, paired_gap_test
 
-CPU_WAIT_CHECK = "CPU wait (host)"
-CPU_WAIT_METHOD = (
-    "per step, the candidate's wait for a CPU (its training thread runnable and not running, "
-    "Linux schedstat run_delay over the step) beyond what its own time on a CPU would have "
-    "waited at the other ranks' rate (their median wait over their median time on a CPU, same "
-    "step; without the time on a CPU: beyond the median of the others' wait); the straggler "
-    "test repeated on that held time, and on own work less it (capped at own work)"
-)
 CPU_WAIT_UNMEASURED = Finding(code="cross_check.cpu_wait_unmeasured")
 
 
@@ -95,7 +85,7 @@ def cpu_wait_check(
     updated = verdict.model_copy(update={"host_wait_s": host_est})
     agrees: bool | None = None
     detail = Finding(code="cross_check.cpu_wait_neutral", figures=waited)
-    if not verdict.named and not verdict.withdrawn_by:
+    if not verdict.named:
         held_rank = _most_held(waits, cpu_time, min_effect)
         # a rank that ran longer on a CPU than the host held it has more to do: not the host's
         more_work = (
@@ -114,22 +104,19 @@ def cpu_wait_check(
         on_cpu = _on_cpu_test(cpu_time, waits.index, candidate, min_effect)
         if verdict.phase == "data" and verdict.kind == "input":
             on_cpu = None  # a rank waiting for its batch: its time on a CPU is not the question
-        kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
+        kind, rule = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
         agrees = True
         waited["left"] = [left.mean_s, left.low_s, left.high_s]
         if kind == "host":
-            g = verdict.gap_s
-            figures = (g.value, g.low, g.high) if g is not None else (None, None, None)
-            summary = named_summary(candidate, "host", figures, verdict.phase, verdict.pattern)
-            updated = updated.model_copy(
-                update={"kind": "host", "kind_basis": basis, "said": summary}
-            )
+            updated = updated.model_copy(update={"kind": "host", "kind_rule": rule})
             detail = Finding(code="cross_check.cpu_wait_host", figures=waited)
         else:
-            if host.significant and verdict.kind_basis is not None:
-                less = ", less than its work" if host.mean_s < left.mean_s else ""
-                more = f"; the host held it off the CPU {ms(host.mean_s)}{less}"
-                updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
+            if host.significant and verdict.kind_rule is not None:
+                # the hold beside a kind that is not the host's, on the verdict's own rule
+                also = {"also_held_s": host.mean_s, "held_less": host.mean_s < left.mean_s}
+                figures = {**verdict.kind_rule.figures, **also}
+                rule = verdict.kind_rule.model_copy(update={"figures": figures})
+                updated = updated.model_copy(update={"kind_rule": rule})
             waited["input"] = kind == "input"
             detail = Finding(code="cross_check.cpu_wait_slow", figures=waited)
     return updated, _check(host_est, agrees, detail)
@@ -137,9 +124,7 @@ def cpu_wait_check(
 
 def _check(estimate: Estimate | None, agrees: bool | None, detail: Finding) -> CrossCheck:
     """The CPU-wait cross-check with what the waits showed."""
-    return CrossCheck(
-        name=CPU_WAIT_CHECK, method=CPU_WAIT_METHOD, estimate=estimate, agrees=agrees, detail=detail
-    )
+    return CrossCheck(check="cpu_wait", estimate=estimate, agrees=agrees, detail=detail)
 
 
 def _on_cpu_test(
@@ -181,19 +166,15 @@ def _held_verdict(
     gap = over_others(own, rank)
     work = paired_gap_test(gap, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
     held_est = gap_estimate(held)
-    basis = (
-        f"the host held it off the CPU {ms(held.mean_s)} per step (passes the straggler "
-        f"test), while its own work is {ms(work.mean_s)} per step over the others': the time "
-        "was lost where it waits with them"
+    rule = Finding(
+        code="straggler.rule.held_in_wait", figures={"held_s": held.mean_s, "work_s": work.mean_s}
     )
-    summary = named_summary(rank, "host", (held.mean_s, held.low_s, held.high_s), None)
     return named_as(
         verdict,
         rank,
         "host",
         gap=gap_estimate(work),
         p_value=held.p_value,
-        basis=basis,
-        summary=summary,
+        rule=rule,
         host_wait_s=held_est,
     )

@@ -22,6 +22,7 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.finding import Finding as Code
 from torchscale.contracts.schema.cell_result import (
+    CheckName,
     CrossCheck,
     Diagnosis,
     Estimate,
@@ -30,20 +31,13 @@ from torchscale.contracts.schema.cell_result import (
     StepSplit,
 )
 from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording.cross_checks import check_label
 from torchscale.contracts.wording.estimates import said
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
 # timers' agreement is judged on these (compute and rest are cut differently by design)
 SYNC_PARTS = ("wait_for_peers", "exposed_transfer")
-INFLATION_CHECK = "traced steps against the measured windows"
-INFLATION_METHOD = (
-    "Welch's t 95 % interval on the difference of the mean step, traced (each rank's step "
-    "timer under the profiler, rank<k>.phases.json) minus measured (the same timer in the "
-    "measured windows, without the profiler), over the measured mean; inflated when its low "
-    "end is above 5 % of the measured step"
-)
-TRACES_STRAGGLER = "traces: straggler"
 TERMINAL_HINT = "(-v shows them)"  # where the terminal shows the cross-checks
 
 
@@ -63,10 +57,6 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
     against ops), and its straggler verdict, judged by `straggler_agreement` (rank and kind)."""
     if cell is None:
         return []
-    method = (
-        "the run's own phase timers over its measured windows, before any traced step and "
-        "without the profiler (docs/methodology.md, 'One model of the step')"
-    )
     by_name = {p.name: p for p in trace.parts}
     judged_on, differ, other = [], [], []
     for part in cell.parts:
@@ -87,9 +77,9 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
     figures = {"step_s": cell.step_s.value or 0.0, "parts": [_part(p) for p in cell.parts]}
     figures |= {"differ": differ, "judged": bool(judged_on), "other": other}
     detail = Code(code="cross_check.timers_split", figures=figures)
-    checks = [_check("phase timers: step model", method, not differ if judged_on else None, detail)]
+    checks = [_check("timers_split", not differ if judged_on else None, detail)]
     if cell.straggler is not None and trace.straggler is not None:
-        checks.append(_check("phase timers: straggler", method, *straggler_agreement(cell, trace)))
+        checks.append(_check("timers_straggler", *straggler_agreement(cell, trace)))
     return checks
 
 
@@ -103,9 +93,9 @@ def _part(part: StepPart) -> dict[str, Any]:
 
 
 def _check(
-    name: str, method: str, agrees: bool | None, detail: Code, estimate: Estimate | None = None
+    check: CheckName, agrees: bool | None, detail: Code, estimate: Estimate | None = None
 ) -> CrossCheck:
-    return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
+    return CrossCheck(check=check, estimate=estimate, agrees=agrees, detail=detail)
 
 
 def _side(split: StepSplit) -> dict[str, Any]:
@@ -116,38 +106,31 @@ def _side(split: StepSplit) -> dict[str, Any]:
     return {"steps": split.steps, "rank": rank, "kind": verdict.kind if verdict.named else None}
 
 
-def _dumped(finding: Code | None) -> Any:
-    """A verdict's line as a figure: its finding, dumped."""
-    return finding.model_dump() if finding is not None else None
-
-
-def straggler_agreement(
-    cell: StepSplit, trace: StepSplit, quote_traces: bool = False
-) -> tuple[bool, Code]:
+def straggler_agreement(cell: StepSplit, trace: StepSplit) -> tuple[bool, Code]:
     """(agrees, detail) of the phase timers' straggler verdict against the traces': they agree
     when both name the same rank with the same kind, or neither names one. A disagreement
     says why the evidence differs (`profile` and `benchmark` name the same rank and kind for
     the same run, or say why not): the side that names nobody gives its reason on
-    its own count of steps; two kinds for one rank come from different evidence. An agreement
-    quotes the side that is the cross-check: the timers' or, where they head, the traces'."""
+    its own count of steps; two kinds for one rank come from different evidence."""
     a, b = cell.straggler, trace.straggler
     assert a is not None and b is not None
     sides = {"timers": _side(cell), "traces": _side(trace)}
     same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
     if same_rank and (not a.named or not a.kind or not b.kind or a.kind == b.kind):
-        quoted = b if quote_traces else a
-        said = _dumped(quoted.said) or ""
-        return True, Code(code="cross_check.verdicts_agree", figures={**sides, "said": said})
+        return True, Code(code="cross_check.verdicts_agree", figures=sides)
     if a.named != b.named:
         silent = b if a.named else a
-        why = _dumped(silent.why_not)
+        why = silent.why_not.model_dump() if silent.why_not is not None else None
         hint = trace.steps < cell.steps and silent is b
         figures = {**sides, "why": why, "hint": hint}
         return False, Code(code="cross_check.verdicts_one_silent", figures=figures)
     if a.rank != b.rank:
         return False, Code(code="cross_check.verdicts_other_rank", figures=sides)
-    bases = {"timers_basis": a.kind_basis, "traces_basis": b.kind_basis}
-    return False, Code(code="cross_check.verdicts_other_kind", figures={**sides, **bases})
+    rules = {
+        "timers_rule": a.kind_rule.model_dump() if a.kind_rule is not None else None,
+        "traces_rule": b.kind_rule.model_dump() if b.kind_rule is not None else None,
+    }
+    return False, Code(code="cross_check.verdicts_other_kind", figures={**sides, **rules})
 
 
 @dataclass(frozen=True)
@@ -178,7 +161,6 @@ class TracedInflation:
             low=self.low,
             high=self.high,
             n=self.traced_steps,
-            method=INFLATION_METHOD,
             measurable=self.low is not None and self.high is not None,
             reason=None if self.low is not None else said("estimate.few_steps_a_side"),
         )
@@ -228,7 +210,7 @@ def _inflation_check(
     said: dict[str, Any] = {"traced_s": inflation.traced_s, "untraced_s": inflation.untraced_s}
     said |= {"low": inflation.low, "high": inflation.high, **(figures or {})}
     detail = Code(code=f"cross_check.{code}", figures=said)
-    return _check(INFLATION_CHECK, INFLATION_METHOD, agrees, detail, inflation.estimate())
+    return _check("inflation", agrees, detail, inflation.estimate())
 
 
 def with_inflation(
@@ -242,7 +224,7 @@ def with_inflation(
     diagnosis of the measured windows, is the diagnosis (the traces' split and straggler its
     cross-checks, their other findings kept with a note), or, without it, the traces' with
     the comparison disagreeing (the split's line carries the inflation)."""
-    base_checks = [c for c in traced.cross_checks if c.name != INFLATION_CHECK]
+    base_checks = [c for c in traced.cross_checks if c.check != "inflation"]
     if not inflation.inflated:
         check = _inflation_check(inflation, True, "traces_describe_run")
         return traced.model_copy(update={"cross_checks": [*base_checks, check]})
@@ -262,18 +244,17 @@ def with_inflation(
         return _with_checks(traced, [*base_checks, check], kept)
     split = {"step_s": step_s, "parts": [_part(p) for p in traced.parts], "withheld": withheld}
     check = _inflation_check(inflation, False, "timers_head", split)
-    own = {INFLATION_CHECK, TRACES_STRAGGLER}
-    trace_checks = [c for c in base_checks if not c.name.startswith("phase timers:")]
+    own = {"inflation", "traces_straggler"}
+    trace_checks = [c for c in base_checks if c.check not in ("timers_split", "timers_straggler")]
     if traced.straggler is not None and timers.straggler is not None:
-        agreement = straggler_agreement(timers, traced, quote_traces=True)
-        trace_checks.append(_check(TRACES_STRAGGLER, traced.basis, *agreement))
+        trace_checks.append(_check("traces_straggler", *straggler_agreement(timers, traced)))
     note = Code(
         code="problem.profiler_slower",
         figures={"share": inflation.share, "low": inflation.low, "high": inflation.high},
     )
     traced_findings = [f.model_copy(update={"notes": [*f.notes, note]}) for f in kept]
     findings = sorted([*timers.findings, *traced_findings], key=lambda f: -f.cost_pct)
-    checks = [c for c in timers.cross_checks if c.name not in own]
+    checks = [c for c in timers.cross_checks if c.check not in own]
     return _with_checks(timers, [*checks, check, *trace_checks], findings)
 
 
@@ -286,7 +267,7 @@ def _with_checks(
 def inflation_of(diagnosis: Diagnosis) -> Estimate | None:
     """The traced steps' inflation a diagnosis was judged with, where the profiler inflated
     them (`with_inflation`); None otherwise."""
-    check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
+    check = next((c for c in diagnosis.cross_checks if c.check == "inflation"), None)
     return check.estimate if check is not None and check.agrees is False else None
 
 
@@ -294,7 +275,7 @@ def uncleared_inflation(diagnosis: Diagnosis) -> Estimate | None:
     """The traced steps' excess over the measured ones where the traces head the diagnosis as
     not inflated beyond the noise, yet ran longer by more than the minimum effect (few traced
     steps cannot tell whether the profiler added it); None otherwise."""
-    check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
+    check = next((c for c in diagnosis.cross_checks if c.check == "inflation"), None)
     estimate = check.estimate if check is not None else None
     if diagnosis.source != "traces" or estimate is None or estimate.value is None:
         return None
@@ -306,5 +287,5 @@ def disagreement(checks: Sequence[CrossCheck], hint: str = TERMINAL_HINT) -> str
     """The one line the default output says when a cross-check disagrees, pointing at `hint`
     (where the checks are shown), or None. The profiler's inflation is not counted: the step's
     own line says it (`split_text`)."""
-    differ = [c.name for c in checks if c.agrees is False and c.name != INFLATION_CHECK]
+    differ = [check_label(c.check) for c in checks if c.agrees is False and c.check != "inflation"]
     return f"cross-checks disagree: {', '.join(differ)} {hint}" if differ else None

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
-from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest
 
 
@@ -33,23 +32,17 @@ class KindEvidence:
     on_cpu: GapTest | None = None  # its time on a CPU over the others' (None: not measured)
 
 
-def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[StragglerKind, str]:
-    """(kind, the evidence that decided it in words) for a named rank (rule in the module
+def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[StragglerKind, Finding]:
+    """(kind, the rule that decided it with its figures) for a named rank (rule in the module
     doc). `slow_phase`: the phase with the largest significant gap, or None."""
     host, left, on_cpu = evidence.host, evidence.left, evidence.on_cpu
     if on_cpu is not None and on_cpu.significant:
         # the work done decides: a rank that ran longer on a CPU has more to do, however long
         # a loaded host also kept it waiting (more work waits longer), never "check the host"
-        where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
-        held = (
-            f"; the host also held it off the CPU {ms(host.mean_s)}"
-            if host is not None and host.significant
-            else ""
-        )
-        return "compute", (
-            f"it ran {ms(on_cpu.mean_s)} per step longer on a CPU than the others: {where} "
-            f"has more to do{held}"
-        )
+        figures = {"on_cpu_s": on_cpu.mean_s, "phase": slow_phase}
+        if host is not None and host.significant:
+            figures["held_s"] = host.mean_s
+        return "compute", _rule("on_cpu", **figures)
     # host only with its work on par (above): the extra is time runnable but not running. Not
     # for a gap in the data phase: a rank blocked on its loader leaves its core to its own
     # other threads and waits after it (benchmarks/core_speed.py --sleep-ms), its input's fault
@@ -60,56 +53,22 @@ def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[Stra
         and host.mean_s >= left.mean_s
         and slow_phase != "data"
     ):
-        return "host", (
-            f"the host held it off the CPU {ms(host.mean_s)} per step, which passes the "
-            f"straggler test and is at least the rest of its gap ({ms(left.mean_s)}): "
-            "other work held it off the CPU"
-        )
+        return "host", _rule("host_held", held_s=host.mean_s, left_s=left.mean_s)
     # the hold beside a kind that is not the host's is said by its one caller that reads it
-    # (host.cpu_wait_check), which keeps the verdict's own basis
+    # (host.cpu_wait_check), which keeps the verdict's own rule
     if slow_phase == "data":
-        return "input", "its data phase has the largest significant gap"
+        return "input", _rule("data_phase")
     if slow_phase is not None:
-        return "compute", f"its {slow_phase} has the largest significant gap"
+        return "compute", _rule("slow_phase", phase=slow_phase)
     data = evidence.phases.get("data")
     work = sum(t.mean_s for p, t in evidence.phases.items() if p != "data")
-    alone = "no phase is significant alone; its"
     if data is not None and data.mean_s > work:
-        return "input", f"{alone} data phase holds most of the gap"
-    return "compute", f"{alone} compute phases hold most of the gap"
+        return "input", _rule("phases_data")
+    return "compute", _rule("phases_compute")
 
 
-def named_summary(
-    rank: int,
-    kind: StragglerKind,
-    gap: tuple[float | None, float | None, float | None],
-    phase: str | None,
-    pattern: str | None = None,
-) -> Finding:
-    """The one line of a named straggler: who, by how much (`gap`: mean, low, high seconds it
-    costs the others per step), how that falls over the steps (`pattern`,
-    cost.pattern_words) and what its time is."""
-    figures = {"rank": int(rank), "kind": kind, "phase": phase, "gap": _plain(gap)}
-    return Finding(code="straggler.named", figures={**figures, "pattern": pattern})
-
-
-def late_summary(
-    rank: int,
-    late: tuple[float | None, float | None, float | None],
-    work_s: float,
-    step_s: float | None = None,
-) -> Finding:
-    """The one line of a communication straggler: how much longer the others wait for it per
-    step (`late`: mean, low, high seconds) while its own work is on par (`work_s` over the
-    others', beside the mean step `step_s` where the rule weighed it)."""
-    step = float(step_s) if step_s is not None else None
-    figures = {"rank": int(rank), "late": _plain(late), "work_s": float(work_s), "step_s": step}
-    return Finding(code="straggler.late", figures=figures)
-
-
-def _plain(gap: tuple[float | None, float | None, float | None]) -> list[float | None]:
-    """[mean, low, high] as plain floats (numpy's are no JSON)."""
-    return [float(x) if x is not None else None for x in gap]
+def _rule(name: str, **figures: object) -> Finding:
+    return Finding(code=f"straggler.rule.{name}", figures=figures)
 
 
 def named_as(
@@ -119,8 +78,7 @@ def named_as(
     *,
     gap: Estimate | None,
     p_value: float | None,
-    basis: str,
-    summary: Finding,
+    rule: Finding,
     **figures: object,
 ) -> StragglerVerdict:
     """`verdict` naming `rank` a straggler of `kind` by a kind rule that looks past its own-work
@@ -136,45 +94,28 @@ def named_as(
         "gap_s": gap,
         "p_value": p_value,
         "kind": kind,
-        "kind_basis": basis,
+        "kind_rule": rule,
         "why_not": None,
-        "withdrawn_by": None,
-        "said": summary,
         # the pattern is of the candidate's cost: another rank named by a kind rule has none
         "pattern": verdict.pattern if rank == verdict.candidate_rank else None,
     }
     return verdict.model_copy(update={**update, **figures})
 
 
-def not_named_reason(gap: GapTest, step_s: float, share: float) -> Finding:
-    """Why a tested candidate is not named, by the rule (the gap itself is said beside it,
-    `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided bound
-    does: too few steps agree), or its mean is below the minimum effect (`share` of the mean
-    step `step_s`)."""
+def not_named_reason(gap: GapTest, share: float) -> Finding:
+    """Why a tested candidate is not named, by the rule (the gap itself is said beside it):
+    it could be noise (its interval reaches 0, or its one-sided bound does: too few steps
+    agree), or its mean is below the minimum effect (`share` of the mean step)."""
     low, high = gap.low_s, gap.high_s
     if high is not None and high <= 0:
         return Finding(code="straggler.none_above")
     if low is None or high is None or low <= 0:
         return Finding(code="straggler.noise_interval")
     if gap.mean_s < gap.min_effect_s:
-        figures = {"share": share, "min_effect_s": float(gap.min_effect_s), "step_s": float(step_s)}
-        return Finding(code="straggler.below_minimum", figures=figures)
+        return Finding(code="straggler.below_minimum", figures={"share": share})
     return Finding(code="straggler.noise_few_steps")
 
 
-def unnamed_summary(
-    candidate: int | None,
-    gap: tuple[float | None, float | None, float | None],
-    why: Finding,
-    pattern: str | None = None,
-) -> Finding:
-    """The one line of a candidate not named, on every surface: the largest gap (mean, low,
-    high seconds), how it falls over the steps, then why."""
-    rank = int(candidate) if candidate is not None else None
-    figures = {"candidate": rank, "gap": _plain(gap), "pattern": pattern, "why": why.model_dump()}
-    return Finding(code="straggler.not_named", figures=figures)
-
-
-def withdrawn(why: str) -> Finding:
-    """Why a name was withdrawn: the words of the evidence that named another rank."""
-    return Finding(code="straggler.withdrawn", figures={"by": why})
+def withdrawn(by: list[str]) -> Finding:
+    """Why a name was withdrawn: the cross-checks that significantly named another rank."""
+    return Finding(code="straggler.withdrawn", figures={"by": by})

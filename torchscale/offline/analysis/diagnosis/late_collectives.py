@@ -20,10 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import StragglerVerdict
-from torchscale.contracts.wording import say, spelled
-from torchscale.contracts.wording.figures import pct
-from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
+from torchscale.offline.analysis.diagnosis.kind import named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
     MIN_EFFECT_SHARE,
@@ -33,11 +32,6 @@ from torchscale.offline.analysis.diagnosis.step_model import (
 )
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import judged, paired_gap_test
-
-LATE_METHOD = (
-    "per step, the mean over the other ranks of their wait for peers at the matched "
-    "collectives minus the named rank's; mean over steps, moving-block bootstrap over steps"
-)
 
 
 def late_collectives(
@@ -62,14 +56,13 @@ def late_collectives(
     if work.significant:  # its own work is behind: the own-work test's to name
         return verdict
     extra = (wait.drop(columns=[rank]).mean(axis=1) - wait[rank]).to_numpy(np.float64)
-    share = share_of_step(extra, step, method=LATE_METHOD)
-    mean_step = float(np.mean(step)) if len(step) else 0.0
+    share = share_of_step(extra, step)
     if not share.measurable or share.value is None or (share.low or 0.0) < MIN_EFFECT_SHARE:
         return verdict
-    seconds = mean_seconds(extra, LATE_METHOD)
+    seconds = mean_seconds(extra)
     others_wait = wait.drop(columns=[rank]).mean(axis=1) - wait[rank]
     beyond = (others_wait.loc[keys] - own_gap).dropna().to_numpy(np.float64)
-    unexplained = mean_seconds(beyond, LATE_METHOD) if beyond.size else None
+    unexplained = mean_seconds(beyond) if beyond.size else None
     if (
         unexplained is None
         or unexplained.low is None
@@ -80,32 +73,24 @@ def late_collectives(
     gap = (
         verdict.gap_s
         if verdict.candidate_rank == rank
-        else judged(work.mean_s, work.low_s, work.high_s, n=work.steps, method="paired", lower=None)
+        else judged(work.mean_s, work.low_s, work.high_s, n=work.steps, lower=None)
     )
-    order = (
-        f"it arrives last at {late.instances_last} of {late.instances} matched collectives "
-        f"(chance: {spelled.pct_whole(late.expected_share)})"
-        if late is not None
-        else "the others wait for it the most (arrival order alone does not single it out: "
-        f"{say(arrival.reason) if arrival is not None else 'no matched collectives'})"
-    )
-    basis = (
-        f"{order}, the others wait {pct(share.value)} of the step "
-        f"longer than it does (at least {spelled.pct_whole(MIN_EFFECT_SHARE)}), and its own "
-        f"work is not significantly above theirs ({spelled.ms_signed_sig(work.mean_s)} per "
-        "step) nor explains that wait (the wait exceeds its work gap by "
-        f"{spelled.ms_signed_sig(unexplained.value)} per step, 95 % interval from "
-        f"{spelled.ms_signed_sig(unexplained.low)})"
-    )
-    summary = late_summary(rank, (seconds.value, seconds.low, seconds.high), work.mean_s, mean_step)
+    figures = {
+        "last": late.instances_last if late is not None else None,
+        "matched": late.instances if late is not None else None,
+        "expected": late.expected_share if late is not None else None,
+        "wait_share": share.value,
+        "min_share": MIN_EFFECT_SHARE,
+        "work_s": work.mean_s,
+    }
+    rule = Finding(code="straggler.rule.late_collectives", figures=figures)
     return named_as(
         verdict,
         rank,
         "communication",
         gap=gap,
         p_value=work.p_value,
-        basis=basis,
-        summary=summary,
+        rule=rule,
         late_s=seconds,
     )
 

@@ -77,18 +77,16 @@ def mean_step(
 
 
 def part_estimates(
-    matrix: np.ndarray, ranks: int, *, method: str | None = None, lone: bool | None = None
+    matrix: np.ndarray, ranks: int, *, lone: bool | None = None
 ) -> tuple[Estimate, list[StepPart]]:
     """Mean step and the parts (seconds and shares of the mean step) with block-bootstrap
     intervals from a (steps, parts) matrix of seconds: rank-averaged for the model, one rank's
-    own for its per-rank parts (`method` names its resampling). `lone` (default: one rank): no
+    own for its per-rank parts. `lone` (default: one rank): no
     peers to wait for, so the wait is 0 by definition; one rank of many may wait 0 too, but
     measured, with an interval."""
     steps = matrix.shape[0]
     means, resampled = mean_columns(matrix)
     step_mean = float(means.sum())
-    if method is None:
-        method = f"moving-block bootstrap over {steps} steps (means over {ranks} rank(s))"
     lone = ranks == 1 if lone is None else lone
     share_values = [float(m / step_mean) if step_mean > 0 else 0.0 for m in means]
     if resampled is None:
@@ -99,7 +97,7 @@ def part_estimates(
         return one_unit(step_mean), parts
     totals = resampled.sum(axis=1)
     low, high = percentile_interval(totals)
-    step_est = judged(step_mean, low, high, n=steps, method=method)
+    step_est = judged(step_mean, low, high, n=steps)
     shares = resampled / np.where(totals > 0, totals, np.nan)[:, None]
     parts = []
     for i, name in enumerate(PART_NAMES):
@@ -109,7 +107,6 @@ def part_estimates(
                 low=0.0,
                 high=0.0,
                 n=steps,
-                method=method,
                 measurable=True,
                 reason=said("estimate.one_rank"),
             )
@@ -117,8 +114,8 @@ def part_estimates(
             continue
         s_low, s_high = percentile_interval(resampled[:, i])
         f_low, f_high = percentile_interval(shares[:, i])
-        seconds = judged(float(means[i]), s_low, s_high, n=steps, method=method)
-        share = judged(share_values[i], f_low, f_high, n=steps, method=method, upper=1.0)
+        seconds = judged(float(means[i]), s_low, s_high, n=steps)
+        share = judged(share_values[i], f_low, f_high, n=steps, upper=1.0)
         parts.append(StepPart(name=name, seconds=seconds, share=share))
     return step_est, parts
 
@@ -138,8 +135,7 @@ def ms(value: float | None) -> str:
 
 def gap_estimate(test: GapTest) -> Estimate:
     """A signed gap: its interval is what it is (no domain edge), kept as measured."""
-    method = f"moving-block bootstrap of the mean paired difference over {test.steps} steps"
-    return judged(test.mean_s, test.low_s, test.high_s, n=test.steps, method=method, lower=None)
+    return judged(test.mean_s, test.low_s, test.high_s, n=test.steps, lower=None)
 
 
 def over_others(table: pd.DataFrame, rank: int) -> pd.Series:
@@ -147,17 +143,17 @@ def over_others(table: pd.DataFrame, rank: int) -> pd.Series:
     return table[rank] - table.drop(columns=[rank]).median(axis=1)
 
 
-def mean_seconds(values: np.ndarray, method: str) -> Estimate:
+def mean_seconds(values: np.ndarray) -> Estimate:
     """The mean of per-step seconds with its moving-block bootstrap interval (one step: none)."""
     means, resampled = mean_columns(values[:, None])
     if resampled is None:
-        return judged(float(means[0]), None, None, n=1, method="one step", reason=ONE_STEP)
+        return judged(float(means[0]), None, None, n=1, reason=ONE_STEP)
     low, high = percentile_interval(resampled[:, 0])
-    return judged(float(means[0]), low, high, n=len(values), method=method)
+    return judged(float(means[0]), low, high, n=len(values))
 
 
 def share_of_step(
-    numerator: np.ndarray, step: np.ndarray, *, method: str, lower: float | None = 0.0
+    numerator: np.ndarray, step: np.ndarray, *, lower: float | None = 0.0
 ) -> Estimate:
     """mean(numerator) / mean(step) over the same steps, with the block-bootstrap interval of
     that ratio (whole steps resampled); a share of the step, so at most 1."""
@@ -169,7 +165,7 @@ def share_of_step(
     ratio = resampled[:, 0] / np.where(resampled[:, 1] > 0, resampled[:, 1], np.nan)
     ratio = ratio[np.isfinite(ratio)]
     if ratio.size == 0:  # no step with any length: nothing to resample
-        return judged(value, None, None, n=1, method=method, reason=NO_STEP_TIME, lower=lower)
+        return judged(value, None, None, n=1, reason=NO_STEP_TIME, lower=lower)
     low, high = percentile_interval(ratio)
     n = int(matrix.shape[0])
-    return judged(value, low, high, n=n, method=method, lower=lower, upper=1.0)
+    return judged(value, low, high, n=n, lower=lower, upper=1.0)

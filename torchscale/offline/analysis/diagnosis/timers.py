@@ -39,7 +39,6 @@ from torchscale.offline.analysis.diagnosis.step_model import (
 from torchscale.offline.analysis.diagnosis.verdict import StragglerEvidence, judge
 from torchscale.offline.analysis.uncertainty import block_indices, judged, percentile_interval
 
-PHASE_BASIS = "phase timers of the synchronised steps (every rank, every measured step)"
 CELL_WAIT = "phase timers"  # where the cell model's others' wait for the candidate comes from
 
 
@@ -119,21 +118,16 @@ def no_sync_cross_check(
     threads, memory bandwidth), so a larger cost here means communication slows compute."""
     sync = np.asarray(sync_step_s, dtype=float)
     series = [np.asarray(v, dtype=float) for _, v in sorted(no_sync.per_rank.items())]
-    name = "communication cost (no_sync windows)"
-    method = (
-        "interleaved synchronised and no_sync windows: mean synchronised step minus the "
-        "slowest rank's mean no_sync step, moving-block bootstrap of both"
-    )
     if sync.size < 2 or any(s.size < 2 for s in series):
         detail = Finding(code="cross_check.no_sync_few_steps")
-        return CrossCheck(name=name, method=method, estimate=None, agrees=None, detail=detail)
+        return CrossCheck(check="no_sync_comm", estimate=None, agrees=None, detail=detail)
     sync_means = sync[block_indices(sync.size, seed=7)].mean(axis=1)
     means = [s[block_indices(s.size, seed=8 + i)].mean(axis=1) for i, s in enumerate(series)]
     slowest = np.max(np.vstack(means), axis=0)
     distribution = (sync_means - slowest) / sync_means
     value = float(sync.mean() - max(s.mean() for s in series)) / float(sync.mean())
     low, high = percentile_interval(distribution)
-    estimate = judged(value, low, high, n=int(sync.size), method=method, upper=1.0)
+    estimate = judged(value, low, high, n=int(sync.size), upper=1.0)
     model_low = (transfer.share.low or 0.0) + (rest.share.low or 0.0)
     model_high = (transfer.share.high or 0.0) + (rest.share.high or 0.0)
     overlap = low <= model_high and model_low <= high
@@ -144,7 +138,7 @@ def no_sync_cross_check(
         code = "cross_check.no_sync_" + ("costs_more" if low > model_high else "saves_less")
         figures |= {"low": low, "high": high}
     detail = Finding(code=code, figures=figures)
-    return CrossCheck(name=name, method=method, estimate=estimate, agrees=overlap, detail=detail)
+    return CrossCheck(check="no_sync_comm", estimate=estimate, agrees=overlap, detail=detail)
 
 
 def timers_step_split(
@@ -181,7 +175,6 @@ def timers_step_split(
         transfer, rest = by_name["exposed_transfer"], by_name["rest"]
         checks.append(no_sync_cross_check(sync_steps, no_sync, transfer, rest))
     return StepSplit(
-        basis=PHASE_BASIS,
         steps=int(model.per_step.shape[0]),
         ranks=ranks,
         step_s=model.step_s,

@@ -23,12 +23,12 @@ from torchscale.contracts.schema.cell_result import (
     PART_NAMES,
     CrossCheck,
     Estimate,
+    OwnWork,
     StepPart,
     StepSplit,
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
-from torchscale.contracts.wording import say
 from torchscale.contracts.wording.profile_notes import note
 from torchscale.offline.analysis.diagnosis.device import Calibrated
 from torchscale.offline.analysis.diagnosis.step_model import (
@@ -42,15 +42,6 @@ from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 
 PART_COLUMNS = ["rank", "step", "step_s", *PART_NAMES, "host_wait", "memory"]
-BASIS = (
-    "profiler traces: per rank and complete step, the step window cut instant by instant "
-    "(compute > waiting for peers > exposed transfer > data > rest), mean over {ranks} rank(s)"
-)
-OWN_WORK_FROM_PHASES = (
-    "own work = the rank's busy time in its data, forward, backward and optimizer ranges (a "
-    "phase holding communication counts its work, not its wait)"
-)
-OWN_WORK_PARTS = "own work = the compute and data parts of the step model (no phase ranges)"
 
 
 @dataclass
@@ -70,7 +61,7 @@ class StepModel:
     host_wait: Estimate | None = None
     memory: Estimate | None = None
     waits_known: bool = False
-    own_work_basis: str = ""
+    own_work: OwnWork = "step_parts"
     reason: str | None = None  # why there is no model: a profile.* code
     notes: list[Finding] = field(default_factory=list)
 
@@ -127,7 +118,7 @@ TRACE_WAIT = "matched collectives"  # where the others' wait for the candidate c
 
 def own_work(
     parts: pd.DataFrame, phases_by_rank: Mapping[int, pd.DataFrame], waits_known: bool = True
-) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+) -> tuple[pd.DataFrame, pd.DataFrame, OwnWork]:
     """What the straggler test compares, per rank and step, as the cell's `straggler_verdict`
     reads it: (own, phases, basis). `own` has window, step, rank, compute (= the own work) and
     data (0); `phases` has window, step, rank and the seconds of each phase.
@@ -169,11 +160,11 @@ def own_work(
         own_s = wide[list(OWN_WORK_PHASES)].sum(axis=1, min_count=1)
         own = wide[["window", "step", "rank"]].assign(compute=own_s.to_numpy(), data=0.0)
         own = own.dropna(subset=["compute"])
-        return own, wide, OWN_WORK_FROM_PHASES
+        return own, wide, "phase_ranges"
     own = parts[["step", "rank"]].assign(
         window=0, compute=(parts["compute"] + parts["data"]).to_numpy(), data=0.0
     )
-    return own, wide, OWN_WORK_PARTS
+    return own, wide, "step_parts"
 
 
 def build_step_model(
@@ -207,7 +198,6 @@ def build_step_model(
     per_step, step_est, estimates = mean.per_step, mean.step_s, mean.parts
     step_series = mean.series
     one_of_many = ranks == 1 and (world_size or 1) > 1
-    basis = BASIS.format(ranks=ranks)
     if one_of_many or (ranks > 1 and not waits_known):
         why = Finding(
             code="estimate.wait_not_separable",
@@ -219,17 +209,13 @@ def build_step_model(
             else p
             for p in estimates
         ]
-        basis += "; " + say(why)
     host = share_of_step(
         per_step["host_wait"].to_numpy(np.float64),
         step_series,
-        method="host wait (part of rest) / step, moving-block bootstrap over steps",
     )
     memory = share_of_step(
         per_step["memory"].to_numpy(np.float64),
         step_series,
-        method="device copies not under a kernel (part of compute) / step, moving-block "
-        "bootstrap over steps",
     )
     model = StepModel(
         attribution=None,
@@ -241,12 +227,11 @@ def build_step_model(
     )
     for rank, rows in parts.groupby("rank"):
         matrix = rows.sort_values("step")[list(PART_NAMES)].to_numpy(np.float64)
-        method = f"moving-block bootstrap over {matrix.shape[0]} steps of rank {int(rank)}"
-        model.per_rank[int(rank)] = part_estimates(matrix, 1, method=method, lone=False)[1]
+        model.per_rank[int(rank)] = part_estimates(matrix, 1, lone=False)[1]
     verdict: StragglerVerdict | None = None
     checks: list[CrossCheck] = []
     if ranks > 1:
-        own, phases, model.own_work_basis = own_work(parts, phases_by_rank, model.waits_known)
+        own, phases, model.own_work = own_work(parts, phases_by_rank, model.waits_known)
         model.own = own
         waits, busy = _cpu_tables(cpu_wait)
         evidence = StragglerEvidence(
@@ -259,12 +244,11 @@ def build_step_model(
             cpu_wait=waits,
             cpu_time=busy,
             order=ArrivalOrder(matched, arrival),
-            own_basis=model.own_work_basis,
+            own_work=model.own_work,
             calibration=calibration,
         )
         verdict, checks = judge(evidence)
     model.attribution = StepSplit(
-        basis=basis,
         steps=int(per_step.shape[0]),
         ranks=ranks,
         step_s=step_est,
@@ -296,7 +280,6 @@ def _unknown(why: Finding) -> Estimate:
         low=None,
         high=None,
         n=0,
-        method="none",
         measurable=False,
         reason=why,
     )

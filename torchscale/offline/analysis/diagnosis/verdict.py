@@ -18,19 +18,21 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
+from torchscale.contracts.schema.cell_result import (
+    CrossCheck,
+    Estimate,
+    OwnWork,
+    StragglerVerdict,
+)
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
-from torchscale.contracts.wording import cross_checks
-from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, pattern_words
+from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, step_pattern
 from torchscale.offline.analysis.diagnosis.device import Calibrated, device_check
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
 from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
-    named_summary,
     not_named_reason,
     straggler_kind,
-    unnamed_summary,
     withdrawn,
 )
 from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
@@ -58,17 +60,6 @@ from torchscale.offline.analysis.uncertainty import (
     percentile_interval,
 )
 
-STRAGGLER_TEST = (
-    "what the rank costs the others: per step, how far its own work runs past the slowest "
-    "other rank's (zero where it is not last), over the mean of the others' costs; named when "
-    "the one-sided moving-block bootstrap bound of the mean cost at {alpha:g} / ranks is above "
-    "zero and the mean is at least {share:.0f} % of the mean step ({ms:.3g} ms)"
-)
-PAIRED_TEST = (
-    "one-sided Wilcoxon signed-rank test of the per-step differences (the rank's own work "
-    "minus the median of the others' at the same step): is it slower at the median step?"
-)
-
 
 @dataclass(frozen=True)
 class ArrivalOrder:
@@ -90,7 +81,7 @@ class StragglerEvidence:
     `wait_source`); `cpu_wait`, `cpu_time`, `holds`: (window, step) x rank seconds the training
     thread waited for a CPU, ran on one, and its DDP comm hook held its launches (None: not
     measured); `order`: arrival order, `no_sync`: the no_sync windows (None: not seen);
-    `own_basis`: what own work is, said beside the test where a source defines it;
+    `own_work`: what own work is (the phase timers', or the traces' phase ranges or parts);
     `calibration`: every rank's fixed calibration (None: not timed), which tells a compute
     straggler's slower device from its more work (device.py)."""
 
@@ -105,7 +96,7 @@ class StragglerEvidence:
     holds: pd.DataFrame | None = None
     order: ArrivalOrder | None = None
     no_sync: NoSyncSteps | None = None
-    own_basis: str | None = None
+    own_work: OwnWork = "timers"
     calibration: Calibrated | None = None
 
 
@@ -118,9 +109,7 @@ def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[Cr
     ranks = int(e.own["rank"].nunique())
     if ranks < 2:
         return None, []
-    verdict, paired_test = straggler_verdict(e.phases, e.own, e.step_s, e.no_sync)
-    if e.own_basis:
-        verdict = verdict.model_copy(update={"test": f"{verdict.test}; {e.own_basis}"})
+    verdict, paired_test = straggler_verdict(e.phases, e.own, e.step_s, e.no_sync, e.own_work)
     own = wide(e.own.assign(own=e.own["compute"] + e.own["data"]), "own")
     paired = paired_check(paired_test, verdict)
     verdict, host = cpu_wait_check(own, e.cpu_wait, verdict, e.cpu_time)
@@ -154,7 +143,11 @@ def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[Cr
 
 
 def straggler_verdict(
-    steps: pd.DataFrame, parts: pd.DataFrame, step_mean_s: float, no_sync: NoSyncSteps | None
+    steps: pd.DataFrame,
+    parts: pd.DataFrame,
+    step_mean_s: float,
+    no_sync: NoSyncSteps | None,
+    own_work: OwnWork = "timers",
 ) -> tuple[StragglerVerdict, GapTest | None]:
     """Name the rank whose own work (data + forward + backward + optimizer) per step costs
     the others significantly, its slow phase and the kind of its extra time
@@ -165,7 +158,8 @@ def straggler_verdict(
     every_step = wide(own, "own")
     table = every_step.dropna()
     min_effect = MIN_EFFECT_SHARE * step_mean_s
-    test = STRAGGLER_TEST.format(alpha=ALPHA, share=MIN_EFFECT_SHARE * 100, ms=min_effect * 1e3)
+    figures = {"alpha": ALPHA, "min_share": MIN_EFFECT_SHARE, "own_work": own_work}
+    test = Finding(code="straggler.test", figures=figures)
     ranks = list(table.columns)
     untested = None
     if len(ranks) < 2 or table.empty:
@@ -179,7 +173,6 @@ def straggler_verdict(
         }
         untested = Finding(code="straggler.too_few_steps", figures=counts)
     if untested is not None:
-        said = Finding(code="straggler.untested", figures={"why": untested.model_dump()})
         return StragglerVerdict(
             named=False,
             rank=None,
@@ -190,7 +183,6 @@ def straggler_verdict(
             significant=False,
             min_effect_s=min_effect,
             test=test,
-            said=said,
             why_not=untested,
         ), None
     costs = excess_costs(table)
@@ -207,7 +199,7 @@ def straggler_verdict(
     numbers = pd.to_numeric(table.index.get_level_values(-1), errors="coerce")
     numbers = None if numbers.isna().any() else numbers.to_numpy(dtype=np.int64)
     pattern = (
-        pattern_words(costs[candidate], min_effect, windows, numbers)
+        step_pattern(costs[candidate], min_effect, windows, numbers)
         if result.mean_s >= min_effect or result.significant
         else None
     )
@@ -217,20 +209,17 @@ def straggler_verdict(
     phase, phase_gap = None, None
     if result.significant:
         phase, phase_gap = _slow_phase(phase_tests)
-    named = result.significant and contradiction is None
-    kind, kind_basis, not_named = None, None, None
-    figures = (result.mean_s, result.low_s, result.high_s)
+    named = result.significant and not contradiction
+    kind, kind_rule, not_named = None, None, None
     if named:
-        kind, kind_basis = straggler_kind(phase, KindEvidence(phase_tests))
-        summary = named_summary(candidate, kind, figures, phase, pattern)
+        kind, kind_rule = straggler_kind(phase, KindEvidence(phase_tests))
     else:
         # the no_sync windows withdraw a gap that passed; one that did not is judged by the rule
         not_named = (
-            withdrawn(contradiction)
+            withdrawn(["no_sync_windows"])
             if result.significant and contradiction
-            else not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
+            else not_named_reason(result, MIN_EFFECT_SHARE)
         )
-        summary = unnamed_summary(candidate, figures, not_named, pattern)
     verdict = StragglerVerdict(
         named=named,
         rank=candidate if named else None,
@@ -242,9 +231,8 @@ def straggler_verdict(
         significant=result.significant,
         min_effect_s=min_effect,
         test=test,
-        said=summary,
         kind=kind,
-        kind_basis=kind_basis,
+        kind_rule=kind_rule,
         why_not=not_named,
         pattern=pattern,
     )
@@ -263,32 +251,25 @@ def paired_check(paired: GapTest | None, verdict: StragglerVerdict) -> CrossChec
     slower = paired.p_value is not None and paired.p_value < ALPHA
     code = "cross_check.paired_slower" if slower else "cross_check.paired_not_slower"
     return CrossCheck(
-        name="paired per-step test",
-        method=PAIRED_TEST,
+        check="paired",
         estimate=estimate,
         agrees=True if slower else None,
         detail=Finding(code=code, figures={"rank": rank, "p": paired.p_value}),
     )
 
 
-def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
-    """The verdict with its straggler withdrawn because other evidence contradicts it (the
-    trace analysis: arrival order, who waits at matched collectives)."""
-    gap = verdict.gap_s
-    not_named = withdrawn(why)
-    figures = (gap.value, gap.low, gap.high) if gap is not None else (None, None, None)
-    summary = unnamed_summary(verdict.candidate_rank, figures, not_named, verdict.pattern)
+def withdraw(verdict: StragglerVerdict, by: list[str]) -> StragglerVerdict:
+    """The verdict with its straggler withdrawn because other evidence contradicts it (`by`:
+    the cross-checks that did, e.g. arrival order, who waits at matched collectives)."""
     return verdict.model_copy(
         update={
             "named": False,
             "rank": None,
             "phase": None,
             "phase_gap_s": None,
-            "withdrawn_by": why,
-            "said": summary,
             "kind": None,
-            "kind_basis": None,
-            "why_not": not_named,
+            "kind_rule": None,
+            "why_not": withdrawn(by),
         }
     )
 
@@ -333,23 +314,23 @@ def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]
     return phase, gap_estimate(significant[phase])
 
 
-def _no_sync_contradicts(no_sync: NoSyncSteps | None, candidate: int) -> str | None:
-    """Why the no_sync windows contradict the candidate, or None: they do when the candidate's
-    mean free-running step is below the median of the others' with the bootstrap interval of
-    that gap entirely below zero."""
+def _no_sync_contradicts(no_sync: NoSyncSteps | None, candidate: int) -> bool:
+    """Whether the no_sync windows contradict the candidate: they do when the candidate's mean
+    free-running step is below the median of the others' with the bootstrap interval of that
+    gap entirely below zero."""
     if no_sync is None or candidate not in no_sync.per_rank or len(no_sync.per_rank) < 2:
-        return None
+        return False
     mine = np.asarray(no_sync.per_rank[candidate], dtype=float)
     others = [np.asarray(v, dtype=float) for r, v in no_sync.per_rank.items() if r != candidate]
     if mine.size < 2 or any(o.size < 2 for o in others):
-        return None
+        return False
     gaps = []
     for seed, series in enumerate([mine, *others]):
         rows = block_indices(series.size, seed=1000 + seed)
         gaps.append(series[rows].mean(axis=1))
     distribution = gaps[0] - np.median(np.vstack(gaps[1:]), axis=0)
     _, high = percentile_interval(distribution)
-    return "the no_sync windows show it faster than the others" if high < 0 else None
+    return high < 0
 
 
 def others_wait_check(
@@ -360,14 +341,10 @@ def others_wait_check(
     makes the others wait, not itself. Disagrees (agrees False) when the interval lies
     entirely below 0; for a named candidate, agrees None when the extra wait is not
     measurable (the caller withdraws the name: a straggler nobody waits for costs nothing).
-    `source`: where the waits come from, in the check's name and sentences."""
+    `source`: where the waits come from, said in its detail."""
     others = wait.drop(columns=[candidate]).mean(axis=1)
     diff = (others - wait[candidate]).to_numpy(np.float64)
-    method = (
-        "mean over the other ranks of their wait for peers minus the candidate's, same step, "
-        "moving-block bootstrap over steps"
-    )
-    estimate = share_of_step(diff, step, method=method)
+    estimate = share_of_step(diff, step)
     matrix = np.column_stack([diff, step])
     _, resampled = mean_columns(matrix)
     high = None
@@ -389,9 +366,8 @@ def others_wait_check(
         agrees = low is None or low < min_share
         code = "cross_check.waits_small" if agrees else "cross_check.waits_outside"
         figures |= {} if agrees else {"min_share": min_share, "source": source}
-    detail = Finding(code=code, figures=figures)
-    name = f"others' wait for it ({source})"
-    return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
+    detail = Finding(code=code, figures={**figures, "source": source})
+    return CrossCheck(check="others_wait", estimate=estimate, agrees=agrees, detail=detail)
 
 
 def judged_by(
@@ -403,7 +379,7 @@ def judged_by(
     checks = checks_for(verdict)
     found = evidence_against(checks)
     if verdict.named and found:
-        verdict = withdraw(verdict, "; ".join(found))
+        verdict = withdraw(verdict, found)
         checks = checks_for(verdict)
     return verdict, checks
 
@@ -413,7 +389,7 @@ def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
     points at another rank (arrival order naming a different rank by its binomial test, the
     others waiting significantly less than the candidate). A check that merely fails to
     confirm (not judged, not measurable) withdraws nothing: the own-work test decides."""
-    return [f"{c.name}: {cross_checks.detail(c.detail)}" for c in checks if c.agrees is False]
+    return [c.check for c in checks if c.agrees is False]
 
 
 def _last_counts(decided: pd.DataFrame) -> dict[int, tuple[int, int]]:
@@ -442,17 +418,11 @@ def arrival_check(
 ) -> CrossCheck:
     """Arrival order at the matched collectives (clock-free: the shortest instance arrived
     last) against the verdict; a different rank standing out contradicts it."""
-    method = (
-        "share of the matched collectives the candidate arrived last at (clock-free: its "
-        "instance is the shortest), Clopper-Pearson 95 % interval; another rank names itself "
-        "only when it stands out (binomial test against chance, docs/profiling.md)"
-    )
-    name = "arrival order (last arriver)"
     decided = decided_instances(matched) if matched is not None else pd.DataFrame()
     counts = _last_counts(decided)
     if candidate not in counts:
         detail = Finding(code="cross_check.arrival_undecided")
-        return CrossCheck(name=name, method=method, estimate=None, agrees=None, detail=detail)
+        return CrossCheck(check="arrival_order", estimate=None, agrees=None, detail=detail)
     k, n = counts[candidate]
     interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
     estimate = Estimate(
@@ -460,7 +430,6 @@ def arrival_check(
         low=float(interval.low),
         high=float(interval.high),
         n=n,
-        method=method,
         measurable=True,
     )
     top = arrival.straggler if arrival is not None else None
@@ -488,4 +457,4 @@ def arrival_check(
         alone = top is not None and top.rank == candidate
         code = "chance" if top is None else "alone_names" if alone else "names_other"
     detail = Finding(code=f"cross_check.arrival_{code}", figures=figures)
-    return CrossCheck(name=name, method=method, estimate=estimate, agrees=agrees, detail=detail)
+    return CrossCheck(check="arrival_order", estimate=estimate, agrees=agrees, detail=detail)

@@ -77,9 +77,7 @@ def floor_at_zero(figure: Figure) -> Figure:
 def to_estimate(figure: Figure, n: int, method: str) -> Estimate:
     # a time's interval stops at 0; a difference (contention) may be negative as measured
     low = figure.low if figure.value < 0 else max(figure.low, 0.0)
-    return Estimate(
-        value=figure.value, low=low, high=figure.high, n=n, method=method, measurable=True
-    )
+    return Estimate(value=figure.value, low=low, high=figure.high, n=n, measurable=True)
 
 
 def least_squares_weights(xs: Sequence[float], at: float) -> list[float]:

@@ -170,5 +170,6 @@ def _rank_figures(
         host_wait_us=_median_of(split, "host_wait_us") if reduction.device_type != "cpu" else None,
         other_idle_us=_median_of(split, "other_idle_us"),
         phases_busy_us=busy,
-        parts=model.per_rank.get(rank, []),
+        # one rank's parts are the diagnosis' own, stored there once
+        parts=model.per_rank.get(rank, []) if len(model.per_rank) > 1 else [],
     )
