@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts import wording
-from torchscale.contracts.wording.figures import change_text, repeats_text, too_wide
+from torchscale.contracts.wording.figures import change_text, too_wide
+from torchscale.contracts.wording.spell import repeats_text
 from torchscale.offline.analysis.ranking import Lead, judge_lead
 
 PACKAGE = Path(__file__).resolve().parents[2] / "torchscale"
-HOME = PACKAGE / "contracts" / "wording" / "figures.py"
+WORDING = PACKAGE / "contracts" / "wording"
 # 'high - low > abs(value)', 'self.high - self.low > abs(...)', 'f["high"] - f["low"] > abs(...)'
 WIDER = re.compile(r"high\S*\s*-\s*\S*low\S*\s*>\s*abs\(")
 PLURAL = re.compile(r"repeat\{'' if")
@@ -25,9 +26,13 @@ def _written_in(pattern: re.Pattern[str]) -> list[Path]:
     return [p for p in sorted(PACKAGE.rglob("*.py")) if pattern.search(p.read_text())]
 
 
-@pytest.mark.parametrize("pattern", [WIDER, PLURAL], ids=["wider-than-itself", "repeats-plural"])
-def test_the_rule_is_written_once_in_contracts_figures(pattern: re.Pattern[str]) -> None:
-    assert _written_in(pattern) == [HOME]
+@pytest.mark.parametrize(
+    ("pattern", "home"),
+    [(WIDER, "figures.py"), (PLURAL, "spell.py")],
+    ids=["wider-than-itself", "repeats-plural"],
+)
+def test_the_rule_is_written_once_in_the_wording_layer(pattern: re.Pattern[str], home: str) -> None:
+    assert _written_in(pattern) == [WORDING / home]
 
 
 def test_a_lead_is_spelled_as_every_change_is() -> None:

@@ -3,8 +3,7 @@ significant figures ('164 MiB', never '164.0 MiB'), a share is '79 %' (never '79
 
 from __future__ import annotations
 
-from torchscale.contracts.wording.figures import seconds, size_bytes
-from torchscale.contracts.wording.units import whole_pct
+from torchscale.contracts.wording.spell import pct_whole, seconds, size_bytes
 
 
 def test_microseconds_are_spelled_with_the_micro_sign() -> None:
@@ -19,4 +18,4 @@ def test_a_size_of_three_figures_has_no_trailing_decimal() -> None:
 
 
 def test_a_whole_percentage_has_a_space_before_its_sign() -> None:
-    assert whole_pct(0.79) == "79 %"
+    assert pct_whole(0.79) == "79 %"

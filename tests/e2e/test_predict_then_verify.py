@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from torchscale.contracts.wording.rule_figures import error_pct as percent
+from torchscale.contracts.wording.spell import error_pct as percent
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.prediction.score import measured_step_s, track_record
 from torchscale.offline.results.documents import read_cell

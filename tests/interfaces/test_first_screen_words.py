@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.wording.figures import format_value
 from torchscale.contracts.wording.noise import plain
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
 from torchscale.interfaces.report.parts.findings import action_text, short_advice

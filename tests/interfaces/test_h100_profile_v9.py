@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.spell import share_bound
 from torchscale.interfaces.api.profile import analyze_traces
 from torchscale.interfaces.console.profile import analysis_lines
 

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording.elapsed import duration_text
+from torchscale.contracts.wording.spell import duration_text
 from torchscale.interfaces.console import benchmark, streams
 from torchscale.interfaces.console.progress import (
     Finished,

@@ -11,7 +11,7 @@ from rich.console import Console
 from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.console.cells import cell_lines, reused_line, running_line
 from torchscale.interfaces.console.dry_run import plan_lines
 from torchscale.interfaces.console.sweep_tables import model_tables

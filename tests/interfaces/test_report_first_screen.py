@@ -36,7 +36,7 @@ from tests.interfaces.test_report_browser import (
     run_chromium,
     wait_gone,
 )
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.api import build_report
 from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.model import MAX_CARDS, KeyFigure, KeyFigures, Report

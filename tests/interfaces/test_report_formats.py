@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.console.report_full import chart_summary

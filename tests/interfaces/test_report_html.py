@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.report.model import Chart, Heatmap, Report, Series, Text
 from torchscale.interfaces.report.render import html as html_format

@@ -11,7 +11,7 @@ import pytest
 
 from tests.interfaces.test_report_html import Element, parse
 from tests.report_sample import HOSTILE, sample_report
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.model import (
     Column,

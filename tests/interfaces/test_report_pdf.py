@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.formatting import inline_html, strip_code
 from torchscale.interfaces.report.build import ReportOptions, build_report

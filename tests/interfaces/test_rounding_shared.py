@@ -16,7 +16,6 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.contracts.wording.figures import (
     figure_with_interval,
-    format_value,
     plus_minus,
     readable_like,
     seconds_text,
@@ -24,6 +23,7 @@ from torchscale.contracts.wording.figures import (
     too_wide,
     value_format,
 )
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.sweep_tables import _throughput
 from torchscale.interfaces.report.build import build_report

@@ -18,7 +18,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console import report_summary, streams
 from torchscale.interfaces.console import report_term as term

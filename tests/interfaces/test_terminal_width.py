@@ -23,7 +23,7 @@ from torchscale.api import build_report
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.console import streams

@@ -17,7 +17,8 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.wording.axis import tick_labels
-from torchscale.contracts.wording.figures import format_value, lopsided, plus_minus, value_format
+from torchscale.contracts.wording.figures import lopsided, plus_minus, value_format
+from torchscale.contracts.wording.spell import format_value
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.sweep_tables import _throughput
 from torchscale.interfaces.report.estimates import compact, efficiency_text
@@ -352,7 +353,7 @@ def test_the_terminal_table_prints_lopsided_throughput_as_brackets() -> None:
 
 def test_small_figures_keep_their_digits_on_the_terminal() -> None:
     """A throughput of 0.42 samples/s (a large model on CPU) is never "0 [0, 1]"."""
-    from torchscale.contracts.wording.figures import readable
+    from torchscale.contracts.wording.spell import readable
 
     small = pd.Series({"samples_per_s": 0.4213, "samples_per_s_low": 0.3902,
                        "samples_per_s_high": 0.4526})  # fmt: skip

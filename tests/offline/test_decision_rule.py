@@ -55,8 +55,8 @@ def test_an_efficiency_wider_than_the_width_is_no_call_and_says_why() -> None:
     call = decision.decide_model("gpt2", _cells(), _scaling(0.70, 0.95))
     assert call is not None and call.code == "decision.not_decidable"
     assert wording.say(call) == (
-        "gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 points wide) is "
-        "wider than 10.0 points; more repeats narrow it"
+        "gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 pts wide) is "
+        "wider than 10.0 pts; more repeats narrow it"
     )
 
 
@@ -104,7 +104,7 @@ def test_low_mfu_is_called_low_against_the_reference_on_the_same_gpu() -> None:
     wide = {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240}
     call = decision.decide_model("gpt2", _cells(**wide).assign(gpu="H200"), pd.DataFrame())
     assert call is not None and call.code == "decision.not_decidable"
-    assert "its MFU's interval (19.2 points wide)" in wording.say(call)
+    assert "its MFU's interval (19.2 pts wide)" in wording.say(call)
 
 
 @pytest.mark.parametrize("model", ["vit-b16", "bert-large", "resnet50"])

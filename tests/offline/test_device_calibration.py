@@ -9,7 +9,7 @@ import pytest
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.schema.cell_result import RankCalibration
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import spell
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import straggler_test_text
 from torchscale.offline.analysis.diagnosis.device import (
@@ -110,7 +110,7 @@ def test_only_a_compute_straggler_is_read() -> None:
 def test_the_reading_is_said_in_the_verdicts_line() -> None:
     slower, more = verdict_of(1.8), verdict_of(1.0)
     assert slower.device_ratio is not None and slower.device_ratio.value is not None
-    ratio = spelled.times(slower.device_ratio.value, 2)
+    ratio = spell.times(slower.device_ratio.value, 2)
     line = verdict_words.straggler_text(slower, 2)
     assert line.endswith(f": a slower core ({ratio}): the same work takes longer"), line
     assert f"; device: a slower core ({ratio})" in straggler_test_text(slower)  # -v

@@ -11,7 +11,7 @@ import pytest
 from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.forecast import ForecastKey, ForecastScore
-from torchscale.contracts.wording.rule_figures import error_pct as percent
+from torchscale.contracts.wording.spell import error_pct as percent
 from torchscale.offline.analysis.prediction.score import (
     TrackRecord,
     forecasts_of,

@@ -18,7 +18,7 @@ import pytest
 from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
 from torchscale.contracts.schema.forecast import ForecastKey
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.rule_figures import error_pct as percent
+from torchscale.contracts.wording.spell import error_pct as percent
 from torchscale.offline.results.forecast_store import read_forecasts, write_forecast
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig

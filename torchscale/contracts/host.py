@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from torchscale.contracts.wording.units import limit_s
+from torchscale.contracts.wording.spell import limit_s
 
 # what a child process prints: the total memory of every GPU torch can use, in bytes
 GPU_MEMORY_PROBE = (

@@ -21,7 +21,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX, OwnWorkPhase
 from torchscale.contracts.versioned import FrozenRecord, Record
-from torchscale.contracts.wording.units import as_set
+from torchscale.contracts.wording.spell import as_set
 
 MAX_DELAY_MS = 60_000.0
 DELAY_FORMAT = "expected RANK:PHASE:MS, e.g. 1:backward:50"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 
 
 class Referenced(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchscale.contracts.wording.units import as_set, gb, gib, whole_pct
+from torchscale.contracts.wording.spell import as_set, gb, gib, pct_whole
 
 GIB = 1024**3
 MEMORY_BUDGET = 0.80  # of one GPU's memory: the allocator's slack, other processes
@@ -69,7 +69,7 @@ def fitting_batch(
         why = "the largest power of two that fits"
     return BatchFit(
         batch,
-        f"{why}: {whole_pct(MEMORY_BUDGET)} of {gib(memory_bytes)} less "
+        f"{why}: {pct_whole(MEMORY_BUDGET)} of {gib(memory_bytes)} less "
         f"{gib(CUDA_CONTEXT_BYTES)} CUDA context and {gb(static)} weights, "
         f"gradients, {optimizer} state{' and autocast copies' if copies else ''}, "
         f"at {gb(per_sample, 3)} per sample "

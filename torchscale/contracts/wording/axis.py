@@ -1,4 +1,4 @@
-"""How a chart's axis ticks are labelled: read like `figures.format_value` but with the fewest
+"""How a chart's axis ticks are labelled: read like `spell.format_value` but with the fewest
 decimals that tell the ticks apart (0, 0.5, 1), and 20k rather than 20,000 once the axis
 reaches `ABBREVIATE_FROM`. One rule for both chart back-ends (plotly is given these labels)."""
 
@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording.figures import BYTE_UNITS, ValueFormat
-
-times = spelled.plain_times  # a factor as short as it is set: '3x', '1.5x'
+from torchscale.contracts.wording.spell import BYTE_UNITS, ValueFormat, fixed
 
 ABBREVIATE_FROM = 10_000.0  # an axis reaching this labels thousands as 20k, millions as 2M
 _SI = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -32,7 +29,7 @@ def _plain_ticks(values: Sequence[float], suffix: str = "", sign: bool = False) 
     out = []
     for v in values:
         decimals = _decimals([v])
-        text = f"{v:{'+' if sign and round(v, decimals) != 0 else ''},.{decimals}f}"
+        text = fixed(v, decimals, signed=sign and round(v, decimals) != 0)
         out.append(("0" if text in ("-0", "+0") else text) + suffix)
     return out
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from torchscale.contracts.busy_machine import BUSY_NOTE
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.units import as_set, cv
+from torchscale.contracts.wording.spell import as_set, cv
 
 TF32_HOW = (
     "for TF32 set launcher.env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE: '1', or train in bf16 "

@@ -1,5 +1,4 @@
-"""Words and figures of a collective-bandwidth run (`torchscale comm`, an imported nccl-tests
-output): the table's numbers as nccl-tests prints them, a bandwidth in a sentence, the
+"""Words of a collective-bandwidth run (`torchscale comm`, an imported nccl-tests output): the
 `--min-busbw` gate's verdict (figures: minimum_gbps, and busbw: op -> average GB/s of the ops
 judged, or ops: the ops with nothing to judge), the sizes left out (op, sizes, below_bytes,
 dtype) and why the pairs or the node count are missing."""
@@ -9,37 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchscale.contracts.wording.spell import as_set, nccl_column
+
 if TYPE_CHECKING:
     from torchscale.contracts.schema.comm_result import CommResult
 
 
-def column(value: float) -> str:
-    """A table figure as nccl-tests prints it, 2 decimals; a tiny CPU bandwidth keeps 3
-    significant digits instead of reading 0.00."""
-    return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
-
-
-def printed(value: float, unit: str = "") -> str:
-    """A figure as nccl-tests printed it, no digit added: '12.3', '12.3 GB/s'."""
-    return f"{value:g} {unit}" if unit else f"{value:g}"
-
-
-def derived(value: float, digits: int = 4) -> str:
-    """A figure computed from printed ones, to `digits` significant digits: '12.35'."""
-    return f"{value:.{digits}g}"
-
-
-def gbps(value: float) -> str:
-    """A bandwidth in a sentence: '12.35 GB/s'."""
-    return f"{derived(value)} GB/s"
-
-
 def _busbw(figures: Mapping[str, Any]) -> str:
-    return ", ".join(f"{op} {column(value)}" for op, value in figures["busbw"].items())
+    return ", ".join(f"{op} {nccl_column(value)}" for op, value in figures["busbw"].items())
 
 
 def _minimum(figures: Mapping[str, Any]) -> str:
-    return f"{printed(figures['minimum_gbps'])} GB/s"
+    return as_set(figures["minimum_gbps"], "GB/s")
 
 
 ONE_RANK = (

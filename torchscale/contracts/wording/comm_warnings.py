@@ -10,9 +10,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.busy_machine import BUSY_NOTE
-from torchscale.contracts.wording.comm import ONE_RANK, derived, gbps, printed
-from torchscale.contracts.wording.figures import size_bytes
-from torchscale.contracts.wording.units import cores, of
+from torchscale.contracts.wording.comm import ONE_RANK
+from torchscale.contracts.wording.spell import (
+    as_set,
+    gbps_derived,
+    of,
+    one_decimal,
+    sig,
+    size_bytes,
+)
 
 
 def where(loc: str) -> str:
@@ -28,8 +34,9 @@ def _row(f: Mapping[str, Any], problem: str) -> str:
 def _busy(f: Mapping[str, Any]) -> str:
     total = f" of {f['cores']}" if f.get("cores") else ""
     return (
-        f"busy machine: other processes used {cores(f['other_cores'])}{total} cores during the "
-        f"run (the run used {cores(f['run_cores'])}); {BUSY_NOTE}, the smallest sizes first"
+        f"busy machine: other processes used {one_decimal(f['other_cores'])}{total} cores during "
+        f"the run (the run used {one_decimal(f['run_cores'])}); {BUSY_NOTE}, the smallest sizes "
+        "first"
     )
 
 
@@ -121,19 +128,19 @@ _PHRASES: dict[str, Phrase] = {
     ),
     "comm.import.row_algbw": lambda f: _row(
         f,
-        f"algbw {printed(f['algbw'], 'GB/s')}, but {f['size']} B in "
-        f"{printed(f['time_us'], 'µs')} is {gbps(f['size'] / f['time_us'] / 1e3)}",
+        f"algbw {as_set(f['algbw'], 'GB/s')}, but {f['size']} B in "
+        f"{as_set(f['time_us'], 'µs')} is {gbps_derived(f['size'] / f['time_us'] / 1e3)}",
     ),
     "comm.import.row_busbw": lambda f: _row(
         f,
-        f"busbw {printed(f['busbw'], 'GB/s')}, but algbw "
-        f"{of(printed(f['algbw']), derived(f['factor']))} ({f['op']}, {f['ranks']} ranks) is "
-        f"{gbps(f['algbw'] * f['factor'])}",
+        f"busbw {as_set(f['busbw'], 'GB/s')}, but algbw "
+        f"{of(as_set(f['algbw']), sig(f['factor'], 4))} ({f['op']}, {f['ranks']} ranks) is "
+        f"{gbps_derived(f['algbw'] * f['factor'])}",
     ),
     "comm.import.more_rows": lambda f: f"{f['rows']} more rows disagree",
     "comm.import.footer_busbw": lambda f: (
-        f"the footer's Avg bus bandwidth {printed(f['footer'], 'GB/s')} is not the mean "
-        f"busbw of the rows ({gbps(f['mean'])})"
+        f"the footer's Avg bus bandwidth {as_set(f['footer'], 'GB/s')} is not the mean "
+        f"busbw of the rows ({gbps_derived(f['mean'])})"
     ),
     "comm.import.footer_error_column": lambda f: (
         f"the footer counts {f['wrong']} results out of bounds (rows whose largest "

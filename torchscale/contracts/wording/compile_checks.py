@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from torchscale.contracts.wording.units import whole_s
-from torchscale.contracts.wording.validate import secs
+from torchscale.contracts.wording.spell import limit_s, whole_s
 
 F = Mapping[str, Any]
 
@@ -42,7 +41,7 @@ def cached_from(created_at: str) -> str:
 
 PHRASES: dict[str, Callable[[F], str]] = {
     "compile.timed_out": lambda f: (
-        f"building {_what(f)} did not finish within {secs(f['timeout_s'])}"
+        f"building {_what(f)} did not finish within {limit_s(f['timeout_s'])}"
     ),
     "compile.no_verdict": lambda f: (
         "the compile probe ended without a verdict "

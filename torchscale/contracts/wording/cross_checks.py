@@ -13,8 +13,9 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording.figures import change_text, gap_text, pct, share_text
+from torchscale.contracts.wording import spell
+from torchscale.contracts.wording.figures import change_text, gap_text, share_text
+from torchscale.contracts.wording.spell import pct
 
 F = Mapping[str, Any]
 
@@ -112,10 +113,6 @@ def quoted(found: Any) -> str:
     return say(Finding.model_validate(found))
 
 
-def _ms(seconds: float | None) -> str:
-    return "?" if seconds is None else spelled.ms_signed_sig(seconds)
-
-
 def _share(stored: Mapping[str, Any]) -> str:
     return share_text(Estimate(**stored))
 
@@ -130,7 +127,7 @@ def _against(parts: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _timers_split(f: F) -> str:
-    text = f"measured windows: step {spelled.ms_sig(f['step_s'])}: {_split(f['parts'])}"
+    text = f"measured windows: step {spell.ms_sig(f['step_s'])}: {_split(f['parts'])}"
     if f["differ"]:
         text += "; the waits differ: " + _against(f["differ"])
     elif f["judged"]:
@@ -184,8 +181,8 @@ def _inflation(f: F) -> str:
         else f"{change_text(share, None, None)} (no interval)"
     )
     return (
-        f"traced steps {spelled.ms_sig(f['traced_s'])} against "
-        f"{spelled.ms_sig(f['untraced_s'])} in the measured windows, {shown} (Welch's t)"
+        f"traced steps {spell.ms_sig(f['traced_s'])} against "
+        f"{spell.ms_sig(f['untraced_s'])} in the measured windows, {shown} (Welch's t)"
     )
 
 
@@ -193,13 +190,13 @@ def _withheld(f: F) -> str:
     """The findings withheld as the profiler's overhead, within the time it added."""
     if not f["withheld"]:
         return ""
-    added = spelled.ms_sig(f["traced_s"] - f["untraced_s"])
+    added = spell.ms_sig(f["traced_s"] - f["untraced_s"])
     if f["low"] is not None and f["high"] is not None:
         low, high = (f["untraced_s"] * x * 1e3 for x in (f["low"], f["high"]))
-        added += f" [{spelled.sig(low)}, {spelled.sig(high)}]"
+        added += f" [{spell.sig(low)}, {spell.sig(high)}]"
     items = [
-        f"{quoted(w['problem'])}, {spelled.ms_sig(w['cost_s'])} a step "
-        f"({spelled.percent_one(w['cost_pct'])} of the traced step)"
+        f"{quoted(w['problem'])}, {spell.ms_sig(w['cost_s'])} a step "
+        f"({spell.percent(w['cost_pct'])} of the traced step)"
         for w in f["withheld"]
     ]
     return f"; withheld as profiler overhead (within the +{added} a step the profiler added): " + (
@@ -211,7 +208,9 @@ def _waited(f: F) -> str:
     """How long the host held the candidate off the CPU, and how that was reckoned."""
     by = RECKONED[f["by"]]
     if f["held_s"] > 0:
-        return f"rank {f['rank']} held off the CPU {_ms(f['held_s'])} per step ({by})"
+        return (
+            f"rank {f['rank']} held off the CPU {spell.ms_signed_sig(f['held_s'])} per step ({by})"
+        )
     return f"rank {f['rank']} not held off the CPU more than the others ({by})"
 
 
@@ -220,7 +219,10 @@ def _left(f: F) -> str:
 
 
 def _hook(f: F) -> str:
-    return f"rank {f['rank']}'s hook holds its launches {_ms(f['held_s'])} per step longer"
+    return (
+        f"rank {f['rank']}'s hook holds its launches {spell.ms_signed_sig(f['held_s'])} per "
+        "step longer"
+    )
 
 
 def _arrivals(f: F) -> str:
@@ -228,18 +230,18 @@ def _arrivals(f: F) -> str:
 
 
 def _chance(f: F) -> str:
-    return f"chance: {spelled.pct_whole(f['expected'])}, {spelled.p_value(f['p'])}"
+    return f"chance: {spell.pct_whole(f['expected'])}, {spell.p_value(f['p'])}"
 
 
 def _other(f: F) -> str:
     return (
-        f"rank {f['other']} arrives last at {spelled.pct_whole(f['other_share'])} of the "
+        f"rank {f['other']} arrives last at {spell.pct_whole(f['other_share'])} of the "
         "matched collectives"
     )
 
 
 def _wait_ms(us: float) -> str:
-    return spelled.ms_sig(us / 1e6)
+    return spell.ms_sig(us / 1e6)
 
 
 def _reason(f: F) -> str:
@@ -248,11 +250,11 @@ def _reason(f: F) -> str:
 
 def _late(f: F) -> str:
     """'41.2 µs' late ('nan µs' where no other rank waited at its collectives)."""
-    return spelled.us_one(f["late_us"] if f["late_us"] is not None else math.nan)
+    return spell.us_one(f["late_us"] if f["late_us"] is not None else math.nan)
 
 
 def _p(f: F) -> str:
-    return spelled.p_value(f["p"]) if f["p"] is not None else "no p-value"
+    return spell.p_value(f["p"]) if f["p"] is not None else "no p-value"
 
 
 PHRASES: dict[str, Callable[[F], str]] = {
@@ -280,7 +282,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "cross_check.waits_outside": lambda f: (
         f"the other ranks wait for peers longer than rank {f['rank']}, above the minimum effect "
-        f"({spelled.pct_one(f['min_share'])}), though its own work is not significantly above "
+        f"({spell.pct(f['min_share'])}), though its own work is not significantly above "
         f"theirs: its delay may lie outside the work the {f['source']} measure"
     ),
     "cross_check.arrival_undecided": lambda f: "no matched collective with a clear last arriver",
@@ -323,8 +325,8 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "cross_check.cpu_wait_neutral": lambda f: f"{_waited(f)} (not a straggler either way)",
     "cross_check.cpu_held_other": lambda f: (
-        f"rank {f['rank']} held off the CPU {_ms(f['held_s'])} per step: the host took its time "
-        "outside its own work (in the collective everyone waits in)"
+        f"rank {f['rank']} held off the CPU {spell.ms_signed_sig(f['held_s'])} per step: the host "
+        "took its time outside its own work (in the collective everyone waits in)"
     ),
     "cross_check.cpu_wait_host": lambda f: (
         f"{_waited(f)}; {_left(f)}: the host took its time, the work is not slower"
@@ -335,11 +337,11 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "cross_check.held_none": lambda f: (
         f"no rank's hook holds its launches a straggler's time longer (the most: rank "
-        f"{f['rank']}, {_ms(f['held_s'])} per step)"
+        f"{f['rank']}, {spell.ms_signed_sig(f['held_s'])} per step)"
     ),
     "cross_check.held_waits": lambda f: (
-        f"{_hook(f)}, but its own work is {_ms(f['work_s'])} per step below the others': its "
-        "hook waits for them"
+        f"{_hook(f)}, but its own work is {spell.ms_signed_sig(f['work_s'])} per step below the "
+        "others': its hook waits for them"
     ),
     "cross_check.held_behind": lambda f: (
         f"{_hook(f)}, not beyond what rank {f['named']} is behind: it may wait there for that rank"
@@ -348,7 +350,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"{_hook(f)}, no more than the host held it off the CPU: host"
     ),
     "cross_check.held_compute": lambda f: (
-        f"{_hook(f)}, less than its extra work ({_ms(f['work_s'])}): compute"
+        f"{_hook(f)}, less than its extra work ({spell.ms_signed_sig(f['work_s'])}): compute"
     ),
     "cross_check.held_late": lambda f: f"{_hook(f)} than the others': they wait for its launch",
     "cross_check.timers_split": _timers_split,
@@ -371,7 +373,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "cross_check.timers_head": lambda f: (
         f"{_inflation(f)}: the step split is the measured windows'; the traced steps' under the "
-        f"profiler: step {spelled.ms_sig(f['step_s'])}: {_split(f['parts'])}{_withheld(f)}"
+        f"profiler: step {spell.ms_sig(f['step_s'])}: {_split(f['parts'])}{_withheld(f)}"
     ),
     "arrival.none_matched": lambda f: "no matched collectives: no straggler analysis",
     "arrival.none_clear": lambda f: (
@@ -379,21 +381,21 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "arrival.none_stands_out": lambda f: (
         f"no rank stands out: the most frequent last arriver, rank {f['rank']}, is last at "
-        f"{spelled.pct_whole(f['share'])} of its collectives (threshold "
-        f"{spelled.pct_whole(f['threshold'])})"
+        f"{spell.pct_whole(f['share'])} of its collectives (threshold "
+        f"{spell.pct_whole(f['threshold'])})"
     ),
     "arrival.tie": lambda f: f"ranks {f['rank']} and {f['other']} are last equally often",
     "arrival.chance": lambda f: (
         f"rank {f['rank']} is last at {f['last']} of {f['matched']} collectives: too few to rule "
-        f"out chance ({spelled.p_value(f['p'])})"
+        f"out chance ({spell.p_value(f['p'])})"
     ),
     "arrival.noise": lambda f: (
         f"rank {f['rank']} is last most often but only {_late(f)} late on "
-        f"average (under {spelled.plain_us(f['min_us'])}: noise)"
+        f"average (under {spell.plain_us(f['min_us'])}: noise)"
     ),
     "arrival.last": lambda f: (
-        f"rank {f['rank']} arrives last at {spelled.pct_whole(f['share'])} of its collectives "
-        f"(chance: {spelled.pct_whole(f['expected'])}), {spelled.us_whole(f['late_us'])} late on "
+        f"rank {f['rank']} arrives last at {spell.pct_whole(f['share'])} of its collectives "
+        f"(chance: {spell.pct_whole(f['expected'])}), {spell.us_whole(f['late_us'])} late on "
         "average"
     ),
 }

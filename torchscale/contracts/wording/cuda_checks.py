@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchscale.contracts.wording.spell import gib
+
 F = Mapping[str, Any]
 
 
 def _describe(gpu: Mapping[str, Any]) -> str:
     memory = gpu.get("memory_total_bytes")
-    size = f"{memory / 2**30:.0f} GiB" if memory else "? GiB"
+    size = gib(memory) if memory else "? GiB"
     return f"{gpu['index']}: {gpu['name']} {size} sm_{gpu.get('compute_capability', '?')}"
 
 

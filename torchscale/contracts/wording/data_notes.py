@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording.cell_figures import gigabytes, megabytes, ratio
+from torchscale.contracts.wording.spell import cv, gigabytes, megabytes
 
 F = Mapping[str, Any]
 
@@ -15,7 +15,7 @@ def _page_cache(f: F) -> str:
     return (
         f"the dataset ({megabytes(f['dataset_bytes'])}) is smaller than this host's memory "
         f"({gigabytes(f['memory_bytes'])}): after the first epoch samples may come from the page "
-        f"cache, not the storage (each rank read {ratio(f['epochs'])} epochs of its share in "
+        f"cache, not the storage (each rank read {cv(f['epochs'])} epochs of its share in "
         "this cell)"
     )
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-MB = 10**6
+from torchscale.contracts.wording.spell import as_set, count, megabytes
 
 
 def disk_ready(verb: str, shards: int, shard_mb: int, total_bytes: int, directory: object) -> str:
     """'data: generated: 4 shards x 64 MB (256 MB) under /data'."""
     return (
-        f"data: {verb}: {shards} shards x {shard_mb} MB ({total_bytes / MB:,.0f} MB) "
+        f"data: {verb}: {shards} shards x {as_set(shard_mb, 'MB')} ({megabytes(total_bytes)}) "
         f"under {directory}"
     )
 
 
 def cifar_ready(images: int, path: object, file_bytes: int) -> str:
     """'data: CIFAR-100 50,000 training images from <path> (161 MB)'."""
-    return f"data: CIFAR-100 {images:,} training images from {path} ({file_bytes / MB:,.0f} MB)"
+    return f"data: CIFAR-100 {count(images)} training images from {path} ({megabytes(file_bytes)})"

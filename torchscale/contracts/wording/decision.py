@@ -10,12 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording.figures import (
-    figure_with_interval,
-    format_value,
-    pct,
-    value_format,
-)
+from torchscale.contracts.wording.figures import figure_with_interval, value_format
+from torchscale.contracts.wording.spell import format_value, pct, pct_whole, points
 
 REFERENCE_LOOP = "a plain PyTorch GPT-2 loop's"  # what benchmarks/workload_reference.py runs
 
@@ -112,20 +108,15 @@ def _fix_straggler(figures: Mapping[str, Any]) -> str:
     )
 
 
-def _points(share: float) -> str:
-    """An interval's width in percentage points: 0.1 -> '10.0 points'."""
-    return f"{share * 100:.1f} points"
-
-
 def _not_decidable(figures: Mapping[str, Any]) -> str:
-    """'gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 points wide) is wider
-    than 10.0 points; more repeats narrow it'."""
+    """'gpt2: no buy-or-fix call: its scaling efficiency's interval (25.0 pts wide) is wider
+    than 10.0 pts; more repeats narrow it'."""
     width = figures.get("width")
-    said = f" ({_points(width)} wide)" if width is not None else ""
+    said = f" ({points(width)} wide)" if width is not None else ""
     what = f"{figures['what']}'s " if figures.get("what") else ""
     return (
         f"{figures['model']}: no buy-or-fix call: its {what}interval{said} is wider than "
-        f"{_points(figures['max_width'])}; more repeats narrow it"
+        f"{points(figures['max_width'])}; more repeats narrow it"
     )
 
 
@@ -140,3 +131,12 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "decision.fix_straggler": _fix_straggler,
     "decision.not_decidable": _not_decidable,
 }
+
+
+def blind_below(note: str | None, blind: float) -> str:
+    """A regression count's note with the throughput drop it may miss (a share)."""
+    return (
+        f"{note + '; ' if note else ''}'no significant change' here may miss throughput drops "
+        f"smaller than about {pct_whole(blind)} (the rule finds one that large 95 % of the time "
+        "at the spread measured; more runs a side see smaller ones)"
+    )

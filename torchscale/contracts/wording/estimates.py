@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.rule_figures import setting
+from torchscale.contracts.wording.spell import as_set
 from torchscale.contracts.wording.unavailable import said_alike
 
 SAID: dict[str, str] = {
@@ -21,7 +21,7 @@ SAID: dict[str, str] = {
 
 
 def _noise(f: Mapping[str, Any]) -> str:
-    edge = setting(f["edge"]) if "edge" in f else f"above {setting(f['above'])}"
+    edge = as_set(f["edge"]) if "edge" in f else f"above {as_set(f['above'])}"
     return f"not measurable above noise: its 95 % interval reaches {edge}"
 
 

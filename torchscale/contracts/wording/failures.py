@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from torchscale.contracts.signals import signal_name
-from torchscale.contracts.wording.units import limit_s
+from torchscale.contracts.wording.spell import limit_s
 
 F = Mapping[str, Any]
 RESUME = "run again with torchscale benchmark --resume"

@@ -1,70 +1,30 @@
-"""How a figure is written, on every surface and in every stored sentence: a number in its
-value format, and a figure with its 95 % interval in one spelling ('11,100 ±3,000' where the
+"""How a figure with its 95 % interval is written, on every surface and in every stored
+sentence, in one spelling ('11,100 ±3,000' where the
 interval is about symmetric, '40,000 [790, 1,710,000]' where it is lopsided, the unit said
 once, the digits cut to the one or two significant digits the half-width supports).
 Contracts, because the offline analysis writes evidence sentences the reports print beside
 their tables: one rule for both (docs/reporting.md, "Uncertainty"). Pure functions of numbers
-and `Estimate`s."""
+and `Estimate`s; the number itself is spelled by spell.py."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording.spell import (
+    ValueFormat,
+    format_value,
+    number_of,
+    pct,
+    pct_below,
+    readable,
+    three_figures,
+)
 from torchscale.contracts.wording.unavailable import why
-
-pct = spelled.pct_one  # a share of the step: '40.1 %'
-
-# how a renderer formats a value; raw values stay in the report model
-ValueFormat = Literal[
-    "text",  # as is
-    "int",  # 1,234
-    "float",  # 3 significant figures
-    "ratio_pct",  # 0.123 -> 12.3 %
-    "pct",  # 12.3 -> 12.3 % (already a percentage)
-    "seconds",  # 0.0123 -> 12.3 ms
-    "us",  # microseconds -> ms / s as fits
-    "bytes",  # 1048576 -> 1.0 MiB
-    "rate",  # samples/s, tokens/s: 1,234.5
-    "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
-    "change_pct",  # signed ratio: +0.052 -> +5.2 %
-    "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
-    "money",  # 1.234 -> $1.23
-]
-
-MISSING = "-"
-BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    return None
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """`digits` significant figures without scientific notation for everyday magnitudes."""
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    return f"{value:,.{decimals}f}"
-
-
-def readable(value: float) -> str:
-    """A rate or a count to read at a glance: whole numbers from 100 up (2,886), three
-    significant figures below (42.1, 7.31, 0.420), so a small figure keeps its digits and is
-    never printed as 0 when it is not."""
-    return _readable_text(value, value)
 
 
 @dataclass(frozen=True)
@@ -77,85 +37,13 @@ class ReadableLike:
     figure: float
 
     def __call__(self, value: float) -> str:
-        return _readable_text(self.figure, value)
+        return readable(value, like=self.figure)
 
     def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
         return format_rounded(value, "readable", quantum)
 
 
 readable_like = ReadableLike
-
-
-def _readable_text(figure: float, value: float) -> str:
-    if not math.isfinite(value):
-        return str(value)
-    if not math.isfinite(figure):
-        return f"{value:,.0f}"
-    shown = float(f"{figure:.3g}")  # 99.96 reads 100, so it takes the whole-number form
-    if abs(shown) >= 100 or shown == 0:
-        return f"{value:,.0f}"
-    if abs(shown) < 1e-3:  # 0.0000042 as fixed point would be a row of zeros
-        return f"{value:.3g}"
-    decimals = max(0, 2 - math.floor(math.log10(abs(shown))))
-    return f"{value:,.{decimals}f}"
-
-
-def seconds(value: float) -> str:
-    """Seconds as µs / ms / s, three significant figures."""
-    size = abs(value)
-    if size == 0:
-        return "0 s"
-    if size < 1e-3:
-        return f"{significant(value * 1e6)} µs"
-    if size < 1.0:
-        return f"{significant(value * 1e3)} ms"
-    return f"{significant(value)} s"
-
-
-def size_bytes(value: float) -> str:
-    size, unit = float(value), 0
-    while abs(size) >= 1024 and unit < len(BYTE_UNITS) - 1:
-        size /= 1024
-        unit += 1
-    # three figures, as every other figure: '164 MiB', '1.52 GiB', never '164.0 MiB'
-    shown = f"{size:.0f}" if unit == 0 else _three_figures(size)
-    return f"{shown} {BYTE_UNITS[unit]}"
-
-
-def points(difference: float) -> str:
-    """A change of a share or percentage (efficiency, MFU, a share of the step) in percentage
-    points: 0.302 -> 0.417 is '+11.5 pts', never the relative '+38.1 %'."""
-    return f"{difference * 100:+.1f} pts"
-
-
-def format_value(value: Any, fmt: ValueFormat) -> str:
-    """The text of one value in one format."""
-    if fmt == "text":
-        return MISSING if value is None else str(value)
-    number = _number(value)
-    if number is None:
-        return MISSING if value is None or isinstance(value, (int, float)) else str(value)
-    write = _WRITERS.get(fmt)
-    if write is None:
-        raise ValueError(f"unknown value format {fmt!r}")
-    return write(number)
-
-
-# how `format_value` writes a finite number in each format but 'text'
-_WRITERS: dict[str, Callable[[float], str]] = {
-    "int": lambda n: f"{round(n):,}",
-    "float": significant,
-    "ratio_pct": lambda n: f"{n * 100:.1f} %",
-    "pct": lambda n: f"{n:.1f} %",
-    "seconds": seconds,
-    "us": lambda n: seconds(n / 1e6),
-    "bytes": size_bytes,
-    "rate": lambda n: f"{n:,.1f}" if abs(n) < 1e5 else f"{n:,.0f}",
-    "readable": readable,
-    "change_pct": lambda n: f"{n * 100:+.1f} %",
-    "change_pts": points,
-    "money": lambda n: f"${n:,.2f}" if abs(n) >= 0.01 else f"${n:.4f}",
-}
 
 
 # value formats that `format_rounded` can cut to an interval's precision: (scale, prefix, suffix)
@@ -195,7 +83,7 @@ def format_rounded(
     `like`: the figure whose unit it takes (an interval's ends and half-width read in their figure's
     unit: '28.8 ms ±0.9 ms', never '±870 µs'). Without a step: `format_value`."""
     plain = format_value(value, fmt)
-    number = _number(value)
+    number = number_of(value)
     if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
         return plain
     shown = _scale(number if like is None else like, fmt)
@@ -335,11 +223,6 @@ def too_wide(value: float | None, low: float | None, high: float | None) -> bool
     return high - low > abs(value)
 
 
-def repeats_text(count: int) -> str:
-    """'2 repeats', '1 repeat'."""
-    return f"{count} repeat{'' if count == 1 else 's'}"
-
-
 def exactly_zero(estimate: Estimate) -> bool:
     """Zero in every resample (interval [0, 0]): a part no step had, not a noise bound."""
     return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
@@ -399,18 +282,6 @@ class ValueFormatter:
 value_format = ValueFormatter
 
 
-def pct_bound(high: float) -> str:
-    """A share's upper bound: '0.1 %' for microseconds of a step, never '0.0 %'."""
-    return f"{share_bound(high)} %"
-
-
-def ms(seconds: float) -> str:
-    """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
-    if abs(seconds) >= 10:
-        return f"{seconds:.1f} s"
-    return f"{_three_figures(seconds * 1e3)} ms"
-
-
 def share_text(estimate: Estimate | None) -> str:
     """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'none (one rank: no peers to wait
     for)' (zero by its reason, not measured), 'not measurable (< 0.4 %)', '12.0 % (spread
@@ -423,7 +294,7 @@ def share_text(estimate: Estimate | None) -> str:
         return f"none ({why(estimate.reason)})" if zero_by_reason else pct(0.0)
     if estimate.value is None or not estimate.measurable:
         if estimate.high is not None:
-            return f"not measurable (< {pct_bound(estimate.high)})"
+            return f"not measurable ({pct_below(estimate.high)})"
         return f"not measurable ({why(estimate.reason)})" if estimate.reason else "unknown"
     if estimate.low is None or estimate.high is None:
         return f"{pct(estimate.value)} ({why(estimate.reason) or 'spread unknown'})"
@@ -439,7 +310,7 @@ def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigu
     half-width to the figure's decimals ('2.36 ms ±0.10 ms', never '±0.0972 ms')."""
     value, low, high = value * scale, low * scale, high * scale
     step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
-    shown = f"{value:.1f}" if scale == 100.0 else _three_figures(value)
+    shown = f"{value:.1f}" if scale == 100.0 else three_figures(value)
     decimals = len(shown.rpartition(".")[2]) if "." in shown else 0
     # a half-width these decimals would print as 0 takes the one rule's digits instead
     kept = float(f"{(high - low) / 2:.{decimals}f}") > 0
@@ -451,11 +322,6 @@ def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigu
         half = None if lopsided(value, low, high) else alike((high - low) / 2)
         return RoundedFigure(value=shown, low=alike(low), high=alike(high), half=half)
     return round_figure(value, low, high, value_format("float"))
-
-
-def _three_figures(value: float) -> str:
-    """Three significant figures below 100, whole above ('10', never '10.00' for 9.9999)."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
@@ -471,13 +337,13 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
     if estimate.value is None:
         bound = float(estimate.high or 0.0)
         if bound > 0:
-            return f"not measurable (< {_three_figures(bound * scale)} {unit})"
+            return f"not measurable (< {three_figures(bound * scale)} {unit})"
         return "not measurable"
     value_s = estimate.value + 0.0  # no '-0'
     sign = "+" if signed and value_s >= 0 else ""
     if estimate.low is None or estimate.high is None or estimate.low == estimate.high:
         said = "" if estimate.low is not None else f" ({why(estimate.reason) or 'spread unknown'})"
-        return f"{sign}{_three_figures(value_s * scale)} {unit}{said}"
+        return f"{sign}{three_figures(value_s * scale)} {unit}{said}"
     shown = _rounded(value_s, estimate.low, estimate.high, scale)
     value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
     straddles = estimate.low < 0 < estimate.high
@@ -516,5 +382,17 @@ def share_figure(value: float, low: float | None, high: float | None) -> str:
         return pct(value)
     shown = _rounded(value, low, high, 100.0).value
     if len(shown.replace(".", "").replace(",", "").lstrip("0")) > 3:
-        shown = _three_figures(value * 100)  # no interval beside it: 'rest 0.172 %', not '0.1723 %'
+        shown = three_figures(value * 100)  # no interval beside it: 'rest 0.172 %', not '0.1723 %'
     return f"{shown} %"
+
+
+def glued_figure(value: float | None, low: float | None, high: float | None, fmt: Format) -> str:
+    """A figure as a table cell holds it, its interval glued to it so a narrow column never
+    breaks it ('11,100±4,300'): `figure_with_interval` with no space before the '±'; the same
+    text where there is no '±' (no interval, or a lopsided one in brackets)."""
+    ends = (value, low, high)
+    if any(x is None or not math.isfinite(x) for x in ends) or high == low:
+        return figure_with_interval(value, low, high, fmt)
+    assert value is not None and low is not None and high is not None
+    shown = round_figure(value, low, high, fmt)
+    return shown.compact() if shown.half is None else f"{shown.value}±{shown.half}"

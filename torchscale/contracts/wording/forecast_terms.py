@@ -10,17 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.figures import format_value, pct
-
-
-def _ms(seconds: Any) -> str:
-    """A term's seconds in a formula: three significant figures of milliseconds, '41.2 ms'."""
-    return f"{seconds * 1e3:.3g} ms"
-
-
-def _g(value: Any) -> str:
-    """A factor in a formula: three significant figures, '1.25'."""
-    return f"{value:.3g}"
+from torchscale.contracts.wording.spell import Span, format_value, ms_sig, pct, sig
 
 
 def _or_unknown(value: Any) -> Any:
@@ -31,7 +21,7 @@ def _collective(c: Mapping[str, Any]) -> str:
     """One collective's time by the alpha-beta fit of a comm run."""
     return (
         f"{c['op']} {c['size']} B in {c['buckets']} bucket(s): {c['buckets']} x {c['steps']} "
-        f"steps x {c['alpha_s'] * 1e6:.3g} us + {c['size']} B x {_g(c['factor'])} x "
+        f"steps x {c['alpha_s'] * 1e6:.3g} us + {c['size']} B x {sig(c['factor'])} x "
         f"{c['beta'] * 1e9:.3g} ns/B ({c['run_id']})"
     )
 
@@ -39,10 +29,10 @@ def _collective(c: Mapping[str, Any]) -> str:
 def _exposed_at_one_rank(f: Mapping[str, Any]) -> str:
     used = f.get("from") or []
     return (
-        f"exposed at one rank {_ms(f['base_s'])} + max(0, T - H), T = "
+        f"exposed at one rank {ms_sig(f['base_s'])} + max(0, T - H), T = "
         f"{'; '.join(_collective(c) for c in f['collectives'])}; "
         f"H (hidden by backward; below 0: paid beyond the comm run's collective) = "
-        f"{_ms(f['overlap_s'])}" + (f" (from {', '.join(used)})" if used else "")
+        f"{ms_sig(f['overlap_s'])}" + (f" (from {', '.join(used)})" if used else "")
     )
 
 
@@ -50,18 +40,18 @@ _FITS = {"least_squares": "least squares", "through_zero": "through 0"}
 
 
 def _over_bus_factor(f: Mapping[str, Any]) -> str:
-    points = ", ".join(f"f({w})={_g(x)}: {_ms(s)}" for w, x, s in f["points"])
+    points = ", ".join(f"f({w})={sig(x)}: {ms_sig(s)}" for w, x, s in f["points"])
     return (
         f"exposed transfer over the bus factor ({_FITS[f['fit']]}: {points}) read at "
-        f"f({f['world']})={_g(f['at'])}"
+        f"f({f['world']})={sig(f['at'])}"
     )
 
 
 def _straggler_jitter(f: Mapping[str, Any]) -> str:
     return (
-        f"sigma x e({f['world']}) = {_ms(f['sigma_s'])} x {f['e_n']:.3f}; sigma = (p50 - min) / "
+        f"sigma x e({f['world']}) = {ms_sig(f['sigma_s'])} x {f['e_n']:.3f}; sigma = (p50 - min) / "
         f"e(steps) of each rank's own-work steps at {f['reference_world']} rank(s), median over "
-        f"ranks, {_ms(f['jitter_s'])} x {_g(f['scale'])} (own work here / there)"
+        f"ranks, {ms_sig(f['jitter_s'])} x {sig(f['scale'])} (own work here / there)"
     )
 
 
@@ -81,14 +71,14 @@ def _contention(f: Mapping[str, Any]) -> str:
     rph, cores = f["ranks_per_host"], _or_unknown(f.get("cores"))
     shared = f.get("shared_exposed_s")
     return (
-        f"{f['own_s'] * 1e3:.4g} ms x (factor - 1), factor = thread {_g(f['middle'])} (between 1 "
+        f"{f['own_s'] * 1e3:.4g} ms x (factor - 1), factor = thread {sig(f['middle'])} (between 1 "
         f"and u / d = {busy:.3g} busy cores at {_or_unknown(f.get('reference_threads'))} "
         f"thread(s) / {wants:.3g} at {_or_unknown(f.get('threads'))}) x time-sharing "
-        f"{_g(f['shared'])} (between max(1, {rph:g} x {wants:.3g} / {cores} cores) and the "
-        f"busiest core's ceil({rph:g} / {cores}) x min(1, {wants:.3g})) / {_g(f['shared_ref'])} "
-        f"at the reference = {_g(f['factor'])}"
+        f"{sig(f['shared'])} (between max(1, {rph:g} x {wants:.3g} / {cores} cores) and the "
+        f"busiest core's ceil({rph:g} / {cores}) x min(1, {wants:.3g})) / {sig(f['shared_ref'])} "
+        f"at the reference = {sig(f['factor'])}"
         + (
-            f"; + exposed communication {_ms(shared)} x (time-sharing {_g(f['sharing'])} - 1): "
+            f"; + exposed communication {ms_sig(shared)} x (time-sharing {sig(f['sharing'])} - 1): "
             "the collective runs on the ranks' cores"
             if shared is not None
             else ""
@@ -100,7 +90,7 @@ def _nothing_hidden(f: Mapping[str, Any]) -> str:
     return (
         "no multi-rank cell measured the overlap: nothing assumed hidden behind "
         f"backward, the interval down to all of it hidden up to the own work "
-        f"({_ms(f['most_s'])} less); a step can also pay more than the comm run's "
+        f"({ms_sig(f['most_s'])} less); a step can also pay more than the comm run's "
         "collective (ranks arriving apart, bucket copies, a CPU collective on the "
         "ranks' cores), which this interval does not hold; measure 2 ranks to learn "
         "both"
@@ -135,19 +125,19 @@ def _noisy_cell(f: Mapping[str, Any]) -> str:
     )
     return (
         f"{f['cell_id']} was far noisier than its peers (step CV {f['cv']:.2g}, above "
-        f"{than}; mean step {_ms(f['mean_s'])}, median {_ms(f['median_s'])}): a busy machine? "
-        "Forecast from its median; measure it again when quiet"
+        f"{than}; mean step {ms_sig(f['mean_s'])}, median {ms_sig(f['median_s'])}): a busy "
+        "machine? Forecast from its median; measure it again when quiet"
     )
 
 
 def _past_the_cores(f: Mapping[str, Any]) -> str:
     shared, half = f["shared"], f["half"]
     turns = (
-        f"the slowest between {_g(shared - half)}x (shared out perfectly) and "
-        f"{_g(shared + half)}x (the busiest core's ranks); taken as the middle, both ends in the "
+        f"the slowest between {sig(shared - half)}x (shared out perfectly) and "
+        f"{sig(shared + half)}x (the busiest core's ranks); taken as the middle, both ends in the "
         "interval"
         if half > 0
-        else f"{_g(shared)}x slower (they share the cores evenly)"
+        else f"{sig(shared)}x slower (they share the cores evenly)"
     )
     return (
         f"past the cores ({f['ranks_per_host']:g} ranks x {f['demand']:.2g} busy cores on "
@@ -207,7 +197,7 @@ PHRASES = {
     "forecast.past_the_cores": _past_the_cores,
     "forecast.fewer_threads": lambda f: (
         f"fewer threads per rank here ({f['threads']}) than at the reference "
-        f"({f['reference_threads']}): its work slows between 1x and {_g(f['thread'])}x (the "
+        f"({f['reference_threads']}): its work slows between 1x and {sig(f['thread'])}x (the "
         "cores it kept busy include OpenMP's spin-waits); taken as the middle, both ends in the "
         "interval; measure a cell at this thread count to know it"
     ),
@@ -246,39 +236,6 @@ def no_step(step_s: float) -> str:
         f"its terms add up to {step_s * 1e3:.2f} ms, no step: the measured cells "
         "disagree (measure them again on a quieter machine)"
     )
-
-
-class Span:
-    """A figure as its range over several forecasts: formats as 'low-high' (one figure where
-    both ends read the same), so a phrase words a range as it words a figure."""
-
-    def __init__(self, low: Any, high: Any) -> None:
-        self.low, self.high = low, high
-
-    def _map(self, other: Any, op: Any) -> Span:
-        o_low, o_high = (other.low, other.high) if isinstance(other, Span) else (other, other)
-        ends = [op(a, b) for a in (self.low, self.high) for b in (o_low, o_high)]
-        return Span(min(ends), max(ends))
-
-    def __mul__(self, other: Any) -> Span:
-        return self._map(other, lambda a, b: a * b)
-
-    __rmul__ = __mul__
-
-    def __add__(self, other: Any) -> Span:
-        return self._map(other, lambda a, b: a + b)
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Span:
-        return self._map(other, lambda a, b: a - b)
-
-    def __gt__(self, other: Any) -> bool:
-        return bool(self.high > other)
-
-    def __format__(self, spec: str) -> str:
-        low, high = format(self.low, spec), format(self.high, spec)
-        return low if low == high else f"{low}-{high}"
 
 
 def _is_number(value: Any) -> bool:

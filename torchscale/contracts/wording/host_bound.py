@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording.figures import pct
+from torchscale.contracts.wording.spell import pct
 
 # what the step split's compute part is on a host-bound GPU: the host issuing kernels
 LAUNCH_TIME = "launch time"

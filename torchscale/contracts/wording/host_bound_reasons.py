@@ -8,9 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.contracts.wording.cell_figures import percent_setting
 from torchscale.contracts.wording.figures import share_text
-from torchscale.contracts.wording.spelled import pct_small
+from torchscale.contracts.wording.spell import pct_set, pct_small
 from torchscale.contracts.wording.unavailable import reason_of, why
 
 F = Mapping[str, Any]
@@ -40,6 +39,6 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "host_bound.no_mfu": lambda f: f"{_why(f)}; no MFU to judge by arithmetic",
     "host_bound.arithmetic": lambda f: f"{_why(f)}; MFU {_mfu(f)}",
     "host_bound.not_judged": lambda f: (
-        f"{_why(f)}; MFU {_mfu(f)}, at least {percent_setting(f['floor'])}: not judged"
+        f"{_why(f)}; MFU {_mfu(f)}, at least {pct_set(f['floor'])}: not judged"
     ),
 }

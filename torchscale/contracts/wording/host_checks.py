@@ -6,17 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchscale.contracts.wording.spell import gib
+
 F = Mapping[str, Any]
 
 
-def _gib(value: float, digits: int = 1) -> str:
-    return f"{value / 2**30:.{digits}f} GiB"
-
-
 def _shm(f: F) -> str:
-    text = f"{_gib(f['total_bytes'])} ({_gib(f['free_bytes'])} free)"
+    text = f"{gib(f['total_bytes'], 1)} ({gib(f['free_bytes'], 1)} free)"
     below = f.get("below_bytes")
-    return text + (f"; below {_gib(below, 0)}" if below else "")
+    return text + (f"; below {gib(below)}" if below else "")
 
 
 def _limit(n: int | None) -> str:
@@ -54,7 +52,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "host.fix_no_active_port": lambda f: (
         "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)"
     ),
-    "host.disk_free": lambda f: f"{_gib(f['free_bytes'])} free at {f['path']}",
+    "host.disk_free": lambda f: f"{gib(f['free_bytes'], 1)} free at {f['path']}",
     "host.fix_disk": lambda f: (
         "free space or choose another --output-dir: results, logs and traces are written there"
         + (" (profiler traces take 100s of MB)" if f.get("traces") else "")

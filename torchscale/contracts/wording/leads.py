@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording.figures import change_text, repeats_text, too_wide
+from torchscale.contracts.wording.figures import change_text, too_wide
+from torchscale.contracts.wording.spell import repeats_text
 
 
 def _figure(figures: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.figures import pct
+from torchscale.contracts.wording.spell import pct, pct_set
 
 
 def _units(figures: Mapping[str, Any]) -> str:
@@ -30,7 +30,7 @@ def _cv(figures: Mapping[str, Any], plain: bool = False) -> str:
 
 
 def _bound(figures: Mapping[str, Any]) -> str:
-    return f"±{float(figures['bound']) * 100:g} %"
+    return "±" + pct_set(float(figures["bound"]))
 
 
 # what a "spread" is wherever one is shown (offline/analysis/stats.py, `spread_from_median`)
@@ -54,7 +54,7 @@ CONDITIONS: dict[str, tuple[str, str]] = {
 def condition(key: str, bound: float, *, met: bool = True) -> str:
     """One of `CONDITIONS` at `bound`: 'every repeat within ±10 % of the repeats' median'."""
     words = CONDITIONS[key][0 if met else 1]
-    return words.format(bound=f"±{bound * 100:g} %", cv=f"{bound * 100:g} %")
+    return words.format(bound="±" + pct_set(bound), cv=pct_set(bound))
 
 
 def glossary(bound: float) -> dict[str, str]:

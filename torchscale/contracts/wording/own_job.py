@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording.units import limit_s, whole_s
+from torchscale.contracts.wording.spell import limit_s, whole_s
 
 F = Mapping[str, Any]
 

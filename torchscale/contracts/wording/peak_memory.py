@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from torchscale.contracts.wording.figures import size_bytes
+from torchscale.contracts.wording.spell import size_bytes
 
 Peak = Literal["allocated", "reserved", "rss"]
 

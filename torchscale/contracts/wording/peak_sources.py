@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.peaks import spec_tflops
+from torchscale.contracts.wording.spell import spec_tflops
 
 F = Mapping[str, Any]
 UNITS = {"conv": "cuDNN convolutions", "matmul": "cuBLAS matmuls"}

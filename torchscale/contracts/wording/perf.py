@@ -9,8 +9,8 @@ import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording.figures import readable
 from torchscale.contracts.wording.power_limit_reasons import limit_why
+from torchscale.contracts.wording.spell import as_set, readable_unit
 
 
 def _against(f: Mapping[str, Any]) -> str:
@@ -32,10 +32,6 @@ def _bars(f: Mapping[str, Any]) -> str:
     )
 
 
-def _figure(value: float, unit: str) -> str:
-    return f"{readable(value)} {unit}"
-
-
 def _inner(f: Mapping[str, Any]) -> str:
     """The words of the finding a summary carries (its worst GPU's evidence)."""
     from torchscale.contracts import wording  # the joined phrases, made after this module
@@ -50,7 +46,7 @@ def _where(f: Mapping[str, Any]) -> str:
 
 def _watts(values: list[float]) -> str:
     low, high = min(values), max(values)
-    return f"{low:g} W" if low == high else f"{low:g}-{high:g} W"
+    return as_set(low, "W") if low == high else f"{as_set(low)}-{as_set(high, 'W')}"
 
 
 def power_words(f: Mapping[str, Any]) -> str:
@@ -143,10 +139,10 @@ PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "perf.wrong_sums": lambda f: (
         f"{f['wrong']} wrong element(s) in the checked results ({f['comm_run']})"
     ),
-    "perf.one_figure": lambda f: f"{_figure(f['value'], f['unit'])}: {_inner(f)}",
+    "perf.one_figure": lambda f: f"{readable_unit(f['value'], f['unit'])}: {_inner(f)}",
     "perf.spread": lambda f: (
-        f"{f['count']} {f['units']}s, {_figure(f['low'], f['unit'])} to "
-        f"{_figure(f['high'], f['unit'])} (median {_figure(f['median'], f['unit'])}); "
+        f"{f['count']} {f['units']}s, {readable_unit(f['low'], f['unit'])} to "
+        f"{readable_unit(f['high'], f['unit'])} (median {readable_unit(f['median'], f['unit'])}); "
         f"{_where(f)}: {_inner(f)}"
     ),
 }

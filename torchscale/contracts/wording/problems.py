@@ -18,8 +18,9 @@ from torchscale.contracts.schema.cell_result import (
     JobFacts,
     Problem,
 )
-from torchscale.contracts.wording import job_terms, spelled, verdicts
-from torchscale.contracts.wording.figures import change_text, pct, share_text
+from torchscale.contracts.wording import job_terms, spell, verdicts
+from torchscale.contracts.wording.figures import change_text, share_text
+from torchscale.contracts.wording.spell import pct
 
 Figures = Mapping[str, Any]
 who, _device_word, _phase = verdicts.who, verdicts.device_word, verdicts.phase_words
@@ -52,18 +53,13 @@ def _mfu_shown(f: Figures) -> str:
     interval = _estimate(f.get("mfu_interval"))
     if interval is not None and interval.value is not None:
         return share_text(interval)
-    return pct_small(f["mfu"])
+    return spell.pct_small(f["mfu"])
 
 
 def _inflation(f: Figures) -> str:
     if f.get("low") is None or f.get("high") is None:
         return f"{change_text(f['share'], None, None)} (no interval)"
     return change_text(f["share"], f["low"], f["high"])
-
-
-def pct_small(x: float) -> str:
-    """A share too small for one decimal keeps its first significant digits."""
-    return pct(x) if x >= 0.001 else spelled.pct_small(x)
 
 
 PHRASES: dict[str, Callable[[Figures], str]] = {
@@ -129,7 +125,7 @@ def _exposed_evidence(f: Figures) -> list[str]:
         lines.append(f"all communication, hidden or not: {pct(f['comm_frac'])} of the step")
     if f.get("overlap_pct") is not None:
         lines.append(
-            f"compute/communication overlap: {spelled.percent_whole(f['overlap_pct'])} of the "
+            f"compute/communication overlap: {spell.percent_whole(f['overlap_pct'])} of the "
             "communication time (HTA definition)"
         )
     return lines
@@ -148,8 +144,8 @@ def _data_evidence(f: Figures) -> list[str]:
 def _busy_evidence(f: Figures) -> list[str]:
     if f.get("gpu_busy_s") is not None and f.get("step_s") is not None:
         return [
-            f"GPU busy {spelled.trace_seconds(f['gpu_busy_s'])} of a "
-            f"{spelled.trace_seconds(f['step_s'])} step"
+            f"GPU busy {spell.trace_seconds(f['gpu_busy_s'])} of a "
+            f"{spell.trace_seconds(f['step_s'])} step"
         ]
     return [f"GPU busy {pct(f['busy_share'])} of the step"]
 

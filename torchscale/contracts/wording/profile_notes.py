@@ -9,7 +9,7 @@ from typing import Any
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import spell
 from torchscale.contracts.wording.figures import change_text
 from torchscale.contracts.wording.unavailable import said_alike
 
@@ -48,8 +48,8 @@ def _overhead(f: F) -> str:
         ends = ", ".join(change_text(end, None, None) for end in (low, high))
         figure = f"not measurable: its interval [{ends}] reaches 0"
     return (
-        f"capture overhead ({f['tool']}): traced steps {spelled.ms_sig(f['traced_s'])} mean "
-        f"against {spelled.ms_sig(f['untraced_s'])} in the measured windows ({figure}; "
+        f"capture overhead ({f['tool']}): traced steps {spell.ms_sig(f['traced_s'])} mean "
+        f"against {spell.ms_sig(f['untraced_s'])} in the measured windows ({figure}; "
         f"{f['steps']} traced step(s) over {f['ranks']} rank(s), same step timer: {f['timing']})"
     )
 

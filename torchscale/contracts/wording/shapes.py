@@ -1,12 +1,12 @@
-"""How a parallel layout's arithmetic and a model's parts are written: 'dp x tp x pp = 2 x 2 x
-1', 'blocks 2-3'. One spelling for the worker's notes and the layout's checks."""
+"""How a cell and a parallel layout are named: 'tiny-gpt2 b4 x2 fp32 ddp', 'dp x tp x pp = 2 x
+2 x 1', 'blocks 2-3'. One spelling for the labels, the worker's notes and the layout's checks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from torchscale.contracts.cell import CellIdentity
-from torchscale.contracts.wording.counts import cell_shape
+from torchscale.contracts.wording.spell import cell_shape
 
 
 def product(names: Sequence[str], values: Sequence[int], *, total: bool = False) -> str:
@@ -22,7 +22,8 @@ def product(names: Sequence[str], values: Sequence[int], *, total: bool = False)
 
 def span(noun: str, run: range) -> str:
     """A run of blocks by name: 'blocks 2-3', or 'block 2' for a run of one."""
-    return f"{noun}s {run.start}-{run.stop - 1}" if len(run) > 1 else f"{noun} {run.start}"
+    plural = noun + "s"
+    return f"{plural} {run.start}-{run.stop - 1}" if len(run) > 1 else f"{noun} {run.start}"
 
 
 def cell_title(cell: CellIdentity, layout: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import spell
 from torchscale.contracts.wording.profile_notes import ranked, templated
 
 F = Mapping[str, Any]
@@ -67,8 +67,8 @@ SAID: dict[str, str] = {
 
 def _partial(f: F) -> str:
     return (
-        f"step {f['step']} lasted {spelled.us_whole(f['step_us'])}, under "
-        f"{spelled.plain_times(f['fraction'])} the median {spelled.us_whole(f['median_us'])}: "
+        f"step {f['step']} lasted {spell.us_whole(f['step_us'])}, under "
+        f"{spell.plain_times(f['fraction'])} the median {spell.us_whole(f['median_us'])}: "
         "partial (cut by the capture), left out of the figures"
     )
 

@@ -9,23 +9,9 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import CheckResult, Measurement
-from torchscale.contracts.wording import units
-from torchscale.contracts.wording.figures import readable
-
-general = units.as_set  # a number as Python's shortest form gives it: '3e-05'
+from torchscale.contracts.wording.spell import sig, tenth_seconds, with_unit
 
 F = Mapping[str, Any]
-
-
-def figure(value: float | None, unit: str) -> str:
-    """A measured or expected figure in its unit ('771 TFLOP/s', '2,990 GB/s', '4.21 µs');
-    '-' where there is none."""
-    return "-" if value is None else f"{readable(value)} {unit}"
-
-
-def ratio(value: float | None) -> str:
-    """Measured over expected: '92 %'; '-' where there is none."""
-    return "-" if value is None else f"{value * 100:.0f} %"
 
 
 def _said(findings: Sequence[Finding]) -> str:
@@ -52,21 +38,6 @@ def unavailable(row: Measurement) -> str | None:
     return (detail(row) or "not measured") if row.value is None else None
 
 
-def secs(value: float) -> str:
-    """A duration as given: '300 s', '1.5 s'."""
-    return f"{value:g} s"
-
-
-def percent(share: float, signed: bool = False) -> str:
-    """A share as whole percent: '35 %', '+12 %' (signed)."""
-    return f"{share * 100:+.0f} %" if signed else f"{share * 100:.0f} %"
-
-
-def tflops(value: float) -> str:
-    """A measured peak: '780 TFLOP/s', '0.05123 TFLOP/s' (four significant figures)."""
-    return f"{value:.4g} TFLOP/s"
-
-
 def _all(f: F) -> str:
     """Several findings that are one piece of evidence, in a row (each by its own phrase)."""
     from torchscale.contracts import wording  # the joined phrases, made after this module
@@ -82,8 +53,8 @@ def all_of(findings: Sequence[Finding]) -> dict[str, Any]:
 def _spread(values: Sequence[float], unit: str) -> str:
     low, high = min(values), max(values)
     if len(values) == 1:
-        return f"{low:.4g} {unit}"
-    return f"{low:.4g} to {high:.4g} {unit} over {len(values)} ranks"
+        return with_unit(sig(low, 4), unit)
+    return f"{sig(low, 4)} to {with_unit(sig(high, 4), unit)} over {len(values)} ranks"
 
 
 def phase_words(
@@ -103,7 +74,7 @@ def phase_words(
     text = f"perf: {title}: {_spread(values, unit)}"
     if probes is None:
         return text
-    took = f", {elapsed_s:.1f} s" if elapsed_s is not None else ""
+    took = f", {tenth_seconds(elapsed_s)}" if elapsed_s is not None else ""
     return text + f" ({probes} probe{'' if probes == 1 else 's'}{took})"
 
 

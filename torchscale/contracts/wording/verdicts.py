@@ -16,7 +16,7 @@ from torchscale.contracts.schema.cell_result import (
     StepPattern,
     StragglerVerdict,
 )
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import spell
 from torchscale.contracts.wording.figures import seconds_text
 
 Figures = Mapping[str, Any]
@@ -82,15 +82,15 @@ def evidence(f: Figures) -> list[str]:
     lines = []
     if f.get("phase") is not None and f.get("phase_gap_s") is not None:
         lines.append(
-            f"its {phase_words(f['phase'])} takes {spelled.trace_seconds(f['phase_gap_s'])} "
+            f"its {phase_words(f['phase'])} takes {spell.trace_seconds(f['phase_gap_s'])} "
             "longer than the median of the other ranks, step by step"
         )
     arrival = f.get("arrival")
     if arrival is not None:
         lines.append(
             f"cross-check: {name} arrived last at {arrival['last']} of {arrival['instances']} "
-            f"matched collectives ({spelled.pct_whole(arrival['share'])}; chance alone: "
-            f"{spelled.pct_whole(arrival['expected'])})"
+            f"matched collectives ({spell.pct_whole(arrival['share'])}; chance alone: "
+            f"{spell.pct_whole(arrival['expected'])})"
         )
     elif f.get("arrival_reason"):
         lines.append(f"cross-check, arrival order: {quoted(f['arrival_reason'])}")
@@ -165,7 +165,7 @@ def _periodic(f: Figures) -> str:
 def _cost(f: Figures) -> str:
     """A pattern's typical cost: two significant figures under 10 ms, three from it."""
     typical = f["typical_s"]
-    return spelled.ms_signed_sig(typical, 2 if abs(typical) < 0.01 else 3)
+    return spell.ms_signed_sig(typical, 2 if abs(typical) < 0.01 else 3)
 
 
 def _on_cpu(f: Figures) -> str:
@@ -178,19 +178,19 @@ def _on_cpu(f: Figures) -> str:
 
 
 def _ms(seconds: float) -> str:
-    return spelled.ms_signed_sig(seconds)
+    return spell.ms_signed_sig(seconds)
 
 
 def _late_rule(f: Figures) -> str:
     arrived = (
         f"it arrives last at {f['last']} of {f['matched']} matched collectives (chance: "
-        f"{spelled.pct_whole(f['expected'])})"
+        f"{spell.pct_whole(f['expected'])})"
         if f.get("last") is not None
         else "the others wait for it the most (arrival order alone does not single it out)"
     )
     return (
-        f"{arrived}, the others wait {spelled.pct_one(f['wait_share'])} of the step longer than "
-        f"it does (at least {spelled.pct_whole(f['min_share'])}), and its own work is not "
+        f"{arrived}, the others wait {spell.pct(f['wait_share'])} of the step longer than "
+        f"it does (at least {spell.pct_whole(f['min_share'])}), and its own work is not "
         f"significantly above theirs ({_ms(f['work_s'])} per step) nor explains that wait"
     )
 
@@ -200,7 +200,7 @@ def _test(f: Figures) -> str:
         "what the rank costs the others: per step, how far its own work runs past the slowest "
         "other rank's (zero where it is not last), over the mean of the others' costs; named "
         f"when the one-sided moving-block bootstrap bound of the mean cost at {f['alpha']:g} / "
-        f"ranks is above zero and the mean is at least {spelled.pct_whole(f['min_share'])} of "
+        f"ranks is above zero and the mean is at least {spell.pct_whole(f['min_share'])} of "
         f"the mean step{OWN_WORK[f['own_work']]}"
     )
 
@@ -215,7 +215,7 @@ def _also_held(f: Figures) -> str:
 
 
 def _below(figures: Figures) -> str:
-    return f"below the {spelled.pct_whole(figures['share'])} minimum effect"
+    return f"below the {spell.pct_whole(figures['share'])} minimum effect"
 
 
 def _few_steps(figures: Figures) -> str:
@@ -234,16 +234,16 @@ def _device_name(figures: Figures) -> str:
 def _ratio(figures: Figures) -> str:
     """'its calibration 1.18x [1.12, 1.25] the others', its work 1.20x'."""
     mean, low, high = figures["ratio"]
-    interval = f" [{spelled.sig(low)}, {spelled.sig(high)}]" if low is not None else ""
+    interval = f" [{spell.sig(low)}, {spell.sig(high)}]" if low is not None else ""
     return (
-        f"its calibration {spelled.times(mean, 2)}{interval} the others', its work "
-        f"{spelled.times(figures['work_ratio'], 2)}"
+        f"its calibration {spell.times(mean, 2)}{interval} the others', its work "
+        f"{spell.times(figures['work_ratio'], 2)}"
     )
 
 
 def _busy(figures: Figures) -> str:
     cores = figures.get("cores")
-    used = spelled.one_decimal(cores) if cores is not None else "?"
+    used = spell.one_decimal(cores) if cores is not None else "?"
     return f"busy machine (others used {used} cores on {figures['host']}): check the host first"
 
 
@@ -306,7 +306,7 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
     "straggler.withdrawn": lambda f: f"withdrawn by {_checks(f)}",
     # a compute straggler's device (`device`)
     "straggler.device_slower": lambda f: (
-        f"a slower {_device_name(f)} ({spelled.times(f['ratio'][0], 2)}): "
+        f"a slower {_device_name(f)} ({spell.times(f['ratio'][0], 2)}): "
         + ("replace or cool the GPU" if _device_name(f) == "GPU" else "the same work takes longer")
     ),
     "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",

@@ -7,10 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.reader import three_digits as three
-from torchscale.contracts.wording.spelled import watts
+from torchscale.contracts.wording.spell import change_whole, pct_whole, three_digits, watts
 from torchscale.contracts.wording.unavailable import why as reason
-from torchscale.contracts.wording.validate import percent
 
 F = Mapping[str, Any]
 
@@ -29,11 +27,11 @@ def _say(figures: Any) -> str:
 
 
 def _rate(f: F) -> str:
-    return three(f["samples_per_s"], "samples/s")
+    return three_digits(f["samples_per_s"], "samples/s")
 
 
 def _mfu(f: F) -> str:
-    return f"{_rate(f)}, MFU {percent(f['mfu'])}"
+    return f"{_rate(f)}, MFU {pct_whole(f['mfu'])}"
 
 
 def _why(f: F) -> str:
@@ -51,7 +49,7 @@ def _plural(n: int, word: str) -> str:
 
 def _max_batch(f: F) -> str:
     used = f.get("memory_used")
-    share = f" at {percent(used)} of memory" if used is not None else ""
+    share = f" at {pct_whole(used)} of memory" if used is not None else ""
     if not f["limit_reached"]:
         return f"largest batch {f['max_batch']}{share}, {f['probes']} probes"
     answer = (
@@ -64,20 +62,20 @@ def _max_batch(f: F) -> str:
 
 def step_words(f: F) -> str:
     """The profile's step as its diagnosis heads it (figures of workload_judge.profile_step)."""
-    kind, step = f["kind"], three(f["step_ms"], "ms") if f.get("step_ms") is not None else ""
+    kind, step = f["kind"], three_digits(f["step_ms"], "ms") if f.get("step_ms") is not None else ""
     if kind == "none":
         return "no step time"
     if kind == "plain":
         return f"step {step}"
     if kind == "unclear":
         return (
-            f"step {step} traced ({percent(f['added'], True)} over "
+            f"step {step} traced ({change_whole(f['added'])} over "
             "the untraced step, within the noise of its few traced steps)"
         )
     if kind == "traced":
-        return f"step {step} traced, {percent(f['added'], True)} over the untraced"
-    traced = three(f["traced_ms"], "ms")
-    return f"step {step} untraced (traced {traced}, {percent(f['added'], True)} under the profiler)"
+        return f"step {step} traced, {change_whole(f['added'])} over the untraced"
+    traced = three_digits(f["traced_ms"], "ms")
+    return f"step {step} untraced (traced {traced}, {change_whole(f['added'])} under the profiler)"
 
 
 def _profiled(f: F) -> str:
@@ -136,10 +134,10 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "workload.mfu_no_cpu_peak": lambda f: "MFU: no CPU peak to judge against",
     "workload.mfu_unknown": lambda f: f"MFU not judged: {_why(f)}",
     "workload.mfu_above": lambda f: (
-        f"{_mfu(f)}: above {percent(f['ceiling'])}, no dense training step reaches it"
+        f"{_mfu(f)}: above {pct_whole(f['ceiling'])}, no dense training step reaches it"
     ),
     "workload.mfu_ddp_floor": lambda f: f"{_mfu(f)} (the floor is judged on ddp only)",
-    "workload.mfu_below": lambda f: f"{_mfu(f)}: below {percent(f['floor'])} ({f['source']})",
+    "workload.mfu_below": lambda f: f"{_mfu(f)}: below {pct_whole(f['floor'])} ({f['source']})",
     "workload.no_wrapper": lambda f: NO_WRAPPER,
     "workload.unplaced": lambda f: f"no world size on this node runs it: {f['why']}",
     "workload.compile_gain": lambda f: f"{f['strategy']}: {_say(f['gain'])}",
@@ -186,7 +184,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     "workload.comm_failed": _comm_failed,
     "workload.comm_passed": lambda f: (
         f"{', '.join(f['ops'])}: {f['sizes']} sizes checked, busbw up to "
-        f"{three(f['busbw_gbps'], 'GB/s')} ({f['backend']})"
+        f"{three_digits(f['busbw_gbps'], 'GB/s')} ({f['backend']})"
     ),
     "workload.no_measured_cell": lambda f: "no cell was measured",
     "workload.no_telemetry": lambda f: f"{f['label']}: {_why(f)}",

@@ -11,7 +11,7 @@ from pathlib import Path
 from torchscale.contracts.errors import EXIT_USAGE, ResultsInputError, UsageError, describe_os_error
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey
-from torchscale.contracts.wording.figures import ms
+from torchscale.contracts.wording.spell import ms_or_s
 from torchscale.offline.analysis.prediction.forecast import (
     FORECAST_STRATEGIES,
     Group,
@@ -199,7 +199,7 @@ def _one(
             if (cell.world_size, cell.nodes) == (world, nodes):
                 return Refusal(
                     " ".join([label, f"b{batch}", f"x{world}", precision, strategy]),
-                    f"measured: median step {ms(cell.step.value)} (cells/"
+                    f"measured: median step {ms_or_s(cell.step.value)} (cells/"
                     f"{cell.cell_id}.json); a forecast there would be a fit of that cell",
                 )
     key = ForecastKey(

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.contracts.wording.units import count, si_count
+from torchscale.contracts.wording.spell import count, si_count
 from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.streams import stdout

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from torchscale.contracts.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
-from torchscale.contracts.wording.figures import seconds, size_bytes
+from torchscale.contracts.wording.spell import seconds, size_bytes
 from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, stderr, stdout

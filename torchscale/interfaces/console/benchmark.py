@@ -14,7 +14,7 @@ from rich.markup import escape
 from torchscale.contracts import wording
 from torchscale.contracts.cell import world_label
 from torchscale.contracts.wording.max_batch import reason_words
-from torchscale.contracts.wording.units import cv, whole_pct, whole_s
+from torchscale.contracts.wording.spell import cv, pct_whole, whole_s
 from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.interfaces.console.streams import (
     Verbosity,
@@ -379,7 +379,7 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
         used = (
-            f", memory utilisation {whole_pct(result.memory_utilisation)}"
+            f", memory utilisation {pct_whole(result.memory_utilisation)}"
             if result.memory_utilisation is not None
             else ""
         )
@@ -402,7 +402,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
     if not run.profiles:
         stdout.print(
             f"> [PROFILE] no cell crossed the profiling thresholds (trigger "
-            f"{settings.trigger}: stall {whole_pct(settings.stall_threshold)}, step-time CV "
+            f"{settings.trigger}: stall {pct_whole(settings.stall_threshold)}, step-time CV "
             f"{cv(settings.variance_threshold)})"
         )
     for selected, profiled in run.profiles:

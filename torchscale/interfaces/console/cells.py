@@ -9,18 +9,12 @@ from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem
 from torchscale.contracts.wording import problems
 from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.cell_figures import megabytes_per_s
-from torchscale.contracts.wording.cell_figures import ms_glued as _ms
-from torchscale.contracts.wording.cell_figures import pct_fine as _pct
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.figures import (
-    format_value,
-    plus_minus,
-    readable,
-    readable_like,
-    value_format,
-)
+from torchscale.contracts.wording.figures import plus_minus, readable_like, value_format
 from torchscale.contracts.wording.shapes import cell_title
+from torchscale.contracts.wording.spell import format_value, megabytes_per_s, readable
+from torchscale.contracts.wording.spell import ms_glued as _ms
+from torchscale.contracts.wording.spell import pct_fine as _pct
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.comm import column, derived, gate_words, gbps, printed
-from torchscale.contracts.wording.units import cv, times
+from torchscale.contracts.wording.comm import gate_words
+from torchscale.contracts.wording.spell import as_set, cv, gbps_derived, nccl_column, sig, times
 from torchscale.offline.comm.nccl_footer import inside_noise
 
 NOISE_LISTED = 12  # sizes named in the footer's noise line; the JSON has every row
@@ -27,7 +27,7 @@ def _number(value: float | None, width: int) -> str:
     """nccl-tests prints 2 decimals; tiny CPU bandwidths keep 3 significant digits instead."""
     if value is None:
         return "-".rjust(width)
-    return column(value).rjust(width)
+    return nccl_column(value).rjust(width)
 
 
 def _slowest(row: CommRow) -> str:
@@ -36,7 +36,7 @@ def _slowest(row: CommRow) -> str:
     slow = max(row.ranks, key=lambda r: r.time_us)
     fast = min(r.time_us for r in row.ranks)
     ratio = slow.time_us / fast if fast > 0 else float("inf")
-    return f"r{slow.rank} {times(ratio)}"
+    return f"r{slow.rank} {times(ratio, 2)}"
 
 
 HEADER = (
@@ -168,11 +168,11 @@ def footer_lines(result: CommResult) -> list[str]:
         verdict = "OK" if result.wrong_total == 0 else "FAILED"
         lines.append(f"# Out of bounds values : {result.wrong_total} {verdict}")
     avg = result.avg_busbw_gbps
-    lines.append(f"# Avg bus bandwidth    : {'-' if avg is None else gbps(avg)}")
+    lines.append(f"# Avg bus bandwidth    : {'-' if avg is None else gbps_derived(avg)}")
     if len(result.summaries) > 1 or any(s.busbw_factor == 0 for s in result.summaries):
         parts = []
         for s in result.summaries:
-            value = "-" if s.avg_busbw_gbps is None else derived(s.avg_busbw_gbps)
+            value = "-" if s.avg_busbw_gbps is None else sig(s.avg_busbw_gbps, 4)
             zero = " (busbw 0 by definition on one rank)" if s.busbw_factor == 0 else ""
             parts.append(f"{s.op} {value}{zero}")
         lines.append(f"#   per op (GB/s)      : {', '.join(parts)}")
@@ -190,7 +190,7 @@ def footer_lines(result: CommResult) -> list[str]:
         )
     if result.gate is not None:
         lines.append(
-            f"# Gate --min-busbw {printed(result.min_busbw_gbps or 0.0)}: {result.gate}: "
+            f"# Gate --min-busbw {as_set(result.min_busbw_gbps or 0.0)}: {result.gate}: "
             f"{gate_words(result)}"
         )
     if result.error:
@@ -226,8 +226,9 @@ def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
             if (p.bandwidth_gbps or 0.0) < SLOW_PAIR * median:
                 where = f" ({p.host_a} <-> {p.host_b})" if p.host_a != p.host_b else ""
                 lines.append(
-                    f"# slow link: r{p.a} <-> r{p.b}{where} {gbps(p.bandwidth_gbps or 0.0)}, "
-                    f"under half the median pair ({gbps(median)})"
+                    f"# slow link: r{p.a} <-> r{p.b}{where} "
+                    f"{gbps_derived(p.bandwidth_gbps or 0.0)}, under half the median pair "
+                    f"({gbps_derived(median)})"
                 )
     return lines
 

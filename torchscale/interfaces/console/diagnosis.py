@@ -8,7 +8,8 @@ from __future__ import annotations
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
 from torchscale.contracts.wording import problems
 from torchscale.contracts.wording.cross_checks import check_label, detail
-from torchscale.contracts.wording.figures import ms, seconds_text, share_text
+from torchscale.contracts.wording.figures import seconds_text, share_text
+from torchscale.contracts.wording.spell import ms_or_s
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
     PART_WORDS,
@@ -61,7 +62,7 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
     if w is not None:
         who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")
         cap = (
-            f"capped by its extra work, {ms(w.extra_work_s)}"
+            f"capped by its extra work, {ms_or_s(w.extra_work_s)}"
             if w.extra_work_s is not None
             else "the others' wait for its late collectives"
         )

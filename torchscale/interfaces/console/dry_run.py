@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Collection, Mapping
 
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.units import cv, limit_s, whole_pct, whole_s
+from torchscale.contracts.wording.spell import cv, limit_s, pct_whole, whole_s
 from torchscale.interfaces.console.cells import REUSED
 from torchscale.interfaces.console.lines import Line
 from torchscale.offline.results.store import ResultStore
@@ -53,7 +53,7 @@ def plan_lines(
             "every ok cell"
             if profiling.trigger == "always"
             else f"ok cells whose exposed communication or wait for the slowest rank reaches "
-            f"{whole_pct(profiling.stall_threshold)} of the step, or whose step-time CV reaches "
+            f"{pct_whole(profiling.stall_threshold)} of the step, or whose step-time CV reaches "
             f"{cv(profiling.variance_threshold)}"
         )
         how = f"with {profiling.tool} ({profiling.steps} traced step(s) per rank)"

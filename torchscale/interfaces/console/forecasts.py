@@ -14,11 +14,10 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import (
     ValueFormatter,
     figure_with_interval,
-    format_value,
     seconds_text,
     uncertainty_quantum,
 )
-from torchscale.contracts.wording.rule_figures import error_pct
+from torchscale.contracts.wording.spell import error_pct, format_value
 from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 

@@ -17,9 +17,15 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.figures import format_value, readable, too_wide
-from torchscale.contracts.wording.reader import below_pct, narrow_pct, whole_pct
-from torchscale.contracts.wording.reader import cores as cores_text
+from torchscale.contracts.wording.figures import too_wide
+from torchscale.contracts.wording.spell import cores as cores_text
+from torchscale.contracts.wording.spell import (
+    format_value,
+    pct_below_glued,
+    pct_narrow,
+    pct_whole,
+    readable,
+)
 from torchscale.contracts.wording.verdicts import straggler_text
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
@@ -171,7 +177,7 @@ def scaling_text(row: pd.Series) -> str:
         return "noise"
     if value > 1 and (low is None or low <= 1):
         return "≈100 %"
-    return whole_pct(value)
+    return pct_whole(value)
 
 
 def stall_text(row: pd.Series) -> str:
@@ -180,8 +186,8 @@ def stall_text(row: pd.Series) -> str:
     value = _number(row, "wait_for_peers_share")
     high = _number(row, "wait_for_peers_share_high")
     if value is None:
-        return below_pct(high) if high is not None else "-"
-    return narrow_pct(value)  # 5 wide
+        return pct_below_glued(high) if high is not None else "-"
+    return pct_narrow(value)  # 5 wide
 
 
 def status_text(row: pd.Series) -> tuple[str, Level]:

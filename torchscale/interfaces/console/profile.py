@@ -10,17 +10,11 @@ from pathlib import Path
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StepPart
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, RankFigures
-from torchscale.contracts.wording import problems, spelled
+from torchscale.contracts.wording import problems, spell
 from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.figures import (
-    ms,
-    pct,
-    plus_minus,
-    readable,
-    readable_like,
-    share_text,
-)
+from torchscale.contracts.wording.figures import plus_minus, readable_like, share_text
 from torchscale.contracts.wording.profile_notes import said
+from torchscale.contracts.wording.spell import ms_or_s, pct, readable
 from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.console.cells import cell_lines, cell_name, warning_lines
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
@@ -43,9 +37,6 @@ TARGET_DETAILS = {
     "memory": ("memory",),
     "all": ("waits", "comm", "compute", "memory"),
 }
-
-
-_us = spelled.profile_us  # microseconds as ms (or s from 10 s on)
 
 
 def parts_text(parts: list[StepPart]) -> str:
@@ -84,7 +75,7 @@ def run_lines(
         return lines
     lines = [run_head(result)]
     for delay in result.injected_delays:
-        what = f"rank {delay.rank} +{spelled.ms_plain(delay.ms)} in {delay.phase} each step"
+        what = f"rank {delay.rank} +{spell.ms_plain(delay.ms)} in {delay.phase} each step"
         what += " (artificial)"
         lines.append(Line("warn", f"> [WARN] injected delay: {what}"))
     return lines + traced_step_lines(result, analysis)
@@ -99,9 +90,9 @@ def run_head(result: CellResult) -> Line:
         rate = readable(thr.samples_per_s)
         if interval is not None and interval.low is not None and interval.high is not None:
             rate = plus_minus(interval, readable_like(thr.samples_per_s))
-        figures.append(spelled.samples_per_s(rate))
+        figures.append(spell.with_unit(rate, "samples/s"))
     if result.step_time is not None:
-        figures.append(f"step {ms(result.step_time.p50)} median")
+        figures.append(f"step {ms_or_s(result.step_time.p50)} median")
     return Line("head", f"> [RUN] {run_name(result)}: {', '.join(['ok', *figures])}")
 
 
@@ -142,8 +133,11 @@ def traced_step_lines(result: CellResult, analysis: ProfileAnalysis | None) -> l
     ratio = traced / untraced
     if abs(ratio - 1.0) < TRACED_STEP_TOLERANCE:
         return []
-    how = f"{spelled.times(ratio)} slower" if ratio > 1 else f"{spelled.times(1 / ratio)} faster"
-    text = f"traced steps ran {how} ({ms(traced)} vs {ms(untraced)}): shares are of {ms(traced)}"
+    how = f"{spell.times(ratio)} slower" if ratio > 1 else f"{spell.times(1 / ratio)} faster"
+    text = (
+        f"traced steps ran {how} ({ms_or_s(traced)} vs {ms_or_s(untraced)}): shares are of "
+        f"{ms_or_s(traced)}"
+    )
     return [Line("info", f"> [RUN] {text}")]
 
 
@@ -156,9 +150,9 @@ def _run_memory_lines(result: CellResult) -> list[Line]:
         ("peak reserved", memory.peak_reserved_bytes, ""),
         ("peak RSS", memory.peak_rss_bytes, " (largest rank)"),
     )
-    figures = [f"{name} {spelled.mib(size)}{of}" for name, size, of in peaks if size is not None]
+    figures = [f"{name} {spell.mib(size)}{of}" for name, size, of in peaks if size is not None]
     static = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_state_bytes
-    figures.append(f"parameters + gradients + optimizer state {spelled.mib(static, 1)} per rank")
+    figures.append(f"parameters + gradients + optimizer state {spell.mib(static, 1)} per rank")
     return [Line("info", f"> [RUN] memory (measured windows, no profiler): {', '.join(figures)}")]
 
 
@@ -186,7 +180,7 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
     if analysis.overlap_pct is not None:
         text = (
             "> [ANALYSIS] Compute/communication overlap: "
-            f"{spelled.percent_one(analysis.overlap_pct)} of the "
+            f"{spell.percent(analysis.overlap_pct)} of the "
             "communication time (HTA definition; the share of the step is the Step line's)"
         )
         lines.append(Line("info", text))
@@ -195,12 +189,12 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
         per = op.transfer_us / op.instances if op.instances else 0.0
         ranks = max(analysis.ranks_analysed, 1)
         wait = (
-            f", waiting inside them {_us(op.wait_us / ranks / steps)} per rank and step "
-            "(hidden behind compute or not)"
+            f", waiting inside them {spell.profile_us(op.wait_us / ranks / steps)} per rank and "
+            "step (hidden behind compute or not)"
             if steps
             else ""
         )
-        text = f"{op.instances} matched instance(s), transfer {_us(per)} each"
+        text = f"{op.instances} matched instance(s), transfer {spell.profile_us(per)} each"
         lines.append(Line("info", f"> [ANALYSIS]   {op.op}: {text} (the shortest rank's){wait}"))
     if analysis.matched_collectives == 0 and analysis.ranks_analysed > 1:
         lines.append(Line("skip", "> [NOTE] no collective matched across the ranks"))
@@ -220,7 +214,7 @@ def _compute_lines(analysis: ProfileAnalysis) -> list[Line]:
         parts = _own_parts(analysis, rank)
         if parts:
             host = (
-                f"; host wait (in rest) {_us(rank.host_wait_us)} median"
+                f"; host wait (in rest) {spell.profile_us(rank.host_wait_us)} median"
                 if rank.host_wait_us is not None
                 else ""
             )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from torchscale.contracts.wording.elapsed import duration_text
+from torchscale.contracts.wording.spell import duration_text
 from torchscale.interfaces.report.progress import Step
 
 

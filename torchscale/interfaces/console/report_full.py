@@ -19,8 +19,7 @@ from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
-from torchscale.contracts.wording.figures import format_value
-from torchscale.contracts.wording.units import of
+from torchscale.contracts.wording.spell import format_value, of
 from torchscale.interfaces.console.fit import longest_word
 from torchscale.interfaces.console.lines import hanging_prose
 from torchscale.interfaces.formatting import is_figure, severity_prefix, strip_code

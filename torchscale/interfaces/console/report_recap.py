@@ -4,7 +4,7 @@ the terminal's): the header facts and the summary section's top figures, in a fe
 
 from __future__ import annotations
 
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from rich.console import RenderableType
 from rich.text import Text as RichText
 
-from torchscale.contracts.wording.figures import MISSING, format_value
-from torchscale.contracts.wording.reader import count as count_text
+from torchscale.contracts.wording.spell import MISSING, format_value
+from torchscale.contracts.wording.spell import count as count_text
 from torchscale.interfaces.console import fit
 from torchscale.interfaces.console.lines import RICH_JOIN, glued, hanging_prose, unglued
 from torchscale.interfaces.console.report_full import baseline_verdicts, key_figures, what_ran

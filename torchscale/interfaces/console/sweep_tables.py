@@ -16,11 +16,15 @@ from rich.text import Text
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
-from torchscale.contracts.wording.figures import readable, value_format
-from torchscale.contracts.wording.share_bound import share_bound
-from torchscale.contracts.wording.spelled import pct_one, pct_whole, under_pct
-from torchscale.contracts.wording.sweep_cells import mib_figure, ms_figure
-from torchscale.contracts.wording.table_cells import glued_figure
+from torchscale.contracts.wording.figures import glued_figure, value_format
+from torchscale.contracts.wording.spell import (
+    mib,
+    ms_glued,
+    pct,
+    pct_below,
+    pct_whole,
+    readable,
+)
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.lines import LEVEL_STYLE
@@ -44,6 +48,14 @@ def ranks_of(row: pd.Series) -> str:
 
 def _fmt(value: Any, spell: Callable[[float], str]) -> str:
     return "-" if missing(value) else spell(float(value))
+
+
+def _ms(seconds: float) -> str:
+    return ms_glued(seconds, unit="")  # the unit is the column's header
+
+
+def _mib(size: float) -> str:
+    return mib(size, unit="")  # the unit is the column's header
 
 
 # the per-model table: what may be abbreviated or left out when the terminal is narrow
@@ -110,7 +122,7 @@ def _comm(r: pd.Series) -> str:
     where the diagnosis has none."""
     value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
     if missing(value) and not missing(high):
-        return under_pct(share_bound(float(high), places=0))
+        return pct_below(float(high), places=0)
     return _fmt(value, pct_whole)
 
 
@@ -125,11 +137,11 @@ def _row_cells(r: pd.Series) -> list[str]:
         escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
         _throughput(r),
         "-" if missing(per := r["samples_per_s_per_device"]) else readable(float(per)),
-        f"{_fmt(r['step_p50_s'], ms_figure)}|{_fmt(r['step_p95_s'], ms_figure)}",
+        f"{_fmt(r['step_p50_s'], _ms)}|{_fmt(r['step_p95_s'], _ms)}",
         _scaling(r),
         _comm(r),
-        _fmt(r["mfu"], pct_one),
-        _fmt(mem, mib_figure),
+        _fmt(r["mfu"], pct),
+        _fmt(mem, _mib),
         f"[{style}]{status}[/]",
     ]
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.validate import detail, figure, hint, ratio
+from torchscale.contracts.wording.spell import pct_whole, readable_unit
+from torchscale.contracts.wording.validate import detail, hint
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stdout
 
@@ -31,7 +32,7 @@ def render_measurements(report: ValidateReport) -> None:
     for row in report.measurements:
         unit = "GPU" if report.device == "cuda" else "rank"
         where = "node" if row.gpu is None else f"{unit} {row.gpu}"
-        value, expected = figure(row.value, row.unit), figure(row.expected, row.unit)
+        value, expected = readable_unit(row.value, row.unit), readable_unit(row.expected, row.unit)
         style = STYLE[row.status.value]
         table.add_row(
             f"[{style}]{row.status.value}[/]",
@@ -39,7 +40,7 @@ def render_measurements(report: ValidateReport) -> None:
             where,
             value,
             expected,
-            ratio(row.ratio),
+            pct_whole(row.ratio),
         )
     stdout.print(table)
 

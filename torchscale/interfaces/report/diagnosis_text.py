@@ -21,17 +21,11 @@ from torchscale.contracts.schema.cell_result import (
     Problem,
     StragglerVerdict,
 )
-from torchscale.contracts.wording import say, spelled
+from torchscale.contracts.wording import say, spell
 from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.figures import (
-    ms,
-    pct,
-    pct_bound,
-    seconds_text,
-    share_figure,
-    share_text,
-)
+from torchscale.contracts.wording.figures import seconds_text, share_figure, share_text
 from torchscale.contracts.wording.host_bound import LAUNCH_TIME
+from torchscale.contracts.wording.spell import ms_or_s, pct, pct_bound
 
 # the straggler line is the wording layer's; re-exported for the report's parts
 from torchscale.contracts.wording.verdicts import INJECTED as INJECTED
@@ -76,7 +70,7 @@ def split_text(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> st
     compute part (`compute_word`: 'launch time' on a host-bound GPU)."""
     words = PART_WORDS | {"compute": compute}
     parts = ", ".join(f"{words[p.name]} {_point(p.share)}" for p in diagnosis.parts)
-    step = ms(diagnosis.step_s.value) if diagnosis.step_s.value is not None else "?"
+    step = ms_or_s(diagnosis.step_s.value) if diagnosis.step_s.value is not None else "?"
     return f"Step {step}{_traced(diagnosis)}: {parts}"
 
 
@@ -88,7 +82,7 @@ def _traced(diagnosis: Diagnosis) -> str:
     inflation = inflation_of(diagnosis)
     if inflation is None or inflation.value is None:
         return _maybe_traced(diagnosis)
-    added = spelled.pct_signed_whole(inflation.value)
+    added = spell.change_whole(inflation.value)
     if diagnosis.source == "traces":
         return f" traced, {added} over the untraced step"
     return f" untraced (the profiler added {added})"
@@ -102,9 +96,9 @@ def _maybe_traced(diagnosis: Diagnosis) -> str:
     estimate = uncleared_inflation(diagnosis)
     if estimate is None or estimate.value is None:
         return ""
-    low, high = (spelled.signed_whole(100 * (x or 0.0)) for x in (estimate.low, estimate.high))
+    low, high = (spell.signed_whole(100 * (x or 0.0)) for x in (estimate.low, estimate.high))
     return (
-        f" traced ({spelled.pct_signed_whole(estimate.value)} [{low}, {high}] over the "
+        f" traced ({spell.change_whole(estimate.value)} [{low}, {high}] over the "
         "untraced step: not measurable)"
     )
 
@@ -125,8 +119,8 @@ def _point(estimate: Estimate) -> str:
 
 def straggler_test_text(verdict: StragglerVerdict) -> str:
     """What -v adds: the test, its threshold and its p, and what decided the kind."""
-    p = spelled.p_value(verdict.p_value) if verdict.p_value is not None else "no p (not tested)"
-    floor = f"{ms(verdict.min_effect_s)}" if verdict.min_effect_s is not None else "?"
+    p = spell.p_value(verdict.p_value) if verdict.p_value is not None else "no p (not tested)"
+    floor = f"{ms_or_s(verdict.min_effect_s)}" if verdict.min_effect_s is not None else "?"
     text = f"{say(verdict.test)}; this run: interval {seconds_text(verdict.gap_s, signed=True)}"
     text += f" against a minimum effect of {floor}; paired per-step test: {p}"
     if verdict.kind_rule is not None:

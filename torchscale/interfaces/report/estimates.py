@@ -11,16 +11,15 @@ from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.contracts.wording.figures import (
     figure_quantum,
     figure_with_interval,
-    format_value,
     plus_minus,
     quantum_of,
-    repeats_text,
     round_figure,
     round_half_up,
     too_wide,
     uncertainty_quantum,
     value_format,
 )
+from torchscale.contracts.wording.spell import format_value, repeats_text
 from torchscale.interfaces.report.model import ValueFormat
 
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"

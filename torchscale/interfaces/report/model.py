@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.figures import ValueFormat as ValueFormat
+from torchscale.contracts.wording.spell import ValueFormat as ValueFormat
 
 # what each version added: docs/reporting.md, "Report schema versions"
 REPORT_SCHEMA_VERSION: Literal[10] = 10

@@ -15,8 +15,7 @@ from typing import Literal
 import pandas as pd
 
 from torchscale.contracts.errors import UsageError
-from torchscale.contracts.wording.figures import format_value
-from torchscale.contracts.wording.rule_figures import plain_figure, robust_z
+from torchscale.contracts.wording.spell import format_value, plain_figure, robust_z
 
 # MAD x 1.4826 estimates the standard deviation of a normal sample: the "robust sd".
 MAD_TO_SD = 1.4826

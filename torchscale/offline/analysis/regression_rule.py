@@ -14,13 +14,8 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.contracts.wording.figures import change_text
-from torchscale.contracts.wording.rule_figures import (
-    p_figure,
-    setting,
-    setting_pct,
-)
-from torchscale.contracts.wording.rule_figures import p_value as p_text
-from torchscale.contracts.wording.units import whole_pct
+from torchscale.contracts.wording.spell import as_set, p_figure, pct_set, pct_whole
+from torchscale.contracts.wording.spell import p_value as p_text
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
 
@@ -80,23 +75,23 @@ class RegressionRule:
 
     def describe(self) -> str:
         """The rule in one paragraph, with its parameters (printed in every report)."""
-        e = setting_pct(self.min_effect)
+        e = pct_set(self.min_effect)
         return (
             f"A change is a regression (or an improvement) only when all three hold, on the "
             f"per-run figures of both sides when each holds several runs of the cell (each "
             f"run's median; the same config run again, each its own launch), else on the "
             f"per-repeat figures of one run (each repeat is one measured window): the "
-            f"{self.test} gives p < {setting(self.alpha)}; the ratio of the medians (now / "
-            f"baseline) differs from 1 by at least {e}; and its {setting_pct(LEVEL)} "
+            f"{self.test} gives p < {as_set(self.alpha)}; the ratio of the medians (now / "
+            f"baseline) differs from 1 by at least {e}; and its {pct_set(LEVEL)} "
             f"interval (percentile bootstrap; Welch's t on the log ratio when a side holds "
             f"fewer than {SMALL}) lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
-            f"runs or repeats for any distribution-free test to reach p < {setting(self.alpha)} "
+            f"runs or repeats for any distribution-free test to reach p < {as_set(self.alpha)} "
             f"(3 vs 3 give at best {p_figure(min_p_value(3, 3))}) the verdict is "
             '"not enough repeats" '
             f"(need {self.repeats_needed} per side), never a regression: not judged, its change "
             "shown. When either side ran on a busy machine (its host-load record: other processes "
             "took its cores), the pair is judged only if both were loaded alike (other processes' "
-            f"cores within {setting(OTHER_CORES_PER_RANK)} per rank) and each side holds several "
+            f"cores within {as_set(OTHER_CORES_PER_RANK)} per rank) and each side holds several "
             'runs; otherwise it is "not judged: busy machine", neither a regression nor a pass.'
         )
 
@@ -261,7 +256,7 @@ def judge_change(
         why = (
             f"one of the {unit} has no spread"
             if min(nb, nc) < 2
-            else f"too few for a test free of assumptions to reach p < {setting(rule.alpha)} (at "
+            else f"too few for a test free of assumptions to reach p < {as_set(rule.alpha)} (at "
             f"best {p_figure(floor)})"
         )
         reason = f"{nb} vs {nc} {unit}: {why}; need {rule.repeats_needed} per side"
@@ -272,12 +267,12 @@ def judge_change(
     lo, hi = low - 1, high - 1
     beyond = hi < -rule.min_effect if change < 0 else lo > rule.min_effect
     evidence = f"{p_text(p_value)} over {nb} vs {nc} {unit}, change {change_text(change, lo, hi)}"
-    e = setting_pct(rule.min_effect)
+    e = pct_set(rule.min_effect)
     blind = detectable_regression(
         low, high, rule.min_effect, higher_is_better=higher_is_better, units=nb + nc
     )
     if p_value >= rule.alpha:
-        why = f"p >= {setting(rule.alpha)}"
+        why = f"p >= {as_set(rule.alpha)}"
     elif abs(change) < rule.min_effect:
         why = f"the change is smaller than {e}"
     elif not beyond:
@@ -289,8 +284,8 @@ def judge_change(
     sees = ""
     if blind is not None:
         sees = (
-            f"; at this spread only a regression of about {whole_pct(blind)} or more would be "
-            f"found {setting_pct(POWER)} of the time"
+            f"; at this spread only a regression of about {pct_whole(blind)} or more would be "
+            f"found {pct_set(POWER)} of the time"
         )
     reason = f"{why} ({evidence}){sees}"
     return Verdict(change, lo, hi, p_value, nb, nc, "no significant change", reason, blind)

@@ -19,8 +19,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
-from torchscale.contracts.wording.repeats_cell import joined_repeats
-from torchscale.contracts.wording.rule_figures import one_decimal, setting
+from torchscale.contracts.wording.spell import as_set, joined_repeats, one_decimal
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regression_rule import (
     METRICS,
@@ -245,8 +244,8 @@ def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]
     limit = OTHER_CORES_PER_RANK * ranks
     if abs(now - then) >= limit:
         gap = abs(now - then)
-        per_rank = setting(OTHER_CORES_PER_RANK)
-        why = f"{one_decimal(gap)} core(s) apart, at least {setting(limit)} ({per_rank} per rank)"
+        per_rank = as_set(OTHER_CORES_PER_RANK)
+        why = f"{one_decimal(gap)} core(s) apart, at least {as_set(limit)} ({per_rank} per rank)"
         return LOAD_WHY.format(**shown, why=why), None
     return None, ALIKE_NOTE.format(**shown)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Estimate, Intervals
-from torchscale.contracts.wording.rule_figures import setting
+from torchscale.contracts.wording.spell import as_set
 
 LEVEL = 0.95
 SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
@@ -31,7 +31,7 @@ BETWEEN_RUN_SD = 0.04
 THROUGHPUT_INTERVAL = (
     "Student t on log throughput over the repeats (n - 1 degrees of freedom), centred on their "
     "median and widened in quadrature by the drift between runs that one run's repeats cannot "
-    f"see (sd {setting(BETWEEN_RUN_SD)} of log throughput, measured); one repeat: spread unknown"
+    f"see (sd {as_set(BETWEEN_RUN_SD)} of log throughput, measured); one repeat: spread unknown"
 )
 # the rate's interval this many times the median step's, relative: two figures of one cell that
 # read as disagreeing, so where both are shown the reader is told why (`two_scopes`)

@@ -17,7 +17,7 @@ from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.repeats_cell import joined_repeats
+from torchscale.contracts.wording.spell import joined_repeats
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.offline.analysis.uncertainty import in_proportion, median_of_repeats

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording import spelled
-from torchscale.contracts.wording.share_bound import share_bound
+from torchscale.contracts.wording import spell
 from torchscale.contracts.wording.unavailable import why
 
 ONE_RANK = (
@@ -75,7 +74,7 @@ def not_measurable(estimate: Estimate) -> str:
     """How large a figure inside its noise could be, or why it has no interval."""
     if estimate.high is None:
         return why(estimate.reason) or "no interval"
-    return f"{spelled.under_pct(share_bound(estimate.high))} of the step"
+    return f"{spell.pct_below(estimate.high)} of the step"
 
 
 def compile_mode(result: CellResult) -> str:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from torchscale.contracts.errors import ConfigError, ConfigProblem
 from torchscale.contracts.suggest import did_you_mean
-from torchscale.contracts.wording.units import as_set
+from torchscale.contracts.wording.spell import as_set
 from torchscale.orchestration.config.paths import Path_, render_path
 from torchscale.orchestration.config.schema import LIST_TAG, UNION_TAGS, BenchConfig
 from torchscale.orchestration.config.seed_keys import seed_key_hint

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording.units import cv, whole_pct
+from torchscale.contracts.wording.spell import cv, pct_whole
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.orchestration.config.schema import ProfilingConfig
 
@@ -30,13 +30,13 @@ def stall_reasons(result: CellResult, settings: ProfilingConfig) -> list[str]:
     reasons = []
     comm = split_figures(result)
     threshold = settings.stall_threshold
-    limit = f">= {whole_pct(threshold)}"
+    limit = f">= {pct_whole(threshold)}"
     exposed = comm.comm_overhead
     if exposed is not None and exposed >= threshold:
-        reasons.append(f"exposed communication {whole_pct(exposed)} {limit} of the step")
+        reasons.append(f"exposed communication {pct_whole(exposed)} {limit} of the step")
     imbalance = comm.load_imbalance
     if imbalance is not None and imbalance >= threshold:
-        reasons.append(f"wait for the slowest rank {whole_pct(imbalance)} {limit}")
+        reasons.append(f"wait for the slowest rank {pct_whole(imbalance)} {limit}")
     steps = result.step_time
     if steps is not None and steps.cv >= settings.variance_threshold:
         reasons.append(

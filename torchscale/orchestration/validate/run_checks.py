@@ -14,7 +14,7 @@ from typing import Any, Literal
 from torchscale import __version__
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.signals import Terminated
-from torchscale.contracts.wording.validate import secs
+from torchscale.contracts.wording.spell import limit_s
 from torchscale.orchestration.validate import (
     checks_gpu,
     checks_gpu_settings,
@@ -315,7 +315,7 @@ def _measure(
     except Exception as exc:
         results.append(crashed("perf", "Measured capability", exc))
     if ctx.level == "burn":
-        progress(f"burn-in for {secs(ctx.burn_duration_s)}")
+        progress(f"burn-in for {limit_s(ctx.burn_duration_s)}")
         log(f"burn: sustained load for {ctx.burn_duration_s:g} s")
         try:
             from torchscale.orchestration.validate.burn_in import run_burn

@@ -22,7 +22,7 @@ from typing import IO, Any
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import DataError, describe_os_error
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.cell_figures import megabytes
+from torchscale.contracts.wording.spell import megabytes
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.contracts.wording.validate import general
+from torchscale.contracts.wording.spell import as_set
 
 ELEMENTS = 1024
 KERNEL_SUFFIXES = {"cpu": (".so",), "cuda": (".cubin", ".hsaco")}
@@ -129,7 +129,7 @@ def probe(device: str) -> dict[str, Any]:
     expected = tiny(x)
     if not torch.allclose(out, expected, rtol=1e-4, atol=1e-5):
         error = float((out - expected).abs().max())
-        wrong = f"the compiled kernel returned wrong values (max error {general(error)})"
+        wrong = f"the compiled kernel returned wrong values (max error {as_set(error)})"
         return verdict(False, "run", wrong)
     if facts["binaries_built"] == 0:
         return verdict(False, "compile", "the compiler built nothing (inductor ran eagerly)")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from torchscale.contracts.wording.axis import SECOND_UNITS, tick_labels
-from torchscale.contracts.wording.figures import BYTE_UNITS, format_value
+from torchscale.contracts.wording.spell import BYTE_UNITS, format_value
 from torchscale.interfaces.formatting import log_ticks, thin_ticks
 from torchscale.interfaces.report.model import Chart, Series, ValueFormat
 

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from torchscale.contracts.wording.axis import times
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value, plain_times
 from torchscale.interfaces.formatting import (
     BAND_COLOUR,
     SEVERITY_COLOUR,
@@ -364,8 +363,8 @@ def _clip_line(series: Sequence[PlotSeries]) -> str | None:
         mark for mark, up in ((CLIP_UP, True), (CLIP_DOWN, False)) if any(c.up == up for c in clips)
     )
     return (
-        f"{marks} interval cut at the axis' edge: it runs past {times(CLIP_SPAN)} the values' "
-        "range (full interval in the hover and the table)"
+        f"{marks} interval cut at the axis' edge: it runs past {plain_times(CLIP_SPAN)} the "
+        "values' range (full interval in the hover and the table)"
     )
 
 

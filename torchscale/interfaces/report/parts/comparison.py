@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.wording.rule_figures import p_value, setting_pct, whole_pct_interval
+from torchscale.contracts.wording.spell import change_whole_interval, p_value, pct_set
 from torchscale.interfaces.report.model import KeyFigure
 from torchscale.interfaces.report.parts.context import Context, interval, plural, records
 from torchscale.offline.analysis.numbers import finite
@@ -21,7 +21,7 @@ LARGEST_CHANGES = 3  # cells named on the first screen (summary, the gate's stde
 def change_text(change: float | None, low: float | None, high: float | None) -> str | None:
     """A change with its 95 % interval in one short form: '-49 % [-61, -33]' (whole percent;
     '-49 % [interval unknown]' without one); None without a change."""
-    return None if change is None else whole_pct_interval(change, low, high)
+    return None if change is None else change_whole_interval(change, low, high)
 
 
 def units_judged(row: dict[str, Any]) -> str:
@@ -91,7 +91,7 @@ def regression_figure(comparison: Comparison, label: str) -> KeyFigure:
         parts.append(f"{comparison.improvements} improved (never counted)")
     hidden = unconfirmed(comparison)
     if hidden:
-        e = setting_pct(comparison.rule.min_effect)
+        e = pct_set(comparison.rule.min_effect)
         parts.append(
             f"{hidden} judged 'no significant change' although throughput fell more than {e}"
         )

@@ -18,8 +18,8 @@ import pandas as pd
 from torchscale.contracts.cell import shared_gpus
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.contracts.wording.counts import cell_shape, count_of, ranks_of
-from torchscale.contracts.wording.figures import format_value, too_wide
+from torchscale.contracts.wording.figures import too_wide
+from torchscale.contracts.wording.spell import cell_shape, count_of, format_value, ranks_of
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,

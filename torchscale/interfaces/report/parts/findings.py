@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
-from torchscale.contracts.wording import problems, say, spelled
+from torchscale.contracts.wording import problems, say, spell
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.model import ReportFinding
@@ -55,7 +55,7 @@ def _injected_note(result: CellResult, rank: int | None) -> str | None:
         if rank is None or delay.rank == rank:
             return (
                 f"artificial: --inject-delay made rank {delay.rank} sleep "
-                f"{spelled.ms_plain(delay.ms)} in its {delay.phase} phase every step"
+                f"{spell.ms_plain(delay.ms)} in its {delay.phase} phase every step"
             )
     return None
 
@@ -168,14 +168,14 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
             f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
         )
         if rank.sm_clock_mhz is not None:
-            line += f"; SM clock mean {spelled.mhz(rank.sm_clock_mhz.mean)}"
+            line += f"; SM clock mean {spell.mhz(rank.sm_clock_mhz.mean)}"
         if rank.temperature_c is not None:
-            line += f", up to {spelled.celsius(rank.temperature_c.max)}"
+            line += f", up to {spell.celsius(rank.temperature_c.max)}"
         if rank.power_w is not None:
-            line += f", power mean {spelled.watts(rank.power_w.mean)}"
+            line += f", power mean {spell.watts(rank.power_w.mean)}"
         evidence.append(line)
     evidence.append(
-        f"sampled every {spelled.ms_count(telemetry.interval_ms)} over {telemetry.windows} "
+        f"sampled every {spell.ms_plain(telemetry.interval_ms)} over {telemetry.windows} "
         "measured window(s)"
     )
     reasons = ", ".join(telemetry.throttle_reasons)
@@ -227,9 +227,7 @@ def action_text(finding: ReportFinding) -> str:
     the technical detail after the
     clause (bucket_cap_mb, no_sync(), comm hooks) stays with the finding in Bottlenecks."""
     cost = (
-        f" ({spelled.percent_one(finding.cost_pct)} of the step)"
-        if finding.cost_pct is not None
-        else ""
+        f" ({spell.percent(finding.cost_pct)} of the step)" if finding.cost_pct is not None else ""
     )
     # the run it is of: its figures are that run's, not the best configuration's above it
     named = finding.title.startswith(finding.source)  # a title that names its run already

@@ -16,7 +16,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.peak_memory import MEANINGS, NAMES, heading, peak_text
 from torchscale.contracts.wording.peak_sources import peak_basis
 from torchscale.contracts.wording.ranking import gain_text
-from torchscale.contracts.wording.reader import tenth_seconds, tflops, whole_pct
+from torchscale.contracts.wording.spell import pct_whole, tenth_seconds, tflops
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.parts.best import by_throughput
 from torchscale.interfaces.report.parts.context import (
@@ -85,7 +85,7 @@ def _gain_text(gain: Finding | None) -> str | None:
 def _waits_for_host(row: Mapping[str, Any]) -> str:
     bound = row.get("host_bound")
     busy = finite(row.get("gpu_busy_share"))
-    share = f": GPU busy {whole_pct(busy)} of the step" if busy is not None else ""
+    share = f": GPU busy {pct_whole(busy)} of the step" if busy is not None else ""
     if bound is True or bound == 1.0:
         return f"yes{share}"
     if bound is False or bound == 0.0:
@@ -150,7 +150,7 @@ def gpu_table(ctx: Context, models: list[str]) -> Table | None:
     ]
     if unmeasured:
         note += (
-            f"; {', '.join(unmeasured)}: MFU under {whole_pct(LOW_MFU)} and whether the GPU "
+            f"; {', '.join(unmeasured)}: MFU under {pct_whole(LOW_MFU)} and whether the GPU "
             "waits for the host not measured: the step may time Python and kernel launches, "
             "not the GPU (a torchscale profile shows which)"
         )

@@ -16,7 +16,7 @@ import pandas as pd
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording.reader import times, with_unit
+from torchscale.contracts.wording.spell import of, with_unit
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
 from torchscale.interfaces.report.parts.best import (
@@ -130,7 +130,7 @@ def describe_hardware(runs: Iterable[_Run]) -> str | None:
         name = gpu_name(run.environment) or f"{run.device} devices (model not recorded)"
         gpus[name] = max(gpus[name], run.world_size)
         gpu_nodes = max(gpu_nodes, run.nodes)
-    parts = [times(count, name) for name, count in gpus.items()]
+    parts = [of(count, name) for name, count in gpus.items()]
     if parts and gpu_nodes > 1:
         parts[-1] += f" on {gpu_nodes} nodes"
     for name, nodes in cpus.items():

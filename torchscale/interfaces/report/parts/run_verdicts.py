@@ -10,7 +10,7 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.comm import gate_words
 from torchscale.contracts.wording.peak_memory import Peak, peak_text
-from torchscale.contracts.wording.reader import bandwidth, tflops, with_unit
+from torchscale.contracts.wording.spell import gbps, tflops, with_unit
 from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.diagnosis_text import (
     compute_word,
@@ -149,13 +149,13 @@ def _comm_line(label: str, run: CommResult) -> list[Text]:
             continue
         peak = max(measured, key=lambda r: r.busbw_gbps or 0.0)
         average = (
-            f", {bandwidth(summary.avg_busbw_gbps)} on average over {plural(summary.rows, 'size')}"
+            f", {gbps(summary.avg_busbw_gbps)} on average over {plural(summary.rows, 'size')}"
             if summary.avg_busbw_gbps is not None
             else ""
         )
         lines.append(
             Text(
-                text=f"{label}: {summary.op} peaks at {bandwidth(peak.busbw_gbps or 0.0)} bus "
+                text=f"{label}: {summary.op} peaks at {gbps(peak.busbw_gbps or 0.0)} bus "
                 f"bandwidth at {fmt(peak.size_bytes, 'bytes')}{average}"
             )
         )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.wording.reader import one_decimal_range
+from torchscale.contracts.wording.spell import one_decimal_range
 from torchscale.interfaces.report.parts.context import Context, is_quiet, names, plural, records
 from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite

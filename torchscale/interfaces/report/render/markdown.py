@@ -11,7 +11,7 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.formatting import code_spans, severity_prefix
 from torchscale.interfaces.report.model import (
     Block,

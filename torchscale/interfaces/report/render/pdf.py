@@ -22,7 +22,7 @@ from typing import Any
 
 import jinja2
 
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
 from torchscale.interfaces.report.model import Chart, Column, Report, Table
 from torchscale.interfaces.report.progress import OnStep, Step, ignore

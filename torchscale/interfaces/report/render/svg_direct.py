@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from torchscale.contracts.wording.figures import format_value
+from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.formatting import is_dark, scale_colour
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis

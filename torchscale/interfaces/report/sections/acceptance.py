@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.reader import three_digits
+from torchscale.contracts.wording.spell import three_digits
 from torchscale.contracts.wording.validate import detail
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
 from torchscale.interfaces.report.parts.context import Context, present

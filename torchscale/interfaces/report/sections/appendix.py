@@ -18,8 +18,8 @@ from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellR
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording import noise
-from torchscale.contracts.wording.counts import devices, limit_pct
 from torchscale.contracts.wording.shapes import product_of
+from torchscale.contracts.wording.spell import of, pct_set
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -35,7 +35,7 @@ from torchscale.interfaces.report.parts.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
-_LIMIT = limit_pct(CV_WARN_THRESHOLD)
+_LIMIT = pct_set(CV_WARN_THRESHOLD)
 
 
 # how each figure is made; a row said in the report's units (GPUs, or CPU ranks) is a function
@@ -202,7 +202,7 @@ def _gpus(environment: dict[str, Any]) -> str:
     gpus = environment.get("gpus") or []
     if not isinstance(gpus, list) or not gpus:
         return "none"
-    return ", ".join(devices(n, name) for name, n in Counter(str(g) for g in gpus).items())
+    return ", ".join(of(n, name) for name, n in Counter(str(g) for g in gpus).items())
 
 
 def _env_row(source: str, host: str, role: str, environment: dict[str, Any]) -> dict[str, Any]:

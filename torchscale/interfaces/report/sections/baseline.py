@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from torchscale.contracts.wording.rule_figures import p_figure, setting, setting_pct
+from torchscale.contracts.wording.spell import as_set, p_figure, pct_set
 from torchscale.interfaces.report.model import (
     Band,
     Block,
@@ -86,23 +86,23 @@ def _rule_table(rule: RegressionRule) -> Table:
             "by how few they are (4 vs 4 reach p < alpha whenever the sides are far apart "
             "for their spread)",
         },
-        {"parameter": "alpha", "value": setting(rule.alpha), "meaning": "p must be below it"},
+        {"parameter": "alpha", "value": as_set(rule.alpha), "meaning": "p must be below it"},
         {
             "parameter": "minimum effect",
-            "value": setting_pct(e),
+            "value": pct_set(e),
             "meaning": "|ratio of medians - 1| must reach it",
         },
         {
             "parameter": "interval",
-            "value": f"{setting_pct(LEVEL)} percentile bootstrap of the ratio of medians "
+            "value": f"{pct_set(LEVEL)} percentile bootstrap of the ratio of medians "
             f"(Welch's t on the log ratio when a side holds fewer than {SMALL})",
-            "meaning": f"must lie entirely below {setting(1 - e)} (or above {setting(1 + e)})",
+            "meaning": f"must lie entirely below {as_set(1 - e)} (or above {as_set(1 + e)})",
         },
         {
             "parameter": "repeats needed",
             "value": f"{rule.repeats_needed} per side",
             "meaning": "fewer: no test free of distribution assumptions can reach p < "
-            f"{setting(rule.alpha)} (3 vs 3: at best {p_figure(min_p_value(3, 3))}): not enough "
+            f"{as_set(rule.alpha)} (3 vs 3: at best {p_figure(min_p_value(3, 3))}): not enough "
             "repeats, not judged",
         },
     ]
@@ -173,8 +173,8 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
         }
         for row in records(comparison.pairs)
     ]
-    level = setting_pct(LEVEL)
-    found = f"{setting_pct(POWER)} of the time"
+    level = pct_set(LEVEL)
+    found = f"{pct_set(POWER)} of the time"
     return Table(
         id="baseline-changes",
         title="Throughput and step time against the baseline",
@@ -284,10 +284,10 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
         y_label="change",
         y_format="change_pct",
         series=series,
-        bands=[Band(low=-e, high=e, label=f"noise band: within ±{setting_pct(e)}, never judged")],
-        note=f"colour: the cell's verdict by the rule; whiskers: the {setting_pct(LEVEL)} "
+        bands=[Band(low=-e, high=e, label=f"noise band: within ±{pct_set(e)}, never judged")],
+        note=f"colour: the cell's verdict by the rule; whiskers: the {pct_set(LEVEL)} "
         "bootstrap interval of the change; a change is judged only when the whole interval lies "
-        f"beyond -{setting_pct(e)} or +{setting_pct(e)} (outside the grey band) and the test "
+        f"beyond -{pct_set(e)} or +{pct_set(e)} (outside the grey band) and the test "
         "agrees",
     )
 
@@ -393,7 +393,7 @@ def _largest_table(ctx: Context, comparison: Comparison) -> Table:
         }
         for row in records(largest_changes(comparison, LARGEST_TABLE))
     ]
-    level = setting_pct(LEVEL)
+    level = pct_set(LEVEL)
     return Table(
         id=LARGEST_TABLE_ID,
         title="Largest changes against the baseline (judged or not)",

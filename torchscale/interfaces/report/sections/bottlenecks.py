@@ -11,7 +11,7 @@ from typing import Any
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording import say, spelled
+from torchscale.contracts.wording import say, spell
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.profile_notes import said
 from torchscale.contracts.wording.unavailable import reasons as reason_texts
@@ -244,7 +244,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
     ]
     if result is not None and result.injected_delays:
         delays = "; ".join(
-            f"rank {d.rank} sleeps {spelled.ms_plain(d.ms)} in {d.phase}"
+            f"rank {d.rank} sleeps {spell.ms_plain(d.ms)} in {d.phase}"
             for d in result.injected_delays
         )
         blocks.append(
@@ -404,7 +404,7 @@ def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | Non
         note = (
             f"No GPU clock throttling during the measured windows of {len(read)} GPU run(s): no "
             "thermal or hardware slowdown in two or more NVML clocks-event samples (every "
-            f"{spelled.ms_list(intervals)}){limit}."
+            f"{spell.ms_list(intervals)}){limit}."
         )
     why = None
     if unread:

@@ -10,7 +10,7 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.contracts.wording.peak_memory import NAMES
-from torchscale.contracts.wording.reader import shape
+from torchscale.contracts.wording.spell import group_label
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, fmt, records
 from torchscale.offline.analysis.numbers import finite
@@ -29,7 +29,7 @@ def _max_batch_table(ctx: Context) -> list[Block]:
         return []
     rows = [
         {
-            "config": shape(r.label, r.world_size, r.precision, r.strategy)
+            "config": group_label(r.label, r.world_size, r.precision, r.strategy)
             + (f" [{experiment}]" if ctx.multi else ""),
             "device": r.device,
             "max_batch": _answer(r),

@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording.cell_figures import percent_setting
+from torchscale.contracts.wording.decision import blind_below
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.wording.noise import plain
-from torchscale.contracts.wording.summary_notes import blind_below, tokens_per_s
+from torchscale.contracts.wording.spell import pct_set, tokens_per_s
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -278,7 +278,7 @@ def _reliability_figure(ctx: Context) -> KeyFigure | None:
         return None
     counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
     others = ", ".join(f"{counts[level]} {level}" for level in LEVELS[1:] if counts[level])
-    limit = percent_setting(CV_WARN_THRESHOLD)
+    limit = pct_set(CV_WARN_THRESHOLD)
     return KeyFigure(
         label="Cells reliable",
         value=f"{counts['reliable']} of {len(measured)}",

@@ -30,7 +30,7 @@ from torchscale.contracts.schema.cell_result import (
     StepPart,
     StepSplit,
 )
-from torchscale.contracts.wording import spelled
+from torchscale.contracts.wording import spell
 from torchscale.contracts.wording.cross_checks import check_label
 from torchscale.contracts.wording.estimates import said
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
@@ -192,7 +192,7 @@ def traced_inflation(
 
 
 def _ms(seconds: float) -> str:
-    return spelled.ms_sig(seconds)
+    return spell.ms_sig(seconds)
 
 
 def overhead_note(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> Code:

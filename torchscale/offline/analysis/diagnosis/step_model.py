@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
-from torchscale.contracts.wording import spelled
 from torchscale.contracts.wording.estimates import said
 from torchscale.offline.analysis.uncertainty import (
     GapTest,
@@ -127,10 +126,6 @@ def wide(
 ) -> pd.DataFrame:
     """step key x rank table of one column (one row per rank and step in `parts`)."""
     return parts.pivot_table(index=key, columns="rank", values=column)
-
-
-def ms(value: float | None) -> str:
-    return "?" if value is None else spelled.ms_signed_sig(value)
 
 
 def gap_estimate(test: GapTest) -> Estimate:

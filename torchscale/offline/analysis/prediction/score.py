@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
-from torchscale.contracts.wording.rule_figures import error_pct
+from torchscale.contracts.wording.spell import error_pct
 
 
 def measured_step_s(result: CellResult) -> float | None:

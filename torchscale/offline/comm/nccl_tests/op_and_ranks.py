@@ -16,7 +16,7 @@ from pathlib import Path
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.collective_facts import sweep_facts
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.comm import derived
+from torchscale.contracts.wording.spell import sig
 from torchscale.offline.comm.nccl_infer import (
     MAX_RANKS,
     RankRange,
@@ -163,7 +163,7 @@ def _fit(run: Run, op: str, listed: int | None) -> _Fit:
     estimate = ranks_from_bandwidth(op, _bandwidths(run))
     if estimate is None:
         return _unknown(run, op, "no row's algbw is large enough to tell busbw/algbw")
-    how = f"busbw/algbw = {derived(estimate.ratio, 5)} -> {estimate.lo} ({facts.busbw_factor})"
+    how = f"busbw/algbw = {sig(estimate.ratio, 5)} -> {estimate.lo} ({facts.busbw_factor})"
     if estimate.exact:
         return _best(run, op, (estimate.lo,), how)
     return _ambiguous(run, op, estimate)
@@ -189,7 +189,7 @@ def _unknown(run: Run, op: str, why: str) -> _Fit:
 
 def _ambiguous(run: Run, op: str, estimate: RankRange) -> _Fit:
     why = (
-        f"busbw/algbw = {derived(estimate.ratio, 5)} fits {estimate.lo} to {estimate.hi} ranks "
+        f"busbw/algbw = {sig(estimate.ratio, 5)} fits {estimate.lo} to {estimate.hi} ranks "
         f"alike ({sweep_facts(op).busbw_factor}, printed to 2 decimals)"
     )
     problems = _problems(run, op, estimate.lo, legacy=False)

@@ -23,9 +23,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellWarning
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.figures import ms
-from torchscale.contracts.wording.rule_figures import error_pct
-from torchscale.contracts.wording.units import ms_short
+from torchscale.contracts.wording.spell import error_pct, ms_or_s, ms_short
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.process import run_logged
@@ -106,8 +104,8 @@ def forecast_lines(check: ForecastCheck) -> list[str]:
         )
         lines.append(
             f"torchscale: forecast {scored.forecast.id} of {check.cell_id}: "
-            f"{ms(score.forecast_step_s)}{interval} predicted, measured "
-            f"{ms(score.measured_step_s)}: {'inside' if score.inside else 'outside'}, "
+            f"{ms_or_s(score.forecast_step_s)}{interval} predicted, measured "
+            f"{ms_or_s(score.measured_step_s)}: {'inside' if score.inside else 'outside'}, "
             f"error {error_pct(score.error, signed=True)}"
         )
     return lines + [f"torchscale: {problem}" for problem in check.problems]

@@ -18,8 +18,7 @@ from torchscale.contracts.cell import Device
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.comm import gbps
-from torchscale.contracts.wording.units import whole_s
+from torchscale.contracts.wording.spell import gbps_derived, whole_s
 from torchscale.orchestration.comm.sweep_launch import (
     CommLaunch,
     CommRequest,
@@ -155,7 +154,9 @@ def comm_verdict(result: CommResult) -> str:
         return f"{result.status}: {result.error or 'see ' + stored} ({stored})"
     wrong = f", {result.wrong_total} wrong element(s)" if result.wrong_total else ""
     busbw = (
-        f", avg busbw {gbps(result.avg_busbw_gbps)}" if result.avg_busbw_gbps is not None else ""
+        f", avg busbw {gbps_derived(result.avg_busbw_gbps)}"
+        if result.avg_busbw_gbps is not None
+        else ""
     )
     return f"ok: {len(result.rows)} row(s){busbw}{wrong} ({stored})"
 
