@@ -1,7 +1,10 @@
 """Words made from findings at render time: the one place a stored finding (a code and its
-figures, contracts/finding.py) becomes a sentence. Each domain keeps its phrases in its
-own module (`PHRASES`, code -> function of the figures); this package joins them once, and a
-code no module words (a result from a newer torchscale) is shown by its code and figures, never
+figures, contracts/finding.py) becomes a sentence. The catalogue, `PHRASES` (code -> words),
+is joined from this package's modules, one per document they word; an entry is a template
+(`"{rank} arrives last at {share:share0} of its collectives"`: a figure by name, after its
+colon a spell.SPECS name, `finding` (a finding stored in the figures, in its own words) or a
+Python format spec), or a function of the figures where the words need logic. A code no
+module words (a result from a newer torchscale) is shown by its code and figures, never
 dropped.
 """
 
@@ -9,16 +12,60 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+import string
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording.spell import spelled
 
-Phrase = Callable[[Mapping[str, Any]], str]
+Figures = Mapping[str, Any]
+Phrase = str | Callable[[Figures], str]
+Phrases = dict[str, Phrase]
+
+# a figure that, where a finding carries it, is said before its words: a note of one rank's
+# trace, a warning of one run of an nccl-tests file with several
+LEADS = {"on_rank": "rank {on_rank}: ", "run_line": "run at line {run_line}: "}
 
 
-def _joined(*modules: Any) -> dict[str, Phrase]:
-    phrases: dict[str, Phrase] = {}
+class _Words(string.Formatter):
+    """A template's renderer: a figure by name (KeyError where the finding lacks it), spelled
+    by its spec (spell.spelled) or, `finding`, said by its own code."""
+
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if isinstance(key, int):
+            raise KeyError(key)
+        return kwargs[key]
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec == "finding":
+            return say(Finding.model_validate(value))
+        return spelled(value, format_spec)
+
+
+_WORDS = _Words()
+
+
+def render(phrase: Phrase, figures: Figures) -> str:
+    """A catalogue entry's words for these figures."""
+    return _WORDS.vformat(phrase, (), figures) if isinstance(phrase, str) else phrase(figures)
+
+
+def say(finding: Finding) -> str:
+    """The finding in words, by today's phrase for its code."""
+    phrase = PHRASES.get(finding.code)
+    if phrase is None:
+        figures = ", ".join(f"{k}={v}" for k, v in finding.figures.items())
+        return f"{finding.code} ({figures})" if figures else finding.code
+    said = render(phrase, finding.figures)
+    for name, lead in LEADS.items():
+        if finding.figures.get(name) is not None:
+            said = render(lead, finding.figures) + said
+    return said
+
+
+def _joined(*modules: Any) -> Phrases:
+    phrases: Phrases = {}
     for module in modules:
         for code, phrase in module.PHRASES.items():
             if code in phrases:
@@ -28,20 +75,11 @@ def _joined(*modules: Any) -> dict[str, Phrase]:
 
 
 def _phrase_modules() -> list[Any]:
-    """Every module of this package that words codes: a new domain is a new module, found
+    """Every module of this package that words codes: a new document is a new module, found
     here, so adding one edits nothing shared."""
     names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)]
     modules = [importlib.import_module(name) for name in names]
     return [module for module in modules if hasattr(module, "PHRASES")]
 
 
-PHRASES: dict[str, Phrase] = _joined(*_phrase_modules())
-
-
-def say(finding: Finding) -> str:
-    """The finding in words, by today's phrase for its code."""
-    phrase = PHRASES.get(finding.code)
-    if phrase is None:
-        figures = ", ".join(f"{k}={v}" for k, v in finding.figures.items())
-        return f"{finding.code} ({figures})" if figures else finding.code
-    return phrase(finding.figures)
+PHRASES: Phrases = _joined(*_phrase_modules())

@@ -3,8 +3,10 @@ rules are docs/validate.md's 'Burn-in')."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
@@ -25,34 +27,30 @@ def _fell(f: F) -> str:
     return f"TFLOP/s fell {f['drop'] * 100:.0f} % after {f['after_s']:.0f} s{why}"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "burn.result_changed": lambda f: (
-        f"its seeded result changed from its own first one at interval {f['interval']}: "
-        "silent data corruption"
+PHRASES: Phrases = {
+    "burn.result_changed": (
+        "its seeded result changed from its own first one at interval {interval}: silent data "
+        "corruption"
     ),
-    "burn.result_differs": lambda f: (
-        f"its seeded result differs from its {f['votes']} peers' at interval {f['interval']}: "
-        "silent data corruption"
+    "burn.result_differs": (
+        "its seeded result differs from its {votes} peers' at interval {interval}: silent data "
+        "corruption"
     ),
-    "burn.no_majority": lambda f: (
-        f"the {f['ranks']} ranks' seeded results disagree at interval {f['interval']} "
-        "with no majority: one of them is wrong, which cannot be told"
+    "burn.no_majority": (
+        "the {ranks} ranks' seeded results disagree at interval {interval} with no majority: one "
+        "of them is wrong, which cannot be told"
     ),
-    "burn.counter_rose": lambda f: f"NVML {f['counter']} rose by {f['by']} during the burn",
-    "burn.remap_pending": lambda f: "a row remap is pending: the GPU needs a reset to apply it",
-    "burn.no_interval": lambda f: "no interval completed: the device did no measurable work",
+    "burn.counter_rose": "NVML {counter} rose by {by} during the burn",
+    "burn.remap_pending": "a row remap is pending: the GPU needs a reset to apply it",
+    "burn.no_interval": "no interval completed: the device did no measurable work",
     "burn.cpu_not_judged": lambda f: (
         f"{f['tflops'] * 1e3:.3g} GFLOP/s median over {f['intervals']} intervals; seeded "
         "results agree (CPU ranks share cores with the machine: throughput is not judged)"
     ),
     "burn.fell": _fell,
-    "burn.below_peers": lambda f: (
-        f"{f['gap'] * 100:.0f} % below its peers' median {f['peer_median']:.0f} TFLOP/s"
-    ),
-    "burn.steady": lambda f: (
-        f"{f['tflops']:.0f} TFLOP/s steady over {f['intervals']} intervals; seeded results agree"
-    ),
-    "burn.copy_median": lambda f: "median over the intervals",
-    "burn.results_agree": lambda f: f"{f['fingerprints']} seeded results agree",
-    "burn.see_docs": lambda f: "see docs/validate.md ('Burn-in') for what the evidence means",
+    "burn.below_peers": "{gap:share0} below its peers' median {peer_median:.0f} TFLOP/s",
+    "burn.steady": "{tflops:.0f} TFLOP/s steady over {intervals} intervals; seeded results agree",
+    "burn.copy_median": "median over the intervals",
+    "burn.results_agree": "{fingerprints} seeded results agree",
+    "burn.see_docs": "see docs/validate.md ('Burn-in') for what the evidence means",
 }

@@ -4,9 +4,10 @@ threshold, slowdown, and tick_cores where unresolved)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import pct_whole, two_figures
 
 
@@ -39,7 +40,7 @@ def _unresolved(figures: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "busy.contended": _contended,
     "busy.quiet": _quiet,
     "busy.unresolved": _unresolved,

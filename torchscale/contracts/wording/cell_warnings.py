@@ -3,21 +3,18 @@ and its figures; the sentence every surface shows is made here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.busy_machine import BUSY_NOTE
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import as_set, cv
 
 TF32_HOW = (
     "for TF32 set launcher.env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE: '1', or train in bf16 "
     "(precision: bf16)"
 )
-
-
-def _step_time_cv(f: Mapping[str, Any]) -> str:
-    return f"High variance in step time: CV {cv(f['cv'])} > {cv(f['threshold'])}"
 
 
 def _sync_variance(f: Mapping[str, Any]) -> str:
@@ -94,52 +91,11 @@ def _compiled_in_windows(f: Mapping[str, Any]) -> str:
     )
 
 
-def _tf32_off(f: Mapping[str, Any]) -> str:
-    return (
-        f"fp32 matmuls with TF32 off (torch's default): slower than TF32 on this GPU (dense "
-        f"peak {as_set(f['fp32_tflops'])} against {as_set(f['tf32_tflops'])} TFLOP/s); {TF32_HOW}"
-    )
-
-
-def _cpu_amp(f: Mapping[str, Any]) -> str:
-    return "amp (fp16 autocast) on CPU is slow and not representative of GPUs"
-
-
-def _oversubscribed(f: Mapping[str, Any]) -> str:
-    return (
-        f"{f['ranks']} CPU ranks on {f['cores']} core(s): oversubscribed, timings include "
-        "contention"
-    )
-
-
 def _compile_off(f: Mapping[str, Any]) -> str:
     return (
         f"training.compile off: {f['parameters']:,} parameters, under "
         f"{f['min_parameters'] // 1_000_000} M, so its step is launch-bound and compiling "
         "(seconds per cell) would not pay back; set training.compile: true to compile it"
-    )
-
-
-def _few_cpus(f: Mapping[str, Any]) -> str:
-    return (
-        f"the Slurm step has {f['cpus']} CPU(s) on {f['where']} for {f['ranks']} rank(s): ranks, "
-        "torchrun and NCCL's threads share them and the figures are CPU-bound; set "
-        "launcher.slurm.cpus_per_task (or exclusive: true)"
-    )
-
-
-def _killed_after_result(f: Mapping[str, Any]) -> str:
-    return (
-        f"the ranks had not exited {as_set(f['grace_s'])} s after the result was written: "
-        f"killed in their shutdown; measurement kept: see {f['log_dir']}"
-    )
-
-
-def _timed_out_after_result(f: Mapping[str, Any]) -> str:
-    return (
-        f"the ranks had not exited {as_set(f['timeout_s'])} s after the launch (the cell "
-        f"timeout) although the result was written: killed in their shutdown; measurement "
-        f"kept: see {f['log_dir']}"
     )
 
 
@@ -160,21 +116,39 @@ def _shared_gpu(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "warning.step_time_cv": _step_time_cv,
+PHRASES: Phrases = {
+    "warning.step_time_cv": "High variance in step time: CV {cv:cv} > {threshold:cv}",
     "warning.sync_variance": _sync_variance,
     "warning.injected_delay": _injected,
     "warning.busy_machine": _busy,
     "warning.gpu_shared": _gpu_shared,
     "warning.throttled": _throttled,
     "warning.compiled_in_windows": _compiled_in_windows,
-    "warning.tf32_off": _tf32_off,
-    "warning.cpu_amp": _cpu_amp,
-    "warning.cpu_oversubscribed": _oversubscribed,
+    "warning.tf32_off": (
+        (
+            "fp32 matmuls with TF32 off (torch's default): slower than TF32 on this GPU (dense "
+            "peak {fp32_tflops:set} against {tf32_tflops:set} TFLOP/s); "
+        )
+        + TF32_HOW
+    ),
+    "warning.cpu_amp": "amp (fp16 autocast) on CPU is slow and not representative of GPUs",
+    "warning.cpu_oversubscribed": (
+        "{ranks} CPU ranks on {cores} core(s): oversubscribed, timings include contention"
+    ),
     "warning.compile_off_small_model": _compile_off,
-    "warning.slurm_few_cpus": _few_cpus,
-    "warning.killed_after_result": _killed_after_result,
-    "warning.timed_out_after_result": _timed_out_after_result,
+    "warning.slurm_few_cpus": (
+        "the Slurm step has {cpus} CPU(s) on {where} for {ranks} rank(s): ranks, torchrun and "
+        "NCCL's threads share them and the figures are CPU-bound; set "
+        "launcher.slurm.cpus_per_task (or exclusive: true)"
+    ),
+    "warning.killed_after_result": (
+        "the ranks had not exited {grace_s:set} s after the result was written: killed in their "
+        "shutdown; measurement kept: see {log_dir}"
+    ),
+    "warning.timed_out_after_result": (
+        "the ranks had not exited {timeout_s:set} s after the launch (the cell timeout) although "
+        "the result was written: killed in their shutdown; measurement kept: see {log_dir}"
+    ),
     "warning.exit_after_result": _exit_after_result,
     "warning.shared_gpu": _shared_gpu,
 }

@@ -3,7 +3,7 @@ judges; each code's figures are named there, in `judge_clocks`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.gpu_clocks import (
@@ -12,6 +12,7 @@ from torchscale.contracts.gpu_clocks import (
     MIN_FLAGGED_SAMPLES,
     POWER_CAP,
 )
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.power_limit_reasons import limit_why
 from torchscale.contracts.wording.unavailable import reason_of
 from torchscale.contracts.wording.unavailable import why as unavailable_why
@@ -114,7 +115,7 @@ def not_judged(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "clocks.hardware_slowdown": hardware_slowdown,
     "clocks.full": full,
     "clocks.site_cap": site_cap,

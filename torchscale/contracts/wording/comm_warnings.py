@@ -6,10 +6,11 @@ names the run of a file with several."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.busy_machine import BUSY_NOTE
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.comm import ONE_RANK
 from torchscale.contracts.wording.spell import (
     as_set,
@@ -40,86 +41,63 @@ def _busy(f: Mapping[str, Any]) -> str:
     )
 
 
-def _inferred_ranks(f: Mapping[str, Any]) -> str:
-    return f"inferred {f['ranks']} ranks: {f['how']}"
-
-
-Phrase = Callable[[Mapping[str, Any]], str]
-
-_PHRASES: dict[str, Phrase] = {
+PHRASES: Phrases = {
     "comm.one_rank": lambda f: ONE_RANK,
     "comm.busy_machine": _busy,
-    "comm.import.run_failed": lambda f: (
-        f"a run at line {f['line']} failed before its table ({f['failure']})"
+    "comm.import.run_failed": "a run at line {line} failed before its table ({failure})",
+    "comm.import.run_no_rows": (
+        "a run at line {line} stops after its table header, before any row (output cut short?)"
     ),
-    "comm.import.run_no_rows": lambda f: (
-        f"a run at line {f['line']} stops after its table header, before any row "
-        "(output cut short?)"
+    "comm.import.run_no_table": "a run at line {line} stops before its table (output cut short?)",
+    "comm.import.last_line_dropped": "dropped the last table line, cut short: {error}",
+    "comm.import.failed_after_table": (
+        "the run reported a failure but finished its table ({failure})"
     ),
-    "comm.import.run_no_table": lambda f: (
-        f"a run at line {f['line']} stops before its table (output cut short?)"
+    "comm.import.stopped_early": "the run stopped early: imported the {rows} table lines before it",
+    "comm.import.no_footer": (
+        "no footer ('# Avg bus bandwidth') after the {rows} table lines: the output may be cut "
+        "short"
     ),
-    "comm.import.last_line_dropped": lambda f: (
-        f"dropped the last table line, cut short: {f['error']}"
+    "comm.import.inferred_op": "inferred the op, {op}: {how}",
+    "comm.import.inferred_ranks": "inferred {ranks} ranks: {how}",
+    "comm.import.program_named": "the file says {program}: imported as {op}, not {asked_op}",
+    "comm.import.command_differs": "the command line runs {program}: imported as {op}",
+    "comm.import.file_name_unfit": (
+        "the file name {name} suggests {op}, but the table does not fit it"
     ),
-    "comm.import.failed_after_table": lambda f: (
-        f"the run reported a failure but finished its table ({f['failure']})"
-    ),
-    "comm.import.stopped_early": lambda f: (
-        f"the run stopped early: imported the {f['rows']} table lines before it"
-    ),
-    "comm.import.no_footer": lambda f: (
-        f"no footer ('# Avg bus bandwidth') after the {f['rows']} table lines: the output "
-        "may be cut short"
-    ),
-    "comm.import.inferred_op": lambda f: f"inferred the op, {f['op']}: {f['how']}",
-    "comm.import.inferred_ranks": _inferred_ranks,
-    "comm.import.program_named": lambda f: (
-        f"the file says {f['program']}: imported as {f['op']}, not {f['asked_op']}"
-    ),
-    "comm.import.command_differs": lambda f: (
-        f"the command line runs {f['program']}: imported as {f['op']}"
-    ),
-    "comm.import.file_name_unfit": lambda f: (
-        f"the file name {f['name']} suggests {f['op']}, but the table does not fit it"
-    ),
-    "comm.import.split": lambda f: (
-        f"ranks split into {f['groups']} communicators of {f['ranks']} ranks each"
-    ),
+    "comm.import.split": "ranks split into {groups} communicators of {ranks} ranks each",
     "comm.import.rank_lines": lambda f: (
         f"{f['lines']} rank lines, but {f['processes']} processes x {f['per_process']} ranks "
         f"each: used {f['processes'] * f['per_process']}"
     ),
-    "comm.import.ranks_per_process": lambda f: (
-        f"{f['ranks']} ranks, but the header's nThread x nGpus is {f['per_process']} a process"
+    "comm.import.ranks_per_process": (
+        "{ranks} ranks, but the header's nThread x nGpus is {per_process} a process"
     ),
-    "comm.import.command_ranks": lambda f: (
-        f"the command line asks for {f['asked']} ranks ({f['how']}): the table says {f['ranks']}"
+    "comm.import.command_ranks": (
+        "the command line asks for {asked} ranks ({how}): the table says {ranks}"
     ),
-    "comm.import.no_column_header": lambda f: (
-        f"line {f['line']}: no column header: read the table's {f['columns']} columns as "
-        f"{' '.join(f['lead'])}, then {' '.join(f['group'])} out-of-place and in-place"
+    "comm.import.no_column_header": (
+        "line {line}: no column header: read the table's {columns} columns as {lead:words}, then "
+        "{group:words} out-of-place and in-place"
     ),
-    "comm.import.nccl_warn": lambda f: f"line {f['line']}: {f['text']}",
-    "comm.import.average_setting": lambda f: (
-        f"nccl-tests ran with -a {f['average']}: its times are rank 0's, not an average over "
-        "ranks; recorded as avg"
+    "comm.import.nccl_warn": "line {line}: {text}",
+    "comm.import.average_setting": (
+        "nccl-tests ran with -a {average}: its times are rank 0's, not an average over ranks; "
+        "recorded as avg"
     ),
     "comm.import.legacy_bandwidth": lambda f: (
         f"this older nccl-tests printed {f['op']}'s algbw as S x (n-1)/n / t and busbw = "
         f"algbw: algbw_gbps rescaled to S / t (x {f['ranks']}/{f['ranks'] - 1}), busbw kept "
         "as printed"
     ),
-    "comm.import.cpu_times": lambda f: (
-        "times are CPU launch times (-C 1), not op times: time_us left empty"
+    "comm.import.cpu_times": "times are CPU launch times (-C 1), not op times: time_us left empty",
+    "comm.import.error_column": (
+        "this older nccl-tests prints 'error', the largest deviation of a result, not a count of "
+        "wrong elements: #wrong left empty"
     ),
-    "comm.import.error_column": lambda f: (
-        "this older nccl-tests prints 'error', the largest deviation of a result, not a "
-        "count of wrong elements: #wrong left empty"
-    ),
-    "comm.import.iteration_columns": lambda f: (
-        f"per-iteration columns ({', '.join(f['columns'])}) not imported: nccl-tests takes the "
-        "slowest process per iteration, torchscale pools every rank's iterations"
+    "comm.import.iteration_columns": (
+        "per-iteration columns ({columns:list}) not imported: nccl-tests takes the slowest "
+        "process per iteration, torchscale pools every rank's iterations"
     ),
     "comm.import.row_size": lambda f: _row(
         f,
@@ -137,32 +115,15 @@ _PHRASES: dict[str, Phrase] = {
         f"{of(as_set(f['algbw']), sig(f['factor'], 4))} ({f['op']}, {f['ranks']} ranks) is "
         f"{gbps_derived(f['algbw'] * f['factor'])}",
     ),
-    "comm.import.more_rows": lambda f: f"{f['rows']} more rows disagree",
+    "comm.import.more_rows": "{rows} more rows disagree",
     "comm.import.footer_busbw": lambda f: (
         f"the footer's Avg bus bandwidth {as_set(f['footer'], 'GB/s')} is not the mean "
         f"busbw of the rows ({gbps_derived(f['mean'])})"
     ),
-    "comm.import.footer_error_column": lambda f: (
-        f"the footer counts {f['wrong']} results out of bounds (rows whose largest "
-        "error passed nccl-tests' threshold)"
+    "comm.import.footer_error_column": (
+        "the footer counts {wrong} results out of bounds (rows whose largest error passed "
+        "nccl-tests' threshold)"
     ),
-    "comm.import.footer_wrong": lambda f: (
-        f"the footer counts {f['wrong']} out-of-bounds results; no row does"
-    ),
-    "comm.import.several_dtypes": lambda f: (
-        f"rows of several dtypes ({', '.join(f['dtypes'])}): dtype names the first"
-    ),
+    "comm.import.footer_wrong": "the footer counts {wrong} out-of-bounds results; no row does",
+    "comm.import.several_dtypes": "rows of several dtypes ({dtypes:list}): dtype names the first",
 }
-
-
-def _in_run(phrase: Phrase) -> Phrase:
-    """A warning of one run of a file with several names that run first."""
-
-    def worded(f: Mapping[str, Any]) -> str:
-        line = f.get("run_line")
-        return phrase(f) if line is None else f"run at line {line}: {phrase(f)}"
-
-    return worded
-
-
-PHRASES: dict[str, Phrase] = {code: _in_run(phrase) for code, phrase in _PHRASES.items()}

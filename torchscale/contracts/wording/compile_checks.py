@@ -4,10 +4,11 @@ and figures)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import limit_s, whole_s
 
 F = Mapping[str, Any]
@@ -39,7 +40,7 @@ def cached_from(created_at: str) -> str:
     return f"cached from {when.strftime('%Y-%m-%d %H:%M')} UTC"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "compile.timed_out": lambda f: (
         f"building {_what(f)} did not finish within {limit_s(f['timeout_s'])}"
     ),
@@ -53,7 +54,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "compile.failed": _failed,
     "compile.cached": lambda f: cached_from(f["created_at"]),
-    "compile.quick": lambda f: "--quick: no kernel compiled",
+    "compile.quick": "--quick: no kernel compiled",
     "compile.cache_fallback": lambda f: (
         f"the compile cache cannot live in {f['folder']} ({_problem(f['problem'])}): the cells "
         f"compile in node-local {f['local']} instead"
@@ -71,8 +72,8 @@ PHRASES: dict[str, Callable[[F], str]] = {
         "install triton (pip install triton; CUDA wheels of torch bring the matching one), "
         + COMPILE_OFF
     ),
-    "compile.fix_cpu_optional": lambda f: "CPU cells compile only when it is true",
-    "compile.fix_cache_folder": lambda f: (
+    "compile.fix_cpu_optional": "CPU cells compile only when it is true",
+    "compile.fix_cache_folder": (
         "keep the results on a filesystem with file locks that allows executables, or set "
         "TORCHINDUCTOR_CACHE_DIR to a folder that does (each node and run then compiles anew)"
     ),

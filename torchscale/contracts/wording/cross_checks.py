@@ -8,14 +8,13 @@ seconds (microseconds where named `_us`), shares fractions, estimates stored as 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.contracts.wording import spell
+from torchscale.contracts.wording import Phrases, render, spell
 from torchscale.contracts.wording.figures import change_text, gap_text, share_text
-from torchscale.contracts.wording.spell import pct
 
 F = Mapping[str, Any]
 
@@ -218,26 +217,16 @@ def _left(f: F) -> str:
     return f"its gap less that: {gap_text(*f['left'])} per step"
 
 
-def _hook(f: F) -> str:
-    return (
-        f"rank {f['rank']}'s hook holds its launches {spell.ms_signed_sig(f['held_s'])} per "
-        "step longer"
-    )
+_HOOK = "rank {rank}'s hook holds its launches {held_s:ms_signed} per step longer"
 
 
-def _arrivals(f: F) -> str:
-    return f"rank {f['rank']} arrives last at {f['last']} of {f['matched']} matched collectives"
+_ARRIVALS = "rank {rank} arrives last at {last} of {matched} matched collectives"
 
 
-def _chance(f: F) -> str:
-    return f"chance: {spell.pct_whole(f['expected'])}, {spell.p_value(f['p'])}"
+_CHANCE = "chance: {expected:share0}, {p:p}"
 
 
-def _other(f: F) -> str:
-    return (
-        f"rank {f['other']} arrives last at {spell.pct_whole(f['other_share'])} of the "
-        "matched collectives"
-    )
+_OTHER = "rank {other} arrives last at {other_share:share0} of the matched collectives"
 
 
 def _wait_ms(us: float) -> str:
@@ -257,7 +246,7 @@ def _p(f: F) -> str:
     return spell.p_value(f["p"]) if f["p"] is not None else "no p-value"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "cross_check.paired_slower": lambda f: (
         f"rank {f['rank']} is slower at the median step ({_p(f)})"
     ),
@@ -265,68 +254,72 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"rank {f['rank']} is not slower at the median step ({_p(f)}): its cost, if any, "
         "falls on some steps only"
     ),
-    "cross_check.waits_reversed": lambda f: (
-        f"at the {f['source']} rank {f['rank']} waits for the others more than they wait for it"
+    "cross_check.waits_reversed": (
+        "at the {source} rank {rank} waits for the others more than they wait for it"
     ),
-    "cross_check.waited_for": lambda f: (
-        f"the other ranks wait for peers this share of the step longer than rank {f['rank']} "
-        "does: they wait for it"
+    "cross_check.waited_for": (
+        "the other ranks wait for peers this share of the step longer than rank {rank} does: "
+        "they wait for it"
     ),
-    "cross_check.not_waited_for": lambda f: (
-        f"no measurable extra wait of the others for rank {f['rank']}: its extra work may be "
-        "hidden behind their compute"
+    "cross_check.not_waited_for": (
+        "no measurable extra wait of the others for rank {rank}: its extra work may be hidden "
+        "behind their compute"
     ),
-    "cross_check.waits_small": lambda f: (
-        f"the other ranks' extra wait for peers over rank {f['rank']}'s (share of the step) is "
-        "not a straggler's size either"
+    "cross_check.waits_small": (
+        "the other ranks' extra wait for peers over rank {rank}'s (share of the step) is not a "
+        "straggler's size either"
     ),
-    "cross_check.waits_outside": lambda f: (
-        f"the other ranks wait for peers longer than rank {f['rank']}, above the minimum effect "
-        f"({spell.pct(f['min_share'])}), though its own work is not significantly above "
-        f"theirs: its delay may lie outside the work the {f['source']} measure"
+    "cross_check.waits_outside": (
+        "the other ranks wait for peers longer than rank {rank}, above the minimum effect "
+        "({min_share:share}), though its own work is not significantly above theirs: its delay "
+        "may lie outside the work the {source} measure"
     ),
-    "cross_check.arrival_undecided": lambda f: "no matched collective with a clear last arriver",
-    "cross_check.arrival_confirms": lambda f: f"{_arrivals(f)} ({_chance(f)})",
-    "cross_check.arrival_other": lambda f: f"{_arrivals(f)}; {_other(f)}",
+    "cross_check.arrival_undecided": "no matched collective with a clear last arriver",
+    "cross_check.arrival_confirms": (_ARRIVALS + " (" + _CHANCE + ")"),
+    "cross_check.arrival_other": (_ARRIVALS + "; " + _OTHER),
     "cross_check.arrival_other_costs_less": lambda f: (
-        f"{_arrivals(f)}; {_other(f)}, but its late arrivals cost the others "
+        f"{render(_ARRIVALS, f)}; {render(_OTHER, f)}, but its late arrivals cost the others "
         f"{_wait_ms(f['other_wait_us'])} of wait in all, against rank {f['rank']}'s "
         f"{_wait_ms(f['wait_us'])}"
     ),
-    "cross_check.arrival_no_standout": lambda f: f"{_arrivals(f)}; {_reason(f)}",
+    "cross_check.arrival_no_standout": lambda f: f"{render(_ARRIVALS, f)}; {_reason(f)}",
     "cross_check.arrival_chance": lambda f: (
         f"no rank arrives last more often than chance ({_reason(f)})"
     ),
-    "cross_check.arrival_alone_names": lambda f: (
-        f"{_arrivals(f)} ({_chance(f)}): arrival order alone would name it, but its own work "
-        "is not significantly above the others' (its delay may lie outside the work the traces "
-        "measure)"
+    "cross_check.arrival_alone_names": (
+        _ARRIVALS
+        + " ("
+        + _CHANCE
+        + (
+            "): arrival order alone would name it, but its own work is not significantly above "
+            "the others' (its delay may lie outside the work the traces measure)"
+        )
     ),
-    "cross_check.arrival_names_other": lambda f: (
-        f"{_other(f)}: arrival order alone would name it; not a straggler by the step model's test"
+    "cross_check.arrival_names_other": (
+        _OTHER + ": arrival order alone would name it; not a straggler by the step model's test"
     ),
-    "cross_check.no_sync_few_steps": lambda f: "too few steps for an interval",
-    "cross_check.no_sync_agrees": lambda f: (
-        f"agrees with exposed transfer + rest of the step model ({pct(f['model_low'])} to "
-        f"{pct(f['model_high'])})"
+    "cross_check.no_sync_few_steps": "too few steps for an interval",
+    "cross_check.no_sync_agrees": (
+        "agrees with exposed transfer + rest of the step model ({model_low:share} to "
+        "{model_high:share})"
     ),
-    "cross_check.no_sync_costs_more": lambda f: (
-        f"communication costs more ({pct(f['low'])} to {pct(f['high'])}) than its exposed "
-        f"transfer + rest ({pct(f['model_low'])} to {pct(f['model_high'])}): it slows compute "
-        "while it overlaps (shared cores, memory bandwidth)"
+    "cross_check.no_sync_costs_more": (
+        "communication costs more ({low:share} to {high:share}) than its exposed transfer + rest "
+        "({model_low:share} to {model_high:share}): it slows compute while it overlaps (shared "
+        "cores, memory bandwidth)"
     ),
-    "cross_check.no_sync_saves_less": lambda f: (
-        f"removing communication saves less ({pct(f['low'])} to {pct(f['high'])}) than exposed "
-        f"transfer + rest ({pct(f['model_low'])} to {pct(f['model_high'])}): the no_sync "
-        "windows ran on a different machine state or compute is slower without communication"
+    "cross_check.no_sync_saves_less": (
+        "removing communication saves less ({low:share} to {high:share}) than exposed transfer + "
+        "rest ({model_low:share} to {model_high:share}): the no_sync windows ran on a different "
+        "machine state or compute is slower without communication"
     ),
-    "cross_check.cpu_wait_unmeasured": lambda f: (
+    "cross_check.cpu_wait_unmeasured": (
         "the wait for a CPU was not measured on every rank in these steps"
     ),
     "cross_check.cpu_wait_neutral": lambda f: f"{_waited(f)} (not a straggler either way)",
-    "cross_check.cpu_held_other": lambda f: (
-        f"rank {f['rank']} held off the CPU {spell.ms_signed_sig(f['held_s'])} per step: the host "
-        "took its time outside its own work (in the collective everyone waits in)"
+    "cross_check.cpu_held_other": (
+        "rank {rank} held off the CPU {held_s:ms_signed} per step: the host took its time "
+        "outside its own work (in the collective everyone waits in)"
     ),
     "cross_check.cpu_wait_host": lambda f: (
         f"{_waited(f)}; {_left(f)}: the host took its time, the work is not slower"
@@ -335,24 +328,25 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"{_waited(f)}; {_left(f)}: "
         + ("its input is slow" if f["input"] else "the work itself is slow")
     ),
-    "cross_check.held_none": lambda f: (
-        f"no rank's hook holds its launches a straggler's time longer (the most: rank "
-        f"{f['rank']}, {spell.ms_signed_sig(f['held_s'])} per step)"
+    "cross_check.held_none": (
+        "no rank's hook holds its launches a straggler's time longer (the most: rank {rank}, "
+        "{held_s:ms_signed} per step)"
     ),
-    "cross_check.held_waits": lambda f: (
-        f"{_hook(f)}, but its own work is {spell.ms_signed_sig(f['work_s'])} per step below the "
-        "others': its hook waits for them"
+    "cross_check.held_waits": (
+        _HOOK
+        + (
+            ", but its own work is {work_s:ms_signed} per step below the others': its hook waits "
+            "for them"
+        )
     ),
-    "cross_check.held_behind": lambda f: (
-        f"{_hook(f)}, not beyond what rank {f['named']} is behind: it may wait there for that rank"
+    "cross_check.held_behind": (
+        _HOOK + ", not beyond what rank {named} is behind: it may wait there for that rank"
     ),
-    "cross_check.held_host": lambda f: (
-        f"{_hook(f)}, no more than the host held it off the CPU: host"
+    "cross_check.held_host": (_HOOK + ", no more than the host held it off the CPU: host"),
+    "cross_check.held_compute": (
+        _HOOK + ", less than its extra work ({work_s:ms_signed}): compute"
     ),
-    "cross_check.held_compute": lambda f: (
-        f"{_hook(f)}, less than its extra work ({spell.ms_signed_sig(f['work_s'])}): compute"
-    ),
-    "cross_check.held_late": lambda f: f"{_hook(f)} than the others': they wait for its launch",
+    "cross_check.held_late": (_HOOK + " than the others': they wait for its launch"),
     "cross_check.timers_split": _timers_split,
     "cross_check.verdicts_agree": _agree,
     "cross_check.verdicts_one_silent": _silent,
@@ -375,27 +369,22 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"{_inflation(f)}: the step split is the measured windows'; the traced steps' under the "
         f"profiler: step {spell.ms_sig(f['step_s'])}: {_split(f['parts'])}{_withheld(f)}"
     ),
-    "arrival.none_matched": lambda f: "no matched collectives: no straggler analysis",
-    "arrival.none_clear": lambda f: (
-        "no collective had a clear last arriver (durations equal on every rank)"
+    "arrival.none_matched": "no matched collectives: no straggler analysis",
+    "arrival.none_clear": "no collective had a clear last arriver (durations equal on every rank)",
+    "arrival.none_stands_out": (
+        "no rank stands out: the most frequent last arriver, rank {rank}, is last at "
+        "{share:share0} of its collectives (threshold {threshold:share0})"
     ),
-    "arrival.none_stands_out": lambda f: (
-        f"no rank stands out: the most frequent last arriver, rank {f['rank']}, is last at "
-        f"{spell.pct_whole(f['share'])} of its collectives (threshold "
-        f"{spell.pct_whole(f['threshold'])})"
-    ),
-    "arrival.tie": lambda f: f"ranks {f['rank']} and {f['other']} are last equally often",
-    "arrival.chance": lambda f: (
-        f"rank {f['rank']} is last at {f['last']} of {f['matched']} collectives: too few to rule "
-        f"out chance ({spell.p_value(f['p'])})"
+    "arrival.tie": "ranks {rank} and {other} are last equally often",
+    "arrival.chance": (
+        "rank {rank} is last at {last} of {matched} collectives: too few to rule out chance ({p:p})"
     ),
     "arrival.noise": lambda f: (
         f"rank {f['rank']} is last most often but only {_late(f)} late on "
         f"average (under {spell.plain_us(f['min_us'])}: noise)"
     ),
-    "arrival.last": lambda f: (
-        f"rank {f['rank']} arrives last at {spell.pct_whole(f['share'])} of its collectives "
-        f"(chance: {spell.pct_whole(f['expected'])}), {spell.us_whole(f['late_us'])} late on "
-        "average"
+    "arrival.last": (
+        "rank {rank} arrives last at {share:share0} of its collectives (chance: "
+        "{expected:share0}), {late_us:us_whole} late on average"
     ),
 }

@@ -7,9 +7,10 @@ forecast's `measured_at`, `scored` and `held`; an MFU call's `mfu`, `low`, `high
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases, render
 from torchscale.contracts.wording.figures import figure_with_interval, value_format
 from torchscale.contracts.wording.spell import format_value, pct, pct_whole, points
 
@@ -59,26 +60,24 @@ def _borderline(figures: Mapping[str, Any]) -> str:
     )
 
 
-def _reference(figures: Mapping[str, Any]) -> str:
-    """ "40.2 %, a plain PyTorch GPT-2 loop's on an H100 (benchmarks/workload_reference.py)":
-    where the figure was measured is the finding's `source`, cited in docs/reporting.md."""
-    return (
-        f"{pct(figures['reference_mfu'])}, {REFERENCE_LOOP} on an {figures['gpu']} "
-        "(benchmarks/workload_reference.py)"
-    )
+# "40.2 %, a plain PyTorch GPT-2 loop's on an H100 (benchmarks/workload_reference.py)":
+# where the figure was measured is the finding's `source`, cited in docs/reporting.md.
+_REFERENCE = (
+    "{reference_mfu:share}, " + REFERENCE_LOOP + " on an {gpu} (benchmarks/workload_reference.py)"
+)
 
 
 def _fix_mfu(figures: Mapping[str, Any]) -> str:
     return (
         f"{figures['model']}: fix the step before buying GPUs: MFU {_pct(figures, 'mfu')} is "
-        f"low, under {pct(figures['fraction'])} of {_reference(figures)}"
+        f"low, under {pct(figures['fraction'])} of {render(_REFERENCE, figures)}"
     )
 
 
 def _step_on_par(figures: Mapping[str, Any]) -> str:
     return (
         f"{figures['model']}: the step is on par: MFU {_pct(figures, 'mfu')} against "
-        f"{_reference(figures)}; measure 2 GPUs or more before buying"
+        f"{render(_REFERENCE, figures)}; measure 2 GPUs or more before buying"
     )
 
 
@@ -120,7 +119,7 @@ def _not_decidable(figures: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "decision.buy": _buy,
     "decision.fix_scaling": _fix_scaling,
     "decision.scaling_borderline": _borderline,

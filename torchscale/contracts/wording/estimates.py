@@ -3,21 +3,12 @@ its figures)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import as_set
-from torchscale.contracts.wording.unavailable import said_alike
-
-SAID: dict[str, str] = {
-    "estimate.one_rank": "one rank: no peers to wait for",
-    "estimate.one_step": "one step",
-    "estimate.no_step_time": "no step time",
-    "estimate.no_interval": "no interval",
-    "estimate.few_steps_a_side": "fewer than two steps on a side",
-    "estimate.no_busy_probe": "the GPU's busy time was not measured (no busy probe)",
-}
 
 
 def _noise(f: Mapping[str, Any]) -> str:
@@ -35,15 +26,21 @@ def _not_separable(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = said_alike(SAID) | {
-    "estimate.one_unit": lambda f: f"one {f['unit']}: spread unknown",
+PHRASES: Phrases = {
+    "estimate.one_rank": "one rank: no peers to wait for",
+    "estimate.one_step": "one step",
+    "estimate.no_step_time": "no step time",
+    "estimate.no_interval": "no interval",
+    "estimate.few_steps_a_side": "fewer than two steps on a side",
+    "estimate.no_busy_probe": "the GPU's busy time was not measured (no busy probe)",
+    "estimate.one_unit": "one {unit}: spread unknown",
     "estimate.inside_noise": _noise,
-    "estimate.range_only": lambda f: f"range of {f['n']} {f['unit']}s, no interval",
+    "estimate.range_only": "range of {n} {unit}s, no interval",
     "estimate.wait_not_separable": _not_separable,
 }
 
 
 def said(code: str) -> Finding:
     """The finding of a figure-less reason: `said('estimate.one_step')`."""
-    assert code in SAID, code
+    assert code in PHRASES, code
     return Finding(code=code)

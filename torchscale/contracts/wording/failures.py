@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from torchscale.contracts.signals import signal_name
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import limit_s
 
 F = Mapping[str, Any]
@@ -129,7 +130,7 @@ def _slurm_ended(f: F, when: str) -> str:
     return text + (f" (exit code {f['exit_code']})" if f.get("exit_code") else "")
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "failure.oom": lambda f: _noted(f, f"out of memory: {f.get('exception') or 'see log'}"),
     "failure.raised": lambda f: _noted(f, f"{_rank(f)} raised {f['exception']}"),
     "failure.torchrun": lambda f: (
@@ -137,7 +138,7 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "failure.killed": lambda f: _killed(_rank(f), f["signum"]),
     "failure.torchrun_killed": lambda f: _killed("torchrun", f["signum"]),
-    "failure.torchrun_exit": lambda f: f"torchrun exited with {f['returncode']}",
+    "failure.torchrun_exit": "torchrun exited with {returncode}",
     "failure.timeout": _timeout,
     "slurm.ended_during": lambda f: _slurm_ended(f, "while this cell ran"),
     "slurm.ended_before": lambda f: "not run: " + _slurm_ended(f, "before this cell started"),
@@ -145,8 +146,11 @@ PHRASES: dict[str, Callable[[F], str]] = {
         "stopped before the Slurm job's time limit (SIGUSR1, the warning sent "
         f"{'?' if f.get('grace_s') is None else limit_s(f['grace_s'])} ahead): {RESUME}"
     ),
-    "slurm.stopped": lambda f: (
-        f"stopped by Slurm ({f['signal']}): the job was cancelled, preempted or reached its "
-        f"time limit; {RESUME}"
+    "slurm.stopped": (
+        (
+            "stopped by Slurm ({signal}): the job was cancelled, preempted or reached its time "
+            "limit; "
+        )
+        + RESUME
     ),
 }

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import Phrases, render
 from torchscale.contracts.wording.spell import Span, format_value, ms_sig, pct, sig
 
 
@@ -47,14 +48,6 @@ def _over_bus_factor(f: Mapping[str, Any]) -> str:
     )
 
 
-def _straggler_jitter(f: Mapping[str, Any]) -> str:
-    return (
-        f"sigma x e({f['world']}) = {ms_sig(f['sigma_s'])} x {f['e_n']:.3f}; sigma = (p50 - min) / "
-        f"e(steps) of each rank's own-work steps at {f['reference_world']} rank(s), median over "
-        f"ranks, {ms_sig(f['jitter_s'])} x {sig(f['scale'])} (own work here / there)"
-    )
-
-
 def _own_work(f: Mapping[str, Any]) -> str:
     return (
         f"own work (median phases) measured at {f['world']} rank(s)"
@@ -83,17 +76,6 @@ def _contention(f: Mapping[str, Any]) -> str:
             if shared is not None
             else ""
         )
-    )
-
-
-def _nothing_hidden(f: Mapping[str, Any]) -> str:
-    return (
-        "no multi-rank cell measured the overlap: nothing assumed hidden behind "
-        f"backward, the interval down to all of it hidden up to the own work "
-        f"({ms_sig(f['most_s'])} less); a step can also pay more than the comm run's "
-        "collective (ranks arriving apart, bucket copies, a CPU collective on the "
-        "ranks' cores), which this interval does not hold; measure 2 ranks to learn "
-        "both"
     )
 
 
@@ -147,95 +129,105 @@ def _past_the_cores(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES = {
+PHRASES: Phrases = {
     # terms: how each was computed
     "forecast.term.own_work": _own_work,
-    "forecast.term.gpu_unshared": lambda f: "GPU: one device per rank, nothing shared",
+    "forecast.term.gpu_unshared": "GPU: one device per rank, nothing shared",
     "forecast.term.contention": _contention,
-    "forecast.term.stragglers": _straggler_jitter,
+    "forecast.term.stragglers": (
+        "sigma x e({world}) = {sigma_s:ms} x {e_n:.3f}; sigma = (p50 - min) / e(steps) of each "
+        "rank's own-work steps at {reference_world} rank(s), median over ranks, {jitter_s:ms} x "
+        "{scale:sig3} (own work here / there)"
+    ),
     "forecast.term.exposed_from_comm": _exposed_at_one_rank,
     "forecast.term.exposed_from_cells": _over_bus_factor,
     # assumptions
-    "forecast.strategy_derived": lambda f: (
-        f"{f['strategy']} from {f['measured']} cells: own work and overlap assumed as "
-        f"{f['measured']}'s; benchmark {f['strategy']} to measure them"
+    "forecast.strategy_derived": (
+        "{strategy} from {measured} cells: own work and overlap assumed as {measured}'s; "
+        "benchmark {strategy} to measure them"
     ),
-    "forecast.threads.launcher_default": lambda f: (
-        f"each rank gets the launcher's default threads, {f['cores']} cores // "
-        f"{f['ranks_per_host']} ranks per host = {f['threads']} (as every measured cell "
-        "did); a fixed OMP_NUM_THREADS changes the compute"
+    "forecast.threads.launcher_default": (
+        "each rank gets the launcher's default threads, {cores} cores // {ranks_per_host} ranks "
+        "per host = {threads} (as every measured cell did); a fixed OMP_NUM_THREADS changes the "
+        "compute"
     ),
-    "forecast.threads.fixed": lambda f: (
-        f"each rank runs {f['threads']} thread(s), as every measured cell did "
-        "(OMP_NUM_THREADS fixed)"
+    "forecast.threads.fixed": (
+        "each rank runs {threads} thread(s), as every measured cell did (OMP_NUM_THREADS fixed)"
     ),
-    "forecast.threads.mixed": lambda f: (
-        f"the measured cells ran {f['counts']} threads per rank, neither one count nor the "
-        f"launcher's default: assumed the default, {f['threads']}"
+    "forecast.threads.mixed": (
+        "the measured cells ran {counts} threads per rank, neither one count nor the launcher's "
+        "default: assumed the default, {threads}"
     ),
-    "forecast.few_ranks": lambda f: (
-        f"no measured cell ran as few as {f['ranks_per_host']:g} rank(s) per host: own work "
-        f"from {f['cell_id']}, the fewest ({f['fewest']:g} per host), with the cache, memory "
-        "and core sharing of its ranks kept in (an upper side); measure a cell at this many "
-        "ranks per host to know it"
+    "forecast.few_ranks": (
+        "no measured cell ran as few as {ranks_per_host:g} rank(s) per host: own work from "
+        "{cell_id}, the fewest ({fewest:g} per host), with the cache, memory and core sharing of "
+        "its ranks kept in (an upper side); measure a cell at this many ranks per host to know "
+        "it"
     ),
-    "forecast.gpu_unshared": lambda f: (
+    "forecast.gpu_unshared": (
         "GPU ranks share no compute: host CPU and PCIe contention not modelled"
     ),
-    "forecast.cores_unrecorded.as_threads": lambda f: (
-        f"CPU cores per rank not recorded (telemetry off): taken as its {f['threads']} "
-        "thread(s); run with measurement.telemetry.enabled to record them"
+    "forecast.cores_unrecorded.as_threads": (
+        "CPU cores per rank not recorded (telemetry off): taken as its {threads} thread(s); run "
+        "with measurement.telemetry.enabled to record them"
     ),
-    "forecast.cores_unrecorded": lambda f: (
-        "CPU cores per rank not recorded (telemetry off): no time-sharing past the "
-        "host's cores; run with measurement.telemetry.enabled to record them"
+    "forecast.cores_unrecorded": (
+        "CPU cores per rank not recorded (telemetry off): no time-sharing past the host's cores; "
+        "run with measurement.telemetry.enabled to record them"
     ),
-    "forecast.shared_caches": lambda f: (
-        f"ranks sharing caches and memory bandwidth below the cores: as measured at "
-        f"{f['ranks_per_node']:g} rank(s) per host, not extrapolated"
+    "forecast.shared_caches": (
+        "ranks sharing caches and memory bandwidth below the cores: as measured at "
+        "{ranks_per_node:g} rank(s) per host, not extrapolated"
     ),
     "forecast.past_the_cores": _past_the_cores,
-    "forecast.fewer_threads": lambda f: (
-        f"fewer threads per rank here ({f['threads']}) than at the reference "
-        f"({f['reference_threads']}): its work slows between 1x and {sig(f['thread'])}x (the "
-        "cores it kept busy include OpenMP's spin-waits); taken as the middle, both ends in the "
-        "interval; measure a cell at this thread count to know it"
+    "forecast.fewer_threads": (
+        "fewer threads per rank here ({threads}) than at the reference ({reference_threads}): "
+        "its work slows between 1x and {thread:sig3}x (the cores it kept busy include OpenMP's "
+        "spin-waits); taken as the middle, both ends in the interval; measure a cell at this "
+        "thread count to know it"
     ),
-    "forecast.one_rank_jitter": lambda f: (
-        "stragglers from one rank's step-to-step jitter, assumed independent across "
-        "ranks; measure 2 ranks to see it in a synchronised step"
+    "forecast.one_rank_jitter": (
+        "stragglers from one rank's step-to-step jitter, assumed independent across ranks; "
+        "measure 2 ranks to see it in a synchronised step"
     ),
-    "forecast.comm_nodes": lambda f: (
-        f"bandwidth over {f['nodes']} node(s) not measured: assumed that of the comm run over "
-        f"{f['measured_nodes']} node(s); measure it with `torchscale comm` across {f['nodes']} "
-        "nodes"
+    "forecast.comm_nodes": (
+        "bandwidth over {nodes} node(s) not measured: assumed that of the comm run over "
+        "{measured_nodes} node(s); measure it with `torchscale comm` across {nodes} nodes"
     ),
-    "forecast.no_comm_run": lambda f: (
-        "no comm run: exposed communication scaled with the bus bytes from the measured "
-        "cells, the share hidden behind backward assumed as measured; run `torchscale comm` "
-        "to fit the collective itself"
+    "forecast.no_comm_run": (
+        "no comm run: exposed communication scaled with the bus bytes from the measured cells, "
+        "the share hidden behind backward assumed as measured; run `torchscale comm` to fit the "
+        "collective itself"
     ),
-    "forecast.nothing_hidden": _nothing_hidden,
+    "forecast.nothing_hidden": (
+        "no multi-rank cell measured the overlap: nothing assumed hidden behind backward, the "
+        "interval down to all of it hidden up to the own work ({most_s:ms} less); a step can "
+        "also pay more than the comm run's collective (ranks arriving apart, bucket copies, a "
+        "CPU collective on the ranks' cores), which this interval does not hold; measure 2 ranks "
+        "to learn both"
+    ),
     "forecast.noisy_cell": _noisy_cell,
-    "forecast.cell_nodes": lambda f: (
-        f"cells measured on {f['measured_nodes']} node(s): the link between "
-        f"nodes assumed as fast as the one measured; measure it with `torchscale comm` "
-        f"across {f['nodes']} nodes"
+    "forecast.cell_nodes": (
+        "cells measured on {measured_nodes} node(s): the link between nodes assumed as fast as "
+        "the one measured; measure it with `torchscale comm` across {nodes} nodes"
     ),
     "forecast.model_error": _model_error,
-    "forecast.no_narrower": lambda f: (
-        f"interval no narrower than its noisiest input: ±{f['widest'] * 100:.0f} %, the "
-        f"throughput of cells/{f['cell_id']}.json"
+    "forecast.no_narrower": (
+        "interval no narrower than its noisiest input: ±{widest:share0}, the throughput of "
+        "cells/{cell_id}.json"
     ),
 }
 
 
+NO_STEP = (
+    "its terms add up to {step_ms:.2f} ms, no step: the measured cells disagree (measure them "
+    "again on a quieter machine)"
+)
+
+
 def no_step(step_s: float) -> str:
     """Why there is no forecast (a refusal, printed, never stored)."""
-    return (
-        f"its terms add up to {step_s * 1e3:.2f} ms, no step: the measured cells "
-        "disagree (measure them again on a quieter machine)"
-    )
+    return render(NO_STEP, {"step_ms": step_s * 1e3})
 
 
 def _is_number(value: Any) -> bool:
@@ -247,7 +239,7 @@ def said_once(findings: Iterable[Finding]) -> list[str]:
     worded once, each number as its range over them ('1.58-1.92x slower'), in the order first
     found; a code whose phrase cannot word a range is said once per distinct wording."""
     from torchscale.contracts.wording import PHRASES as ALL
-    from torchscale.contracts.wording import say
+    from torchscale.contracts.wording import render, say
 
     groups: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -262,7 +254,7 @@ def said_once(findings: Iterable[Finding]) -> list[str]:
                 figures[name] = Span(min(values), max(values))
         phrase = ALL.get(members[0].code)
         try:
-            words = [phrase(figures)] if phrase is not None and len(members) > 1 else []
+            words = [render(phrase, figures)] if phrase is not None and len(members) > 1 else []
         except (TypeError, ValueError, KeyError):
             words = []
         for text in words or [say(m) for m in members]:

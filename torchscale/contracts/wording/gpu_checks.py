@@ -4,8 +4,10 @@ and serial are figures of the finding, shown beside it by `validate -v` and in t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
@@ -101,7 +103,7 @@ def _tail(f: F) -> str:
     return text
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "nvlink.links_full": lambda f: (
         f"every link active on {_gpus(f['gpus'])} "
         f"({' or '.join(map(str, f['links']))} per GPU, as the SKU has)"
@@ -110,28 +112,22 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"GPU {f['gpu']}: {f['active']} of {f['expected']} NVLink links active on an "
         f"{f['sku']}; {_links(f['down'])} not active"
     ),
-    "nvlink.not_judged": lambda f: (
-        f"GPU {f['gpu']} ({f['name']}): {f['active']} NVLink links active, no cited link count "
-        "for this model to judge them by"
+    "nvlink.not_judged": (
+        "GPU {gpu} ({name}): {active} NVLink links active, no cited link count for this model to "
+        "judge them by"
     ),
     "nvlink.old_generation": lambda f: (
         f"GPU {f['gpu']}: {_links(f['links'])} below NVLink {f['expected']}, the {f['sku']}'s "
         "generation"
     ),
     "nvlink.errors": _errors,
-    "nvlink.speed_differs": lambda f: (
-        f"GPU {f['gpu']}: links at {f['speed_mbps']} MB/s, its peers at {f['peers_mbps']} MB/s"
-    ),
-    "gpus.not_readable": lambda f: (
-        f"GPU {f['gpu']}: {f['what']} not readable ({f['error']}): not judged"
-    ),
-    "gpus.xid_not_read": lambda f: (
-        f"Xid errors are not readable through NVML: look in the {f['where']} (dmesg | grep Xid)"
+    "nvlink.speed_differs": "GPU {gpu}: links at {speed_mbps} MB/s, its peers at {peers_mbps} MB/s",
+    "gpus.not_readable": "GPU {gpu}: {what} not readable ({error}): not judged",
+    "gpus.xid_not_read": (
+        "Xid errors are not readable through NVML: look in the {where} (dmesg | grep Xid)"
     ),
     "fabric.registered": lambda f: f"{_gpus(f['gpus'])} registered in the NVLink fabric",
-    "fabric.not_registered": lambda f: (
-        f"GPU {f['gpu']}: fabric registration {f['state']} (status {f['status']})"
-    ),
+    "fabric.not_registered": "GPU {gpu}: fabric registration {state} (status {status})",
     "fabric.not_on_fabric": lambda f: (
         f"{_gpus(f['gpus'])}: on no NVLink fabric (no NVSwitch, or before Hopper)"
     ),
@@ -143,11 +139,9 @@ PHRASES: dict[str, Callable[[F], str]] = {
     ),
     "gpus.setting_differs": _setting_differs,
     "gpus.settings_agree": _settings_agree,
-    "gpus.one_driver": lambda f: f"driver {f['driver']} (one per node)",
-    "gpus.one_to_compare": lambda f: f"{f['gpus']} GPU readable: nothing to compare",
+    "gpus.one_driver": "driver {driver} (one per node)",
+    "gpus.one_to_compare": "{gpus} GPU readable: nothing to compare",
     "validate.ready": _ready,
     "validate.ready_one_gpu": _ready_one_gpu,
-    "validate.not_ready": lambda f: (
-        f"This node is NOT ready for distributed training: {', '.join(f['failed'])} failed."
-    ),
+    "validate.not_ready": "This node is NOT ready for distributed training: {failed:list} failed.",
 }

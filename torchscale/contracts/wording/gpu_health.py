@@ -3,8 +3,10 @@ checks_gpu.py): ECC and retired memory, persistence mode, clock throttling at id
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
@@ -36,33 +38,33 @@ def _slowdown(f: F) -> str:
     return f"hardware or thermal slowdown set on an idle GPU: {text}"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "gpus.none_visible": lambda f: "no GPU visible",
+PHRASES: Phrases = {
+    "gpus.none_visible": "no GPU visible",
     "ecc.problems": _ecc,
-    "ecc.fix": lambda f: (
-        "drain the node: reset/reboot for pending retirement or remapping, "
-        "RMA the GPU on remapping failure or recurring uncorrected errors"
+    "ecc.fix": (
+        "drain the node: reset/reboot for pending retirement or remapping, RMA the GPU on "
+        "remapping failure or recurring uncorrected errors"
     ),
-    "ecc.not_supported": lambda f: "ECC not supported or disabled on these GPUs",
-    "ecc.clean": lambda f: "no uncorrected ECC errors, no pending retirement/remapping",
+    "ecc.not_supported": "ECC not supported or disabled on these GPUs",
+    "ecc.clean": "no uncorrected ECC errors, no pending retirement/remapping",
     "persistence.off": lambda f: "disabled on GPU " + ", ".join(map(str, f["gpus"])),
-    "persistence.fix": lambda f: (
-        "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
-        "does not re-initialise the GPUs at every process start"
+    "persistence.fix": (
+        "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver does not "
+        "re-initialise the GPUs at every process start"
     ),
-    "persistence.not_queryable": lambda f: "not queryable on these GPUs",
-    "persistence.on": lambda f: "enabled on every GPU",
+    "persistence.not_queryable": "not queryable on these GPUs",
+    "persistence.on": "enabled on every GPU",
     "throttle.idle_slowdown": _slowdown,
-    "throttle.fix_slowdown": lambda f: (
+    "throttle.fix_slowdown": (
         "check cooling and the hardware (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`); a "
         "throttling GPU becomes the straggler every rank waits for"
     ),
     "throttle.unreadable": lambda f: f"clock reasons unreadable: {_unknown(f['errors'])}",
-    "throttle.fix_unreadable": lambda f: (
-        "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "
-        "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too"
+    "throttle.fix_unreadable": (
+        "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d PERFORMANCE` by "
+        "hand, and the driver (`nvidia-smi`) if it fails too"
     ),
-    "throttle.idle_clean": lambda f: (
+    "throttle.idle_clean": (
         "read once with the GPUs idle: no hardware or thermal slowdown set (throttling under "
         "load is judged from each cell's telemetry)"
     ),

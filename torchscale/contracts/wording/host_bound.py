@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import pct
 
 # what the step split's compute part is on a host-bound GPU: the host issuing kernels
 LAUNCH_TIME = "launch time"
 
 
-def _traced(figures: Mapping[str, Any]) -> str:
-    return f"{figures['steps']} traced steps, threshold {pct(figures['threshold'])}"
-
-
-def _launch_time(figures: Mapping[str, Any]) -> str:
-    return (
-        f"host-bound: the GPU is busy {pct(figures['busy_share'])} of the step "
-        f"({_traced(figures)}): its compute is {LAUNCH_TIME}, the GPU waits for Python/launches"
-    )
-
-
-def _probe_launch_time(figures: Mapping[str, Any]) -> str:
-    return (
-        f"host-bound: the GPU is busy {pct(figures['busy_share'])} of the step (sleep probe): "
-        f"its compute is {LAUNCH_TIME}, the GPU waits for Python/launches"
-    )
-
-
-def _gpu_busy(figures: Mapping[str, Any]) -> str:
-    return (
-        f"not host-bound: the GPU is busy {pct(figures['busy_share'])} of the step "
-        f"({_traced(figures)})"
-    )
+_TRACED = "{steps} traced steps, threshold {threshold:share}"
 
 
 def compute_part(figures: Mapping[str, Any], share: str) -> str:
@@ -42,8 +21,23 @@ def compute_part(figures: Mapping[str, Any], share: str) -> str:
     return f"{share} {LAUNCH_TIME} (GPU busy {pct(figures['busy_share'])})"
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "host_bound.launch_time": _launch_time,
-    "host_bound.gpu_busy": _gpu_busy,
-    "host_bound.probe_launch_time": _probe_launch_time,
+PHRASES: Phrases = {
+    "host_bound.launch_time": (
+        "host-bound: the GPU is busy {busy_share:share} of the step ("
+        + _TRACED
+        + "): its compute is "
+        + LAUNCH_TIME
+        + ", the GPU waits for Python/launches"
+    ),
+    "host_bound.gpu_busy": (
+        "not host-bound: the GPU is busy {busy_share:share} of the step (" + _TRACED + ")"
+    ),
+    "host_bound.probe_launch_time": (
+        (
+            "host-bound: the GPU is busy {busy_share:share} of the step (sleep probe): its "
+            "compute is "
+        )
+        + LAUNCH_TIME
+        + ", the GPU waits for Python/launches"
+    ),
 }

@@ -4,20 +4,19 @@ arithmetic fallback found (offline/results/host_bound.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording import Phrases, render
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.spell import pct_set, pct_small
-from torchscale.contracts.wording.unavailable import reason_of, why
 
 F = Mapping[str, Any]
 CAPTURE_FAILED = "the CUDA trace of the busy share failed"
 
 
-def _why(f: F) -> str:
-    return str(why(reason_of(f["why"])))
+_WHY = "{why:finding}"
 
 
 def _mfu(f: F) -> str:
@@ -26,19 +25,18 @@ def _mfu(f: F) -> str:
     return share_text(Estimate.model_validate(interval)) if interval else pct_small(f["mfu"])
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "host_bound.pipeline": lambda f: (
-        "pipeline cells: each stage waits for its neighbours' "
-        "activations and gradients inside the schedule, so a stage's idle GPU time is the bubble, "
-        "not the host"
+PHRASES: Phrases = {
+    "host_bound.pipeline": (
+        "pipeline cells: each stage waits for its neighbours' activations and gradients inside "
+        "the schedule, so a stage's idle GPU time is the bubble, not the host"
     ),
-    "host_bound.trace_failed": lambda f: f"{CAPTURE_FAILED} ({f['error']})",
-    "host_bound.peer_failed": lambda f: f"{CAPTURE_FAILED} on another rank, so no rank traced",
-    "host_bound.none_traced": lambda f: "no rank traced a step",
-    "host_bound.no_probe": lambda f: "no busy trace was recorded",
-    "host_bound.no_mfu": lambda f: f"{_why(f)}; no MFU to judge by arithmetic",
-    "host_bound.arithmetic": lambda f: f"{_why(f)}; MFU {_mfu(f)}",
+    "host_bound.trace_failed": (CAPTURE_FAILED + " ({error})"),
+    "host_bound.peer_failed": (CAPTURE_FAILED + " on another rank, so no rank traced"),
+    "host_bound.none_traced": "no rank traced a step",
+    "host_bound.no_probe": "no busy trace was recorded",
+    "host_bound.no_mfu": (_WHY + "; no MFU to judge by arithmetic"),
+    "host_bound.arithmetic": lambda f: f"{render(_WHY, f)}; MFU {_mfu(f)}",
     "host_bound.not_judged": lambda f: (
-        f"{_why(f)}; MFU {_mfu(f)}, at least {pct_set(f['floor'])}: not judged"
+        f"{render(_WHY, f)}; MFU {_mfu(f)}, at least {pct_set(f['floor'])}: not judged"
     ),
 }

@@ -3,9 +3,10 @@ cores, /dev/shm, the open-files limit, InfiniBand ports, free disk."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import gib
 
 F = Mapping[str, Any]
@@ -27,31 +28,29 @@ def _ports(f: F) -> str:
     return said or "devices without ports"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "host.cores": lambda f: f"{f['usable']} usable core(s) ({f['online']} online)",
-    "host.fix_one_core": lambda f: (
+PHRASES: Phrases = {
+    "host.cores": "{usable} usable core(s) ({online} online)",
+    "host.fix_one_core": (
         "two or more ranks will share one core: CPU-path timings are oversubscribed"
     ),
-    "host.no_shm": lambda f: f"{f['path']} does not exist on this platform",
+    "host.no_shm": "{path} does not exist on this platform",
     "host.shm": _shm,
-    "host.fix_shm": lambda f: (
-        "DataLoader workers and NCCL's shared-memory transport need more: start "
-        "the container with --shm-size=16g or --ipc=host"
+    "host.fix_shm": (
+        "DataLoader workers and NCCL's shared-memory transport need more: start the container "
+        "with --shm-size=16g or --ipc=host"
     ),
-    "host.no_rlimits": lambda f: "resource limits are not available on this platform",
+    "host.no_rlimits": "resource limits are not available on this platform",
     "host.open_files": lambda f: f"soft {_limit(f['soft'])}, hard {_limit(f['hard'])}",
-    "host.fix_open_files": lambda f: (
-        f"raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many "
-        f"ranks per node exhaust {f['soft']} descriptors"
+    "host.fix_open_files": (
+        "raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many ranks per "
+        "node exhaust {soft} descriptors"
     ),
-    "host.no_rdma": lambda f: (
-        "no RDMA devices: fine on one node; across nodes NCCL falls back to TCP "
-        "sockets, far slower than InfiniBand/RoCE"
+    "host.no_rdma": (
+        "no RDMA devices: fine on one node; across nodes NCCL falls back to TCP sockets, far "
+        "slower than InfiniBand/RoCE"
     ),
     "host.rdma_ports": _ports,
-    "host.fix_no_active_port": lambda f: (
-        "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)"
-    ),
+    "host.fix_no_active_port": "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)",
     "host.disk_free": lambda f: f"{gib(f['free_bytes'], 1)} free at {f['path']}",
     "host.fix_disk": lambda f: (
         "free space or choose another --output-dir: results, logs and traces are written there"

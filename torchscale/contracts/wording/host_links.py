@@ -4,8 +4,11 @@ a GPU's PCIe link and what it shares, every GPU copying at once. A link is figur
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import Phrases, say
 
 F = Mapping[str, Any]
 
@@ -43,7 +46,7 @@ def _placement(f: F) -> str:
     placement = f.get("placement")
     if placement is None:
         return ""
-    return PHRASES[placement["code"]](placement.get("figures", {}))
+    return say(Finding.model_validate(placement))
 
 
 def _link_below(f: F) -> str:
@@ -53,8 +56,8 @@ def _link_below(f: F) -> str:
     return text + " (read at idle: may be the GPU's PCIe power saving, not the cause)"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "host.topology_unknown": lambda f: f"topology unknown ({f['why']})",
+PHRASES: Phrases = {
+    "host.topology_unknown": "topology unknown ({why})",
     "host.own_link": _own,
     "host.shared_link": _shared,
     "host.all_at_once": lambda f: (

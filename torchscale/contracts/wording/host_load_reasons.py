@@ -4,8 +4,10 @@ ranks' records are still their words (`RankLoad.unavailable`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 
 def _too_short(f: Mapping[str, Any]) -> str:
@@ -19,6 +21,6 @@ def _too_short(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "unavailable.busy_windows_too_short": _too_short,
 }

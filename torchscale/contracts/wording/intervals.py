@@ -3,8 +3,10 @@ where a rerun lands; the step times', how closely this run's steps pin each perc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 
 def _two_scopes(figures: Mapping[str, Any]) -> str:
@@ -20,4 +22,4 @@ def _two_scopes(figures: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {"intervals.two_scopes": _two_scopes}
+PHRASES: Phrases = {"intervals.two_scopes": _two_scopes}

@@ -5,8 +5,10 @@ does not split."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 Figures = Mapping[str, Any]
 
@@ -32,98 +34,87 @@ def _mlp_width(f: Figures) -> str:
     return f"{where} width {f['width']} is not divisible by tp={f['tp']}"
 
 
-PHRASES: dict[str, Callable[[Figures], str]] = {
-    "layout.below_one": lambda _: "world, tp, pp, dp and microbatches must all be at least 1",
-    "layout.model_said": lambda f: f"the model's parallel plan: {f['said']}",
-    "layout.not_product": lambda f: (
-        f"world {f['world']} is not dp x tp x pp = {f['dp']} x {f['tp']} x {f['pp']}"
+PHRASES: Phrases = {
+    "layout.below_one": "world, tp, pp, dp and microbatches must all be at least 1",
+    "layout.model_said": "the model's parallel plan: {said}",
+    "layout.not_product": "world {world} is not dp x tp x pp = {dp} x {tp} x {pp}",
+    "layout.tp_whole_world": (
+        "strategy tp runs one TP group over the whole world (tp = world >= 2, pp = 1); use "
+        "hybrid fsdp_tp for data parallelism across TP groups"
     ),
-    "layout.tp_whole_world": lambda _: (
-        "strategy tp runs one TP group over the whole world (tp = world >= 2, pp = 1); "
-        "use hybrid fsdp_tp for data parallelism across TP groups"
+    "layout.pp_whole_world": (
+        "strategy pp runs one pipeline over the whole world (pp = world >= 2, tp = 1); use "
+        "hybrid ddp_pp for data parallelism across pipelines"
     ),
-    "layout.pp_whole_world": lambda _: (
-        "strategy pp runs one pipeline over the whole world (pp = world >= 2, tp = 1); "
-        "use hybrid ddp_pp for data parallelism across pipelines"
+    "layout.fsdp_tp_degrees": "hybrid fsdp_tp needs tp >= 2 and pp = 1",
+    "layout.ddp_pp_degrees": "hybrid ddp_pp needs pp >= 2 and tp = 1",
+    "layout.unknown": "strategy {strategy!r} with hybrid {hybrid!r} is not a layout",
+    "layout.sp_without_tp": "sequence parallelism applies to tensor-parallel layouts only",
+    "layout.unknown_schedule": (
+        "pipeline schedule {schedule!r} is not gpipe, 1f1b or interleaved_1f1b"
     ),
-    "layout.fsdp_tp_degrees": lambda _: "hybrid fsdp_tp needs tp >= 2 and pp = 1",
-    "layout.ddp_pp_degrees": lambda _: "hybrid ddp_pp needs pp >= 2 and tp = 1",
-    "layout.unknown": lambda f: (
-        f"strategy {f['strategy']!r} with hybrid {f['hybrid']!r} is not a layout"
+    "layout.microbatches_without_pp": "microbatches and schedule apply to pipeline layouts only",
+    "layout.1f1b_microbatches": (
+        "1f1b needs at least as many micro-batches as stages ({microbatches} < {pp})"
     ),
-    "layout.sp_without_tp": lambda _: (
-        "sequence parallelism applies to tensor-parallel layouts only"
+    "layout.interleaved_microbatches": (
+        "interleaved_1f1b needs micro-batches ({microbatches}) to be a multiple of max(1, "
+        "microbatches // pp) = {rounds}"
     ),
-    "layout.unknown_schedule": lambda f: (
-        f"pipeline schedule {f['schedule']!r} is not gpipe, 1f1b or interleaved_1f1b"
+    "layout.batch_not_positive": "batch size {batch} is not positive",
+    "layout.fp16_scaler": (
+        "fp16 needs GradScaler, whose inf/NaN check sees only this rank's gradient shards or "
+        "stages, so ranks could disagree on skipping a step; use bf16 or fp32"
     ),
-    "layout.microbatches_without_pp": lambda _: (
-        "microbatches and schedule apply to pipeline layouts only"
+    "layout.channels_last_pipeline": (
+        "channels_last with pipeline parallelism: torch's stage-to-stage sends need contiguous "
+        "activations (and contiguous boundaries crashed gloo ranks in torch 2.13)"
     ),
-    "layout.1f1b_microbatches": lambda f: (
-        f"1f1b needs at least as many micro-batches as stages ({f['microbatches']} < {f['pp']})"
+    "layout.pipeline_grad_accum": (
+        "gradient accumulation over pipeline steps is not supported (torch's schedules rescale "
+        "the whole .grad at each step's last backward); raise microbatches instead"
     ),
-    "layout.interleaved_microbatches": lambda f: (
-        f"interleaved_1f1b needs micro-batches ({f['microbatches']}) to be a multiple of "
-        f"max(1, microbatches // pp) = {f['rounds']}"
+    "layout.no_tp_plan": (
+        "no tensor-parallel plan for plug-in model class {model_class} (its ModelBundle declares "
+        "no tp_plan)"
     ),
-    "layout.batch_not_positive": lambda f: f"batch size {f['batch']} is not positive",
-    "layout.fp16_scaler": lambda _: (
-        "fp16 needs GradScaler, whose inf/NaN check sees only this rank's gradient shards "
-        "or stages, so ranks could disagree on skipping a step; use bf16 or fp32"
+    "layout.no_pp_split": (
+        "no pipeline split for plug-in model class {model_class} (its ModelBundle declares no "
+        "pp_split)"
     ),
-    "layout.channels_last_pipeline": lambda _: (
-        "channels_last with pipeline parallelism: torch's stage-to-stage sends need "
-        "contiguous activations (and contiguous boundaries crashed gloo ranks in torch 2.13)"
+    "layout.microbatches_split": (
+        "{microbatches} micro-batches do not divide the per-replica batch {batch}"
     ),
-    "layout.pipeline_grad_accum": lambda _: (
-        "gradient accumulation over pipeline steps is not supported (torch's schedules "
-        "rescale the whole .grad at each step's last backward); raise microbatches instead"
-    ),
-    "layout.no_tp_plan": lambda f: (
-        f"no tensor-parallel plan for plug-in model class {f['model_class']} "
-        "(its ModelBundle declares no tp_plan)"
-    ),
-    "layout.no_pp_split": lambda f: (
-        f"no pipeline split for plug-in model class {f['model_class']} "
-        "(its ModelBundle declares no pp_split)"
-    ),
-    "layout.microbatches_split": lambda f: (
-        f"{f['microbatches']} micro-batches do not divide the per-replica batch {f['batch']}"
-    ),
-    "layout.microbatch_samples": lambda f: (
-        f"{f['microbatches']} micro-batches of the per-replica batch {f['batch']} hold "
-        f"{f['samples']} sample each, fewer than the {f['least']} a pipeline's micro-batch "
-        "must hold; raise the batch or lower microbatches"
+    "layout.microbatch_samples": (
+        "{microbatches} micro-batches of the per-replica batch {batch} hold {samples} sample "
+        "each, fewer than the {least} a pipeline's micro-batch must hold; raise the batch or "
+        "lower microbatches"
     ),
     "layout.too_few_blocks": _too_few_blocks,
-    "layout.sequence_split": lambda f: (
-        f"sequence length {f['seq_len']} is not divisible by tp={f['tp']} (sequence parallelism)"
+    "layout.sequence_split": (
+        "sequence length {seq_len} is not divisible by tp={tp} (sequence parallelism)"
     ),
-    "layout.mlp_too_shallow": lambda _: (
-        "no tensor-parallel plan for an MLP with fewer than 2 hidden layers"
-    ),
+    "layout.mlp_too_shallow": "no tensor-parallel plan for an MLP with fewer than 2 hidden layers",
     "layout.mlp_width": _mlp_width,
-    "layout.mlp_no_sequence": lambda _: (
+    "layout.mlp_no_sequence": (
         "sequence parallelism needs a sequence dimension; the MLP's inputs have none"
     ),
     "layout.ffn_width": lambda f: (
         f"{_at(f)}feed-forward width {f['width']} is not divisible by tp={f['tp']}"
     ),
-    "layout.vocab": lambda f: (
-        f"vocabulary {f['vocab']} (embedding and output projection rows) is not divisible "
-        f"by tp={f['tp']}"
+    "layout.vocab": (
+        "vocabulary {vocab} (embedding and output projection rows) is not divisible by tp={tp}"
     ),
     "layout.heads": lambda f: (
         f"{_at(f)}{f['heads']} attention heads are not divisible by tp={f['tp']}"
     ),
-    "layout.seq2seq_no_sp": lambda _: (
-        "no sequence-parallel plan for the encoder-decoder transformer: its attention "
-        "stays replicated under TP (nn.MultiheadAttention's packed in_proj_weight), so there is "
-        "no column/row-parallel pair around it whose all-reduces could become all-gather + "
+    "layout.seq2seq_no_sp": (
+        "no sequence-parallel plan for the encoder-decoder transformer: its attention stays "
+        "replicated under TP (nn.MultiheadAttention's packed in_proj_weight), so there is no "
+        "column/row-parallel pair around it whose all-reduces could become all-gather + "
         "reduce-scatter over sequence shards"
     ),
-    "layout.resnet_no_tp": lambda _: (
+    "layout.resnet_no_tp": (
         "no tensor-parallel plan for ResNet: its layers are convolutions and BatchNorm "
         "(channel-split convolutions are not among torch's ColwiseParallel/RowwiseParallel "
         "styles)"

@@ -6,9 +6,10 @@ sample) and `runner_up` (the next configuration's name)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.figures import change_text, too_wide
 from torchscale.contracts.wording.spell import repeats_text
 
@@ -67,7 +68,7 @@ def spread_unknown(figures: Mapping[str, Any]) -> str:
     return f"not told apart from {who}{said}: spread unknown (one repeat)"
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "lead.clear": clear,
     "lead.ahead_unsized": ahead_unsized,
     "lead.within_noise": within_noise,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import pct, pct_set
 
 
@@ -121,7 +122,7 @@ _WORDED: dict[str, Callable[..., str]] = {
     "noise.too_few_repeats": too_few,
     "noise.spread_unknown": spread_unknown,
 }
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = dict(_WORDED)
+PHRASES: Phrases = {**_WORDED}
 
 
 def plain(finding: Finding) -> str:

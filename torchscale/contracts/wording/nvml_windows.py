@@ -4,36 +4,25 @@ the figures), the words are here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from torchscale.contracts.wording import Phrases
 
 _AVERAGES = "NVML averages over ~1 s (power) and 1/6-1 s (utilisation)"
 
 
-def _longest(f: Mapping[str, Any]) -> str:
-    return (
-        f"not measurable: the longest window is {f['window_s']:.3g} s, where {_AVERAGES}; a "
-        f"reading counts only {f['floor_s']:g} s or more into a window"
-    )
-
-
-def _windows(f: Mapping[str, Any]) -> str:
-    return (
-        f"not measurable: windows of {f['window_s']:.3g} s in all, where {_AVERAGES}; at least "
-        f"{f['floor_s']:g} s of windows is needed"
-    )
-
-
-def _coarse(f: Mapping[str, Any]) -> str:
-    return (
-        f"not measurable: the energy counter moves in steps of up to ~{f['step_s']:g} s, so over "
-        f"{f['windows']} window(s) of {f['window_s']:.3g} s in all it is uncertain by "
-        f"~{f['error'] * 100:.0f} % (kept at {f['max'] * 100:.0f} % or less)"
-    )
-
-
-PHRASES = {
-    "unavailable.nvml_longest_window": _longest,
-    "unavailable.nvml_windows": _windows,
-    "unavailable.energy_counter_coarse": _coarse,
+PHRASES: Phrases = {
+    "unavailable.nvml_longest_window": (
+        "not measurable: the longest window is {window_s:.3g} s, where "
+        + _AVERAGES
+        + "; a reading counts only {floor_s:g} s or more into a window"
+    ),
+    "unavailable.nvml_windows": (
+        "not measurable: windows of {window_s:.3g} s in all, where "
+        + _AVERAGES
+        + "; at least {floor_s:g} s of windows is needed"
+    ),
+    "unavailable.energy_counter_coarse": (
+        "not measurable: the energy counter moves in steps of up to ~{step_s:g} s, so over "
+        "{windows} window(s) of {window_s:.3g} s in all it is uncertain by ~{error:share0} (kept "
+        "at {max:share0} or less)"
+    ),
 }

@@ -4,16 +4,15 @@ torchscale cannot know about someone else's job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from torchscale.contracts.wording.spell import limit_s, whole_s
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
 
-def _output(f: F) -> str:
-    return f"its output: {f['log']}"
+_OUTPUT = "its output: {log}"
 
 
 def _identity(f: F) -> str:
@@ -49,37 +48,52 @@ def _identity(f: F) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "own_job.command_not_found": lambda f: (
-        f"{f['program']}: command not found (give the launch line as you would run it, "
-        "e.g. torchrun --nproc-per-node 2 train.py)"
+PHRASES: Phrases = {
+    "own_job.command_not_found": (
+        "{program}: command not found (give the launch line as you would run it, e.g. torchrun "
+        "--nproc-per-node 2 train.py)"
     ),
-    "own_job.not_executable": lambda f: f"{f['program']}: not executable",
-    "own_job.exited": lambda f: (
-        f"your job exited with {f['returncode']} after {whole_s(f['wall_s'])} before any "
-        f"rank measured a step; {_output(f)}"
+    "own_job.not_executable": "{program}: not executable",
+    "own_job.exited": (
+        (
+            "your job exited with {returncode} after {wall_s:s_whole} before any rank measured a "
+            "step; "
+        )
+        + _OUTPUT
     ),
-    "own_job.no_rank_files": lambda f: (
-        f"your job ended after {whole_s(f['wall_s'])} and no process wrote a measurement: "
-        "none imported torch and stepped an optimizer, or python ran with -E, -I or -S "
-        f"(which ignore PYTHONPATH, where the probe is); {_output(f)}"
+    "own_job.no_rank_files": (
+        (
+            "your job ended after {wall_s:s_whole} and no process wrote a measurement: none "
+            "imported torch and stepped an optimizer, or python ran with -E, -I or -S (which "
+            "ignore PYTHONPATH, where the probe is); "
+        )
+        + _OUTPUT
     ),
-    "own_job.no_step_seen": lambda f: (
-        f"no optimizer step seen on {f['ranks']} rank(s): the probe finds steps by torch's "
-        "optimizer hooks (torch.optim.Optimizer.step); a loop that steps no torch.optim "
-        f"optimizer marks its steps with one line, torchscale.mark_step(); {_output(f)}"
+    "own_job.no_step_seen": (
+        (
+            "no optimizer step seen on {ranks} rank(s): the probe finds steps by torch's "
+            "optimizer hooks (torch.optim.Optimizer.step); a loop that steps no torch.optim "
+            "optimizer marks its steps with one line, torchscale.mark_step(); "
+        )
+        + _OUTPUT
     ),
-    "own_job.too_few_steps": lambda f: (
-        f"no measured step: the probe discards the first {f['warmup']} warm-up step(s) "
-        f"(--warmup-steps) and your job stepped fewer; {_output(f)}"
+    "own_job.too_few_steps": (
+        (
+            "no measured step: the probe discards the first {warmup} warm-up step(s) "
+            "(--warmup-steps) and your job stepped fewer; "
+        )
+        + _OUTPUT
     ),
-    "own_job.timed_out": lambda f: (
-        f"your job was stopped after the {limit_s(f['timeout_s'])} --timeout (hung, or "
-        f"slower than expected: raise --timeout); {_output(f)}"
+    "own_job.timed_out": (
+        (
+            "your job was stopped after the {timeout_s:s_set} --timeout (hung, or slower than "
+            "expected: raise --timeout); "
+        )
+        + _OUTPUT
     ),
-    "own_job.stopped": lambda f: (
-        f"stopped by {f['signal']}: your job's processes were stopped; what the ranks "
-        "measured before is kept"
+    "own_job.stopped": (
+        "stopped by {signal}: your job's processes were stopped; what the ranks measured before "
+        "is kept"
     ),
     "own_job.identity_unknown": _identity,
     "own_job.samples_given": lambda f: (
@@ -90,7 +104,5 @@ PHRASES: dict[str, Callable[[F], str]] = {
             else "the loader's batches could not be counted"
         )
     ),
-    "own_job.no_flops": lambda f: (
-        "your job's step has no FLOP count (the FLOPs' own line says why): no MFU"
-    ),
+    "own_job.no_flops": "your job's step has no FLOP count (the FLOPs' own line says why): no MFU",
 }

@@ -6,9 +6,10 @@ pass_at, fail_below)."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases, render
 from torchscale.contracts.wording.power_limit_reasons import limit_why
 from torchscale.contracts.wording.spell import as_set, readable_unit
 
@@ -74,7 +75,7 @@ def _sku(f: Mapping[str, Any]) -> str:
     """The SKU verdict the peers' finding carries, in its own words."""
     sku = f.get("sku")
     phrase = PHRASES.get(sku["code"]) if sku else None
-    return phrase(sku["figures"]) if phrase is not None and sku is not None else ""
+    return render(phrase, sku["figures"]) if phrase is not None and sku is not None else ""
 
 
 def lags_peers(f: Mapping[str, Any]) -> str:
@@ -95,50 +96,40 @@ def node_below_sku(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "perf.pass": _judged,
     "perf.warn": _bars,
     "perf.fail": _bars,
     "perf.above_spec": lambda f: (
         f"{_judged(f)}: above the spec sheet, a measurement bug, not a fast GPU"
     ),
-    "perf.no_reference": lambda f: "no reference for this device: the measured value alone",
-    "perf.not_measured": lambda f: "not measured",
+    "perf.no_reference": "no reference for this device: the measured value alone",
+    "perf.not_measured": "not measured",
     "perf.lags_peers": lags_peers,
     "perf.node_below_sku": node_below_sku,
-    "perf.fix_power_unknown": lambda f: (
-        "whole node below the SKU: power cap? check nvidia-smi -q -d POWER"
-    ),
-    "perf.fix_capped": lambda f: (
+    "perf.fix_power_unknown": "whole node below the SKU: power cap? check nvidia-smi -q -d POWER",
+    "perf.fix_capped": (
         "the node's GPUs run under a power limit below their default (nvidia-smi -q -d POWER): "
         "its matmuls stay below the SKU's; raise the limit (nvidia-smi -pl) where the provider "
         "allows"
     ),
-    "perf.fix_uncapped": lambda f: (
+    "perf.fix_uncapped": (
         "whole node below the SKU at its default power limit: check its clocks and slowdown "
         "reasons (nvidia-smi -q -d CLOCK,PERFORMANCE: application clocks, thermal or power "
         "brake) and its cooling"
     ),
-    "perf.fix_lagging": lambda f: (
+    "perf.fix_lagging": (
         "one GPU below its peers: check its clocks, power and temperature (nvidia-smi -q -d "
         "PERFORMANCE,POWER,TEMPERATURE), other processes on it and its ECC errors"
     ),
-    "perf.fix_fail": lambda f: (
-        "see docs/validate.md ('How to read a FAIL') for what to check on this node"
-    ),
-    "perf.fix_warn": lambda f: (
-        "below what this SKU usually reaches: compare with its peers (fleet view)"
-    ),
+    "perf.fix_fail": "see docs/validate.md ('How to read a FAIL') for what to check on this node",
+    "perf.fix_warn": "below what this SKU usually reaches: compare with its peers (fleet view)",
     "perf.busbw_not_measured": lambda f: (
         "; ".join(f["reasons"]) or f.get("error") or f"{f['op']} was not measured ({f['status']})"
     ),
-    "perf.busbw_too_few_gpus": lambda f: (
-        f"needs 2 or more GPUs: this node has {f['count']} (NCCL links no GPU)"
-    ),
-    "perf.busbw_not_run": lambda f: f"the collective sweep could not run: {f['error']}",
-    "perf.wrong_sums": lambda f: (
-        f"{f['wrong']} wrong element(s) in the checked results ({f['comm_run']})"
-    ),
+    "perf.busbw_too_few_gpus": "needs 2 or more GPUs: this node has {count} (NCCL links no GPU)",
+    "perf.busbw_not_run": "the collective sweep could not run: {error}",
+    "perf.wrong_sums": "{wrong} wrong element(s) in the checked results ({comm_run})",
     "perf.one_figure": lambda f: f"{readable_unit(f['value'], f['unit'])}: {_inner(f)}",
     "perf.spread": lambda f: (
         f"{f['count']} {f['units']}s, {readable_unit(f['low'], f['unit'])} to "

@@ -5,8 +5,10 @@ layout cannot train a model is worded in layouts.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 
 def _source(figures: Mapping[str, Any]) -> str:
@@ -45,43 +47,41 @@ def _tp_spans_nodes(f: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "plan.needs_gpus": _needs_gpus,
     "plan.no_gpu": _no_gpu,
-    "plan.nccl_without_cuda": lambda _: "backend 'nccl' needs CUDA GPUs; none is visible",
-    "plan.nccl_shared_gpu": lambda f: (
-        f"{f['ranks']} ranks would share each GPU (launcher.ranks_per_gpu) and NCCL refuses "
-        "two ranks on one GPU: leave backend to 'auto' (gloo where ranks share a GPU)"
+    "plan.nccl_without_cuda": "backend 'nccl' needs CUDA GPUs; none is visible",
+    "plan.nccl_shared_gpu": (
+        "{ranks} ranks would share each GPU (launcher.ranks_per_gpu) and NCCL refuses two ranks "
+        "on one GPU: leave backend to 'auto' (gloo where ranks share a GPU)"
     ),
-    "plan.gloo_cuda_p2p": lambda f: (
-        f"a pipeline of {f['pp']} stages sends activations with send/recv, which gloo does not "
-        "copy off a GPU (only its collectives do): pipelines on CUDA need NCCL, a GPU per rank"
+    "plan.gloo_cuda_p2p": (
+        "a pipeline of {pp} stages sends activations with send/recv, which gloo does not copy "
+        "off a GPU (only its collectives do): pipelines on CUDA need NCCL, a GPU per rank"
     ),
-    "plan.partial_nodes": lambda f: (
-        f"{f['world']} GPUs do not fill whole nodes of {f['per_node']} "
-        "(launcher gpus_per_node); give launcher.nodes to choose the split"
+    "plan.partial_nodes": (
+        "{world} GPUs do not fill whole nodes of {per_node} (launcher gpus_per_node); give "
+        "launcher.nodes to choose the split"
     ),
-    "plan.data_synthetic_only": lambda f: (
+    "plan.data_synthetic_only": (
         "plug-in models train on synthetic data only (their batch format is their own); "
-        f"data.source '{f['source']}' cannot feed them"
+        "data.source '{source}' cannot feed them"
     ),
-    "plan.data_images_only": lambda f: (
-        f"data.source '{f['source']}' holds RGB images: it feeds image models only "
-        f"({', '.join(f['models'])})"
+    "plan.data_images_only": (
+        "data.source '{source}' holds RGB images: it feeds image models only ({models:list})"
     ),
-    "plan.tp_not_world": lambda f: (
-        f"strategy tp runs one tensor-parallel group over the whole world: parallel.tp "
-        f"{f['tp']} != world size {f['world']} (hybrid fsdp_tp adds data parallelism across "
-        "TP groups)"
+    "plan.tp_not_world": (
+        "strategy tp runs one tensor-parallel group over the whole world: parallel.tp {tp} != "
+        "world size {world} (hybrid fsdp_tp adds data parallelism across TP groups)"
     ),
-    "plan.pp_not_world": lambda f: (
-        f"strategy pp runs one pipeline over the whole world: parallel.pp {f['pp']} != "
-        f"world size {f['world']} (hybrid ddp_pp adds data parallelism across pipelines)"
+    "plan.pp_not_world": (
+        "strategy pp runs one pipeline over the whole world: parallel.pp {pp} != world size "
+        "{world} (hybrid ddp_pp adds data parallelism across pipelines)"
     ),
     "plan.mesh_indivisible": _mesh_indivisible,
     "plan.tp_spans_nodes": _tp_spans_nodes,
-    "plan.compiled_pipeline": lambda _: (
-        "training.compile with pipelining is not supported: the schedule calls each stage "
-        "module itself (run the pp cells without compile)"
+    "plan.compiled_pipeline": (
+        "training.compile with pipelining is not supported: the schedule calls each stage module "
+        "itself (run the pp cells without compile)"
     ),
 }

@@ -18,7 +18,7 @@ from torchscale.contracts.schema.cell_result import (
     JobFacts,
     Problem,
 )
-from torchscale.contracts.wording import job_terms, spell, verdicts
+from torchscale.contracts.wording import Phrases, job_terms, spell, verdicts
 from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.contracts.wording.spell import pct
 
@@ -62,22 +62,22 @@ def _inflation(f: Figures) -> str:
     return change_text(f["share"], f["low"], f["high"])
 
 
-PHRASES: dict[str, Callable[[Figures], str]] = {
+PHRASES: Phrases = {
     "problem.straggler": verdicts.title,
     "problem.imbalance.host": lambda f: (
         f"Ranks wait for {_who(f)}, which the host held back (it waited for a CPU)"
     ),
-    "problem.imbalance.disputed": lambda f: (
+    "problem.imbalance.disputed": (
         "Waiting for peers: the slowest rank's own work is disputed by other evidence"
     ),
     "problem.imbalance.waited_for": lambda f: (
         f"Ranks wait for {_who(f)}, though its measured work is not significantly slower"
     ),
-    "problem.imbalance.turns": lambda f: "Load imbalance: ranks take turns waiting for each other",
+    "problem.imbalance.turns": "Load imbalance: ranks take turns waiting for each other",
     "problem.exposed_comm": lambda f: (
         f"Exposed {f['backend'] + ' ' if f.get('backend') else ''}communication"
     ),
-    "problem.data_wait": lambda f: "Training waits for data",
+    "problem.data_wait": "Training waits for data",
     "problem.launch_wait": lambda f: (
         f"{_device_word(f.get('device', 'cuda'))} idle waiting for the host to launch work"
     ),

@@ -4,36 +4,18 @@ code and its figures), and the notes of a profiled run and its analysis (`Profil
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording import spell
+from torchscale.contracts.wording import Phrases, say, spell
 from torchscale.contracts.wording.figures import change_text
-from torchscale.contracts.wording.unavailable import said_alike
 
 F = Mapping[str, Any]
 
-SAID: dict[str, str] = {
-    "profile.no_step_model": "no step model",
-    "profile.no_complete_step": "no complete step on any rank",
-    "profile.no_step_on_every_rank": "no step complete on every rank",
-    "profile.no_communication": "no communication in the traced steps",
-    "profile.no_memory_events": "no allocator figures in these traces: torchscale's profiled "
-    "steps do not record memory events (torch.profiler profile_memory) and the trace reader "
-    "does not read them; the peaks of the measured windows are in the run's result.json "
-    "(memory)",
-}
 
-
-def ranked(phrase: Callable[[F], str]) -> Callable[[F], str]:
-    """A note's phrase, said after 'rank <r>: ' where the note is one rank's (`on_rank`)."""
-    return lambda f: (f"rank {f['on_rank']}: " if "on_rank" in f else "") + phrase(f)
-
-
-def _said_why(f: F) -> str:
-    return wording.say(Finding.model_validate(f["why"]))
+def _said(found: Any) -> str:
+    return say(Finding.model_validate(found))
 
 
 def _overhead(f: F) -> str:
@@ -54,8 +36,16 @@ def _overhead(f: F) -> str:
     )
 
 
-# a note's words, each whole figure by name (as `trace_notes.SAID`)
-NOTE_SAID: dict[str, str] = {
+PHRASES: Phrases = {
+    "profile.no_step_model": "no step model",
+    "profile.no_complete_step": "no complete step on any rank",
+    "profile.no_step_on_every_rank": "no step complete on every rank",
+    "profile.no_communication": "no communication in the traced steps",
+    "profile.no_memory_events": "no allocator figures in these traces: torchscale's profiled "
+    "steps do not record memory events (torch.profiler profile_memory) and the trace reader "
+    "does not read them; the peaks of the measured windows are in the run's result.json "
+    "(memory)",
+    # a note of a profiled run or its analysis; one rank's is said after 'rank <r>: '
     "profile.no_measured_step": "no measured step time to compare the traced steps with",
     "profile.no_traced_step_times": "the ranks recorded no traced step times "
     "(rank<k>.phases.json step_s)",
@@ -73,33 +63,20 @@ NOTE_SAID: dict[str, str] = {
     "installed (pip install 'nvtx<0.2.12'): no phase or step ranges in the Nsight Systems report",
     "profile.nvtx_too_new": "nvtx {version} on a CPU build: with Nsight Systems 2022.4 only nvtx "
     "< 0.2.12 records anything from a CPU-only process; newer Nsight Systems may work",
-}
-
-
-def templated(words: str) -> Callable[[F], str]:
-    """The phrase of words that name their figures ('{count} duplicate step range(s)')."""
-    return lambda f: words.format(**f)
-
-
-NOTES: dict[str, Callable[[F], str]] = {code: templated(w) for code, w in NOTE_SAID.items()} | {
     "profile.capture_overhead": _overhead,
-    "profile.overhead_unknown": lambda f: f"capture overhead: unknown ({_said_why(f)})",
-    "profile.nothing_captured": lambda f: f"{_said_why(f)}: nothing is captured",
-    "profile.devices_differ": lambda f: f"ranks report different devices: {f['devices']}",
+    "profile.overhead_unknown": "capture overhead: unknown ({why:finding})",
+    "profile.nothing_captured": "{why:finding}: nothing is captured",
+    "profile.devices_differ": "ranks report different devices: {devices}",
     "profile.whole_run": lambda f: (
         "nsys captured the whole run, not only the profiled steps: the ranks have no NVTX "
-        f"to start a capture range with ({_said_why(f) if f['why'] else 'no NVTX backend'})"
+        f"to start a capture range with ({_said(f['why']) if f['why'] else 'no NVTX backend'})"
     ),
-}
-
-PHRASES: dict[str, Callable[[F], str]] = said_alike(SAID) | {
-    code: ranked(phrase) for code, phrase in NOTES.items()
 }
 
 
 def coded(code: str) -> Finding:
     """The finding of a figure-less reason: `coded('profile.no_step_model')`."""
-    assert code in SAID, code
+    assert code in PHRASES, code
     return Finding(code=code)
 
 
@@ -111,7 +88,7 @@ def note(code: str, **figures: Any) -> Finding:
 
 def said(stored: Finding) -> str:
     """A note in words, by its code."""
-    return wording.say(stored)
+    return say(stored)
 
 
 def on_rank(found: Finding, rank: int) -> Finding:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
+
 
 def gain_figure(figures: Mapping[str, Any]) -> str:
     """'1.57x [1.53, 1.84]' (no interval: '1.50x'): the one figure every surface prints."""
@@ -47,15 +49,15 @@ def _cells(f: Mapping[str, Any]) -> str:
     return "its" if cells == 1 else f"{cells} cells'"
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "ranking.compiled_faster": _gain("compiled faster"),
     "ranking.compiled_slower": _gain("compiled slower"),
     "ranking.compile_no_clear_difference": _gain("no clear difference"),
     "ranking.compile_no_interval": _gain("no interval: one figure on a side"),
     NOT_MEASURABLE: _not_measurable,
-    "ranking.fsdp_on_one": lambda f: (
-        "FSDP on one device shards nothing: FSDP2's machinery over the whole model, never "
-        "ranked or compared with another configuration"
+    "ranking.fsdp_on_one": (
+        "FSDP on one device shards nothing: FSDP2's machinery over the whole model, never ranked "
+        "or compared with another configuration"
     ),
     "ranking.shared_gpu": lambda f: (
         f"{_cells(f)} ranks shared a GPU (launcher.ranks_per_gpu): a stand-in for a "

@@ -7,9 +7,10 @@ not recorded), `device` ('cuda', 'cpu')."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.noise import reliable
 
 
@@ -58,7 +59,7 @@ def busy_machine(figures: Mapping[str, Any]) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+PHRASES: Phrases = {
     "purpose.path_check": path_check,
     "purpose.no_gpu_figure": no_gpu_figure,
     "purpose.scaling_unmeasured": scaling_unmeasured,

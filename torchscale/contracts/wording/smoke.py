@@ -3,8 +3,10 @@ real ranks: an all_reduce and an all_gather whose results are checked)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
@@ -19,32 +21,27 @@ def _passed(f: F) -> str:
     )
 
 
-def _logs(f: F) -> str:
-    return f"full log: {f['log']} (each rank's output under {f['ranks_dir']})"
+_LOGS = "full log: {log} (each rank's output under {ranks_dir})"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "smoke.passed": _passed,
-    "smoke.hung": lambda f: (
-        f"no result after {f['wall_s']:.0f} s (hung rendezvous or collective); killed"
+    "smoke.hung": "no result after {wall_s:.0f} s (hung rendezvous or collective); killed",
+    "smoke.exited": "torchrun exited with {returncode}: {cause}",
+    "smoke.wrong_results": (
+        "WRONG RESULTS: {wrong_elements} wrong all_reduce element(s) (expected "
+        "{expected_value}), all_gather ranks {all_gather_ranks}"
     ),
-    "smoke.exited": lambda f: f"torchrun exited with {f['returncode']}: {f['cause']}",
-    "smoke.wrong_results": lambda f: (
-        f"WRONG RESULTS: {f['wrong_elements']} wrong all_reduce element(s) "
-        f"(expected {f['expected_value']}), all_gather ranks {f['all_gather_ranks']}"
+    "smoke.too_few_ranks": "ran on {world} rank(s), expected {planned}",
+    "smoke.quick": "--quick: live torchrun test not run",
+    "smoke.no_torch": "needs torch, which could not be imported",
+    "smoke.fix_logs": _LOGS,
+    "smoke.fix_hung": (
+        _LOGS + "; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME"
     ),
-    "smoke.too_few_ranks": lambda f: f"ran on {f['world']} rank(s), expected {f['planned']}",
-    "smoke.quick": lambda f: "--quick: live torchrun test not run",
-    "smoke.no_torch": lambda f: "needs torch, which could not be imported",
-    "smoke.fix_logs": _logs,
-    "smoke.fix_hung": lambda f: (
-        f"{_logs(f)}; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME"
+    "smoke.fix_corrupt": (
+        "the collective library returns corrupt data: check the GPU (ECC), driver and NCCL "
+        "version before training on this node"
     ),
-    "smoke.fix_corrupt": lambda f: (
-        "the collective library returns corrupt data: check the GPU (ECC), driver "
-        "and NCCL version before training on this node"
-    ),
-    "smoke.fix_ranks": lambda f: (
-        f"{_logs(f)}; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU"
-    ),
+    "smoke.fix_ranks": (_LOGS + "; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU"),
 }

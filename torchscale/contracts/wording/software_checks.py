@@ -3,8 +3,10 @@ Python, the PyTorch build, gloo, NCCL, torchrun, Nsight Systems, the environment
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 INSTALL_TORCH = "install PyTorch >= {need}"
@@ -40,10 +42,10 @@ def _env_fix(f: F) -> str:
     return "; ".join(fixes)
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
-    "software.python": lambda f: f"Python {f['version']} ({f['implementation']}) at {f['path']}",
-    "software.fix_python": lambda f: f"use Python >= {f['need']}",
-    "software.no_torch": lambda f: f"cannot import torch: {f['error']}",
+PHRASES: Phrases = {
+    "software.python": "Python {version} ({implementation}) at {path}",
+    "software.fix_python": "use Python >= {need}",
+    "software.no_torch": "cannot import torch: {error}",
     "software.fix_no_torch": lambda f: (
         INSTALL_TORCH.format(need=f["need"]) + " for this platform (CUDA build on GPU nodes)"
     ),
@@ -51,43 +53,40 @@ PHRASES: dict[str, Callable[[F], str]] = {
         f"torch {f['version']}, {f['build']} build"
         + (f"; torchscale needs >= {f['need']}" if f.get("need") else "")
     ),
-    "software.fix_old_torch": lambda f: (
-        f"upgrade to torch >= {f['need']} (FSDP2's fully_shard and torch.amp.GradScaler "
-        "are missing before it)"
+    "software.fix_old_torch": (
+        "upgrade to torch >= {need} (FSDP2's fully_shard and torch.amp.GradScaler are missing "
+        "before it)"
     ),
-    "software.needs_torch": lambda f: "needs torch, which could not be imported",
-    "software.gloo": lambda f: "available (CPU collectives, CPU-path training)",
-    "software.no_gloo": lambda f: "not available in this torch build",
-    "software.fix_gloo": lambda f: (
+    "software.needs_torch": "needs torch, which could not be imported",
+    "software.gloo": "available (CPU collectives, CPU-path training)",
+    "software.no_gloo": "not available in this torch build",
+    "software.fix_gloo": (
         "use a PyTorch build with distributed support (the official wheels have gloo)"
     ),
-    "software.nccl_not_needed": lambda f: "not needed on the CPU path (--device cpu uses gloo)",
-    "software.no_nccl": lambda f: f"not available in torch {f['torch']} ({f['build']})",
-    "software.fix_no_nccl": lambda f: "install a CUDA build of PyTorch: its wheels bundle NCCL",
-    "software.nccl_not_loaded": lambda f: f"torch reports NCCL but cannot load it: {f['error']}",
-    "software.fix_nccl_not_loaded": lambda f: (
-        "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)"
-    ),
-    "software.nccl": lambda f: f"NCCL {f['version']}",
-    "software.no_torchrun": lambda f: "torch.distributed.run is not importable",
+    "software.nccl_not_needed": "not needed on the CPU path (--device cpu uses gloo)",
+    "software.no_nccl": "not available in torch {torch} ({build})",
+    "software.fix_no_nccl": "install a CUDA build of PyTorch: its wheels bundle NCCL",
+    "software.nccl_not_loaded": "torch reports NCCL but cannot load it: {error}",
+    "software.fix_nccl_not_loaded": "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)",
+    "software.nccl": "NCCL {version}",
+    "software.no_torchrun": "torch.distributed.run is not importable",
     "software.fix_no_torchrun": lambda f: (
         INSTALL_TORCH.format(need=f["need"]) + " in this environment"
     ),
-    "software.torchrun_not_on_path": lambda f: (
-        f"not on PATH; `{f['python']} -m torch.distributed.run` works "
-        "(torchscale launches it that way)"
+    "software.torchrun_not_on_path": (
+        "not on PATH; `{python} -m torch.distributed.run` works (torchscale launches it that way)"
     ),
-    "software.fix_torchrun_path": lambda f: (
+    "software.fix_torchrun_path": (
         "activate the environment that has torch so `torchrun` is on PATH"
     ),
-    "software.torchrun": lambda f: f["path"],
-    "software.no_nsys": lambda f: "nsys not found on PATH",
-    "software.nsys_fails": lambda f: f"{f['path']} does not run: {f['error']}",
-    "software.nsys_version_failed": lambda f: f"{f['path']} --version failed: {f['tail']}",
-    "software.nsys": lambda f: f"nsys {f['version']} at {f['path']}",
-    "software.fix_nsys": lambda f: (
-        "optional, for `torchscale profile --tool nsys`: install NVIDIA Nsight Systems "
-        "(CUDA toolkit or the nsight-systems package) and put `nsys` on PATH"
+    "software.torchrun": "{path}",
+    "software.no_nsys": "nsys not found on PATH",
+    "software.nsys_fails": "{path} does not run: {error}",
+    "software.nsys_version_failed": "{path} --version failed: {tail}",
+    "software.nsys": "nsys {version} at {path}",
+    "software.fix_nsys": (
+        "optional, for `torchscale profile --tool nsys`: install NVIDIA Nsight Systems (CUDA "
+        "toolkit or the nsight-systems package) and put `nsys` on PATH"
     ),
     "software.env": _env,
     "software.env_problems": _env_problems,

@@ -4,8 +4,10 @@ matched, by_seq; count, kinds, examples [{index, ranks [[rank, op, nelems, dtype
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 Figures = Mapping[str, Any]
 
@@ -35,7 +37,7 @@ def _disagreeing(figures: Figures) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[Figures], str]] = {
+PHRASES: Phrases = {
     "trace.unequal_counts": _unequal,
     "trace.disagreeing_collectives": _disagreeing,
 }

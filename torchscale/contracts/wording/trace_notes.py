@@ -1,20 +1,50 @@
 """Words for what was odd or missing in a rank's trace (`ProfileAnalysis.notes`:
 codes with their figures): the trace readers' (offline/traces/) and the reducers' and matching's
 (offline/analysis/trace/) notes. A note of one rank's trace carries `on_rank` and is said after
-'rank <r>: ' (`ranked`, contracts/wording/profile_notes.py)."""
+'rank <r>: ' (`LEADS`, contracts/wording/__init__.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from torchscale.contracts.wording import spell
-from torchscale.contracts.wording.profile_notes import ranked, templated
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
-# code -> its words, each whole figure by name ('{count}')
-SAID: dict[str, str] = {
+
+def _several(f: F) -> str:
+    others = ", ".join(f["others"])
+    return (
+        f"{f['process']} marked several ranks ({f['rank']}, {others}); using the first, {f['rank']}"
+    )
+
+
+def _skipped_calls(f: F) -> str:
+    ops = ", ".join(f"{op} ({calls} calls, {runs} executions)" for op, calls, runs in f["ops"])
+    return f"collective metadata not taken from the enqueuing calls, counts differ: {ops}"
+
+
+def _kernel_disagrees(f: F) -> str:
+    ops = ", ".join(
+        f"named {named}, launched as {meta} ({count})" for named, meta, count in f["ops"]
+    )
+    return (
+        f"{f['count']} communication kernel(s) whose name says another op than the call that "
+        f"launched them ({ops}): the launch's op is used"
+    )
+
+
+def _different(f: F) -> str:
+    spans = ", ".join(f"rank {rank}: {low}-{high}" for rank, low, high in f["spans"])
+    how = "common seq numbers" if f["by_seq"] else "common prefix"
+    return (
+        f"group {f['group']}: the captures cover different collectives (seq {spans}); matched "
+        f"the {f['matched']} {how}"
+    )
+
+
+PHRASES: Phrases = {
     "trace.dropped_events": "dropped {count} event(s) with a missing, negative, NaN or absurd "
     "(> 1 day) duration or timestamp",
     "trace.no_step_ranges": "no ProfilerStep#N ranges in this trace",
@@ -62,54 +92,12 @@ SAID: dict[str, str] = {
     "trace.no_arrivals": "no aligned matched collectives: no arrivals",
     "trace.no_arrival_cross_check": "no instance has a clear last arriver by both methods: no "
     "cross-check",
-}
-
-
-def _partial(f: F) -> str:
-    return (
-        f"step {f['step']} lasted {spell.us_whole(f['step_us'])}, under "
-        f"{spell.plain_times(f['fraction'])} the median {spell.us_whole(f['median_us'])}: "
-        "partial (cut by the capture), left out of the figures"
-    )
-
-
-def _several(f: F) -> str:
-    others = ", ".join(f["others"])
-    return (
-        f"{f['process']} marked several ranks ({f['rank']}, {others}); using the first, {f['rank']}"
-    )
-
-
-def _skipped_calls(f: F) -> str:
-    ops = ", ".join(f"{op} ({calls} calls, {runs} executions)" for op, calls, runs in f["ops"])
-    return f"collective metadata not taken from the enqueuing calls, counts differ: {ops}"
-
-
-def _kernel_disagrees(f: F) -> str:
-    ops = ", ".join(
-        f"named {named}, launched as {meta} ({count})" for named, meta, count in f["ops"]
-    )
-    return (
-        f"{f['count']} communication kernel(s) whose name says another op than the call that "
-        f"launched them ({ops}): the launch's op is used"
-    )
-
-
-def _different(f: F) -> str:
-    spans = ", ".join(f"rank {rank}: {low}-{high}" for rank, low, high in f["spans"])
-    how = "common seq numbers" if f["by_seq"] else "common prefix"
-    return (
-        f"group {f['group']}: the captures cover different collectives (seq {spans}); matched "
-        f"the {f['matched']} {how}"
-    )
-
-
-NOTES: dict[str, Callable[[F], str]] = {code: templated(words) for code, words in SAID.items()} | {
-    "trace.partial_step": _partial,
+    "trace.partial_step": (
+        "step {step} lasted {step_us:us_whole}, under {fraction:times_set} the median "
+        "{median_us:us_whole}: partial (cut by the capture), left out of the figures"
+    ),
     "trace.nsys_several_ranks": _several,
     "trace.metadata_not_from_calls": _skipped_calls,
     "trace.different_collectives": _different,
     "trace.kernel_name_disagrees": _kernel_disagrees,
 }
-
-PHRASES = {code: ranked(phrase) for code, phrase in NOTES.items()}

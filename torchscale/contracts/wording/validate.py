@@ -4,11 +4,12 @@ how to fix a check."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import CheckResult, Measurement
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import sig, tenth_seconds, with_unit
 
 F = Mapping[str, Any]
@@ -78,6 +79,6 @@ def phase_words(
     return text + f" ({probes} probe{'' if probes == 1 else 's'}{took})"
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "validate.all": _all,
 }

@@ -3,8 +3,10 @@ where torch sees no GPU, and a run stopped before it was judged (`ValidateReport
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from torchscale.contracts.wording import Phrases
 
 F = Mapping[str, Any]
 
@@ -36,9 +38,9 @@ def _no_gpu(f: F) -> str:
     )
 
 
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "validate.no_gpu": _no_gpu,
-    "validate.not_judged": lambda f: (
-        f"Not judged: {f['why']}, before every figure was measured (the ones measured are below)."
+    "validate.not_judged": (
+        "Not judged: {why}, before every figure was measured (the ones measured are below)."
     ),
 }

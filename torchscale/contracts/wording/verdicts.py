@@ -6,7 +6,7 @@ problem's title and fix (problems.py) use the same kind words (`kind_words`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
@@ -16,7 +16,7 @@ from torchscale.contracts.schema.cell_result import (
     StepPattern,
     StragglerVerdict,
 )
-from torchscale.contracts.wording import spell
+from torchscale.contracts.wording import Phrases, spell
 from torchscale.contracts.wording.figures import seconds_text
 
 Figures = Mapping[str, Any]
@@ -214,10 +214,6 @@ def _also_held(f: Figures) -> str:
     return f"; the host held it off the CPU {_ms(held)}{less}"
 
 
-def _below(figures: Figures) -> str:
-    return f"below the {spell.pct_whole(figures['share'])} minimum effect"
-
-
 def _few_steps(figures: Figures) -> str:
     left_out, steps = figures.get("left_out"), figures.get("steps")
     dropped = f", {left_out} of {steps} left out: not on every rank" if left_out else ""
@@ -253,18 +249,18 @@ def _checks(figures: Figures) -> str:
     return ", ".join(check_label(check) for check in figures["by"])
 
 
-PHRASES: dict[str, Callable[[Figures], str]] = {
+PHRASES: Phrases = {
     # the line (`line`)
     "straggler.named": _named,
     "straggler.not_named": _not_named,
     "straggler.untested": _untested,
-    "straggler.one_rank": lambda f: "Straggler: none (one rank)",
+    "straggler.one_rank": "Straggler: none (one rank)",
     # how its cost falls over the steps (`StepPattern`)
     "straggler.pattern.periodic": _periodic,
-    "straggler.pattern.every": lambda f: "every step",
+    "straggler.pattern.every": "every step",
     "straggler.pattern.most": lambda f: f"most steps ({f['steps']} of {f['of']}) {_cost(f)}",
     "straggler.pattern.sporadic": lambda f: f"{f['steps']} of {f['of']} steps {_cost(f)}",
-    "straggler.pattern.uneven": lambda f: "uneven over the steps",
+    "straggler.pattern.uneven": "uneven over the steps",
     # the rule that decided the kind (`kind_rule`)
     "straggler.rule.on_cpu": _on_cpu,
     "straggler.rule.host_held": lambda f: (
@@ -297,12 +293,12 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
     ),
     "straggler.test": _test,
     # why a candidate is not named (`why_not`)
-    "straggler.too_few_ranks": lambda f: "fewer than two ranks with phase timers",
+    "straggler.too_few_ranks": "fewer than two ranks with phase timers",
     "straggler.too_few_steps": _few_steps,
-    "straggler.none_above": lambda f: "no rank's own work is above the others'",
-    "straggler.noise_interval": lambda f: "could be noise: its interval reaches 0",
-    "straggler.noise_few_steps": lambda f: "could be noise: too few steps agree for the test",
-    "straggler.below_minimum": _below,
+    "straggler.none_above": "no rank's own work is above the others'",
+    "straggler.noise_interval": "could be noise: its interval reaches 0",
+    "straggler.noise_few_steps": "could be noise: too few steps agree for the test",
+    "straggler.below_minimum": "below the {share:share0} minimum effect",
     "straggler.withdrawn": lambda f: f"withdrawn by {_checks(f)}",
     # a compute straggler's device (`device`)
     "straggler.device_slower": lambda f: (
@@ -310,19 +306,17 @@ PHRASES: dict[str, Callable[[Figures], str]] = {
         + ("replace or cool the GPU" if _device_name(f) == "GPU" else "the same work takes longer")
     ),
     "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
-    "straggler.more_work": lambda f: "more work (rebalance its data)",
+    "straggler.more_work": "more work (rebalance its data)",
     "straggler.device_undecided": lambda f: (
         f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
     ),
     "straggler.device_in_window": lambda f: (
         f"a slower {_device_name(f)} while it worked (the same work as the others)"
     ),
-    "straggler.device_unmeasured": lambda f: "no calibration timed: slower device or more work?",
+    "straggler.device_unmeasured": "no calibration timed: slower device or more work?",
     # the busy-machine caveat (`Diagnosis.busy`)
     "caveat.busy_machine": _busy,
-    "caveat.shared_cores": lambda f: (
-        f"{f['ranks']} ranks share {f['cores']} cores on {f['host']}: check the host first"
-    ),
+    "caveat.shared_cores": "{ranks} ranks share {cores} cores on {host}: check the host first",
 }
 
 

@@ -3,10 +3,11 @@ validate report by orchestration/validate/workload_judge.py) and the level's ver
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.wording import Phrases
 from torchscale.contracts.wording.spell import change_whole, pct_whole, three_digits, watts
 from torchscale.contracts.wording.unavailable import why as reason
 
@@ -26,12 +27,10 @@ def _say(figures: Any) -> str:
     return wording.say(Finding.model_validate(figures))
 
 
-def _rate(f: F) -> str:
-    return three_digits(f["samples_per_s"], "samples/s")
+_RATE = "{samples_per_s:.3g} samples/s"
 
 
-def _mfu(f: F) -> str:
-    return f"{_rate(f)}, MFU {pct_whole(f['mfu'])}"
+_MFU = _RATE + ", MFU {mfu:share0}"
 
 
 def _why(f: F) -> str:
@@ -120,30 +119,24 @@ def _works(f: F) -> str:
     return verdict + _worth_a_look(f)
 
 
-def _look(f: F) -> str:
-    return f"the cell's JSON and logs are in {f['where']}"
-
-
-PHRASES: dict[str, Callable[[F], str]] = {
+PHRASES: Phrases = {
     "workload.cell_skipped": lambda f: f"the planner skipped it: {_ended(f, 'no reason')}",
     "workload.cell_ended": lambda f: f"{f['status']}: {_ended(f, 'no reason recorded')}",
-    "workload.no_throughput": lambda f: "it ran but measured no throughput",
-    "workload.rate": _rate,
-    "workload.mfu": _mfu,
-    "workload.mfu_unjudged": lambda f: "MFU not judged",
-    "workload.mfu_no_cpu_peak": lambda f: "MFU: no CPU peak to judge against",
+    "workload.no_throughput": "it ran but measured no throughput",
+    "workload.rate": _RATE,
+    "workload.mfu": _MFU,
+    "workload.mfu_unjudged": "MFU not judged",
+    "workload.mfu_no_cpu_peak": "MFU: no CPU peak to judge against",
     "workload.mfu_unknown": lambda f: f"MFU not judged: {_why(f)}",
-    "workload.mfu_above": lambda f: (
-        f"{_mfu(f)}: above {pct_whole(f['ceiling'])}, no dense training step reaches it"
-    ),
-    "workload.mfu_ddp_floor": lambda f: f"{_mfu(f)} (the floor is judged on ddp only)",
-    "workload.mfu_below": lambda f: f"{_mfu(f)}: below {pct_whole(f['floor'])} ({f['source']})",
-    "workload.no_wrapper": lambda f: NO_WRAPPER,
-    "workload.unplaced": lambda f: f"no world size on this node runs it: {f['why']}",
+    "workload.mfu_above": (_MFU + ": above {ceiling:share0}, no dense training step reaches it"),
+    "workload.mfu_ddp_floor": (_MFU + " (the floor is judged on ddp only)"),
+    "workload.mfu_below": (_MFU + ": below {floor:share0} ({source})"),
+    "workload.no_wrapper": NO_WRAPPER,
+    "workload.unplaced": "no world size on this node runs it: {why}",
     "workload.compile_gain": lambda f: f"{f['strategy']}: {_say(f['gain'])}",
-    "workload.compile_unjudged": lambda f: f"{f['strategy']}: not judged (no throughput figure)",
-    "workload.compile_none": lambda f: "no strategy ran both ways",
-    "workload.no_result": lambda f: f"{f['what']} left no result",
+    "workload.compile_unjudged": "{strategy}: not judged (no throughput figure)",
+    "workload.compile_none": "no strategy ran both ways",
+    "workload.no_result": "{what} left no result",
     "workload.max_batch_failed": lambda f: (
         f"{f['label']}: {_say(f['why']) if f.get('why') else None}"
         + (f": {f['given']}" if f.get("given") else "")
@@ -162,86 +155,76 @@ PHRASES: dict[str, Callable[[F], str]] = {
         + (f"on rank {f['rank']}" if f.get("rank") is not None else "with no rank named")
         + ", but the next cells failed"
     ),
-    "workload.oom_memory_unknown": lambda f: f"the device's memory is unknown ({f['why']})",
-    "workload.oom_overcommit": lambda f: (
+    "workload.oom_memory_unknown": "the device's memory is unknown ({why})",
+    "workload.oom_overcommit": (
         "vm.overcommit_memory is 1: a CPU allocation never fails, the OOM killer acts"
     ),
-    "workload.nsys_cpu": lambda f: (
-        "the CPU path is profiled with torch.profiler (nsys is run on GPUs)"
-    ),
-    "workload.nsys_absent": lambda f: "nsys is not on PATH",
-    "workload.comm_one_device": lambda f: "one device: nothing to exchange",
+    "workload.nsys_cpu": "the CPU path is profiled with torch.profiler (nsys is run on GPUs)",
+    "workload.nsys_absent": "nsys is not on PATH",
+    "workload.comm_one_device": "one device: nothing to exchange",
     "workload.profile_run_failed": lambda f: (
         f"the profiled run {f['status']}: {_ended(f, 'no reason recorded')}"
     ),
-    "workload.profile_no_analysis": lambda f: f"no analysis: {f['why']}",
-    "workload.ranks_unanalysed": lambda f: f"{f['analysed']} of {f['world']} ranks analysed",
-    "workload.no_step": lambda f: "no complete step in the traces",
-    "workload.no_compute": lambda f: "no compute in the traces",
-    "workload.no_kernels": lambda f: "the profiler produced no GPU kernels",
-    "workload.no_matched": lambda f: "no collective matched across ranks",
+    "workload.profile_no_analysis": "no analysis: {why}",
+    "workload.ranks_unanalysed": "{analysed} of {world} ranks analysed",
+    "workload.no_step": "no complete step in the traces",
+    "workload.no_compute": "no compute in the traces",
+    "workload.no_kernels": "the profiler produced no GPU kernels",
+    "workload.no_matched": "no collective matched across ranks",
     "workload.profiled": _profiled,
     "workload.comm_failed": _comm_failed,
-    "workload.comm_passed": lambda f: (
-        f"{', '.join(f['ops'])}: {f['sizes']} sizes checked, busbw up to "
-        f"{three_digits(f['busbw_gbps'], 'GB/s')} ({f['backend']})"
+    "workload.comm_passed": (
+        "{ops:list}: {sizes} sizes checked, busbw up to {busbw_gbps:.3g} GB/s ({backend})"
     ),
-    "workload.no_measured_cell": lambda f: "no cell was measured",
+    "workload.no_measured_cell": "no cell was measured",
     "workload.no_telemetry": lambda f: f"{f['label']}: {_why(f)}",
-    "workload.cpu_telemetry": lambda f: "CPU: process CPU and memory sampled (no NVML)",
+    "workload.cpu_telemetry": "CPU: process CPU and memory sampled (no NVML)",
     "workload.no_power": lambda f: f"{f['label']}: no NVML power ({_why(f)})",
-    "workload.throttled": lambda f: f"{f['label']} throttled: {', '.join(f['reasons'])}",
+    "workload.throttled": "{label} throttled: {reasons:list}",
     "workload.power": _power,
     "workload.report_missing": lambda f: f"not written: {', '.join(f['missing']) or 'any format'}",
-    "workload.report_written": lambda f: f"written: {', '.join(f['written'])}",
+    "workload.report_written": "written: {written:list}",
     "workload.step_refused": lambda f: str(f["error"]),
-    "workload.stopped": lambda f: f"stopped by {f['how']} during {f['step']}",
-    "workload.not_proven": lambda f: (
-        f"The {f['path']} training stack is NOT proven on this node: "
-        f"{', '.join(f['failed'])} failed."
+    "workload.stopped": "stopped by {how} during {step}",
+    "workload.not_proven": (
+        "The {path} training stack is NOT proven on this node: {failed:list} failed."
     ),
     "workload.works": _works,
     # how to fix them
-    "workload.fix_look": _look,
-    "workload.fix_see": lambda f: f"see {f['where']}",
-    "workload.fix_see_folder": lambda f: f"see {f['sub']} in the folder",
-    "workload.fix_traces": lambda f: f"the traces are in {f['where']}",
-    "workload.fix_report_plan": lambda f: (
+    "workload.fix_look": "the cell's JSON and logs are in {where}",
+    "workload.fix_see": "see {where}",
+    "workload.fix_see_folder": "see {sub} in the folder",
+    "workload.fix_traces": "the traces are in {where}",
+    "workload.fix_report_plan": (
         "the workload level planned a cell that cannot run: please report it"
     ),
-    "workload.fix_report_peak": lambda f: (
+    "workload.fix_report_peak": (
         "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON"
     ),
-    "workload.fix_clocks": lambda f: (
-        "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other "
-        "process shares the GPU"
+    "workload.fix_clocks": (
+        "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other process "
+        "shares the GPU"
     ),
-    "workload.fix_planner_refuses": lambda f: (
-        "the planner refuses every shape of it here: please report it"
+    "workload.fix_planner_refuses": "the planner refuses every shape of it here: please report it",
+    "workload.fix_compile_slower": (
+        "compiled {strategies:list} is slower than eager beyond the repeats' spread: the cells' "
+        "rank logs show graph breaks and recompiles"
     ),
-    "workload.fix_compile_slower": lambda f: (
-        f"compiled {', '.join(f['strategies'])} is slower than eager beyond the repeats' "
-        "spread: the cells' rank logs show graph breaks and recompiles"
-    ),
-    "workload.fix_sweep_log": lambda f: "see the sweep's log",
-    "workload.fix_oom_missed": lambda f: (
+    "workload.fix_sweep_log": "see the sweep's log",
+    "workload.fix_oom_missed": (
         "the out-of-memory classification missed it: please report it with oom/"
     ),
-    "workload.fix_oom_release": lambda f: (
+    "workload.fix_oom_release": (
         "memory was not released after the failure: see the next cells' errors"
     ),
     "workload.fix_no_step_model": lambda f: (
         _why(f) if f.get("why") else "the traces gave no step model"
     ),
-    "workload.fix_telemetry_docs": lambda f: "see docs/telemetry.md, 'When a figure is missing'",
-    "workload.fix_nvml": lambda f: (
-        "check that pynvml (nvidia-ml-py) is installed and sees the GPUs"
-    ),
-    "workload.fix_throttled": lambda f: (
-        "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap"
-    ),
-    "workload.fix_report_cmd": lambda f: "run `torchscale report -s FOLDER/runs` to see why",
-    "workload.fix_refused": lambda f: "fix what it names, then run the level again",
-    "workload.fix_again": lambda f: "run it again",
-    "workload.fix_report_bug": lambda f: "please report this as a torchscale bug, with the folder",
+    "workload.fix_telemetry_docs": "see docs/telemetry.md, 'When a figure is missing'",
+    "workload.fix_nvml": "check that pynvml (nvidia-ml-py) is installed and sees the GPUs",
+    "workload.fix_throttled": "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap",
+    "workload.fix_report_cmd": "run `torchscale report -s FOLDER/runs` to see why",
+    "workload.fix_refused": "fix what it names, then run the level again",
+    "workload.fix_again": "run it again",
+    "workload.fix_report_bug": "please report this as a torchscale bug, with the folder",
 }
