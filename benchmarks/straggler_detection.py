@@ -92,7 +92,7 @@ from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.contracts.wording import say as words_of
-from torchscale.contracts.wording.verdicts import straggler_text
+from torchscale.contracts.wording.diagnosis_straggler import straggler_text
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_MODULE = "benchmarks.straggler_scenarios"

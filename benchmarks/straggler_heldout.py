@@ -34,7 +34,7 @@ from scipy.stats import binomtest
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import StepPattern
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.verdicts import pattern_words
+from torchscale.contracts.wording.diagnosis_straggler import pattern_words
 
 HERE = Path(__file__).resolve().parent
 CONFIG = """experiment_name: heldout

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from tests.processes import REPO_ROOT, cli, default_signals, kill_mentioning, processes_mentioning
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_cell
 

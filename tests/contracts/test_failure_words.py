@@ -1,6 +1,6 @@
 """Why a cell measured nothing is stored as a code beside its evidence (`CellError.why`, the
 rank, the exception, the signal, where each rank was) and worded when shown
-(contracts/wording/failures.py); the peaks' bases likewise (peak_sources.py). The one-off
+(contracts/wording/cell_errors.py); the peaks' bases likewise (cell_reasons.py). The one-off
 converter reads an older version's sentences back as the codes whose words they were."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, RankPlace, StackFrame
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.failures import hang_summary, place_line
-from torchscale.contracts.wording.peak_sources import peak_basis
+from torchscale.contracts.wording.cell_errors import hang_summary, place_line
+from torchscale.contracts.wording.cell_reasons import peak_basis
 from torchscale.orchestration.schedulers.slurm.driver import stop_reason
 
 REPO = Path(__file__).resolve().parents[2]

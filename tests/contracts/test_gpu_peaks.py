@@ -18,7 +18,7 @@ from torchscale.contracts.gpu_peaks import (
     peak_tflops,
 )
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.peak_sources import peak_basis
+from torchscale.contracts.wording.cell_reasons import peak_basis
 from torchscale.orchestration.config.hardware import PROFILES
 
 TF32_OFF = Tf32Settings(False, False, "matmul=False", "conv=False")

@@ -1,6 +1,6 @@
-"""A user's job's fix in its own terms (contracts/wording/job_terms.py through problems.py's
-run context): each framework's settings named, the ones the job already set as advised left
-out, pinned memory only on a GPU; a built-in cell's fix unchanged."""
+"""A user's job's fix in its own terms (contracts/wording/diagnosis_problems.py, through the
+problem's run context): each framework's settings named, the ones the job already set as
+advised left out, pinned memory only on a GPU; a built-in cell's fix unchanged."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import JobFacts
-from torchscale.contracts.wording import job_terms, problems
+from torchscale.contracts.wording import diagnosis_problems
 
 STRAGGLER = Finding(code="problem.straggler", figures={"rank": 1, "kind": "input", "device": "cpu"})
 EXPOSED = Finding(code="problem.exposed_comm", figures={"backend": "gloo", "gloo": True})
 
 
-def job(framework: str, **loader: object) -> problems.Run:
+def job(framework: str, **loader: object) -> diagnosis_problems.Run:
     facts = JobFacts(framework=framework, **loader)  # type: ignore[arg-type]
-    return problems.Run(single_node=True, job=facts)
+    return diagnosis_problems.Run(single_node=True, job=facts)
 
 
 @pytest.mark.parametrize(
@@ -33,28 +33,32 @@ def job(framework: str, **loader: object) -> problems.Run:
 )
 def test_each_framework_gets_its_own_settings(framework: str, loader: str, comm: str) -> None:
     run = job(framework, num_workers=2)
-    said = problems.recommendation(STRAGGLER, run)
+    said = diagnosis_problems.recommendation(STRAGGLER, run)
     assert said.startswith("rank 1 waits on its DataLoader: ") and loader in said, said
     assert "N more than its 2, about the cores per rank" in said
-    assert comm in problems.recommendation(EXPOSED, run)
+    assert comm in diagnosis_problems.recommendation(EXPOSED, run)
 
 
 def test_settings_already_as_advised_are_left_out_and_pinning_is_for_gpus() -> None:
     set_well = JobFacts(
         framework="pytorch", num_workers=4, persistent_workers=True, prefetch_factor=8
     )
-    said = problems.recommendation(STRAGGLER, problems.Run(job=set_well))
+    said = diagnosis_problems.recommendation(STRAGGLER, diagnosis_problems.Run(job=set_well))
     assert "DataLoader(num_workers=N), N more than its 4" in said, said
-    on_gpu = problems.recommendation(STRAGGLER, problems.Run(job=set_well, gpu=True))
+    on_gpu = diagnosis_problems.recommendation(
+        STRAGGLER, diagnosis_problems.Run(job=set_well, gpu=True)
+    )
     assert "DataLoader(num_workers=N, pin_memory=True)" in on_gpu, on_gpu
 
 
 def test_a_built_in_cells_fix_is_in_torchscales_terms() -> None:
-    said = problems.recommendation(STRAGGLER, problems.Run(single_node=True))
+    said = diagnosis_problems.recommendation(STRAGGLER, diagnosis_problems.Run(single_node=True))
     assert "raise num_workers, set pin_memory=True" in said
     turns = Finding(code="problem.imbalance.turns", figures={})
-    assert "DistributedSampler" in problems.recommendation(turns, problems.Run())
-    trainer = problems.recommendation(turns, job("hf_trainer"))
+    assert "DistributedSampler" in diagnosis_problems.recommendation(
+        turns, diagnosis_problems.Run()
+    )
+    trainer = diagnosis_problems.recommendation(turns, job("hf_trainer"))
     assert (
         'TrainingArguments(train_sampling_strategy="group_by_length", dataloader_drop_last=True)'
         in trainer
@@ -80,8 +84,11 @@ def _advice_texts() -> list[str]:
     for framework in ("pytorch", "hf_trainer", "lightning", "accelerate"):
         for facts in ({}, {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 8}):
             job = JobFacts(framework=framework, **facts)  # type: ignore[arg-type]
-            texts += [job_terms.loader(job, gpu) for gpu in (True, False)]
-            texts += [job_terms.gradient_sync(job), job_terms.equal_work(job) or ""]
+            texts += [diagnosis_problems.loader(job, gpu) for gpu in (True, False)]
+            texts += [
+                diagnosis_problems.gradient_sync(job),
+                diagnosis_problems.equal_work(job) or "",
+            ]
     return texts
 
 

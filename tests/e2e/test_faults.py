@@ -35,7 +35,12 @@ from tests.processes import (
 from torchscale.contracts.cell import Status
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
 from torchscale.contracts.schema.cell_result import RankPlace
-from torchscale.contracts.wording.failures import hang_summary, place_line, place_short, rank_list
+from torchscale.contracts.wording.cell_errors import (
+    hang_summary,
+    place_line,
+    place_short,
+    rank_list,
+)
 from torchscale.orchestration.launch.diagnose import (
     WAITING,
     Frame,
@@ -179,7 +184,7 @@ def line_of(path: Path, text: str) -> int:
 
 
 def line(place: RankPlace) -> str:
-    """Where a rank was, as a result's error words it (contracts/wording/failures.py)."""
+    """Where a rank was, as a result's error words it (contracts/wording/cell_errors.py)."""
     return place_line(place.model_dump())
 
 

@@ -25,9 +25,9 @@ from typer.testing import CliRunner, Result
 from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.cross_checks import check_label
-from torchscale.contracts.wording.cross_checks import detail as said
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording.diagnosis_checks import check_label
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
 from torchscale.offline.analysis.diagnosis.inflation import disagreement

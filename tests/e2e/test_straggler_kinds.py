@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from tests.processes import REPO_ROOT
 from torchscale.contracts.schema.cell_result import StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.offline.results.documents import read_cell

@@ -28,10 +28,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
-from torchscale.contracts.wording import say
+from torchscale.contracts.wording import say, why
+from torchscale.contracts.wording.cell_errors import place_line
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.failures import place_line
-from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.offline.results.store import ResultStore

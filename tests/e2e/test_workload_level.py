@@ -17,7 +17,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.api.workload import read_node, summary_markdown
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_cell

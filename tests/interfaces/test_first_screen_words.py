@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.wording.noise import plain
+from torchscale.contracts.wording.cell_warnings import plain
 from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import KeyFigures, Report, Table

@@ -12,7 +12,7 @@ import torchscale.results
 from tests.conftest import REPO_ROOT
 from tests.h100_replay import WORKLOAD
 from torchscale.contracts import wording
-from torchscale.contracts.wording import noise
+from torchscale.contracts.wording import cell_warnings
 from torchscale.interfaces.console.live_table import status_text
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Table
@@ -138,8 +138,8 @@ def test_the_glossary_names_each_condition_the_rule_uses(key: str) -> None:
     bound = verdict.finding.figures["bound"]
     assert set(verdict.finding.figures) - {"repeats", "unit", "bound"} == set(PAST_THE_BOUND)
     assert verdict.level == level and verdict.finding.figures[key] > bound
-    assert noise.condition(key, bound) in GLOSSARY["reliable"]
-    assert noise.condition(key, bound, met=False) in GLOSSARY[level]
+    assert cell_warnings.condition(key, bound) in GLOSSARY["reliable"]
+    assert cell_warnings.condition(key, bound, met=False) in GLOSSARY[level]
     steady = judge(100.0, 98.0, 102.0, 3, 0.02, figures=(99.0, 100.0, 101.0))
     assert steady.level == "reliable"
     assert "repeats up to ±1.0 % from their median" in steady.reason  # its reason names all 3

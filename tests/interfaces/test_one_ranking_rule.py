@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from tests.h100_replay import WORKLOAD as FIRST_RUN
 from tests.h100_replay import read_cells
 from torchscale.contracts import wording
-from torchscale.contracts.wording.ranking import gain_figure
-from torchscale.contracts.wording.validate import detail as shown_detail
+from torchscale.contracts.wording.validate_measured import detail as shown_detail
+from torchscale.contracts.wording.validate_workload import gain_figure
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis import compile_gain as gain
 from torchscale.offline.analysis.ranking import comparable, fsdp_on_one, shards_nothing

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording import problems
+from torchscale.contracts.wording import diagnosis_problems
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Report, Table, Text
 from torchscale.interfaces.report.parts.context import make_context
@@ -41,16 +41,20 @@ def test_advice_that_does_not_apply_is_never_said() -> None:
     """The words are chosen from the code and the run's facts, never cut out of stored words."""
     comm = _problem("problem.exposed_comm", backend="gloo", gloo=True, nodes=None)
     turns = _problem("problem.imbalance.turns", device="cpu")
-    one_host = problems.Run(single_node=True, synthetic=True)
+    one_host = diagnosis_problems.Run(single_node=True, synthetic=True)
     for advice in (
-        problems.recommendation(comm, one_host),
-        problems.recommendation(turns, one_host),
+        diagnosis_problems.recommendation(comm, one_host),
+        diagnosis_problems.recommendation(turns, one_host),
     ):
         assert "SOCKET_IFNAME" not in advice and "DistributedSampler" not in advice
-    assert "equal batch sizes, sequences bucketed" in problems.recommendation(turns, one_host)
-    across = problems.Run(single_node=False, synthetic=False)
-    assert "GLOO_SOCKET_IFNAME" in problems.recommendation(comm, across)
-    assert "DistributedSampler with drop_last=True" in problems.recommendation(turns, across)
+    assert "equal batch sizes, sequences bucketed" in diagnosis_problems.recommendation(
+        turns, one_host
+    )
+    across = diagnosis_problems.Run(single_node=False, synthetic=False)
+    assert "GLOO_SOCKET_IFNAME" in diagnosis_problems.recommendation(comm, across)
+    assert "DistributedSampler with drop_last=True" in diagnosis_problems.recommendation(
+        turns, across
+    )
 
 
 def test_a_finding_appears_once_with_its_count(report: Report) -> None:

@@ -16,8 +16,8 @@ from torchscale.contracts.durations import parse_duration
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording import why
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.offline.results import profile_figures

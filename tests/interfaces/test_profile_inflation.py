@@ -21,9 +21,9 @@ from tests.h100_replay import WORKLOAD
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording.cross_checks import check_label, detail
-from torchscale.contracts.wording.profile_notes import said
-from torchscale.contracts.wording.validate import detail as shown_detail
+from torchscale.contracts.wording.diagnosis_checks import check_label, detail
+from torchscale.contracts.wording.profile import said
+from torchscale.contracts.wording.validate_measured import detail as shown_detail
 from torchscale.interfaces.api.profile import analyze_traces
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.profile import analysis_lines, run_lines

@@ -71,7 +71,7 @@ def test_each_assumption_is_said_once_with_its_range() -> None:
     figures: one line per code, its varying figures as ranges, built from the findings' figures
     (no stored sentence is read)."""
     from torchscale.contracts.finding import Finding
-    from torchscale.contracts.wording.forecast_terms import said_once
+    from torchscale.contracts.wording.forecast import said_once
 
     error = Finding(code="forecast.model_error", figures={"miss": 0.3, "error": 0.3})
     items = []
@@ -93,7 +93,7 @@ def test_each_assumption_is_said_once_with_its_range() -> None:
 def test_a_name_is_not_a_figure_to_merge() -> None:
     """Findings that differ in a name (the cell) are said each: only numbers become ranges."""
     from torchscale.contracts.finding import Finding
-    from torchscale.contracts.wording.forecast_terms import said_once
+    from torchscale.contracts.wording.forecast import said_once
 
     def few(cell_id: str) -> Finding:
         figures = {"ranks_per_host": 1, "cell_id": cell_id, "fewest": 2}

@@ -276,8 +276,8 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     spell a figure with its interval by the same rule (contracts/wording/figures.py), never the long
     '(95 % interval a to b)' beside a table's '±'."""
     from torchscale.contracts.schema.cell_result import StepPattern, StragglerVerdict
+    from torchscale.contracts.wording.diagnosis_straggler import straggler_text
     from torchscale.contracts.wording.figures import seconds_text, share_text
-    from torchscale.contracts.wording.verdicts import straggler_text
 
     test = Finding(
         code="straggler.test", figures={"alpha": 0.01, "min_share": 0.05, "own_work": "timers"}
@@ -332,10 +332,10 @@ def test_a_narrow_interval_keeps_its_figures_decimals() -> None:
 def test_a_wait_that_cannot_exist_reads_none_not_zero_percent() -> None:
     """One rank has no peers to wait for: its Sync stall reads 'none (one rank: ...)' as the
     profile line's '-' does, never a measured-looking '0.0 %'; a part no step had stays 0.0 %."""
-    from torchscale.contracts.wording.estimates import said
+    from torchscale.contracts.wording.cell_reasons import coded
     from torchscale.contracts.wording.figures import share_text
 
-    one_rank = said("estimate.one_rank")
+    one_rank = coded("estimate.one_rank")
     lone = Estimate(value=0.0, low=0.0, high=0.0, n=9, measurable=True, reason=one_rank)
     assert share_text(lone) == "none (one rank: no peers to wait for)"
     idle = Estimate(value=0.0, low=0.0, high=0.0, n=9, measurable=True)

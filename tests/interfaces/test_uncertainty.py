@@ -16,10 +16,10 @@ import pytest
 from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording import why
 from torchscale.contracts.wording.axis import tick_labels
 from torchscale.contracts.wording.figures import lopsided, plus_minus, value_format
 from torchscale.contracts.wording.spell import format_value
-from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.sweep_tables import _throughput
 from torchscale.interfaces.report.estimates import compact, efficiency_text
 from torchscale.offline.analysis.uncertainty import (

@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.validate_report import SCHEMA_VERSION, CheckResult, ValidateReport
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.cli.app import app
 
 GOLDEN_SCHEMA = Path(__file__).parents[1] / "golden" / "validate_report.schema.json"

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from benchmarks.synthetic_traces import write_synthetic_traces
 from tests.added_reducer import COLUMNS, NAME, NOTE, event_counts
-from torchscale.contracts.wording.profile_notes import on_rank
+from torchscale.contracts.wording.profile import on_rank
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.trace import registry
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank

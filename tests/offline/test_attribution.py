@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, StepSplit
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps
 from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
 

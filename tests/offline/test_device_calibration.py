@@ -9,8 +9,8 @@ import pytest
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.schema.cell_result import RankCalibration
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import spell
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import straggler_test_text
 from torchscale.offline.analysis.diagnosis.device import (
     Calibrated,

@@ -10,8 +10,8 @@ import pytest
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.report.diagnosis_text import headline, straggler_text
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, read_cell
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording import why
 from torchscale.contracts.wording.figures import share_text
-from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
 from torchscale.offline.analysis.diagnosis.findings import is_host_bound_verdict

@@ -12,10 +12,9 @@ import pytest
 
 from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording import say
-from torchscale.contracts.wording.unavailable import why
-from torchscale.contracts.wording.validate import detail as shown_detail
-from torchscale.contracts.wording.validate import hint as shown_hint
+from torchscale.contracts.wording import say, why
+from torchscale.contracts.wording.validate_measured import detail as shown_detail
+from torchscale.contracts.wording.validate_measured import hint as shown_hint
 from torchscale.interfaces.report.parts.findings import throttling_finding
 from torchscale.orchestration.validate.workload_judge import judge_telemetry
 
@@ -135,7 +134,7 @@ def test_a_traced_split_the_noise_cannot_clear_says_so_in_its_own_line() -> None
     assert line.startswith("Step 23.2 ms traced (+16 % [-3, +35] over the untraced step")
     assert "not measurable" in line.split(":")[0] + line.split(":")[1]
     # validate --level workload's line gives the same step with the same caveat
-    from torchscale.contracts.wording.workload_checks import step_words
+    from torchscale.contracts.wording.validate_workload import step_words
     from torchscale.orchestration.validate.workload_judge import profile_step
 
     assert step_words(profile_step(analysis)).startswith(

@@ -12,9 +12,9 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.cross_checks import detail as said
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}

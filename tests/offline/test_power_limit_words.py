@@ -1,5 +1,5 @@
 """Why a GPU's power limit is unknown is stored as a code and its figures (contracts/power_limit.py
-writes, contracts/wording/power_limit_reasons.py words)."""
+writes, contracts/wording/cell_telemetry.py words)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import judge_clocks
 from torchscale.contracts.power_limit import PowerLimit, node_power_cap, read_power_limit
-from torchscale.contracts.wording.perf import power_words
+from torchscale.contracts.wording.validate_measured import power_words
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 
 

@@ -1,5 +1,5 @@
 """A profile analysis' notes and a profiled run's (`ProfileAnalysis.notes`, `ProfileRecord.notes`)
-are codes with their figures, worded by contracts/wording/trace_notes.py and profile_notes.py.
+are codes with their figures, worded by contracts/wording/profile.py.
 Today's writers store no sentence."""
 
 from __future__ import annotations

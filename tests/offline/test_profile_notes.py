@@ -1,5 +1,5 @@
 """A profile analysis stores why a figure is null as a finding (`unavailable`), worded by
-contracts/wording/profile_notes.py: a sentence in its place is refused."""
+contracts/wording/profile.py: a sentence in its place is refused."""
 
 from __future__ import annotations
 

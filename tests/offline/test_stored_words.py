@@ -7,9 +7,9 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import StepTimeStats
-from torchscale.contracts.wording import say
+from torchscale.contracts.wording import say, why
+from torchscale.contracts.wording.cell_reasons import coded, one_reason
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.unavailable import coded, one_reason, why
 from torchscale.rank.worker.aggregate import step_time_warning
 
 

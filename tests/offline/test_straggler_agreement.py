@@ -14,7 +14,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.cross_checks import detail as said
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
     phase_timer_checks,

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.wording import verdicts
+from torchscale.contracts.wording import diagnosis_straggler
 from torchscale.offline.analysis.diagnosis.cost import (
     cost_test,
     excess_costs,
@@ -42,7 +42,7 @@ def pattern_words(
     steps: np.ndarray | None = None,
 ) -> str | None:
     """How the cost falls over the steps, as every surface words it (`step_pattern`)."""
-    return verdicts.pattern_words(step_pattern(costs, min_effect_s, windows, steps))
+    return diagnosis_straggler.pattern_words(step_pattern(costs, min_effect_s, windows, steps))
 
 
 def judged(table: pd.DataFrame) -> tuple[int, bool, str | None]:

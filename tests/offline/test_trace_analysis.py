@@ -11,11 +11,10 @@ import pytest
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
 from torchscale.contracts.schema.profile_analysis import findings_for_target
-from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.cross_checks import CHECKS, check_label
-from torchscale.contracts.wording.cross_checks import detail as said
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording import say, why
+from torchscale.contracts.wording.diagnosis_checks import CHECKS, check_label
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,

@@ -19,7 +19,7 @@ import pytest
 from benchmarks.synthetic_traces import write_synthetic_traces
 from torchscale.contracts.errors import TraceError
 from torchscale.contracts.step_phases import OWN_WORK_PHASES as PHASES
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.traces import kineto
 from torchscale.offline.traces.classify import classify_event, normalise_coll_op, phase_of, step_of
 from torchscale.offline.traces.discover import find_traces, read_rank_traces

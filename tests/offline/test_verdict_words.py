@@ -13,8 +13,8 @@ from tests.offline.test_diagnosis import _table
 from tests.offline.test_late_collectives import NO_ORDER, UNNAMED, tables
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.interfaces.console.live_table import straggler_note
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,

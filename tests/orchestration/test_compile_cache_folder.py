@@ -26,7 +26,7 @@ from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.errors import ToolNotFoundError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.launch import compile_cache
 from torchscale.orchestration.launch.compile_cache import (

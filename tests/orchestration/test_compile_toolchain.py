@@ -25,7 +25,7 @@ from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.compile_cache import inductor_default_dir

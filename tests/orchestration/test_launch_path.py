@@ -45,7 +45,7 @@ STARTS_OTHER_PROGRAMS: dict[str, str] = {
 # these modules (relative to torchscale/) -> why
 MENTIONS_TORCHRUN: dict[str, str] = {
     "orchestration/validate/checks_software.py": "checks that torchrun can be imported",
-    "contracts/wording/software_checks.py": "words the check that torchrun can be imported",
+    "contracts/wording/validate_host.py": "words the check that torchrun can be imported",
     "rank/worker/fixed_costs.py": "knows its parent is torchrun, to time the launch",
 }
 TORCHRUN_MODULE = "torch.distributed.run"

@@ -17,7 +17,7 @@ import pytest
 
 from tests.processes import kill_mentioning
 from torchscale.contracts.errors import LaunchError, TraceError
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.traces.nsys_sqlite import read_nsys_sqlite
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS, KINDS
 from torchscale.orchestration.launch.torchrun import torchrun_command

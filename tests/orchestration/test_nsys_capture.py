@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.contracts.worker_spec import CAPTURE_ENV, NVTX_CAPTURE, ProfileSpec, capture_range
 from torchscale.orchestration.config import parse_config
 from torchscale.orchestration.launch.torchrun import torchrun_command

@@ -1,5 +1,5 @@
 """Every reason the plan skips a cell, and every warning it gives, is a code and its figures
-(contracts/finding.py), worded once by contracts/wording (plan_skips.py, layouts.py): the
+(contracts/finding.py), worded once by contracts/wording/plan.py: the
 data source, the nodes, the mesh, compile and the model's layout each answer with their own
 code, never a sentence (the retired `plan.infeasible` quoted one)."""
 

@@ -11,7 +11,7 @@ import pytest
 
 from torchscale.contracts import wording
 from torchscale.contracts.schema.burn_in import BurnRun, Fingerprint, Interval, RankBurn
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.orchestration.validate.burn_in import (
     fingerprint_faults,
     judge_burn,

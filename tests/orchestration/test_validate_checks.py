@@ -30,7 +30,7 @@ from torchscale.contracts import host
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import NvmlState, nvml_indices, probe_nvml
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.profiling.nsys import parse_nsys_version
 from torchscale.orchestration.validate import (

@@ -34,7 +34,7 @@ from torchscale.contracts.pcie_topology import (
     topology_from_sysfs,
 )
 from torchscale.contracts.schema.perf import PerfRun, RankPerf
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.host_links import link_evidence, placement_text
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks

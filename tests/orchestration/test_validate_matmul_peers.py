@@ -14,7 +14,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
 from torchscale.contracts.schema.perf import PeakResult, PerfRun, RankPerf
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
 from torchscale.orchestration.validate.node_peers import (
     CAPPED_HINT,

@@ -28,7 +28,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import probe_nvml
 from torchscale.contracts.schema.validate_report import SCHEMA_VERSION
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.console.validate import check_words
 from torchscale.orchestration.validate import run_checks as runner
 from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, passed, skipped

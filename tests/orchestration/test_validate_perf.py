@@ -23,7 +23,7 @@ from torchscale.contracts.schema.perf import (
     PerfRun,
     RankPerf,
 )
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.schedulers.slurm.preflight import validate_argv

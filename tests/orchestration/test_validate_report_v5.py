@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchscale.contracts.schema.perf import BandwidthResult, PeakResult, PerfRun, RankPerf
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks
 
 H100 = "NVIDIA H100 80GB HBM3"

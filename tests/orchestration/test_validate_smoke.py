@@ -24,7 +24,7 @@ import torch
 from tests.orchestration.test_validate_checks import fake_torch, make_ctx
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording import validate as shown
+from torchscale.contracts.wording import validate_measured as shown
 from torchscale.orchestration.launch import attempt, process
 from torchscale.orchestration.launch.process import ProcessOutcome, run_logged
 from torchscale.orchestration.launch.torchrun import LaunchCommand

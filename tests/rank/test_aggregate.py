@@ -25,10 +25,11 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording import why
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.cross_checks import detail as said
-from torchscale.contracts.wording.unavailable import coded, why
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.scaling_efficiency import (
     BASE,

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from torchscale.contracts.cell_settings import TelemetryConfig
-from torchscale.contracts.wording.sampler_reasons import said
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import why
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry import rank as rank_module
 from torchscale.rank.telemetry.amdsmi_source import AmdSmiSource, pci_address
 from torchscale.rank.telemetry.nvml_source import NvmlSource

@@ -19,7 +19,7 @@ from tests.rank.test_phases import worker_spec
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.offline.analysis.trace import gpu_busy
 from torchscale.rank.worker import busy_trace
 from torchscale.rank.worker import measure as measure_module

@@ -17,9 +17,8 @@ from tests.h100_replay import WORKLOAD, h100_cell
 from torchscale.contracts.gpu_clocks import judge_clocks, sku_max_sm_mhz
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording import say
+from torchscale.contracts.wording import say, why
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.results.documents import read_cell
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.sampler import Sampler

@@ -10,7 +10,7 @@ import pytest
 from tests.offline.test_trace_analysis import START, ev, row
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
 from torchscale.offline.traces.rank_trace import RankTrace
 from torchscale.rank.worker.comm_probe import profiled_comm

@@ -17,9 +17,9 @@ import torch
 
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.step_phases import CPU_WAIT
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.cross_checks import detail as said
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_UNMEASURED
 from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 from torchscale.rank.telemetry import cpu_wait as cpu_wait_module

@@ -31,8 +31,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.errors import DataError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_tasks import unsupported
-from torchscale.contracts.wording import say
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import say, why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.frame import COLUMNS

@@ -36,7 +36,7 @@ from torchscale.contracts.cell_settings import (
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Peak, Tf32Settings, cell_peak, peak_tflops
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.peak_sources import peak_basis
+from torchscale.contracts.wording.cell_reasons import peak_basis
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import call_model
 from torchscale.rank.worker import measure as measure_module

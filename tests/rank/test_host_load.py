@@ -26,9 +26,9 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import judge_clocks
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
+from torchscale.contracts.wording import why
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.sampler_reasons import said
-from torchscale.contracts.wording.unavailable import why
 from torchscale.offline.results.frame import cells_table
 from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import NvmlSource

@@ -1,5 +1,5 @@
 """`infeasible` names the reason a layout cannot run a model, before any process starts, as a
-code and its figures (worded in contracts/wording/layouts.py); the pipeline pieces of every
+code and its figures (worded in contracts/wording/plan.py); the pipeline pieces of every
 split model compute what the whole model does (no torchrun here)."""
 
 from __future__ import annotations

@@ -37,10 +37,11 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, StragglerVerdict
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording import why
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.cross_checks import detail as said
-from torchscale.contracts.wording.unavailable import coded, why
+from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec, parse_delay
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.offline.results.split_figures import split_figures

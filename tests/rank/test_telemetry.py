@@ -39,10 +39,10 @@ from torchscale.contracts.gpu_clocks import judge_clocks, throttle_warning
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
-from torchscale.contracts.wording import say
+from torchscale.contracts.wording import say, why
+from torchscale.contracts.wording.cell_reasons import coded
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.sampler_reasons import said
-from torchscale.contracts.wording.unavailable import coded, why
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.frame import cells_table, ranks_table

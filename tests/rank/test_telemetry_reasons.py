@@ -1,5 +1,5 @@
 """Why a telemetry figure is null is stored as a code and its figures (the samplers,
-rank/telemetry/window_figures.py; worded by contracts/wording/sampler_reasons.py), never a
+rank/telemetry/window_figures.py; worded by contracts/wording/cell_telemetry.py), never a
 sentence."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The busy-machine rule (docs/telemetry.md): when other processes took enough CPU from a run's
 own cores to slow its timings. One rule for the benchmark's cells (the ranks' telemetry) and the
 comm sweep's launches (orchestration/comm/machine_load.py), read from the same psutil figures,
-stored as a finding (code and figures; words in contracts/wording/busy.py)."""
+stored as a finding (code and figures; words in contracts/wording/cell_warnings.py)."""
 
 from __future__ import annotations
 

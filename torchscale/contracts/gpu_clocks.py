@@ -151,7 +151,7 @@ def averaged_too_short(
 ) -> Finding | None:
     """Why NVML's utilisation and power readings cannot describe windows of `window_s` seconds
     in all (`longest`: the longest window, each reading being a trailing average that must lie
-    inside one window), or None when they can (worded by contracts/wording/nvml_windows.py)."""
+    inside one window), or None when they can (worded by contracts/wording/cell_telemetry.py)."""
     if window_s >= floor_s:
         return None
     code = "unavailable.nvml_longest_window" if longest else "unavailable.nvml_windows"

@@ -26,7 +26,7 @@ def task_of(model: str) -> Task | None:
 
 def unsupported(source: str, model: str) -> Finding | None:
     """Why `source` cannot feed `model` (a cell skip reason, worded in
-    contracts/wording/plan_skips.py), or None when it can."""
+    contracts/wording/plan.py), or None when it can."""
     if source == "synthetic":
         return None
     if is_plugin_model(model) or task_of(model) is None:

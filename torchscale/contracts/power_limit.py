@@ -33,7 +33,7 @@ class PowerLimit(Record):
     unavailable: Finding | None = Field(
         default=None,
         description="why a limit is unknown: a code and its figures (contracts/wording/"
-        "power_limit_reasons.py)",
+        "cell_telemetry.py)",
     )
 
     @property
@@ -88,15 +88,16 @@ def read_power_limit(uuids: Sequence[str]) -> PowerLimit:
 
 def stored_reason(limit: PowerLimit | None) -> Any:
     """Why a limit is unknown as a finding's figure (a finding's dump, stored words or None),
-    worded by `contracts/wording/unavailable.why(reason_of(...))`."""
+    worded by `contracts.wording.why(reason_of(...))`."""
     reason = limit.unavailable if limit is not None else None
     return reason.model_dump() if isinstance(reason, Finding) else reason or None
 
 
 def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, dict[str, Any]]:
     """Whether every GPU of a group runs capped below its default (None: unknown), and the
-    figures a finding says it by (contracts/wording/perf.py `power_words`): the enforced and
-    default limits read, how many GPUs are capped, or how many were not read and why."""
+    figures a finding says it by (contracts/wording/validate_measured.py `power_words`): the
+    enforced and default limits read, how many GPUs are capped, or how many were not read and
+    why."""
     if not limits:
         return None, {"unread": 0, "of": 0}
     missing = [limit for limit in limits if limit is None or limit.capped is None]

@@ -1,6 +1,6 @@
 """Several reasons for one null figure as one reason (a rank's figure missing for more than
 one cause, a cell's total missing on some ranks): a finding whose figures hold the reasons,
-worded by contracts/wording/sampler_reasons.py. Built here, below the wording layer, so that
+worded by contracts/wording/cell_telemetry.py. Built here, below the wording layer, so that
 the clock verdict's rules (gpu_clocks.py) can use it."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 RANKS_PER_GPU_ENV = "TORCHSCALE_RANKS_PER_GPU"
 # the mark a shared cell's result and plan carry (worded in contracts/wording/cell_warnings.py)
 SHARED_GPU = "warning.shared_gpu"
-# why the plan skips a shared cell (worded in contracts/wording/plan_skips.py)
+# why the plan skips a shared cell (worded in contracts/wording/plan.py)
 NCCL_SHARED_GPU = "plan.nccl_shared_gpu"
 GLOO_CUDA_P2P = "plan.gloo_cuda_p2p"
 

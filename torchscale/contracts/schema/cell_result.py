@@ -61,7 +61,7 @@ class Estimate(Record):
     reason: Reason | None = Field(
         default=None,
         description="why not measurable, or no interval: a code and its figures (worded by "
-        "contracts/wording/estimates.py)",
+        "contracts/wording/cell_reasons.py)",
     )
 
 
@@ -289,7 +289,7 @@ class StragglerVerdict(Record):
         default=None,
         description="kind compute: a slower device or more work (straggler.device_slower, "
         ".device_partly, .more_work, .device_undecided, .device_unmeasured), worded by "
-        "contracts/wording/verdicts.py; null: not compute",
+        "contracts/wording/diagnosis_straggler.py; null: not compute",
     )
     late_s: Estimate | None = Field(
         default=None,
@@ -300,8 +300,8 @@ class StragglerVerdict(Record):
     why_not: Code | None = Field(
         default=None,
         description="why the candidate is not named (below the minimum effect, could be "
-        "noise, too few steps, withdrawn), worded by contracts/wording/verdicts.py; null when "
-        "named",
+        "noise, too few steps, withdrawn), worded by contracts/wording/diagnosis_straggler.py; "
+        "null when named",
     )
     injected: bool | None = Field(
         default=None,
@@ -353,12 +353,12 @@ class CrossCheck(Record):
 
     check: CheckName = Field(
         description="which cross-check (its name and how it is measured: "
-        "contracts/wording/cross_checks.py)"
+        "contracts/wording/diagnosis_checks.py)"
     )
     estimate: Estimate | None
     agrees: bool | None = Field(description="null: could not judge")
     detail: Code = Field(
-        description="what it found: a code with its figures (contracts/wording/cross_checks.py)"
+        description="what it found: a code with its figures (contracts/wording/diagnosis_checks.py)"
     )
 
 
@@ -407,7 +407,7 @@ class Problem(Record):
 
     finding: Code = Field(
         description="what the problem is: its code and the figures its words are made of "
-        "(contracts/wording/problems.py)"
+        "(contracts/wording/diagnosis_problems.py)"
     )
     category: str = Field(
         description="straggler | load_imbalance | exposed_comm | data_wait | host_bound"
@@ -417,7 +417,7 @@ class Problem(Record):
         default_factory=list, description="evidence added by a later judgement, as findings"
     )
 
-    # its words: contracts/wording/problems.py sets this when the wording layer loads (the
+    # its words: contracts/wording/diagnosis_problems.py sets this when the wording layer loads (the
     # schema does not import the layer that imports it)
     words: ClassVar[Any] = None
 
@@ -508,7 +508,7 @@ class ProfileRecord(Record):
     capture_s: float | None = Field(description="wall time of the capture, slowest rank")
     notes: list[Code] = Field(
         default_factory=list,
-        description="codes with their figures (contracts/wording/profile_notes.py)",
+        description="codes with their figures (contracts/wording/profile.py)",
     )
 
 
@@ -542,7 +542,7 @@ class RankPlace(Record):
 
 class CellError(Record):
     """Why a cell did not produce a measurement (or why it was skipped): a code and its
-    figures (contracts/wording/failures.py), beside the evidence its words quote."""
+    figures (contracts/wording/cell_errors.py), beside the evidence its words quote."""
 
     why: Code = Field(
         description="plan.*, layout.*: skipped by the plan; own_job.*: a user's job that "
@@ -601,7 +601,7 @@ class DataPipeline(Record):
     notes: list[Code] = Field(
         default_factory=list,
         description="what the pipeline notes: codes with their figures "
-        "(contracts/wording/data_notes.py)",
+        "(contracts/wording/cell_reasons.py)",
     )
 
 
@@ -740,7 +740,7 @@ class HostBound(Record):
     reason: Code | None = Field(
         default=None,
         description="why the figures are null: a code and its figures "
-        "(contracts/wording/host_bound_reasons.py)",
+        "(contracts/wording/cell_reasons.py)",
     )
     steps: int | None = Field(
         default=None, description="traced steps the share was measured over (CUDA trace)"
@@ -857,7 +857,7 @@ class CellResult(Record):
     unavailable: dict[str, Reason] = Field(
         default_factory=dict,
         description="metric -> why it could not be measured here: a code and its figures "
-        "(worded by contracts/wording/unavailable.py)",
+        "(worded by contracts/wording/cell_reasons.py)",
     )
     error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
     environment: dict[str, Any] = Field(default_factory=dict)

@@ -55,7 +55,7 @@ class RankLoad(Record):
     unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "sampler_reasons.py)",
+        "cell_telemetry.py)",
     )
 
 
@@ -139,7 +139,7 @@ class RankTelemetry(Record):
     unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "sampler_reasons.py)",
+        "cell_telemetry.py)",
     )
     load: RankLoad | None = Field(
         default=None, description="the host's CPU and the GPU's processes at the window edges"
@@ -223,5 +223,5 @@ class HostLoad(Record):
     unavailable: dict[str, Finding] = Field(
         default_factory=dict,
         description="field -> why null: a code and its figures (contracts/wording/"
-        "host_load_reasons.py, sampler_reasons.py)",
+        "cell_telemetry.py)",
     )

@@ -4,8 +4,7 @@ Written by rank 0 of a `torchscale comm` launch, or by `torchscale comm --import
 nccl-tests output file: the same rows either way, so a report puts both side by side. Every
 figure follows nccl-tests' definitions (torchscale/offline/analysis/nccl_bandwidth.py); a row that
 could not be measured carries its status and the reason, never a made-up figure. Verdicts and
-notes and warnings are findings (a code and its figures, worded by contracts/wording/comm.py and
-comm_warnings.py).
+notes and warnings are findings (a code and its figures, worded by contracts/wording/comm.py).
 """
 
 from __future__ import annotations

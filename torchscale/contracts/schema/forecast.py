@@ -4,7 +4,7 @@
 a later `benchmark` that measures the same cell (equal `ForecastKey`) writes a `ForecastScore`
 beside it, never rewriting the forecast, so the track record is the forecasts as they were
 made. The model and each term's formula: docs/prediction.md. Formulas and assumptions are
-stored as findings, worded when shown (contracts/wording/forecast_terms.py).
+stored as findings, worded when shown (contracts/wording/forecast.py).
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ class ProfileAnalysis(Record):
     mismatches: list[Finding] = Field(
         default_factory=list,
         description="collectives the ranks' traces disagree on (trace.*), worded by "
-        "contracts/wording/trace_mismatches.py",
+        "contracts/wording/profile.py",
     )
     clock: list[ClockOffset] = Field(default_factory=list)
     arrival_agreement: float | None = Field(
@@ -181,12 +181,11 @@ class ProfileAnalysis(Record):
     notes: list[Finding] = Field(
         default_factory=list,
         description="what was odd or missing in the input: codes with their figures "
-        "(contracts/wording/trace_notes.py, profile_notes.py)",
+        "(contracts/wording/profile.py, profile_notes.py)",
     )
     unavailable: dict[str, Finding] = Field(
         default_factory=dict,
-        description="figure -> why it is null (profile.*), worded by "
-        "contracts/wording/profile_notes.py",
+        description="figure -> why it is null (profile.*), worded by contracts/wording/profile.py",
     )
     analysis_s: float | None = Field(default=None, description="wall time of the analysis")
 

@@ -64,6 +64,20 @@ def say(finding: Finding) -> str:
     return said
 
 
+def why(reason: Finding | None) -> str | None:
+    """A null figure's reason in words, by its code."""
+    if reason is None:
+        return None
+    from torchscale.contracts import wording
+
+    return wording.say(reason)
+
+
+def reason_of(stored: Any) -> Finding:
+    """A reason stored inside a finding's figures, as the finding it is."""
+    return Finding.model_validate(stored)
+
+
 def _joined(*modules: Any) -> Phrases:
     phrases: Phrases = {}
     for module in modules:

@@ -15,6 +15,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.wording import why
 from torchscale.contracts.wording.spell import (
     ValueFormat,
     format_value,
@@ -24,7 +25,6 @@ from torchscale.contracts.wording.spell import (
     readable,
     three_figures,
 )
-from torchscale.contracts.wording.unavailable import why
 
 
 @dataclass(frozen=True)

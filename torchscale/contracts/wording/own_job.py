@@ -1,6 +1,6 @@
-"""Words for `torchscale profile -- COMMAND` (orchestration/own_job/): the user's own launch
-line run with the probe, each way it can end without a measurement said in one line, and what
-torchscale cannot know about someone else's job."""
+"""Words for a user's own job (`torchscale profile -- COMMAND`): why it measured
+nothing (`CellError.why`: `own_job.*`), what its probe's rank files say and what torchscale
+cannot know about someone else's job."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Any
 
 from torchscale.contracts.wording import Phrases
 
-F = Mapping[str, Any]
+# Words for `torchscale profile -- COMMAND` (orchestration/own_job/): the user's own launch
+# line run with the probe, each way it can end without a measurement said in one line, and what
+# torchscale cannot know about someone else's job.
 
+F = Mapping[str, Any]
 
 _OUTPUT = "its output: {log}"
 
@@ -46,6 +49,10 @@ def _identity(f: F) -> str:
         f"your job's {what} {'is' if len(unknown) == 1 else 'are'} not known to torchscale: "
         f"its label shows {said}, and {judged}"
     )
+
+
+# Words for the probe inside a user's own job (torchscale/rank/own_job/): what a rank's file
+# says besides its measurement, and what the host found reading the files.
 
 
 PHRASES: Phrases = {
@@ -105,4 +112,28 @@ PHRASES: Phrases = {
         )
     ),
     "own_job.no_flops": "your job's step has no FLOP count (the FLOPs' own line says why): no MFU",
+    "own_job.no_optimizer_step": (
+        "rank {rank} never stepped a torch.optim optimizer ({batches} batch(es) read, "
+        "{backward_calls} backward call(s)): no step to measure (steps are found by torch's "
+        "optimizer step hooks; a loop that steps no torch.optim optimizer calls "
+        "torchscale.mark_step() once a step)"
+    ),
+    "own_job.ended_early": (
+        "rank {rank} ended after {steps} optimizer step(s), before the {asked} asked: what it "
+        "measured is kept"
+    ),
+    "own_job.probe_failed": (
+        "the probe failed in rank {rank} (pid {pid}) and stopped measuring there; the job ran "
+        "on: {error}"
+    ),
+    "own_job.trace_failed": lambda f: (
+        "tracing failed"
+        + (f" on rank {f['rank']}" if f.get("rank") is not None else "")
+        + f": {f['error']}; the job ran on and its measurement is kept"
+    ),
+    "own_job.rank_file_unreadable": "rank {rank}'s file {file} could not be read: {error}",
+    "unavailable.own_profiler": (
+        "rank {rank} runs its own profiler (torch.profiler or the autograd profiler): one "
+        "profiler at a time, so torchscale left it alone and traced nothing there"
+    ),
 }

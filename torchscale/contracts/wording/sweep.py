@@ -1,11 +1,17 @@
-"""Words for how far a sweep got (offline/results/sweep_progress.py): each planned cell's state,
-the cells not measured named compactly (by state, then by model, collapsed beyond a few, so a
-500-cell sweep reads in a few lines) and the command line that finishes it."""
+"""Words for a sweep state: how far a sweep got (offline/results/sweep_progress.py),
+each planned cell's state, the cells not measured named compactly, the command that finishes
+it, and the line printed when its dataset is ready."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+
+from torchscale.contracts.wording.spell import as_set, count, megabytes
+
+# Words for how far a sweep got (offline/results/sweep_progress.py): each planned cell's state,
+# the cells not measured named compactly (by state, then by model, collapsed beyond a few, so a
+# 500-cell sweep reads in a few lines) and the command line that finishes it.
 
 # a cell's state, as its counts and lists name it (an unknown state is shown as itself)
 STATES = {
@@ -19,6 +25,7 @@ STATES = {
     "no result yet": "no result yet",
     "unreadable": "unreadable",
 }
+
 SHOWN = 3  # cells named per model, models named per state, reasons per state
 
 
@@ -84,3 +91,19 @@ def resume_text(argv: Sequence[str] | None, redefined: int = 0) -> str:
         else ""
     )
     return f"To finish it: `{shlex.join(argv)}`{again}."
+
+
+# The line a sweep prints when its dataset is ready: how many shards or images, how big.
+
+
+def disk_ready(verb: str, shards: int, shard_mb: int, total_bytes: int, directory: object) -> str:
+    """'data: generated: 4 shards x 64 MB (256 MB) under /data'."""
+    return (
+        f"data: {verb}: {shards} shards x {as_set(shard_mb, 'MB')} ({megabytes(total_bytes)}) "
+        f"under {directory}"
+    )
+
+
+def cifar_ready(images: int, path: object, file_bytes: int) -> str:
+    """'data: CIFAR-100 50,000 training images from <path> (161 MB)'."""
+    return f"data: CIFAR-100 {count(images)} training images from {path} ({megabytes(file_bytes)})"

@@ -22,7 +22,7 @@ from torchscale.contracts.errors import TorchScaleError, UsageError
 from torchscale.contracts.signals import Terminated
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.spell import of
-from torchscale.contracts.wording.validate import detail, hint
+from torchscale.contracts.wording.validate_measured import detail, hint
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,

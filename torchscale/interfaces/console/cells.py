@@ -7,15 +7,14 @@ from __future__ import annotations
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem
-from torchscale.contracts.wording import problems
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import diagnosis_problems, why
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.figures import plus_minus, readable_like, value_format
-from torchscale.contracts.wording.shapes import cell_title
+from torchscale.contracts.wording.names import cell_title
 from torchscale.contracts.wording.spell import format_value, megabytes_per_s, readable
 from torchscale.contracts.wording.spell import ms_glued as _ms
 from torchscale.contracts.wording.spell import pct_fine as _pct
-from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.report.diagnosis_text import compute_word
@@ -128,7 +127,7 @@ def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:
     lines = [Line("warn", f"> [ANALYSIS] {finding.title}")]
     if verbose:
         lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
-        fix = problems.recommendation(finding.finding, problems.run_of(result))
+        fix = diagnosis_problems.recommendation(finding.finding, diagnosis_problems.run_of(result))
         lines.append(Line("info", f">      fix: {fix}"))
     return lines
 

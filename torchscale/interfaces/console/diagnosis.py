@@ -6,8 +6,8 @@ terminal's tags, and what `-v` adds; the findings by title.
 from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Problem
-from torchscale.contracts.wording import problems
-from torchscale.contracts.wording.cross_checks import check_label, detail
+from torchscale.contracts.wording import diagnosis_problems
+from torchscale.contracts.wording.diagnosis_checks import check_label, detail
 from torchscale.contracts.wording.figures import seconds_text, share_text
 from torchscale.contracts.wording.spell import ms_or_s
 from torchscale.interfaces.console.lines import Line
@@ -86,7 +86,7 @@ def findings_lines(
     heading: str = "Found {n} bottleneck(s):",
     injected: bool = False,
     caveat: str | None = None,
-    run: problems.Run | None = None,
+    run: diagnosis_problems.Run | None = None,
 ) -> list[Line]:
     """'Found N bottleneck(s):' and one line each (a straggler finding marked when the run's
     own --inject-delay made it: `injected`); `verbose` adds evidence (a straggler's with the
@@ -101,6 +101,6 @@ def findings_lines(
             if finding.category == "straggler" and caveat and caveat not in evidence:
                 evidence.append(caveat)
             lines += [Line("info", f">      evidence: {item}") for item in evidence]
-            fix = problems.recommendation(finding.finding, run)
+            fix = diagnosis_problems.recommendation(finding.finding, run)
             lines.append(Line("info", f">      fix: {fix}"))
     return lines

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording.diagnosis_straggler import straggler_text
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.wording.spell import cores as cores_text
 from torchscale.contracts.wording.spell import (
@@ -26,7 +27,6 @@ from torchscale.contracts.wording.spell import (
     pct_whole,
     readable,
 )
-from torchscale.contracts.wording.verdicts import straggler_text
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
@@ -349,6 +349,6 @@ def busy_note(row: pd.Series) -> str:
 
 def noisy_note(row: pd.Series) -> str:
     """Why a cell is noisy or of too few repeats, in the words of its reliability finding
-    (offline/analysis/reliability.py, worded by contracts/wording/noise.py): 'varies more than
-    ±10 %: step-time CV 28.1 %', 'too few repeats to judge: 2 repeats within ±2.2 % ...'."""
+    (offline/analysis/reliability.py, worded by contracts/wording/cell_warnings.py): 'varies more
+    than ±10 %: step-time CV 28.1 %', 'too few repeats to judge: 2 repeats within ±2.2 % ...'."""
     return str(row.get("reliability_reason"))

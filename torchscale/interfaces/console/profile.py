@@ -10,12 +10,12 @@ from pathlib import Path
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StepPart
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, RankFigures
-from torchscale.contracts.wording import problems, spell
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import diagnosis_problems, spell
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording import why as reason_words
 from torchscale.contracts.wording.figures import plus_minus, readable_like, share_text
-from torchscale.contracts.wording.profile_notes import said
+from torchscale.contracts.wording.profile import said
 from torchscale.contracts.wording.spell import ms_or_s, pct, readable
-from torchscale.contracts.wording.unavailable import why as reason_words
 from torchscale.interfaces.console.cells import cell_lines, cell_name, warning_lines
 from torchscale.interfaces.console.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.console.lines import Line
@@ -285,7 +285,7 @@ def analysis_lines(
         heading=f"Found {{n}} bottleneck(s){target}{left}:",
         injected=bool(verdict is not None and verdict.injected),
         caveat=verdict_words.caveat(analysis.diagnosis) if analysis.diagnosis is not None else None,
-        run=problems.run_of(result),
+        run=diagnosis_problems.run_of(result),
     )
     if not verbose:
         return lines

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.spell import pct_whole, readable_unit
-from torchscale.contracts.wording.validate import detail, hint
+from torchscale.contracts.wording.validate_measured import detail, hint
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stdout
 

@@ -21,15 +21,15 @@ from torchscale.contracts.schema.cell_result import (
     Problem,
     StragglerVerdict,
 )
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say, spell
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.figures import seconds_text, share_figure, share_text
-from torchscale.contracts.wording.host_bound import LAUNCH_TIME
-from torchscale.contracts.wording.spell import ms_or_s, pct, pct_bound
+from torchscale.contracts.wording.cell_reasons import LAUNCH_TIME
 
 # the straggler line is the wording layer's; re-exported for the report's parts
-from torchscale.contracts.wording.verdicts import INJECTED as INJECTED
-from torchscale.contracts.wording.verdicts import straggler_text as straggler_text
+from torchscale.contracts.wording.diagnosis_straggler import INJECTED as INJECTED
+from torchscale.contracts.wording.diagnosis_straggler import straggler_text as straggler_text
+from torchscale.contracts.wording.figures import seconds_text, share_figure, share_text
+from torchscale.contracts.wording.spell import ms_or_s, pct, pct_bound
 from torchscale.offline.analysis.diagnosis.inflation import (
     disagreement,
     inflation_of,

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 
 SECONDS_PER_HOUR = 3600.0
 MILLION = 1e6

@@ -1,5 +1,5 @@
 """Is a cell's measurement steady enough to act on? One verdict per cell, stored as a finding
-(a code and its figures, worded by contracts/wording/noise.py):
+(a code and its figures, worded by contracts/wording/cell_warnings.py):
 
 - "noisy" (`noise.varies`): the figures really vary, a repeat lies farther than the threshold
   from the repeats' median (their spread, `stats.spread_from_median`: the one the report's

@@ -2,7 +2,7 @@
 line of a report and of `benchmark`'s end answer (docs/reporting.md, "What a run is for"). A
 sweep whose cells ran on CPU ranks or whose GPU waited for the host in every cell holds no GPU
 figure, however steady its numbers; the workload level's cells prove a path; a sweep at one
-world size measured no scaling. Each is a finding (worded by contracts/wording/run_purpose.py).
+world size measured no scaling. Each is a finding (worded by contracts/wording/cell_warnings.py).
 Pure: a cells table and two facts in, findings out, in the table's order."""
 
 from __future__ import annotations

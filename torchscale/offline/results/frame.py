@@ -14,8 +14,8 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.spell import joined_repeats
 from torchscale.offline.analysis.reliability import add_reliability

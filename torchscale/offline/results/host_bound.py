@@ -17,7 +17,7 @@ from typing import Any
 from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
-from torchscale.contracts.wording.unavailable import reason_of
+from torchscale.contracts.wording import reason_of
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     host_bound_finding,

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.wording import spell
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import spell, why
 
 ONE_RANK = (
     "one rank in the input: waiting for peers needs the same collectives on two or more ranks"

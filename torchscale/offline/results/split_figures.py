@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Reason, StepSplit
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 
 
 @dataclass(frozen=True)

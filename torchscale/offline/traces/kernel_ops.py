@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.traces.classify import kernel_name_op, ops_agree
 from torchscale.offline.traces.rank_trace import UNKNOWN_OP
 

@@ -52,7 +52,7 @@ from torchscale.contracts.errors import TraceError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import RankSource
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.traces.classify import OP_SOURCES, EventClass, classify_event
 from torchscale.offline.traces.kernel_ops import resolve_kernel_ops
 from torchscale.offline.traces.rank_trace import COLL_OPS, KINDS, RankTrace

@@ -59,7 +59,7 @@ _NODE_DIR = re.compile(r"^node(\d+)$")
 @dataclass(frozen=True)
 class CellFailure:
     status: Status  # FAILED, OOM or TIMEOUT
-    why: Finding  # failure.* (contracts/wording/failures.py)
+    why: Finding  # failure.* (contracts/wording/cell_errors.py)
     root_cause_rank: int | None
     exception: str | None
     log_tail: str
@@ -257,7 +257,7 @@ def ranks_own_failure(
 def torchrun_failure(error: str, log: str, ranks: RankMap, log_dir: Path) -> dict[str, Any]:
     """What torchrun raised of its own, and whose error file it could not parse, if it says
     (torchrun logs the path as the rank saw it, which need not be where the logs lie here):
-    the figures of its note (contracts/wording/failures.py)."""
+    the figures of its note (contracts/wording/cell_errors.py)."""
     ranks_dir = log_dir / "ranks"
     files = rank_error_files(ranks_dir)
     for logged in unreadable_replies(log):

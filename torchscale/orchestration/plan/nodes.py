@@ -54,7 +54,7 @@ def node_gpus(config: BenchConfig) -> int | None:
 
 
 # why the plan skips a cell: a world size that does not fill whole nodes (worded in
-# contracts/wording/plan_skips.py, with the other skips of skips.py)
+# contracts/wording/plan.py, with the other skips of skips.py)
 PARTIAL_NODES = "plan.partial_nodes"
 
 

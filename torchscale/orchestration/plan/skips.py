@@ -19,7 +19,7 @@ from torchscale.rank.strategy_layouts import model_problem
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
     from torchscale.orchestration.config.schema import BenchConfig
 
-# why the plan skips a cell: its nodes' GPUs (worded in contracts/wording/plan_skips.py)
+# why the plan skips a cell: its nodes' GPUs (worded in contracts/wording/plan.py)
 NEEDS_GPUS = "plan.needs_gpus"
 NO_GPU = "plan.no_gpu"
 NCCL_WITHOUT_CUDA = "plan.nccl_without_cuda"

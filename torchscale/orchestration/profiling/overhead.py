@@ -14,7 +14,7 @@ from pathlib import Path
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
     overhead_note,

@@ -114,7 +114,7 @@ def analyse_window(
     result holds it), the analysis, and why there is none. Writes the ProfileRun files into
     `folder` (module docstring)."""
     from torchscale.contracts.atomic import write_text_atomic
-    from torchscale.contracts.wording.profile_notes import note
+    from torchscale.contracts.wording.profile import note
     from torchscale.orchestration.profiling.overhead import capture_overhead
     from torchscale.orchestration.profiling.session import (
         ProfiledCell,

@@ -30,7 +30,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.documents import read_cell

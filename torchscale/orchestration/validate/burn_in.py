@@ -20,7 +20,7 @@ from pathlib import Path
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, RankBurn
 from torchscale.contracts.versioned import read_model
-from torchscale.contracts.wording.validate import all_of
+from torchscale.contracts.wording.validate_measured import all_of
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device

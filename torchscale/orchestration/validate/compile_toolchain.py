@@ -164,7 +164,7 @@ def judge_probe(
     stage = verdict.get("stage")
     if stage == "triton":
         fix = [FIXES["triton"]]
-    figures = {  # the same names as a PASS's, read by wording/compile_checks.py
+    figures = {  # the same names as a PASS's, read by wording/validate_host.py
         "reason": str(verdict.get("reason") or "no reason given"),  # the child's own, quoted
         "tools": stage in ("compile", "run"),
         **_tools(verdict),

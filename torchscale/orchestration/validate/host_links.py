@@ -15,7 +15,7 @@ from functools import partial
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.pcie_topology import GpuPlacement, HostTopology, PcieLink
 from torchscale.contracts.schema.perf import BandwidthResult
-from torchscale.contracts.wording.validate import all_of
+from torchscale.contracts.wording.validate_measured import all_of
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, not_measured
 
 ALONE_CHECKS = ("h2d", "d2h")

@@ -34,7 +34,8 @@ PEER_PASS = HEALTHY.pass_at
 PEER_FAIL = HEALTHY.warn_at
 PEER_CHECK_PREFIX = "matmul."
 LOW = (CheckStatus.WARN, CheckStatus.FAIL)
-# how to fix a GPU that lags or a node below its SKU (contracts/wording/perf.py words them)
+# how to fix a GPU that lags or a node below its SKU (worded by
+# contracts/wording/validate_measured.py)
 POWER_HINT = "perf.fix_power_unknown"
 CAPPED_HINT = "perf.fix_capped"
 UNCAPPED_HINT = "perf.fix_uncapped"

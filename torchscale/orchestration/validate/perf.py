@@ -23,7 +23,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import P2PMatrix, PeakResult, PerfRun, PerfSpec, RankPerf
 from torchscale.contracts.versioned import read_model
-from torchscale.contracts.wording.validate import all_of, phase_words
+from torchscale.contracts.wording.validate_measured import all_of, phase_words
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import spec_launch
 from torchscale.orchestration.validate.check_context import Device

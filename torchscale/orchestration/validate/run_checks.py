@@ -77,7 +77,7 @@ def _guarded(check: Check, ctx: ValidateContext) -> CheckResult:
 
 
 def _no_gpu(ctx: ValidateContext, results: list[CheckResult]) -> Finding:
-    """Why torch sees no GPU (the figures wording/validate_verdicts.py words), and whether the
+    """Why torch sees no GPU (the figures wording/validate_measured.py words), and whether the
     CPU path's smoke test passed."""
     torch = ctx.torch.module
     smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is CheckStatus.PASS]

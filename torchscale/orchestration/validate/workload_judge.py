@@ -46,7 +46,7 @@ MFU_SOURCE = "GPT-2 124M, batch 8, bf16 on one H100: 24 % eager, 35 % compiled (
 
 
 def said(code: str, **figures: Any) -> Finding:
-    """A step's finding or fix (contracts/wording/workload_checks.py words it)."""
+    """A step's finding or fix (contracts/wording/validate_workload.py words it)."""
     return Finding(code=f"workload.{code}", figures=figures)
 
 

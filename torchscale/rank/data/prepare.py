@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchscale.contracts.cell_settings import DataConfig
-from torchscale.contracts.wording.data_ready import cifar_ready, disk_ready
+from torchscale.contracts.wording.sweep import cifar_ready, disk_ready
 from torchscale.rank.data.shards import ensure_shards
 
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.shapes import span
+from torchscale.contracts.wording.names import span
 
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
@@ -51,7 +51,7 @@ class ParallelPlan(ABC):
     @abstractmethod
     def tp_problem(self, tp: int) -> Finding | None:
         """Why the model cannot be split over `tp` ranks (worded in
-        contracts/wording/layouts.py), or None."""
+        contracts/wording/plan.py), or None."""
 
     def sp_problem(self, tp: int, seq_len: int | None) -> Finding | None:
         """Why sequence parallelism cannot run at `tp` (asked after tp_problem), or None:

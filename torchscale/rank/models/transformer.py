@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.shapes import span
+from torchscale.contracts.wording.names import span
 from torchscale.rank.models import seq2seq_units, training_tasks
 from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.option_values import divisible

@@ -129,7 +129,7 @@ def theoretical_bubble(layout: ParallelLayout) -> float:
 
 
 def _no(code: str, **figures: Any) -> Finding:
-    """Why not, as a finding worded in contracts/wording/layouts.py."""
+    """Why not, as a finding worded in contracts/wording/plan.py."""
     return Finding(code=f"layout.{code}", figures=figures)
 
 

@@ -25,7 +25,7 @@ from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import MIG, lookup
 from torchscale.contracts.schema.perf import PeakResult, Probe, Shape
-from torchscale.contracts.wording.matmul import timer_read
+from torchscale.contracts.wording.validate_measured import timer_read
 from torchscale.rank.worker.timing import CudaEventTimer
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Reason
-from torchscale.contracts.wording.sampler_reasons import said
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES
 
 NOT_READ = {

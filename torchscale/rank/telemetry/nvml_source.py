@@ -20,7 +20,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import nvml_error_name
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
 from torchscale.contracts.schema.cell_result import Reason
-from torchscale.contracts.wording.sampler_reasons import said
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, SM_CLOCK_MAX, EdgeReading
 
 ENERGY = "energy_j"  # the unavailable key of the energy counter

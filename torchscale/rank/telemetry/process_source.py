@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import Reason
-from torchscale.contracts.wording.sampler_reasons import said
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import PROCESS_FIELDS
 
 

@@ -9,7 +9,7 @@ import torch
 
 from torchscale.contracts.cell_settings import TelemetryConfig
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.sampler_reasons import said
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.amdsmi_source import AmdSmiSource, pci_address
 from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import ENERGY, NvmlSource

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from torchscale.contracts.schema.cell_result import Reason
-from torchscale.contracts.wording.sampler_reasons import said
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 
 # the first start() opens the sources (nvmlInit can take a while on a node without

@@ -45,8 +45,8 @@ from torchscale.contracts.schema.cell_telemetry import (
     RankTelemetry,
     Telemetry,
 )
-from torchscale.contracts.wording.sampler_reasons import said
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
+from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,

@@ -49,8 +49,8 @@ from torchscale.contracts.step_phases import (
     STEP_PHASES,
     seconds_column,
 )
-from torchscale.contracts.wording.profile_notes import distinct
-from torchscale.contracts.wording.unavailable import coded, one_reason
+from torchscale.contracts.wording.cell_reasons import coded, one_reason
+from torchscale.contracts.wording.profile import distinct
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,

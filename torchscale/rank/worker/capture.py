@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.contracts.worker_spec import (
     NVTX_CAPTURE,
     CaptureRange,
@@ -191,7 +191,7 @@ def phase_record(
         "cpu_wait_s": cpu_wait,
         # per step, seconds it ran on a CPU (read with the wait; intra-op threads not counted)
         "cpu_time_s": cpu_time,
-        # why a phase is null: a code and its figures (contracts/wording/unavailable.py)
+        # why a phase is null: a code and its figures (contracts/wording/cell_reasons.py)
         "notes": notes,
         "clock": clock,
     }

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import ProfiledComm
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 
 if TYPE_CHECKING:
     from torchscale.offline.analysis.trace.reduce import RankReduction

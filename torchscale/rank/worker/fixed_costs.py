@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import FixedCosts, Reason
-from torchscale.contracts.wording.unavailable import coded, one_reason
+from torchscale.contracts.wording.cell_reasons import coded, one_reason
 
 CPU_DEVICE_INIT = coded("unavailable.cpu_device_init")
 NOT_TIMED = coded("unavailable.not_timed_by_rank")

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import RANGE_PREFIX, OwnWorkPhase, phase_range
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 
 DATA = phase_range("data")
 FORWARD = phase_range("forward")

@@ -22,7 +22,7 @@ from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import Reason
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, CPU_TIME, CPU_WAIT
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler

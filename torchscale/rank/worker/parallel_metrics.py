@@ -19,7 +19,7 @@ from torchscale.contracts.schema.cell_result import (
     StageTime,
     Warmup,
 )
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 

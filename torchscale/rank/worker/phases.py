@@ -24,7 +24,7 @@ import torch
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import STEP_PHASES
-from torchscale.contracts.wording.unavailable import coded
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.rank.telemetry.cpu_wait import thread_clock
 from torchscale.rank.worker.comm_hold import HoldTally
 

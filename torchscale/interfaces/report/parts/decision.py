@@ -1,5 +1,5 @@
 """The decision line on the report's first screen: each model's buy-or-fix call
-(`offline/analysis/decision.py`, worded by `contracts/wording/decision.py`), made from the
+(`offline/analysis/decision.py`, worded by `contracts/wording/report.py`), made from the
 tables the report already holds: the pooled cells with their GPU and cost, the weak-scaling
 rows, the forecasts and their track record. None where the numbers cannot be used."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.devices import gpu_name as short_gpu_name
+from torchscale.contracts.wording.names import gpu_name as short_gpu_name
 from torchscale.interfaces.report.model import Usable
 from torchscale.interfaces.report.parts.context import Context, records
 from torchscale.offline.analysis.decision import decide

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
-from torchscale.contracts.wording import cross_checks
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import diagnosis_checks
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording.figures import share_text
 from torchscale.interfaces.report.diagnosis_text import (
     VERDICT_WORDS,
@@ -61,10 +61,10 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
         {
             "run": run,
             "source": diagnosis.source,
-            "check": cross_checks.check_label(check.check),
+            "check": diagnosis_checks.check_label(check.check),
             "figure": check_figure(check),
             "verdict": VERDICT_WORDS[check.agrees],
-            "detail": cross_checks.detail(check.detail),
+            "detail": diagnosis_checks.detail(check.detail),
             "_severity": "warn" if check.agrees is False else "info",
         }
         for check in diagnosis.cross_checks

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
-from torchscale.contracts.wording import problems, say, spell
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import diagnosis_problems, say, spell, why
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.parts.context import (
     Context,
@@ -88,7 +87,7 @@ def diagnosis_finding(
     cost_pct = None if bounded else item.cost_pct
     title = item.title
     severity = cost_severity(cost_pct)
-    advice = problems.recommendation(item.finding, problems.run_of(injected))
+    advice = diagnosis_problems.recommendation(item.finding, diagnosis_problems.run_of(injected))
     if item.category == "straggler":
         note = _injected_note(injected, straggler_rank) if injected is not None else None
         if note is None and verdict_injected:
@@ -106,7 +105,7 @@ def diagnosis_finding(
         recommendation=advice,
         severity=severity,
         caveat=caveat,
-        group=problems.group(item.finding),
+        group=diagnosis_problems.group(item.finding),
     )
 
 

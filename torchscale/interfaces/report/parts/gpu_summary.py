@@ -13,10 +13,10 @@ import pandas as pd
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.peak_memory import MEANINGS, NAMES, heading, peak_text
-from torchscale.contracts.wording.peak_sources import peak_basis
-from torchscale.contracts.wording.ranking import gain_text
+from torchscale.contracts.wording.cell_reasons import peak_basis
+from torchscale.contracts.wording.names import MEANINGS, NAMES, heading, peak_text
 from torchscale.contracts.wording.spell import pct_whole, tenth_seconds, tflops
+from torchscale.contracts.wording.validate_workload import gain_text
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.parts.best import by_throughput
 from torchscale.interfaces.report.parts.context import (

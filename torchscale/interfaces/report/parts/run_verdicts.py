@@ -6,12 +6,11 @@ verdict"); a run with no diagnosis says why, as its analysis stored it."""
 from __future__ import annotations
 
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.contracts.wording import say
-from torchscale.contracts.wording import verdicts as verdict_words
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
+from torchscale.contracts.wording import say, why
 from torchscale.contracts.wording.comm import gate_words
-from torchscale.contracts.wording.peak_memory import Peak, peak_text
+from torchscale.contracts.wording.names import Peak, peak_text
 from torchscale.contracts.wording.spell import gbps, tflops, with_unit
-from torchscale.contracts.wording.unavailable import why
 from torchscale.interfaces.report.diagnosis_text import (
     compute_word,
     split_text,

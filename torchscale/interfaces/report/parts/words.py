@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording import noise
+from torchscale.contracts.wording import cell_warnings
 from torchscale.interfaces.report.model import Column, ValueFormat
 
 # the lead of the findings where the machine spoiled the numbers (the summary and the
@@ -101,7 +101,7 @@ GLOSSARY: dict[str, str] = {
     "repeats; '±' gives half its width, '[low, high]' its ends where it is lopsided",
     "not measurable": "the figure's interval is wider than the figure (or reaches 0), so the "
     "measurement cannot tell its value: more repeats or a quieter machine can",
-    **noise.glossary(CV_WARN_THRESHOLD),  # the reliability rule's own conditions
+    **cell_warnings.glossary(CV_WARN_THRESHOLD),  # the reliability rule's own conditions
     "busy machine": "other processes used the cell's cores or GPUs during its timed windows, "
     "so its figures measure the contention too",
     "CV": "coefficient of variation: the standard deviation of the step times over their mean",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.spell import three_digits
-from torchscale.contracts.wording.validate import detail
+from torchscale.contracts.wording.validate_measured import detail
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
 from torchscale.interfaces.report.parts.context import Context, present
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport

@@ -17,8 +17,8 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording import noise
-from torchscale.contracts.wording.shapes import product_of
+from torchscale.contracts.wording import cell_warnings
+from torchscale.contracts.wording.names import product_of
 from torchscale.contracts.wording.spell import of, pct_set
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
@@ -50,8 +50,8 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     ("Tokens/s", "samples/s x sequence length (language models only)"),
     (
         "Run-to-run spread",
-        f"{noise.SPREAD}, in samples/s: the figure the reliability rule holds to ±{_LIMIT}; "
-        "one repeat: spread unknown",
+        f"{cell_warnings.SPREAD}, in samples/s: the figure the reliability rule holds to "
+        f"±{_LIMIT}; one repeat: spread unknown",
     ),
     (
         "95 % intervals",
@@ -64,7 +64,9 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     ),
     (
         "Reliability",
-        "; ".join(f"{level}: {said}" for level, said in noise.glossary(CV_WARN_THRESHOLD).items())
+        "; ".join(
+            f"{level}: {said}" for level, said in cell_warnings.glossary(CV_WARN_THRESHOLD).items()
+        )
         + " (the bound is measurement.cv_warn_threshold's default); spread unknown with one "
         "repeat. Only reliable cells get a check mark",
     ),

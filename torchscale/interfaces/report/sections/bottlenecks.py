@@ -12,10 +12,10 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import say, spell
+from torchscale.contracts.wording import why as reason_words
+from torchscale.contracts.wording.cell_reasons import reasons as reason_texts
 from torchscale.contracts.wording.cell_warnings import warning_words
-from torchscale.contracts.wording.profile_notes import said
-from torchscale.contracts.wording.unavailable import reasons as reason_texts
-from torchscale.contracts.wording.unavailable import why as reason_words
+from torchscale.contracts.wording.profile import said
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
     disagreement_text,

@@ -11,12 +11,11 @@ import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.contracts.wording import why
+from torchscale.contracts.wording.cell_reasons import compute_part, peak_basis
 from torchscale.contracts.wording.figures import seconds_text, share_text
-from torchscale.contracts.wording.host_bound import compute_part
-from torchscale.contracts.wording.peak_memory import title as peak_title
-from torchscale.contracts.wording.peak_sources import peak_basis
-from torchscale.contracts.wording.shapes import product_of
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording.names import product_of
+from torchscale.contracts.wording.names import title as peak_title
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable

@@ -9,7 +9,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellError
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.failures import place_line
+from torchscale.contracts.wording.cell_errors import place_line
 from torchscale.contracts.wording.sweep import cells_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, records, text

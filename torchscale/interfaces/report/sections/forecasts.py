@@ -16,7 +16,7 @@ from torchscale.contracts.schema.forecast import (
     ForecastKey,
     ForecastScore,
 )
-from torchscale.contracts.wording.forecast_terms import said_once
+from torchscale.contracts.wording.forecast import said_once
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.model import (
     Block,

@@ -13,9 +13,8 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, RankStats
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording import noise
-from torchscale.contracts.wording import verdicts as verdict_words
-from torchscale.contracts.wording.unavailable import why
+from torchscale.contracts.wording import cell_warnings, why
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import (
     caveat_text,
@@ -116,8 +115,8 @@ def _stats_table(ctx: Context) -> Table:
         "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
         f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
         "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
-        f"steps ({scopes}); spread = {noise.SPREAD}; CV = std / mean; reliable: "
-        f"{noise.glossary(CV_WARN_THRESHOLD)['reliable']}"
+        f"steps ({scopes}); spread = {cell_warnings.SPREAD}; CV = std / mean; reliable: "
+        f"{cell_warnings.glossary(CV_WARN_THRESHOLD)['reliable']}"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
         for entry, value in zip(rows, compile_s, strict=True):
@@ -189,7 +188,7 @@ def _repeats_chart(ctx: Context) -> Chart | None:
             )
         ],
         category_models=category_models((label, model) for label, _, model in rows),
-        note=f"spread = {noise.SPREAD} (samples/s); each cell's interval "
+        note=f"spread = {cell_warnings.SPREAD} (samples/s); each cell's interval "
         "(slowest to fastest repeat) is in the table above and on the scaling charts",
     )
 

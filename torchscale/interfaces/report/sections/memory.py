@@ -9,7 +9,7 @@ from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.max_batch import reason_words
-from torchscale.contracts.wording.peak_memory import NAMES
+from torchscale.contracts.wording.names import NAMES
 from torchscale.contracts.wording.spell import group_label
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.parts.context import Context, col, fmt, records

@@ -15,7 +15,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.wording.figures import share_text
-from torchscale.contracts.wording.peak_memory import MEANINGS, NAMES, heading
+from torchscale.contracts.wording.names import MEANINGS, NAMES, heading
 from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.model import (
@@ -110,7 +110,7 @@ def _rows(ctx: Context, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "mfu_text": mfu_text(row),
                 "static": static,
                 "vs_ddp": static / ddp_static if static and ddp_static else None,
-                # each peak under its own name (contracts/wording/peak_memory.py): a CPU
+                # each peak under its own name (contracts/wording/names.py): a CPU
                 # rank's RSS is no allocator's peak
                 "peak_allocated": finite(row.get("peak_allocated_bytes")),
                 "peak_rss": None

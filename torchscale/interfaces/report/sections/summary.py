@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording.decision import blind_below
+from torchscale.contracts.wording.cell_warnings import plain
 from torchscale.contracts.wording.figures import too_wide
-from torchscale.contracts.wording.noise import plain
+from torchscale.contracts.wording.report import blind_below
 from torchscale.contracts.wording.spell import pct_set, tokens_per_s
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,

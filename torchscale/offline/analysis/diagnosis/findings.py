@@ -23,8 +23,8 @@ import pandas as pd
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
-from torchscale.contracts.wording.estimates import said
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.cell_reasons import coded
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -37,8 +37,9 @@ SPREAD_MIN_RATIO = 0.25
 
 @dataclass
 class RankedFinding:
-    """One problem: `finding` its code and figures (worded by contracts/wording/problems.py),
-    `cost` the part of the step model it costs (share of the step, with its interval).
+    """One problem: `finding` its code and figures (worded by
+    contracts/wording/diagnosis_problems.py), `cost` the part of the step model it costs (share
+    of the step, with its interval).
     `category`: straggler | load_imbalance | exposed_comm | data_wait | host_bound."""
 
     finding: Finding
@@ -409,7 +410,7 @@ def host_bound_finding(
         high=1.0 - share,
         n=1,
         measurable=False,
-        reason=said("estimate.no_busy_probe"),
+        reason=coded("estimate.no_busy_probe"),
     )
     return _problem(
         "problem.host_bound.arithmetic",

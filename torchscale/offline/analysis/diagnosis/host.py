@@ -34,7 +34,7 @@ def held_off_cpu(
     waits: pd.DataFrame, cpu_time: pd.DataFrame | None, candidate: int
 ) -> tuple[pd.Series, str]:
     """Per step, the seconds the host held `candidate` off the CPU beyond its fair share, and
-    how it was reckoned ('rate' or 'median', contracts/wording/cross_checks.py). A rank with
+    how it was reckoned ('rate' or 'median', contracts/wording/diagnosis_checks.py). A rank with
     more work is runnable longer, so on a loaded host it also waits longer: at the others'
     rate (their median wait over their median time on a CPU), its own time on a CPU would
     have waited that much; only the wait beyond it is the host's ('rate'). Without the time on

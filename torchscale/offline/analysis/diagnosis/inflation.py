@@ -31,8 +31,8 @@ from torchscale.contracts.schema.cell_result import (
     StepSplit,
 )
 from torchscale.contracts.wording import spell
-from torchscale.contracts.wording.cross_checks import check_label
-from torchscale.contracts.wording.estimates import said
+from torchscale.contracts.wording.cell_reasons import coded
+from torchscale.contracts.wording.diagnosis_checks import check_label
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
@@ -162,7 +162,7 @@ class TracedInflation:
             high=self.high,
             n=self.traced_steps,
             measurable=self.low is not None and self.high is not None,
-            reason=None if self.low is not None else said("estimate.few_steps_a_side"),
+            reason=None if self.low is not None else coded("estimate.few_steps_a_side"),
         )
 
 
@@ -196,7 +196,7 @@ def _ms(seconds: float) -> str:
 
 
 def overhead_note(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> Code:
-    """The capture overhead, one note of the run (worded by contracts/wording/profile_notes.py)."""
+    """The capture overhead, one note of the run (worded by contracts/wording/profile.py)."""
     figures = {"tool": tool, "traced_s": inflation.traced_s, "untraced_s": inflation.untraced_s}
     figures |= {"share": inflation.share, "low": inflation.low, "high": inflation.high}
     figures |= {"steps": inflation.traced_steps, "ranks": ranks, "timing": timing}

@@ -7,7 +7,7 @@ significantly above the others'. A user acts on *why*: compute (more work to do)
 held_launches.py from the phase timers). The rule, and why a rank with more work is compute
 however loaded its host: docs/methodology.md, "The kind of a straggler".
 
-Pure: test results in, findings out (worded by contracts/wording/verdicts.py).
+Pure: test results in, findings out (worded by contracts/wording/diagnosis_straggler.py).
 """
 
 from __future__ import annotations

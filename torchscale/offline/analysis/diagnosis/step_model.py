@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
-from torchscale.contracts.wording.estimates import said
+from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.offline.analysis.uncertainty import (
     GapTest,
     judged,
@@ -38,7 +38,7 @@ from torchscale.offline.analysis.uncertainty import (
 MIN_EFFECT_SHARE = 0.05  # a straggler costs the others at least 5 % of the step, or it is noise
 ALPHA = 0.01
 MIN_PAIRED_STEPS = math.floor(math.log2(1 / ALPHA)) + 1  # smallest n with 2^-n < ALPHA
-NO_STEP_TIME, ONE_STEP = said("estimate.no_step_time"), said("estimate.one_step")
+NO_STEP_TIME, ONE_STEP = coded("estimate.no_step_time"), coded("estimate.one_step")
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def part_estimates(
                 high=0.0,
                 n=steps,
                 measurable=True,
-                reason=said("estimate.one_rank"),
+                reason=coded("estimate.one_rank"),
             )
             parts.append(StepPart(name=name, seconds=zero, share=zero))
             continue

@@ -29,7 +29,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.diagnosis.device import Calibrated
 from torchscale.offline.analysis.diagnosis.step_model import (
     mean_step,

@@ -14,7 +14,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm, TermName
-from torchscale.contracts.wording import forecast_terms as terms_words
+from torchscale.contracts.wording import forecast as terms_words
 from torchscale.offline.analysis.prediction.communication import (
     DEFAULT_BUCKET_BYTES,
     exposed_from_cells,

@@ -17,7 +17,7 @@ import pandas as pd
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,

@@ -19,7 +19,7 @@ from torchscale.contracts.schema.profile_analysis import (
     RankFigures,
     StepStall,
 )
-from torchscale.contracts.wording.profile_notes import coded, distinct
+from torchscale.contracts.wording.profile import coded, distinct
 from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.profile.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace import kernels

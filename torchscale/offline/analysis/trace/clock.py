@@ -16,7 +16,7 @@ import pandas as pd
 
 from torchscale.contracts.collective_facts import ops_where
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.steps import empty_table
 

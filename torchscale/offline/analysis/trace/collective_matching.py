@@ -19,7 +19,7 @@ import pandas as pd
 
 from torchscale.contracts.collective_facts import ops_where
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     clip_pieces,

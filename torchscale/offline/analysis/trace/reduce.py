@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import TraceFile
-from torchscale.contracts.wording.profile_notes import distinct, on_rank
+from torchscale.contracts.wording.profile import distinct, on_rank
 from torchscale.offline.analysis.trace import registry, steps
 from torchscale.offline.analysis.trace.reduction import RankReduction
 from torchscale.offline.traces.rank_trace import RankTrace

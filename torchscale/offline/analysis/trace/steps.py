@@ -15,7 +15,7 @@ import pandas as pd
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
-from torchscale.contracts.wording.profile_notes import note
+from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     from_frame,

@@ -55,7 +55,7 @@ class Straggler:
 @dataclass
 class StragglerAnalysis:
     """`straggler` is None when no rank stands out; `reason` says why (or summarises the
-    verdict: an `arrival.*` code, contracts/wording/cross_checks.py); `shares` keeps every
+    verdict: an `arrival.*` code, contracts/wording/diagnosis_checks.py); `shares` keeps every
     rank's share of being last."""
 
     straggler: Straggler | None

@@ -48,7 +48,7 @@ HOSTENV_TIMEOUT_S = 300.0
 
 
 def stop_reason(signum: int, grace_s: int | None = None) -> Finding:
-    """Why the running cell ended (contracts/wording/failures.py)."""
+    """Why the running cell ended (contracts/wording/cell_errors.py)."""
     if signum == signal.SIGUSR1:
         return Finding(code="slurm.time_limit_warning", figures={"grace_s": grace_s})
     return Finding(code="slurm.stopped", figures={"signal": signal_name(signum)})

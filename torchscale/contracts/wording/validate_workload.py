@@ -1,19 +1,24 @@
-"""Words for `validate --level workload`: its steps' findings (codes and figures stored in the
-validate report by orchestration/validate/workload_judge.py) and the level's verdict."""
+"""Words for a validate report's workload level (`validate --level
+workload`: `workload.*`, stored by orchestration/validate/workload_judge.py) and for what is
+ranked and compared (`ranking.*`: a compile gain, FSDP on one device)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording import Phrases
+from torchscale.contracts.wording import why as reason
 from torchscale.contracts.wording.spell import change_whole, pct_whole, three_digits, watts
-from torchscale.contracts.wording.unavailable import why as reason
+
+# Words for `validate --level workload`: its steps' findings (codes and figures stored in the
+# validate report by orchestration/validate/workload_judge.py) and the level's verdict.
 
 F = Mapping[str, Any]
 
 NO_WRAPPER = "no wrapper at world 1: DDP needs a peer"
+
 ONE_GPU_UNPROVEN = (
     "not exercised on one GPU: the DDP wrapper, sharding, and any collective between devices "
     "(NCCL moved nothing)"
@@ -28,7 +33,6 @@ def _say(figures: Any) -> str:
 
 
 _RATE = "{samples_per_s:.3g} samples/s"
-
 
 _MFU = _RATE + ", MFU {mfu:share0}"
 
@@ -117,6 +121,50 @@ def _works(f: F) -> str:
             f"({_plural(f['world'], 'rank')})."
         )
     return verdict + _worth_a_look(f)
+
+
+# Words for what is ranked and compared: a compile gain by its interval (no digits where the
+# interval is wider than the gain), and FSDP on one device left out of every ranking.
+
+
+def gain_figure(figures: Mapping[str, Any]) -> str:
+    """'1.57x [1.53, 1.84]' (no interval: '1.50x'): the one figure every surface prints."""
+    ratio, low, high = figures.get("ratio"), figures.get("low"), figures.get("high")
+    if ratio is None:
+        return "-"
+    if low is None or high is None:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x [{low:.2f}, {high:.2f}]"
+
+
+def _units(figures: Mapping[str, Any]) -> str:
+    unit = figures.get("unit", "repeats")
+    return f"{figures.get('compiled_units')} + {figures.get('eager_units')} {unit}"
+
+
+NOT_MEASURABLE = "ranking.compile_not_measurable"
+
+
+def gain_text(code: str, figures: Mapping[str, Any]) -> str:
+    """A table's cell: `gain_figure`, or 'not measurable (2 + 2 repeats)' where the interval is
+    wider than the gain (the first screen shows no digits of such a figure)."""
+    return f"not measurable ({_units(figures)})" if code == NOT_MEASURABLE else gain_figure(figures)
+
+
+def _not_measurable(figures: Mapping[str, Any]) -> str:
+    """'compiled/eager not measurable (2 + 2 repeats), compiled faster beyond noise'."""
+    beyond = figures.get("beyond")
+    order = f", compiled {beyond} beyond noise" if beyond else ""
+    return f"compiled/eager {gain_text(NOT_MEASURABLE, figures)}{order}"
+
+
+def _gain(verdict: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda f: f"compiled/eager {gain_figure(f)}, {verdict} ({_units(f)})"
+
+
+def _cells(f: Mapping[str, Any]) -> str:
+    cells = f.get("cells", 1)
+    return "its" if cells == 1 else f"{cells} cells'"
 
 
 PHRASES: Phrases = {
@@ -227,4 +275,17 @@ PHRASES: Phrases = {
     "workload.fix_refused": "fix what it names, then run the level again",
     "workload.fix_again": "run it again",
     "workload.fix_report_bug": "please report this as a torchscale bug, with the folder",
+    "ranking.compiled_faster": _gain("compiled faster"),
+    "ranking.compiled_slower": _gain("compiled slower"),
+    "ranking.compile_no_clear_difference": _gain("no clear difference"),
+    "ranking.compile_no_interval": _gain("no interval: one figure on a side"),
+    "ranking.fsdp_on_one": (
+        "FSDP on one device shards nothing: FSDP2's machinery over the whole model, never ranked "
+        "or compared with another configuration"
+    ),
+    "ranking.shared_gpu": lambda f: (
+        f"{_cells(f)} ranks shared a GPU (launcher.ranks_per_gpu): a stand-in for a "
+        "multi-GPU cell, never ranked or compared with another configuration"
+    ),
+    NOT_MEASURABLE: _not_measurable,
 }

@@ -1,9 +1,8 @@
-"""Words for the diagnosis' ranked problems (`cell_result.Problem`): a problem stores its code
-and figures (offline/analysis/diagnosis/findings.py makes them); its title, evidence and next
-step are said here when shown, so a fix reworded here reads so in every stored result. The next
-step may depend on the run it is shown for (one host, synthetic data), given as context, never
-cut out of stored words.
-"""
+"""Words for a diagnosis' ranked problems (`Diagnosis.findings`, a
+cell result's and a profile analysis' alike: `problem.*`): a problem stores its code and
+figures (offline/analysis/diagnosis/findings.py makes them); its title, evidence and next step
+are said here when shown, the next step for the run it is shown for (one host, synthetic data,
+a user's job in its framework's own terms)."""
 
 from __future__ import annotations
 
@@ -18,12 +17,23 @@ from torchscale.contracts.schema.cell_result import (
     JobFacts,
     Problem,
 )
-from torchscale.contracts.wording import Phrases, job_terms, spell, verdicts
+from torchscale.contracts.wording import Phrases, diagnosis_straggler, spell
 from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.contracts.wording.spell import pct
 
+# Words for the diagnosis' ranked problems (`cell_result.Problem`): a problem stores its code
+# and figures (offline/analysis/diagnosis/findings.py makes them); its title, evidence and next
+# step are said here when shown, so a fix reworded here reads so in every stored result. The next
+# step may depend on the run it is shown for (one host, synthetic data), given as context, never
+# cut out of stored words.
+
 Figures = Mapping[str, Any]
-who, _device_word, _phase = verdicts.who, verdicts.device_word, verdicts.phase_words
+
+who, _device_word, _phase = (
+    diagnosis_straggler.who,
+    diagnosis_straggler.device_word,
+    diagnosis_straggler.phase_words,
+)
 
 
 def _estimate(value: Any) -> Estimate | None:
@@ -60,36 +70,6 @@ def _inflation(f: Figures) -> str:
     if f.get("low") is None or f.get("high") is None:
         return f"{change_text(f['share'], None, None)} (no interval)"
     return change_text(f["share"], f["low"], f["high"])
-
-
-PHRASES: Phrases = {
-    "problem.straggler": verdicts.title,
-    "problem.imbalance.host": lambda f: (
-        f"Ranks wait for {_who(f)}, which the host held back (it waited for a CPU)"
-    ),
-    "problem.imbalance.disputed": (
-        "Waiting for peers: the slowest rank's own work is disputed by other evidence"
-    ),
-    "problem.imbalance.waited_for": lambda f: (
-        f"Ranks wait for {_who(f)}, though its measured work is not significantly slower"
-    ),
-    "problem.imbalance.turns": "Load imbalance: ranks take turns waiting for each other",
-    "problem.exposed_comm": lambda f: (
-        f"Exposed {f['backend'] + ' ' if f.get('backend') else ''}communication"
-    ),
-    "problem.data_wait": "Training waits for data",
-    "problem.launch_wait": lambda f: (
-        f"{_device_word(f.get('device', 'cuda'))} idle waiting for the host to launch work"
-    ),
-    "problem.host_bound.busy": _host_bound_busy_title,
-    "problem.host_bound.arithmetic": lambda f: (
-        f"host-bound (by arithmetic): MFU {_mfu_shown(f)}, the step's FLOPs at the GPU's "
-        "peak fill that share of the step; the GPU waits for Python/launches"
-    ),
-    "problem.profiler_slower": lambda f: (
-        f"in the traced steps, {_inflation(f)} slower under the profiler"
-    ),
-}
 
 
 # ---- evidence -----------------------------------------------------------------------------
@@ -151,7 +131,7 @@ def _busy_evidence(f: Figures) -> list[str]:
 
 
 EVIDENCE: dict[str, Callable[[Figures], list[str]]] = {
-    "problem.straggler": verdicts.evidence,
+    "problem.straggler": diagnosis_straggler.evidence,
     "problem.imbalance.host": _imbalance_evidence,
     "problem.imbalance.disputed": _imbalance_evidence,
     "problem.imbalance.waited_for": _imbalance_evidence,
@@ -168,7 +148,6 @@ EVIDENCE: dict[str, Callable[[Figures], list[str]]] = {
         "the step's arithmetic in that share of the step (no busy trace: judged by arithmetic)"
     ],
 }
-
 
 # ---- the next step ------------------------------------------------------------------------
 
@@ -206,14 +185,14 @@ def _straggler_fix(f: Figures, run: Run) -> str:
             "do not share cores; if the host is healthy, look for uneven inputs on that rank."
         )
     if phase == "data":
-        loader = (
+        settings = (
             "raise num_workers, set pin_memory=True and persistent_workers=True, "
             "prefetch_factor >= 4"
             if run.job is None
-            else f"set {job_terms.loader(run.job, run.gpu)}"
+            else f"set {loader(run.job, run.gpu)}"
         )
         return (
-            f"{name} waits on its DataLoader: {loader}; check that rank's storage or "
+            f"{name} waits on its DataLoader: {settings}; check that rank's storage or "
             "network read speed and that its data shard is not larger than the others."
         )
     if phase == "optimizer":
@@ -283,9 +262,9 @@ def _exposed_fix(f: Figures, run: Run) -> str:
 
 
 def _job_sync_fix(job: JobFacts, f: Figures, across: str | None) -> str:
-    """Gradient communication in the job's own settings (job_terms.py), then which interface
+    """Gradient communication in the job's own settings (`gradient_sync`), then which interface
     carries it across hosts by backend (`across`: its lead-in; None: one host, no network)."""
-    own = job_terms.gradient_sync(job)
+    own = gradient_sync(job)
     if across is None:
         return f"Hide or shrink gradient communication, in the job's own settings: {own}."
     network = (
@@ -303,7 +282,7 @@ def _job_sync_fix(job: JobFacts, f: Figures, across: str | None) -> str:
 
 def _turns_fix(f: Figures, run: Run) -> str:
     # synthetic batches are the same size on every rank already: no sampler to set
-    own = job_terms.equal_work(run.job) if run.job is not None else None
+    own = equal_work(run.job) if run.job is not None else None
     sampler = "" if run.synthetic else f" ({own or 'DistributedSampler with drop_last=True'})"
     return (
         f"Give every rank the same work per step: equal batch sizes{sampler}, sequences "
@@ -329,7 +308,7 @@ def _host_bound_fix(f: Figures, run: Run) -> str:
 class Run:
     """What the run a problem is shown for says about its next step: one host (no network
     interface to pick), synthetic data (no sampler to set), a user's job (its own settings
-    named, job_terms.py) on a GPU or not. Unknown: the stored figures rule."""
+    named, `loader`) on a GPU or not. Unknown: the stored figures rule."""
 
     def __init__(
         self,
@@ -379,7 +358,7 @@ FIXES: dict[str, Callable[[Figures, Run], str]] = {
             "rank), pin_memory=True with .to(device, non_blocking=True), "
             "persistent_workers=True, prefetch_factor 4"
             if run.job is None
-            else f"Feed the loop ahead of time: set {job_terms.loader(run.job, run.gpu)}"
+            else f"Feed the loop ahead of time: set {loader(run.job, run.gpu)}"
         )
         + "; move decoding and augmentation out of the step."
     ),
@@ -440,3 +419,110 @@ def title(problem: Problem) -> str:
 
 
 Problem.words = sys.modules[__name__]
+
+# A next step in a user's job's own terms: the settings its framework exposes for the loader,
+# gradient communication and per-rank work (TrainingArguments for the Hugging Face Trainer,
+# Lightning's Trainer and DDPStrategy, accelerate's Accelerator, a plain loop's DataLoader and
+# DistributedDataParallel), from what the probe saw of the job (`JobFacts`). A built-in cell's
+# advice stays in torchscale's terms (contracts/wording/diagnosis_problems.py).
+
+PREFETCH = 4  # the prefetch factor the loader advice names; one already at least this is kept
+
+# where a framework's job builds the DataLoader the advice is about (the Trainer's: its own)
+LOADER_PLACE = {
+    "lightning": " in train_dataloader()",
+    "accelerate": " before accelerator.prepare()",
+}
+
+ONCE_PER_N = "the all-reduce then runs once per N micro-batches"
+
+
+def _loader_settings(job: JobFacts, gpu: bool, prefix: str) -> str:
+    """The loader's settings to change, `name=value` with the framework's `prefix`; the ones
+    already set as advised are left out (pinned memory only where a GPU copies)."""
+    settings = [f"{prefix}num_workers=N"]
+    if not job.persistent_workers:
+        settings.append(f"{prefix}persistent_workers=True")
+    if job.prefetch_factor is None or job.prefetch_factor < PREFETCH:
+        settings.append(f"{prefix}prefetch_factor={PREFETCH}")
+    if gpu and not job.pin_memory:
+        settings.append(f"{prefix}pin_memory=True")
+    return ", ".join(settings)
+
+
+def loader(job: JobFacts, gpu: bool) -> str:
+    """What to set where the job builds its loader, N said against its own workers."""
+    if job.framework == "hf_trainer":
+        where = f"TrainingArguments({_loader_settings(job, gpu, 'dataloader_')})"
+    else:
+        place = LOADER_PLACE.get(job.framework or "", "")
+        where = f"DataLoader({_loader_settings(job, gpu, '')}){place}"
+    workers = job.num_workers
+    than = f"more than its {workers}, " if workers is not None else ""
+    return f"{where}, N {than}about the cores per rank"
+
+
+DDP_SETTINGS = "bucket_cap_mb=..., gradient_as_bucket_view=True, static_graph=True"
+
+GRADIENT_SYNC = {
+    "hf_trainer": (
+        f"TrainingArguments(ddp_bucket_cap_mb=..., gradient_accumulation_steps=N), {ONCE_PER_N}"
+    ),
+    "lightning": (
+        f"Trainer(strategy=DDPStrategy({DDP_SETTINGS}), accumulate_grad_batches=N), {ONCE_PER_N}"
+    ),
+    "accelerate": (
+        "Accelerator(gradient_accumulation_steps=N, kwargs_handlers=["
+        f"DistributedDataParallelKwargs({DDP_SETTINGS})]) with accelerator.accumulate(model), "
+        f"{ONCE_PER_N}"
+    ),
+    "pytorch": (
+        f"DistributedDataParallel(model, {DDP_SETTINGS}), gradient accumulation under "
+        "model.no_sync(), a bf16 compression hook (model.register_comm_hook)"
+    ),
+}
+
+
+def gradient_sync(job: JobFacts) -> str:
+    """Where the job sets DDP's buckets and gradient accumulation, and what to set there."""
+    return GRADIENT_SYNC[job.framework or "pytorch"]
+
+
+def equal_work(job: JobFacts) -> str | None:
+    """The job's own switch for length-grouped, equal batches; None: its own sampler's."""
+    if job.framework == "hf_trainer":
+        return (
+            'TrainingArguments(train_sampling_strategy="group_by_length", '
+            "dataloader_drop_last=True)"
+        )
+    return None
+
+
+PHRASES: Phrases = {
+    "problem.straggler": diagnosis_straggler.title,
+    "problem.imbalance.host": lambda f: (
+        f"Ranks wait for {_who(f)}, which the host held back (it waited for a CPU)"
+    ),
+    "problem.imbalance.disputed": (
+        "Waiting for peers: the slowest rank's own work is disputed by other evidence"
+    ),
+    "problem.imbalance.waited_for": lambda f: (
+        f"Ranks wait for {_who(f)}, though its measured work is not significantly slower"
+    ),
+    "problem.imbalance.turns": "Load imbalance: ranks take turns waiting for each other",
+    "problem.exposed_comm": lambda f: (
+        f"Exposed {f['backend'] + ' ' if f.get('backend') else ''}communication"
+    ),
+    "problem.data_wait": "Training waits for data",
+    "problem.launch_wait": lambda f: (
+        f"{_device_word(f.get('device', 'cuda'))} idle waiting for the host to launch work"
+    ),
+    "problem.host_bound.busy": _host_bound_busy_title,
+    "problem.host_bound.arithmetic": lambda f: (
+        f"host-bound (by arithmetic): MFU {_mfu_shown(f)}, the step's FLOPs at the GPU's "
+        "peak fill that share of the step; the GPU waits for Python/launches"
+    ),
+    "problem.profiler_slower": lambda f: (
+        f"in the traced steps, {_inflation(f)} slower under the profiler"
+    ),
+}

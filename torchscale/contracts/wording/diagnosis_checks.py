@@ -1,9 +1,6 @@
-"""Words for what a cross-check of the diagnosis found (`CrossCheck.detail`: a code with its
-figures), and why arrival order names
-a rank or none (`arrival.*`, the trace analysis' reason, quoted by the checks). Durations are
-seconds (microseconds where named `_us`), shares fractions, estimates stored as their figures
-(`Estimate` less its method).
-"""
+"""Words for a diagnosis' cross-checks (`Diagnosis.cross_checks[].detail`:
+`cross_check.*`) and why arrival order names a rank or none (`arrival.*`, the trace
+analysis' reason, quoted by the checks)."""
 
 from __future__ import annotations
 
@@ -23,7 +20,6 @@ RECKONED = {
     "rate": "beyond its time on a CPU at the others' wait rate",
     "median": "beyond the median of the others' wait",
 }
-
 
 # each cross-check (`CrossCheck.check`): its name and how it is measured (shown with -v)
 CHECKS: dict[str, tuple[str, str]] = {
@@ -219,12 +215,9 @@ def _left(f: F) -> str:
 
 _HOOK = "rank {rank}'s hook holds its launches {held_s:ms_signed} per step longer"
 
-
 _ARRIVALS = "rank {rank} arrives last at {last} of {matched} matched collectives"
 
-
 _CHANCE = "chance: {expected:share0}, {p:p}"
-
 
 _OTHER = "rank {other} arrives last at {other_share:share0} of the matched collectives"
 

@@ -1,8 +1,7 @@
-"""The straggler in words, in one place: the one line every surface prints (`straggler_text`,
-made of `line`: a code and figures read off the verdict's fields), its kind, its pattern over
-the steps, the rule that decided its kind, the test it was judged by, why a candidate is not
-named, a slower device or more work, and the busy-machine caveat beside it. The straggler
-problem's title and fix (problems.py) use the same kind words (`kind_words`)."""
+"""Words for the diagnosis' straggler verdict (`Diagnosis.straggler`, `StragglerVerdict`), the
+one wording every surface uses: its line (`line`, `straggler_text`: `straggler.*`), the
+problem's title and evidence, its test, kind rule and step pattern, why its candidate is not
+named (`why_not`) and the busy-machine caveat beside it (`Diagnosis.busy`: `caveat.*`)."""
 
 from __future__ import annotations
 
@@ -24,6 +23,7 @@ Figures = Mapping[str, Any]
 # a rank the run delayed on purpose (`StragglerVerdict.injected`): said right after the lead
 # on every surface, so no table that shortens the line hides it
 INJECTED = " (injected: --inject-delay)"
+
 # what each kind's extra time is, one vocabulary for the line, the title and the fix
 KIND_WORDS: dict[str, str] = {
     "compute": "compute",
@@ -31,6 +31,7 @@ KIND_WORDS: dict[str, str] = {
     "host": "host (held off the CPU)",
     "communication": "communication (its collectives start late)",
 }
+
 # what own work is, by the source that timed it (`straggler.test`'s own_work)
 OWN_WORK = {
     "timers": "",
@@ -38,7 +39,6 @@ OWN_WORK = {
     "optimizer ranges (the traces' ProfilerStep phases)",
     "step_parts": "; own work = the rank's compute and data time of the step model's parts",
 }
-
 
 PHASE_WORDS = {
     "data": "data loading",
@@ -75,7 +75,7 @@ def title(f: Figures) -> str:
 def evidence(f: Figures) -> list[str]:
     """The straggler problem's evidence: its slow phase's gap, arrival order, the wait for
     peers it costs, the what-if (its line is the diagnosis', shown beside)."""
-    from torchscale.contracts.wording.cross_checks import quoted
+    from torchscale.contracts.wording.diagnosis_checks import quoted
     from torchscale.contracts.wording.figures import share_text
 
     name = who(f.get("device", "cpu"), f["rank"])
@@ -244,80 +244,9 @@ def _busy(figures: Figures) -> str:
 
 
 def _checks(figures: Figures) -> str:
-    from torchscale.contracts.wording.cross_checks import check_label
+    from torchscale.contracts.wording.diagnosis_checks import check_label
 
     return ", ".join(check_label(check) for check in figures["by"])
-
-
-PHRASES: Phrases = {
-    # the line (`line`)
-    "straggler.named": _named,
-    "straggler.not_named": _not_named,
-    "straggler.untested": _untested,
-    "straggler.one_rank": "Straggler: none (one rank)",
-    # how its cost falls over the steps (`StepPattern`)
-    "straggler.pattern.periodic": _periodic,
-    "straggler.pattern.every": "every step",
-    "straggler.pattern.most": lambda f: f"most steps ({f['steps']} of {f['of']}) {_cost(f)}",
-    "straggler.pattern.sporadic": lambda f: f"{f['steps']} of {f['of']} steps {_cost(f)}",
-    "straggler.pattern.uneven": "uneven over the steps",
-    # the rule that decided the kind (`kind_rule`)
-    "straggler.rule.on_cpu": _on_cpu,
-    "straggler.rule.host_held": lambda f: (
-        f"the host held it off the CPU {_ms(f['held_s'])} per step, which passes the straggler "
-        f"test and is at least the rest of its gap ({_ms(f['left_s'])}): other work held it off "
-        "the CPU"
-    ),
-    "straggler.rule.held_in_wait": lambda f: (
-        f"the host held it off the CPU {_ms(f['held_s'])} per step (passes the straggler test), "
-        f"while its own work is {_ms(f['work_s'])} per step over the others': the time was lost "
-        "where it waits with them"
-    ),
-    "straggler.rule.data_phase": lambda f: (
-        "its data phase has the largest significant gap" + _also_held(f)
-    ),
-    "straggler.rule.slow_phase": lambda f: (
-        f"its {f['phase']} has the largest significant gap" + _also_held(f)
-    ),
-    "straggler.rule.phases_data": lambda f: (
-        "no phase is significant alone; its data phase holds most of the gap" + _also_held(f)
-    ),
-    "straggler.rule.phases_compute": lambda f: (
-        "no phase is significant alone; its compute phases hold most of the gap" + _also_held(f)
-    ),
-    "straggler.rule.late_collectives": _late_rule,
-    "straggler.rule.held_launches": lambda f: (
-        f"its DDP communication hook holds its collectives {_ms(f['held_s'])} per step longer "
-        f"than the others' (passes the straggler test), while its own work is "
-        f"{_ms(f['work_s'])} per step over theirs: the others wait for its launch"
-    ),
-    "straggler.test": _test,
-    # why a candidate is not named (`why_not`)
-    "straggler.too_few_ranks": "fewer than two ranks with phase timers",
-    "straggler.too_few_steps": _few_steps,
-    "straggler.none_above": "no rank's own work is above the others'",
-    "straggler.noise_interval": "could be noise: its interval reaches 0",
-    "straggler.noise_few_steps": "could be noise: too few steps agree for the test",
-    "straggler.below_minimum": "below the {share:share0} minimum effect",
-    "straggler.withdrawn": lambda f: f"withdrawn by {_checks(f)}",
-    # a compute straggler's device (`device`)
-    "straggler.device_slower": lambda f: (
-        f"a slower {_device_name(f)} ({spell.times(f['ratio'][0], 2)}): "
-        + ("replace or cool the GPU" if _device_name(f) == "GPU" else "the same work takes longer")
-    ),
-    "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
-    "straggler.more_work": "more work (rebalance its data)",
-    "straggler.device_undecided": lambda f: (
-        f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
-    ),
-    "straggler.device_in_window": lambda f: (
-        f"a slower {_device_name(f)} while it worked (the same work as the others)"
-    ),
-    "straggler.device_unmeasured": "no calibration timed: slower device or more work?",
-    # the busy-machine caveat (`Diagnosis.busy`)
-    "caveat.busy_machine": _busy,
-    "caveat.shared_cores": "{ranks} ranks share {cores} cores on {host}: check the host first",
-}
 
 
 def line(verdict: StragglerVerdict | None, ranks: int) -> Finding:
@@ -391,3 +320,74 @@ def _said_or_none(finding: Finding | None) -> str | None:
     from torchscale.contracts.wording import say
 
     return say(finding) if finding is not None else None
+
+
+PHRASES: Phrases = {
+    # the line (`line`)
+    "straggler.named": _named,
+    "straggler.not_named": _not_named,
+    "straggler.untested": _untested,
+    "straggler.one_rank": "Straggler: none (one rank)",
+    # how its cost falls over the steps (`StepPattern`)
+    "straggler.pattern.periodic": _periodic,
+    "straggler.pattern.every": "every step",
+    "straggler.pattern.most": lambda f: f"most steps ({f['steps']} of {f['of']}) {_cost(f)}",
+    "straggler.pattern.sporadic": lambda f: f"{f['steps']} of {f['of']} steps {_cost(f)}",
+    "straggler.pattern.uneven": "uneven over the steps",
+    # the rule that decided the kind (`kind_rule`)
+    "straggler.rule.on_cpu": _on_cpu,
+    "straggler.rule.host_held": lambda f: (
+        f"the host held it off the CPU {_ms(f['held_s'])} per step, which passes the straggler "
+        f"test and is at least the rest of its gap ({_ms(f['left_s'])}): other work held it off "
+        "the CPU"
+    ),
+    "straggler.rule.held_in_wait": lambda f: (
+        f"the host held it off the CPU {_ms(f['held_s'])} per step (passes the straggler test), "
+        f"while its own work is {_ms(f['work_s'])} per step over the others': the time was lost "
+        "where it waits with them"
+    ),
+    "straggler.rule.data_phase": lambda f: (
+        "its data phase has the largest significant gap" + _also_held(f)
+    ),
+    "straggler.rule.slow_phase": lambda f: (
+        f"its {f['phase']} has the largest significant gap" + _also_held(f)
+    ),
+    "straggler.rule.phases_data": lambda f: (
+        "no phase is significant alone; its data phase holds most of the gap" + _also_held(f)
+    ),
+    "straggler.rule.phases_compute": lambda f: (
+        "no phase is significant alone; its compute phases hold most of the gap" + _also_held(f)
+    ),
+    "straggler.rule.late_collectives": _late_rule,
+    "straggler.rule.held_launches": lambda f: (
+        f"its DDP communication hook holds its collectives {_ms(f['held_s'])} per step longer "
+        f"than the others' (passes the straggler test), while its own work is "
+        f"{_ms(f['work_s'])} per step over theirs: the others wait for its launch"
+    ),
+    "straggler.test": _test,
+    # why a candidate is not named (`why_not`)
+    "straggler.too_few_ranks": "fewer than two ranks with phase timers",
+    "straggler.too_few_steps": _few_steps,
+    "straggler.none_above": "no rank's own work is above the others'",
+    "straggler.noise_interval": "could be noise: its interval reaches 0",
+    "straggler.noise_few_steps": "could be noise: too few steps agree for the test",
+    "straggler.below_minimum": "below the {share:share0} minimum effect",
+    "straggler.withdrawn": lambda f: f"withdrawn by {_checks(f)}",
+    # a compute straggler's device (`device`)
+    "straggler.device_slower": lambda f: (
+        f"a slower {_device_name(f)} ({spell.times(f['ratio'][0], 2)}): "
+        + ("replace or cool the GPU" if _device_name(f) == "GPU" else "the same work takes longer")
+    ),
+    "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
+    "straggler.more_work": "more work (rebalance its data)",
+    "straggler.device_undecided": lambda f: (
+        f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
+    ),
+    "straggler.device_in_window": lambda f: (
+        f"a slower {_device_name(f)} while it worked (the same work as the others)"
+    ),
+    "straggler.device_unmeasured": "no calibration timed: slower device or more work?",
+    # the busy-machine caveat (`Diagnosis.busy`)
+    "caveat.busy_machine": _busy,
+    "caveat.shared_cores": "{ranks} ranks share {cores} cores on {host}: check the host first",
+}

@@ -1,7 +1,6 @@
-"""The words of a forecast's terms and assumptions (offline/analysis/prediction/): a forecast
-stores each term's formula (`ForecastTerm.how`) and each assumption as a finding, its figures by
-name, and they are worded here when shown; `said_once` says many forecasts' assumptions once,
-each figure as its range over them."""
+"""Words for a forecast (offline/analysis/prediction/): each term's formula
+(`ForecastTerm.how`: `forecast.term.*`) and each assumption (`forecast.*`), worded when shown;
+`said_once` says many forecasts' assumptions once, each figure as its range over them."""
 
 from __future__ import annotations
 
@@ -129,6 +128,50 @@ def _past_the_cores(f: Mapping[str, Any]) -> str:
     )
 
 
+NO_STEP = (
+    "its terms add up to {step_ms:.2f} ms, no step: the measured cells disagree (measure them "
+    "again on a quieter machine)"
+)
+
+
+def no_step(step_s: float) -> str:
+    """Why there is no forecast (a refusal, printed, never stored)."""
+    return render(NO_STEP, {"step_ms": step_s * 1e3})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def said_once(findings: Iterable[Finding]) -> list[str]:
+    """Each assumption once: the findings of one code that differ only in their numbers are
+    worded once, each number as its range over them ('1.58-1.92x slower'), in the order first
+    found; a code whose phrase cannot word a range is said once per distinct wording."""
+    from torchscale.contracts.wording import PHRASES as ALL
+    from torchscale.contracts.wording import render, say
+
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        rest = {k: v for k, v in finding.figures.items() if not _is_number(v)}
+        groups.setdefault(finding.code + json.dumps(rest, sort_keys=True), []).append(finding)
+    said: list[str] = []
+    for members in groups.values():
+        figures: dict[str, Any] = dict(members[0].figures)
+        for name, value in figures.items():
+            if _is_number(value):
+                values = [m.figures[name] for m in members]
+                figures[name] = Span(min(values), max(values))
+        phrase = ALL.get(members[0].code)
+        try:
+            words = [render(phrase, figures)] if phrase is not None and len(members) > 1 else []
+        except (TypeError, ValueError, KeyError):
+            words = []
+        for text in words or [say(m) for m in members]:
+            if text not in said:
+                said.append(text)
+    return said
+
+
 PHRASES: Phrases = {
     # terms: how each was computed
     "forecast.term.own_work": _own_work,
@@ -217,47 +260,3 @@ PHRASES: Phrases = {
         "cells/{cell_id}.json"
     ),
 }
-
-
-NO_STEP = (
-    "its terms add up to {step_ms:.2f} ms, no step: the measured cells disagree (measure them "
-    "again on a quieter machine)"
-)
-
-
-def no_step(step_s: float) -> str:
-    """Why there is no forecast (a refusal, printed, never stored)."""
-    return render(NO_STEP, {"step_ms": step_s * 1e3})
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def said_once(findings: Iterable[Finding]) -> list[str]:
-    """Each assumption once: the findings of one code that differ only in their numbers are
-    worded once, each number as its range over them ('1.58-1.92x slower'), in the order first
-    found; a code whose phrase cannot word a range is said once per distinct wording."""
-    from torchscale.contracts.wording import PHRASES as ALL
-    from torchscale.contracts.wording import render, say
-
-    groups: dict[str, list[Finding]] = {}
-    for finding in findings:
-        rest = {k: v for k, v in finding.figures.items() if not _is_number(v)}
-        groups.setdefault(finding.code + json.dumps(rest, sort_keys=True), []).append(finding)
-    said: list[str] = []
-    for members in groups.values():
-        figures: dict[str, Any] = dict(members[0].figures)
-        for name, value in figures.items():
-            if _is_number(value):
-                values = [m.figures[name] for m in members]
-                figures[name] = Span(min(values), max(values))
-        phrase = ALL.get(members[0].code)
-        try:
-            words = [render(phrase, figures)] if phrase is not None and len(members) > 1 else []
-        except (TypeError, ValueError, KeyError):
-            words = []
-        for text in words or [say(m) for m in members]:
-            if text not in said:
-                said.append(text)
-    return said
