@@ -1,9 +1,10 @@
 """A figure, a unit or a percentage is spelled in one place: the wording layer
-(`contracts/wording/`). Anywhere else an f-string with a number format (`{x:.1f}`, `{n:,}`,
-`{x * 100...}`), a value followed by a unit (`{t} ms`), `format(x, spec)` or `"%.1f" % x`
-is a second spelling that drifts from the first (issue 72: "79%" beside "79 %", "us" beside
-"µs"). Exception messages, log lines and CLI help keep theirs (they are not a result, a
-report or the terminal's answer).
+(`contracts/wording/`), and inside it by one module, `spell.py` (a figure with its interval:
+`figures.py`), each kind of figure one way. Anywhere else an f-string with a number format
+(`{x:.1f}`, `{n:,}`, `{x * 100...}`), a value followed by a unit (`{t} ms`), `format(x, spec)`
+or `"%.1f" % x` is a second spelling that drifts from the first (issue 72: "79%" beside
+"79 %", "us" beside "µs"). Exception messages, log lines and CLI help keep theirs (they are not
+a result, a report or the terminal's answer).
 
 What does not hold yet is listed in NOT_YET with its count; the list must match the code
 exactly, so it can only shrink: a file that spells fewer figures fails until its entry is
@@ -102,6 +103,34 @@ def _spellings() -> dict[str, int]:
 
 NOT_YET: dict[str, int] = {}
 
+# inside the wording layer, the modules that define spellers; a phrase (a function of a
+# finding's figures: `f`, `figures`, or annotated so) may spell a figure as a template would,
+# but a function of a number is a speller and belongs in spell.py
+SPELLERS = {"spell.py", "figures.py"}
+_FIGURES = {"F", "Figures", "Mapping[str, Any]"}
+
+
+def _of_figures(function: ast.FunctionDef | ast.Lambda) -> bool:
+    args = function.args.args
+    if not args:
+        return False
+    first = args[0]
+    named = first.arg in ("f", "figures", "_")
+    return named or (first.annotation is not None and ast.unparse(first.annotation) in _FIGURES)
+
+
+def spellers(path: Path) -> list[str]:
+    """The functions of a module that spell a figure and are not phrases of a finding."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    exempt = _exempt_nodes(tree)
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.Lambda) or _of_figures(function):
+            continue
+        if any(id(node) not in exempt and _spells(node) for node in ast.walk(function)):
+            found.append(getattr(function, "name", f"<lambda at line {function.lineno}>"))
+    return found
+
 
 def test_no_module_outside_the_wording_layer_spells_a_figure() -> None:
     found = _spellings()
@@ -109,6 +138,27 @@ def test_no_module_outside_the_wording_layer_spells_a_figure() -> None:
     assert not new, f"figures spelled outside contracts/wording/ (use it): {new}"
     stale = {path: n for path, n in NOT_YET.items() if found.get(path, 0) != n}
     assert not stale, f"NOT_YET no longer matches the code (lower or delete): {stale}"
+
+
+def test_no_wording_module_but_spell_defines_a_speller() -> None:
+    found = {
+        path.name: spellers(path)
+        for path in sorted(WORDING.glob("*.py"))
+        if path.name not in SPELLERS and spellers(path)
+    }
+    assert found == {}, f"figures spelled outside spell.py (make it a SPECS name there): {found}"
+
+
+def test_the_speller_detector_tells_a_speller_from_a_phrase(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def _gib(value):\n    return f'{value / 2**30:.1f} GiB'\n"
+        "def _phrase(f):\n    return f\"{f['x']:.1f} GiB\"\n"
+        "def _said(figures: F) -> str:\n    return f\"{figures['n']} ms\"\n"
+        "def _name(noun):\n    return f'{noun} of'\n"
+        "PHRASES = {'a.b': lambda f: f\"{f['x']} ms\"}\n"
+    )
+    assert spellers(module) == ["_gib"]
 
 
 def test_the_detector_sees_each_way_of_spelling_a_figure(tmp_path: Path) -> None:

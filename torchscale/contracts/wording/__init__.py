@@ -91,7 +91,8 @@ def _joined(*modules: Any) -> Phrases:
 def _phrase_modules() -> list[Any]:
     """Every module of this package that words codes: a new document is a new module, found
     here, so adding one edits nothing shared."""
-    names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)]
+    found = pkgutil.iter_modules(__path__)
+    names = [f"{__name__}.{info.name}" for info in found if info.name != "__main__"]
     modules = [importlib.import_module(name) for name in names]
     return [module for module in modules if hasattr(module, "PHRASES")]
 
