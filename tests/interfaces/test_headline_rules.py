@@ -24,7 +24,7 @@ from torchscale.interfaces.report.sources import read_sources
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SWEEP = FIXTURES / "cpu_busy_sweep" / "busy"
 V3 = FIXTURES / "cpu_sweep_profile"
-R, N, U = "reliable", "noisy", "spread unknown"
+R, N, U = "reliable", "varies", "spread_unknown"
 
 
 def scenario(cells: list[tuple[str, bool]]) -> Context:

@@ -321,19 +321,19 @@ def test_the_threshold_is_the_configs_own() -> None:
         # +-2 % interval, CV 5 %: reliable
         ((100.0, 98.0, 102.0, 3, 0.05), (99, 100, 101), "reliable", "±2.0 % of the median over 3"),
         # CV 0.5 whatever the interval: the steps vary
-        ((100.0, 99.0, 101.0, 3, 0.5), (99, 100, 101), "noisy", "step-time CV 50.0 %"),
+        ((100.0, 99.0, 101.0, 3, 0.5), (99, 100, 101), "varies", "step-time CV 50.0 %"),
         # interval +-15 % of the median, a repeat 15 % off the median: the repeats vary
-        ((100.0, 85.0, 115.0, 3, 0.05), (85, 100, 115), "noisy", "up to ±15.0 % from"),
+        ((100.0, 85.0, 115.0, 3, 0.05), (85, 100, 115), "varies", "up to ±15.0 % from"),
         # the same interval from repeats 3 % apart: too few of them, nothing varies
-        ((100.0, 85.0, 115.0, 3, 0.05), (97, 100, 103), "too few repeats", "within ±3.0 %"),
+        ((100.0, 85.0, 115.0, 3, 0.05), (97, 100, 103), "too_few_repeats", "within ±3.0 %"),
         # a wide interval without the repeats' figures: nothing seen varies
-        ((100.0, 85.0, 115.0, 3, 0.05), (), "too few repeats", "interval of ±15.0 %"),
+        ((100.0, 85.0, 115.0, 3, 0.05), (), "too_few_repeats", "interval of ±15.0 %"),
         # exactly at the threshold: not past it
         ((100.0, 90.0, 110.0, 2, 0.10), (91, 109), "reliable", "within ±10 %"),
         # one repeat, steady steps: spread unknown
-        ((100.0, None, None, 1, 0.03), (100,), "spread unknown", "one repeat"),
+        ((100.0, None, None, 1, 0.03), (100,), "spread_unknown", "one repeat"),
         # one repeat, but the steps already show noise
-        ((100.0, None, None, 1, 0.4), (100,), "noisy", "step-time CV 40.0 %"),
+        ((100.0, None, None, 1, 0.4), (100,), "varies", "step-time CV 40.0 %"),
         # no CV recorded (older results): judged on the interval, said so
         ((100.0, 97.0, 103.0, 2, None), (99, 101), "reliable", "step-time CV not recorded"),
     ],
@@ -375,15 +375,15 @@ def test_the_spread_column_and_the_reason_say_one_figure(tmp_path: Path) -> None
 
 def test_reliability_columns_in_the_cells_table(tmp_path: Path) -> None:
     cells = torchscale.results.load(sweep(tmp_path, {})).cells.set_index("cell_id")
-    assert cells.loc[MLP_W2, "reliability"] == "noisy"  # CV 0.52
+    assert cells.loc[MLP_W2, "reliability"] == "varies"  # CV 0.52
     # two repeats 8 % apart (7150.48 and 7725.46): their Student t interval on log
     # throughput is 4,522 to 12,233, far past ±10 % (the old bootstrap, their range, passed),
     # though each lies within ±4 % of their median: too few repeats, not noisy
-    assert cells.loc[MLP_W1, "reliability"] == "too few repeats"
+    assert cells.loc[MLP_W1, "reliability"] == "too_few_repeats"
     assert "2 repeats within ±3.9 % of their median" in cells.loc[MLP_W1, "reliability_reason"]
     assert cells.loc[MLP_W1, "samples_per_s_low"] < 7150.48 < 7725.46
     assert cells.loc[MLP_W1, "samples_per_s_high"] > 7725.46
-    assert cells.loc[GPT_W2, "reliability"] == "noisy"  # CV 0.11
+    assert cells.loc[GPT_W2, "reliability"] == "varies"  # CV 0.11
     failed = cells[cells["status"] != "ok"]
     assert failed["reliability"].isna().all() and failed["reliability_reason"].isna().all()
 
@@ -401,7 +401,7 @@ def test_add_reliability_leaves_its_input_alone() -> None:
     before = table_in.copy()
     out = add_reliability(table_in)
     pd.testing.assert_frame_equal(table_in, before)
-    assert list(out["reliability"]) == ["reliable", "spread unknown", None]
+    assert list(out["reliability"]) == ["reliable", "spread_unknown", None]
 
 
 # ------------------------------------------------------------------------ efficiency (pure)

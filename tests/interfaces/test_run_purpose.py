@@ -95,7 +95,7 @@ def test_a_steady_cell_on_a_busy_machine_is_never_reliable(busy_steady: Path) ->
     headline listed it among the busy ones."""
     cells = load(busy_steady / "default_scaling").cells.set_index("cell_id")
     assert cells.loc[STEADY, "busy_machine"]
-    assert cells.loc[STEADY, "reliability"] == "busy machine"
+    assert cells.loc[STEADY, "reliability"] == "busy_machine"
     assert "ran on a busy machine" in cells.loc[STEADY, "reliability_reason"]
     ctx = make_context(read_sources(busy_steady), ReportOptions(), None)
     said = " ".join(t.text for t in summary.build(ctx).blocks if hasattr(t, "text"))

@@ -328,12 +328,19 @@ def glossary(bound: float) -> dict[str, str]:
     interval, repeats, cv = (condition(key, bound) for key in CONDITIONS)
     wide, off, steps = (condition(key, bound, met=False) for key in CONDITIONS)
     return {
-        "reliable": f"a cell with its {interval}, {repeats} and {cv}",
-        "noisy": f"a cell with {off} or {steps} (its step times vary inside its windows), "
-        "whatever its interval",
-        "too few repeats": f"a cell with {repeats} and {cv}, but {wide}: its repeats are too "
-        "few (2 repeats have 1 degree of freedom), and more repeats settle it",
+        level_word("reliable"): f"a cell with its {interval}, {repeats} and {cv}",
+        level_word("varies"): f"a cell with {off} or {steps} (its step times vary inside its "
+        "windows), whatever its interval",
+        level_word("too_few_repeats"): f"a cell with {repeats} and {cv}, but {wide}: its "
+        "repeats are too few (2 repeats have 1 degree of freedom), and more repeats settle it",
     }
+
+
+def level_word(level: str) -> str:
+    """A reliability level's word ('noisy' for `varies`): its data key is never shown."""
+    from torchscale.contracts.wording import say
+
+    return say(Finding(code=f"noise.level.{level}"))
 
 
 def varies(figures: Mapping[str, Any], plain: bool = False) -> str:
@@ -453,6 +460,12 @@ def busy_machine(figures: Mapping[str, Any]) -> str:
 
 
 PHRASES: Phrases = {
+    # a reliability level's word (offline/analysis/reliability.py `Level`)
+    "noise.level.reliable": "reliable",
+    "noise.level.varies": "noisy",
+    "noise.level.too_few_repeats": "too few repeats",
+    "noise.level.spread_unknown": "spread unknown",
+    "noise.level.busy_machine": "busy machine",
     "warning.step_time_cv": "High variance in step time: CV {cv:cv} > {threshold:cv}",
     "warning.sync_variance": _sync_variance,
     "warning.injected_delay": _injected,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.wording import say
+from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.diagnosis_straggler import straggler_text
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.wording.spell import cores as cores_text
@@ -202,11 +203,11 @@ def status_text(row: pd.Series) -> tuple[str, Level]:
     host = row.get("host_bound")
     if not missing(host) and bool(host):  # before noisy: a host-bound step is noisier
         return "host", "warn"
-    if row.get("reliability") == "noisy":
-        return "noisy", "warn"
-    if row.get("reliability") == "too few repeats":  # repeats agree; their count is too few
+    if row.get("reliability") == "varies":
+        return level_word("varies"), "warn"
+    if row.get("reliability") == "too_few_repeats":  # repeats agree; their count is too few
         return f"{repeat_count(row.get('samples_per_s_repeats'))} reps", "warn"
-    if row.get("reliability") == "spread unknown":
+    if row.get("reliability") == "spread_unknown":
         return "1 rep", "warn"  # one repeat: no run-to-run spread to judge it by
     return "ok", "info"
 

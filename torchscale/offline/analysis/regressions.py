@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
+from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.spell import as_set, joined_repeats, one_decimal
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.regression_rule import (
@@ -340,11 +341,11 @@ def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
         figures=runs,
         unit="run",
     )
-    noisy = sum(str(v) == "noisy" for v in rows["reliability"])
+    noisy = sum(str(v) == "varies" for v in rows["reliability"])
     reason = f"median of {len(rows)} runs: {over.reason}"
     if noisy:
-        reason += f"; {noisy} of {len(rows)} runs noisy on their own"
-    out["reliability"] = "noisy" if noisy else over.level
+        reason += f"; {noisy} of {len(rows)} runs {level_word('varies')} on their own"
+    out["reliability"] = "varies" if noisy else over.level
     out["reliability_reason"] = reason
 
 

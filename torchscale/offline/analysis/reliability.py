@@ -1,20 +1,24 @@
 """Is a cell's measurement steady enough to act on? One verdict per cell, stored as a finding
 (a code and its figures, worded by contracts/wording/cell_warnings.py):
 
-- "noisy" (`noise.varies`): the figures really vary, a repeat lies farther than the threshold
-  from the repeats' median (their spread, `stats.spread_from_median`: the one the report's
-  Spread column shows) or the step-time CV passes it (the steps inside a window disagree);
-- "too few repeats" (`noise.too_few_repeats`): the throughput's 95 % interval is wider than the
+Each verdict's level is its code's key (`varies`, ...), data a program compares; its word
+("noisy", ...) is the catalogue's (`noise.level.*`, `cell_warnings.level_word`):
+
+- varies (`noise.varies`, said "noisy"): the figures really vary, a repeat lies farther than
+  the threshold from the repeats' median (their spread, `stats.spread_from_median`: the one
+  the report's Spread column shows) or the step-time CV passes it (the steps inside a window
+  disagree);
+- too_few_repeats (`noise.too_few_repeats`): the throughput's 95 % interval is wider than the
   threshold either side of the median, yet nothing measured varies past it: the width is the
   count's (Student t on 2 repeats has 1 degree of freedom, t = 12.7, so two repeats 4 % apart
   get ±29 %), and more repeats, not a quieter machine, settle it;
-- "spread unknown" (`noise.spread_unknown`): one repeat, no run-to-run spread to judge by, and
+- spread_unknown (`noise.spread_unknown`): one repeat, no run-to-run spread to judge by, and
   no sign of noise in the steps either;
-- "busy machine" (`noise.busy_machine`): steady by the three conditions below, but other
+- busy_machine (`noise.busy_machine`): steady by the three conditions below, but other
   processes took its cores or GPUs during its windows (the host-load verdict,
   contracts/busy_machine.py): steady figures of a contended machine measure the contention,
   so such a cell is never called reliable;
-- "reliable" (`noise.reliable`) otherwise: the interval within ±threshold, every repeat
+- reliable (`noise.reliable`) otherwise: the interval within ±threshold, every repeat
   within it of their median and the step-time CV at most it (three conditions, all named).
 
 The threshold is `torchscale.contracts.thresholds.CV_WARN_THRESHOLD`, which is also the config's
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 import pandas as pd
 
@@ -37,23 +41,10 @@ from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.stats import spread_from_median
 
-Level = Literal["reliable", "noisy", "too few repeats", "spread unknown", "busy machine"]
-LEVELS: tuple[Level, ...] = (
-    "reliable",
-    "noisy",
-    "too few repeats",
-    "spread unknown",
-    "busy machine",
-)
+Level = Literal["reliable", "varies", "too_few_repeats", "spread_unknown", "busy_machine"]
+LEVELS: tuple[Level, ...] = get_args(Level)
 # levels whose throughput interval is too wide to act on: for a cause that varies, or too few
-UNSETTLED: tuple[Level, ...] = ("noisy", "too few repeats")
-CODES: dict[str, Level] = {
-    "noise.reliable": "reliable",
-    "noise.varies": "noisy",
-    "noise.too_few_repeats": "too few repeats",
-    "noise.spread_unknown": "spread unknown",
-    "noise.busy_machine": "busy machine",
-}
+UNSETTLED: tuple[Level, ...] = ("varies", "too_few_repeats")
 
 
 @dataclass(frozen=True)
@@ -64,7 +55,7 @@ class Reliability:
 
     @property
     def level(self) -> Level:
-        return CODES[self.finding.code]
+        return cast(Level, self.finding.code.removeprefix("noise."))
 
     @property
     def reason(self) -> str:

@@ -18,6 +18,7 @@ import pandas as pd
 from torchscale.contracts.cell import shared_gpus
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.wording.spell import cell_shape, count_of, format_value, ranks_of
 from torchscale.interfaces.report.estimates import (
@@ -220,6 +221,11 @@ def efficiency_severity(
     return "warn" if efficiency >= EFFICIENCY_BAD else "bad"
 
 
+def said_level(level: object) -> str | None:
+    """A cells-table row's reliability level in words ('noisy'), None where none was judged."""
+    return level_word(level) if isinstance(level, str) else None
+
+
 def is_reliable(row: Mapping[str, Any] | pd.Series) -> bool:
     """Whether a cells-table row was judged reliable (analysis.reliability)."""
     return row.get("reliability") == "reliable"
@@ -242,7 +248,7 @@ def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
     machine (`is_trusted`), warn when noisy, of too few repeats or busy, info when its spread
     is unknown."""
     level = row.get("reliability")
-    if level in (*UNSETTLED, "busy machine") or (level == "reliable" and not is_quiet(row)):
+    if level in (*UNSETTLED, "busy_machine") or (level == "reliable" and not is_quiet(row)):
         return "warn"
     return "good" if level == "reliable" else "info"
 
@@ -608,7 +614,8 @@ def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:
     low, high = (min(repeats), max(repeats)) if repeats else (None, None)
     spread: float | str | None = None  # 'spread unknown' with one repeat, never a 0.0 %
     if finite(row.get("samples_per_s")) is not None:
-        spread = finite(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
+        one = level_word("spread_unknown")
+        spread = finite(row.get("throughput_spread")) if _repeats(row) >= 2 else one
     return {"low": low, "high": high, "spread": spread}
 
 

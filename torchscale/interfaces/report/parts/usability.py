@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.spell import one_decimal_range
 from torchscale.interfaces.report.parts.context import Context, is_quiet, names, plural, records
 from torchscale.interfaces.report.parts.usable import Usability
@@ -117,7 +118,7 @@ def _repeat_actions(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> l
     action where both need the same count."""
     wanted: dict[int, list[str]] = {}
     if noisy and _repeats(noisy) < SMALL:
-        wanted.setdefault(SMALL, []).append("the noisy cells")
+        wanted.setdefault(SMALL, []).append(f"the {level_word('varies')} cells")
     if few:
         wanted.setdefault(_enough(few), []).append("the cells of too few repeats")
     return [f"{MORE_REPEATS.format(n=n)} for {' and '.join(who)}" for n, who in wanted.items()]
@@ -133,9 +134,10 @@ def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tu
         cells = f"all {total} cells ran {repeats} repeats each" if total > 1 else ""
         cells = cells or f"its one cell ran {plural(repeats, 'repeat')}"
         return f"{cells}, too few to judge", MORE_REPEATS.format(n=_enough(few))
-    cells = f"all {total} cells noisy" if total > 1 else "its one cell is noisy"
+    said = level_word("varies")
+    cells = f"all {total} cells {said}" if total > 1 else f"its one cell is {said}"
     if few:
-        cells = f"{len(noisy)} of {total} cells noisy"
+        cells = f"{len(noisy)} of {total} cells {said}"
     varies = f"{cells} (throughput or step time varies by more than ±10 %)"
     reason = f"{varies}, {_few_words(few)}" if few else varies
     if _repeats(noisy) < SMALL:
@@ -188,9 +190,9 @@ def judge(ctx: Context) -> Usability:
         (str(r["experiment"]), str(r["cell_id"])) for r in (shared.cells if shared else [])
     )
     rows = records(measured)
-    noisy = [r for r in rows if r.get("reliability") == "noisy"]
-    few = [r for r in rows if r.get("reliability") == "too few repeats"]
-    unknown = [r for r in rows if r.get("reliability") == "spread unknown"]
+    noisy = [r for r in rows if r.get("reliability") == "varies"]
+    few = [r for r in rows if r.get("reliability") == "too_few_repeats"]
+    unknown = [r for r in rows if r.get("reliability") == "spread_unknown"]
     if shared is not None and shared.cells and len(shared.cells) >= BUSY_SHARE * total:
         reason = f"{shared.what} {_where(ctx, shared.cells, total)}"
         host = (
@@ -212,7 +214,7 @@ def judge(ctx: Context) -> Usability:
         clauses.append(f"{shared.what} {_where(ctx, shared.cells, total)}")
         actions.insert(0, f"{shared.remedy} for those cells: their figures measure the contention")
     if noisy:
-        clauses.append(f"{len(noisy)} of {total} cells noisy")
+        clauses.append(f"{len(noisy)} of {total} cells {level_word('varies')}")
     if few:
         clauses.append(f"{len(few)} of {total} cells with too few repeats to judge")
     actions += _repeat_actions(noisy, few)
@@ -243,14 +245,15 @@ def _none_quiet_and_reliable(
     a decision can rest on), with what to do for each kind."""
     total = len(rows)
     busy = [r for r in rows if not is_quiet(r)]
-    noisy = [r for r in rows if r.get("reliability") == "noisy" and is_quiet(r)]
-    few = [r for r in rows if r.get("reliability") == "too few repeats" and is_quiet(r)]
+    noisy = [r for r in rows if r.get("reliability") == "varies" and is_quiet(r)]
+    few = [r for r in rows if r.get("reliability") == "too_few_repeats" and is_quiet(r)]
     parts = []
     if busy:
         what = shared.what if shared is not None else "other load on the machine"
         parts.append(f"{what} {_where(ctx, busy, total)}")
     if noisy:
-        parts.append(f"the other {plural(len(noisy), 'cell')} noisy" if busy else "all noisy")
+        said = level_word("varies")
+        parts.append(f"the other {plural(len(noisy), 'cell')} {said}" if busy else f"all {said}")
     if few:
         parts.append(_few_words(few))
     reason = f"no cell is both quiet and reliable ({', '.join(parts)})"

@@ -64,11 +64,15 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     ),
     (
         "Reliability",
-        "; ".join(
-            f"{level}: {said}" for level, said in cell_warnings.glossary(CV_WARN_THRESHOLD).items()
-        )
-        + " (the bound is measurement.cv_warn_threshold's default); spread unknown with one "
-        "repeat. Only reliable cells get a check mark",
+        lambda u: (
+            "; ".join(
+                f"{level}: {said}"
+                for level, said in cell_warnings.glossary(CV_WARN_THRESHOLD).items()
+            )
+            + " (the bound is measurement.cv_warn_threshold's default); "
+            f"{cell_warnings.level_word('spread_unknown')} with one repeat. Only "
+            f"{cell_warnings.level_word('reliable')} cells get a check mark"
+        ),
     ),
     (
         "Step time p50/p95/p99, CV",

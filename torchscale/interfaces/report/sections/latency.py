@@ -33,6 +33,7 @@ from torchscale.interfaces.report.parts.context import (
     present,
     records,
     repeat_fields,
+    said_level,
     slug,
     step_text,
     throughput_fields,
@@ -87,9 +88,9 @@ def _stats_table(ctx: Context) -> Table:
             "repeats": integer(row["repeats"]),
             "step_cv": finite(row["step_cv"]),
             "steps": integer(row["measured_steps"]),
-            "reliability": row["reliability"],
+            "reliability": said_level(row["reliability"]),
             "reliability_reason": row["reliability_reason"],
-            "_severity": "warn" if row["reliability"] in (*UNSETTLED, "busy machine") else "info",
+            "_severity": "warn" if row["reliability"] in (*UNSETTLED, "busy_machine") else "info",
         }
         for q in PERCENTILES:
             entry[f"step_{q}_s"] = finite(row[f"step_{q}_s"])
@@ -116,7 +117,7 @@ def _stats_table(ctx: Context) -> Table:
         f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
         "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
         f"steps ({scopes}); spread = {cell_warnings.SPREAD}; CV = std / mean; reliable: "
-        f"{cell_warnings.glossary(CV_WARN_THRESHOLD)['reliable']}"
+        f"{cell_warnings.glossary(CV_WARN_THRESHOLD)[cell_warnings.level_word('reliable')]}"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
         for entry, value in zip(rows, compile_s, strict=True):
@@ -137,9 +138,9 @@ def _reliability_table(ctx: Context) -> Table | None:
     rows = [
         {
             "cell": ctx.label(row),
-            "reliability": row["reliability"],
+            "reliability": said_level(row["reliability"]),
             "reason": row["reliability_reason"],
-            "_severity": "info" if row["reliability"] == "spread unknown" else "warn",
+            "_severity": "info" if row["reliability"] == "spread_unknown" else "warn",
         }
         for row in records(ctx.ok)
         if isinstance(row["reliability"], str) and row["reliability"] != "reliable"
@@ -151,9 +152,10 @@ def _reliability_table(ctx: Context) -> Table | None:
         title="Cells not measured reliably, and why",
         columns=[col("cell", "Cell"), col("reliability", "Reliability"), col("reason", "Why")],
         rows=rows,
-        note="their figures carry no check mark anywhere in the report; more repeats (spread "
-        "unknown, too few repeats), a quieter machine and more steps (noisy) or an idle one "
-        "(busy machine) make them reliable",
+        note="their figures carry no check mark anywhere in the report; more repeats "
+        f"({said_level('spread_unknown')}, {said_level('too_few_repeats')}), a quieter machine "
+        f"and more steps ({said_level('varies')}) or an idle one ({said_level('busy_machine')}) "
+        f"make them {said_level('reliable')}",
     )
 
 

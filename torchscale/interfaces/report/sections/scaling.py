@@ -40,6 +40,7 @@ from torchscale.interfaces.report.parts.context import (
     rate_shown,
     records,
     repeat_fields,
+    said_level,
     slug,
     throughput_fields,
 )
@@ -120,7 +121,7 @@ def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
                 "efficiency_low": eff_low,
                 "efficiency_high": eff_high,
                 "efficiency_text": efficiency_text(efficiency, eff_low, eff_high, base=base),
-                "reliability": row["reliability"],
+                "reliability": said_level(row["reliability"]),
                 "_severity": "info"
                 if base
                 else efficiency_severity(efficiency, eff_low, eff_high, reliable=reliable),

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording.cell_warnings import plain
+from torchscale.contracts.wording.cell_warnings import level_word, plain
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.wording.report import blind_below
 from torchscale.contracts.wording.spell import pct_set, tokens_per_s
@@ -77,6 +77,7 @@ from torchscale.interfaces.report.parts.context import (
     reliability_counts,
     reliability_severity,
     repeats_of,
+    said_level,
     step_text,
     throughput_fields,
     throughput_text,
@@ -171,7 +172,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 "samples_per_s_text": first_screen_throughput(row),
                 "step_p50_s": finite(row["step_p50_s"]),
                 "step_p50_text": step_text(row, "p50"),
-                "reliability": row["reliability"],
+                "reliability": said_level(row["reliability"]),
                 "_severity": "warn" if row["reliability"] in UNSETTLED else "info",
             }
             if priced is not None:
@@ -277,7 +278,9 @@ def _reliability_figure(ctx: Context) -> KeyFigure | None:
     if measured.empty:
         return None
     counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
-    others = ", ".join(f"{counts[level]} {level}" for level in LEVELS[1:] if counts[level])
+    others = ", ".join(
+        f"{counts[level]} {level_word(level)}" for level in LEVELS[1:] if counts[level]
+    )
     limit = pct_set(CV_WARN_THRESHOLD)
     return KeyFigure(
         label="Cells reliable",
@@ -300,7 +303,7 @@ def _headline(ctx: Context) -> Text | None:
     for level in LEVELS[1:]:
         if found[level]:
             which = names(ctx.label(rows[i]) for i in found[level])
-            parts.append(f"{len(found[level])} {level} ({which})")
+            parts.append(f"{len(found[level])} {level_word(level)} ({which})")
     line = f"{len(found['reliable'])} of {len(rows)} cells reliable"
     line += "; " + ", ".join(parts) if parts else ""
     busy = _busy(ctx, measured)
