@@ -1,5 +1,5 @@
 """Does the busy-machine rule call the runs another job slowed busy, and leave idle runs alone?
-Measured, never asserted in CI (issue 71, point 6; the rule: contracts/busy_machine.py).
+Measured, never asserted in CI (the rule: contracts/busy_machine.py).
 
 Runs N identical cells (default: the default config's tiny-mlp, batch 16, 2 CPU ranks, warm-up
 3, 20 steps, 4 repeats), each its own `torchscale benchmark` process, first on the idle machine,

@@ -1,6 +1,6 @@
 """What does the own-job probe add to a user's step? The same script run bare and probed.
 
-Issue 73, point 4: outside a traced window the probe inside a user's job (the sitecustomize
+Outside a traced window the probe inside a user's job (the sitecustomize
 carrier and torchscale/rank/own_job/probe.py) adds at most 1 % to the step, as a 95 % upper
 bound on a step of at least 20 ms, from paired, interleaved rounds; and it never changes what
 the job computes (same losses, same random streams).
@@ -70,7 +70,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "own_job" / "ddp_train.py"
-BUDGET = 0.01  # the probe adds at most 1 % to the step (issue 73, point 4)
+BUDGET = 0.01  # the probe adds at most 1 % to the step
 MIN_STEP_S = 0.020  # ... on a step of at least 20 ms
 BUSY_SHARE = 0.5  # other work on more than this share of the cores at the start: noise
 SIDES = ("bare", "probed")

@@ -1,5 +1,5 @@
 r"""How often `torchscale profile -- COMMAND` names the right rank and kind in a user's own job,
-and how often it names nobody in a balanced one (issue 73: rates live here, never in a per-run
+and how often it names nobody in a balanced one (rates live here, never in a per-run
 assert). Measured, 2 gloo ranks on CPU.
 
 The scenarios, each `torchscale profile --warmup-steps 3 --steps 40 --profile-steps 0 -- ...`:

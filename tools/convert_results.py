@@ -361,8 +361,23 @@ def _validate_6(doc: Document, schema: int) -> Document:
             }
         )
     doc["checks"] = [_less(c, "said", "said_fix") for c in doc.get("checks") or []]
-    doc["measurements"] = [_less(m, "said") for m in doc.get("measurements") or []]
+    doc["measurements"] = [_peer_key(_less(m, "said")) for m in doc.get("measurements") or []]
     return doc
+
+
+# a GPU's verdict against its node's peers, as the words an older version stored it in
+PEER_KEYS = {
+    "lags its peers": "lags_peers",
+    "whole node below the SKU": "node_below_sku",
+    "with its peers": "with_peers",
+}
+
+
+def _peer_key(measurement: dict[str, Any]) -> dict[str, Any]:
+    data = measurement.get("data") or {}
+    if data.get("peer_verdict") in PEER_KEYS:
+        measurement["data"] = {**data, "peer_verdict": PEER_KEYS[data["peer_verdict"]]}
+    return measurement
 
 
 def _sweep_3(doc: Document, schema: int) -> Document:

@@ -1,4 +1,4 @@
-"""The busy-machine rule judged against the cores a cell leaves free (issue 71, point 6): a cell
+"""The busy-machine rule judged against the cores a cell leaves free: a cell
 that fills the machine is contended by far less than a quarter core per rank, and others on
 cores the cell left free take nothing from it. Synthetic host-load figures, then the kept
 results' own figures re-judged."""
@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_a_cell_that_fills_the_machine_is_busy_beside_under_half_a_core() -> None:
-    """Issue 71: twelve identical 2-rank runs of tiny-mlp on a 2-core machine; three beside
+    """Twelve identical 2-rank runs of tiny-mlp on a 2-core machine; three beside
     another 2-rank job fell to 6.0-7.3k samples/s from 14.5-17.5k. The one with 0.43 core of
     others was not called busy by the old quarter core per rank (0.5 core): it is now."""
     for other in (0.43, 0.58, 0.61):

@@ -52,7 +52,7 @@ def test_leads_words_and_ranking_judge_width_by_the_one_rule() -> None:
 
 
 def test_a_share_shown_without_its_interval_keeps_three_figures() -> None:
-    """Issue 72: a step split read 'waiting 1.71 %, rest 0.1723 %': the rest took four
+    """A step split once read 'waiting 1.71 %, rest 0.1723 %': the rest took four
     figures from an interval the sentence does not show."""
     from torchscale.contracts.wording.figures import share_figure
 
@@ -61,7 +61,7 @@ def test_a_share_shown_without_its_interval_keeps_three_figures() -> None:
 
 
 def test_a_figure_keeps_the_digits_its_half_width_supports() -> None:
-    """Issue 72: '99.930 % ±0.047 %' printed a digit its interval does not support. By the
+    """'99.930 % ±0.047 %' once printed a digit its interval does not support. By the
     Particle Data Group's rule a half-width keeps two significant digits where its leading
     three are 100-354, else one; a lopsided interval's ends keep two digits."""
     from torchscale.contracts.wording.figures import (

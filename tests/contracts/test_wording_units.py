@@ -1,4 +1,4 @@
-"""One spelling per unit (issue 72): microseconds are 'µs' (never 'us'), a size has three
+"""One spelling per unit: microseconds are 'µs' (never 'us'), a size has three
 significant figures ('164 MiB', never '164.0 MiB'), a share is '79 %' (never '79%')."""
 
 from __future__ import annotations

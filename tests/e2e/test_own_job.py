@@ -9,9 +9,9 @@ named with its rank and kind (input) on the terminal, in result.json and in `rep
 every rank ends at the agreed step W + N with exit 0 and leaves no process behind (its loader
 worker included); the samples per step are the micro-batches' sum; the job's own output is kept
 in the result folder, never in torchscale's. How often a balanced run names nobody is a rate
-for a benchmark, not a per-run assert (issue 62: this machine cannot hold it to 95 %).
+for a benchmark, not a per-run assert (this machine cannot hold it to 95 %).
 
-The probe never changes what the job computes (issue 73, point 4): the same command run bare
+The probe never changes what the job computes: the same command run bare
 under torchrun logs the same losses bit for bit up to the stop. Dropout masks, the sampler's
 shuffle and the worker's seed all come from the job's random streams, so a draw the probe took
 from them would change the losses (that one draw does is shown, a launch cheaper, in

@@ -1,6 +1,6 @@
-"""benchmarks/own_job_overhead.py (the probe's cost against the same script run bare, issue 73
-point 4): its judgement on made-up rounds (the 1 % budget by the ratio's 95 % upper bound, only
-on a step of at least 20 ms; a loss that differs in any run is caught), and one real round of
+"""benchmarks/own_job_overhead.py (the probe's cost against the same script run bare): its
+judgement on made-up rounds (the 1 % budget by the ratio's 95 % upper bound, only on a step of
+at least 20 ms; a loss that differs in any run is caught), and one real round of
 the smallest job, which keeps the script running. Its figures are a benchmark's, never
 asserted here."""
 

@@ -1,4 +1,4 @@
-"""benchmarks/own_job_rates.py (issue 73: how often a user's own job's straggler is named right,
+"""benchmarks/own_job_rates.py (how often a user's own job's straggler is named right,
 and a balanced one names nobody, as rates over runs): its scenarios and its tally. The runs
 themselves are the benchmark's (a launch each, a rate over several: never a per-run assert)."""
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from torchscale.contracts.wording.report import words
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import MAX_CARDS, KeyFigure, KeyFigures, Report, Table, Text
 from torchscale.interfaces.report.parts.context import Context, make_context
@@ -23,6 +24,8 @@ from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SWEEP = FIXTURES / "cpu_busy_sweep" / "busy"
+# a model line under "cannot be used": what was measured, no figure
+UNUSED = f"{words('usable.not_used')} ({words('usable.unusable')})"
 V3 = FIXTURES / "cpu_sweep_profile"
 R, N, U = "reliable", "varies", "spread_unknown"
 
@@ -115,7 +118,7 @@ def test_under_cannot_be_used_no_model_line_shows_a_figure() -> None:
     assert models
     for line in models:
         assert not re.search(r"\d\s?%|samples/s|±", line.text), line.text
-        assert line.text.endswith(f"{summary.NOT_USED} ({summary.UNUSABLE})"), line.text
+        assert line.text.endswith(UNUSED), line.text
         assert line.severity == "info"
     model_cards = [c for c in cards if c.label.startswith(summary.MODEL_FIGURES)]
     assert all(c.value is None or isinstance(c.value, str) for c in model_cards)
@@ -160,7 +163,7 @@ def test_a_figure_wider_than_itself_has_no_number_on_the_first_screen(v3: Report
         assert digits not in joined, digits
     # v3's numbers cannot be used: its model line, like its cards, shows no figure at all
     model = next(t for t in texts if "tiny-mlp" in t and "scaling" in t)
-    assert model.endswith(f"{summary.NOT_USED} ({summary.UNUSABLE})") and "%" not in model
+    assert model.endswith(UNUSED) and "%" not in model
 
 
 def test_cards_and_headline_never_disagree(v3: Report) -> None:
@@ -173,7 +176,7 @@ def test_cards_and_headline_never_disagree(v3: Report) -> None:
         model = line.text.split(",")[0]
         card = next((c for label, c in cards.items() if label.endswith(f": {model}")
                      and label.startswith("Scaling efficiency")), None)  # fmt: skip
-        if card is None or card.value == summary.NOT_USED:  # no figure to disagree with
+        if card is None or card.value == words("usable.not_used"):  # no figure to disagree with
             continue
         if isinstance(card.value, str) and card.value.startswith("not measurable"):
             assert card.value in line.text

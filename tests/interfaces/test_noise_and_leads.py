@@ -1,4 +1,4 @@
-"""Issue 71, points 4 and 7, on the kept GPU outputs: 'noisy' only where a cell's repeats or
+"""On the kept GPU outputs: 'noisy' only where a cell's repeats or
 steps vary past ±10 % ('too few repeats' where they agree but are too few for a narrow
 interval), and a lead judged by its interval (one that excludes 0 is never 'within noise')."""
 

@@ -2,7 +2,7 @@
 H100 workload outputs (tests/fixtures/h100_second_run/workload: GPT-2 b8 on one H100, ddp and
 fsdp, eager and compiled, 4 repeats; tests/fixtures/h100_first_run: the first run, 2 repeats).
 
-FSDP on one device shards nothing: no surface may rank or compare it (issue 71, point 8). The
+FSDP on one device shards nothing: no surface may rank or compare it. The
 workload level and the report printed two figures for one compile gain, 1.52x [1.52, 1.85] and
 1.57x [1.53, 1.84] (point 10): both now print the one `analysis.compile_gain`, and neither prints
 the digits of a gain whose interval is wider than itself (the first run's 1.51x [1.14, 1.99])."""

@@ -1,4 +1,4 @@
-"""A failing profiler fails the command (issue 63, point 7): with an nsys that answers
+"""A failing profiler fails the command: with an nsys that answers
 `--version` but fails its capture ("Agent launcher failed.", exit 1, as nsys does without a
 usable TMPDIR or on a kernel it cannot trace), `torchscale profile --tool nsys` exits non-zero
 and says the profiler's own line, and keeps what was written."""

@@ -1,4 +1,4 @@
-"""The report's own texts are written in its units from the start (issue 72: no render path edits
+"""The report's own texts are written in its units from the start (no render path edits
 words): on CPU ranks they say 'per rank' and 'CPU ranks', on GPUs 'per GPU' and 'GPUs', never a
 GPU sentence rewritten afterwards."""
 

@@ -1,4 +1,4 @@
-"""A 500-cell sweep's terminal summary (issue 63, point 6): its five models read alike, so the
+"""A 500-cell sweep's terminal summary: its five models read alike, so the
 decision says them in one line, and what the summary leaves out to fit is counted by kind, the
 key figures (the cards) apart from the notes."""
 

@@ -1,4 +1,4 @@
-"""One machine is one row of the environment table (issue 63, point 8): the H100 workload's
+"""One machine is one row of the environment table: the H100 workload's
 two experiments read the same host from their cells' rank 0 (two rows before)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A forecast at a size the results already measured is a fit of that cell, not a forecast
-awaiting its test (issue 63, point 3): `predict --gpus 2,4` over a sweep that measured 2 ranks
+awaiting its test: `predict --gpus 2,4` over a sweep that measured 2 ranks
 listed its 2-rank forecasts as 'not measured yet', with 'forecasts scored: 0'. predict now
 refuses such a size; a report still reads files written before as fits."""
 

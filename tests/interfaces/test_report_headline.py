@@ -22,7 +22,6 @@ from torchscale.interfaces.api.report_generate import ReportRequest, generate
 from torchscale.interfaces.report.build import build_report, default_title
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import (
-    REPORT_SCHEMA_VERSION,
     Findings,
     KeyFigures,
     Report,
@@ -119,7 +118,7 @@ def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
     """One H100 cell (recorded on a real GPU): the GPU as the driver names it, the one
     throughput with its interval (no scaling to speak of), the cost per M tokens, and what a GPU
     reader decides on: MFU against its peak, with the throughput's interval scaled (one
-    estimator, issue 71 point 5), and the memory it took (issue 63, point 4)."""
+    estimator), and the memory it took."""
     cells = tmp_path / "h100" / "cells"
     cells.mkdir(parents=True)
     result = FIXTURES / "cells" / "h100_gpt2_bf16_compiled.json"
@@ -398,21 +397,6 @@ def test_the_markdown_links_only_a_url_to_the_html_report(tmp_path: Path) -> Non
     relative = markdown.render(md.report.model_copy(update={"html_report": "r.html"}))
     assert b"](r.html)" not in relative and b"](" not in relative
 
-
-# ------------------------------------------------------------------------ JSON versions
-
-
-def test_version_2_reports_still_read(priced: Report) -> None:
-    data = json.loads(priced.model_dump_json())
-    for key in ("headline", "hardware", "measured", "description", "html_report", "source_path"):
-        del data[key]
-    for source in data["sources"]:
-        del source["unreadable"], source["comm_runs"]
-    data["schema_version"] = 2
-    old = Report.model_validate(data)
-    assert old.schema_version == 2 and old.headline is None
-    assert markdown.render(old)  # every renderer takes it: the header is simply shorter
-    assert priced.schema_version == REPORT_SCHEMA_VERSION
 
 
 # ------------------------------------------------------------ CPU ranks are not GPUs

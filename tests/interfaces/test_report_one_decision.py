@@ -1,4 +1,4 @@
-"""One decision per question on every surface (issue 63, point 2) and the GPU reader's figures on
+"""One decision per question on every surface and the GPU reader's figures on
 the first page (point 4), over stored results: the H200's compiled zoo (two cells whose
 throughput is not measurable with 2 repeats), the 8-cell CPU sweep whose fastest tiny-mlp cell ran
 on a busy machine, and the H100's workload cells (one shape eager and compiled)."""
@@ -153,9 +153,8 @@ def test_the_short_pdf_carries_the_gpu_figures_on_its_first_page(tmp_path: Path)
     ).stdout.decode("utf-8")
     first = _flat(text.split("\f")[0])
     assert "none named" in first
-    # these numbers cannot be used (2 repeats): the first page's model lines show no figure
-    # (issue 72, point 3), the GPU table after it keeps them, MFU not measurable as its
-    # throughput (issue 71, point 5)
+    # these numbers cannot be used (2 repeats): the first page's model lines show no figure,
+    # the GPU table after it keeps them, MFU not measurable as its throughput
     assert "not usable" in first and "2.32 GiB" not in first
     whole = _flat(text)
     assert "On the GPU" in whole

@@ -1,4 +1,4 @@
-"""A stopped sweep never reads as complete (issue 63, point 1): the first line says it stopped,
+"""A stopped sweep never reads as complete: the first line says it stopped,
 by what and during which cell; the cells card counts every planned cell; Failures lists the cells
 it cut short or never reached; the sources say how many planned cells have no result. Over a copy
 of the 8-cell sweep with its last two results taken away and a state file as a SIGTERM leaves

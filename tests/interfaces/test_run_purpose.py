@@ -1,4 +1,4 @@
-"""What a run can be used for comes first (issue 72, point 3): a report's first line says so by
+"""What a run can be used for comes first: a report's first line says so by
 the kind of run (docs/reporting.md, "What a run is for"): CPU ranks or a GPU waiting for the
 host hold no GPU figure, the workload level's cells prove a path, one world size measures no
 scaling; a steady cell on a busy machine is never 'reliable'. From kept results only."""

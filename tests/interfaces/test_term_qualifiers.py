@@ -1,4 +1,4 @@
-"""`-f term` never keeps a figure and leaves out what qualifies it (issue 63, point 2): the best
+"""`-f term` never keeps a figure and leaves out what qualifies it: the best
 configuration's criterion (Best by), whether its lead is real (Ahead of the next) and whether it
 can be used (Reliability). A busy 2-cell sweep's summary showed two 'not measurable' bests with
 'Best by' (its 'no clear best (within noise)') among the columns left out to fit."""

@@ -225,7 +225,7 @@ def test_too_few_steps_for_the_test_say_so() -> None:
 
 
 def test_steps_left_out_are_counted_with_why() -> None:
-    """Issue 62 point 6: a verdict on too few steps says how many were left out and why (a
+    """A verdict on too few steps says how many were left out and why (a
     capture that cut one rank's steps leaves them on the other rank only)."""
     table = step_table(windows=1, steps=10, delay=(1, "backward", 3.0))
     cut = table[~((table["rank"] == 1) & (table["step"] >= 5))]

@@ -1,4 +1,4 @@
-"""A forecast stores facts, not sentences (issue 72): each term's formula, each assumption and
+"""A forecast stores facts, not sentences: each term's formula, each assumption and
 each reason for a missing figure is a `forecast.*` finding, worded when shown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No forecast narrower than its noisiest input allows (issue 63, point 3): a ±17 % forecast
+"""No forecast narrower than its noisiest input allows: a ±17 % forecast
 made from a cell whose own throughput is ±92 % claimed what nobody measured."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One cell's throughput, MFU and step times come from the same windows (issue 71, point 5):
+"""One cell's throughput, MFU and step times come from the same windows:
 MFU is the throughput's estimate scaled (the same share of it, measurable only where the
 throughput is), and where the step percentiles keep their own estimator (a bootstrap over this
 run's steps) beside the rate's (where a rerun lands), the surface that shows both says why.

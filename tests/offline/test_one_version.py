@@ -1,4 +1,4 @@
-"""One result format (issue 82): each stored kind is read at its current version and no other. A
+"""One result format: each stored kind is read at its current version and no other. A
 file of an older or a newer version stops the read with one line naming the file, its version,
 the torchscale that wrote it where the file stores it, and what to do (the converter's command,
 or upgrade torchscale); `report` says that line and exits 2, writing nothing. A version change

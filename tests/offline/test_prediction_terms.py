@@ -529,7 +529,7 @@ def test_the_overlap_is_read_at_the_references_ranks_per_host() -> None:
 
 
 def test_a_cell_without_its_busy_cores_is_held_to_the_cores_by_its_threads() -> None:
-    """Every model alike (issue 63, point 3): a model whose cells ran with telemetry off took
+    """Every model alike: a model whose cells ran with telemetry off took
     no turns past the cores, and its 4-rank forecast on 2 cores read 1.7x the 2-rank one."""
     recorded = forecast_compute([cell(2, 10.0, busy=1.0)], 4, "cpu")
     unrecorded = forecast_compute([cell(2, 10.0, busy=None)], 4, "cpu")

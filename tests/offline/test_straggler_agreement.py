@@ -1,4 +1,4 @@
-"""`profile` and `benchmark` judge one run alike, or say why not (issue 62, point 3): the phase
+"""`profile` and `benchmark` judge one run alike, or say why not: the phase
 timers' verdict (the measured windows, what `benchmark` judges) against the traces' (what
 `profile` judges) agrees on rank and kind, and a disagreement states why the evidence differs."""
 

@@ -1,4 +1,4 @@
-"""How far a sweep got, in the sentence a report opens with (issue 63, point 1): each way a sweep
+"""How far a sweep got, in the sentence a report opens with: each way a sweep
 ends, over hand-built progress (the writer and the report are tested in
 tests/orchestration/test_sweep_state.py and tests/interfaces/test_report_sweep_state.py)."""
 

@@ -1,4 +1,4 @@
-"""The straggler verdict and its caveat stored as findings (issue 72): a fresh diagnosis stores
+"""The straggler verdict and its caveat stored as findings: a fresh diagnosis stores
 codes and figures, never its sentences, worded when shown."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_a_fresh_verdict_stores_codes_not_sentences(case: str) -> None:
     else:
         assert verdict.why_not is not None and verdict.why_not.code.startswith("straggler.")
         coded.append(verdict.why_not)
-    # the ranked problems (`findings`, worded by their own part of issue 72) left aside
+    # the ranked problems (`findings`, worded by their own module) left aside
     stored = json.dumps(diagnosis.model_dump(mode="json", exclude={"findings"}))
     text = verdict_words.straggler_text(verdict, diagnosis.ranks)
     assert text and text not in stored  # its words are made when shown

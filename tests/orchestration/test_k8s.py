@@ -649,7 +649,7 @@ def test_benchmark_dry_run_writes_the_manifests_and_applies_nothing(tmp_path: Pa
 
 def test_a_run_writes_every_planned_cell_to_the_sweep_state(tmp_path: Path) -> None:
     """Not applied and not followed: the report lists the planned cells without a result as
-    not yet run, and says why it cannot tell more (issue 63, point 1)."""
+    not yet run, and says why it cannot tell more."""
     from typer.testing import CliRunner
 
     from torchscale.interfaces.cli.app import app

@@ -1,4 +1,4 @@
-"""A config's `jobs:` rows (issue 73, point 2: sweeps of the user's own job): what the config
+"""A config's `jobs:` rows (sweeps of the user's own job): what the config
 refuses, one line each, and how the plan expands a row into cells: which axes apply (those
 whose placeholder the command names), the filled command, torchscale's torchrun around a
 python line, the cell's identity. Pure: nothing is launched."""

@@ -1,4 +1,4 @@
-"""A sweep's state file (issue 63, point 1): `sweep.json` lists every planned cell and says how far
+"""A sweep's state file: `sweep.json` lists every planned cell and says how far
 the sweep got, so a sweep stopped by a signal, an error or --fail-fast never reads as complete.
 The launch is replaced (no torchrun): what is tested is what the sweep writes around it."""
 

@@ -79,7 +79,7 @@ def test_a_power_capped_node_is_the_nodes_doing_not_a_faulty_gpu() -> None:
     rows = node([0.85] * 8)
     assert {r.status for r in rows} == {CheckStatus.WARN}
     for row in rows:
-        assert row.data["peer_verdict"] == "whole node below the SKU"
+        assert row.data["peer_verdict"] == "node_below_sku"
         assert "the whole node is below the SKU" in shown.detail(row)
         assert "not a per-GPU fault" in shown.detail(row) and "lags" not in shown.detail(row)
         assert row.data["peer_ratio"] == pytest.approx(1.0)
@@ -93,11 +93,11 @@ def test_one_gpu_below_its_peers_is_flagged_and_only_that_one() -> None:
     rows = node([0.95] * 7 + [0.7])
     slow = rows[7]
     assert slow.status is CheckStatus.FAIL
-    assert slow.data["peer_verdict"] == "lags its peers"
+    assert slow.data["peer_verdict"] == "lags_peers"
     assert slow.data["peer_ratio"] == pytest.approx(0.7 / 0.95, abs=1e-3)
     assert shown.detail(slow).startswith("74 % of the median of the node's other 7 GPUs")
     assert {r.status for r in rows[:7]} == {CheckStatus.PASS}
-    assert {r.data["peer_verdict"] for r in rows[:7]} == {"with its peers"}
+    assert {r.data["peer_verdict"] for r in rows[:7]} == {"with_peers"}
     status, detail, hint = _check(rows)
     assert status is CheckStatus.FAIL
     assert "GPU 7: 74 % of the median" in detail
@@ -123,7 +123,7 @@ def test_a_healthy_node_with_the_usual_spread_passes() -> None:
 def test_a_node_far_below_its_sku_still_fails_and_says_it_is_the_whole_node() -> None:
     rows = node([0.6] * 8)
     assert {r.status for r in rows} == {CheckStatus.FAIL}
-    assert {r.data["peer_verdict"] for r in rows} == {"whole node below the SKU"}
+    assert {r.data["peer_verdict"] for r in rows} == {"node_below_sku"}
     assert _check(rows)[2] == _words(POWER_HINT)
 
 
@@ -171,7 +171,7 @@ def test_a_node_above_its_spec_sheet_is_a_measurement_bug_not_a_node_below_its_s
     for row in rows:
         assert "above the spec sheet" in shown.detail(row)
         assert "below the SKU" not in shown.detail(row) and "power" not in shown.detail(row).lower()
-        assert row.data["peer_verdict"] == "with its peers"
+        assert row.data["peer_verdict"] == "with_peers"
         assert "hint" not in row.data
     assert _check(rows)[2] != _words(POWER_HINT)
 
@@ -251,7 +251,7 @@ def test_a_node_capped_on_some_gpus_only_is_not_excused() -> None:
 
 def test_on_a_capped_node_a_gpu_lagging_its_peers_keeps_its_fail() -> None:
     rows = node([0.7] * 7 + [0.5], power=capped(500))
-    assert rows[7].status is CheckStatus.FAIL and rows[7].data["peer_verdict"] == "lags its peers"
+    assert rows[7].status is CheckStatus.FAIL and rows[7].data["peer_verdict"] == "lags_peers"
     assert {r.status for r in rows[:7]} == {CheckStatus.WARN}
     assert _check(rows)[2] == _words(LAGGING_HINT)
 

@@ -2,7 +2,7 @@
 (`contracts/wording/`), and inside it by one module, `spell.py` (a figure with its interval:
 `figures.py`), each kind of figure one way. Anywhere else an f-string with a number format
 (`{x:.1f}`, `{n:,}`, `{x * 100...}`), a value followed by a unit (`{t} ms`), `format(x, spec)`
-or `"%.1f" % x` is a second spelling that drifts from the first (issue 72: "79%" beside
+or `"%.1f" % x` is a second spelling that drifts from the first ("79%" beside
 "79 %", "us" beside "µs"). Exception messages, log lines and CLI help keep theirs (they are not
 a result, a report or the terminal's answer).
 

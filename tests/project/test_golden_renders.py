@@ -150,7 +150,7 @@ def test_a_trace_analysis_prints_as_it_did(trace: str, tmp_path: Path) -> None:
 
 
 def test_the_500_cell_first_screen_reads_as_it_did(tmp_path: Path) -> None:
-    """The terminal summary of benchmarks/report_scale.py's 500 cells (issue 63, point 6): the
+    """The terminal summary of benchmarks/report_scale.py's 500 cells: the
     decision in a few grouped lines, what is left out counted by kind."""
     from tests.scale_sample import report_scale
 

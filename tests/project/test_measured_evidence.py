@@ -1,4 +1,4 @@
-"""Every GPU figure in docs/measured.md can be reopened (issue 71 point 13): a row that quotes a GPU
+"""Every GPU figure in docs/measured.md can be reopened: a row that quotes a GPU
 run ends with a "Kept: ..." clause naming the kept output its figures come from (a fixture, a file
 under benchmarks/ or docs/, or the first H100 run's folder under ../shared/gpu), or saying "not
 kept". A figure nobody can reopen is a claim; saying so keeps it from passing as evidence.

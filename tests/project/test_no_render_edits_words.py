@@ -1,4 +1,4 @@
-"""No render path edits words (issue 72): a report section or a console printer shows a stored
+"""No render path edits words: a report section or a console printer shows a stored
 sentence as stored, and a finding by the wording layer's words (`contracts/wording/`); it
 never rewrites text with `str.replace` or a regex substitution, which drifts the moment the
 words it matches change. Escaping and markup (a renderer's quoting of `<`, a line break

@@ -142,7 +142,7 @@ def test_more_work_on_a_heavily_loaded_host_is_compute_not_host() -> None:
 
 
 def test_a_rank_that_did_more_work_is_compute_however_long_the_host_held_it() -> None:
-    """Issue 62's rule: the kind is read from the work done. Rank 1 runs 2 ms more on a CPU
+    """The rule: the kind is read from the work done. Rank 1 runs 2 ms more on a CPU
     per step and was also held off it 6 ms beyond its fair wait (more than the rest of its
     gap): it did more work, so it is compute (the held time said beside it), never "check
     the host"."""

@@ -126,22 +126,24 @@ def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Mea
     status, finding = row.status, row.finding
     sku = row.finding.model_dump() if row.finding is not None and row.expected is not None else None
     figures: dict[str, Any] = {"unit": row.unit, "sku": sku}
+    # data's peer_verdict is a code (lags_peers, node_below_sku, with_peers): the words are
+    # the finding's
     if by_peers is not CheckStatus.PASS:
         status = worst((by_peers, row.status))
         figures |= {"peer_ratio": ratio, "peers": peers.count, "peer_median": peers.median}
         finding = Finding(code="perf.lags_peers", figures=figures)
-        data.update(peer_verdict="lags its peers", fix=LAGGING_HINT)
+        data.update(peer_verdict="lags_peers", fix=LAGGING_HINT)
     elif row.status in LOW and peers.node_below_sku is not None:
         figures |= {"node_median": peers.node_median, **peers.node_below_sku}
         figures |= {"power": peers.power, "power_capped": peers.power_capped}
         finding = Finding(code="perf.node_below_sku", figures=figures)
-        data.update(peer_verdict="whole node below the SKU", power_capped=peers.power_capped)
+        data.update(peer_verdict="node_below_sku", power_capped=peers.power_capped)
         if peers.power_capped:
             status = CheckStatus.WARN  # a FAIL would say a GPU is faulty: none is
             data["fix"] = CAPPED_HINT
         else:
             data["fix"] = UNCAPPED_HINT if peers.power_capped is False else POWER_HINT
     else:
-        data.update(peer_verdict="with its peers")
+        data.update(peer_verdict="with_peers")
     update = {"status": status, "finding": finding, "data": row.data | data}
     return row.model_copy(update=update)

@@ -467,7 +467,7 @@ class Context:
         return " ".join(parts)
 
     def result_label(self, experiment: str, result: CellResult) -> str:
-        """`label` of a result read on its own (a profiled run; the base a slowdown finding
+        """`label` of a result read on its own (a profiled run; the base a finding
         names, once per cell it is the base of: remembered, as its row costs ~0.3 ms)."""
         labels = self._result_labels
         key = (experiment, result.cell.id)

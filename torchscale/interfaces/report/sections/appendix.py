@@ -13,11 +13,12 @@ from typing import Any
 import yaml
 
 import torchscale
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.contracts.wording import cell_warnings
+from torchscale.contracts.wording import cell_warnings, say
 from torchscale.contracts.wording.names import product_of
 from torchscale.contracts.wording.spell import of, pct_set
 from torchscale.interfaces.report.model import (
@@ -33,7 +34,11 @@ from torchscale.interfaces.report.model import (
 from torchscale.interfaces.report.parts.context import Context, RankUnits, col, present, records
 from torchscale.interfaces.report.parts.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
+from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
+
+# the straggler test a run of the package's own worker applies (its phase timers)
+STRAGGLER_TEST = {"alpha": ALPHA, "min_share": MIN_EFFECT_SHARE, "own_work": "timers"}
 
 _LIMIT = pct_set(CV_WARN_THRESHOLD)
 
@@ -103,8 +108,7 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
         "timers; every section shows it in the terminal's words (shares with one decimal, "
         "[low, high] the 95 % interval) and computes none of its own; the other evidence is "
         "kept as cross-checks (the table below), and one that disagrees is said in one line "
-        "beside the verdict. A result that stored only a step model or point figures has its "
-        "diagnosis read from them when loaded, without per-rank waits or what-if",
+        "beside the verdict",
     ),
     (
         "Step split",
@@ -113,10 +117,11 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     ),
     (
         "Straggler",
-        "named only when a one-sided Wilcoxon signed-rank test of the per-step gap of its own "
-        "work over the other ranks' is significant and the gap is at least 5 % of the step, "
-        "and withdrawn only by evidence that significantly names another rank; otherwise 'none "
-        "significant' with the largest gap and its interval",
+        lambda u: (
+            say(Finding(code="straggler.test", figures=STRAGGLER_TEST))
+            + "; withdrawn only by evidence that significantly names another rank; otherwise "
+            "'none' with the largest gap and its interval"
+        ),
     ),
     (
         "Waiting for peers by rank",
@@ -126,14 +131,13 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     (
         "What-if",
         "per step, the least wait for peers of any other rank (the wait the candidate's "
-        "lateness costs them) capped by its own work over the median of the others' (its extra "
+        "lateness costs them) capped by its own work past the slowest other rank's (its extra "
         "work): an upper bound on the shorter step, with its interval",
     ),
     (
         "Findings",
         "each run's diagnosis' own, costing a part of its step split (at least 2 % of the step "
-        "and measurable above noise), plus a per-rank compute slowdown against the smallest "
-        "world size (10 % of the step) and GPU throttling; a busy machine (other processes "
+        "and measurable above noise), and GPU throttling; a busy machine (other processes "
         "using cores during the windows) is a caveat shown with them",
     ),
     (
@@ -143,12 +147,9 @@ METHODOLOGY: list[tuple[str, str | Callable[[RankUnits], str]]] = [
     ),
     (
         "Exposed communication",
-        "the diagnosis' exposed transfer; from point figures: (T - slowest rank's "
-        "compute under no_sync) / T, T the median synchronised step (DDP, two or more ranks), "
-        "shown only in [0, 1] (outside: not measurable, no interval)",
+        "the diagnosis' exposed transfer over T, T the mean step (DDP, two or more ranks)",
     ),
-    ("Load imbalance", "mean over ranks of (slowest compute - their compute) / T"),
-    ("Sync overhead", "1 - pooled no_sync median / T: load imbalance and communication together"),
+    ("Load imbalance", "the diagnosis' wait for peers over T"),
     (
         "Achieved TFLOP/s, MFU",
         "FlopCounterMode FLOPs per step x steps/s over the timed windows; MFU = achieved / the "
