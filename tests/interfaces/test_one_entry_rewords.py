@@ -66,3 +66,29 @@ def test_the_sweep_has_a_named_straggler_and_a_noisy_cell() -> None:
     named, _ = named_and_injected(sweep())
     assert named.diagnosis is not None and named.diagnosis.straggler is not None
     assert "varies" in set(cells_table(sweep())["reliability"].dropna())
+
+
+@pytest.mark.parametrize(
+    ("code", "old", "live"),
+    [
+        # the headline's verdict, on every report format
+        ("usable.with_care", "These numbers can be used with care", False),
+        # the summary's line over the cells' reliability
+        ("summary.reliable_cells", "2 of 8 cells reliable", False),
+        # the live table's busy-machine note, said once per sweep
+        ("live.busy", "rows marked busy measure the contention", True),
+    ],
+)
+def test_one_entry_rewords_a_first_screen_clause(
+    code: str, old: str, live: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first screen's clauses are catalogue phrases too: one edit rewords each surface."""
+
+    def surfaces(where: Path) -> dict[str, str]:
+        return {"live table": _live_rows()} if live else _reports(where)
+
+    assert all(old in text for text in surfaces(tmp_path / "before").values())
+    monkeypatch.setitem(wording.PHRASES, code, NEW)
+    for surface, text in surfaces(tmp_path / "after").items():
+        assert NEW in text, f"{surface} does not say the new words"
+        assert old not in text, f"{surface} still says {old!r}: its words are made elsewhere"

@@ -20,7 +20,7 @@ from torchscale.contracts.wording import say
 from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.diagnosis_straggler import straggler_text
 from torchscale.contracts.wording.figures import too_wide
-from torchscale.contracts.wording.spell import cores as cores_text
+from torchscale.contracts.wording.report import words
 from torchscale.contracts.wording.spell import (
     format_value,
     pct_below_glued,
@@ -52,7 +52,7 @@ class LiveColumn:
     width: int  # the room a figure of this column usually needs (a wider one is never cut)
     justify: Literal["left", "right"] = "right"
     drop: int | None = None  # left out in this order (lowest first) when the row is too wide
-    meaning: str = ""  # the legend's words
+    legend: bool = False  # said in the legend (its words: the catalogue's `live.legend.<key>`)
 
 
 COLUMNS: tuple[LiveColumn, ...] = (
@@ -65,15 +65,12 @@ COLUMNS: tuple[LiveColumn, ...] = (
         # '11,100 [9,000, 17,500]': a lopsided interval (one whose interval is wider than the
         # figure reads 'not measurable', so its ends stay within twice the figure)
         22,
-        meaning="median ± half its 95 % interval, [low, high] where lopsided",
+        legend=True,
     ),
-    LiveColumn("step", "step", 8, drop=3, meaning="median step"),
-    LiveColumn("scaling", "scaling", 7, drop=2, meaning="of linear, from the smallest world"),
-    LiveColumn("stall", "stall", 5, drop=1, meaning="step share waiting for peers"),
+    LiveColumn("step", "step", 8, drop=3, legend=True),
+    LiveColumn("scaling", "scaling", 7, drop=2, legend=True),
+    LiveColumn("stall", "stall", 5, drop=1, legend=True),
     LiveColumn("status", "status", 7, "left"),
-)
-NOT_MEASURABLE_MEANING = (
-    "'not measurable', 'noise': the 95 % interval is wider than the figure itself"
 )
 # a name longer than its column is shortened from the left ('…models:healthy': plug-ins differ
 # at the end); the column takes MODEL_WIDTH_MIN before any figure column is left out
@@ -105,12 +102,12 @@ class LiveLayout:
     def legend(self) -> list[Line]:
         """What the figure columns mean and which columns were left out, in rows of the
         table's width (a log has no COLUMNS to cut them by)."""
-        meanings = [f"{c.header}: {c.meaning}" for c in self.columns if c.meaning]
-        meanings.append(NOT_MEASURABLE_MEANING)
+        meanings = [
+            f"{c.header}: {words('live.legend.' + c.key)}" for c in self.columns if c.legend
+        ]
+        meanings.append(words("live.legend.not_measurable"))
         if self.dropped:
-            meanings.append(
-                "left out to fit the terminal: " + ", ".join(c.header for c in self.dropped)
-            )
+            meanings.append(words("live.legend.left_out", columns=[c.header for c in self.dropped]))
         return fit_lines([Line("skip", "; ".join(meanings))], self.width)
 
 
@@ -170,14 +167,14 @@ def scaling_text(row: pd.Series) -> str:
     value = _number(row, "scaling_efficiency")
     low, high = _number(row, "scaling_efficiency_low"), _number(row, "scaling_efficiency_high")
     reason = str(row.get("scaling_efficiency_reason") or "")
-    if reason.startswith("base"):
-        return "base"
-    if value is None:  # no smaller world size measured (yet): one rank is the base to be
-        return "base" if int(row.get("world_size") or 0) == 1 else "-"
+    if reason.startswith("base") or (value is None and int(row.get("world_size") or 0) == 1):
+        return words("live.scaling.base")  # a base, or with one rank the base to be
+    if value is None:  # no smaller world size measured (yet)
+        return "-"
     if too_wide(value, low, high):  # the first screen's rule: no number
-        return "noise"
+        return words("live.scaling.noise")
     if value > 1 and (low is None or low <= 1):
-        return "≈100 %"
+        return words("live.scaling.linear")
     return pct_whole(value)
 
 
@@ -192,24 +189,25 @@ def stall_text(row: pd.Series) -> str:
 
 
 def status_text(row: pd.Series) -> tuple[str, Level]:
-    """'ok', 'noisy', 'busy', or the failure: the state that decides how to read the row."""
+    """'ok', 'noisy', 'busy', or the failure: the state that decides how to read the row (its
+    words: the catalogue's `live.status.*`)."""
     status = Status(row["status"])
     if status is Status.SKIPPED:
-        return "skipped", "skip"
+        return words("live.status.skipped"), "skip"
     if status is not Status.OK:
-        return str(status), "fail"
+        return words(f"live.status.{status}"), "fail"
     if bool(row.get("busy_machine")):
-        return "busy", "warn"
+        return words("live.status.busy"), "warn"
     host = row.get("host_bound")
     if not missing(host) and bool(host):  # before noisy: a host-bound step is noisier
-        return "host", "warn"
+        return words("live.status.host"), "warn"
     if row.get("reliability") == "varies":
         return level_word("varies"), "warn"
     if row.get("reliability") == "too_few_repeats":  # repeats agree; their count is too few
-        return f"{repeat_count(row.get('samples_per_s_repeats'))} reps", "warn"
+        return words("live.status.reps", n=repeat_count(row.get("samples_per_s_repeats"))), "warn"
     if row.get("reliability") == "spread_unknown":
-        return "1 rep", "warn"  # one repeat: no run-to-run spread to judge it by
-    return "ok", "info"
+        return words("live.status.one_rep"), "warn"  # one repeat: no spread to judge it by
+    return words("live.status.ok"), "info"
 
 
 @dataclass
@@ -221,6 +219,7 @@ class LiveTable:
     layout: LiveLayout
     header_shown: bool = False
     busy_said: bool = False
+    busy_text: str | None = None  # the busy machine's note, once it is made
     printed_scaling: dict[str, str] = field(default_factory=dict)
 
     def row(self, result: CellResult, table: pd.DataFrame, *, reused: bool = False) -> list[Line]:
@@ -260,7 +259,7 @@ class LiveTable:
                 Line(level, (NOTE_PREFIX if i == 0 else " " * len(NOTE_PREFIX)) + part)
                 for i, part in enumerate(rows)
             ]
-            if text.startswith(BUSY_NOTE_START):
+            if text == self.busy_text:
                 self.busy_said = True
         return lines
 
@@ -270,7 +269,7 @@ class LiveTable:
         why a cell is noisy."""
         notes: list[tuple[Level, str]] = []
         reason = say(result.error.finding).strip() if result.error else ""
-        first = reason.splitlines()[0] if reason else str(result.status)
+        first = reason.splitlines()[0] if reason else words(f"live.status.{result.status}")
         if result.status not in (Status.OK, Status.SKIPPED):
             notes.append(("fail", first))
         elif result.status is Status.SKIPPED and reason:
@@ -280,7 +279,8 @@ class LiveTable:
         if (straggler := straggler_note(result, row)) is not None:
             notes.append(("warn", straggler))
         if bool(row.get("busy_machine")) and not self.busy_said:
-            notes.append(("warn", busy_note(row)))
+            self.busy_text = busy_note(row)
+            notes.append(("warn", self.busy_text))
         if row.get("reliability") in UNSETTLED:
             notes.append(("warn", noisy_note(row)))
         return notes
@@ -291,7 +291,7 @@ class LiveTable:
         for _, row in table.iterrows():
             shown = self.printed_scaling.get(str(row["cell_id"]))
             now = scaling_text(row)
-            if shown is not None and shown != now and now not in ("base", "-"):
+            if shown is not None and shown != now and now not in (words("live.scaling.base"), "-"):
                 changed.append(str(row["cell_id"]))
         return changed
 
@@ -321,9 +321,6 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
     return straggler_text(verdict, result.cell.world_size)
 
 
-BUSY_NOTE_START = "busy machine"
-
-
 def _note_rows(text: str, room: int, rows: int) -> list[str]:
     """`text` in at most `rows` rows of `room` columns, never cut inside a figure (a word
     longer than the room, such as an exception's dotted name, is cut hard); what does not fit
@@ -344,8 +341,7 @@ def _note_rows(text: str, room: int, rows: int) -> list[str]:
 def busy_note(row: pd.Series) -> str:
     """Said once per sweep: every later row marked 'busy' reads the same."""
     cores = _number(row, "other_cpu_cores")
-    used = f": others used {cores_text(cores)}" if cores is not None else ""
-    return f"busy machine{used}; rows marked busy measure the contention"
+    return words("live.busy" if cores is not None else "live.busy_unmeasured", cores=cores)
 
 
 def noisy_note(row: pd.Series) -> str:

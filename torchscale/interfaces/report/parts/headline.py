@@ -1,7 +1,8 @@
 """The report's header, for a stakeholder who reads ten seconds (docs/reporting.md, "The decision
 first"): the headline sentence (`usability`), the `Decision` per model, the hardware, the dates
 and the configs' description, each a figure the report already holds; a source without a sweep
-gets its runs' own verdict (`run_verdicts`)."""
+gets its runs' own verdict (`run_verdicts`). Its words are the catalogue's `headline.*`
+(contracts/wording/report.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pandas as pd
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.wording.report import words
 from torchscale.contracts.wording.spell import of, with_unit
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
@@ -39,7 +41,6 @@ from torchscale.interfaces.report.parts.context import (
     interval,
     is_trusted,
     names,
-    plural,
     ranks,
     records,
     repeats_of,
@@ -53,7 +54,7 @@ from torchscale.interfaces.report.parts.run_verdicts import (
     run_verdict,
 )
 from torchscale.interfaces.report.parts.usability import judge
-from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE, Usability
+from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, left_out_findings
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
@@ -110,9 +111,9 @@ def _runs(ctx: Context) -> list[_Run]:
 
 
 def _cpu_name(environment: dict[str, Any]) -> str:
-    model = str(environment.get("cpu_model") or "CPU model not recorded")
+    model = str(environment.get("cpu_model") or words("headline.cpu_unknown"))
     cores = integer(environment.get("usable_cores") or environment.get("cpu_count"))
-    return f"{model}, {plural(cores, 'core')}" if cores else model
+    return words("headline.cpu_cores", model=model, cores=cores) if cores else model
 
 
 def describe_hardware(runs: Iterable[_Run]) -> str | None:
@@ -127,16 +128,15 @@ def describe_hardware(runs: Iterable[_Run]) -> str | None:
             name = _cpu_name(run.environment)
             cpus[name] = max(cpus.get(name, 1), run.nodes)
             continue
-        name = gpu_name(run.environment) or f"{run.device} devices (model not recorded)"
+        name = gpu_name(run.environment) or words("headline.devices_unknown", device=run.device)
         gpus[name] = max(gpus[name], run.world_size)
         gpu_nodes = max(gpu_nodes, run.nodes)
     parts = [of(count, name) for name, count in gpus.items()]
     if parts and gpu_nodes > 1:
-        parts[-1] += f" on {gpu_nodes} nodes"
+        parts[-1] = words("headline.on_nodes", gpus=parts[-1], nodes=gpu_nodes)
     for name, nodes in cpus.items():
-        parts.append(
-            f"{nodes} CPU-only hosts ({name})" if nodes > 1 else f"a CPU-only host ({name})"
-        )
+        hosts = "headline.cpu_hosts" if nodes > 1 else "headline.cpu_host"
+        parts.append(words(hosts, nodes=nodes, name=name))
     return " and ".join(parts) or None
 
 
@@ -154,7 +154,7 @@ def measured_dates(ctx: Context) -> str | None:
     dates = sorted({s[:10] for s in stamps if s and _DATE.match(s)})
     if not dates:
         return None
-    return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return dates[0] if len(dates) == 1 else words("headline.dates", first=dates[0], last=dates[-1])
 
 
 def _descriptions(ctx: Context) -> list[str]:
@@ -197,7 +197,9 @@ def _span(row: dict[str, Any]) -> str:
     """'from 1 to 2 CPU ranks', 'to 8 GPUs' (from one rank: its base is plain)."""
     base = integer(row["base_world_size"])
     to = ranks(row["world_size"], row["device"])
-    return f"from {base} to {to}" if base and base > 1 else f"to {to}"
+    return words(
+        "headline.span_from" if base and base > 1 else "headline.span_to", base=base, to=to
+    )
 
 
 def _group_names(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
@@ -205,7 +207,7 @@ def _group_names(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
     differs, else the group's name ('b16 fp32 ddp')."""
     keys = ("precision", "strategy", "device", "experiment")
     if all(len({str(r.get(k)) for r in rows}) == 1 for k in keys):
-        return [f"batch {integer(r['batch_size'])}" for r in rows]
+        return [words("headline.batch", batch=integer(r["batch_size"])) for r in rows]
     return [ctx.group_name(r) for r in rows]
 
 
@@ -232,16 +234,20 @@ def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
     spans = {_span(r) for r in rows}
     shared = spans.pop() if len(spans) == 1 else None
     phrases = [
-        efficiency_phrase(*interval(r, "efficiency"), repeats_of(r))
-        + (f" with {g}" if shared else f" {_span(r)} with {g}")
+        words(
+            "headline.with" if shared else "headline.span_with",
+            efficiency=efficiency_phrase(*interval(r, "efficiency"), repeats_of(r)),
+            span=_span(r),
+            config=g,
+        )
         for g, r in zip(groups, rows, strict=True)
     ]
-    lead = f"{model}, scaling {shared}" if shared else f"{model}, scaling"
+    code = "headline.scaling" if shared else "headline.scaling_spans"
     if len(rows) <= MAX_GROUPS:
-        return f"{lead}: {', '.join(phrases)}"
+        return words(code, model=model, span=shared, phrases=phrases)
     order = sorted(range(len(rows)), key=lambda i: finite(rows[i]["efficiency"]) or 0.0)
     low, high = phrases[order[0]], phrases[order[-1]]
-    return f"{lead} over {len(rows)} configurations: from {low} to {high}"
+    return words(f"{code}_range", model=model, span=shared, n=len(rows), low=low, high=high)
 
 
 def _single_size_line(ctx: Context, model: str) -> str:
@@ -253,25 +259,31 @@ def _single_size_line(ctx: Context, model: str) -> str:
     best = dict(pool.loc[pd.to_numeric(pool["samples_per_s"]).idxmax()])
     where = ranks(best["world_size"], best["device"])
     runs = finite(best.get(RUN_COLUMN)) or 1
-    median = f" (median of {int(runs)} runs)" if runs > 1 else ""
+    median = words("headline.median", runs=int(runs)) if runs > 1 else ""
     of = ""
     if len(ranked) > 1:  # 'fastest' only where the best line names it beyond noise
         pick = by_throughput(ctx, model)
         first = pick is not None and pick.row["cell_id"] == best["cell_id"]
-        of = f", the fastest of {len(ranked)} configurations"
+        fastest = "headline.fastest"
         if first and pick is not None and pick.unsized:
-            of += " by a margin not measurable"
+            fastest = "headline.fastest_unsized"
         elif not (first and pick is not None and pick.clear):
-            of = f"; {len(ranked)} configurations, none clearly the fastest"
+            fastest = "headline.none_fastest"
+        of = words(fastest, n=len(ranked))
     for why in left_out_findings(measured):
         of += f"; {wording.say(why)}"
-    config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
+    config = (
+        words("headline.with_config", config=ctx.label(best, model=False))
+        if len(measured) > 1
+        else ""
+    )
     figure = first_screen_throughput(best)
+    said = {"model": model, "where": where, "config": config, "of": of, "figure": figure}
     if figure.startswith("not measurable"):
-        return f"{model} on {where}{config}: throughput {figure}{of}"
+        return words("headline.not_measurable", **said)
     busy = f" ({unusable_why(best)})" if unusable_why(best) else ""  # as the best line says
     rate = with_unit(figure, "samples/s")
-    return f"{model} reaches {rate}{median} on {where}{config}{busy}{of}"
+    return words("headline.reaches", **said, rate=rate, median=median, busy=busy)
 
 
 def _cheapest(ctx: Context, pick: Pick | None) -> str:
@@ -282,13 +294,15 @@ def _cheapest(ctx: Context, pick: Pick | None) -> str:
     row = pick.row
     tokens = finite(row.get("cost_per_m_tokens"))
     money = (
-        f"{fmt(tokens, 'money')} per M tokens"
+        words("headline.per_m_tokens", cost=fmt(tokens, "money"))
         if tokens is not None
-        else f"{fmt(finite(row.get('cost_per_m_samples')), 'money')} per M samples"
+        else words(
+            "headline.per_m_samples", cost=fmt(finite(row.get("cost_per_m_samples")), "money")
+        )
     )
     if pick.runner_up is None:  # one priced configuration: its cost, nothing to compare
-        return f" at {money}"
-    return f"; cheapest {money} ({ctx.label(row, model=False)})"
+        return words("headline.priced_at", cost=money)
+    return words("headline.cheapest", cost=money, config=ctx.label(row, model=False))
 
 
 def _model_line(
@@ -314,9 +328,9 @@ def _unused_line(model: str, rows: list[dict[str, Any]]) -> str:
     """'tiny-gpt2, scaling to 2 CPU ranks over 4 configurations: not usable (these numbers
     cannot be used)': what was measured, no figure; the headline above says why."""
     spans = {_span(r) for r in rows}
-    lead = f"{model}, scaling {spans.pop()}" if len(spans) == 1 else model
-    over = f" over {len(rows)} configurations" if len(rows) > 1 else ""
-    return f"{lead}{over}: {NOT_USED} ({UNUSABLE})"
+    over = words("headline.over", n=len(rows)) if len(rows) > 1 else ""
+    code = "headline.unused_scaling" if len(spans) == 1 else "headline.unused"
+    return words(code, model=model, span=spans.pop() if spans else None, over=over)
 
 
 def _alike_once(lines: list[tuple[str, Text]]) -> list[Text]:
@@ -333,7 +347,11 @@ def _alike_once(lines: list[tuple[str, Text]]) -> list[Text]:
         if rest.startswith("\0"):  # a line that does not open with its model: as it was
             said.append(next(t for m, t in lines if m == models[0]))
             continue
-        who = models[0] if len(models) == 1 else f"{names(models)} ({len(models)} models)"
+        who = (
+            models[0]
+            if len(models) == 1
+            else words("headline.alike", models=names(models), n=len(models))
+        )
         said.append(Text(text=who + rest, severity=severity))
     return said
 
@@ -345,8 +363,8 @@ def _model_lines(ctx: Context, priced: pd.DataFrame | None, usable: bool) -> lis
         [(m, _model_line(ctx, m, weak, priced, usable)) for m in models[:MAX_MODEL_LINES]]
     )
     if len(models) > MAX_MODEL_LINES:
-        more = plural(len(models) - MAX_MODEL_LINES, "more model")
-        lines.append(Text(text=f"{more} in the summary's table", severity="info"))
+        more = words("headline.more_models", n=len(models) - MAX_MODEL_LINES)
+        lines.append(Text(text=more, severity="info"))
     return lines
 
 
@@ -358,7 +376,7 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
     if not models:
         return None
     if usable.usable == "no":
-        return Text(text="Best configuration: none named (these numbers cannot be used).")
+        return Text(text=words("headline.best_unusable", none_named=NONE_NAMED))
     by = "cost" if priced is not None else "throughput"
     picks = [
         (by_cost(priced, m) if priced is not None else None) or by_throughput(ctx, m)
@@ -369,22 +387,28 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
         if pick is None:
             why = none_named_why(ctx, model)
             if why is not None:
-                parts.append(f"{model}: {NONE_NAMED} ({why})")
+                parts.append(
+                    words("headline.best_none", model=model, none_named=NONE_NAMED, why=why)
+                )
             continue
-        config = ctx.label(pick.row)
         other = ctx.label(pick.runner_up) if pick.runner_up is not None else None
-        how = lead_text(pick, other)
-        if pick.runner_up is None or pick.clear or pick.unsized:
-            parts.append(f"{config} ({how})")
-        else:
-            parts.append(f"{pick.model}: {NO_CLEAR_BEST}: {config} is {how}")
+        named = pick.runner_up is None or pick.clear or pick.unsized
+        parts.append(
+            words(
+                "headline.best_clear" if named else "headline.best_unclear",
+                model=pick.model,
+                config=ctx.label(pick.row),
+                lead=lead_text(pick, other),
+                no_clear_best=NO_CLEAR_BEST,
+            )
+        )
     clear = all(p is not None and p.clear for p in picks)
     trusted = all(
         p is not None and is_trusted(p.row) and p.runner_up is not None and is_trusted(p.runner_up)
         for p in picks
     )
     return Text(
-        text=f"Best configuration by {by}: {'; '.join(parts)}.",
+        text=words(f"headline.best_by_{by}", parts=parts),
         severity="good" if clear and trusted else "info",
     )
 
@@ -412,10 +436,7 @@ def _actions(ctx: Context, usable: Usability) -> list[Text]:
     the costliest bottleneck's recommendation."""
     said = [*usable.actions]
     if ctx.comparison is not None and ctx.comparison.regressions:
-        said.append(
-            f"look into the {plural(ctx.comparison.regressions, 'regression')} against the "
-            "baseline (see Baseline)"
-        )
+        said.append(words("headline.look_into", n=ctx.comparison.regressions))
     if not usable.host_first and usable.usable in ("yes", "with care") and ctx.findings:
         said.append(action_text(ctx.findings[0]))
     severity: Severity = "bad" if usable.usable == "no" else "warn"
@@ -434,21 +455,18 @@ def baseline_phrase(
     something (nothing judged is no pass); each with the largest change, judged or not (`largest`:
     'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2 repeats a side')."""
     matched, judged = len(comparison.pairs), comparison.judged
-    tail = f"largest change: {largest}" if largest else ""
-    said = f" ({tail})" if tail else ""
+    tail = "_largest" if largest else ""
+    said = {"against": against, "largest": largest, "unjudged": matched - judged}
     if comparison.regressions:
-        return f"{plural(comparison.regressions, 'regression')} against {against}{said}", "bad"
+        return words(f"headline.regressions{tail}", **said, n=comparison.regressions), "bad"
     if not matched:
-        return f"no cell matched {against}", "warn"
+        return words("headline.no_match", **said), "warn"
     if not judged:
-        none = f"none of {plural(matched, 'matched cell')} could be judged against {against}"
-        return none + said, "warn"
-    notes = [f"{matched - judged} not judged"] if matched > judged else []
-    notes += [tail] if tail else []
-    said = f" ({'; '.join(notes)})" if notes else ""
+        return words(f"headline.none_judged{tail}", **said, n=matched), "warn"
+    unjudged = "_unjudged" if matched > judged else ""
     hidden = unconfirmed(comparison)
     severity: Severity = "warn" if matched > judged or hidden else "good"
-    return f"no regression against {against} in {plural(judged, 'judged cell')}{said}", severity
+    return words(f"headline.no_regression{unjudged}{tail}", **said, n=judged), severity
 
 
 _ORDER: dict[Severity, int] = {"good": 0, "info": 1, "warn": 2, "bad": 3}
@@ -469,7 +487,7 @@ def _sweep_state(ctx: Context) -> str | None:
         return None
     if len(ctx.progress) == 1:
         return said[0][1]
-    return " ".join(f"{name}: {text}" for name, text in said)
+    return " ".join(words("headline.sweep_state", name=name, state=text) for name, text in said)
 
 
 def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:

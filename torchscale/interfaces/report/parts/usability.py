@@ -1,7 +1,8 @@
 """Can these numbers be used? The first thing every format says, from the cells' load telemetry,
 reliability and repeats and the cells that failed or could not be read, computed once here
 (`model.Decision`); the rules are docs/reporting.md's "The first screen: headline rules" (a busy
-machine puts fixing the host before tuning the workload)."""
+machine puts fixing the host before tuning the workload). Which clause applies is decided here;
+its words are the catalogue's `usability.*` (contracts/wording/report.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording.cell_warnings import level_word
-from torchscale.contracts.wording.spell import one_decimal_range
-from torchscale.interfaces.report.parts.context import Context, is_quiet, names, plural, records
+from torchscale.contracts.wording.report import words
+from torchscale.interfaces.report.parts.context import Context, is_quiet, names, records
 from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
@@ -21,16 +23,6 @@ from torchscale.offline.analysis.uncertainty import SMALL
 # at least this share of the measured cells on a busy machine: the set cannot be used
 BUSY_SHARE = 0.5
 FAILED = ("failed", "oom", "timeout")
-IDLE_NODE = "rerun on an idle node"
-OWN_GPUS = "rerun with the GPUs to yourself (no other compute process on them)"
-MORE_REPEATS = "rerun with `measurement.repeats: {n}` or more"
-RAISE_REPEATS = (
-    "raise `measurement.repeats` from {now} to {n} or more: with {now} a 95 % interval is too "
-    "wide to tell configurations apart"
-)
-QUIETER = (
-    "rerun on a quiet node or with longer windows (`measurement.steps`; a profile's `--steps`)"
-)
 
 
 @dataclass(frozen=True)
@@ -75,25 +67,20 @@ def contention(ctx: Context, measured: pd.DataFrame) -> _Contention | None:
     cpu = [r for r, flag in zip(looked, on_cpu, strict=True) if flag]
     gpu = [r for r, flag in zip(looked, on_gpu, strict=True) if flag]
     busy = [r for r, a, b in zip(looked, on_cpu, on_gpu, strict=True) if a or b]
-    parts, remedies = [], []
-    if cpu:
-        other = [v for v in (finite(r.get("other_cpu_cores")) for r in cpu) if v is not None]
-        cores = _cores(ctx, cpu)
-        amount = one_decimal_range(other) if other else "some"
-        of = f" of {cores}" if cores and other else ""
-        parts.append(f"{amount}{of} cores taken by other processes")
-        remedies.append(IDLE_NODE)
-    if gpu:
-        parts.append("other compute processes on the GPUs")
-        remedies.append(OWN_GPUS)
-    remedy = remedies[0] if len(remedies) == 1 else f"{IDLE_NODE}, with the GPUs to yourself"
-    return _Contention(busy, len(looked), " and ".join(parts), remedy)
+    other = [v for v in (finite(r.get("other_cpu_cores")) for r in cpu) if v is not None]
+    what = words(
+        "usability.contended", cpu=bool(cpu), gpu=bool(gpu), other=other, cores=_cores(ctx, cpu)
+    )
+    remedy = "rerun_idle_own_gpus" if cpu and gpu else ("rerun_idle" if cpu else "rerun_own_gpus")
+    return _Contention(busy, len(looked), what, words(f"usability.{remedy}"))
 
 
-def _where(ctx: Context, busy: list[dict[str, Any]], total: int) -> str:
+def _where(ctx: Context, what: str, busy: list[dict[str, Any]], total: int) -> str:
+    # `what`: the machine's other load, said with the cells it was in
     if len(busy) == total:
-        return "in every cell" if total > 1 else "in its one cell"
-    return f"in {len(busy)} of {total} cells ({names(ctx.label(r) for r in busy)})"
+        return words("usability.busy_every" if total > 1 else "usability.busy_one", what=what)
+    cells = names(ctx.label(r) for r in busy)
+    return words("usability.busy_some", what=what, n=len(busy), total=total, cells=cells)
 
 
 def _repeats(rows: list[dict[str, Any]]) -> int:
@@ -109,8 +96,9 @@ def _enough(rows: list[dict[str, Any]]) -> int:
     return SMALL if repeats < SMALL else 2 * repeats
 
 
-def _more_repeats(rows: list[dict[str, Any]]) -> str:
-    return RAISE_REPEATS.format(now=_repeats(rows), n=_enough(rows))
+def _more_repeats(rows: list[dict[str, Any]], n: int | None = None) -> str:
+    # raise the repeats these cells ran to `n` (by default what they need, `_enough`)
+    return words("usability.raise_repeats", now=_repeats(rows), n=n or _enough(rows))
 
 
 def _repeat_actions(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> list[str]:
@@ -118,35 +106,37 @@ def _repeat_actions(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> l
     action where both need the same count."""
     wanted: dict[int, list[str]] = {}
     if noisy and _repeats(noisy) < SMALL:
-        wanted.setdefault(SMALL, []).append(f"the {level_word('varies')} cells")
+        wanted.setdefault(SMALL, []).append("noisy")
     if few:
-        wanted.setdefault(_enough(few), []).append("the cells of too few repeats")
-    return [f"{MORE_REPEATS.format(n=n)} for {' and '.join(who)}" for n, who in wanted.items()]
+        wanted.setdefault(_enough(few), []).append("few")
+    return [
+        words(f"usability.more_repeats.{'_'.join(who)}", n=n, noisy=level_word("varies"))
+        for n, who in wanted.items()
+    ]
 
 
-def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tuple[str, str]:
-    """Why no cell is settled, and what to do first: too few repeats to judge (their repeats
-    agree, their interval is wide for the count), or measurements that really vary (a quieter
-    node, unless they also ran fewer than SMALL repeats: more repeats first)."""
+def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """Why no cell is settled, what to do and the first action: too few repeats to judge
+    (their repeats agree, their interval is wide for the count), or measurements that really
+    vary (a quieter node, unless they also ran fewer than SMALL repeats: more repeats first)."""
     total = len(noisy) + len(few)
-    if not noisy:
-        repeats = _repeats(few)
-        cells = f"all {total} cells ran {repeats} repeats each" if total > 1 else ""
-        cells = cells or f"its one cell ran {plural(repeats, 'repeat')}"
-        return f"{cells}, too few to judge", MORE_REPEATS.format(n=_enough(few))
-    said = level_word("varies")
-    cells = f"all {total} cells {said}" if total > 1 else f"its one cell is {said}"
-    if few:
-        cells = f"{len(noisy)} of {total} cells {said}"
-    varies = f"{cells} (throughput or step time varies by more than ±10 %)"
-    reason = f"{varies}, {_few_words(few)}" if few else varies
-    if _repeats(noisy) < SMALL:
-        return reason, MORE_REPEATS.format(n=_enough(noisy + few))
-    return reason, QUIETER
-
-
-def _few_words(few: list[dict[str, Any]]) -> str:
-    return f"{len(few)} with too few repeats to judge"
+    code = "all_few" if total > 1 else "one_few"
+    if noisy:
+        code = "some_noisy" if few else ("all_noisy" if total > 1 else "one_noisy")
+    reason = words(
+        f"usability.{code}",
+        n=len(noisy),
+        total=total,
+        few=len(few),
+        repeats=_repeats(few),
+        noisy=level_word("varies"),
+        bound=CV_WARN_THRESHOLD,
+    )
+    if noisy and _repeats(noisy) >= SMALL:
+        quieter = words("usability.quieter")
+        return reason, quieter, quieter
+    more = words("usability.more_repeats", n=_enough(noisy + few))
+    return reason, more, _more_repeats(noisy + few)
 
 
 def _failures(ctx: Context) -> list[tuple[str, str]]:
@@ -156,13 +146,13 @@ def _failures(ctx: Context) -> list[tuple[str, str]]:
     failed = cells[cells["status"].isin(FAILED)]
     if len(failed):
         reasons = names(str(r) for r in failed["error"].dropna())
-        fix = f"fix the {plural(len(failed), 'failed cell')}" + (f": {reasons}" if reasons else "")
-        out.append((f"{len(failed)} of {len(cells)} cells failed", f"{fix} (see Failures)"))
+        fix = "usability.fix_failed_why" if reasons else "usability.fix_failed"
+        said = words("usability.failed", n=len(failed), total=len(cells))
+        out.append((said, words(fix, n=len(failed), reasons=reasons)))
     if ctx.unreadable:
         total = len(cells) + ctx.unreadable
-        files = plural(ctx.unreadable, "cell file")
-        rerun = f"{files} could not be read (see the skipped inputs): rerun those cells"
-        out.append((f"{len(cells)} of {total} cells readable", rerun))
+        rerun = words("usability.unreadable", n=ctx.unreadable)
+        out.append((words("usability.readable", n=len(cells), total=total), rerun))
     return out
 
 
@@ -172,17 +162,16 @@ def judge(ctx: Context) -> Usability:
     failures = _failures(ctx)
     if measured.empty:
         total = len(ctx.cells) + ctx.unreadable
+        remedy = words("usability.see_failures")
         if len(ctx.cells):
-            reason = f"none of the {plural(total, 'cell')} finished ok"
             failed = int(ctx.cells["status"].isin(FAILED).sum())
-            reason += f" ({failed} failed)" if failed else ""
-            remedy = "see Failures"
+            code = "usability.none_finished_failed" if failed else "usability.none_finished"
+            reason = words(code, total=total, failed=failed)
         elif unreached := [c.label for _, c in ctx.unreached()]:  # a sweep.json, no result yet
-            reason = f"none of the {plural(len(unreached), 'planned cell')} has a result yet"
-            reason, remedy = f"{reason} ({names(unreached)})", "see Failures"
+            reason = words("usability.none_planned", n=len(unreached), cells=names(unreached))
         else:
-            reason = f"none of the {plural(total, 'cell file')} could be read"
-            remedy = "see the skipped inputs"
+            reason = words("usability.none_read", total=total)
+            remedy = words("usability.see_skipped")
         return Usability("nothing to judge", reason, remedy, actions=tuple(f[1] for f in failures))
     total = len(measured)
     shared = contention(ctx, measured)
@@ -194,43 +183,37 @@ def judge(ctx: Context) -> Usability:
     few = [r for r in rows if r.get("reliability") == "too_few_repeats"]
     unknown = [r for r in rows if r.get("reliability") == "spread_unknown"]
     if shared is not None and shared.cells and len(shared.cells) >= BUSY_SHARE * total:
-        reason = f"{shared.what} {_where(ctx, shared.cells, total)}"
-        host = (
-            f"fix the host first: {shared.remedy}; the bottleneck findings tune the workload "
-            "and come after"
-        )
+        reason = _where(ctx, shared.what, shared.cells, total)
+        host = words("usability.host_first", remedy=shared.remedy)
         return Usability(
             "no", reason, shared.remedy, True, busy_keys, (host, *(f[1] for f in failures))
         )
     if len(noisy) + len(few) == total:
-        reason, remedy = _all_unsettled(noisy, few)
-        first = _more_repeats(noisy + few) if "repeats" in remedy else remedy
+        reason, remedy, first = _all_unsettled(noisy, few)
         return Usability("no", reason, remedy, False, busy_keys, (first, *(f[1] for f in failures)))
     if not any(is_quiet(r) and r.get("reliability") not in UNSETTLED for r in rows):
         return _none_quiet_and_reliable(ctx, rows, shared, busy_keys, failures)
     clauses = [f[0] for f in failures]
     actions = [f[1] for f in failures]
     if shared is not None and shared.cells:
-        clauses.append(f"{shared.what} {_where(ctx, shared.cells, total)}")
-        actions.insert(0, f"{shared.remedy} for those cells: their figures measure the contention")
+        clauses.append(_where(ctx, shared.what, shared.cells, total))
+        actions.insert(0, words("usability.rerun_those", remedy=shared.remedy))
     if noisy:
-        clauses.append(f"{len(noisy)} of {total} cells {level_word('varies')}")
+        clauses.append(
+            words("usability.noisy_cells", n=len(noisy), total=total, noisy=level_word("varies"))
+        )
     if few:
-        clauses.append(f"{len(few)} of {total} cells with too few repeats to judge")
+        clauses.append(words("usability.few_cells", n=len(few), total=total))
     actions += _repeat_actions(noisy, few)
     if unknown:
-        if len(unknown) == total:
-            every = "every cell of one repeat" if total > 1 else "one repeat"
-            clauses.append(f"{every}: no spread to judge by")
-        else:
-            clauses.append(f"{len(unknown)} of {total} cells of one repeat (spread unknown)")
-        actions.append(MORE_REPEATS.format(n=SMALL) + " to see the run-to-run spread")
+        every = "usability.all_one_repeat" if total > 1 else "usability.one_repeat"
+        code = every if len(unknown) == total else "usability.some_one_repeat"
+        clauses.append(words(code, n=len(unknown), total=total))
+        actions.append(words("usability.more_repeats.spread", n=SMALL))
     if clauses:
         return Usability("with care", ", ".join(clauses), None, False, busy_keys, tuple(actions))
-    calm = shared is not None and shared.looked == total
-    reason = f"all {total} cells reliable" if total > 1 else "its one cell measured reliably"
-    if calm:
-        reason += ", with no other load on the machine"
+    calm = "_calm" if shared is not None and shared.looked == total else ""
+    reason = words(f"usability.{'all' if total > 1 else 'one'}_reliable{calm}", total=total)
     return Usability("yes", reason, None, False, busy_keys, ())
 
 
@@ -247,24 +230,20 @@ def _none_quiet_and_reliable(
     busy = [r for r in rows if not is_quiet(r)]
     noisy = [r for r in rows if r.get("reliability") == "varies" and is_quiet(r)]
     few = [r for r in rows if r.get("reliability") == "too_few_repeats" and is_quiet(r)]
-    parts = []
+    parts, actions = [], []
+    remedy = shared.remedy if shared is not None else words("usability.rerun_idle")
     if busy:
-        what = shared.what if shared is not None else "other load on the machine"
-        parts.append(f"{what} {_where(ctx, busy, total)}")
+        what = shared.what if shared is not None else words("usability.other_load")
+        parts.append(_where(ctx, what, busy, total))
+        actions.append(words("usability.rerun_busy", remedy=remedy))
     if noisy:
-        said = level_word("varies")
-        parts.append(f"the other {plural(len(noisy), 'cell')} {said}" if busy else f"all {said}")
+        said = "usability.other_noisy" if busy else "usability.all_said_noisy"
+        parts.append(words(said, n=len(noisy), noisy=level_word("varies")))
+        quiet = _repeats(noisy) >= SMALL
+        actions.append(words("usability.quieter") if quiet else _more_repeats(noisy, SMALL))
     if few:
-        parts.append(_few_words(few))
-    reason = f"no cell is both quiet and reliable ({', '.join(parts)})"
-    actions = []
-    if busy:
-        remedy = shared.remedy if shared is not None else IDLE_NODE
-        actions.append(f"{remedy} for the busy cells: their figures measure the contention")
-    if noisy:
-        repeats = _repeats(noisy)
-        actions.append(RAISE_REPEATS.format(now=repeats, n=SMALL) if repeats < SMALL else QUIETER)
-    if few:
+        parts.append(words("usability.few", few=len(few)))
         actions.append(_more_repeats(few))
-    first = actions[0].split(" for the busy cells")[0] if actions else None
+    reason = words("usability.none_quiet_and_reliable", parts=parts)
+    first = remedy if busy else (actions[0] if actions else None)
     return Usability("no", reason, first, False, busy_keys, (*actions, *(f[1] for f in failures)))

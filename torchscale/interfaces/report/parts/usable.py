@@ -1,22 +1,26 @@
 """Whether a report's numbers can be used, as a value (parts/usability.py decides it): apart from
-the deciding code so that the report context can hold the verdict without importing it."""
+the deciding code so that the report context can hold the verdict without importing it. Its
+sentence is worded by the catalogue's `usable.*` (contracts/wording/report.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from torchscale.contracts.wording.report import words
 from torchscale.interfaces.report.model import Severity, Usable
-
-# a model's figure under the headline's 'no': its cards and its headline line show no number,
-# only this (a bare '63.33 %' under "cannot be used" reads as a clean figure)
-UNUSABLE = "these numbers cannot be used"
-NOT_USED = "not usable"
 
 SEVERITY: dict[Usable, Severity] = {
     "yes": "good",
     "with care": "warn",
     "no": "bad",
     "nothing to judge": "bad",
+}
+# the catalogue's code of each verdict's opening words
+OPENING: dict[Usable, str] = {
+    "yes": "usable.yes",
+    "with care": "usable.with_care",
+    "no": "usable.no",
+    "nothing to judge": "usable.nothing_to_judge",
 }
 
 
@@ -37,12 +41,7 @@ class Usability:
 
     def sentence(self) -> str:
         """The headline's sentence: 'These numbers cannot be used: 1.4-1.8 of 2 cores taken
-        by other processes in every cell: rerun on an idle node.'"""
-        remedy = f": {self.remedy}" if self.remedy else ""
-        opening = {
-            "no": "These numbers cannot be used",
-            "nothing to judge": "No figures to use",
-            "with care": "These numbers can be used with care",
-            "yes": "These numbers can be used",
-        }[self.usable]
-        return f"{opening}: {self.reason}{remedy}."
+        by other processes in every cell: rerun on an idle node.' (`usable.*`)"""
+        opening = words(OPENING[self.usable])
+        sentence = "usable.sentence_remedy" if self.remedy else "usable.sentence"
+        return words(sentence, opening=opening, reason=self.reason, remedy=self.remedy)

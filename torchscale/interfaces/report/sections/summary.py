@@ -1,7 +1,8 @@
 """Executive summary: how many cells measured reliably (and, where the telemetry says so, how many
 ran on a busy machine), the best configuration of each model (throughput, and cost when a price
 is given) with its 95 % interval, its scaling efficiency at the largest world size, and the top
-findings, one line each. A check mark goes only to a reliable cell's figures."""
+findings, one line each. A check mark goes only to a reliable cell's figures. The cards' notes and
+the lines are worded by the catalogue's `summary.*` (contracts/wording/report.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pandas as pd
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording.cell_warnings import level_word, plain
 from torchscale.contracts.wording.figures import too_wide
-from torchscale.contracts.wording.report import blind_below
-from torchscale.contracts.wording.spell import pct_set, tokens_per_s
+from torchscale.contracts.wording.report import blind_below, words
+from torchscale.contracts.wording.spell import tokens_per_s
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -86,7 +87,6 @@ from torchscale.interfaces.report.parts.diagnosis import diagnoses_table
 from torchscale.interfaces.report.parts.findings import no_finding_text
 from torchscale.interfaces.report.parts.gpu_summary import gpu_table
 from torchscale.interfaces.report.parts.tables import NO_PRICE
-from torchscale.interfaces.report.parts.usable import NOT_USED, UNUSABLE
 from torchscale.interfaces.report.parts.words import HOST_FIRST, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
@@ -103,23 +103,14 @@ BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
 BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
 BASELINE_FIGURE = "Regressions against the baseline"
 NOT_JUDGED_FIGURE = "Not judged against the baseline"
-TOO_WIDE_NOTE = (
-    "its confidence interval is wider than the figure itself, so no number is given here (the "
-    "tables further down hold the measurements)"
-)
-# the first screen's words for the reliability rule (the glossary names the CV behind them)
-RELIABLE_RULE = (
-    "reliable: throughput's 95 % interval within ±{limit}, step times vary by at most {limit}"
-)
 
 
 def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
     """'at $2.50 per GPU-hour' (the one price the cells were costed at, from the command line
     or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
     prices = sorted(set(pd.to_numeric(priced["price_per_gpu_hour"]).dropna().astype(float)))
-    if len(prices) == 1:
-        return f"at {fmt(prices[0], 'money')} per {units.one}-hour"
-    return f"at each result set's price per {units.one}-hour"
+    price = "summary.price" if len(prices) == 1 else "summary.price_each"
+    return words(price, price=prices[0] if prices else None, unit=units.one)
 
 
 def _config(ctx: Context, row: Mapping[str, Any] | pd.Series) -> str:
@@ -146,18 +137,20 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
             if cheapest.row["cell_id"] != fastest.row["cell_id"]:
                 picks.append(("cost", cheapest))
             else:
-                picks = [("throughput and cost", fastest), ("", cheapest)]
-        for best_by, pick in picks:
+                picks = [("throughput_and_cost", fastest), ("", cheapest)]
+        for by, pick in picks:
             row = pick.row
             lead = lead_text(pick, ctx.label(pick.runner_up) if pick.runner_up else None)
-            if not best_by:  # the same cell's lead by cost, beside its lead by throughput
-                rows[-1]["lead"] += f"; by cost: {lead}"
+            if not by:  # the same cell's lead by cost, beside its lead by throughput
+                rows[-1]["lead"] += words("summary.by_cost", lead=lead)
                 continue
-            clear = pick.clear or pick.runner_up is None
-            unclear = AHEAD_UNSIZED if pick.unsized else NO_CLEAR_BEST
+            best_by = words(f"summary.best_by.{by}")
+            if not (pick.clear or pick.runner_up is None):
+                unclear = AHEAD_UNSIZED if pick.unsized else NO_CLEAR_BEST
+                best_by = words("summary.best_by_unclear", by=best_by, unclear=unclear)
             out = {
                 "model": model,
-                "best_by": best_by if clear else f"{best_by}: {unclear}",
+                "best_by": best_by,
                 "lead": lead,
                 "config": _config(ctx, row),
                 "gpus": integer(row["world_size"]),
@@ -185,7 +178,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 out["cost_per_m_tokens"] = finite(cost.get("cost_per_m_tokens"))
             rows.append(out)
     if ctx.usability is not None and ctx.usability.usable == "no":  # the headline's decision
-        why = f"{UNUSABLE}: {ctx.usability.reason}"
+        why = words("usable.unusable_why", reason=ctx.usability.reason)
         firsts = {r["model"]: r for r in reversed(rows)}  # one row a model, its first, no figure
         rows = [
             {
@@ -234,19 +227,19 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
             label=f"Scaling efficiency: {model}",
             value=None,
             format="ratio_pct",
-            note="no configuration of this model measured at two or more GPU counts",
+            note=words("summary.scaling_none"),
         )
     largest = ranks(row["world_size"], row["device"])
     efficiency, low, high = interval(row, "efficiency")
     kind = efficiency_kind(efficiency, low, high)
-    against = ranks(row["base_world_size"], row["device"])
-    note = f"{_config(ctx, row)}, against {against} (100 % = linear)"
+    against = {"config": _config(ctx, row), "against": ranks(row["base_world_size"], row["device"])}
+    note = words("summary.scaling_against", **against)
     value: float | str | None = kind if kind == "linear within noise" else efficiency
     phrase = efficiency_phrase(efficiency, low, high, repeats_of(row))
     measurable = not phrase.startswith("not measurable")
     if not measurable:  # the headline's words, and no number: the two never disagree
         value = phrase
-        note = f"{_config(ctx, row)}, against {against}: {TOO_WIDE_NOTE}"
+        note = words("summary.scaling_too_wide", **against)
     else:
         note += f"; {efficiency_text(efficiency, low, high)}"
         note += f"; {SUPER_LINEAR_NOTE}" if kind == "super-linear" else ""
@@ -257,7 +250,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     ]
     reliable = is_trusted(row) and all(is_trusted(b) for b in records(base))
     if not reliable:
-        note += "; not every cell behind it measured reliably on a quiet machine"
+        note += words("summary.scaling_untrusted")
     shown: ValueFormat = "ratio_pct"
     if isinstance(value, float):  # the digits its interval supports, as the note says it
         value, shown = supported_figure(value, low, high, "ratio_pct")
@@ -278,15 +271,16 @@ def _reliability_figure(ctx: Context) -> KeyFigure | None:
     if measured.empty:
         return None
     counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
-    others = ", ".join(
-        f"{counts[level]} {level_word(level)}" for level in LEVELS[1:] if counts[level]
-    )
-    limit = pct_set(CV_WARN_THRESHOLD)
+    others = [
+        words("summary.level_count", n=counts[level], level=level_word(level))
+        for level in LEVELS[1:]
+        if counts[level]
+    ]
+    note = "summary.reliable_note" if others else "summary.reliable_note_all"
     return KeyFigure(
         label="Cells reliable",
-        value=f"{counts['reliable']} of {len(measured)}",
-        note=(f"{others}; " if others else "every measured cell; ")
-        + RELIABLE_RULE.format(limit=limit),
+        value=words("summary.count_of", n=counts["reliable"], total=len(measured)),
+        note=words(note, others=others, bound=CV_WARN_THRESHOLD),
         severity="good" if counts["reliable"] == len(measured) else "warn",
     )
 
@@ -299,25 +293,29 @@ def _headline(ctx: Context) -> Text | None:
         return None
     rows = records(measured)
     found = reliability_counts(measured)
-    parts = []
-    for level in LEVELS[1:]:
-        if found[level]:
-            which = names(ctx.label(rows[i]) for i in found[level])
-            parts.append(f"{len(found[level])} {level_word(level)} ({which})")
-    line = f"{len(found['reliable'])} of {len(rows)} cells reliable"
-    line += "; " + ", ".join(parts) if parts else ""
-    busy = _busy(ctx, measured)
-    if busy is not None:
-        line += f"; {busy}"
-    calm = busy is None or busy.startswith("none")
+    parts = [
+        words(
+            "summary.level_cells",
+            n=len(found[level]),
+            level=level_word(level),
+            cells=names(ctx.label(rows[i]) for i in found[level]),
+        )
+        for level in LEVELS[1:]
+        if found[level]
+    ]
+    clauses = [words("summary.reliable_cells", n=len(found["reliable"]), total=len(rows))]
+    clauses += [", ".join(parts)] if parts else []
+    busy, calm = _busy(ctx, measured) or (None, True)
+    clauses += [busy] if busy is not None else []
     reliable = len(found["reliable"]) == len(rows)
-    return Text(text=line + ".", severity="good" if reliable and calm else "warn")
+    said = words("summary.headline", clauses=clauses)
+    return Text(text=said, severity="good" if reliable and calm else "warn")
 
 
-def _busy(ctx: Context, measured: pd.DataFrame) -> str | None:
+def _busy(ctx: Context, measured: pd.DataFrame) -> tuple[str, bool] | None:
     """How many cells ran on a busy machine, from the telemetry's busy-machine warning, out of
-    the cells whose telemetry looked (None when no cell has that telemetry: then nothing can
-    be said either way)."""
+    the cells whose telemetry looked, and whether none did (None when no cell has that
+    telemetry: then nothing can be said either way)."""
     columns = [c for c in BUSY_COLUMNS if c in measured.columns]
     if not columns:
         return None
@@ -330,12 +328,9 @@ def _busy(ctx: Context, measured: pd.DataFrame) -> str | None:
         busy = looked["warnings"].astype(str).str.contains(BUSY_WARNING, case=False)
     warned = looked[busy.astype(bool)]
     if warned.empty:
-        return f"none of the {len(looked)} with load telemetry ran on a busy machine"
+        return words("summary.busy_none", n=len(looked)), True
     which = names(ctx.label(r) for r in records(warned))
-    return (
-        f"{len(warned)} of {len(looked)} ran on a busy machine ({which}): other processes "
-        "used its cores or GPUs during the windows"
-    )
+    return words("summary.busy_some", n=len(warned), total=len(looked), cells=which), False
 
 
 def _cells_figure(ctx: Context) -> KeyFigure:
@@ -356,21 +351,21 @@ def _cells_figure(ctx: Context) -> KeyFigure:
         return KeyFigure(
             label="Cells measured",
             value=None,
-            note=f"no benchmark sweep in the sources ({ctx.other_contents()} only)",
+            note=words("summary.no_sweep", other=ctx.other_contents()),
         )
     why = (
         (failed, "failed"),
         (stopped, "stopped"),
-        (not_reached, "not reached"),
-        (pending, "no result yet"),
-        (skipped, "skipped by design"),
+        (not_reached, "not_reached"),
+        (pending, "pending"),
+        (skipped, "skipped"),
         (unreadable, "unreadable"),
     )
-    note = ", ".join(f"{count} {what}" for count, what in why if count)
+    note = ", ".join(words(f"summary.cells.{what}", n=count) for count, what in why if count)
     return KeyFigure(
         label="Cells measured",
-        value=f"{ok} of {total}",
-        note=note or "every cell finished ok",
+        value=words("summary.count_of", n=ok, total=total),
+        note=note or words("summary.cells.all_ok"),
         severity="good" if ok == total else ("bad" if failed or unreadable else "warn"),
     )
 
@@ -383,19 +378,18 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         label = f"Highest throughput: {model}"
         fastest = by_throughput(ctx, model)
         if fastest is None:  # never a highest figure from cells the page calls unusable
-            note = none_named_why(ctx, model) or "no configuration of this model measured"
+            note = none_named_why(ctx, model) or words("summary.no_config")
             figures.append(KeyFigure(label=label, value=NONE_NAMED, note=note, severity="warn"))
             figures.append(_efficiency_figure(ctx, model, weak))
             continue
         best = pd.Series(fastest.row)
         tokens = rate_text_value(best, "tokens_per_s")
-        note = f"samples/s at {_config(ctx, best)}: {throughput_text(best)}"
+        note = words(
+            "summary.throughput_at", config=_config(ctx, best), throughput=throughput_text(best)
+        )
         runs = finite(best.get(RUN_COLUMN)) or 1
         if runs > 1:
-            note += (
-                f"; the median of {int(runs)} runs of this configuration (each its own launch; "
-                "interval over the runs), not the best run"
-            )
+            note += words("summary.median_of_runs", runs=int(runs))
         if tokens is not None:
             note += f"; {tokens_per_s(tokens)}"
         if not is_reliable(best):
@@ -404,10 +398,10 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             verdict = row_verdict(dict(best)) if runs == 1 else None
             note += f"; {plain(verdict.finding) if verdict else best['reliability_reason']}"
         if not is_quiet(best):
-            note += "; ran on a busy machine"
+            note += words("summary.ran_busy")
         value, low, high = interval(best, "samples_per_s")
         if too_wide(value, low, high):  # the figure says nothing: no number on the card
-            note = f"samples/s at {_config(ctx, best)}: {TOO_WIDE_NOTE}"
+            note = words("summary.throughput_too_wide", config=_config(ctx, best))
             shown: float | str | None = not_measurable(repeats_of(best))
             figures.append(KeyFigure(label=label, value=shown, note=note, severity="warn"))
         else:
@@ -425,9 +419,12 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                     label=f"Cost per million samples: {model}",
                     value=finite(cheapest["cost_per_m_samples"]),
                     format="money",
-                    note=f"cheapest: {_config(ctx, cheapest)}, at "
-                    f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per "
-                    f"{ctx.units.one}-hour",
+                    note=words(
+                        "summary.cheapest",
+                        config=_config(ctx, cheapest),
+                        price=fmt(finite(cheapest["price_per_gpu_hour"]), "money"),
+                        unit=ctx.units.one,
+                    ),
                 )
             )
     if priced is None and models:
@@ -441,7 +438,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 label=f"Sync stall: {ref.label}",
                 value=stall.value,
                 format="pct",
-                note=stall.reason or "share of step time ranks wait for peers (trace analysis)",
+                note=stall.reason or words("summary.sync_stall"),
                 # a low stall is no verdict on whether the run can be trusted: no check mark
                 severity="bad" if stall.value is not None and stall.value >= 10 else "info",
             )
@@ -463,9 +460,10 @@ def _baseline_figures(comparison: Comparison) -> list[KeyFigure]:
         figures.append(
             KeyFigure(
                 label=NOT_JUDGED_FIGURE,
-                value=f"{comparison.not_judged} of {len(comparison.pairs)} cells",
-                note="too few repeats or runs for the rule, or a busy machine: neither "
-                "regressions nor passes (their changes are listed below)",
+                value=words(
+                    "summary.cells_of", n=comparison.not_judged, total=len(comparison.pairs)
+                ),
+                note=words("summary.not_judged"),
                 severity="warn",
             )
         )
@@ -484,9 +482,7 @@ def _changes_line(ctx: Context, comparison: Comparison) -> Text | None:
         severity = "warn"
     else:
         severity = "info"
-    return Text(
-        text=f"Largest changes against the baseline: {'; '.join(items)}.", severity=severity
-    )
+    return Text(text=words("summary.largest_changes", items=items), severity=severity)
 
 
 def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
@@ -514,24 +510,17 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         columns.append(col("cost_per_m_samples", "$ / M samples", "money"))
         if any(r.get("cost_per_m_tokens") is not None for r in rows):
             columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
-    scopes = two_scopes_note(bool(ctx.ok["mfu"].notna().any()))
-    note = (
-        "best by throughput: the highest global samples/s (median over repeats, with "
-        f"{PLUS_MINUS_NOTE}); ahead of the next: how far it leads the runner-up, with the 95 % "
-        f"interval of that lead: '{NO_CLEAR_BEST}' where that interval reaches 0, so the "
-        f"ranking is noise; '{AHEAD_UNSIZED}' where it excludes 0 but is wider than the lead, "
-        "so the order holds and its size is unknown (how the interval is found: the glossary); "
-        f"the intervals: {scopes}"
+    note = words(
+        "summary.best_note",
+        plus_minus=PLUS_MINUS_NOTE,
+        no_clear_best=NO_CLEAR_BEST,
+        ahead_unsized=AHEAD_UNSIZED,
+        scopes=two_scopes_note(bool(ctx.ok["mfu"].notna().any())),
     )
     if priced is not None:
-        note += (
-            f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
-        )
+        note += words("summary.best_note_cost", price=price_text(priced, ctx.units))
     if any(r.get("efficiency_text") == "no base" for r in rows):
-        note += (
-            f"; scaling efficiency 'no base': no smaller {ctx.units.one} count was measured in "
-            "the cell's group, so there is no scaling figure (never 100 %)"
-        )
+        note += words("summary.best_note_no_base", unit=ctx.units.one)
     return Table(
         id="summary-best",
         title="Best configuration per model",
@@ -548,22 +537,17 @@ def _lines(ctx: Context) -> list[Block]:
     if len(failed):
         reasons = names(str(r) for r in failed["error"].dropna())
         which = names(ctx.label(r) for r in records(failed))
-        lines.append(
-            Text(text=f"{len(failed)} cell(s) did not finish ({which}): {reasons}.", severity="bad")
-        )
+        said = words("summary.not_finished", n=len(failed), cells=which, reasons=reasons)
+        lines.append(Text(text=said, severity="bad"))
     lines += [
-        Text(text=f"Profile {u.name} has no analysis: {u.reason}.", severity="warn")
+        Text(text=words("summary.no_analysis", name=u.name, reason=u.reason), severity="warn")
         for _, u in ctx.unanalysed
     ]
     if ctx.comparison is not None and ctx.comparison.regressions:
         flagged = ctx.comparison.pairs[ctx.comparison.pairs["regression"]]
-        lines.append(
-            Text(
-                text=f"{ctx.comparison.regressions} regression(s) against the baseline by the "
-                f"stated rule: {names(ctx.label(r) for r in records(flagged))}.",
-                severity="bad",
-            )
-        )
+        which = names(ctx.label(r) for r in records(flagged))
+        said = words("summary.regressions", n=ctx.comparison.regressions, cells=which)
+        lines.append(Text(text=said, severity="bad"))
     if ctx.comparison is not None:
         lines += present(_changes_line(ctx, ctx.comparison))
     if ctx.findings and ctx.host_first:
@@ -571,16 +555,17 @@ def _lines(ctx: Context) -> list[Block]:
     for finding, count in grouped_findings(ctx, ctx.findings)[:TOP_FINDINGS]:
         severity: Severity = "info" if ctx.host_first else finding.severity
         cost = (
-            f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
+            "" if finding.cost_pct is None else words("summary.finding_cost", cost=finding.cost_pct)
         )
         where = finding.source  # a label: a cell's, or its profiled run's (never a hashed id)
-        said = "" if where in finding.title else f" ({where})"
+        said = "" if where in finding.title else words("summary.finding_where", where=where)
         if count > 1:
-            said = f" (in {count} cells; the largest: {where})"
-        caveat = f" Caveat: {finding.caveat}." if finding.caveat else ""
+            said = words("summary.finding_cells", n=count, where=where)
+        caveat = words("summary.caveat", caveat=finding.caveat) if finding.caveat else ""
         lines.append(Text(text=f"{cost}{finding.title}{said}.{caveat}", severity=severity))
     if not ctx.findings:
-        lines.append(Text(text=f"No bottleneck: {no_finding_text(ctx)}.", severity="good"))
+        said = words("summary.no_bottleneck", why=no_finding_text(ctx))
+        lines.append(Text(text=said, severity="good"))
     return lines
 
 
@@ -620,12 +605,13 @@ def _unjudged(figure: KeyFigure, why: str) -> KeyFigure:
     baseline's verdict keep theirs; the tables further down keep the measurements."""
     if not figure.label.startswith(MODEL_FIGURES):
         return figure
-    words = isinstance(figure.value, str) and figure.value.startswith((NONE_NAMED, "not "))
-    if figure.value is None or words:  # no figure: its own why stays
+    said = isinstance(figure.value, str) and figure.value.startswith((NONE_NAMED, "not "))
+    if figure.value is None or said:  # no figure: its own why stays
         return figure.model_copy(update={"severity": "info"})
-    note = f"{UNUSABLE}: {why}"
+    note = words("usable.unusable_why", reason=why)
+    value = words("usable.not_used")
     return figure.model_copy(
-        update={"value": NOT_USED, "format": "text", "note": note, "severity": "info"}
+        update={"value": value, "format": "text", "note": note, "severity": "info"}
     )
 
 
