@@ -90,7 +90,7 @@ from child_runs import Stopped, run_child, stop
 
 from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.schema.diagnosis import StragglerVerdict
 from torchscale.contracts.wording import say as words_of
 from torchscale.contracts.wording.diagnosis_straggler import straggler_text
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from scipy.stats import binomtest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import StepPattern
+from torchscale.contracts.schema.diagnosis import StepPattern
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.diagnosis_straggler import pattern_words
 

@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, Estimate
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm
 from torchscale.offline.results.documents import read_cell
 

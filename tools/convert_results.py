@@ -902,7 +902,8 @@ def _rederived(doc: Document, run: Document | None) -> Document:
     """A diagnosis whose problems or busy-machine caveat an older version kept only in words,
     made again by today's rules from the figures the file stores (the step model's parts and
     straggler verdict; the host telemetry), the run's cell and telemetry for an analysis."""
-    from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+    from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.contracts.schema.diagnosis import Diagnosis
     from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
     from torchscale.offline.analysis.diagnosis.findings import FindingInputs, rank_findings
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from torchscale.contracts.schema.cell_result import Problem
+from torchscale.contracts.schema.diagnosis import Problem
 
 COST = {"value": 0.3, "low": 0.2, "high": 0.4, "n": 10, "measurable": True}
 

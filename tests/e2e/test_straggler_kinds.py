@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.processes import REPO_ROOT
-from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.schema.diagnosis import StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say

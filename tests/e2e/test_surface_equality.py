@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.e2e.test_sweep import run_sweep
-from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.interfaces.cli.app import app

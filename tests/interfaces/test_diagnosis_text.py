@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis
+from torchscale.contracts.schema.diagnosis import CrossCheck, Diagnosis
 from torchscale.contracts.wording import say
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.diagnosis_text import (

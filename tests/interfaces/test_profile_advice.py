@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate, Problem
+from torchscale.contracts.schema.diagnosis import Estimate, Problem
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, Report, ReportFinding
 from torchscale.interfaces.report.parts.findings import INJECTED_ADVICE, diagnosis_finding

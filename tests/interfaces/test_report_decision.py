@@ -43,8 +43,8 @@ from tests.interfaces.test_report_uncertainty import (
     with_cv,
     with_repeats,
 )
-from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.formatting import strip_code

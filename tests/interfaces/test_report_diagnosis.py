@@ -34,7 +34,7 @@ from tests.interfaces.test_report_uncertainty import (
     with_attribution,
 )
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
+from torchscale.contracts.schema.diagnosis import CrossCheck, Diagnosis, RankWait, WhatIf
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, findings_for_target
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.figures import share_text

@@ -27,16 +27,14 @@ from scipy import stats as scipy_stats
 import torchscale.results
 from torchscale.contracts.cell_settings import MeasurementConfig
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
-    CellResult,
+from torchscale.contracts.schema.cell_result import CellResult, Intervals, Throughput
+from torchscale.contracts.schema.diagnosis import (
     Diagnosis,
     Estimate,
-    Intervals,
     Problem,
     StepPart,
     StepSplit,
     StragglerVerdict,
-    Throughput,
 )
 from torchscale.contracts.wording import say
 from torchscale.interfaces.console import report_term as term

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, Estimate
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording.figures import (
     figure_with_interval,
     plus_minus,
@@ -275,7 +276,7 @@ def test_the_analysis_sentences_spell_figures_as_the_tables_do() -> None:
     """The straggler sentences and a finding's evidence are written offline and stored; they
     spell a figure with its interval by the same rule (contracts/wording/figures.py), never the long
     '(95 % interval a to b)' beside a table's '±'."""
-    from torchscale.contracts.schema.cell_result import StepPattern, StragglerVerdict
+    from torchscale.contracts.schema.diagnosis import StepPattern, StragglerVerdict
     from torchscale.contracts.wording.diagnosis_straggler import straggler_text
     from torchscale.contracts.wording.figures import seconds_text, share_text
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording import why
 from torchscale.contracts.wording.axis import tick_labels
 from torchscale.contracts.wording.figures import lopsided, plus_minus, value_format

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, StepSplit
+from torchscale.contracts.schema.diagnosis import PART_NAMES, StepSplit
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps

@@ -10,7 +10,7 @@ import pytest
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm
 from torchscale.offline.analysis import decision
 from torchscale.offline.analysis.prediction.score import TrackRecord

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.contracts.schema.diagnosis import Estimate, StragglerVerdict
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
 from torchscale.interfaces.report.diagnosis_text import headline, straggler_text

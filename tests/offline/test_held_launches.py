@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
+from torchscale.contracts.schema.diagnosis import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say

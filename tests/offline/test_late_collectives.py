@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.schema.diagnosis import StragglerVerdict
 from torchscale.contracts.wording import say
 from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.analysis.diagnosis.step_model import ALPHA

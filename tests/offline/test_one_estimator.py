@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.h100_replay import H100_DIR, read_cell
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.report.parts.context import (
     first_screen_throughput,

@@ -10,7 +10,7 @@ import pytest
 
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.schema.forecast import (
     Forecast,
     ForecastKey,

@@ -5,7 +5,7 @@ timers' verdict (the measured windows, what `benchmark` judges) against the trac
 from __future__ import annotations
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
+from torchscale.contracts.schema.diagnosis import (
     CrossCheck,
     Diagnosis,
     Estimate,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Problem
+from torchscale.contracts.schema.diagnosis import PART_NAMES, Diagnosis, Estimate, Problem
 from torchscale.contracts.schema.profile_analysis import findings_for_target
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say, why

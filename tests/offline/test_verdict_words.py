@@ -12,7 +12,7 @@ import pytest
 from tests.offline.test_diagnosis import _table
 from tests.offline.test_late_collectives import NO_ORDER, UNNAMED, tables
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say
 from torchscale.interfaces.console.live_table import straggler_note

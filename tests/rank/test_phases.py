@@ -34,7 +34,8 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, StragglerVerdict
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import StragglerVerdict
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words

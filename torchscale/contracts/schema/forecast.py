@@ -16,7 +16,7 @@ from pydantic import Field
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import CellIdentity, Device, file_safe
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.versioned import FrozenRecord, Record
 
 FORECAST_SCHEMA_VERSION = 2  # 2: the terms' formulas and the assumptions stored as findings

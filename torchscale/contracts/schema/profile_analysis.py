@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Problem, StepPart
+from torchscale.contracts.schema.diagnosis import Diagnosis, Estimate, Problem, StepPart
 from torchscale.contracts.versioned import Record
 
 # what a version holds: docs/results.md, "Profile analysis versions"; the one upgrade a version

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording import Phrases, reason_of, render, why
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.spell import as_set, pct, pct_set, pct_small, spec_tflops

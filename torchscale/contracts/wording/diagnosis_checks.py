@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording import Phrases, render, spell
 from torchscale.contracts.wording.figures import change_text, gap_text, share_text
 

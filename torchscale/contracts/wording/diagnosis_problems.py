@@ -11,17 +11,13 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import (
-    CellResult,
-    Estimate,
-    JobFacts,
-    Problem,
-)
+from torchscale.contracts.schema.cell_result import CellResult, JobFacts
+from torchscale.contracts.schema.diagnosis import Estimate, Problem
 from torchscale.contracts.wording import Phrases, diagnosis_straggler, spell
 from torchscale.contracts.wording.figures import change_text, share_text
 from torchscale.contracts.wording.spell import pct
 
-# Words for the diagnosis' ranked problems (`cell_result.Problem`): a problem stores its code
+# Words for the diagnosis' ranked problems (`diagnosis.Problem`): a problem stores its code
 # and figures (offline/analysis/diagnosis/findings.py makes them); its title, evidence and next
 # step are said here when shown, so a fix reworded here reads so in every stored result. The next
 # step may depend on the run it is shown for (one host, synthetic data), given as context, never

@@ -9,12 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
-    Diagnosis,
-    Estimate,
-    StepPattern,
-    StragglerVerdict,
-)
+from torchscale.contracts.schema.diagnosis import Diagnosis, Estimate, StepPattern, StragglerVerdict
 from torchscale.contracts.wording import Phrases, spell
 from torchscale.contracts.wording.figures import seconds_text
 

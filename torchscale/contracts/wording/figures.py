@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording import why
 from torchscale.contracts.wording.spell import (
     ValueFormat,

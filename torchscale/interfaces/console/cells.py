@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import CellIdentity, Status
-from torchscale.contracts.schema.cell_result import CellResult, Problem
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Problem
 from torchscale.contracts.wording import diagnosis_problems, why
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording.cell_warnings import warning_words

@@ -5,7 +5,7 @@ terminal's tags, and what `-v` adds; the findings by title.
 
 from __future__ import annotations
 
-from torchscale.contracts.schema.cell_result import Diagnosis, Problem
+from torchscale.contracts.schema.diagnosis import Diagnosis, Problem
 from torchscale.contracts.wording import diagnosis_problems
 from torchscale.contracts.wording.diagnosis_checks import check_label, detail
 from torchscale.contracts.wording.figures import seconds_text, share_text

@@ -22,7 +22,7 @@ from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
 if TYPE_CHECKING:
-    from torchscale.contracts.schema.cell_result import Estimate
+    from torchscale.contracts.schema.diagnosis import Estimate
     from torchscale.contracts.schema.forecast import Forecast
 
 INTERVAL_NOTE = (

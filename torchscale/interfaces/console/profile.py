@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellResult, Problem, StepPart
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Problem, StepPart
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, RankFigures
 from torchscale.contracts.wording import diagnosis_problems, spell
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words

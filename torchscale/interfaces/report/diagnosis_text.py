@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.contracts.schema.cell_result import (
-    CellResult,
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import (
     CrossCheck,
     Diagnosis,
     Estimate,

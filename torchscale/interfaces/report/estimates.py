@@ -7,7 +7,7 @@ from typing import Literal
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording.figures import (
     figure_quantum,
     figure_with_interval,

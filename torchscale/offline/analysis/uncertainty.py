@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, Estimate, Intervals
+from torchscale.contracts.schema.cell_result import CellResult, Intervals
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.wording.spell import as_set
 
 LEVEL = 0.95

@@ -11,8 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import HostLoad
+from torchscale.contracts.schema.diagnosis import PART_NAMES, Diagnosis, Estimate
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say

@@ -16,7 +16,8 @@ from typing import Any
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, HostBound, Problem
+from torchscale.contracts.schema.cell_result import CellResult, HostBound
+from torchscale.contracts.schema.diagnosis import Problem
 from torchscale.contracts.wording import reason_of
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,

@@ -8,7 +8,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from torchscale.contracts.schema.cell_result import CellResult, Estimate
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import spell, why
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import (

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Reason, StepSplit
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Diagnosis, Reason, StepSplit
 from torchscale.contracts.wording.cell_reasons import coded
 
 

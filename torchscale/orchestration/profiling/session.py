@@ -27,7 +27,8 @@ from torchscale.contracts.errors import (
     describe_os_error,
 )
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.profile import note

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES
 

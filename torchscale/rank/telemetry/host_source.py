@@ -15,7 +15,7 @@ from typing import Any
 
 from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.host import usable_cores
-from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import HOST_FIELDS, EdgeReading
 

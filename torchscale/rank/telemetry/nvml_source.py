@@ -19,7 +19,7 @@ from torchscale.contracts.clock_reasons import clock_reason_errors
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.nvml import nvml_error_name
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
-from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, SM_CLOCK_MAX, EdgeReading
 

@@ -11,7 +11,7 @@ import importlib
 import os
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import PROCESS_FIELDS
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_telemetry import said
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import Reason
+from torchscale.contracts.schema.diagnosis import Reason
 
 # the fields each source writes; a value is None where that sample could not read it
 GPU_FIELDS = (

@@ -26,21 +26,19 @@ from torchscale.contracts.schema.cell_result import (
     CellWarning,
     Compute,
     DataPipeline,
-    Diagnosis,
     HostBound,
     InjectedDelay,
     Intervals,
     Memory,
-    NoSyncWindow,
     PhaseTimes,
     ProfileRecord,
     RankCalibration,
     RankStats,
-    Reason,
     StepTimeStats,
     Throughput,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.schema.diagnosis import Diagnosis, NoSyncWindow, Reason
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import FixedCosts, Reason
+from torchscale.contracts.schema.cell_result import FixedCosts
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_reasons import coded, one_reason
 
 CPU_DEVICE_INIT = coded("unavailable.cpu_device_init")

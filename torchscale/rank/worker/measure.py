@@ -19,8 +19,8 @@ import torch.distributed as dist
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gc_pause import cyclic_gc_paused
-from torchscale.contracts.schema.cell_result import Reason
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, CPU_TIME, CPU_WAIT
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec

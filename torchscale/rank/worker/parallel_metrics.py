@@ -12,13 +12,8 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from torchscale.contracts.schema.cell_result import (
-    ParallelMetrics,
-    ProfiledComm,
-    Reason,
-    StageTime,
-    Warmup,
-)
+from torchscale.contracts.schema.cell_result import ParallelMetrics, ProfiledComm, StageTime, Warmup
+from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement

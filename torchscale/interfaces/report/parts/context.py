@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 
 from torchscale.contracts.cell import shared_gpus
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.figures import too_wide
 from torchscale.contracts.wording.spell import cell_shape, count_of, format_value, ranks_of

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.wording import diagnosis_checks
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording.figures import share_text

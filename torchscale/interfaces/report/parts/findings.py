@@ -6,7 +6,8 @@ Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 from __future__ import annotations
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
-from torchscale.contracts.schema.cell_result import CellResult, Problem, StragglerVerdict
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Problem, StragglerVerdict
 from torchscale.contracts.wording import diagnosis_problems, say, spell, why
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.interfaces.report.model import ReportFinding

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.contracts.schema.diagnosis import PART_NAMES, Diagnosis
 from torchscale.contracts.wording import why
 from torchscale.contracts.wording.cell_reasons import compute_part, peak_basis
 from torchscale.contracts.wording.figures import seconds_text, share_text

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, RankStats
+from torchscale.contracts.schema.cell_result import CellResult, RankStats
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording import cell_warnings, why

@@ -13,7 +13,7 @@ import pandas as pd
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.wording.figures import share_text
 from torchscale.contracts.wording.names import MEANINGS, NAMES, heading
 from torchscale.interfaces.report.charts.axes import spans_decades

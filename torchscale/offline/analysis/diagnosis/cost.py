@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import StepPattern
+from torchscale.contracts.schema.diagnosis import StepPattern
 from torchscale.offline.analysis.uncertainty import (
     SMALL,
     GapTest,

@@ -23,11 +23,8 @@ import pandas as pd
 from torchscale.contracts.catalog import BUILTIN_MODELS
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
-    Estimate,
-    RankCalibration,
-    StragglerVerdict,
-)
+from torchscale.contracts.schema.cell_result import RankCalibration
+from torchscale.contracts.schema.diagnosis import Estimate, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
     MIN_EFFECT_SHARE,

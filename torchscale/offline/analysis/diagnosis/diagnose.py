@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
+from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.schema.diagnosis import (
     CrossCheck,
     Diagnosis,
     Problem,
@@ -28,7 +29,6 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
     WhatIf,
 )
-from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.offline.analysis.diagnosis.device import Calibrated
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate, Problem, StepSplit, StragglerVerdict
+from torchscale.contracts.schema.diagnosis import Estimate, Problem, StepSplit, StragglerVerdict
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.diagnosis.traces import StepModel

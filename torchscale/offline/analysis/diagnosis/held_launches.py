@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
+from torchscale.contracts.schema.diagnosis import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.kind import named_as
 from torchscale.offline.analysis.diagnosis.step_model import gap_estimate, over_others

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
+from torchscale.contracts.schema.diagnosis import CrossCheck, Estimate, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,

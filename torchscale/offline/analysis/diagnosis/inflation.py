@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from torchscale.contracts.finding import Finding as Code
-from torchscale.contracts.schema.cell_result import (
+from torchscale.contracts.schema.diagnosis import (
     CheckName,
     CrossCheck,
     Diagnosis,

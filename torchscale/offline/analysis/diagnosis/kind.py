@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
+from torchscale.contracts.schema.diagnosis import Estimate, StragglerKind, StragglerVerdict
 from torchscale.offline.analysis.uncertainty import GapTest
 
 

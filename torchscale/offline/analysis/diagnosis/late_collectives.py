@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.schema.diagnosis import StragglerVerdict
 from torchscale.offline.analysis.diagnosis.kind import named_as
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,

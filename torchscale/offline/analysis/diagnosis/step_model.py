@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, Estimate, StepPart
+from torchscale.contracts.schema.diagnosis import PART_NAMES, Estimate, StepPart
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.offline.analysis.uncertainty import (
     GapTest,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CrossCheck, StepPart, StepSplit
+from torchscale.contracts.schema.diagnosis import CrossCheck, StepPart, StepSplit
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,

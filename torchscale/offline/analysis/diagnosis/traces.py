@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
+from torchscale.contracts.schema.diagnosis import (
     PART_NAMES,
     CrossCheck,
     Estimate,

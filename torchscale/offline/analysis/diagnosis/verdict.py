@@ -18,12 +18,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import (
-    CrossCheck,
-    Estimate,
-    OwnWork,
-    StragglerVerdict,
-)
+from torchscale.contracts.schema.diagnosis import CrossCheck, Estimate, OwnWork, StragglerVerdict
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, step_pattern
 from torchscale.offline.analysis.diagnosis.device import Calibrated, device_check

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.schema.diagnosis import Estimate
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.wording.profile import note
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
