@@ -398,7 +398,6 @@ def test_the_markdown_links_only_a_url_to_the_html_report(tmp_path: Path) -> Non
     assert b"](r.html)" not in relative and b"](" not in relative
 
 
-
 # ------------------------------------------------------------ CPU ranks are not GPUs
 
 

@@ -6,6 +6,7 @@ of benchmarks/report_scale.py, where a 250-entry legend covered the plot."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,7 +76,10 @@ def test_each_legend_lies_under_its_plot_and_is_shorter(pdfs: list[tuple[Plot, P
         words = _words(path)
         # the plot's extent: from its top to its bottom y tick label, at the left of the chart
         tick_words = {text.split()[0] for text in p.y.tick_text}
-        ticks = [w for w in words if w[4] in tick_words and w[0] < 120]
+        candidates = [w for w in words if w[4] in tick_words and w[0] < 120]
+        # y tick labels are right-aligned on one edge; a note's number under the chart is not
+        edge = Counter(round(w[2]) for w in candidates).most_common(1)[0][0]
+        ticks = [w for w in candidates if round(w[2]) == edge]
         assert len(ticks) >= 3, (p.id, ticks)
         plot_top, plot_bottom = min(w[1] for w in ticks), max(w[3] for w in ticks)
         # the x axis title: the first of its words under the plot (the page title may have it)

@@ -23,6 +23,7 @@ from torchscale.contracts.schema.perf import (
     PerfRun,
     RankPerf,
 )
+from torchscale.contracts.schema.validate_report import SCHEMA_VERSION as VALIDATE_SCHEMA_VERSION
 from torchscale.contracts.wording import validate_measured as shown
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.documents import read_validate_report
@@ -297,7 +298,7 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
     result, out = perf_run
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["level"] == "perf" and report["schema_version"] == 5
+    assert report["level"] == "perf" and report["schema_version"] == VALIDATE_SCHEMA_VERSION
     rows = {(r["check"], r["gpu"]): r for r in report["measurements"]}
     for check in ("matmul.fp32", "memory.copy", "memory.triad", "busbw.all_reduce"):
         row = rows[(check, None)]

@@ -147,7 +147,7 @@ def test_summary_and_rank_tables_carry_the_straggler_and_the_split() -> None:
     assert row["exposed_transfer_share"] == pytest.approx(0.003 / step)
     assert row["load_imbalance"] == pytest.approx(0.030 / step)
     assert row["wait_for_peers_share"] == pytest.approx(0.030 / step)
-    assert row["sync_overhead"] is None or row["sync_overhead"] != row["sync_overhead"]
+    assert "sync_overhead" not in row.index  # a cross-check of the step model, not a column
     table = ranks_table([result]).set_index("rank")
     assert table.loc[1, "compute_p50_s"] == pytest.approx(0.072)
     assert table.loc[0, "grad_sync_wait_s"] == pytest.approx(0.063)
@@ -677,7 +677,7 @@ def test_real_cell_names_the_injected_straggler(straggler_cell: tuple[CellResult
     assert comm.load_imbalance is not None and comm.comm_overhead is not None
     assert comm.load_imbalance_s == pytest.approx(0.050 / 2, rel=0.25)
     assert comm.load_imbalance > comm.comm_overhead
-    assert comm.sync_overhead is None  # a cross-check of the step model, not a headline
+    assert not hasattr(comm, "sync_overhead")  # a cross-check of the step model, not a figure
     attribution = result.diagnosis
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named and attribution.straggler.rank == 1
