@@ -6,9 +6,9 @@ of benchmarks/report_scale.py, where a 250-entry legend covered the plot."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
