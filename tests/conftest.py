@@ -1,6 +1,7 @@
 """Shared test set-up: GPU tests skip where no CUDA GPU is visible; slow tests (marked `slow`
 by test, parameter or module) run only with --runslow; the suite stops on Ctrl-C, SIGTERM or
-SIGHUP and leaves no process running (tests/stop_guard.py)."""
+SIGHUP and leaves no process running (tests/stop_guard.py); a test not marked slow starts no
+process (tests/process_guard.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ CACHE_HOME = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from tests.process_guard import ProcessGuard
     from tests.stop_guard import StopGuard
 
     # a terminal's size must not decide a test: pytest-xdist's workers set COLUMNS=80 and
@@ -30,6 +32,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not config.pluginmanager.has_plugin("stop_guard"):
         config.pluginmanager.register(StopGuard(), "stop_guard")
+    if not config.pluginmanager.has_plugin("process_guard"):
+        guard = ProcessGuard()
+        guard.install()
+        config.pluginmanager.register(guard, "process_guard")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -55,6 +61,9 @@ def _run_slow(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.run_order import run_order
+
+    items.sort(key=lambda item: run_order(item.nodeid))  # stable: the rest keep their order
     # slow tests are deselected, not skipped: a deselected test sets up none of its fixtures
     # (a module's real sweep included), and a hundred skip lines would bury the -ra summary
     if not _run_slow(config):

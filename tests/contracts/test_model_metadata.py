@@ -94,6 +94,7 @@ def test_the_reference_flops_hold() -> None:
     assert BUILTIN["vit-b16"].measured.forward_flops / 1e9 == pytest.approx(35.13, rel=0.001)
 
 
+@pytest.mark.slow  # starts a child process
 def test_metadata_imports_without_torch() -> None:
     probe = (
         "import sys\n"

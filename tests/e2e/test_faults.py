@@ -508,6 +508,7 @@ def innermost(path: Path) -> Frame | None:
     return thread.frames[0] if thread is not None and thread.frames else None
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_registered_process_dumps_its_stacks_and_lives_on(tmp_path: Path) -> None:
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
@@ -538,6 +539,7 @@ def test_a_registered_process_dumps_its_stacks_and_lives_on(tmp_path: Path) -> N
         stop(proc, str(script))
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_pid_file_of_another_process_is_never_signalled(tmp_path: Path) -> None:
     """A recycled pid must not get SIGUSR1, whose default action kills."""
     marker = str(tmp_path / "stranger")
@@ -558,6 +560,7 @@ def test_a_pid_file_of_another_process_is_never_signalled(tmp_path: Path) -> Non
         stop(stranger, marker)
 
 
+@pytest.mark.slow  # starts a launched command
 def test_run_launch_clears_a_previous_runs_pid_files(tmp_path: Path) -> None:
     command = LaunchCommand(
         [sys.executable, "-c", "print('hello')"],
@@ -608,6 +611,7 @@ UNDER_ANOTHER = [sys.executable, "-c", PARENT, "some-other-launcher"]
     ],
     ids=["torchrun", "no-torchrun"],
 )
+@pytest.mark.slow  # starts a child process
 def test_a_rank_under_torchrun_dies_with_it(
     env: dict[str, str], parent: list[str], expected: int
 ) -> None:
@@ -623,6 +627,7 @@ def test_a_rank_under_torchrun_dies_with_it(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.slow  # starts a child process
 def test_a_rank_whose_parent_is_not_torchrun_exits_at_once() -> None:
     """TORCHELASTIC_RUN_ID says torchrun started the rank; a parent that is not torchrun
     means torchrun is gone and something else inherited the rank."""
@@ -639,6 +644,7 @@ def test_a_rank_whose_parent_is_not_torchrun_exits_at_once() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.slow  # starts a child process
 def test_the_worker_checks_its_torchrun_before_it_imports_torch() -> None:
     """The benchmark worker under a parent that is not torchrun exits before `import torch`
     (-X importtime lists every module imported, in order)."""
@@ -682,6 +688,7 @@ subprocess.Popen([*sys.argv[2:], str(os.getpid())])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.slow  # starts a child process
 def test_a_rank_whose_torchrun_died_before_it_set_up_exits(tmp_path: Path) -> None:
     """The rank's parent-death signal would never come: its torchrun is gone already."""
     marker = str(tmp_path / "orphan")
@@ -773,6 +780,7 @@ def test_stopping_a_hung_launch_leaves_no_rank(hung: Hung) -> None:
     assert hung.leftovers == []
 
 
+@pytest.mark.slow  # starts a launched command
 def test_run_logged_examines_a_timed_out_process_before_killing_it(tmp_path: Path) -> None:
     marker = str(tmp_path / "sleeper")
     seen: list[list[tuple[int, str]]] = []
@@ -789,6 +797,7 @@ def test_run_logged_examines_a_timed_out_process_before_killing_it(tmp_path: Pat
     assert processes_mentioning(marker) == []  # and killed after
 
 
+@pytest.mark.slow  # starts a launched command
 def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace(tmp_path: Path) -> None:
     """Work done (the marker written), then a hang: killed the grace after, not at the 600 s
     timeout; a launch that ends by itself after finishing is not marked."""
@@ -817,6 +826,7 @@ def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace(tmp_path: Pa
     assert ended.ended_cleanly and not ended.killed_after_finish
 
 
+@pytest.mark.slow  # starts a launched command
 def test_run_logged_kills_even_when_on_timeout_fails(tmp_path: Path) -> None:
     marker = str(tmp_path / "sleeper")
 

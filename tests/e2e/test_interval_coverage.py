@@ -77,6 +77,7 @@ def report(tmp_path: Path, data: dict[str, Any]) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Path) -> None:
     text = report(tmp_path, saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3))
     assert "1-min load average: before 0.30, after 0.30" in text

@@ -140,6 +140,7 @@ print("restored", signal.getsignal(signum) == signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.slow  # starts a child process
 def test_a_terminating_signal_raises_once(signum: int) -> None:
     run = subprocess.run(
         [sys.executable, "-c", RAISER, str(int(signum))],
@@ -265,6 +266,7 @@ print(loaded, events == loaded)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.slow  # starts a child process
 def test_importing_the_cli_starts_no_process_and_prctl_is_resolved_once() -> None:
     """Every CLI start (even --help) and every rank imports torchscale.contracts.signals: it must
     not run `ldconfig -p` (ctypes.util.find_library) to find libc, nor load anything until
@@ -297,6 +299,7 @@ run_logged(child, dict(os.environ), Path(marker + ".log"), 600)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.slow  # starts a child process
 def test_a_launched_command_dies_with_a_sigkilled_parent(tmp_path: Path) -> None:
     """run_logged's child is in its own session: only the parent-death signal can reach it
     when the parent is SIGKILLed and cleans up nothing."""
@@ -316,6 +319,7 @@ def test_a_launched_command_dies_with_a_sigkilled_parent(tmp_path: Path) -> None
         stop(parent, marker)
 
 
+@pytest.mark.slow  # starts a launched command
 def test_run_logged_still_runs_commands(tmp_path: Path) -> None:
     """The preexec_fn must not get in the way of an ordinary run."""
     outcome = run_logged(

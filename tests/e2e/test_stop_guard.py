@@ -55,6 +55,7 @@ def test_never_reached():
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.slow  # starts a child process
 def test_a_signal_stops_the_suite_and_leaves_nothing_running(
     tmp_path: Path, signum: signal.Signals
 ) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.processes import REPO_ROOT
+from tests.rank.test_phases import SCHEDSTAT_READABLE
+from torchscale.contracts.schema.cell_result import RankCalibration
 from torchscale.contracts.schema.diagnosis import StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
@@ -149,3 +153,58 @@ def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
     printed = cell_verdict.headline_gap()
     assert printed is not None and printed.value is not None
     assert float(row["straggler_gap_s"]) == pytest.approx(printed.value)
+
+
+def _calibration_means(calibration: RankCalibration | None) -> tuple[float, float]:
+    """(mean CPU seconds, mean wall seconds) of a rank's calibration repetitions: the mean, as
+    a wait for the core falls on one repetition in several (each is shorter than a slice)."""
+    assert calibration is not None and calibration.timer == "thread_time"
+    return (
+        statistics.fmean(s for reps in calibration.device_s for s in reps),
+        statistics.fmean(s for reps in calibration.wall_s for s in reps),
+    )
+
+
+def test_a_rank_given_more_work_reads_more_work(swept: Swept) -> None:
+    """The calibration every rank times after its windows (rank/worker/calibration.py): the
+    compute cell's last rank runs its forward 48 more times, its core on par."""
+    result = read_cell(_cell(swept.root, "compute")).doc
+    assert result is not None
+    verdict = result.diagnosis.straggler if result.diagnosis else None
+    assert verdict is not None and verdict.named and verdict.rank == 1, verdict
+    assert verdict.kind == "compute"
+    assert verdict.device is not None and verdict.device.code in (
+        "straggler.more_work",
+        "straggler.device_undecided",  # a loaded machine's calibration may not rule it out
+        # beside other tests its core may also time slower after the window: still more work
+        "straggler.device_partly",
+    ), verdict.device
+    assert verdict.device.code != "straggler.device_slower"
+    assert all(r.calibration is not None for r in result.ranks)
+    cost = [c for r in result.ranks if r.calibration for c in r.calibration.cost_s]
+    assert len(cost) == 4 and all(c > 0 for c in cost)  # 2 ranks x 2 repeats
+
+
+@pytest.mark.skipif(
+    not SCHEDSTAT_READABLE or len(os.sched_getaffinity(0)) < 2,
+    reason="needs Linux schedstat and two cores to pin busy processes to the last rank's core",
+)
+def test_a_core_shared_with_busy_processes_never_reads_more_work(swept: Swept) -> None:
+    """Busy processes pinned to the host cell's last rank's core make it slower (this VM has no
+    cgroup cpu controller to set cpu.max, no SMT sibling and no cpufreq): its calibration's wall
+    is slower (it waits for its core), its CPU time on par or slower (the same instructions
+    refill the caches the busy processes took). The rank is `host` (held off the CPU) or, where
+    its CPU time decides, compute on a slower core: never "more work"."""
+    result = read_cell(_cell(swept.root, "host")).doc
+    assert result is not None
+    (cpu0, wall0), (cpu1, wall1) = (_calibration_means(r.calibration) for r in result.ranks)
+    # its core's wait shows in the wall time; by how much depends on what else the machine runs
+    assert wall1 > wall0 and wall1 >= cpu1, (cpu0, wall0, cpu1, wall1)
+    verdict = result.diagnosis.straggler if result.diagnosis else None
+    assert verdict is not None and verdict.named and verdict.rank == 1, verdict
+    assert verdict.kind in ("host", "compute"), verdict
+    device = verdict.device.code if verdict.device is not None else None
+    if verdict.kind == "host":
+        assert device is None  # the host's: no device reading
+    else:
+        assert device in ("straggler.device_slower", "straggler.device_partly"), verdict

@@ -442,6 +442,7 @@ def test_sweep_keeps_per_cell_and_per_rank_logs(main_sweep: Sweep) -> None:
         assert len(rank_logs) == world
 
 
+@pytest.mark.slow  # starts a child process
 def test_process_scan_sees_a_live_process(tmp_path: Path) -> None:
     """The leftover-process check above is not vacuous: it finds a process by its argv."""
     marker = str(tmp_path / "marker")

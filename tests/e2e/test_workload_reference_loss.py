@@ -45,6 +45,7 @@ def _args(**overrides: Any) -> argparse.Namespace:
     return argparse.Namespace(**(values | overrides))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_with_compile_the_loss_is_inside_the_one_compiled_callable() -> None:
     """Dynamo traces the callable the reference compiles (an eager backend: no inductor build
     on CPU): one callable, whose graph ends in the cross entropy and returns a scalar loss."""

@@ -244,6 +244,7 @@ def test_a_step_time_axis_starts_at_zero_in_both() -> None:
     assert "0 ms" in texts(_drawn(chart))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_500_cell_charts_stay_readable(scale_charts: list[Chart]) -> None:
     """A 250-entry legend covered the 500-cell PDF's plot and stood 1,000 px tall over a
     100 px plot in the HTML."""

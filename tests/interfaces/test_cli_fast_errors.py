@@ -78,6 +78,7 @@ MISTAKES = [label for label, _ in _script().mistakes(CONFIG, Path("scratch"))]
 
 
 @pytest.mark.parametrize("label", MISTAKES)
+@pytest.mark.slow  # starts a child process
 def test_a_mistake_is_one_line_before_torch_or_pandas(label: str, tmp_path: Path) -> None:
     args = _mistakes(tmp_path / "inputs")[label]
     exit_code, loaded, said = run(args, tmp_path)
@@ -87,6 +88,7 @@ def test_a_mistake_is_one_line_before_torch_or_pandas(label: str, tmp_path: Path
     assert loaded == "-", f"torchscale {' '.join(args)} imported {loaded} before answering"
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_bad_config_is_every_problem_of_the_file(tmp_path: Path) -> None:
     """(a config's problems come together, one line each: more than one line is no stack)"""
     args = _mistakes(tmp_path / "inputs")["benchmark: bad config"]
@@ -94,6 +96,7 @@ def test_the_bad_config_is_every_problem_of_the_file(tmp_path: Path) -> None:
     assert said and all(line.startswith("error: ") for line in said), said
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_dry_run_where_no_gpu_can_be_imports_no_torch(tmp_path: Path) -> None:
     if no_gpu_here() is None:
         pytest.skip("a GPU may be here: torch is asked (and imported) to count them")
@@ -105,6 +108,7 @@ def test_a_dry_run_where_no_gpu_can_be_imports_no_torch(tmp_path: Path) -> None:
     assert not (tmp_path / "results").exists()  # a dry run leaves nothing behind
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_benchmark_times_every_mistake_against_its_target(tmp_path: Path) -> None:
     script = _script()
     timed = {c.label: c for c in script.commands(CONFIG, slow=False, scratch=tmp_path)}

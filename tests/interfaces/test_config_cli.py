@@ -488,12 +488,14 @@ HEAVY = ("torch", "pandas", "plotly", "weasyprint")
     ],
     ids=lambda a: " ".join(a[1:]),
 )
+@pytest.mark.slow  # starts a fresh interpreter
 def test_help_imports_no_heavy_dependency(argv: list[str]) -> None:
     found = import_probe.probe(argv[1:], HEAVY)
     assert found["EXIT"] == "0", found["OUTPUT"]
     assert found["LOADED"] == "-", f"heavy modules imported by {argv[1:]}: {found['LOADED']}"
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_probe_detects_heavy_imports() -> None:
     """The probe above can fail: importing pandas first must show up in its report."""
     found = import_probe.probe(["--version"], HEAVY, prelude="import pandas")
@@ -507,6 +509,7 @@ def test_probe_detects_heavy_imports() -> None:
         (["--version"], f"torchscale {torchscale.__version__}"),
     ],
 )
+@pytest.mark.slow  # starts a child process
 def test_python_dash_m(args: list[str], expected: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "torchscale", *args],

@@ -256,6 +256,7 @@ def test_a_plug_in_name_is_printed_as_written() -> None:
     assert hostile in out.getvalue()
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_stall_fits_its_column_at_every_share() -> None:
     """'9.9 %', '10 %', '<1 %': never six characters in a five-wide column (a share that
     rounds to 10.0 % takes the whole-number form)."""

@@ -48,6 +48,7 @@ def _surfaces(tmp_path: Path) -> dict[str, str]:
         ("noise.level.varies", "noisy"),
     ],
 )
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_one_entry_rewords_every_surface(
     code: str, old: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -79,6 +80,7 @@ def test_the_sweep_has_a_named_straggler_and_a_noisy_cell() -> None:
         ("live.busy", "rows marked busy measure the contention", True),
     ],
 )
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_one_entry_rewords_a_first_screen_clause(
     code: str, old: str, live: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

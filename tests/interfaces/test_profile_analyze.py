@@ -80,6 +80,7 @@ def one_error_line(result: Result) -> str:
 
 @needs_shared
 @pytest.mark.parametrize("folder", sorted(GOLDEN))
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_shared_real_traces_golden(folder: str, tmp_path: Path) -> None:
     ranks, world, device, cycle, exposed, overlap, categories = GOLDEN[folder]
     analysis = analyze_directory(SHARED_TRACES / folder, target="all")
@@ -140,6 +141,7 @@ def assert_parts_add_up(analysis: ProfileAnalysis) -> None:
 
 
 @needs_shared
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_cli_on_the_shared_traces_prints_and_writes_only_where_asked(tmp_path: Path) -> None:
     # never write into ../shared (as root, its read-only modes would not stop a write)
     result = invoke(
@@ -176,6 +178,7 @@ def _synthetic(tmp_path: Path, ranks: int, **kwargs: object) -> Path:
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_synthetic_straggler_named_with_rank_phase_and_size(tmp_path: Path, ranks: int) -> None:
     directory = _synthetic(
         tmp_path, ranks, steps=8, straggler=1, delay_us=20_000, phase="backward", seed=3

@@ -146,6 +146,7 @@ def _rank(index: int, phases: dict[str, float]) -> RankMeasurement:
     return RankMeasurement(index, "host", "perf_counter", 4, [0.02] * 5, windows)
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

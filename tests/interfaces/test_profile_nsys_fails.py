@@ -22,6 +22,7 @@ esac
 
 
 @pytest.mark.parametrize("found_by", ["TORCHSCALE_NSYS", "PATH"])
+@pytest.mark.slow  # starts an nsys command
 def test_a_failing_nsys_fails_the_profile_with_its_own_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, found_by: str
 ) -> None:

@@ -35,6 +35,7 @@ def test_nsys_by_name_is_used_or_refused_in_one_line(monkeypatch: pytest.MonkeyP
     assert tool == "torch" and why is not None and "no nsys found" in why
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_profile_refuses_a_compiled_cell_without_a_toolchain(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

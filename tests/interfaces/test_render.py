@@ -92,6 +92,7 @@ def test_ok_cell_lines_and_levels() -> None:
     assert [line.level for line in lines] == ["info", "info", "warn"]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_step_model_lines_come_from_the_diagnosis() -> None:
     """The Step and Straggler lines say what the diagnosis holds, in `diagnosis_text`'s words,
     and a named straggler is a warning; the cross-checks come with -v only, a disagreeing one

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.scale_sample import report_scale
 from torchscale.interfaces.cli.app import app
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_five_alike_models_are_one_line_and_dropped_cards_are_said(tmp_path: Path) -> None:
     experiment = report_scale().write_results(tmp_path, 500)
     result = CliRunner().invoke(
@@ -27,6 +29,7 @@ def test_five_alike_models_are_one_line_and_dropped_cards_are_said(tmp_path: Pat
     assert shown or " key figure" in flat.split("Left out:")[1], "cards dropped without a word"
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_runs_whose_diagnoses_read_alike_are_one_row(tmp_path: Path) -> None:
     """500 cells made from the busy sweep's four two-rank cells (benchmarks/report_scale.py),
     each carrying its template's diagnosis: four distinct diagnoses, four rows, each counting
@@ -47,6 +50,7 @@ def test_runs_whose_diagnoses_read_alike_are_one_row(tmp_path: Path) -> None:
     assert all(str(r["run"]).endswith("and 124 more alike") for r in table.rows)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_a_capped_chart_keeps_the_lines_that_reach_the_axis_end(tmp_path: Path) -> None:
     """The strong-scaling efficiency chart keeps 11 of 140 series: it kept 11 lines that all
     ended at 2 ranks, on top of each other, on an axis to 16; now each model's widest line

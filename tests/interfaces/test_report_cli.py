@@ -126,6 +126,7 @@ def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
     assert "Regressions against the baseline: 4" in comment
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
     """The issue: the same config run twice must not fail the gate (nor warn)."""
     baseline = with_repeats(tmp_path / "baseline", 1.0, 10, seed=1)
@@ -140,6 +141,7 @@ def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
     assert same.exit_code == 0, same.output
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_a_halving_on_2_repeats_is_not_judged_and_the_gate_says_so(tmp_path: Path) -> None:
     """Half the throughput, but 2 repeats a side: not enough to judge, never a
     regression and never a pass. Every format's first screen lists the change with its

@@ -387,6 +387,7 @@ def test_plain_headings_keep_their_technical_terms(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------ 1400 px
 
 
+@pytest.mark.slow  # starts a renderer process
 def test_no_column_is_cut_off_without_a_cue_at_1400_px(tmp_path: Path) -> None:
     """In Chromium at 1400 px: the summary's and the header's tables fit, and any table wider
     than its box (the environment's) says, above it, to scroll sideways."""

@@ -356,6 +356,7 @@ def test_summary_lines_stay_short_with_many_figures() -> None:
         "report.render.pdf",
     ],
 )
+@pytest.mark.slow  # starts a child process
 def test_light_formats_import_neither_weasyprint_nor_matplotlib(module: str) -> None:
     code = (
         f"import sys, torchscale.interfaces.{module}; "

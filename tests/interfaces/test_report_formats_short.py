@@ -104,6 +104,7 @@ def test_the_sweep_pdf_fits_in_6_pages_and_full_has_more(
     assert _pages(sweep_full) > short
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_profile_pdf_fits_in_3_pages(tmp_path: Path) -> None:
     assert _pages(_model(PROFILE, "json", tmp_path)) <= MAX_PROFILE_PAGES
 
@@ -180,6 +181,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
 """
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_markdown_and_json_draw_no_chart(tmp_path: Path) -> None:
     """Neither format draws or lays out anything: matplotlib, WeasyPrint and plotly are never
     imported (in a fresh interpreter, so nothing else in the suite imported them first)."""

@@ -351,6 +351,7 @@ def _scale_module() -> Any:
 
 
 @pytest.mark.parametrize("cells", [8, 500])
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_markdown_fits_a_pull_request_comment(tmp_path: Path, cells: int) -> None:
     experiment = _scale_module().write_results(tmp_path, cells)
     report = build(experiment, cost_per_gpu_hour=2.5)

@@ -27,10 +27,12 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     return scale_report(tmp_path_factory.mktemp("html-size"))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_default_html_is_at_most_a_megabyte(report: Report) -> None:
     assert len(html_format.render(report)) <= MAX_BYTES
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_full_keeps_every_row_and_finding_the_default_says_it_left_out(report: Report) -> None:
     default = html_format.render(report).decode("utf-8")
     full = html_format.render(report, full=True).decode("utf-8")

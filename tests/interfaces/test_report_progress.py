@@ -53,6 +53,7 @@ def test_a_steps_eta_is_the_mean_item_so_far_times_the_items_left() -> None:
     assert progress.text() == "laying out the pages, 11s elapsed"  # one item: no position
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_pdf_reports_its_steps_in_order() -> None:
     report = sample_report(cells=2)
     steps: list[Step] = []

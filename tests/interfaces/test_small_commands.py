@@ -38,16 +38,19 @@ def probe(*args: str) -> dict[str, str]:
     ],
     ids=" ".join,
 )
+@pytest.mark.slow  # starts a child process
 def test_small_commands_import_no_heavy_library(args: tuple[str, ...]) -> None:
     found = probe(*args)
     assert found["EXIT"] == "0"
     assert found["LOADED"] == "-", f"torchscale {' '.join(args)} imported {found['HEAVY']}"
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_help_imports_no_command_module() -> None:
     assert probe("--help")["COMMANDS"] == "-"
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_a_command_imports_only_its_own_module() -> None:
     assert probe("list", "--json")["COMMANDS"] == "torchscale.interfaces.cli.list_cmd"
 
@@ -103,6 +106,7 @@ def test_list_table_shows_counts_and_flops() -> None:
     assert "24.3 G" in result.output  # resnet50, one training sample
 
 
+@pytest.mark.slow  # starts a child process
 def test_benchmark_script_knows_the_targets(tmp_path: Path) -> None:
     sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     try:

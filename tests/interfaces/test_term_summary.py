@@ -92,6 +92,7 @@ def test_the_summary_fits_the_terminal_at_any_sweep_size(
     assert f"{len(report.charts())} charts" in flat
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_500_cells_say_how_much_was_left_out(reports: dict[int, Report]) -> None:
     report = reports[500]
     flat = " ".join(term.render(report, 80).decode("utf-8").split())
@@ -156,6 +157,7 @@ def _invoke(*args: str, columns: str | None, monkeypatch: pytest.MonkeyPatch) ->
     return CliRunner().invoke(app, ["report", *args], env=env)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_printed_and_written_the_summary_fits_columns(
     sweeps: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,6 +181,7 @@ def test_printed_and_written_the_summary_fits_columns(
     assert 80 < widest <= term.WIDTH
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_full_prints_the_whole_report(
     sweeps: dict[int, Path], reports: dict[int, Report], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,6 +200,7 @@ def test_full_prints_the_whole_report(
     assert len(full.rstrip("\n").splitlines()) == len(expected)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_interactive_is_for_the_html_only(sweeps: dict[int, Path]) -> None:
     result = CliRunner().invoke(app, ["report", "-s", str(sweeps[8]), "-f", "md", "--interactive"])
     assert result.exit_code == 2

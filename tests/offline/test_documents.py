@@ -74,6 +74,7 @@ def _readers_of_stored_documents(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_nothing_outside_offline_results_reads_a_stored_document_itself() -> None:
     results = PACKAGE / "offline" / "results"
     offenders = {

@@ -29,6 +29,7 @@ def _nsys(tmp_path: Path) -> tuple[Path, bool]:
 
 
 @pytest.mark.parametrize("traces", [_kept, _nsys], ids=["kept", "nsys"])
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_todays_analysis_stores_every_note_as_a_code(traces: object, tmp_path: Path) -> None:
     directory, with_result = traces(tmp_path)  # type: ignore[operator]
     cell = read_cell(directory / "result.json").doc if with_result else None

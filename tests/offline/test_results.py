@@ -202,6 +202,7 @@ def test_a_result_rewritten_by_the_store_reads_back_as_it_was(tmp_path: Path) ->
     assert on_disk["schema_version"] == RESULT_SCHEMA_VERSION
 
 
+@pytest.mark.slow  # starts a child process
 def test_results_package_does_not_import_pandas_for_the_worker() -> None:
     """Ranks import results.schema to write results; they must not pay for pandas."""
     import subprocess

@@ -103,6 +103,7 @@ def test_sporadic_stalls_are_said_as_a_count() -> None:
     assert words is not None and words.startswith("3 of 40 steps")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_balanced_ranks_name_nobody() -> None:
     """Held to the rate the issue asks (>= 95 % of balanced runs name nobody) over seeds the
     rule was not tuned on."""

@@ -106,6 +106,7 @@ def test_inductors_own_default_in_the_environment_is_not_the_users(
     assert compile_cache_env(where, inherited)[INDUCTOR] == "/r/exp/compile_cache"
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_compiled_cell_of_the_sweep_uses_its_experiments_cache(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "exp")
     env = launched(planned(), store, {"PATH": "/usr/bin"}).env_overrides
@@ -116,12 +117,14 @@ def test_a_compiled_cell_of_the_sweep_uses_its_experiments_cache(tmp_path: Path)
     assert {k: again[k] for k in (INDUCTOR, TRITON)} == {k: env[k] for k in (INDUCTOR, TRITON)}
 
 
+@pytest.mark.slow  # starts a launched command
 def test_an_eager_cell_gets_no_cache_variables(tmp_path: Path) -> None:
     command = launched(planned(compile_=False), ResultStore(tmp_path / "exp"), {})
     assert INDUCTOR not in command.env and TRITON not in command.env
 
 
 @pytest.mark.parametrize("where", ["inherited", "launcher.env"])
+@pytest.mark.slow  # starts a launched command
 def test_a_users_own_cache_wins(tmp_path: Path, where: str) -> None:
     mine = {INDUCTOR: str(tmp_path / "mine")}
     cell = planned(env=mine if where == "launcher.env" else None)
@@ -131,6 +134,7 @@ def test_a_users_own_cache_wins(tmp_path: Path, where: str) -> None:
     assert TRITON not in command.env  # Triton's cache stays under the user's inductor cache
 
 
+@pytest.mark.slow  # starts a launched command
 def test_max_batch_probes_share_the_sweeps_cache(tmp_path: Path) -> None:
     cell = planned()
     store = ResultStore(tmp_path / "exp")
@@ -142,6 +146,7 @@ def test_max_batch_probes_share_the_sweeps_cache(tmp_path: Path) -> None:
     assert command.env[INDUCTOR] == str(tmp_path / "exp" / "compile_cache")
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_profiled_run_compiles_into_its_experiments_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -107,6 +107,7 @@ def probing_with(monkeypatch: pytest.MonkeyPatch, probe: Probe) -> None:
 # ------------------------------------------------------------ where the probe compiles
 
 
+@pytest.mark.slow  # starts a child command
 def test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder(
     tmp_path: Path,
 ) -> None:
@@ -121,6 +122,7 @@ def test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder(
     assert sorted(p.name for p in cache.iterdir()) == ["old-kernel"]  # the scratch is gone
 
 
+@pytest.mark.slow  # starts a child command
 def test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path: Path) -> None:
     """Nothing is written before the run starts: the probe compiles on the filesystem the
     folder will be made on, and leaves nothing there."""
@@ -133,6 +135,7 @@ def test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path: Pat
     assert list(results.iterdir()) == []
 
 
+@pytest.mark.slow  # starts a child command
 def test_a_users_own_cache_folder_is_the_one_probed(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     env = cells_env({**ENV, INDUCTOR: str(mine)}, tmp_path / "exp" / "compile_cache")
@@ -299,6 +302,7 @@ def test_benchmark_launches_its_cells_with_the_node_local_cache_after_one_line(
     assert command.env[INDUCTOR] == str(node_local_cache_dir())
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_profile_launches_with_the_node_local_cache_and_says_so_in_a_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

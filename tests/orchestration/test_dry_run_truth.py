@@ -133,6 +133,7 @@ def test_a_slurm_dry_run_off_the_cluster_writes_the_scripts(
     assert "dry run: nothing submitted" in result.output
 
 
+@pytest.mark.slow  # starts a child command
 def test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,6 +170,7 @@ def test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(
     assert calls == ["scontrol show partition -o"]  # asked once; nothing submitted
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,6 +193,7 @@ def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_
     )
 
 
+@pytest.mark.slow  # starts a child command
 def test_the_real_scontrol_with_its_controller_down_is_a_dry_run_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,6 +230,7 @@ def test_the_real_scontrol_with_its_controller_down_is_a_dry_run_note(
     assert len(sorted((out / "truth" / "slurm").glob("*/job.sbatch"))) == 2
 
 
+@pytest.mark.slow  # starts a child command
 def test_a_real_slurm_run_without_a_controller_stops_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -243,6 +247,7 @@ def test_a_real_slurm_run_without_a_controller_stops_in_one_line(
     assert not any(call.startswith("sbatch") for call in calls)
 
 
+@pytest.mark.slow  # starts a child command
 def test_batch_sizes_auto_under_slurm_is_refused_naming_the_launcher(tmp_path: Path) -> None:
     """The login node does not see the nodes' GPUs: one line that says so and how to go on
     (docs/first-gpu-run.md quotes it: tests/project/test_first_gpu_run_doc.py)."""

@@ -496,6 +496,7 @@ def _argv(parts: list[Arg], tmp: Path) -> list[str]:
 @pytest.mark.parametrize(
     ("argv", "setup", "code"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_every_command_exits_by_one_grammar(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[Arg], setup: Any, code: int
 ) -> None:

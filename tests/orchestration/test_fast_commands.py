@@ -160,6 +160,7 @@ def test_this_node_without_a_gpu_is_the_cpu_node_torch_would_give() -> None:
     assert hardware.this_node() == cpu_node()
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_config_init_for_this_node_imports_no_torch_without_a_gpu(tmp_path: Path) -> None:
     if no_gpu_here() is None:
         pytest.skip("a GPU may be here: torch is asked (and imported)")

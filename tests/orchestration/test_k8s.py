@@ -600,6 +600,7 @@ def test_apply_without_kubectl_is_a_usage_error(
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.slow  # starts kubectl
 def test_apply_runs_kubectl_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "argv.log"
     fake_kubectl(tmp_path / "bin", log)
@@ -612,6 +613,7 @@ def test_apply_runs_kubectl_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert calls == [f"apply -f {p}" for p in paths]
 
 
+@pytest.mark.slow  # starts kubectl
 def test_failing_apply_is_one_line_with_kubectls_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -671,6 +673,7 @@ def test_a_run_writes_every_planned_cell_to_the_sweep_state(tmp_path: Path) -> N
     assert sentence.startswith("Sweep not followed to its end (manifests written, not applied")
 
 
+@pytest.mark.slow  # starts kubectl
 def test_a_run_with_no_result_yet_is_reported_by_its_sweep_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -638,6 +638,7 @@ def test_a_result_written_before_a_hung_shutdown_is_kept(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
     out = tmp_path / "result.txt"
     script = f"import pathlib, sys; pathlib.Path({str(out)!r}).write_text('7'); sys.exit(3)"
@@ -649,6 +650,7 @@ def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_launch_that_wrote_nothing_is_a_classified_failure(tmp_path: Path) -> None:
     out = tmp_path / "result.txt"
     script = "raise SystemExit('boom')"

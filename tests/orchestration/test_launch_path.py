@@ -19,6 +19,8 @@ import ast
 import functools
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "torchscale"
 LAUNCH = PACKAGE / "orchestration" / "launch"
 ONE_PATH = LAUNCH / "attempt.py"
@@ -140,6 +142,7 @@ def _tree(path: Path) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_only_run_attempt_calls_run_launch() -> None:
     callers = [
         _relative(path)

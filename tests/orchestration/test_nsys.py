@@ -536,6 +536,7 @@ def test_wrap_launch_keeps_the_launch_and_sets_tmpdir(tmp_path: Path) -> None:
     assert (wrapped.nproc, wrapped.log_dir) == (launch.nproc, launch.log_dir)
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_find_nsys_order_and_errors(tmp_path: Path) -> None:
     fake = tmp_path / "nsys"
     fake.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2099.1.2.3-abc'\n")
@@ -579,6 +580,7 @@ def test_parse_version_and_missing_report(tmp_path: Path) -> None:
         export_sqlite("/opt/nsys", tmp_path / "absent.nsys-rep")
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_install_script_is_valid_bash() -> None:
     script = REPO_ROOT / ".ci" / "install_nsys.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)

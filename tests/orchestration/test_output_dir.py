@@ -95,6 +95,7 @@ def test_output_under_a_file_fails_before_anything_runs(tmp_path: Path) -> None:
     assert "Running" not in result.output
 
 
+@pytest.mark.slow  # starts a child process
 def test_read_only_mount_fails_before_anything_runs(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "ro", "64k", read_only=True) as mount:
         cfg = write_config(tmp_path / "c.yaml", "exp")

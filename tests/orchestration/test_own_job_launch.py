@@ -161,6 +161,7 @@ def test_a_command_not_found_is_one_line_before_anything_runs(tmp_path: Path) ->
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_job_that_exits_3_at_once_is_one_line_and_fails(tmp_path: Path) -> None:
     ran = run(tmp_path, request(sys.executable, "-c", "import sys; sys.exit(3)"))
     assert ran.problem is not None and ran.problem.code == "own_job.exited"
@@ -172,6 +173,7 @@ def test_a_job_that_exits_3_at_once_is_one_line_and_fails(tmp_path: Path) -> Non
     assert (ran.directory / "environment.json").is_file()
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None:
     prepared = tmp_path / "prepared"
     prepared.mkdir()
@@ -190,6 +192,7 @@ def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None
     assert stored.error is not None and stored.error.why == ran.problem
 
 
+@pytest.mark.slow  # starts a launched command
 def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) -> None:
     prepared = tmp_path / "prepared"
     prepared.mkdir()
@@ -218,6 +221,7 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_said(
     tmp_path: Path,
 ) -> None:
@@ -242,6 +246,7 @@ def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_s
     assert "measurement kept" in said and said.startswith(f"{Path(sys.executable).name} exited")
 
 
+@pytest.mark.slow  # starts a launched command
 def test_samples_per_step_given_replace_the_loaders_count_and_say_so(tmp_path: Path) -> None:
     from dataclasses import replace
 
@@ -266,6 +271,7 @@ def test_samples_per_step_given_replace_the_loaders_count_and_say_so(tmp_path: P
     assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path: Path) -> None:
     ran = run(tmp_path, request(sys.executable, "-c", "print('no torch here')"))
     assert ran.problem is not None and ran.problem.code == "own_job.no_rank_files"
@@ -273,6 +279,7 @@ def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path:
     assert "-E, -I or -S" in wording.say(ran.problem)
 
 
+@pytest.mark.slow  # starts a launched command
 def test_a_hanging_job_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     hang = request(sys.executable, "-c", "import time; time.sleep(120)", timeout_s=1.0)
     ran = run(tmp_path, hang)
@@ -302,6 +309,7 @@ WRITE_THEN_HANG = COPYING_JOB + "sys.stdout.flush()\nimport time\ntime.sleep(120
 # SIGINT raises KeyboardInterrupt, SIGTERM Terminated; SIGHUP raises the same Terminated as
 # SIGTERM (contracts/signals.py's TERMINATING_SIGNALS, both tested in tests/e2e/test_signals.py)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.slow  # starts a child process
 def test_a_stop_signal_stops_the_jobs_group_and_keeps_what_was_measured(
     tmp_path: Path, signum: int
 ) -> None:
@@ -390,6 +398,7 @@ def test_tokens_per_sample_are_the_tokens_the_probe_counted_over_its_samples() -
 # ------------------------------------------------------------ a sweep's job cells (jobs:)
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_sweeps_job_cells_relaunch_and_a_failing_one_leaves_the_sweep_going(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,6 +129,7 @@ print(json.dumps([p.cell.id for p in build_plan(config, Machine(0, 2))]))
 """
 
 
+@pytest.mark.slow  # starts a child process
 def test_cell_ids_stable_across_processes() -> None:
     """Another interpreter (another hash seed) computes the same ids: resume depends on it."""
     here = ids(build_plan(parse_config(CONFIG_YAML), CPU_BOX))

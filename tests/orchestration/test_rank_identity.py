@@ -152,6 +152,7 @@ def test_a_partial_or_foreign_record_is_no_identity(text: str) -> None:
     assert RankIdentity.from_json(text) is None
 
 
+@pytest.mark.slow  # starts a child process
 def test_install_writes_the_identity_beside_the_pid(tmp_path: Path) -> None:
     """In a process of its own: install() registers signal handlers."""
     env = {

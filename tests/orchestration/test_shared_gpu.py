@@ -253,6 +253,7 @@ def test_a_shared_cell_is_no_forecast_input() -> None:
     assert group.cells == [] and "shared a GPU" in group.left_out[planned.cell.id]
 
 
+@pytest.mark.slow  # starts a child command
 def test_profile_ranks_per_gpu_runs_two_ranks_on_one_gpu_with_a_straggler() -> None:
     from torchscale.contracts.worker_spec import parse_delay
     from torchscale.orchestration.profiling.standalone import ProfileOptions, plan_profile

@@ -263,6 +263,7 @@ def flat(output: str) -> str:
     return " ".join(output.split())
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_cuda_dry_run_without_a_controller_writes_the_scripts_and_shows_each_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -295,6 +296,7 @@ def test_a_cuda_dry_run_without_a_controller_writes_the_scripts_and_shows_each_s
     assert "dry run: nothing submitted" in result.output
 
 
+@pytest.mark.slow  # starts a child command
 def test_a_dry_run_names_why_each_cell_is_skipped_by_the_partitions_gpus(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -326,6 +328,7 @@ NULL_GRES_NODES = GRES_NODES.replace("gpu:a100:4(S:0-1)", "(null)")
 GPU_PARTITION = "PartitionName=gpu Default=YES TotalNodes=2 MaxNodes=UNLIMITED State=UP"
 
 
+@pytest.mark.slow  # starts a child command
 def test_a_partition_without_gpu_gres_gets_a_job_that_asks_no_gpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -349,6 +352,7 @@ def test_a_partition_without_gpu_gres_gets_a_job_that_asks_no_gpu(
 
 
 @pytest.mark.parametrize("reachable", [True, False])
+@pytest.mark.slow  # starts a child command
 def test_slurm_is_asked_once_for_a_cuda_dry_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reachable: bool
 ) -> None:
@@ -394,6 +398,7 @@ def shown_steps(output: str) -> list[tuple[str, list[str], dict[str, str]]]:
     return [step for step in steps if step[1]]
 
 
+@pytest.mark.slow  # starts a child command
 def test_the_dry_run_shows_every_step_the_driver_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -446,6 +451,7 @@ def test_the_dry_run_shows_every_step_the_driver_runs(
 
 
 @pytest.mark.slurm
+@pytest.mark.slow  # starts a child process
 def test_a_real_controller_says_its_partition_has_no_gpu(slurm: SlurmCluster) -> None:
     """The real scontrol's output parses: the test cluster's nodes have no Gres."""
     assert ask_partition(None, slurm.env).gpus == PartitionGpus("debug", most=0, fewest=0, nodes=2)

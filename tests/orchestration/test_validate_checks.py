@@ -480,6 +480,7 @@ def test_nsys_missing_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "Nsight Systems" in shown.hint(result)
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_present_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     exe = fake_nsys(
         tmp_path, monkeypatch, "echo 'NVIDIA Nsight Systems version 2023.4.1.97-32~g1d2a3b4'"
@@ -490,6 +491,7 @@ def test_nsys_present_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert shown.detail(result) == f"nsys 2023.4.1.97 at {exe}"
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_failing_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nsys(
         tmp_path,
@@ -501,6 +503,7 @@ def test_nsys_failing_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert "--version failed: nsys: fatal: cannot load libQt6" in shown.detail(result)
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_exit_status_matters_even_with_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -514,6 +517,7 @@ def test_nsys_exit_status_matters_even_with_version(
     assert "--version failed: license expired" in shown.detail(result)
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_failing_silently_warns_with_exit_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -523,6 +527,7 @@ def test_nsys_failing_silently_warns_with_exit_code(
     assert "--version failed: exit code 7" in shown.detail(result)
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_hanging_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nsys(tmp_path, monkeypatch, "exec sleep 30")
     monkeypatch.setattr(checks_software, "NSYS_TIMEOUT_S", 0.5)

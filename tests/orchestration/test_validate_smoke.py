@@ -660,6 +660,7 @@ def test_run_logged_sigkills_descendants_that_ignore_sigterm(
             _kill_stray(pid, pids[0])
 
 
+@pytest.mark.slow  # starts a launched command
 def test_run_logged_captures_output_and_exit_code(tmp_path: Path) -> None:
     code = (
         "import os, sys; print('to stdout', os.environ['SMOKE_TEST_VAR'], flush=True); "

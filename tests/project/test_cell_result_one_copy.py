@@ -63,6 +63,7 @@ def test_no_mirrored_block_is_a_field_of_a_cell_result() -> None:
     assert sorted(set(CellResult.model_fields) & set(MIRRORED)) == []
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_no_field_is_written_by_two_writers() -> None:
     """No code writes or reads the older blocks: the diagnosis is the one writer of the
     straggler and communication figures."""
@@ -150,6 +151,7 @@ def _split_reason_writes(tree: ast.AST) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_split_reasons_have_one_writer() -> None:
     """The ranks' result and a profiled run's rewritten result say why a split figure is null
     through one function (`split_figures.split_reasons`): two writers gave two answers."""

@@ -17,6 +17,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "torchscale"
 WORDING = PACKAGE / "contracts" / "wording"
 
@@ -132,6 +134,7 @@ def spellers(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_no_module_outside_the_wording_layer_spells_a_figure() -> None:
     found = _spellings()
     new = {path: n for path, n in found.items() if n > NOT_YET.get(path, 0)}

@@ -71,6 +71,7 @@ def test_the_page_is_read() -> None:
 
 
 @pytest.mark.parametrize("name", config_files())
+@pytest.mark.slow  # starts a child process
 def test_every_config_the_page_names_is_shipped_and_plans_on_its_node(name: str) -> None:
     path = REPO / name
     assert path.is_file(), f"docs/first-gpu-run.md runs `-c {name}`, which is not shipped"
@@ -144,6 +145,7 @@ def test_the_two_node_batches_fit_by_the_auto_estimate() -> None:
     assert listed[-1] == fits, (listed, fits)
 
 
+@pytest.mark.slow  # starts a child command
 def test_the_slurm_section_dry_runs_here_and_shows_the_shipped_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -138,6 +138,7 @@ def test_a_summary_csv_is_written_as_it_was(experiment: tuple[str, Path], tmp_pa
 
 
 @pytest.mark.parametrize("trace", sorted(TRACES))
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_a_trace_analysis_prints_as_it_did(trace: str, tmp_path: Path) -> None:
     folder = TRACES[trace]
     if not folder.is_dir():
@@ -149,6 +150,7 @@ def test_a_trace_analysis_prints_as_it_did(trace: str, tmp_path: Path) -> None:
     _check(f"{trace}/profile-analyze.txt", text)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_500_cell_first_screen_reads_as_it_did(tmp_path: Path) -> None:
     """The terminal summary of benchmarks/report_scale.py's 500 cells: the
     decision in a few grouped lines, what is left out counted by kind."""

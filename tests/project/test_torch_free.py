@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "torchscale"
@@ -118,6 +120,7 @@ def _torch_loaders() -> dict[str, list[str] | str]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow  # starts a child process
 def test_nothing_outside_rank_loads_torch_at_import() -> None:
     found = _torch_loaders()
     new = [
@@ -129,6 +132,7 @@ def test_nothing_outside_rank_loads_torch_at_import() -> None:
     assert sorted(set(TORCH_AT_IMPORT) - set(found)) == [], "paid: remove these entries"
 
 
+@pytest.mark.slow  # starts a child command
 def test_the_probe_names_the_chain(tmp_path) -> None:
     # a module that imports torch through another one is caught, with both named
     (tmp_path / "probe_outer.py").write_text("import probe_inner\n", encoding="utf-8")

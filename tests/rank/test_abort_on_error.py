@@ -210,6 +210,7 @@ def test_the_windows_timeout_is_20x_the_slowest_warm_up_step_at_least_60_s(
 
 
 @pytest.mark.usefixtures("one_rank_group")
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_measure_cuts_the_timeout_for_its_windows_then_restores_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

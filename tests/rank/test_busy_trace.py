@@ -119,6 +119,7 @@ def test_the_step_after_the_window_edge_is_run_untimed(
 
 
 @pytest.mark.usefixtures("process_group")
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_overhead_benchmarks_control_window_has_the_same_edge(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -200,6 +200,7 @@ def test_every_rank_agrees_to_keep_init_timeout_when_a_rank_has_no_steady_step()
     ["timed", "edge", None],
     ids=["guard-fails-in-window", "guard-fails-at-the-edge", "steady"],
 )
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_a_recompile_inside_a_window_is_counted_and_warned(
     monkeypatch: pytest.MonkeyPatch, flip: str | None
 ) -> None:

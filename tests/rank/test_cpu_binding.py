@@ -42,6 +42,7 @@ def test_ranks_that_outnumber_the_cores_are_not_bound_and_say_why() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity calls")
+@pytest.mark.slow  # starts a child process
 def test_a_rank_binds_itself_and_its_later_threads_to_its_cores() -> None:
     allowed = sorted(os.sched_getaffinity(0))
     ranks = len(allowed)  # one core each

@@ -226,6 +226,7 @@ def test_the_clock_is_unavailable_with_its_reason(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.skipif(not LINUX_SCHEDSTAT, reason="needs Linux /proc/thread-self/schedstat")
+@pytest.mark.slow  # starts a child process
 def test_the_clock_counts_time_another_process_held_the_cpu() -> None:
     """This thread and a busy child share one CPU: the scheduler splits it, so the thread
     waits for it (run_delay grows) while it spins; alone on it, hardly at all."""

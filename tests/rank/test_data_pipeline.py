@@ -299,6 +299,7 @@ def test_masked_tokens_mark_about_15_percent(shard_dir: Path) -> None:
     assert torch.equal(targets[chosen], tokens[chosen])
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_loader_restarts_at_the_end_of_an_epoch_and_stops_its_workers(
     shard_dir: Path,
 ) -> None:

@@ -418,6 +418,7 @@ def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.usefixtures("process_group", "ddp_at_one_rank")
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_blockwise_loss_trains_the_step_the_plain_loss_does() -> None:
     """Through DDP's hooks and two accumulated micro-batches, a step with the eager blockwise
     loss (small blocks, so the tiny vocabulary spans several) moves every weight as the plain
@@ -483,6 +484,7 @@ def eager_step_flops(trainer: Trainer) -> float:
         ("tiny-transformer", "ddp", 1),
     ],
 )
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_the_meta_flop_count_is_the_eager_steps_count(
     model: str, strategy: str, accum: int
 ) -> None:
@@ -678,6 +680,7 @@ def test_bf16_fsdp_runs_bf16_params_with_fp32_reduction_and_fp32_batch_norm() ->
 
 
 @pytest.mark.usefixtures("process_group")
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_compiled_fsdp_is_wrapped_as_torchtitan_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each block is compiled before fully_shard wraps it (FSDP's hooks around the graph, not
     in it), the root is never compiled whole and is not resharded after forward (an explicit

@@ -425,6 +425,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
         process.wait(10)
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_real_busy_process_is_seen_as_other_and_a_child_as_own(
     burner: subprocess.Popen[bytes], sleeper: subprocess.Popen[bytes]
 ) -> None:

@@ -142,6 +142,7 @@ def test_gpu_only_dtypes_are_unavailable_on_cpu(dtype: str) -> None:
         mp.measure_matmul(dtype, [(4, 4, 4)], "cpu")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_cpu_has_no_spec_and_says_why() -> None:
     result = mp.find_peak("fp32", "cpu", budget_s=2, squares=(16, 32), min_time_s=0.002)
     assert result.best_tflops is not None and result.best_tflops > 0

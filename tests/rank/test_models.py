@@ -300,6 +300,7 @@ def test_bert_base_encoder_flops_match_reference() -> None:
     assert counter.get_total_flops() / 1e9 == pytest.approx(22.35, rel=0.005)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_resnet50_flops_on_real_cpu_tensors() -> None:
     torch.manual_seed(0)
     bundle = build_model("resnet50")

@@ -36,6 +36,7 @@ def test_the_framework_is_the_one_whose_code_steps(modules: tuple[str, ...], exp
     assert called_from(*modules) == expected
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_loaders_settings_are_read_from_its_iterator() -> None:
     single = iter(DataLoader(list(range(8)), batch_size=2))
     assert loader_settings(single) == {

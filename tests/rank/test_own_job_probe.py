@@ -186,6 +186,7 @@ CHECK = (
 
 
 @pytest.mark.parametrize("probe_on", [True, False])
+@pytest.mark.slow  # starts a child process
 def test_an_existing_sitecustomize_still_runs_and_nothing_heavy_is_imported(
     tmp_path: Path, probe_on: bool
 ) -> None:
@@ -210,6 +211,7 @@ def test_an_existing_sitecustomize_still_runs_and_nothing_heavy_is_imported(
 # ----------------------------------------------------------------------------- a rank's steps
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> None:
     """Gradient accumulation (3 micro-batches of 16): one step per optimizer step, its
     samples summed over the micro-batches; W + N steps, then rc 0 and nothing after. The
@@ -262,6 +264,7 @@ DRAWING_SITE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     """Same seed, same losses bare and under the probe (which here lets the job finish and
     writes at exit every step after the warm-up); bare, with the carrier on the path but no
@@ -306,6 +309,7 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     """`optimizer.step(closure)` with forward and backward inside the closure (Lightning's
     automatic optimization): one step per call, the closure's slow forward (a 40 ms sleep)
@@ -324,6 +328,7 @@ def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     assert all(o is not None and f is not None and o < f for o, f in pairs)
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_loop_without_an_optimizer_is_measured_by_its_step_marker(tmp_path: Path) -> None:
     """A hand-written update calling `torchscale.mark_step()` each step: W + N marked steps,
     then the agreed stop; backward whole (a marker names no parameters to split it at);
@@ -341,6 +346,7 @@ def test_a_loop_without_an_optimizer_is_measured_by_its_step_marker(tmp_path: Pa
     assert_phases_add_up(rank)
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:
     """Here only the carrier is on PYTHONPATH: it imports its own torchscale."""
     out = tmp_path / "out"
@@ -354,6 +360,7 @@ def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> 
     assert findings[0].figures == {"rank": 0, "batches": 12, "backward_calls": 12}
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_job_killed_by_sigterm_keeps_what_was_measured(tmp_path: Path) -> None:
     """Letting the job finish (N = 0), a SIGTERM after 5 steps: the measurement is written
     and the job still dies by SIGTERM, as it would without the probe."""
@@ -365,6 +372,7 @@ def test_a_job_killed_by_sigterm_keeps_what_was_measured(tmp_path: Path) -> None
     assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, False)
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_probe_failure_leaves_the_job_running(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = probe_env(out, warmup=1, steps=3, stop=True) | {"TORCHSCALE_OWN_JOB_WARMUP": "two"}

@@ -60,6 +60,7 @@ def trace_env(folder: Path, warmup: int, steps: int, traced: int, tool: str = "t
     return env
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
     tmp_path: Path,
 ) -> None:
@@ -82,6 +83,7 @@ def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
     assert not (out / "rank0.trace_note.json").exists()
 
 
+@pytest.mark.slow  # starts a child process
 def test_with_no_measured_count_the_job_runs_to_its_end_traced_after_the_warmup(
     tmp_path: Path,
 ) -> None:
@@ -112,6 +114,7 @@ OWN_PROFILER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_job_running_its_own_profiler_is_left_alone_and_its_trace_skipped(
     tmp_path: Path,
 ) -> None:
@@ -141,6 +144,7 @@ def test_a_job_running_its_own_profiler_is_left_alone_and_its_trace_skipped(
     [("bogus", "not one of torch, nsys"), ("nsys", "cudaProfilerStart")],
     ids=["unknown-tool", "nsys-on-cpu"],
 )
+@pytest.mark.slow  # starts a child process
 def test_a_failing_window_fails_open_the_job_runs_on_and_keeps_its_measurement(
     tmp_path: Path, tool: str, said: str
 ) -> None:
@@ -165,6 +169,7 @@ def fake_nsys(tmp_path: Path) -> Path:
     return exe
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_wraps_the_users_launch_line_as_data(tmp_path: Path) -> None:
     from torchscale.orchestration.own_job.command import OwnJobRequest, job_command
     from torchscale.orchestration.profiling.own_job_window import under_nsys
@@ -182,6 +187,7 @@ def test_nsys_wraps_the_users_launch_line_as_data(tmp_path: Path) -> None:
     assert command.env["TORCHSCALE_OWN_JOB_TRACE_STEPS"] == "3"
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_nsys_is_refused_in_one_line_without_a_gpu_or_without_nsys(tmp_path: Path) -> None:
     from torchscale.orchestration.profiling.own_job_window import refuse_nsys
 

@@ -373,6 +373,7 @@ def test_rank_delays() -> None:
         RankDelays.for_rank(delays, 0, 1)
 
 
+@pytest.mark.slow  # starts an nsys command
 def test_delay_module_does_not_import_torch() -> None:
     """The CLI parses --inject-delay before launching anything: no torch import for that."""
     code = "import sys, torchscale.rank.worker.delay; print('torch' in sys.modules)"

@@ -57,6 +57,7 @@ def tiny_plans() -> dict[str, plan_check.PlanCheck]:
     return {c.layout: c for c in checks}
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_tiny_gpt2_plans_at_8_ranks_add_up_to_the_model(
     tiny_plans: dict[str, plan_check.PlanCheck],
 ) -> None:
@@ -101,6 +102,7 @@ def test_tiny_gpt2_plans_at_8_ranks_add_up_to_the_model(
     assert all(s["forward_flops_per_sample"] > 0 for s in first["pp_stages"])
 
 
+@pytest.mark.slow  # over 2 s on 2 cores
 def test_a_missing_or_doubled_shard_is_not_ok(tiny_plans: dict[str, plan_check.PlanCheck]) -> None:
     check = tiny_plans["fsdp"]
     partial = plan_check.PlanCheck(**{**check.__dict__, "ranks": check.ranks[:-1]})
@@ -110,6 +112,7 @@ def test_a_missing_or_doubled_shard_is_not_ok(tiny_plans: dict[str, plan_check.P
     assert doubled.verdict() == "mismatch"
 
 
+@pytest.mark.slow  # starts a child process
 def test_one_compiled_fsdp_step_at_8_ranks_through_the_trainer() -> None:
     assert plan_check.compiled_step("tiny-mlp", "fsdp", WORLD, 3, 16) >= 1
 

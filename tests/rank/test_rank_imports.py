@@ -35,6 +35,7 @@ def loaded(module: str, watch: tuple[str, ...]) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_probe_sees_an_import() -> None:
     assert loaded("scipy.stats", ("scipy", "pandas")) == "scipy"
 
