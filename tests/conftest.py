@@ -6,6 +6,7 @@ process (tests/process_guard.py)."""
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,6 +33,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not config.pluginmanager.has_plugin("stop_guard"):
         config.pluginmanager.register(StopGuard(), "stop_guard")
+    # platform.platform(), which a cell's environment records, runs `uname -p` the first time a
+    # process asks: asked here, before any test, it is cached and no test starts it
+    platform.platform()
     if not config.pluginmanager.has_plugin("process_guard"):
         guard = ProcessGuard()
         guard.install()

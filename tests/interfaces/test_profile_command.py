@@ -16,8 +16,11 @@ from typer.testing import CliRunner, Result
 import torchscale.interfaces.api as api
 from torchscale.contracts.finding import Finding
 from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.launch import process
+from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.own_job import run as own_job_run
 from torchscale.orchestration.own_job.command import OwnJobRequest
+from torchscale.rank.own_job import ENV_DIR
 from torchscale.rank.worker.measure import RankMeasurement, Window
 
 PHASES = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
@@ -173,3 +176,58 @@ def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     assert report.exit_code == 0, report.output
     (md,) = out.glob("*.md")
     assert "Straggler: rank 1" in md.read_text()  # the report reads the job as a measured cell
+
+
+def _varying_rank(index: int, phases: dict[str, float]) -> RankMeasurement:
+    """_rank(), each step's phases 1 % apart: without ties between the ranks' per-step
+    differences the straggler's test is exact, not a permutation test of seconds."""
+    windows = [
+        Window(1.0, [0.02] * 4, {n: [v * (1 + (4 * w + k) / 100) for k in range(4)]
+                                 for n, v in phases.items()})
+        for w in range(3)
+    ]  # fmt: skip
+    return RankMeasurement(index, "host", "perf_counter", 4, [0.02] * 5, windows)
+
+
+def test_a_job_run_in_process_prints_the_answer_and_keeps_its_output_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job stood in for in-process as COPYING_JOB: the one call that starts its process
+    (launch.process.run_logged) copies the ranks' files into the folder the job's environment
+    names and writes the job's own line to its log."""
+
+    def run_logged(
+        argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float, **_: Any
+    ) -> ProcessOutcome:
+        source, target = Path(argv[2]), Path(env[ENV_DIR])
+        for path in source.iterdir():
+            (target / path.name).write_bytes(path.read_bytes())
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("the job's own line\n", encoding="utf-8")
+        return ProcessOutcome(0, False, 0.1, log_path)
+
+    monkeypatch.setattr(process, "run_logged", run_logged)
+    monkeypatch.setattr(own_job_run, "probe_reader", lambda: _pickled)
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    slow = {**PHASES, "backward": 0.013, "grad_sync_wait": 0.001}
+    for measurement in (
+        _varying_rank(0, {**PHASES, "grad_sync_wait": 0.011}),
+        _varying_rank(1, slow),
+    ):
+        (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
+    out = tmp_path / "results"
+    result = profile("-o", out, "--", sys.executable, tmp_path / "train.py", prepared)
+    assert result.exit_code == 0, result.output
+    assert "own:train.py" in result.output
+    assert "Straggler: rank 1" in result.output
+    assert "your job's output and the ranks' files" in result.output
+    assert "the job's own line" not in result.output
+    (cell,) = (out / "own_job" / "cells").iterdir()
+    assert cell.name.startswith("own_train.py__")
+    report = CliRunner().invoke(
+        app, ["report", "-s", str(out / "own_job"), "-f", "md", "-o", str(out)]
+    )
+    assert report.exit_code == 0, report.output
+    (md,) = out.glob("*.md")
+    assert "Straggler: rank 1" in md.read_text()

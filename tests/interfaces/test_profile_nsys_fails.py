@@ -6,12 +6,19 @@ and says the profiler's own line, and keeps what was written."""
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.launch import process
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.profiling import nsys
 
 FAILING_NSYS = """#!/bin/sh
 case "$1" in
@@ -40,3 +47,32 @@ def test_a_failing_nsys_fails_the_profile_with_its_own_line(
     assert result.exit_code != 0, result.output
     assert "Agent launcher failed." in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("found_by", ["TORCHSCALE_NSYS", "PATH"])
+def test_a_failing_nsys_capture_fails_the_profile_with_the_line_it_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, found_by: str
+) -> None:
+    """The checks above, FAILING_NSYS answered in-process: its `--version` (nsys.py's
+    subprocess.run) names a version, and its capture, the launch (launch.process.run_logged),
+    logs its line and exits 1."""
+    captures: list[list[str]] = []
+
+    def version(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert argv[1:] == ["--version"], argv
+        said = "NVIDIA Nsight Systems version 2022.4.2.1-df9881f\n"
+        return subprocess.CompletedProcess(argv, 0, said, "")
+
+    def capture(
+        argv: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s: float, **_: Any
+    ) -> ProcessOutcome:
+        captures.append(list(argv))
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("Agent launcher failed.\n", encoding="utf-8")
+        return ProcessOutcome(1, False, 0.1, log_path)
+
+    only_here = SimpleNamespace(run=version, TimeoutExpired=subprocess.TimeoutExpired)
+    monkeypatch.setattr(nsys, "subprocess", only_here)
+    monkeypatch.setattr(process, "run_logged", capture)
+    test_a_failing_nsys_fails_the_profile_with_its_own_line(tmp_path, monkeypatch, found_by)
+    assert [argv[:2] for argv in captures] == [[str(tmp_path / "bin" / "nsys"), "profile"]]

@@ -68,3 +68,12 @@ def test_profile_refuses_a_compiled_cell_without_a_toolchain(
     with pytest.raises(ToolNotFoundError, match=r"torch\.compile cannot build a kernel on cpu"):
         api.run_profile(options, tmp_path)
     assert launched == []
+
+
+def test_profile_refuses_a_compiled_cell_without_a_toolchain_whatever_nsys_answers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The checks above with no nsys found (in-process): `--tool auto` asks for one, and the
+    toolchain's refusal does not depend on the answer."""
+    monkeypatch.setattr(nsys, "find_nsys", lambda *a, **k: None)
+    test_profile_refuses_a_compiled_cell_without_a_toolchain(monkeypatch, tmp_path)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,9 @@ from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch import process
 from torchscale.orchestration.launch.compile_cache import compile_cache_env, inductor_default_dir
+from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.memory.max_batch_runs import probe_store, search_groups
 from torchscale.orchestration.plan.build import build_plan
@@ -77,6 +80,23 @@ def launched(cell: PlannedCell, store: ResultStore, base_env: Mapping[str, str])
     return command
 
 
+def launches_in_process(monkeypatch: pytest.MonkeyPatch) -> list[Mapping[str, str]]:
+    """Every launch ends at once, in-process: the one call that starts its process
+    (launch.process.run_logged) leaves an empty log and exit 0. The environments launched."""
+    envs: list[Mapping[str, str]] = []
+
+    def run_logged(
+        argv: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s: float, **_: Any
+    ) -> ProcessOutcome:
+        envs.append(dict(env))
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("", encoding="utf-8")
+        return ProcessOutcome(0, False, 0.0, log_path)
+
+    monkeypatch.setattr(process, "run_logged", run_logged)
+    return envs
+
+
 def test_the_variables_point_at_the_directory_unless_the_user_set_them() -> None:
     where = PurePosixPath("/r/exp/compile_cache")
     assert compile_cache_env(where, {}) == {
@@ -117,10 +137,27 @@ def test_a_compiled_cell_of_the_sweep_uses_its_experiments_cache(tmp_path: Path)
     assert {k: again[k] for k in (INDUCTOR, TRITON)} == {k: env[k] for k in (INDUCTOR, TRITON)}
 
 
+def test_a_compiled_cells_launch_points_at_its_experiments_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, the launches ended in-process: the environment is built here."""
+    envs = launches_in_process(monkeypatch)
+    test_a_compiled_cell_of_the_sweep_uses_its_experiments_cache(tmp_path)
+    assert [env[INDUCTOR] for env in envs] == [str(tmp_path / "exp" / "compile_cache")] * 2
+
+
 @pytest.mark.slow  # starts a launched command
 def test_an_eager_cell_gets_no_cache_variables(tmp_path: Path) -> None:
     command = launched(planned(compile_=False), ResultStore(tmp_path / "exp"), {})
     assert INDUCTOR not in command.env and TRITON not in command.env
+
+
+def test_an_eager_cells_launch_gets_no_cache_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    envs = launches_in_process(monkeypatch)
+    test_an_eager_cell_gets_no_cache_variables(tmp_path)
+    assert len(envs) == 1 and not {INDUCTOR, TRITON} & set(envs[0])
 
 
 @pytest.mark.parametrize("where", ["inherited", "launcher.env"])
@@ -134,6 +171,15 @@ def test_a_users_own_cache_wins(tmp_path: Path, where: str) -> None:
     assert TRITON not in command.env  # Triton's cache stays under the user's inductor cache
 
 
+@pytest.mark.parametrize("where", ["inherited", "launcher.env"])
+def test_a_users_own_cache_wins_in_the_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    envs = launches_in_process(monkeypatch)
+    test_a_users_own_cache_wins(tmp_path, where)
+    assert [env[INDUCTOR] for env in envs] == [str(tmp_path / "mine")]
+
+
 @pytest.mark.slow  # starts a launched command
 def test_max_batch_probes_share_the_sweeps_cache(tmp_path: Path) -> None:
     cell = planned()
@@ -144,6 +190,14 @@ def test_max_batch_probes_share_the_sweeps_cache(tmp_path: Path) -> None:
     assert probes.compile_cache_dir == store.compile_cache_dir
     command = launched(cell, probes, {})
     assert command.env[INDUCTOR] == str(tmp_path / "exp" / "compile_cache")
+
+
+def test_max_batch_probes_launch_with_the_sweeps_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    envs = launches_in_process(monkeypatch)
+    test_max_batch_probes_share_the_sweeps_cache(tmp_path)
+    assert [env[INDUCTOR] for env in envs] == [str(tmp_path / "exp" / "compile_cache")]
 
 
 @pytest.mark.slow  # starts a launched command
@@ -161,6 +215,14 @@ def test_a_profiled_run_compiles_into_its_experiments_cache(
     profiled = session.launch_profiled(planned(), store, {}, session.ProfileRequest())
     assert profiled.result.launch is not None
     assert profiled.result.launch["env"][INDUCTOR] == str(tmp_path / "exp" / "compile_cache")
+
+
+def test_a_profiled_launch_compiles_into_its_experiments_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    envs = launches_in_process(monkeypatch)
+    test_a_profiled_run_compiles_into_its_experiments_cache(tmp_path, monkeypatch)
+    assert [env[INDUCTOR] for env in envs] == [str(tmp_path / "exp" / "compile_cache")]
 
 
 def test_the_dry_run_shows_the_cache_a_compiled_cell_will_use(tmp_path: Path) -> None:

@@ -104,6 +104,28 @@ def probing_with(monkeypatch: pytest.MonkeyPatch, probe: Probe) -> None:
     monkeypatch.setattr(checks_software, "toolchain_for", ask)
 
 
+def child_in_process(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The probe's child answered in-process as FAKE_CHILD answers: the one call that runs it
+    (compile_toolchain.run_child) writes the verdict that script writes, naming the cache
+    folders it was given and how many entries the inductor one held. The argv of each call."""
+    calls: list[list[str]] = []
+
+    def run_child(
+        argv: list[str], timeout_s: float, env: Mapping[str, str] | None = None
+    ) -> SimpleNamespace:
+        calls.append(list(argv))
+        given = dict(env or {})
+        inductor = Path(given.get(INDUCTOR, ""))
+        entries = len(list(inductor.iterdir())) if inductor.is_dir() else 0
+        verdict = {"ok": True, "stage": "done", "binaries_built": 1, "cxx": "g++"}
+        verdict |= {"inductor": str(inductor), "triton": given.get(TRITON), "entries": entries}
+        Path(argv[argv.index("--out") + 1]).write_text(json.dumps(verdict), encoding="utf-8")
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(toolchain, "run_child", run_child)
+    return calls
+
+
 # ------------------------------------------------------------ where the probe compiles
 
 
@@ -122,6 +144,16 @@ def test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder(
     assert sorted(p.name for p in cache.iterdir()) == ["old-kernel"]  # the scratch is gone
 
 
+def test_the_probe_is_given_a_fresh_folder_inside_the_cells_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, the child answered in-process: where the probe compiles and what it
+    leaves are decided here."""
+    calls = child_in_process(monkeypatch)
+    test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder(tmp_path)
+    assert len(calls) == 1
+
+
 @pytest.mark.slow  # starts a child command
 def test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path: Path) -> None:
     """Nothing is written before the run starts: the probe compiles on the filesystem the
@@ -135,12 +167,28 @@ def test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path: Pat
     assert list(results.iterdir()) == []
 
 
+def test_a_cache_folder_not_made_yet_is_given_the_folder_above_to_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = child_in_process(monkeypatch)
+    test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path)
+    assert len(calls) == 1
+
+
 @pytest.mark.slow  # starts a child command
 def test_a_users_own_cache_folder_is_the_one_probed(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     env = cells_env({**ENV, INDUCTOR: str(mine)}, tmp_path / "exp" / "compile_cache")
     found = run_probe("cpu", env, python=fake_child(tmp_path))
     assert Path(found.data["inductor"]).is_relative_to(tmp_path) and env[INDUCTOR] == str(mine)
+
+
+def test_a_users_own_cache_folder_is_the_one_given_to_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = child_in_process(monkeypatch)
+    test_a_users_own_cache_folder_is_the_one_probed(tmp_path)
+    assert len(calls) == 1
 
 
 # --------------------------------------------------- a folder that cannot hold a cache
@@ -344,3 +392,14 @@ def test_profile_launches_with_the_node_local_cache_and_says_so_in_a_note(
     assert env[INDUCTOR] == str(node_local_cache_dir())
     [line] = [n for n in notes if n.startswith("the compile cache cannot live in ")]
     assert f"in {tmp_path}" in line and line.endswith("instead")
+
+
+def test_profile_launches_with_the_node_local_cache_and_a_note_with_no_nsys_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above with no nsys found (in-process): `--tool auto` asks for one, and the
+    cache folder's note and the launch's environment do not depend on the answer."""
+    from torchscale.orchestration.profiling import nsys
+
+    monkeypatch.setattr(nsys, "find_nsys", lambda *a, **k: None)
+    test_profile_launches_with_the_node_local_cache_and_says_so_in_a_note(tmp_path, monkeypatch)

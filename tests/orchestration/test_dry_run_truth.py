@@ -9,7 +9,12 @@ tests/e2e/test_sweep.py, on real results.)"""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.schedulers.slurm import client
 
 TINY: dict[str, Any] = {
     "experiment_name": "truth",
@@ -113,6 +119,27 @@ def slurm_client_without_controller(directory: Path) -> Path:
     return directory
 
 
+def answered_without_controller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slurm's client commands answered in-process as slurm_client_without_controller's
+    scripts answer: the one call that runs one (client.run_child) logs it in calls.log beside
+    the command PATH finds and returns Slurm's lines, exit 1; a command PATH lacks is not
+    found, as subprocess says."""
+
+    def run_child(
+        argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        name = argv[0]
+        found = shutil.which(name, path=(os.environ if env is None else env).get("PATH"))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        with (Path(found).parent / "calls.log").open("a", encoding="utf-8") as log:
+            log.write(" ".join(argv) + "\n")
+        lines = "".join(f"{line.replace('scontrol', name)}\n" for line in NO_CONFIG_SOURCE)
+        return subprocess.CompletedProcess(list(argv), 1, "", lines)
+
+    monkeypatch.setattr(client, "run_child", run_child)
+
+
 def test_a_slurm_dry_run_off_the_cluster_writes_the_scripts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -170,6 +197,15 @@ def test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(
     assert calls == ["scontrol show partition -o"]  # asked once; nothing submitted
 
 
+def test_a_slurm_dry_run_writes_the_scripts_and_quotes_a_controller_that_did_not_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, scontrol's answer read in-process: the warnings, the scripts and
+    the one question are this process's own work."""
+    answered_without_controller(monkeypatch)
+    test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(tmp_path, monkeypatch)
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -190,6 +226,15 @@ def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_
     assert (
         "warning: not checked: which jobs recorded in slurm/jobs.json still run (--resume)"
         in flat(result.output)
+    )
+
+
+def test_a_resumed_dry_run_says_the_recorded_jobs_were_not_asked_when_slurm_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answered_without_controller(monkeypatch)
+    test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_asked(
+        tmp_path, monkeypatch
     )
 
 
@@ -247,6 +292,13 @@ def test_a_real_slurm_run_without_a_controller_stops_in_one_line(
     assert not any(call.startswith("sbatch") for call in calls)
 
 
+def test_a_slurm_run_stops_in_one_line_read_from_scontrols_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answered_without_controller(monkeypatch)
+    test_a_real_slurm_run_without_a_controller_stops_in_one_line(tmp_path, monkeypatch)
+
+
 @pytest.mark.slow  # starts a child command
 def test_batch_sizes_auto_under_slurm_is_refused_naming_the_launcher(tmp_path: Path) -> None:
     """The login node does not see the nodes' GPUs: one line that says so and how to go on
@@ -263,6 +315,15 @@ def test_batch_sizes_auto_under_slurm_is_refused_naming_the_launcher(tmp_path: P
         "read from the submitting host); list batch_sizes (torchscale config init --hardware "
         "NAME sizes them for a named node)"
     ]
+
+
+def test_batch_sizes_auto_under_slurm_is_refused_before_slurm_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same line off the cluster, Slurm's client not found (in-process)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    answered_without_controller(monkeypatch)
+    test_batch_sizes_auto_under_slurm_is_refused_naming_the_launcher(tmp_path)
 
 
 def test_a_real_slurm_run_off_the_cluster_still_refuses(

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
@@ -33,6 +34,7 @@ from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan.build import build_plan
 from torchscale.orchestration.plan.nodes import Machine
 from torchscale.orchestration.plan.planned import Plan
+from torchscale.orchestration.schedulers.kubernetes import manifests as manifests_module
 from torchscale.orchestration.schedulers.kubernetes.manifests import (
     MAX_NAME,
     K8sManifest,
@@ -584,6 +586,40 @@ def fake_kubectl(bin_dir: Path, log: Path, exit_code: int = 0) -> Path:
     return script
 
 
+KUBECTL_REFUSES = (
+    'Error from server (BadRequest): error when creating "{path}":\n'
+    'strict decoding error: unknown field "spec.runtimePatches"\n'
+)
+
+
+def kubectl_answering(
+    bin_dir: Path, monkeypatch: pytest.MonkeyPatch, exit_code: int = 0, log: Path | None = None
+) -> list[list[str]]:
+    """`kubectl` on PATH (for shutil.which; never run) and answered in-process as fake_kubectl's
+    script answers: the one call that runs it (manifests' subprocess.run) returns kubectl's
+    lines, and logs its arguments in `log` as the script does; the argv of each call."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "kubectl").write_text("", encoding="utf-8")
+    (bin_dir / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(list(argv))
+        if log is not None:
+            with log.open("a", encoding="utf-8") as logged:
+                logged.write(" ".join(argv[1:]) + "\n")
+        if exit_code == 0:
+            created = "trainjob.trainer.kubeflow.org/x created\n"
+            return subprocess.CompletedProcess(argv, 0, created, "")
+        refused = KUBECTL_REFUSES.format(path=argv[3])
+        return subprocess.CompletedProcess(argv, exit_code, "", refused)
+
+    only_here = SimpleNamespace(run=run, TimeoutExpired=subprocess.TimeoutExpired)
+    monkeypatch.setattr(manifests_module, "subprocess", only_here)
+    return calls
+
+
 def written(tmp_path: Path) -> list[Path]:
     plan = build_plan(k8s_config(), GPU_NODE)
     return write_k8s_manifests(plan, ResultStore.for_experiment(tmp_path / "out", "scaling"))
@@ -613,6 +649,17 @@ def test_apply_runs_kubectl_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert calls == [f"apply -f {p}" for p in paths]
 
 
+def test_apply_runs_kubectl_apply_once_per_file_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = kubectl_answering(tmp_path / "bin", monkeypatch)
+    paths = written(tmp_path)
+    applied = apply_manifests(paths)
+    assert [a.path for a in applied] == paths
+    assert {a.output for a in applied} == {"trainjob.trainer.kubeflow.org/x created"}
+    assert calls == [[str(tmp_path / "bin" / "kubectl"), "apply", "-f", str(p)] for p in paths]
+
+
 @pytest.mark.slow  # starts kubectl
 def test_failing_apply_is_one_line_with_kubectls_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -627,6 +674,19 @@ def test_failing_apply_is_one_line_with_kubectls_message(
     assert "\n" not in message
     assert "unknown field" in message and "exit 1" in message and str(paths[0]) in message
     assert len(log.read_text(encoding="utf-8").splitlines()) == 1  # stopped at the first
+
+
+def test_a_refused_apply_is_one_line_read_from_kubectls_exit_and_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = kubectl_answering(tmp_path / "bin", monkeypatch, exit_code=1)
+    paths = written(tmp_path)
+    with pytest.raises(LaunchError) as info:
+        apply_manifests(paths)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "unknown field" in message and "exit 1" in message and str(paths[0]) in message
+    assert len(calls) == 1  # stopped at the first
 
 
 def test_benchmark_dry_run_writes_the_manifests_and_applies_nothing(tmp_path: Path) -> None:
@@ -727,3 +787,12 @@ def test_a_run_with_no_result_yet_is_reported_by_its_sweep_state(
             # the sections with no figure say why: planned, not "no benchmark sweep"
             assert "no benchmark sweep" not in text, text
             assert "none of the 2 planned cells has finished" in text
+
+
+def test_an_applied_sweep_with_no_result_yet_is_reported_by_its_sweep_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above with kubectl answered in-process: the apply, the sweep's state and
+    every report of it are this process's own work."""
+    kubectl_answering(tmp_path / "bin", monkeypatch, log=tmp_path / "argv.log")
+    test_a_run_with_no_result_yet_is_reported_by_its_sweep_state(tmp_path, monkeypatch)

@@ -15,6 +15,7 @@ from torchscale.contracts.cell import Device
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch import process
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.error_files import read_error_file
 from torchscale.orchestration.launch.failure import classify_failure, root_cause
@@ -626,6 +627,25 @@ def _read(path: Path) -> str | None:
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
+def _ends_in_process(
+    monkeypatch: pytest.MonkeyPatch, returncode: int, log: str, written: tuple[Path, str] | None
+) -> None:
+    """The launch's process stood in for in-process: the one call that starts it
+    (launch.process.run_logged) writes what the script would have (`written`: a file and its
+    text), leaves `log` as its output and ends with `returncode`."""
+
+    def run_logged(
+        argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float, **_: Any
+    ) -> ProcessOutcome:
+        if written is not None:
+            written[0].write_text(written[1], encoding="utf-8")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(log, encoding="utf-8")
+        return ProcessOutcome(returncode, False, 0.1, log_path)
+
+    monkeypatch.setattr(process, "run_logged", run_logged)
+
+
 @pytest.mark.slow
 def test_a_result_written_before_a_hung_shutdown_is_kept(tmp_path: Path) -> None:
     out = tmp_path / "result.txt"
@@ -650,11 +670,35 @@ def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
     ]
 
 
+def test_a_result_written_before_a_nonzero_exit_is_kept_with_the_exit_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "result.txt"
+    _ends_in_process(monkeypatch, 3, "", (out, "7"))
+    attempt = run_attempt(_script_command(tmp_path, "exit 3"), 30.0, lambda: _read(out))
+    assert attempt.written == "7" and attempt.failure is None
+    assert attempt.launch_failure is not None  # how it ended stays known to its caller
+    assert [warning_words(w) for w in attempt.warnings] == [
+        f"torchrun exited with 3 after the result was written (shutdown failure; measurement "
+        f"kept): see {tmp_path / 'logs'}"
+    ]
+
+
 @pytest.mark.slow  # starts a launched command
 def test_a_launch_that_wrote_nothing_is_a_classified_failure(tmp_path: Path) -> None:
     out = tmp_path / "result.txt"
     script = "raise SystemExit('boom')"
     attempt = run_attempt(_script_command(tmp_path, script), 30.0, lambda: _read(out))
+    assert attempt.written is None and attempt.warnings == []
+    assert attempt.failure is not None and attempt.failure.status == "failed"
+
+
+def test_a_launch_that_wrote_nothing_is_a_failure_read_from_its_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "result.txt"
+    _ends_in_process(monkeypatch, 1, "boom\n", None)
+    attempt = run_attempt(_script_command(tmp_path, "exit 1"), 30.0, lambda: _read(out))
     assert attempt.written is None and attempt.warnings == []
     assert attempt.failure is not None and attempt.failure.status == "failed"
 

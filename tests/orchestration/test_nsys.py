@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -21,6 +22,7 @@ from torchscale.contracts.wording.profile import note
 from torchscale.offline.traces.nsys_sqlite import read_nsys_sqlite
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS, KINDS
 from torchscale.orchestration.launch.torchrun import torchrun_command
+from torchscale.orchestration.profiling import nsys as nsys_module
 from torchscale.orchestration.profiling.nsys import (
     REDACTED,
     NsysInstall,
@@ -568,6 +570,57 @@ def test_find_nsys_order_and_errors(tmp_path: Path) -> None:
     assert "no network" in nsys_unavailable_reason(nothing)
 
 
+def test_find_nsys_order_and_errors_read_from_each_version_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same order and errors, each nsys's `--version` answered in-process (the one call
+    that runs it, nsys_version's subprocess.run): what each executable would print."""
+    answers = {"nsys": (0, "NVIDIA Nsight Systems version 2099.1.2.3-abc\n", "")}
+    answers["broken"] = (3, "", "oops\n")
+    asked: list[str] = []
+
+    def run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        name = Path(argv[0]).resolve().name  # the CI cache's nsys is a link to the fake
+        asked.append(name)
+        returncode, stdout, stderr = answers[name]
+        return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+
+    only_here = SimpleNamespace(run=run, TimeoutExpired=subprocess.TimeoutExpired)
+    monkeypatch.setattr(nsys_module, "subprocess", only_here)
+    for name in answers:  # executables for shutil.which; never run
+        (tmp_path / name).write_text("")
+        (tmp_path / name).chmod(0o755)
+    fake, broken = tmp_path / "nsys", tmp_path / "broken"
+    empty_root = tmp_path / "noroot"
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "TORCHSCALE_NSYS_ROOT": str(empty_root)}
+    found = find_nsys(env)
+    assert found is not None and found.source == "PATH" and found.version == "2099.1.2.3"
+    (empty_root / "bin").mkdir(parents=True)
+    (empty_root / "bin" / "nsys").symlink_to(fake)
+    cached = find_nsys({**env, "PATH": "/nonexistent"})
+    assert cached is not None and cached.source == "CI cache"
+    explicit = find_nsys({**env, "TORCHSCALE_NSYS": str(empty_root)})
+    assert explicit is not None and explicit.source == "TORCHSCALE_NSYS"
+    with pytest.raises(LaunchError, match="--version failed: oops"):
+        find_nsys({**env, "TORCHSCALE_NSYS": str(broken)})
+    with pytest.raises(LaunchError, match="no such file"):
+        find_nsys({**env, "TORCHSCALE_NSYS": str(tmp_path / "absent")})
+    # a broken nsys on PATH is passed over for the CI cache's, never an error
+    answers["nsys"], answers["cached"] = answers["broken"], answers["nsys"]
+    (empty_root / "bin" / "nsys").unlink()
+    (empty_root / "bin" / "nsys").symlink_to(tmp_path / "cached")
+    (tmp_path / "cached").write_text("")
+    asked.clear()
+    passed_over = find_nsys(env)
+    assert passed_over is not None and passed_over.source == "CI cache"
+    assert asked == ["nsys", "cached"]
+    (empty_root / "bin" / "nsys").unlink()
+    (empty_root / "UNAVAILABLE").write_text("apt-get update failed: no network\n")
+    nothing = {**env, "PATH": "/nonexistent"}
+    assert find_nsys(nothing) is None
+    assert "no network" in nsys_unavailable_reason(nothing)
+
+
 def test_parse_version_and_missing_report(tmp_path: Path) -> None:
     assert parse_nsys_version("NVIDIA Nsight Systems version 2022.4.2.1-df9881f") == "2022.4.2.1"
     assert parse_nsys_version("nothing here") is None
@@ -584,6 +637,11 @@ def test_parse_version_and_missing_report(tmp_path: Path) -> None:
 def test_install_script_is_valid_bash() -> None:
     script = REPO_ROOT / ".ci" / "install_nsys.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
+    assert "install_nsys.sh" in (REPO_ROOT / ".ci" / "run").read_text()
+
+
+def test_the_ci_run_installs_nsys() -> None:
+    assert (REPO_ROOT / ".ci" / "install_nsys.sh").is_file()
     assert "install_nsys.sh" in (REPO_ROOT / ".ci" / "run").read_text()
 
 

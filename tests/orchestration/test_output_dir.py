@@ -106,6 +106,28 @@ def test_read_only_mount_fails_before_anything_runs(tmp_path: Path) -> None:
         assert "Traceback" not in result.output
 
 
+def test_a_read_only_filesystem_fails_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(in-process: the refusal a read-only mount gives is raised where the folder is made)"""
+    mount = tmp_path / "ro"
+    real_mkdir = Path.mkdir
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self.is_relative_to(mount):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    cfg = write_config(tmp_path / "c.yaml", "exp")
+    result = invoke("-c", cfg, "-o", mount / "results")
+    assert result.exit_code == 2, result.output
+    (line,) = error_lines(result.output)
+    assert f"{os.strerror(errno.EROFS)} (EROFS)" in line and str(mount / "results") in line
+    assert "Traceback" not in result.output
+    assert "Running" not in result.output
+
+
 def test_no_permission_fails_before_anything_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

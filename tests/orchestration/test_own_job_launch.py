@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +26,8 @@ from torchscale.contracts import wording
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.orchestration.launch import process
+from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.own_job.command import (
     REDACTED,
     OwnJobRequest,
@@ -83,6 +89,64 @@ def rank(index: int, phases: dict[str, float]) -> RankMeasurement:
 def run(tmp_path: Path, job: OwnJobRequest) -> OwnJobRun:
     env = dict(os.environ)
     return run_own_job(job, tmp_path / "results", "standalone", env, pickled_reader)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a job's process does, stood in for in-process: copies the ranks' files prepared in
+    `copies` into the folder the host named (as COPYING_JOB does), then exits with
+    `returncode` (None: killed at its timeout), or is stopped by `stops` first."""
+
+    copies: Path | None = None
+    returncode: int | None = 0
+    stops: BaseException | None = None
+
+
+def jobs_in_process(
+    monkeypatch: pytest.MonkeyPatch, job: Job | Callable[[list[str]], Job]
+) -> list[tuple[list[str], float]]:
+    """Each launch's process stood in for by `job` (or the Job its argv names): the one call
+    that starts it (launch.process.run_logged) does what the job would, in this process. The
+    argv and timeout of each launch."""
+    launched: list[tuple[list[str], float]] = []
+
+    def run_logged(
+        argv: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s: float, **_: Any
+    ) -> ProcessOutcome:
+        launched.append((list(argv), timeout_s))
+        this = job(list(argv)) if callable(job) else job
+        if this.copies is not None:
+            for name in os.listdir(this.copies):
+                shutil.copy(this.copies / name, env[DIR_ENV])
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("", encoding="utf-8")
+        if this.stops is not None:
+            raise this.stops
+        return ProcessOutcome(this.returncode, this.returncode is None, 0.1, log_path)
+
+    monkeypatch.setattr(process, "run_logged", run_logged)
+    return launched
+
+
+def varying_rank(index: int, phases: dict[str, float]) -> RankMeasurement:
+    """rank(), each step's phases 1 % apart: without ties between the ranks' per-step
+    differences the straggler's test is exact, not a permutation test of seconds."""
+    steps = [0.02] * 4
+    windows = [
+        Window(1.0, list(steps), {n: [v * (1 + (4 * w + k) / 100) for k in range(4)]
+                                  for n, v in phases.items()})
+        for w in range(3)
+    ]  # fmt: skip
+    return RankMeasurement(index, "host", "perf_counter", 4, [0.02] * 5, windows)
+
+
+def prepared_ranks(tmp_path: Path, *files: RankMeasurement | Finding) -> Path:
+    """The ranks' files a job would write, one per rank in order (read by pickled_reader)."""
+    folder = tmp_path / "prepared"
+    folder.mkdir()
+    for k, written in enumerate(files):
+        (folder / f"rank{k}.pkl").write_bytes(pickle.dumps(written))
+    return folder
 
 
 # ------------------------------------------------------------------------------- as data
@@ -173,6 +237,14 @@ def test_a_job_that_exits_3_at_once_is_one_line_and_fails(tmp_path: Path) -> Non
     assert (ran.directory / "environment.json").is_file()
 
 
+def test_a_job_that_exits_3_is_one_line_read_from_its_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, the job's exit stood in for in-process."""
+    jobs_in_process(monkeypatch, Job(returncode=3))
+    test_a_job_that_exits_3_at_once_is_one_line_and_fails(tmp_path)
+
+
 @pytest.mark.slow  # starts a launched command
 def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None:
     prepared = tmp_path / "prepared"
@@ -188,6 +260,20 @@ def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None
     assert "no optimizer step seen" in wording.say(ran.problem)
     assert "optimizer hooks" in wording.say(ran.problem)
     # stored as its code, worded when shown (a stored sentence would keep today's words)
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.error is not None and stored.error.why == ran.problem
+
+
+def test_ranks_that_saw_no_step_say_how_steps_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_step = [Finding(code="own_job.no_optimizer_step", figures={"rank": k}) for k in range(2)]
+    jobs_in_process(monkeypatch, Job(copies=prepared_ranks(tmp_path, *no_step)))
+    ran = run(tmp_path, request(sys.executable, str(tmp_path / "job.py")))
+    assert ran.problem is not None and ran.problem.code == "own_job.no_step_seen"
+    assert ran.exit_code == 1
+    assert "no optimizer step seen" in wording.say(ran.problem)
+    assert "optimizer hooks" in wording.say(ran.problem)
     stored = CellResult.model_validate_json(ran.result_path.read_text())
     assert stored.error is not None and stored.error.why == ran.problem
 
@@ -221,6 +307,31 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
 
 
+def test_the_ranks_files_read_in_process_become_one_result_with_the_straggler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = {**PHASES, "backward": 0.013, "grad_sync_wait": 0.001}
+    on_time = {**PHASES, "grad_sync_wait": 0.011}
+    ranks = prepared_ranks(tmp_path, varying_rank(0, on_time), varying_rank(1, slow))
+    launched = jobs_in_process(monkeypatch, Job(copies=ranks))
+    script = tmp_path / "train.py"
+    ran = run(tmp_path, request(sys.executable, str(script), str(ranks)))
+    assert [argv for argv, _ in launched] == [[sys.executable, str(script), str(ranks)]]
+    assert ran.problem is None and ran.exit_code == 0
+    assert ran.result_path.parent == tmp_path / "results" / "standalone" / "cells"
+    assert ran.directory.parent == tmp_path / "results" / "standalone" / "logs"
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.status == "ok"
+    assert stored.cell.model == "own:train.py" and stored.cell.world_size == 2
+    assert stored.diagnosis is not None and stored.diagnosis.straggler is not None
+    assert stored.diagnosis.straggler.named and stored.diagnosis.straggler.rank == 1
+    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
+    assert "own_job.identity_unknown" in codes
+    environment = json.loads((ran.directory / "environment.json").read_text())
+    assert environment["argv"][1] == str(script)
+    assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_said(
     tmp_path: Path,
@@ -243,6 +354,23 @@ def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_s
     assert crash.figures["returncode"] == 3
     said = wording.say(crash)
     # what exited is the job's own launcher, here python, not torchrun
+    assert "measurement kept" in said and said.startswith(f"{Path(sys.executable).name} exited")
+
+
+def test_a_job_that_exits_3_after_measuring_keeps_it_with_that_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    even = {**PHASES, "grad_sync_wait": 0.001}
+    ranks = prepared_ranks(tmp_path, rank(0, even), rank(1, even))
+    jobs_in_process(monkeypatch, Job(copies=ranks, returncode=3))
+    ran = run(tmp_path, request(sys.executable, str(tmp_path / "train.py"), str(ranks)))
+    assert ran.problem is None and ran.exit_code == 0
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.status == "ok" and stored.throughput is not None
+    (crash,) = [w.finding for w in stored.warnings if w.finding is not None
+                and w.finding.code == "warning.exit_after_result"]  # fmt: skip
+    assert crash.figures["returncode"] == 3
+    said = wording.say(crash)
     assert "measurement kept" in said and said.startswith(f"{Path(sys.executable).name} exited")
 
 
@@ -271,12 +399,39 @@ def test_samples_per_step_given_replace_the_loaders_count_and_say_so(tmp_path: P
     assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
 
 
+def test_samples_per_step_given_replace_the_count_read_in_process_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    both = {**PHASES, "grad_sync_wait": 0.001}
+    ranks = prepared_ranks(tmp_path, rank(0, both), rank(1, both))
+    jobs_in_process(monkeypatch, Job(copies=ranks))
+    job = request(sys.executable, str(tmp_path / "train.py"), str(ranks))
+    given = replace(job, samples_per_step=24)
+    stored = CellResult.model_validate_json(run(tmp_path, given).result_path.read_text())
+    assert stored.cell.batch_size == 24
+    said = [wording.say(w.finding) for w in stored.warnings if w.finding is not None]
+    assert any(s.startswith("samples per step: 24 per rank as given") for s in said), said
+    doubled = run(tmp_path / "again", replace(given, samples_per_step=48))
+    again = CellResult.model_validate_json(doubled.result_path.read_text())
+    assert stored.throughput is not None and again.throughput is not None
+    assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
+
+
 @pytest.mark.slow  # starts a launched command
 def test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path: Path) -> None:
     ran = run(tmp_path, request(sys.executable, "-c", "print('no torch here')"))
     assert ran.problem is not None and ran.problem.code == "own_job.no_rank_files"
     assert ran.exit_code == 1
     assert "-E, -I or -S" in wording.say(ran.problem)
+
+
+def test_a_job_that_exits_0_without_rank_files_says_why_nothing_was_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs_in_process(monkeypatch, Job())
+    test_a_job_that_ends_without_writing_says_why_nothing_was_measured(tmp_path)
 
 
 @pytest.mark.slow  # starts a launched command
@@ -286,6 +441,14 @@ def test_a_hanging_job_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     assert ran.problem is not None and ran.problem.code == "own_job.timed_out"
     assert ran.exit_code == 1 and ran.result.status == "timeout"
     assert "--timeout" in wording.say(ran.problem)
+
+
+def test_a_job_killed_at_its_timeout_is_a_timeout_naming_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched = jobs_in_process(monkeypatch, Job(returncode=None))
+    test_a_hanging_job_is_stopped_at_the_timeout(tmp_path)
+    assert [timeout for _, timeout in launched] == [1.0]  # the request's --timeout
 
 
 # a driver in its own process, as the CLI runs: the probe's reader replaced by the test's
@@ -354,6 +517,37 @@ def test_a_stop_signal_stops_the_jobs_group_and_keeps_what_was_measured(
     codes = [w.finding.code for w in stored.warnings if w.finding is not None]
     assert "own_job.stopped" in codes
     assert processes_mentioning(str(tmp_path / "train.py")) == []  # the job's group is gone
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_during_the_job_keeps_what_was_measured_and_exits_by_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int
+) -> None:
+    """What run_logged raises once it took the job's group down (KeyboardInterrupt for
+    SIGINT, Terminated for SIGTERM), raised in-process after the ranks wrote their files."""
+    from typer.testing import CliRunner
+
+    from torchscale.contracts.signals import Terminated
+    from torchscale.interfaces.cli.app import app
+    from torchscale.orchestration.own_job import run as own_job_run
+
+    monkeypatch.setattr(own_job_run, "probe_reader", lambda: pickled_reader)
+    even = {**PHASES, "grad_sync_wait": 0.001}
+    ranks = prepared_ranks(tmp_path, rank(0, even), rank(1, even))
+    stop = KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+    jobs_in_process(monkeypatch, Job(copies=ranks, stops=stop))
+    out = tmp_path / "results"
+    argv = ["profile", "-o", str(out), "--", sys.executable, str(tmp_path / "train.py")]
+    result = CliRunner().invoke(app, [*argv, str(ranks)])
+    assert result.exit_code == 128 + signum, result.output
+    assert f"stopped by {signal.Signals(signum).name}" in result.output
+    assert "own:train.py" in result.output  # the answer from what was measured
+    assert "Traceback" not in result.output
+    (cell,) = (out / "own_job" / "cells").iterdir()
+    stored = CellResult.model_validate_json(cell.read_text())
+    assert stored.status == "ok"
+    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
+    assert "own_job.stopped" in codes
 
 
 def test_the_batch_is_the_samples_per_step_the_probe_counted() -> None:
@@ -470,3 +664,16 @@ def test_a_sweeps_job_cells_relaunch_and_a_failing_one_leaves_the_sweep_going(
     logs = store.log_dir(good.cell.id)
     assert sorted(p.name for p in logs.iterdir()) == ["launch1", "launch2"]
     assert (logs / "launch2" / "environment.json").is_file()
+
+
+def test_a_sweeps_job_cells_relaunch_in_process_and_a_failing_one_leaves_the_sweep_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, each launch stood in for in-process: the `-c` job exits 3, the
+    script's copies the ranks' files."""
+    prepared = tmp_path / "prepared"
+    launched = jobs_in_process(
+        monkeypatch, lambda argv: Job(returncode=3) if "-c" in argv else Job(copies=prepared)
+    )
+    test_a_sweeps_job_cells_relaunch_and_a_failing_one_leaves_the_sweep_going(tmp_path, monkeypatch)
+    assert len(launched) == 3  # the failing cell once, the other once per repeat

@@ -174,6 +174,30 @@ def test_install_writes_the_identity_beside_the_pid(tmp_path: Path) -> None:
     assert read_pids(tmp_path) == {5: identity.pid}
 
 
+def test_install_writes_the_identity_the_reader_maps_to_the_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In this process, its signal handlers not registered (faulthandler's calls stood in for):
+    the records written, and what the failure reader makes of them."""
+    import faulthandler
+
+    from torchscale.rank.worker import diagnostics
+
+    monkeypatch.setattr(faulthandler, "register", lambda *a, **k: None)
+    monkeypatch.setattr(faulthandler, "enable", lambda *a, **k: None)
+    monkeypatch.setattr(diagnostics, "_open_files", [])
+    env = {DIAGNOSTICS_ENV: str(tmp_path), "RANK": "5", "LOCAL_RANK": "1", "GROUP_RANK": "2"}
+    try:
+        diagnostics.install({**env, "SLURM_NODEID": "0"})
+    finally:
+        for handle in diagnostics._open_files:
+            handle.close()
+    (identity,) = read_identities(tmp_path).values()
+    assert (identity.rank, identity.local_rank, identity.group_rank) == (5, 1, 2)
+    assert identity.slurm_node_id == 0
+    assert read_pids(tmp_path) == {5: os.getpid()} == {5: identity.pid}
+
+
 # ============================================================================ the reader
 
 

@@ -7,10 +7,12 @@ preflight, each cell's srun/torchrun), built by the driver's own functions
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shlex
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from torchscale.orchestration.launch import process
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.plan.build import build_plan
 from torchscale.orchestration.plan.nodes import Machine
-from torchscale.orchestration.schedulers.slurm import driver, preflight
+from torchscale.orchestration.schedulers.slurm import client, driver, preflight
 from torchscale.orchestration.schedulers.slurm.allocation import (
     ALLOCATION_FILE,
     Allocation,
@@ -263,6 +265,52 @@ def flat(output: str) -> str:
     return " ".join(output.split())
 
 
+def slurm_answering(
+    directory: Path, monkeypatch: pytest.MonkeyPatch, partition: str | None, nodes: str = ""
+) -> list[str]:
+    """Slurm's client commands on PATH (in `directory`, for shutil.which; never run) and
+    answered in-process as fake_scontrol's scripts answer: the one call that runs one
+    (client.run_child) returns scontrol's `partition` and its `nodes`, or, with no partition,
+    scontrol's words with its controller down; the other commands fail as without a
+    controller. The calls made, as calls.log has them."""
+    directory.mkdir()
+    for name in ("sbatch", "squeue", "scontrol", "scancel"):
+        (directory / name).write_text("", encoding="utf-8")
+        (directory / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(directory))
+    calls: list[str] = []
+
+    def run_child(
+        argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        said = " ".join(argv)
+        calls.append(said)
+        if argv[0] != "scontrol":
+            return subprocess.CompletedProcess(list(argv), 1, "", "no controller\n")
+        if partition is None:
+            down = "slurm_load_partitions error: Unable to contact slurm controller\n"
+            return subprocess.CompletedProcess(list(argv), 1, "", down)
+        answers = {"scontrol show partition -o": partition, "scontrol show node -o": nodes}
+        if said not in answers:
+            return subprocess.CompletedProcess(list(argv), 1, "", "scontrol: error: unexpected\n")
+        return subprocess.CompletedProcess(list(argv), 0, answers[said] + "\n", "")
+
+    monkeypatch.setattr(client, "run_child", run_child)
+    return calls
+
+
+def slurm_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slurm's client commands not found, in-process: the one call that would run one
+    (client.run_child) fails as subprocess does where PATH has no such program."""
+
+    def run_child(
+        argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+
+    monkeypatch.setattr(client, "run_child", run_child)
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_cuda_dry_run_without_a_controller_writes_the_scripts_and_shows_each_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -296,6 +344,17 @@ def test_a_cuda_dry_run_without_a_controller_writes_the_scripts_and_shows_each_s
     assert "dry run: nothing submitted" in result.output
 
 
+def test_a_cuda_dry_run_with_slurm_not_found_judges_the_configs_gpus_and_shows_each_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, Slurm's client not found in-process: the note, the script and each
+    step's argv are this process's own work."""
+    slurm_not_found(monkeypatch)
+    test_a_cuda_dry_run_without_a_controller_writes_the_scripts_and_shows_each_step(
+        tmp_path, monkeypatch
+    )
+
+
 @pytest.mark.slow  # starts a child command
 def test_a_dry_run_names_why_each_cell_is_skipped_by_the_partitions_gpus(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -320,6 +379,25 @@ def test_a_dry_run_names_why_each_cell_is_skipped_by_the_partitions_gpus(
     assert not list((out / "d8" / "slurm").glob("*/job.sbatch"))
 
 
+def test_a_dry_run_names_why_each_cell_is_skipped_by_the_gres_scontrol_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = slurm_answering(tmp_path / "bin", monkeypatch, GPU_PARTITION, GRES_NODES)
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    text = flat(result.output)
+    assert (
+        "note: partition 'gpu' has 4 GPU(s) per node (Slurm's Gres): cells judged against 4" in text
+    )
+    assert "1 cell(s) skipped:" in text
+    assert "needs 8 GPUs on each of 2 nodes; a node has 4 (partition 'gpu', Slurm's Gres)" in text
+    assert "see the plan" not in text
+    assert "nothing to submit: every cell is ok or skipped" in text
+    assert not list((out / "d8" / "slurm").glob("*/job.sbatch"))
+    assert calls == ["scontrol show partition -o", "scontrol show node -o"]
+
+
 GRES_NODES = "\n".join(
     f"NodeName=g00{i} Gres=gpu:a100:4(S:0-1) NodeAddr=10.1.0.{i} State=IDLE Partitions=gpu"
     for i in (1, 2)
@@ -335,6 +413,26 @@ def test_a_partition_without_gpu_gres_gets_a_job_that_asks_no_gpu(
     """sbatch refuses a --gpus-per-node on a partition whose nodes have no gpu Gres: the job
     asks none (its CPUs still sized by the config's GPUs), and the cells are not skipped."""
     monkeypatch.setenv("PATH", str(fake_scontrol(tmp_path / "bin", GPU_PARTITION, NULL_GRES_NODES)))
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: Slurm counts no GPU Gres on partition 'gpu': cells judged against the config's "
+        "8 GPUs per node (gpu_counts)"
+    ) in flat(result.output)
+    assert "skipped" not in result.output
+    (script,) = sorted((out / "d8" / "slurm").glob("*/job.sbatch"))
+    lines = script.read_text(encoding="utf-8").splitlines()
+    assert not [line for line in lines if "gpus" in line or "gres" in line]
+    assert "#SBATCH --cpus-per-task=64" in lines  # 8 per GPU of the node
+    argv_lines = [line for line in result.output.splitlines() if "argv: srun" in line]
+    assert argv_lines and not [line for line in argv_lines if "--gpus-per-node" in line]
+
+
+def test_a_partition_scontrol_counts_no_gpu_gres_on_gets_a_job_that_asks_no_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slurm_answering(tmp_path / "bin", monkeypatch, GPU_PARTITION, NULL_GRES_NODES)
     out = tmp_path / "results"
     result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
     assert result.exit_code == 0, result.output
@@ -372,6 +470,24 @@ def test_slurm_is_asked_once_for_a_cuda_dry_run(
     result = invoke("-c", config, "-o", tmp_path / "results", "--dry-run")
     assert result.exit_code == 0, result.output
     calls = (client / "calls.log").read_text(encoding="utf-8").splitlines()
+    if reachable:
+        assert calls == ["scontrol show partition -o", "scontrol show node -o"]
+    else:
+        assert calls == ["scontrol show partition -o"]
+        assert "Slurm's controller could not be asked from here (scontrol failed: " in flat(
+            result.output
+        )
+
+
+@pytest.mark.parametrize("reachable", [True, False])
+def test_a_cuda_dry_run_asks_slurm_each_question_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reachable: bool
+) -> None:
+    partition = GPU_PARTITION if reachable else None
+    calls = slurm_answering(tmp_path / "bin", monkeypatch, partition, GRES_NODES)
+    config = write_config(tmp_path, gpus_per_node=4)
+    result = invoke("-c", config, "-o", tmp_path / "results", "--dry-run")
+    assert result.exit_code == 0, result.output
     if reachable:
         assert calls == ["scontrol show partition -o", "scontrol show node -o"]
     else:
@@ -448,6 +564,15 @@ def test_the_dry_run_shows_every_step_the_driver_runs(
         for key, value in shown_env.items():
             if not value.startswith("<"):  # a placeholder: the job's nodes decide it
                 assert STAMP.sub(STARTED, env.get(key, "")) == filled(value), (label, key)
+
+
+def test_the_dry_run_with_slurm_not_found_shows_every_step_the_driver_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks above, Slurm's client not found in-process (the driver's launches are
+    recorded there already)."""
+    slurm_not_found(monkeypatch)
+    test_the_dry_run_shows_every_step_the_driver_runs(tmp_path, monkeypatch)
 
 
 @pytest.mark.slurm

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 from collections import namedtuple
 from pathlib import Path
@@ -472,6 +473,33 @@ def fake_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> P
     return exe
 
 
+NSYS = "/opt/nsys/bin/nsys"
+
+
+def nsys_answering(
+    monkeypatch: pytest.MonkeyPatch,
+    returncode: int = 0,
+    stdout: str = "",
+    stderr: str = "",
+    raises: BaseException | None = None,
+) -> list[tuple[list[str], dict[str, Any]]]:
+    """nsys on PATH at NSYS, its `--version` answered in-process: the one call that runs it
+    (check_nsys's subprocess.run) returns what the nsys would have printed, or raises `raises`;
+    the calls made, with their keyword arguments."""
+    calls: list[tuple[list[str], dict[str, Any]]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append((list(argv), kwargs))
+        if raises is not None:
+            raise raises
+        return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+
+    monkeypatch.setattr(checks_software.shutil, "which", lambda name: NSYS)
+    only_here = SimpleNamespace(run=run, TimeoutExpired=subprocess.TimeoutExpired)
+    monkeypatch.setattr(checks_software, "subprocess", only_here)
+    return calls
+
+
 def test_nsys_missing_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_software.shutil, "which", lambda name: None)
     result = check_nsys(make_ctx())
@@ -491,12 +519,34 @@ def test_nsys_present_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert shown.detail(result) == f"nsys 2023.4.1.97 at {exe}"
 
 
+def test_nsys_present_passes_with_the_version_its_answer_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = nsys_answering(
+        monkeypatch, stdout="NVIDIA Nsight Systems version 2023.4.1.97-32~g1d2a3b4\n"
+    )
+    result = check_nsys(make_ctx())
+    assert [argv for argv, _ in calls] == [[NSYS, "--version"]]
+    assert result.status is CheckStatus.PASS, shown.detail(result)
+    assert result.data == {"path": NSYS, "version": "2023.4.1.97"}
+    assert shown.detail(result) == f"nsys 2023.4.1.97 at {NSYS}"
+
+
 @pytest.mark.slow  # starts an nsys command
 def test_nsys_failing_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nsys(
         tmp_path,
         monkeypatch,
         "echo 'starting' ; echo 'nsys: fatal: cannot load libQt6' >&2 ; exit 3",
+    )
+    result = check_nsys(make_ctx())
+    assert result.status is CheckStatus.WARN
+    assert "--version failed: nsys: fatal: cannot load libQt6" in shown.detail(result)
+
+
+def test_nsys_failing_warns_with_the_last_line_it_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    nsys_answering(
+        monkeypatch, returncode=3, stdout="starting\n", stderr="nsys: fatal: cannot load libQt6\n"
     )
     result = check_nsys(make_ctx())
     assert result.status is CheckStatus.WARN
@@ -517,6 +567,19 @@ def test_nsys_exit_status_matters_even_with_version(
     assert "--version failed: license expired" in shown.detail(result)
 
 
+def test_nsys_warns_read_from_its_exit_status_even_with_a_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nsys_answering(
+        monkeypatch,
+        returncode=1,
+        stdout="NVIDIA Nsight Systems version 2023.4.1.97-32\nlicense expired\n",
+    )
+    result = check_nsys(make_ctx())
+    assert result.status is CheckStatus.WARN
+    assert "--version failed: license expired" in shown.detail(result)
+
+
 @pytest.mark.slow  # starts an nsys command
 def test_nsys_failing_silently_warns_with_exit_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -527,11 +590,30 @@ def test_nsys_failing_silently_warns_with_exit_code(
     assert "--version failed: exit code 7" in shown.detail(result)
 
 
+def test_nsys_failing_silently_warns_with_the_exit_code_it_returned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nsys_answering(monkeypatch, returncode=7)
+    result = check_nsys(make_ctx())
+    assert result.status is CheckStatus.WARN
+    assert "--version failed: exit code 7" in shown.detail(result)
+
+
 @pytest.mark.slow  # starts an nsys command
 def test_nsys_hanging_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nsys(tmp_path, monkeypatch, "exec sleep 30")
     monkeypatch.setattr(checks_software, "NSYS_TIMEOUT_S", 0.5)
     result = check_nsys(make_ctx())
+    assert result.status is CheckStatus.WARN
+    assert "does not run" in shown.detail(result)
+    assert "timed out" in shown.detail(result)
+
+
+def test_nsys_that_outlives_its_timeout_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    timeout = subprocess.TimeoutExpired([NSYS, "--version"], checks_software.NSYS_TIMEOUT_S)
+    calls = nsys_answering(monkeypatch, raises=timeout)
+    result = check_nsys(make_ctx())
+    assert [kwargs["timeout"] for _, kwargs in calls] == [checks_software.NSYS_TIMEOUT_S]
     assert result.status is CheckStatus.WARN
     assert "does not run" in shown.detail(result)
     assert "timed out" in shown.detail(result)
