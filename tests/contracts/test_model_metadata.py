@@ -5,6 +5,7 @@ failure prints the value to paste."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from dataclasses import fields
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.project.test_torch_free import import_chain, import_graph
 from torchscale.contracts.cell_settings import ModelSpec
 from torchscale.contracts.model_specs.listing import rows
 from torchscale.contracts.model_specs.registry import BUILTIN, stored
@@ -106,6 +108,20 @@ def test_metadata_imports_without_torch() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_listings_imports_reach_no_torch_numpy_or_pydantic_as_its_source_reads() -> None:
+    """The same, read from the source (tests/project/test_torch_free.py): what the listing
+    runs when imported reaches none of the three, and rows() imports nothing when called."""
+    module = "torchscale.contracts.model_specs.listing"
+    graph = import_graph([module])
+    heavy = ("torch", "numpy", "pydantic")
+    assert {name: import_chain(graph, module, name) for name in heavy} == dict.fromkeys(heavy)
+    tree = ast.parse(Path(rows.__code__.co_filename).read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    assert "rows" in {f.name for f in functions}
+    imports = (ast.Import, ast.ImportFrom)
+    assert [n for f in functions for n in ast.walk(f) if isinstance(n, imports)] == []
 
 
 def test_the_published_gpt2_counts_the_reference_flops() -> None:

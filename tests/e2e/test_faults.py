@@ -10,6 +10,7 @@ tests/e2e/test_sweep.py's.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ from tests.processes import (
     stop,
     wait_for,
 )
+from tests.project.test_torch_free import import_chain, import_graph
 from torchscale.contracts.cell import Status
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
 from torchscale.contracts.schema.cell_result import RankPlace
@@ -560,6 +562,26 @@ def test_a_pid_file_of_another_process_is_never_signalled(tmp_path: Path) -> Non
         stop(stranger, marker)
 
 
+def test_pid_files_of_this_process_and_of_no_process_are_never_signalled(
+    tmp_path: Path,
+) -> None:
+    """The same without a process started: rank 0's pid file names this process, whose
+    environment does not name the folder (as a recycled pid's would not), rank 1's a pid no
+    process can have; a SIGUSR1 here would be caught and counted, and none comes."""
+    no_process = int(Path("/proc/sys/kernel/pid_max").read_text())  # pids stay below it
+    (tmp_path / "rank0.pid").write_text(f"{os.getpid()}\n")
+    (tmp_path / "rank1.pid").write_text(f"{no_process}\n")
+    (tmp_path / "rank2.pid").write_text("not a pid\n")
+    received: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: received.append(signum))
+    try:
+        assert read_pids(tmp_path) == {0: os.getpid(), 1: no_process}
+        assert request_stacks(tmp_path, wait_s=0.05) == {}
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert received == []
+
+
 @pytest.mark.slow  # starts a launched command
 def test_run_launch_clears_a_previous_runs_pid_files(tmp_path: Path) -> None:
     command = LaunchCommand(
@@ -580,6 +602,66 @@ def test_run_launch_clears_a_previous_runs_pid_files(tmp_path: Path) -> None:
     assert outcome.stacks == {}
     assert list(command.diagnostics_dir.iterdir()) == []
     assert "hello" in command.log_path.read_text()
+
+
+class StandIn:
+    """A launched process, played in this process: it ends with exit 0 once `runs_s` have
+    passed (None: never, until killed), and notes what `folder` held when it was started.
+    Its pid is this process's: the kill (process.py's `_kill_group`) is recorded, not sent."""
+
+    def __init__(self, folder: Path | None, runs_s: float | None) -> None:
+        self.folder, self.runs_s, self.pid = folder, runs_s, os.getpid()
+        self.started = time.perf_counter()
+        self.folder_at_start: list[str] | None = None
+        self.events: list[str] = []
+
+    def start(self) -> StandIn:
+        self.started = time.perf_counter()
+        if self.folder is not None:
+            self.folder_at_start = sorted(p.name for p in self.folder.iterdir())
+        return self
+
+    def poll(self) -> int | None:
+        left = None if self.runs_s is None else self.started + self.runs_s - time.perf_counter()
+        return 0 if left is not None and left <= 0 and "killed" not in self.events else None
+
+    def wait(self, timeout: float) -> int:
+        if self.runs_s is not None:
+            left = self.started + self.runs_s - time.perf_counter()
+            if left <= timeout:
+                time.sleep(max(left, 0.0))
+                return 0
+        time.sleep(timeout)
+        raise subprocess.TimeoutExpired("stand-in", timeout)
+
+
+@pytest.fixture()
+def stand_in(monkeypatch: pytest.MonkeyPatch) -> Callable[..., StandIn]:
+    """`stand_in(folder, runs_s)`: the StandIn every launch of the test gets for a process."""
+    from torchscale.orchestration.launch import process
+
+    def make(folder: Path | None = None, runs_s: float | None = None) -> StandIn:
+        made = StandIn(folder, runs_s)
+        monkeypatch.setattr(subprocess, "Popen", lambda *args, **kwargs: made.start())
+        monkeypatch.setattr(process, "_kill_group", lambda proc: proc.events.append("killed"))
+        return made
+
+    return make
+
+
+def test_run_launch_clears_a_previous_runs_pid_files_before_it_launches(
+    tmp_path: Path, stand_in: Callable[..., StandIn]
+) -> None:
+    """The same with a stand-in for the launched command: the folder was empty when it
+    started, and no stacks were asked for."""
+    command = LaunchCommand(["torchrun"], {}, {}, 1, 1, tmp_path / "e.json", tmp_path)
+    command.diagnostics_dir.mkdir()
+    (command.diagnostics_dir / "rank0.pid").write_text("1\n")
+    (command.diagnostics_dir / "rank0.stacks.txt").write_text("old")
+    made = stand_in(command.diagnostics_dir, runs_s=0.0)
+    outcome = run_launch(command, 30)
+    assert outcome.returncode == 0 and not outcome.timed_out and outcome.stacks == {}
+    assert made.folder_at_start == []
 
 
 PDEATHSIG_PROBE = """\
@@ -664,6 +746,27 @@ def test_the_worker_checks_its_torchrun_before_it_imports_torch() -> None:
     ]
     assert "torchscale.rank.worker.diagnostics" in imported
     assert "torch" not in imported
+
+
+def test_the_worker_checks_its_torchrun_before_it_imports_torch_as_its_source_reads() -> None:
+    """The same read from the source (tests/project/test_torch_free.py): run as __main__, the
+    worker calls die_with_torchrun before any statement that imports torch, and what it
+    imports to call it reaches no torch; the worker's top does import torch, after."""
+    worker = "torchscale.rank.worker.main"
+    tree = ast.parse((REPO_ROOT / "torchscale/rank/worker/main.py").read_text(encoding="utf-8"))
+    main = "__name__ == '__main__'"
+    first = next(
+        i for i, n in enumerate(tree.body) if isinstance(n, ast.If) and ast.unparse(n.test) == main
+    )
+    block = tree.body[first]
+    called = [n.func for n in ast.walk(block) if isinstance(n, ast.Call)]
+    assert [ast.unparse(f) for f in called] == ["die_with_torchrun"]
+    needed = [n.module for n in ast.walk(block) if isinstance(n, ast.ImportFrom) and n.module]
+    before = [n.module for n in tree.body[:first] if isinstance(n, ast.ImportFrom) and n.module]
+    assert before == ["__future__"]  # nothing else runs before the check
+    graph = import_graph([*needed, worker])
+    assert [import_chain(graph, module, "torch") for module in needed] == [None] * len(needed)
+    assert import_chain(graph, worker, "torch") is not None
 
 
 # waits until its parent (a stand-in torchrun, pid last in argv) has exited, then sets up as a
@@ -797,6 +900,20 @@ def test_run_logged_examines_a_timed_out_process_before_killing_it(tmp_path: Pat
     assert processes_mentioning(marker) == []  # and killed after
 
 
+def test_run_logged_examines_a_timed_out_launch_before_killing_it_in_process(
+    tmp_path: Path, stand_in: Callable[..., StandIn]
+) -> None:
+    """The same with a stand-in that never ends: on_timeout finds it running, the kill after."""
+    made = stand_in()
+
+    def examine() -> None:
+        made.events.append("examined" if made.poll() is None else "examined after its end")
+
+    outcome = run_logged(["x"], {}, tmp_path / "sleeper.log", 0.05, on_timeout=examine)
+    assert outcome.timed_out and outcome.returncode is None
+    assert made.events == ["examined", "killed"]
+
+
 @pytest.mark.slow  # starts a launched command
 def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace(tmp_path: Path) -> None:
     """Work done (the marker written), then a hang: killed the grace after, not at the 600 s
@@ -826,6 +943,35 @@ def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace(tmp_path: Pa
     assert ended.ended_cleanly and not ended.killed_after_finish
 
 
+def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace_in_process(
+    tmp_path: Path, stand_in: Callable[..., StandIn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with stand-ins, `finished` asked every 10 ms: one that hangs after its work
+    is killed its grace after, long before the 600 s timeout; one that then ends is not."""
+    from torchscale.orchestration.launch import process
+
+    monkeypatch.setattr(process, "FINISHED_POLL_S", 0.01)
+    made = stand_in()
+    finished_at: list[float] = []
+
+    def finished() -> bool:
+        finished_at.append(time.perf_counter())
+        return len(finished_at) >= 3  # its work done at the third look
+
+    grace = 0.05
+    outcome = run_logged(
+        ["x"], {}, tmp_path / "hang.log", 600.0, finished=finished, shutdown_grace_s=grace
+    )
+    assert outcome.timed_out and outcome.killed_after_finish
+    assert outcome.shutdown_grace_s == grace and made.events == ["killed"]
+    assert grace <= time.perf_counter() - finished_at[2] < 5.0  # the grace, not the 600 s
+    ends = stand_in(runs_s=0.1)
+    ended = run_logged(
+        ["x"], {}, tmp_path / "clean.log", 600.0, finished=lambda: True, shutdown_grace_s=60.0
+    )
+    assert ended.ended_cleanly and not ended.killed_after_finish and ends.events == []
+
+
 @pytest.mark.slow  # starts a launched command
 def test_run_logged_kills_even_when_on_timeout_fails(tmp_path: Path) -> None:
     marker = str(tmp_path / "sleeper")
@@ -842,6 +988,19 @@ def test_run_logged_kills_even_when_on_timeout_fails(tmp_path: Path) -> None:
             on_timeout=broken,
         )
     assert processes_mentioning(marker) == []
+
+
+def test_run_logged_kills_even_when_on_timeout_fails_in_process(
+    tmp_path: Path, stand_in: Callable[..., StandIn]
+) -> None:
+    made = stand_in()
+
+    def broken() -> None:
+        raise OSError("diagnostics directory gone")
+
+    with pytest.raises(OSError, match="diagnostics directory gone"):
+        run_logged(["x"], {}, tmp_path / "sleeper.log", 0.05, on_timeout=broken)
+    assert made.events == ["killed"]
 
 
 @pytest.mark.slow  # real torchrun with 2 gloo ranks

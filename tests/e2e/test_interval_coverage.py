@@ -107,6 +107,45 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Pat
     assert re.search(r"^log throughput: between-run sd [\d.]+ beyond the repeats", text, re.M)
 
 
+def report_here(data: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> str:
+    """What `interval_coverage.py --load` prints for `data`, its report run in this process."""
+    capsys.readouterr()
+    _module().report(data)
+    return capsys.readouterr().out
+
+
+def test_a_quiet_measurement_prints_every_method_with_its_interval_in_process(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The same report, run in this process (no script started)."""
+    text = report_here(saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3), capsys)
+    assert "1-min load average: before 0.30, after 0.30" in text
+    assert "host-load record called the machine busy: 0 of 30" in text
+    names = (
+        "as printed by the runs",
+        "range of the repeats",
+        "percentile bootstrap of the median",
+        "Student t on log, n - 1 df, no drift term",
+        r"median_of_repeats \(drift floor sd [\d.]+\)",
+    )
+    counts = {}
+    for name in names:
+        found = re.search(
+            rf"^  {name}: (\d+)/30 = \d+% \(\d+% to \d+%\): (met|missed|not settled)$",
+            text,
+            re.M,
+        )
+        assert found, (name, text)
+        counts[name] = int(found.group(1))
+    # the printed ranges are the range, and the bootstrap of 4 is the same interval
+    assert counts["as printed by the runs"] == counts["range of the repeats"]
+    assert counts["percentile bootstrap of the median"] == counts["range of the repeats"]
+    # drift twice the repeats' spread: the widened interval holds far more reruns
+    now = counts[r"median_of_repeats \(drift floor sd [\d.]+\)"]
+    assert now > counts["range of the repeats"] + 10
+    assert re.search(r"^log throughput: between-run sd [\d.]+ beyond the repeats", text, re.M)
+
+
 @pytest.mark.slow
 def test_a_busy_machine_gets_no_verdict(tmp_path: Path) -> None:
     data = saved(within_sd=0.05, between_sd=0.05, runs=6, load=3.0)
@@ -118,6 +157,18 @@ def test_a_busy_machine_gets_no_verdict(tmp_path: Path) -> None:
     quiet = saved(within_sd=0.05, between_sd=0.05, runs=6, load=0.2)
     quiet["runs"][2] |= {"other_cores": 0.9, "busy": True}
     text = report(tmp_path, quiet)
+    assert "host-load record called the machine busy: 1 of 6 (runs 3)" in text
+    assert text.count("load too high to judge") == 5
+
+
+def test_a_busy_machine_gets_no_verdict_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    text = report_here(saved(within_sd=0.05, between_sd=0.05, runs=6, load=3.0), capsys)
+    assert "not a quiet machine" in text
+    assert text.count("load too high to judge") == 5
+    assert not re.search(r": (met|missed|not settled)$", text, re.M)
+    quiet = saved(within_sd=0.05, between_sd=0.05, runs=6, load=0.2)
+    quiet["runs"][2] |= {"other_cores": 0.9, "busy": True}
+    text = report_here(quiet, capsys)
     assert "host-load record called the machine busy: 1 of 6 (runs 3)" in text
     assert text.count("load too high to judge") == 5
 

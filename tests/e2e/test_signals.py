@@ -154,6 +154,25 @@ def test_a_terminating_signal_raises_once(signum: int) -> None:
     assert run.stdout.split("\n")[:2] == [f"raised {int(signum)} {128 + signum}", "restored True"]
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.usefixtures("default_dispositions")
+def test_the_installed_handler_raises_once(signum: int) -> None:
+    """The same without a signal sent: the handler terminate_on_signals installed, called as
+    Python calls it, raises Terminated; called again while that unwinds, it returns; the
+    default is back after the block."""
+    repeated: list[object] = []
+    with pytest.raises(Terminated) as raised, terminate_on_signals():
+        handler = signal.getsignal(signum)
+        assert callable(handler)
+        try:
+            handler(signum, None)
+        finally:
+            repeated.append(handler(signum, None))  # a repeat while unwinding: ignored
+    assert (raised.value.signum, raised.value.exit_code) == (signum, 128 + signum)
+    assert repeated == [None]
+    assert signal.getsignal(signum) == signal.SIG_DFL
+
+
 # =========================================================================== handle_errors
 
 
@@ -285,6 +304,19 @@ def test_importing_the_cli_starts_no_process_and_prctl_is_resolved_once() -> Non
     assert "dlopen" in resolved  # ctypes itself loads the interpreter's symbols: one or two
     assert "Popen" not in resolved and "spawn" not in resolved and "fork" not in resolved
     assert resolved.endswith("] True")  # nothing more after the first use
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_prctl_is_resolved_without_starting_a_process() -> None:
+    """The same lookup in this process, from scratch: libc's prctl found without a process
+    (ctypes.util.find_library would run `ldconfig -p`: this tier refuses it) and kept for
+    the calls after."""
+    from torchscale.contracts import signals
+
+    signals._prctl.cache_clear()
+    assert signals.parent_death_signal_supported()
+    found = signals._prctl()
+    assert callable(found) and signals._prctl() is found
 
 
 SUPERVISOR = """\

@@ -459,6 +459,22 @@ def test_process_scan_sees_a_live_process(tmp_path: Path) -> None:
     assert processes_mentioning(marker, grace_s=0) == []
 
 
+def test_process_scan_sees_a_live_process_by_its_argv_and_never_this_one() -> None:
+    """The same without starting one: this process's parent is found by its command line;
+    this process (the test itself) is left out even where its own command line matches."""
+
+    def cmdline(pid: int | str) -> str:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return raw.replace(b"\0", b" ").decode(errors="replace")
+
+    parent = os.getppid()
+    if not cmdline(parent).strip():
+        pytest.skip("this process's parent shows no command line")
+    assert f"{parent}: {cmdline(parent)}" in processes_mentioning(cmdline(parent), grace_s=0)
+    mine = processes_mentioning(cmdline("self"), grace_s=0)
+    assert not [line for line in mine if line.startswith(f"{os.getpid()}: ")]
+
+
 # ================================================================================= dry run
 
 

@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 import torchscale.results
+from tests.project.test_torch_free import import_chain, import_graph
 from torchscale.contracts.errors import ResultsError
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION
 from torchscale.contracts.versioned import VersionError
@@ -216,6 +217,14 @@ def test_results_package_does_not_import_pandas_for_the_worker() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "False"
+
+
+def test_what_a_rank_imports_to_write_results_reaches_no_pandas_as_the_source_reads() -> None:
+    """The same, read from the source (tests/project/test_torch_free.py): what the schema and
+    the store run when imported never imports pandas, directly or through another module."""
+    modules = ["torchscale.contracts.schema.cell_result", "torchscale.offline.results.store"]
+    graph = import_graph(modules)
+    assert {m: import_chain(graph, m, "pandas") for m in modules} == dict.fromkeys(modules)
 
 
 # ------------------------------------------------------------------- resume of stored results

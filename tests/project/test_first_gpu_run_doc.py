@@ -91,6 +91,27 @@ def test_every_config_the_page_names_is_shipped_and_plans_on_its_node(name: str)
     assert {p.cell.device for p in plan} == {"cuda"}
 
 
+@pytest.fixture()
+def no_slurm_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slurm's commands answer as where none is on PATH (FileNotFoundError from the child's
+    start, which subprocess raises there), without a child started to find out."""
+    from torchscale.orchestration.schedulers.slurm import client
+
+    def not_on_path(argv: list[str], *args: object, **kwargs: object) -> None:
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+
+    monkeypatch.setattr(client, "run_child", not_on_path)
+
+
+@pytest.mark.parametrize("name", config_files())
+@pytest.mark.usefixtures("no_slurm_here")
+def test_every_config_the_page_names_is_shipped_and_plans_on_its_node_off_a_cluster(
+    name: str,
+) -> None:
+    """The same checks in this process, Slurm's commands answering as off a cluster."""
+    test_every_config_the_page_names_is_shipped_and_plans_on_its_node(name)
+
+
 def test_every_script_the_page_runs_exists_with_its_options() -> None:
     scripts = [argv[1:] for argv in doc_commands() if argv[0] == "python"]
     assert scripts
@@ -173,3 +194,11 @@ def test_the_slurm_section_dry_runs_here_and_shows_the_shipped_config(
     assert auto.exit_code == 2, auto.output
     (error,) = [line for line in auto.output.splitlines() if line.startswith("error:")]
     assert f"\n{error}\n" in text
+
+
+@pytest.mark.usefixtures("no_slurm_here")
+def test_the_slurm_section_dry_runs_here_and_shows_the_shipped_config_off_a_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same checks in this process, Slurm's commands answering as off a cluster."""
+    test_the_slurm_section_dry_runs_here_and_shows_the_shipped_config(tmp_path, monkeypatch)

@@ -9,9 +9,13 @@ the module itself (now known to be torch-free), so the next child starts warm.""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -132,6 +136,182 @@ def test_nothing_outside_rank_loads_torch_at_import() -> None:
     assert sorted(set(TORCH_AT_IMPORT) - set(found)) == [], "paid: remove these entries"
 
 
+# ------------------------------------------------------------- the same, read from the source
+# What `import module` runs is read from the code instead of a fresh interpreter: the statements
+# at module level and in class bodies (with the if/try/with blocks around them), not function
+# bodies, `if TYPE_CHECKING:` or `if __name__ == "__main__":`. A module outside the roots (the
+# standard library, an installed package) is a leaf named by its top-level package: what it
+# imports in turn is not read, which the interpreter-based tests above still see.
+
+
+@functools.cache
+def _file_of(module: str, roots: tuple[Path, ...]) -> Path | None:
+    for root in roots:
+        base = root.joinpath(*module.split("."))
+        for path in (base / "__init__.py", base.with_suffix(".py")):
+            if path.is_file():
+                return path
+    return None
+
+
+def _skipped_when_imported(test: ast.expr) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) and `if __name__ == "__main__":`."""
+    if isinstance(test, ast.Name | ast.Attribute):
+        return (test.id if isinstance(test, ast.Name) else test.attr) == "TYPE_CHECKING"
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
+_TRY = (ast.Try, getattr(ast, "TryStar", ast.Try))  # try/except* from Python 3.11
+
+
+def _run_statements(body: Iterable[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
+    """The import statements that run when `body` (a module's or a class's) runs."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _skipped_when_imported(node.test):
+                yield from _run_statements(node.body)
+            yield from _run_statements(node.orelse)
+        elif isinstance(node, _TRY):
+            for block in (node.body, *(h.body for h in node.handlers), node.orelse):
+                yield from _run_statements(block)
+            yield from _run_statements(node.finalbody)
+        elif isinstance(node, ast.With | ast.AsyncWith | ast.For | ast.AsyncFor | ast.While):
+            yield from _run_statements(node.body)
+            yield from _run_statements(getattr(node, "orelse", []))
+        elif isinstance(node, ast.ClassDef):
+            yield from _run_statements(node.body)
+
+
+_DEFINITION = ("def ", "async def ", "@")
+
+
+def _without_functions(source: str) -> str:
+    """`source` less its module-level functions (a decorator or `def` at column 0 up to the
+    next statement at column 0): what the reading needs, parsed in a fraction of the time."""
+    kept, skipping = [], False
+    for line in source.splitlines():
+        if line[:1] not in ("", " ", "\t", "#", ")", "]", "}"):
+            skipping = line.startswith(_DEFINITION)
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+@functools.cache
+def _imported_names(path: Path, module: str) -> tuple[str, ...]:
+    """The absolute names the statements that run import (`from pkg import name`: pkg and
+    pkg.name, which is a module or an attribute)."""
+    source = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(_without_functions(source), filename=str(path))
+    except SyntaxError:  # a string at column 0 inside a function: the whole file, then
+        tree = ast.parse(source, filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: list[str] = []
+    for node in _run_statements(tree.body):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+            continue
+        if node.level:
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(parts + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        if base == "__future__":
+            continue
+        names += [base, *(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")]
+    return tuple(names)
+
+
+def import_graph(
+    modules: Iterable[str], roots: Sequence[Path] = (REPO_ROOT,)
+) -> dict[str, list[str]]:
+    """module -> what running it imports first-hand, for `modules` and every module of the
+    roots they reach: a module of the roots by its name (its packages too: `import a.b.c` runs
+    a and a.b first), any other by its top-level package."""
+    where = tuple(roots)
+    graph: dict[str, list[str]] = {}
+    todo = deque(modules)
+    while todo:
+        module = todo.popleft()
+        if module in graph:
+            continue
+        path = _file_of(module, where)
+        if path is None:  # outside the roots: a leaf
+            graph[module] = []
+            continue
+        found: list[str] = []
+        parts = module.split(".")
+        for name in [".".join(parts[:i]) for i in range(1, len(parts))] + list(
+            _imported_names(path, module)
+        ):
+            if _file_of(name, where) is not None:
+                found.append(name)
+            elif _file_of(name.partition(".")[0], where) is None:
+                found.append(name.partition(".")[0])  # outside: its top-level package
+            # else an attribute of a module of the roots (`from pkg import function`)
+        graph[module] = list(dict.fromkeys(n for n in found if n != module))
+        todo.extend(graph[module])
+    return graph
+
+
+def import_chain(graph: Mapping[str, Sequence[str]], start: str, target: str) -> list[str] | None:
+    """The shortest chain of imports by which running `start` imports `target`, or None."""
+    came_from: dict[str, str | None] = {start: None}
+    todo = deque([start])
+    while todo:
+        module = todo.popleft()
+        if module == target:
+            chain = [module]
+            while (before := came_from[chain[-1]]) is not None:
+                chain.append(before)
+            return chain[::-1]
+        for name in graph.get(module, ()):
+            if name not in came_from:
+                came_from[name] = module
+                todo.append(name)
+    return None
+
+
+def reaching(graph: Mapping[str, Sequence[str]], target: str) -> set[str]:
+    """Every module of `graph` whose running imports `target`, directly or through others."""
+    importers: dict[str, set[str]] = {}
+    for module, names in graph.items():
+        for name in names:
+            importers.setdefault(name, set()).add(module)
+    found: set[str] = set()
+    todo = deque([target])
+    while todo:
+        for module in importers.get(todo.popleft(), ()):
+            if module not in found:
+                found.add(module)
+                todo.append(module)
+    return found
+
+
+def test_no_module_outside_rank_imports_torch_as_its_source_reads() -> None:
+    """The check above without an interpreter per module: what each module's top runs, read
+    from the source, never reaches torch (modules listed in TORCH_AT_IMPORT excepted)."""
+    outside = _modules_outside_rank()
+    worker = "torchscale.rank.worker.main"  # imports torch at its top: the reading sees it
+    graph = import_graph([*outside, worker])
+    assert import_chain(graph, worker, "torch") is not None
+    loaders = reaching(graph, "torch")
+    new = [
+        " -> ".join(import_chain(graph, module, "torch") or [module])
+        for module in outside
+        if module in loaders and module not in TORCH_AT_IMPORT
+    ]
+    assert new == [], "importing these loads torch (import chain):\n" + "\n".join(new)
+
+
 @pytest.mark.slow  # starts a child command
 def test_the_probe_names_the_chain(tmp_path) -> None:
     # a module that imports torch through another one is caught, with both named
@@ -151,6 +331,35 @@ def test_the_probe_names_the_chain(tmp_path) -> None:
     found = json.loads(done.stdout.splitlines()[-1])
     assert list(found) == ["probe_outer"]
     assert found["probe_outer"][:3] == ["probe_outer", "probe_inner", "torch"]
+
+
+def test_the_source_reading_names_the_chain_and_skips_what_does_not_run(tmp_path: Path) -> None:
+    """What runs at import is followed (a class body, a try block, a relative import); a
+    function body, `if TYPE_CHECKING:` and `if __name__ == "__main__":` are not."""
+    package = tmp_path / "probe_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "outer.py").write_text("from . import inner\n", encoding="utf-8")
+    (package / "inner.py").write_text(
+        "class Holder:\n    try:\n        import torch\n    except ImportError:\n        pass\n",
+        encoding="utf-8",
+    )
+    (package / "lazy.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import torch\n"
+        "def f():\n    import torch\n"
+        "if __name__ == '__main__':\n    import torch\n",
+        encoding="utf-8",
+    )
+    modules = ["probe_pkg.outer", "probe_pkg.lazy"]
+    graph = import_graph(modules, roots=[tmp_path])
+    assert import_chain(graph, "probe_pkg.outer", "torch") == [
+        "probe_pkg.outer",
+        "probe_pkg.inner",
+        "torch",
+    ]
+    assert import_chain(graph, "probe_pkg.lazy", "torch") is None
+    assert reaching(graph, "torch") == {"probe_pkg.outer", "probe_pkg.inner"}
 
 
 def _rank_imports(tree: ast.AST) -> set[str]:

@@ -8,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
 from torchscale.orchestration.launch.torchrun import torchrun_command
+from torchscale.rank.worker import cpu_binding
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank, core_set
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +73,38 @@ def test_a_rank_binds_itself_and_its_later_threads_to_its_cores() -> None:
     assert seen["cpus"] == seen["main"] == seen["thread"] == [allowed[-1]]
     assert seen["before"] == len(allowed)
     assert seen["note"] == {"local_rank": ranks - 1, "cores": [allowed[-1]]}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity calls")
+def test_a_thread_binds_itself_and_its_later_threads_to_its_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same in this process, the binding done by a thread of its own (Linux binds the
+    calling thread): its cores, the thread it starts after, and this one left unbound."""
+    allowed = sorted(os.sched_getaffinity(0))
+    ranks = len(allowed)  # one core each
+    monkeypatch.setattr(cpu_binding, "_DONE", [])
+    env = {CPU_BINDING_ENV: BIND_TO_CORES, "LOCAL_RANK": str(ranks - 1)}
+    env["LOCAL_WORLD_SIZE"] = str(ranks)
+    seen: dict[str, object] = {}
+
+    def rank() -> None:
+        seen["binding"] = bind_cpu_rank(env)
+        seen["main"] = sorted(os.sched_getaffinity(0))
+        later = threading.Thread(target=lambda: seen.update(thread=sorted(os.sched_getaffinity(0))))
+        later.start()
+        later.join()
+
+    thread = threading.Thread(target=rank)
+    thread.start()
+    thread.join(10)
+    binding = seen["binding"]
+    assert isinstance(binding, cpu_binding.CoreBinding) and binding.cpus is not None
+    assert list(binding.cpus) == seen["main"] == seen["thread"] == [allowed[-1]]
+    assert binding.cores_before == len(allowed)
+    assert binding.note == {"local_rank": ranks - 1, "cores": [allowed[-1]]}
+    assert cpu_binding.current() == binding
+    assert sorted(os.sched_getaffinity(0)) == allowed  # this thread: as it was
 
 
 def test_the_torchrun_command_carries_the_decision(tmp_path: Path) -> None:

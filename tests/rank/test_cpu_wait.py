@@ -4,9 +4,11 @@ back is late exactly like a rank with more work, and only the scheduler tells th
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -251,6 +253,43 @@ def test_the_clock_counts_time_another_process_held_the_cpu() -> None:
         os.sched_setaffinity(0, before_affinity)
         child.kill()
         child.wait()
+
+
+@pytest.mark.skipif(not LINUX_SCHEDSTAT, reason="needs Linux /proc/thread-self/schedstat")
+def test_the_clock_counts_time_another_thread_held_the_cpu() -> None:
+    """The same with a busy thread of this process for the busy child (Linux binds a thread
+    with sched_setaffinity(0)): both on one CPU, this thread waits for it while it spins."""
+    cpu = min(os.sched_getaffinity(0))
+    data = bytes(1 << 22)
+    started, done = threading.Event(), threading.Event()
+
+    def busy() -> None:  # hashing releases the GIL: the two threads run side by side
+        os.sched_setaffinity(0, {cpu})
+        started.set()
+        while not done.is_set():
+            hashlib.sha256(data).digest()
+
+    before_affinity = os.sched_getaffinity(0)
+    thread = threading.Thread(target=busy, daemon=True)
+    try:
+        os.sched_setaffinity(0, {cpu})
+        thread.start()
+        assert started.wait(5)
+        clock = CpuWaitClock()
+        start = clock.read()
+        spin_s = 0.2
+        deadline = time.perf_counter() + spin_s
+        while time.perf_counter() < deadline:
+            pass
+        waited = clock.read()
+        clock.close()
+        assert start is not None and waited is not None
+        # the scheduler splits the CPU between the two: about half the spin is a wait
+        assert waited - start > 0.3 * spin_s
+    finally:
+        done.set()
+        thread.join(5)
+        os.sched_setaffinity(0, before_affinity)
 
 
 def test_every_surface_says_a_host_bound_gap_is_the_hosts() -> None:

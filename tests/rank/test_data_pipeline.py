@@ -316,6 +316,22 @@ def test_the_loader_restarts_at_the_end_of_an_epoch_and_stops_its_workers(
     pipeline.close()  # idempotent
 
 
+def test_the_loader_restarts_at_the_end_of_an_epoch_without_workers(shard_dir: Path) -> None:
+    """The same in this process (num_workers=0): the draw after the last full batch starts
+    epoch 1, its sampler told so; closing a loader with no workers does nothing, twice."""
+    data = DataConfig(source="disk", dir=str(shard_dir), num_workers=0)
+    _, pipeline = pipeline_for("tiny-cnn", data, batch=64)
+    per_epoch = pipeline.info["samples"] // 64
+    assert per_epoch >= 2
+    seen = [pipeline.next_batch() for _ in range(per_epoch)]
+    assert pipeline.epoch == 0 and pipeline.sampler.epoch == 0
+    seen += [pipeline.next_batch() for _ in range(2)]
+    assert pipeline.epoch == 1 and pipeline.sampler.epoch == 1 and len(seen) == per_epoch + 2
+    assert all(images.shape[0] == 64 for images, _ in seen)
+    pipeline.close()
+    pipeline.close()
+
+
 def test_cifar_batches_are_resized_and_labels_folded(tmp_path: Path) -> None:
     write_cifar(tmp_path, count=10)
     data = DataConfig(source="cifar100", dir=str(tmp_path), num_workers=0, image_size=48)

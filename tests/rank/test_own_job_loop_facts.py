@@ -56,3 +56,15 @@ def test_a_loaders_settings_are_read_from_its_iterator() -> None:
     finally:
         it._shutdown_workers()  # type: ignore[attr-defined]
     assert loader_settings(object()) == {}  # another loader's iterator: nothing read
+
+
+def test_a_single_process_loaders_settings_are_read_from_its_iterator() -> None:
+    """The same without a worker process: a loader of num_workers=0 (no prefetch factor
+    without workers); another loader's iterator reads as nothing."""
+    single = iter(DataLoader(list(range(8)), batch_size=2))
+    assert loader_settings(single) == {
+        "num_workers": 0,
+        "pin_memory": False,
+        "persistent_workers": False,
+    }
+    assert loader_settings(object()) == {}

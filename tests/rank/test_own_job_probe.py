@@ -5,6 +5,9 @@ carrier first on PYTHONPATH, as the host runs them."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -12,12 +15,18 @@ import statistics
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from tests.processes import REPO_ROOT, processes_mentioning
 from torchscale.rank.own_job import CARRIER_DIR, read_rank_files
+from torchscale.rank.own_job import probe as probe_module
 from torchscale.rank.own_job.reading import OwnJobMeasurement, adapter
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, batch_counts, resolve
 
@@ -208,6 +217,58 @@ def test_an_existing_sitecustomize_still_runs_and_nothing_heavy_is_imported(
     assert not (tmp_path / "out").exists()
 
 
+def the_carrier() -> ModuleType:
+    """The carrier's code as a module of another name: loaded, it installs and chains nothing."""
+    spec = importlib.util.spec_from_file_location(
+        "carrier_under_test", CARRIER_DIR / "sitecustomize.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("probe_on", [True, False])
+def test_the_carrier_chains_and_watches_only_for_torch_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, probe_on: bool
+) -> None:
+    """The carrier's two steps run here, on a copy of the import state: it chains to the next
+    `sitecustomize` on the path (its own folder left out of the search, the path as it was
+    after), and with the probe's folder set it puts a watch for torch first on the meta path,
+    which answers for torch alone, once, with torch's own spec whose loader activates the probe
+    after torch's: nothing imported, no folder made."""
+    carrier = the_carrier()
+    fake = tmp_path / "site"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text("import sys\nsys.modules['fake_site_ran'] = sys\n")
+    monkeypatch.setattr(sys, "path", [str(CARRIER_DIR), str(fake), *sys.path])
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    for name in ("sitecustomize", "fake_site_ran", "torch"):  # each put back as it was after
+        monkeypatch.setitem(sys.modules, name, sys)
+        del sys.modules[name]
+    sys.modules["sitecustomize"] = carrier
+    if probe_on:
+        monkeypatch.setenv("TORCHSCALE_OWN_JOB_DIR", str(tmp_path / "out"))
+    else:
+        monkeypatch.delenv("TORCHSCALE_OWN_JOB_DIR", raising=False)
+    path_before = list(sys.path)
+    carrier._install()
+    carrier._chain()
+    assert "fake_site_ran" in sys.modules  # chained
+    assert sys.path == path_before
+    watches = [f for f in sys.meta_path if type(f).__name__ == "_TorchWatch"]
+    assert len(watches) == (1 if probe_on else 0)
+    if probe_on:
+        (watch,) = watches
+        assert watch.find_spec("numpy") is None and watch in sys.meta_path
+        spec = watch.find_spec("torch")
+        assert spec is not None and spec.name == "torch"
+        assert type(spec.loader).__name__ == "_TorchLoader"
+        assert watch not in sys.meta_path  # once
+    assert "torch" not in sys.modules
+    assert not (tmp_path / "out").exists()
+
+
 # ----------------------------------------------------------------------------- a rank's steps
 
 
@@ -242,6 +303,174 @@ def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> No
     )
     # both optimizers' parameters: 8x16 + 16 + 16x1 + 1, and the head's 1 + 1
     assert rank.parameters == 163
+
+
+# ------------------------------------------------------- the same steps, marked in this process
+
+
+@dataclass
+class Ran:
+    """A loop run here: the losses it got to, SystemExit's code where the probe stopped it
+    (None: it ran to its end), and the parameters of every model an optimizer stepped."""
+
+    losses: list[float]
+    exit: int | str | None
+    parameters: int
+
+
+def train_here(
+    steps: int = 12,
+    accum: int = 1,
+    double: bool = False,
+    evaluate: bool = False,
+    closure_s: float = 0.0,
+    mark_step: bool = False,
+    dropout: float = 0.0,
+    no_optimizer: bool = False,
+    at_end: Callable[[], object] | None = None,
+) -> Ran:
+    """TRAIN's loop, with its options, run in this process (torch's random state as it was
+    after); `at_end`: called where the loop ran to its end, its models and optimizers still
+    alive (as a job's are at its exit)."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import torchscale
+
+    class Wrapped(torch.optim.SGD):
+        def step(self, closure: Any = None) -> Any:  # calls super(): both classes' hooks
+            return super().step(closure)
+
+    losses: list[float] = []
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        layers = [torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)]
+        if dropout:
+            layers.insert(2, torch.nn.Dropout(dropout))
+        model = torch.nn.Sequential(*layers)
+        head = torch.nn.Linear(1, 1)
+        trained = [model]
+        if double:
+            torch.optim.SGD(head.parameters(), lr=0.01)
+            opt: torch.optim.SGD = Wrapped(model.parameters(), lr=0.01)
+            other: torch.optim.SGD | None = torch.optim.SGD(head.parameters(), lr=0.01)
+            trained.append(head)
+        else:
+            opt, other = torch.optim.SGD(model.parameters(), lr=0.01), None
+        parameters = sum(p.numel() for m in trained for p in m.parameters())
+        n = 16 * accum * steps
+        loader = DataLoader(TensorDataset(torch.randn(n, 8), torch.randn(n, 1)), batch_size=16)
+        held_out = DataLoader(TensorDataset(torch.randn(40, 8), torch.randn(40, 1)), batch_size=10)
+        try:
+            for i, (x, y) in enumerate(loader):
+                if closure_s:
+
+                    def closure(x: Any = x, y: Any = y) -> Any:
+                        time.sleep(closure_s)  # a slow forward
+                        loss = torch.nn.functional.mse_loss(model(x), y)
+                        loss.backward()
+                        return loss
+
+                    losses.append(opt.step(closure).item())
+                    opt.zero_grad()
+                    continue
+                out = model(x)
+                if other is not None:
+                    out = head(out)
+                loss = torch.nn.functional.mse_loss(out, y) / accum
+                loss.backward()
+                if mark_step:
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p -= 0.01 * p.grad
+                            p.grad = None
+                    torchscale.mark_step()
+                    losses.append(loss.item())
+                    continue
+                if (i + 1) % accum == 0 and not no_optimizer:
+                    opt.step()
+                    if other is not None:
+                        other.step()
+                        other.zero_grad()
+                    opt.zero_grad()
+                    losses.append(loss.item())
+                    if evaluate:
+                        with torch.no_grad():
+                            for vx, _ in held_out:
+                                model(vx)
+        except SystemExit as stopped:
+            return Ran(losses, stopped.code, parameters)
+        if at_end is not None:
+            at_end()
+    return Ran(losses, None, parameters)
+
+
+@contextlib.contextmanager
+def probe_here(env: dict[str, str]) -> Iterator[probe_module.Probe]:
+    """The probe installed in this process as the carrier installs it in a job's (`env`: the
+    host's settings), and taken out at the block's end: torch's global optimizer hooks
+    removed, backward, the DataLoader iterator's `__next__` and the collectives put back, its
+    exit and SIGTERM handlers dropped, a FLOP count left open closed."""
+    import torch
+    import torch.utils.data.dataloader as dataloader
+    from torch.optim import optimizer as optim
+
+    handles: list[Any] = []
+    sigterm = signal.getsignal(signal.SIGTERM)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.autograd, "backward", torch.autograd.backward)
+        iterator = dataloader._BaseDataLoaderIter
+        patch.setattr(iterator, "__next__", iterator.__next__)
+        for name in probe_module.COLLECTIVES:
+            if hasattr(torch.distributed, name):
+                patch.setattr(torch.distributed, name, getattr(torch.distributed, name))
+        patch.delenv("RANK", raising=False)
+        patch.setattr(probe_module, "_FAILED", False)
+        probe = probe_module.Probe(probe_module.Settings.from_env(env))
+        try:
+            with pytest.MonkeyPatch.context() as registering:  # the hooks' handles kept
+                for when in ("pre", "post"):
+                    name = f"register_optimizer_step_{when}_hook"
+                    register = getattr(optim, name)
+                    registering.setattr(optim, name, lambda f, r=register: handles.append(r(f)))
+                probe.install()
+            yield probe
+        finally:
+            for handle in handles:
+                handle.remove()
+            atexit.unregister(probe.at_exit)
+            signal.signal(signal.SIGTERM, sigterm)
+            if probe.flops is not None:
+                probe.flops.unfinished()
+            probe.telemetry.stop()
+
+
+def test_a_loop_is_measured_and_stopped_at_the_agreed_step_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slow test's loop and checks with the probe's hooks in this process: gradient
+    accumulation, a subclass optimizer calling super(), a second optimizer and an evaluation
+    after each step; W + N steps, then SystemExit(0) from inside the last step."""
+    out = tmp_path / "out"
+    accum = 3
+    with probe_here(probe_env(out, warmup=2, steps=4, stop=True)):
+        ran = train_here(accum=accum, double=True, evaluate=True)
+    assert ran.exit == 0
+    assert len(ran.losses) == 2 + 4 - 1  # the last step ends inside `step`, before its loss
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.optimizer_steps, rank.stopped) == (4, 2, 6, True)
+    assert rank.samples_per_step == [16 * accum] * 4
+    assert rank.tokens_per_step == [None] * 4
+    assert rank.window_edge_steps == 0 and rank.timing == "perf_counter"
+    assert_phases_add_up(rank)
+    (window,) = rank.windows
+    assert window.wall_s == pytest.approx(sum(window.step_s))
+    assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
+    assert rank.flops_per_step is None
+    assert (
+        rank.flops_note is not None and rank.flops_note.code == "unavailable.own_job_flops_warmup"
+    )
+    assert rank.parameters == ran.parameters
 
 
 # a site's own sitecustomize, chained after the carrier, that takes one draw from torch's global
@@ -309,6 +538,45 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
     }
 
 
+def test_the_probe_never_changes_the_losses_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same seed, same losses bare and under the probe's hooks in this process (measured to
+    the loop's end, written at its exit); dropout draws from torch's global stream, and one
+    draw there after step DRAW_AT (a post hook of the job's own, beside the probe's) changes
+    every loss after it and none before, as a draw by the probe would."""
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    bare = train_here(dropout=0.2)
+    assert bare.exit is None and len(bare.losses) == 12
+    out = tmp_path / "out"
+    with probe_here(probe_env(out, warmup=3, steps=0, stop=False)) as probe:
+        probed = train_here(dropout=0.2, at_end=probe.at_exit)
+    assert probed.exit is None and probed.losses == bare.losses
+    calls: list[int] = []
+
+    def draw(optimizer: Any, args: Any, kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == DRAW_AT:
+            torch.rand(1)
+
+    handle = register_optimizer_step_post_hook(draw)
+    try:
+        with probe_here(probe_env(tmp_path / "drawn", 3, 0, stop=False)):
+            drawn = train_here(dropout=0.2)
+    finally:
+        handle.remove()
+    assert drawn.losses[:DRAW_AT] == bare.losses[:DRAW_AT]
+    after = zip(drawn.losses[DRAW_AT:], bare.losses[DRAW_AT:], strict=True)
+    assert all(a != b for a, b in after)
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.stopped) == (12 - 3, 3, False)
+    assert rank.samples_per_step == [16] * (12 - 3)
+    assert_phases_add_up(rank)
+    assert rank.parameters == probed.parameters
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     """`optimizer.step(closure)` with forward and backward inside the closure (Lightning's
@@ -324,6 +592,27 @@ def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     (window,) = rank.windows
     phases = window.phases or {}
     assert min(phases["forward"]) >= 0.04  # type: ignore[type-var]
+    pairs = zip(phases["optimizer"], phases["forward"], strict=True)
+    assert all(o is not None and f is not None and o < f for o, f in pairs)
+
+
+def test_a_closures_forward_is_forward_not_optimizer_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with the probe's hooks in this process: the closure's slow forward (a 10 ms
+    sleep) counted as forward, the optimizer only what is left."""
+    out = tmp_path / "out"
+    sleep_s = 0.01
+    with probe_here(probe_env(out, warmup=1, steps=4, stop=True)):
+        ran = train_here(closure_s=sleep_s)
+    assert ran.exit == 0
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (4, 5, True)
+    assert rank.samples_per_step == [16] * 4
+    assert_phases_add_up(rank)
+    (window,) = rank.windows
+    phases = window.phases or {}
+    assert min(phases["forward"]) >= sleep_s  # type: ignore[type-var]
     pairs = zip(phases["optimizer"], phases["forward"], strict=True)
     assert all(o is not None and f is not None and o < f for o, f in pairs)
 
@@ -346,6 +635,26 @@ def test_a_loop_without_an_optimizer_is_measured_by_its_step_marker(tmp_path: Pa
     assert_phases_add_up(rank)
 
 
+def test_a_loop_without_an_optimizer_is_measured_by_its_step_marker_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same in this process: `torchscale.mark_step()` reaches the probe installed here
+    (and nothing where none is), W + N marked steps, then the agreed stop."""
+    bare = train_here(mark_step=True)
+    assert bare.exit is None
+    out = tmp_path / "out"
+    with probe_here(probe_env(out, warmup=2, steps=4, stop=True)) as probe:
+        monkeypatch.setattr(probe_module, "_PROBE", probe)
+        ran = train_here(mark_step=True)
+    assert ran.exit == 0
+    assert ran.losses == bare.losses[: 2 + 4 - 1]  # the last step ends in the marker
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.stopped) == (4, 2, True)
+    assert rank.samples_per_step == [16] * 4
+    assert rank.phase_notes["grad_sync_wait"].code == "unavailable.marked_steps"
+    assert_phases_add_up(rank)
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> None:
     """Here only the carrier is on PYTHONPATH: it imports its own torchscale."""
@@ -360,6 +669,21 @@ def test_a_loop_without_an_optimizer_writes_the_no_step_file(tmp_path: Path) -> 
     assert findings[0].figures == {"rank": 0, "batches": 12, "backward_calls": 12}
 
 
+def test_a_loop_without_an_optimizer_writes_the_no_step_file_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same in this process, at the probe's exit: every batch and backward counted."""
+    out = tmp_path / "out"
+    steps = 12
+    with probe_here(probe_env(out, warmup=1, steps=3, stop=True)) as probe:
+        ran = train_here(steps=steps, no_optimizer=True, at_end=probe.at_exit)
+    assert ran.exit is None
+    ranks, findings = read_rank_files(out)
+    assert ranks == []
+    assert [f.code for f in findings] == ["own_job.no_optimizer_step"]
+    assert findings[0].figures == {"rank": 0, "batches": steps, "backward_calls": steps}
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_job_killed_by_sigterm_keeps_what_was_measured(tmp_path: Path) -> None:
     """Letting the job finish (N = 0), a SIGTERM after 5 steps: the measurement is written
@@ -372,6 +696,31 @@ def test_a_job_killed_by_sigterm_keeps_what_was_measured(tmp_path: Path) -> None
     assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, False)
 
 
+def test_the_probes_sigterm_handler_writes_then_dies_by_the_signal_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler the probe installs where SIGTERM was left at its default, called here after
+    5 steps (no signal sent): the measurement written, the default put back and the same
+    signal sent to this process again (the send recorded, not made)."""
+    sent: list[tuple[int, int]] = []
+    out = tmp_path / "out"
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a job leaves it
+    try:
+        with probe_here(probe_env(out, 2, 0, stop=False)):
+            ran = train_here(steps=5)
+            handler = signal.getsignal(signal.SIGTERM)
+            assert callable(handler)
+            monkeypatch.setattr(os, "kill", lambda pid, signum: sent.append((pid, signum)))
+            handler(signal.SIGTERM, None)
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert ran.exit is None and len(ran.losses) == 5
+    assert sent == [(os.getpid(), signal.SIGTERM)]
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (3, 5, False)
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_probe_failure_leaves_the_job_running(tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -380,6 +729,25 @@ def test_a_probe_failure_leaves_the_job_running(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "finished" in done.stdout and len(losses(done.stdout)) == 12
     assert done.stderr == ""  # nothing said into the job's own output
+    ranks, findings = read_rank_files(out)
+    assert ranks == []
+    assert [f.code for f in findings] == ["own_job.probe_failed"]
+    assert "ValueError" in findings[0].figures["error"]
+
+
+def test_a_probe_failure_is_recorded_and_installs_nothing_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """activate() here with a malformed warm-up: the failure file written, no probe left."""
+    out = tmp_path / "out"
+    env = probe_env(out, warmup=1, steps=3, stop=True) | {"TORCHSCALE_OWN_JOB_WARMUP": "two"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setattr(probe_module, "_PROBE", None)
+    monkeypatch.setattr(probe_module, "_FAILED", False)
+    probe_module.activate()
+    assert probe_module.current() is None
     ranks, findings = read_rank_files(out)
     assert ranks == []
     assert [f.code for f in findings] == ["own_job.probe_failed"]

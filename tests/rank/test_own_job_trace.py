@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.rank.test_own_job_probe import losses, only_rank, probe_env, run_job
+from tests.rank.test_own_job_probe import (
+    losses,
+    only_rank,
+    probe_env,
+    probe_here,
+    run_job,
+    train_here,
+)
 from torchscale.contracts.errors import ToolNotFoundError, UsageError
 from torchscale.rank.own_job.trace_window import PROFILER_WARMUP, WindowPlan
 
@@ -83,6 +90,31 @@ def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
     assert not (out / "rank0.trace_note.json").exists()
 
 
+def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps_in_process(
+    tmp_path: Path,
+) -> None:
+    """The same with the probe's hooks in this process: torch.profiler started in the post
+    hook after the measured steps, its trace and the traced steps' phases written, the loop
+    stopped at the window's last step."""
+    out = tmp_path / "m"
+    with probe_here(trace_env(out, warmup=2, steps=4, traced=3)):
+        ran = train_here(steps=20)
+    assert ran.exit == 0
+    assert len(ran.losses) == 2 + 4 + PROFILER_WARMUP + 3 - 1
+    rank = only_rank(out)
+    assert rank.steps == 4 and rank.optimizer_steps == 6
+    with gzip.open(out / "rank0.trace.json.gz", "rt") as handle:
+        events = json.load(handle)["traceEvents"]
+    steps = sorted({e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")})
+    assert steps == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    names = {e.get("name") for e in events}
+    assert {"torchscale:data", "torchscale:backward", "torchscale:optimizer"} <= names
+    record = json.loads((out / "rank0.phases.json").read_text())
+    assert record["steps"] == [1, 2, 3] and record["tool"] == "torch"
+    assert len(record["step_s"]) == 3 and all(s > 0 for s in record["step_s"])
+    assert not (out / "rank0.trace_note.json").exists()
+
+
 @pytest.mark.slow  # starts a child process
 def test_with_no_measured_count_the_job_runs_to_its_end_traced_after_the_warmup(
     tmp_path: Path,
@@ -91,6 +123,18 @@ def test_with_no_measured_count_the_job_runs_to_its_end_traced_after_the_warmup(
     done = run_job(tmp_path, ["--steps", "12"], trace_env(out, warmup=1, steps=0, traced=2))
     assert done.returncode == 0, done.stderr
     assert len(losses(done.stdout)) == 12 and "finished" in done.stdout  # never stopped
+    assert (out / "rank0.trace.json.gz").is_file()
+    assert json.loads((out / "rank0.phases.json").read_text())["steps"] == [1, 2]
+    assert only_rank(out).steps == 12 - 1 - PROFILER_WARMUP - 2  # measured after the window
+
+
+def test_with_no_measured_count_the_loop_runs_to_its_end_traced_after_the_warmup_in_process(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "m"
+    with probe_here(trace_env(out, warmup=1, steps=0, traced=2)) as probe:
+        ran = train_here(steps=12, at_end=probe.at_exit)
+    assert ran.exit is None and len(ran.losses) == 12  # never stopped
     assert (out / "rank0.trace.json.gz").is_file()
     assert json.loads((out / "rank0.phases.json").read_text())["steps"] == [1, 2]
     assert only_rank(out).steps == 12 - 1 - PROFILER_WARMUP - 2  # measured after the window
@@ -139,6 +183,27 @@ def test_a_job_running_its_own_profiler_is_left_alone_and_its_trace_skipped(
     assert rank.steps == 10 - 1 - PROFILER_WARMUP - 2  # the window's steps are not measured
 
 
+def test_a_loop_running_its_own_profiler_is_left_alone_and_its_trace_skipped_in_process(
+    tmp_path: Path,
+) -> None:
+    """The same with the probe's hooks in this process, the loop inside a torch.profiler of
+    its own: that profiler keeps its events, the rank's trace is skipped with its reason."""
+    import torch
+
+    out = tmp_path / "m"
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with (
+        probe_here(trace_env(out, warmup=1, steps=0, traced=2)) as probe,
+        torch.profiler.profile(activities=activities) as prof,
+    ):
+        ran = train_here(steps=10, at_end=probe.at_exit)
+    assert ran.exit is None and len(prof.events()) > 0  # its profiler kept its session
+    note = json.loads((out / "rank0.trace_note.json").read_text())
+    assert note == {"code": "unavailable.own_profiler", "figures": {"rank": 0}}
+    assert not (out / "rank0.trace.json.gz").exists()
+    assert only_rank(out).steps == 10 - 1 - PROFILER_WARMUP - 2
+
+
 @pytest.mark.parametrize(
     ("tool", "said"),
     [("bogus", "not one of torch, nsys"), ("nsys", "cudaProfilerStart")],
@@ -153,6 +218,27 @@ def test_a_failing_window_fails_open_the_job_runs_on_and_keeps_its_measurement(
     done = run_job(tmp_path, ["--steps", "20"], env)
     assert done.returncode == 0, done.stderr
     assert len(losses(done.stdout)) == 1 + 3 + PROFILER_WARMUP + 2 - 1  # the same agreed stop
+    note = json.loads((out / "rank0.trace_note.json").read_text())
+    assert note["code"] == "own_job.trace_failed" and said in note["figures"]["error"]
+    assert only_rank(out).steps == 3
+    assert not (out / "rank0.trace.json.gz").exists()
+
+
+@pytest.mark.parametrize(
+    ("tool", "said"),
+    [("bogus", "not one of torch, nsys"), ("nsys", "cudaProfilerStart")],
+    ids=["unknown-tool", "nsys-on-cpu"],
+)
+def test_a_failing_window_fails_open_and_keeps_the_measurement_in_process(
+    tmp_path: Path, tool: str, said: str
+) -> None:
+    """The same with the probe's hooks in this process: the note written, the measurement
+    kept, the loop stopped at the same agreed step."""
+    out = tmp_path / "m"
+    with probe_here(trace_env(out, warmup=1, steps=3, traced=2, tool=tool)):
+        ran = train_here(steps=20)
+    assert ran.exit == 0
+    assert len(ran.losses) == 1 + 3 + PROFILER_WARMUP + 2 - 1
     note = json.loads((out / "rank0.trace_note.json").read_text())
     assert note["code"] == "own_job.trace_failed" and said in note["figures"]["error"]
     assert only_rank(out).steps == 3
@@ -187,6 +273,37 @@ def test_nsys_wraps_the_users_launch_line_as_data(tmp_path: Path) -> None:
     assert command.env["TORCHSCALE_OWN_JOB_TRACE_STEPS"] == "3"
 
 
+def answering_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """fake_nsys's file, its `--version` answered here with what it prints (nothing run)."""
+    from torchscale.orchestration.profiling import nsys
+
+    exe = fake_nsys(tmp_path)
+    printed = exe.read_text().splitlines()[-1].split("'")[1]
+    monkeypatch.setattr(nsys, "nsys_version", lambda *_, **__: nsys.parse_nsys_version(printed))
+    return exe
+
+
+def test_nsys_wraps_the_users_launch_line_as_data_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same argv, the nsys found as TORCHSCALE_NSYS names it and its version read here."""
+    from torchscale.orchestration.own_job.command import OwnJobRequest, job_command
+    from torchscale.orchestration.profiling.own_job_window import under_nsys
+
+    exe = answering_nsys(tmp_path, monkeypatch)
+    argv = ("torchrun", "--nproc-per-node", "2", "train.py", "--cfg", "a b.yaml")
+    request = OwnJobRequest(argv, 2, 5, False, 60.0, trace_steps=3, tool="nsys")
+    env = {"PATH": os.environ["PATH"], "TORCHSCALE_NSYS": str(exe)}
+    command = under_nsys(job_command(request, tmp_path / "run", env), tmp_path / "run", env)
+    assert command.argv[:2] == [str(exe), "profile"]
+    assert "--capture-range=cudaProfilerApi" in command.argv
+    assert "--capture-range-end=stop" in command.argv
+    assert f"--output={tmp_path / 'run' / 'ranks' / 'capture'}" in command.argv
+    assert command.argv[-len(argv) :] == list(argv)
+    assert command.env["TORCHSCALE_OWN_JOB_TRACE_TOOL"] == "nsys"
+    assert command.env["TORCHSCALE_OWN_JOB_TRACE_STEPS"] == "3"
+
+
 @pytest.mark.slow  # starts an nsys command
 def test_nsys_is_refused_in_one_line_without_a_gpu_or_without_nsys(tmp_path: Path) -> None:
     from torchscale.orchestration.profiling.own_job_window import refuse_nsys
@@ -199,6 +316,22 @@ def test_nsys_is_refused_in_one_line_without_a_gpu_or_without_nsys(tmp_path: Pat
     with pytest.raises(ToolNotFoundError, match="nsys"):
         refuse_nsys(1, env)
     refuse_nsys(1, {**env, "TORCHSCALE_NSYS": str(fake_nsys(tmp_path))})  # found: no refusal
+
+
+def test_nsys_is_refused_in_one_line_without_a_gpu_or_without_nsys_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchscale.orchestration.profiling.own_job_window import refuse_nsys
+
+    exe = answering_nsys(tmp_path, monkeypatch)
+    with pytest.raises(UsageError, match="needs a CUDA GPU"):
+        refuse_nsys(0, {"TORCHSCALE_NSYS": str(exe)})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {"PATH": str(empty), "HOME": str(tmp_path), "TORCHSCALE_NSYS_ROOT": str(empty)}
+    with pytest.raises(ToolNotFoundError, match="nsys"):
+        refuse_nsys(1, env)
+    refuse_nsys(1, {**env, "TORCHSCALE_NSYS": str(exe)})  # found: no refusal
 
 
 def test_profile_with_nsys_on_a_cpu_machine_is_one_line_and_a_non_zero_exit(

@@ -24,6 +24,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from tests.project.test_torch_free import import_chain, import_graph
 from tests.rank.test_aggregate import make_rank, make_spec, run
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.cell_settings import (
@@ -381,6 +382,13 @@ def test_delay_module_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "False"
+
+
+def test_the_delay_modules_top_reaches_no_torch_as_its_source_reads() -> None:
+    """The same, read from the source (tests/project/test_torch_free.py): nothing the delay
+    module runs when imported imports torch, directly or through another module."""
+    module = "torchscale.rank.worker.delay"
+    assert import_chain(import_graph([module]), module, "torch") is None
 
 
 # ============================================================================== markers

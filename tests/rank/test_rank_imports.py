@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.processes import REPO_ROOT
+from tests.project.test_torch_free import import_chain, import_graph
 
 _PROBE = """\
 import sys
@@ -40,6 +42,15 @@ def test_the_probe_sees_an_import() -> None:
     assert loaded("scipy.stats", ("scipy", "pandas")) == "scipy"
 
 
+def test_the_source_reading_sees_an_import(tmp_path: Path) -> None:
+    """Read from the source instead (tests/project/test_torch_free.py): a module whose top
+    imports scipy.stats reaches scipy and not pandas."""
+    (tmp_path / "probe_stats.py").write_text("import scipy.stats\n", encoding="utf-8")
+    graph = import_graph(["probe_stats"], roots=[tmp_path])
+    assert import_chain(graph, "probe_stats", "scipy") == ["probe_stats", "scipy"]
+    assert import_chain(graph, "probe_stats", "pandas") is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "unwanted"),
@@ -50,3 +61,19 @@ def test_the_probe_sees_an_import() -> None:
 )
 def test_no_scipy_or_pandas_before_the_windows(module: str, unwanted: tuple[str, ...]) -> None:
     assert loaded(module, unwanted) == "-"
+
+
+@pytest.mark.parametrize(
+    ("module", "unwanted"),
+    [
+        ("torchscale.rank.worker.main", ("scipy", "pandas")),
+        ("torchscale.orchestration.sweep", ("scipy",)),
+    ],
+)
+def test_no_scipy_or_pandas_before_the_windows_as_the_source_reads(
+    module: str, unwanted: tuple[str, ...]
+) -> None:
+    """The same, read from the source (tests/project/test_torch_free.py): what the module runs
+    when imported reaches none of them, directly or through another module."""
+    graph = import_graph([module])
+    assert {name: import_chain(graph, module, name) for name in unwanted} == dict.fromkeys(unwanted)
