@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.thresholds import TRACED_STEPS
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording.diagnosis_checks import check_label
 from torchscale.contracts.wording.diagnosis_checks import detail as said

@@ -22,7 +22,8 @@ import torchscale.contracts.atomic as atomic
 import torchscale.orchestration.launch.attempt as attempt
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import ResultsError
-from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.plan.build import build_plan

@@ -1,8 +1,9 @@
 """A mistake is answered before the heavy imports: a missing or bad config, a bad option, an
 unwritable output folder or a missing traces folder is one `error:` line and exit 2 from an
-interpreter that never imported torch or pandas; a dry run on a node where no GPU can be plans
-without torch. The mistakes are the ones benchmarks/small_commands.py times (its list), each run
-as `torchscale ARGS` in a fresh interpreter; the time itself is the benchmark's to measure."""
+interpreter that never imported torch, pandas, numpy or scipy; a dry run on a node where no GPU
+can be plans without any of them, and no command's `--help` imports one. The mistakes are the
+ones benchmarks/small_commands.py times (its list), each run as `torchscale ARGS` in a fresh
+interpreter; the time itself is the benchmark's to measure."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from types import ModuleType
 
 import pytest
 
+from tests import import_probe
+from torchscale.interfaces.cli.root import SUBCOMMANDS
 from torchscale.orchestration.config.hardware import no_gpu_here
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG = REPO_ROOT / "benchmark_config.yaml"
-HEAVY = ("torch", "pandas", "numpy")
+HEAVY = ("torch", "pandas", "numpy", "scipy")
 
 _PROBE = """\
 import sys
@@ -96,16 +99,27 @@ def test_the_bad_config_is_every_problem_of_the_file(tmp_path: Path) -> None:
     assert said and all(line.startswith("error: ") for line in said), said
 
 
-@pytest.mark.slow  # starts a child process
-def test_a_dry_run_where_no_gpu_can_be_imports_no_torch(tmp_path: Path) -> None:
+@pytest.mark.slow  # starts a fresh interpreter
+def test_a_dry_run_where_no_gpu_can_be_imports_no_heavy_library(tmp_path: Path) -> None:
+    """The plan is printed without the libraries a run needs: no live table, no sweep, no
+    results read (pandas, numpy, scipy), no torch to count GPUs that cannot be there."""
     if no_gpu_here() is None:
         pytest.skip("a GPU may be here: torch is asked (and imported) to count them")
     dry24 = _script().write_inputs(tmp_path / "inputs")["dry24"]
     args = ("benchmark", "-c", str(dry24), "-o", str(tmp_path / "results"), "--dry-run")
-    exit_code, loaded, said = run(args, tmp_path)
-    assert exit_code == 0, said
-    assert "torch" not in loaded.split(","), f"the dry run imported {loaded}"
+    found = import_probe.probe(args, HEAVY, env={**_clean_env(), "COLUMNS": "200"})
+    assert found["EXIT"] == "0", found["OUTPUT"]
+    assert found["LOADED"] == "-", f"the dry run imported {found['LOADED']}"
+    assert "24 cell(s) to run" in found["OUTPUT"]
     assert not (tmp_path / "results").exists()  # a dry run leaves nothing behind
+
+
+@pytest.mark.slow  # starts a fresh interpreter each
+@pytest.mark.parametrize("name", list(SUBCOMMANDS))
+def test_a_commands_help_imports_no_heavy_library(name: str) -> None:
+    found = import_probe.probe((name, "--help"), HEAVY, env=_clean_env())
+    assert found["EXIT"] == "0", found["OUTPUT"]
+    assert found["LOADED"] == "-", f"torchscale {name} --help imported {found['LOADED']}"
 
 
 @pytest.mark.slow  # starts a child process

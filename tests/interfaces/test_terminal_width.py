@@ -252,7 +252,7 @@ def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
 
 def test_the_busy_machine_is_said_once_per_cell() -> None:
     from torchscale.contracts.busy_machine import busy_finding
-    from torchscale.contracts.schema.cell_result import CellWarning
+    from torchscale.contracts.schema.cell_warning import CellWarning
     from torchscale.contracts.wording.cell_warnings import warning_words
     from torchscale.interfaces.console.cells import cell_lines
 

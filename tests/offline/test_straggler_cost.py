@@ -168,7 +168,7 @@ def test_the_default_trace_holds_three_blocks_of_the_longest_period() -> None:
     """A profile traces enough steps by default for the rule to see the longest period it
     names: three whole blocks of LONGEST_PERIOD (10 traced steps cut a stall every 4th step
     into blocks of 3)."""
-    from torchscale.contracts.cell_settings import TRACED_STEPS
+    from torchscale.contracts.thresholds import TRACED_STEPS
     from torchscale.offline.analysis.diagnosis.cost import LONGEST_PERIOD, cost_block
 
     assert TRACED_STEPS >= 3 * LONGEST_PERIOD

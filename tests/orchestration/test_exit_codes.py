@@ -576,7 +576,7 @@ def test_a_failed_profile_says_its_log_first_error_line_and_path(tmp_path: Path)
 def test_a_profile_without_analysis_fails_the_benchmark(tmp_path: Path) -> None:
     from torchscale.orchestration.profiling.session import ProfiledCell
     from torchscale.orchestration.schedulers.api import BenchmarkRun
-    from torchscale.orchestration.sweep import SweepOutcome
+    from torchscale.orchestration.sweep_outcome import SweepOutcome
 
     measured = SweepOutcome(results=[result(Status.OK)])
     run = BenchmarkRun(plan=None, store=None, sweep=measured)  # type: ignore[arg-type]

@@ -27,7 +27,8 @@ from typer.testing import CliRunner
 import torchscale.contracts.atomic
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import OutputDirError, ResultsError
-from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.store import ResultStore, check_output_dir
 

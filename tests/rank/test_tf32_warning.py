@@ -11,7 +11,7 @@ import pytest
 from tests.h100_replay import DEFAULT_SWEEP, h100_cell
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Tf32Settings, tf32_off_warning
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.wording import say
 
 H100 = "NVIDIA H100 80GB HBM3"

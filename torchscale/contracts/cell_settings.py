@@ -119,10 +119,6 @@ MAX_IMAGE_SIZE = 16384
 MAX_TELEMETRY_INTERVAL_MS = 60_000  # sampling less than once a minute says nothing
 MAX_OMP_THREADS = 1024
 MAX_PROFILE_STEPS = 1000  # traced steps: a trace of more is gigabytes and will not open
-# traced steps by default: three blocks of the longest period the straggler rule keeps whole
-# (offline/analysis/diagnosis/cost.py, LONGEST_PERIOD), so a stall every 8th step is seen 3
-# times; 10 left a stall every 4th step unnamed and paired only 5 steps beside a pinned hog
-TRACED_STEPS = 24
 MAX_COMM_ITERS = 1_000_000
 MAX_STEP_FACTOR = 1024
 MAX_COMM_BYTES = 2**40  # 1 TiB: larger than any GPU's memory

@@ -24,3 +24,9 @@ BUSY_SLOWDOWN = CV_WARN_THRESHOLD
 # kernels over their wall time: torchscale/rank/worker/busy_trace.py) is "host-bound": the GPU
 # idles more than it works, waiting for Python and kernel launches (docs/methodology.md says why)
 HOST_BOUND_SHARE = 0.5
+
+# traced steps by default (the config's `profiling.steps`, `torchscale profile`'s): three
+# blocks of the longest period the straggler rule keeps whole (offline/analysis/diagnosis/
+# cost.py, LONGEST_PERIOD), so a stall every 8th step is seen 3 times; 10 left a stall every
+# 4th step unnamed and paired only 5 steps beside a pinned hog
+TRACED_STEPS = 24

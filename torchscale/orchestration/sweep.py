@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import ResultsError
-from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning, Cost
+from torchscale.contracts.schema.cell_result import CellError, CellResult, Cost
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.sweep_state import PlannedCell as PlannedEntry
 from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.contracts.signals import Terminated
@@ -31,6 +30,7 @@ from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastSco
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan.planned import Plan, PlannedCell
+from torchscale.orchestration.sweep_outcome import SweepOutcome
 from torchscale.rank.data.prepare import DataReady, prepare_data
 
 
@@ -81,17 +81,6 @@ class SweepHooks:
     on_data: Callable[[DataReady], None] = lambda ready: None
     # a measured cell scored the experiment's forecasts of it, or met a problem doing so
     on_forecast: Callable[[ForecastCheck], None] = lambda check: None
-
-
-@dataclass
-class SweepOutcome:
-    results: list[CellResult] = field(default_factory=list)
-    table: pd.DataFrame | None = None  # the flat cells table last written to summary.csv
-    stopped_early: bool = False  # --fail-fast stopped it
-
-    @property
-    def failures(self) -> list[CellResult]:
-        return [r for r in self.results if r.status.is_failure]
 
 
 # (cell, spec file, log directory, inherited environment) -> the launch; the default is the

@@ -15,6 +15,7 @@ from torchscale.contracts import finding
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.diagnosis import Diagnosis, Estimate, Reason
 from torchscale.contracts.versioned import Record
 
@@ -26,24 +27,6 @@ CELL_KIND = "torchscale.cell"
 
 # a stored code and its figures (contracts/finding.py)
 Code = finding.Finding
-
-# what a warning is about: the kind tables group warnings by, set where the warning is made
-WarningKind = Literal[
-    "high variance", "throttling", "injected delay", "busy machine", "contention", "other"
-]
-
-
-class CellWarning(Record):
-    """One warning of a run: its kind, set by the code that writes it (so its words may change
-    without moving it in a table), and what it is as a finding, worded when shown
-    (contracts/wording/cell_warnings.py)."""
-
-    kind: WarningKind
-    finding: Code = Field(description="the warning's code and figures")
-
-    @classmethod
-    def of(cls, kind: WarningKind, code: str, figures: dict[str, Any]) -> CellWarning:
-        return cls(kind=kind, finding=Code(code=code, figures=figures))
 
 
 class StepTimeStats(Record):

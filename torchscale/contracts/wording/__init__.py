@@ -1,6 +1,7 @@
 """Words made from findings at render time: the one place a stored finding (a code and its
 figures, contracts/finding.py) becomes a sentence. The catalogue, `PHRASES` (code -> words),
-is joined from this package's modules, one per document they word; an entry is a template
+is joined from this package's modules, one per document they word, on first use (a command
+that words nothing, `--help`, imports none of them); an entry is a template
 (`"{rank} arrives last at {share:share0} of its collectives"`: a figure by name, after its
 colon a spell.SPECS name, `finding` (a finding stored in the figures, in its own words) or a
 Python format spec), or a function of the figures where the words need logic. A code no
@@ -10,6 +11,7 @@ dropped.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import string
@@ -53,7 +55,7 @@ def render(phrase: Phrase, figures: Figures) -> str:
 
 def say(finding: Finding) -> str:
     """The finding in words, by today's phrase for its code."""
-    phrase = PHRASES.get(finding.code)
+    phrase = _catalogue().get(finding.code)
     if phrase is None:
         figures = ", ".join(f"{k}={v}" for k, v in finding.figures.items())
         return f"{finding.code} ({figures})" if figures else finding.code
@@ -97,4 +99,16 @@ def _phrase_modules() -> list[Any]:
     return [module for module in modules if hasattr(module, "PHRASES")]
 
 
-PHRASES: Phrases = _joined(*_phrase_modules())
+@functools.cache
+def _catalogue() -> Phrases:
+    """`PHRASES`, joined once: the one dict every reader (and a test's patch) shares."""
+    return _joined(*_phrase_modules())
+
+
+PHRASES: Phrases  # not assigned here: `__getattr__` joins it on first use
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PHRASES":
+        return _catalogue()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from torchscale.interfaces.cli.shared_options import (
     VerbosityFlag,
     takes_dotted_overrides,
 )
-from torchscale.interfaces.console.benchmark import BenchmarkPrinter
 from torchscale.interfaces.console.streams import Verbosity
 
 
@@ -77,9 +76,10 @@ def benchmark(
     # planning imports the library (pandas) and may ask torch for this node's GPUs: seconds
     # that a bad config or output directory is answered without
     from torchscale.interfaces.api import plan_benchmark, run_benchmark
+    from torchscale.interfaces.console.benchmark import BenchmarkPrinter
 
     plan = plan_benchmark(config)
-    printer = BenchmarkPrinter(len(plan.cells), plan)
+    printer = BenchmarkPrinter(len(plan.cells), plan, live=not dry_run)
     if not dry_run and not Verbosity.quiet():  # a dry run prints them with the plan
         for note in plan.notes:
             printer.say(f"note: {escape(note)}")

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from torchscale.contracts.cell_settings import TRACED_STEPS
+from torchscale.contracts.thresholds import TRACED_STEPS
 from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import ExperimentName, VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout

@@ -14,13 +14,6 @@ from torchscale.interfaces.cli.common import as_stop, handle_errors, stop_exit
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
-from torchscale.interfaces.console.validate import (
-    NOTHING_KEPT,
-    perf_kept,
-    render_measurements,
-    render_report,
-    workload_kept,
-)
 
 if TYPE_CHECKING:
     from torchscale.orchestration.validate.check_result import ValidateReport
@@ -109,6 +102,7 @@ def validate(
 
         check_output_dir(output_dir / name)  # before minutes of measuring, not after
     # the checks' modules take a second to import: after what can be answered without them
+    from torchscale.interfaces.console.validate import perf_kept, render_measurements, render_report
     from torchscale.orchestration.validate.check_context import ValidateContext
     from torchscale.orchestration.validate.run_checks import run_validation
 
@@ -154,6 +148,7 @@ def _workload(
 ) -> None:
     """`--level workload`: the steps' verdicts as the other levels', then where the folder is."""
     from torchscale.interfaces.api.workload import SUMMARY, run_workload
+    from torchscale.interfaces.console.validate import render_report, workload_kept
 
     stopped: list[str] = []
 
@@ -199,6 +194,8 @@ def _progress(
         stop = as_stop(exc)
         if stop is None:
             raise
+        from torchscale.interfaces.console.validate import NOTHING_KEPT
+
         raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
 
 

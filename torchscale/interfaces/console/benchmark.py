@@ -13,7 +13,6 @@ from rich.markup import escape
 
 from torchscale.contracts import wording
 from torchscale.contracts.cell import world_label
-from torchscale.contracts.wording.max_batch import reason_words
 from torchscale.contracts.wording.spell import cv, pct_whole, whole_s
 from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.interfaces.console.streams import (
@@ -55,7 +54,7 @@ class BenchmarkPrinter:
     after it: progress and cell lines on stderr, tables and summaries on stdout. Each running
     line says where the sweep stands (`progress.py`), so a log or CI shows it too."""
 
-    def __init__(self, cells: int, plan: Plan | None = None) -> None:
+    def __init__(self, cells: int, plan: Plan | None = None, live: bool = True) -> None:
         from rich.progress import MofNCompleteColumn
 
         from torchscale.interfaces.console.progress import SweepProgress, eta_text
@@ -68,9 +67,10 @@ class BenchmarkPrinter:
             else None
         )
         self.clock = SweepProgress(cells, estimates)
-        # the default output: one live table (-v: every cell's lines, then tables per model)
+        # the default output: one live table (-v: every cell's lines, then tables per model);
+        # `live=False` (a dry run, which runs no cell) builds none
         self.live: LiveTable | None = None
-        if plan is not None and Verbosity.level == 0:
+        if plan is not None and live and Verbosity.level == 0:
             from torchscale.interfaces.console.live_table import LiveTable, live_layout
 
             width = table_width(stdout) or stdout.width
@@ -372,6 +372,8 @@ def _search_name(searched: CellIdentity | MaxBatchResult) -> str:
 
 
 def _max_batch_done(results: list[MaxBatchResult]) -> None:
+    from torchscale.contracts.wording.max_batch import reason_words
+
     for result in results:
         name = escape(_search_name(result))
         if result.status != "ok" or result.max_batch is None:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
-from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.contracts.wording.spell import cv, limit_s, pct_whole, whole_s
-from torchscale.interfaces.console.cells import REUSED
 from torchscale.interfaces.console.lines import Line
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.plan.planned import Plan
@@ -27,6 +25,8 @@ def plan_lines(
             lines.append(Line("skip", f"   skip: {planned.skip_reason}"))
             continue
         if cell_id in reused:
+            from torchscale.interfaces.console.cells import REUSED  # the live table's module
+
             lines.append(Line("skip", f"   reuse: {REUSED}"))
             continue
         shared = planned.sharing_compile_cache(store.compile_cache_dir)  # as run_cell runs it
@@ -37,7 +37,10 @@ def plan_lines(
         as_given = planned.job is not None and not planned.job.wrapped  # a user's own launcher
         inherited = "+ inherited" if as_given else f"+ inherited, minus {dropped}"
         lines.append(Line("info", f"   env:  {env} ({inherited})"))
-        lines += [Line("warn", f"   warn: {warning_words(w)}") for w in planned.warnings]
+        if planned.warnings:  # worded by the catalogue: imported when there is one to word
+            from torchscale.contracts.wording.cell_warnings import warning_words
+
+            lines += [Line("warn", f"   warn: {warning_words(w)}") for w in planned.warnings]
     to_run = [p for p in plan.runnable if p.cell.id not in reused]
     estimate = plan.estimate(to_run)
     kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""
@@ -79,6 +82,8 @@ def plan_lines(
 
 def _comm_plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> list[Line]:
     """The config's `comm:` section as --dry-run shows it: one torchrun per world size."""
+    if not plan.comm.enabled:  # none: the comm runs' plumbing is not imported
+        return []
     from torchscale.orchestration.comm.from_config import comm_requests
     from torchscale.orchestration.comm.sweep_launch import comm_launch, new_run_id
 

@@ -12,14 +12,15 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import OutputDirError, ResultsError, describe_os_error
-from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.schema.sweep_state import SweepState
 from torchscale.offline.results.directory_layout import ResultLayout
-from torchscale.offline.results.documents import read_cell
+
+if TYPE_CHECKING:  # the documents' schemas: imported where a document is read or written
+    from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.contracts.schema.sweep_state import SweepState
 
 log = logging.getLogger(__name__)
 PROBE_NAME = ".torchscale-write-probe"
@@ -72,6 +73,9 @@ def _read_if_there(path: Path) -> CellResult | None:
     another schema version stops the command: `VersionError`)."""
     if not path.exists():
         return None
+    # the readers' module imports every document's schema: only when there is one to read
+    from torchscale.offline.results.documents import read_cell
+
     read = read_cell(path)
     if read.problem is not None:
         log.warning("ignoring %s: %s", path, read.problem)

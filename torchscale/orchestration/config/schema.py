@@ -48,7 +48,6 @@ from torchscale.contracts.cell_settings import (
     MAX_STEP_FACTOR,
     MAX_STEPS,
     MAX_WORLD_SIZE,
-    TRACED_STEPS,
     AtMost,
     DataConfig,
     MeasurementConfig,
@@ -60,6 +59,7 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.launcher_registry import LAUNCHERS
+from torchscale.contracts.thresholds import TRACED_STEPS
 from torchscale.contracts.units import parse_bytes
 from torchscale.orchestration.own_job.job_line import (
     BatchScope,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.orchestration.launch.failure import CellFailure, classify_failure
 from torchscale.orchestration.launch.process import ProcessOutcome, run_launch
 from torchscale.orchestration.launch.torchrun import LaunchCommand

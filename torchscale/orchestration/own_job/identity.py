@@ -23,11 +23,12 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import Peak, Tf32Settings, cell_peak
-from torchscale.contracts.schema.cell_result import CellWarning, JobFacts
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.own_job.command import OwnJobRequest
 
 if TYPE_CHECKING:  # the aggregation loads torch (rank/): imported where it is called
+    from torchscale.contracts.schema.cell_result import JobFacts
     from torchscale.rank.worker.aggregate import CellFacts
     from torchscale.rank.worker.measure import RankMeasurement
 
@@ -107,6 +108,8 @@ def how_written(ranks: Sequence[RankMeasurement]) -> JobFacts | None:
     loader = getattr(first, "loader", None) or {}
     if framework is None and not loader:
         return None
+    from torchscale.contracts.schema.cell_result import JobFacts  # a result's: after a run
+
     return JobFacts(framework=framework, **loader)
 
 

@@ -29,7 +29,8 @@ from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.signals import Terminated, signal_name
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.attempt import Attempt, run_attempt

@@ -15,7 +15,8 @@ from typing import Protocol
 from torchscale.contracts.catalog import Strategy
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.cell_settings import MeasurementConfig
-from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.own_job.command import OwnJobRequest, missing_program

@@ -13,7 +13,7 @@ from torchscale.contracts.catalog import Precision, Strategy, workload_options
 from torchscale.contracts.cell import CellIdentity, ParallelShape, definition_hash
 from torchscale.contracts.cell_settings import ModelSpec
 from torchscale.contracts.parallel_shapes import parallel_shapes
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     builtin_parameters,

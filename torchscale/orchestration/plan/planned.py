@@ -19,7 +19,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.wording import say
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command

@@ -11,7 +11,7 @@ from torchscale.contracts.cell_settings import ModelSpec, TrainingConfig
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.model_tasks import unsupported
 from torchscale.contracts.parallel_shapes import compile_problem, node_problem, world_problem
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.shared_gpu import GLOO_CUDA_P2P, NCCL_SHARED_GPU, SHARED_GPU, gpus_for
 from torchscale.orchestration.plan.nodes import Machine, Shape
 from torchscale.rank.strategy_layouts import model_problem

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts.errors import ToolNotFoundError, UsageError
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellResult, CellWarning, ProfileRecord
+from torchscale.contracts.schema.cell_result import CellResult, ProfileRecord
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.rank.own_job import PROFILER_WARMUP, TRACE_NOTE_FILE

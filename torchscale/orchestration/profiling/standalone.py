@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.errors import UsageError
+from torchscale.contracts.thresholds import TRACED_STEPS
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:  # the CLI imports this module for its choices: keep it light

@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+# a run's sweep, empty before it ran (its module imports no pandas: planning, a dry run and a
+# command's first error need none)
+from torchscale.orchestration.sweep_outcome import SweepOutcome
+
 if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.comm_result import CommResult
@@ -25,7 +29,6 @@ if TYPE_CHECKING:
     from torchscale.orchestration.plan.planned import Plan, PlannedCell
     from torchscale.orchestration.profiling.session import ProfiledCell
     from torchscale.orchestration.profiling.trigger import Selected
-    from torchscale.orchestration.sweep import SweepOutcome
     from torchscale.rank.data.prepare import DataReady
 
 
@@ -35,14 +38,6 @@ Env = Mapping[str, str]
 
 def _ignore(*args: object) -> None:
     return None
-
-
-def _no_sweep() -> SweepOutcome:
-    """A run's sweep before it ran (the sweep's module imports pandas: only when needed, so
-    planning and a command's first error need not)."""
-    from torchscale.orchestration.sweep import SweepOutcome
-
-    return SweepOutcome()
 
 
 @dataclass(frozen=True)
@@ -136,7 +131,7 @@ class BenchmarkRun:
 
     plan: Plan
     store: ResultStore
-    sweep: SweepOutcome = field(default_factory=_no_sweep)
+    sweep: SweepOutcome = field(default_factory=SweepOutcome)
     nothing_measured: str | None = None
     dry_run: bool = False
     comm: list[CommResult] = field(default_factory=list)

@@ -35,7 +35,6 @@ from torchscale.contracts.gpu_clocks import (
 )
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.rank_reasons import NO_RANK_SAMPLED, by_rank, several
-from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.schema.cell_telemetry import (
     EnergyMethod,
     FieldStats,
@@ -45,6 +44,7 @@ from torchscale.contracts.schema.cell_telemetry import (
     RankTelemetry,
     Telemetry,
 )
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.wording.cell_telemetry import said

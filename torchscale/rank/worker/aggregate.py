@@ -23,7 +23,6 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import (
     CellResult,
-    CellWarning,
     Compute,
     DataPipeline,
     HostBound,
@@ -38,6 +37,7 @@ from torchscale.contracts.schema.cell_result import (
     Throughput,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.diagnosis import Diagnosis, NoSyncWindow, Reason
 from torchscale.contracts.step_phases import (
     COMM_HOLD,

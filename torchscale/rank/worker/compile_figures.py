@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity
+from torchscale.contracts.schema.cell_result import CompileActivity
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec

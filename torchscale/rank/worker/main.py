@@ -29,7 +29,7 @@ import torch
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf32_off_warning
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture

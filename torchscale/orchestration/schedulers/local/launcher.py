@@ -60,10 +60,13 @@ class ThisNode:
         """The plan (argv, env, skips) is the answer, checked as the run would check it: the
         output directory probed (and left as it was), the cells --resume would reuse found."""
         from torchscale.offline.results.store import check_output_dir
-        from torchscale.orchestration.sweep import reusable_cells
 
         check_output_dir(store.root, keep=False)
-        reused = reusable_cells(plan, store) if options.resume else []
+        reused: list[str] = []
+        if options.resume:  # the sweep's module (pandas) only when there is something to reuse
+            from torchscale.orchestration.sweep import reusable_cells
+
+            reused = reusable_cells(plan, store)
         return BenchmarkRun(plan, store, dry_run=True, reused=reused)
 
     def run(

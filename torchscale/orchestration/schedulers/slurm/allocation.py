@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.finding import Finding
-from torchscale.contracts.schema.cell_result import CellError, CellWarning
+from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.contracts.wording import say
 from torchscale.contracts.wording.spell import error_pct, ms_or_s, ms_short

@@ -28,12 +28,8 @@ from torchscale.orchestration.schedulers.slurm.submission import (
     prepare_sweep,
 )
 from torchscale.orchestration.schedulers.slurm.submission import submit_sweep as submit_allocations
-from torchscale.orchestration.sweep import (
-    SweepOutcome,
-    nothing_measured,
-    planned_cells,
-    stopped_by,
-)
+from torchscale.orchestration.sweep import nothing_measured, planned_cells, stopped_by
+from torchscale.orchestration.sweep_outcome import SweepOutcome
 
 # a running sweep's state after its follower stopped: the report says why it cannot tell more
 DETACHED = "its follower stopped ({why}); the Slurm jobs go on: torchscale benchmark --status"
