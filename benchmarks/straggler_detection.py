@@ -88,9 +88,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_runs import Stopped, run_child, stop
 
-from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.diagnosis import StragglerVerdict
+from torchscale.contracts.thresholds import TRACED_STEPS
 from torchscale.contracts.wording import say as words_of
 from torchscale.contracts.wording.diagnosis_straggler import straggler_text
 
