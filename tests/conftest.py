@@ -76,6 +76,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if slow:
             items[:] = [item for item in items if not item.get_closest_marker("slow")]
             config.hook.pytest_deselected(items=slow)
+    if any(item.nodeid.startswith("tests/rank/") for item in items):
+        # torch's compiler takes 2-3 s to import, paid by whichever test first compiles or
+        # builds an optimizer: paid here, once per worker, a test's time is its own
+        import torch._dynamo  # noqa: F401
     gpus = None
     for item in items:
         if item.get_closest_marker("gpu"):

@@ -142,7 +142,7 @@ def _tree(path: Path) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-@pytest.mark.slow  # over 2 s on 2 cores
+@pytest.mark.slow  # over 2 s on 2 cores: parses every module of the package
 def test_only_run_attempt_calls_run_launch() -> None:
     callers = [
         _relative(path)
@@ -155,6 +155,7 @@ def test_only_run_attempt_calls_run_launch() -> None:
     assert "run_launch" in _names(_tree(ONE_PATH))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: parses every module of the package
 def test_processes_outside_launch_are_listed_and_none_is_torchrun() -> None:
     starters: dict[str, list[str]] = {}
     for path in _modules():
@@ -181,6 +182,7 @@ def test_processes_outside_launch_are_listed_and_none_is_torchrun() -> None:
     )
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: parses every module of the package
 def test_only_the_builder_spells_the_torchrun_module() -> None:
     spelled = {
         _relative(path)
