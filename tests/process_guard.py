@@ -88,11 +88,15 @@ class ProcessGuard:
         yield from self._watching(item)
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        yield from self._watching(item)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, None, None]:
+        # before another file's test (or none), the module's and session's fixtures end too:
+        # a slow test's (a Slurm cluster, a sweep) may stop its processes then
+        yield from self._watching(item, own=nextitem is not None and nextitem.path == item.path)
 
-    def _watching(self, item: pytest.Item) -> Generator[None, None, None]:
-        self.test = None if item.get_closest_marker("slow") else item.nodeid
+    def _watching(self, item: pytest.Item, own: bool = True) -> Generator[None, None, None]:
+        self.test = None if item.get_closest_marker("slow") or not own else item.nodeid
         try:
             yield
         finally:

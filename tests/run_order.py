@@ -1,4 +1,5 @@
-"""The order the suite runs its files in."""
+"""The order the suite runs its files in (CI passes --no-loadscope-reorder, or pytest-xdist
+would order a file by its count of tests instead)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ def test_each_line_says_its_ratio_and_bound() -> None:
     assert "json 0.40 s = 0.8x (<= 2x: met; " in judged
     growth = module.format_line(20, row, judged=False)
     assert growth.endswith("growth only, not judged") and "met" not in growth
+    load, _ = module.load_text(2)  # the machine's load beside the ratios
+    assert load.startswith("load average")
 
 
 def test_a_broken_structural_bound_is_named() -> None:
