@@ -65,9 +65,6 @@ def _run_slow(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from tests.run_order import run_order
-
-    items.sort(key=lambda item: run_order(item.nodeid))  # stable: the rest keep their order
     # slow tests are deselected, not skipped: a deselected test sets up none of its fixtures
     # (a module's real sweep included), and a hundred skip lines would bury the -ra summary
     if not _run_slow(config):
