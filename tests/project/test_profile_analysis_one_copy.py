@@ -30,6 +30,7 @@ def test_the_per_rank_figures_hold_no_copy_of_the_diagnosis() -> None:
     assert sorted(set(RankFigures.model_fields) & {"straggler", "whatif", "diagnosis"}) == []
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: parses every module of the package
 def test_a_ranks_phase_record_has_one_reader() -> None:
     """`rank<k>.phases.json` is read by one function (`profile_windows.read_phase_record`),
     for the traced step times and the waits for a CPU alike: no other module names the file
