@@ -77,9 +77,8 @@ def report(tmp_path: Path, data: dict[str, Any]) -> str:
     return proc.stdout
 
 
-@pytest.mark.slow  # starts a child process
-def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Path) -> None:
-    text = report(tmp_path, saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3))
+def _check_quiet(text: str) -> None:
+    """A quiet measurement's report: every method with its interval, the drift floor's widest."""
     assert "1-min load average: before 0.30, after 0.30" in text
     assert "host-load record called the machine busy: 0 of 30" in text
     names = (
@@ -105,6 +104,11 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Pat
     now = counts[r"median_of_repeats \(drift floor sd [\d.]+\)"]
     assert now > counts["range of the repeats"] + 10
     assert re.search(r"^log throughput: between-run sd [\d.]+ beyond the repeats", text, re.M)
+
+
+@pytest.mark.slow  # starts a child process
+def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Path) -> None:
+    _check_quiet(report(tmp_path, saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3)))
 
 
 def report_here(data: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> str:
@@ -118,32 +122,7 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval_in_process(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The same report, run in this process (no script started)."""
-    text = report_here(saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3), capsys)
-    assert "1-min load average: before 0.30, after 0.30" in text
-    assert "host-load record called the machine busy: 0 of 30" in text
-    names = (
-        "as printed by the runs",
-        "range of the repeats",
-        "percentile bootstrap of the median",
-        "Student t on log, n - 1 df, no drift term",
-        r"median_of_repeats \(drift floor sd [\d.]+\)",
-    )
-    counts = {}
-    for name in names:
-        found = re.search(
-            rf"^  {name}: (\d+)/30 = \d+% \(\d+% to \d+%\): (met|missed|not settled)$",
-            text,
-            re.M,
-        )
-        assert found, (name, text)
-        counts[name] = int(found.group(1))
-    # the printed ranges are the range, and the bootstrap of 4 is the same interval
-    assert counts["as printed by the runs"] == counts["range of the repeats"]
-    assert counts["percentile bootstrap of the median"] == counts["range of the repeats"]
-    # drift twice the repeats' spread: the widened interval holds far more reruns
-    now = counts[r"median_of_repeats \(drift floor sd [\d.]+\)"]
-    assert now > counts["range of the repeats"] + 10
-    assert re.search(r"^log throughput: between-run sd [\d.]+ beyond the repeats", text, re.M)
+    _check_quiet(report_here(saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3), capsys))
 
 
 @pytest.mark.slow

@@ -86,6 +86,27 @@ def rank(index: int, phases: dict[str, float]) -> RankMeasurement:
     )  # fmt: skip
 
 
+def _check_one_result_with_the_straggler(ran: OwnJobRun, tmp_path: Path) -> None:
+    """The ranks' files became one stored result, its straggler rank 1, in the run's folders."""
+    assert ran.problem is None and ran.exit_code == 0
+    assert ran.result_path.parent == tmp_path / "results" / "standalone" / "cells"
+    assert ran.directory.parent == tmp_path / "results" / "standalone" / "logs"
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.status == "ok"
+    assert stored.cell.model == "own:train.py" and stored.cell.world_size == 2
+    assert stored.diagnosis is not None and stored.diagnosis.straggler is not None
+    assert stored.diagnosis.straggler.named and stored.diagnosis.straggler.rank == 1
+    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
+    assert "own_job.identity_unknown" in codes
+
+
+def _check_the_environment(ran: OwnJobRun, script: Path) -> None:
+    """The job's own command line, and the probe carried in on PYTHONPATH."""
+    environment = json.loads((ran.directory / "environment.json").read_text())
+    assert environment["argv"][1] == str(script)
+    assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
+
+
 def run(tmp_path: Path, job: OwnJobRequest) -> OwnJobRun:
     env = dict(os.environ)
     return run_own_job(job, tmp_path / "results", "standalone", env, pickled_reader)
@@ -289,22 +310,11 @@ def test_the_ranks_files_become_one_result_with_the_straggler(tmp_path: Path) ->
     script = tmp_path / "train.py"
     script.write_text(COPYING_JOB)
     ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
-    assert ran.problem is None and ran.exit_code == 0
-    assert ran.result_path.parent == tmp_path / "results" / "standalone" / "cells"
-    assert ran.directory.parent == tmp_path / "results" / "standalone" / "logs"
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.status == "ok"
-    assert stored.cell.model == "own:train.py" and stored.cell.world_size == 2
-    assert stored.diagnosis is not None and stored.diagnosis.straggler is not None
-    assert stored.diagnosis.straggler.named and stored.diagnosis.straggler.rank == 1
-    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
-    assert "own_job.identity_unknown" in codes
+    _check_one_result_with_the_straggler(ran, tmp_path)
     # the job's own output went to its log, not to torchscale's answer
     log = (ran.directory / "logs" / "torchrun.log").read_text()
     assert "trained" in log
-    environment = json.loads((ran.directory / "environment.json").read_text())
-    assert environment["argv"][1] == str(script)
-    assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
+    _check_the_environment(ran, script)
 
 
 def test_the_ranks_files_read_in_process_become_one_result_with_the_straggler(
@@ -317,19 +327,8 @@ def test_the_ranks_files_read_in_process_become_one_result_with_the_straggler(
     script = tmp_path / "train.py"
     ran = run(tmp_path, request(sys.executable, str(script), str(ranks)))
     assert [argv for argv, _ in launched] == [[sys.executable, str(script), str(ranks)]]
-    assert ran.problem is None and ran.exit_code == 0
-    assert ran.result_path.parent == tmp_path / "results" / "standalone" / "cells"
-    assert ran.directory.parent == tmp_path / "results" / "standalone" / "logs"
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.status == "ok"
-    assert stored.cell.model == "own:train.py" and stored.cell.world_size == 2
-    assert stored.diagnosis is not None and stored.diagnosis.straggler is not None
-    assert stored.diagnosis.straggler.named and stored.diagnosis.straggler.rank == 1
-    codes = [w.finding.code for w in stored.warnings if w.finding is not None]
-    assert "own_job.identity_unknown" in codes
-    environment = json.loads((ran.directory / "environment.json").read_text())
-    assert environment["argv"][1] == str(script)
-    assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
+    _check_one_result_with_the_straggler(ran, tmp_path)
+    _check_the_environment(ran, script)
 
 
 @pytest.mark.slow  # starts a child process

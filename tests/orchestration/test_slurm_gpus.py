@@ -406,6 +406,25 @@ NULL_GRES_NODES = GRES_NODES.replace("gpu:a100:4(S:0-1)", "(null)")
 GPU_PARTITION = "PartitionName=gpu Default=YES TotalNodes=2 MaxNodes=UNLIMITED State=UP"
 
 
+def _check_a_job_asks_no_gpu(tmp_path: Path) -> None:
+    """sbatch refuses a --gpus-per-node on a partition whose nodes have no gpu Gres: the job
+    asks none (its CPUs still sized by the config's GPUs), and the cells are not skipped."""
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: Slurm counts no GPU Gres on partition 'gpu': cells judged against the config's "
+        "8 GPUs per node (gpu_counts)"
+    ) in flat(result.output)
+    assert "skipped" not in result.output
+    (script,) = sorted((out / "d8" / "slurm").glob("*/job.sbatch"))
+    lines = script.read_text(encoding="utf-8").splitlines()
+    assert not [line for line in lines if "gpus" in line or "gres" in line]
+    assert "#SBATCH --cpus-per-task=64" in lines  # 8 per GPU of the node
+    argv_lines = [line for line in result.output.splitlines() if "argv: srun" in line]
+    assert argv_lines and not [line for line in argv_lines if "--gpus-per-node" in line]
+
+
 @pytest.mark.slow  # starts a child command
 def test_a_partition_without_gpu_gres_gets_a_job_that_asks_no_gpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -413,40 +432,14 @@ def test_a_partition_without_gpu_gres_gets_a_job_that_asks_no_gpu(
     """sbatch refuses a --gpus-per-node on a partition whose nodes have no gpu Gres: the job
     asks none (its CPUs still sized by the config's GPUs), and the cells are not skipped."""
     monkeypatch.setenv("PATH", str(fake_scontrol(tmp_path / "bin", GPU_PARTITION, NULL_GRES_NODES)))
-    out = tmp_path / "results"
-    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
-    assert result.exit_code == 0, result.output
-    assert (
-        "note: Slurm counts no GPU Gres on partition 'gpu': cells judged against the config's "
-        "8 GPUs per node (gpu_counts)"
-    ) in flat(result.output)
-    assert "skipped" not in result.output
-    (script,) = sorted((out / "d8" / "slurm").glob("*/job.sbatch"))
-    lines = script.read_text(encoding="utf-8").splitlines()
-    assert not [line for line in lines if "gpus" in line or "gres" in line]
-    assert "#SBATCH --cpus-per-task=64" in lines  # 8 per GPU of the node
-    argv_lines = [line for line in result.output.splitlines() if "argv: srun" in line]
-    assert argv_lines and not [line for line in argv_lines if "--gpus-per-node" in line]
+    _check_a_job_asks_no_gpu(tmp_path)
 
 
 def test_a_partition_scontrol_counts_no_gpu_gres_on_gets_a_job_that_asks_no_gpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slurm_answering(tmp_path / "bin", monkeypatch, GPU_PARTITION, NULL_GRES_NODES)
-    out = tmp_path / "results"
-    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
-    assert result.exit_code == 0, result.output
-    assert (
-        "note: Slurm counts no GPU Gres on partition 'gpu': cells judged against the config's "
-        "8 GPUs per node (gpu_counts)"
-    ) in flat(result.output)
-    assert "skipped" not in result.output
-    (script,) = sorted((out / "d8" / "slurm").glob("*/job.sbatch"))
-    lines = script.read_text(encoding="utf-8").splitlines()
-    assert not [line for line in lines if "gpus" in line or "gres" in line]
-    assert "#SBATCH --cpus-per-task=64" in lines  # 8 per GPU of the node
-    argv_lines = [line for line in result.output.splitlines() if "argv: srun" in line]
-    assert argv_lines and not [line for line in argv_lines if "--gpus-per-node" in line]
+    _check_a_job_asks_no_gpu(tmp_path)
 
 
 @pytest.mark.parametrize("reachable", [True, False])
