@@ -86,6 +86,19 @@ def rank(index: int, phases: dict[str, float]) -> RankMeasurement:
     )  # fmt: skip
 
 
+def _check_exit_3_kept_the_measurement(ran: OwnJobRun) -> None:
+    """The job exited 3 after its ranks wrote: the measurement kept, the exit said, by the
+    job's own launcher's name (here python, not torchrun)."""
+    assert ran.problem is None and ran.exit_code == 0
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.status == "ok" and stored.throughput is not None
+    (crash,) = [w.finding for w in stored.warnings if w.finding is not None
+                and w.finding.code == "warning.exit_after_result"]  # fmt: skip
+    assert crash.figures["returncode"] == 3
+    said = wording.say(crash)
+    assert "measurement kept" in said and said.startswith(f"{Path(sys.executable).name} exited")
+
+
 def _check_one_result_with_the_straggler(ran: OwnJobRun, tmp_path: Path) -> None:
     """The ranks' files became one stored result, its straggler rank 1, in the run's folders."""
     assert ran.problem is None and ran.exit_code == 0
@@ -345,15 +358,7 @@ def test_a_job_that_crashes_in_its_teardown_after_measuring_keeps_it_with_that_s
     script = tmp_path / "train.py"
     script.write_text(COPYING_JOB + "sys.exit(3)\n")
     ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
-    assert ran.problem is None and ran.exit_code == 0
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.status == "ok" and stored.throughput is not None
-    (crash,) = [w.finding for w in stored.warnings if w.finding is not None
-                and w.finding.code == "warning.exit_after_result"]  # fmt: skip
-    assert crash.figures["returncode"] == 3
-    said = wording.say(crash)
-    # what exited is the job's own launcher, here python, not torchrun
-    assert "measurement kept" in said and said.startswith(f"{Path(sys.executable).name} exited")
+    _check_exit_3_kept_the_measurement(ran)
 
 
 def test_a_job_that_exits_3_after_measuring_keeps_it_with_that_said(
@@ -363,14 +368,7 @@ def test_a_job_that_exits_3_after_measuring_keeps_it_with_that_said(
     ranks = prepared_ranks(tmp_path, rank(0, even), rank(1, even))
     jobs_in_process(monkeypatch, Job(copies=ranks, returncode=3))
     ran = run(tmp_path, request(sys.executable, str(tmp_path / "train.py"), str(ranks)))
-    assert ran.problem is None and ran.exit_code == 0
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.status == "ok" and stored.throughput is not None
-    (crash,) = [w.finding for w in stored.warnings if w.finding is not None
-                and w.finding.code == "warning.exit_after_result"]  # fmt: skip
-    assert crash.figures["returncode"] == 3
-    said = wording.say(crash)
-    assert "measurement kept" in said and said.startswith(f"{Path(sys.executable).name} exited")
+    _check_exit_3_kept_the_measurement(ran)
 
 
 @pytest.mark.slow  # starts a launched command

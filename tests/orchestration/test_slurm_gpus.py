@@ -365,36 +365,14 @@ def test_a_dry_run_names_why_each_cell_is_skipped_by_the_partitions_gpus(
         for i in (1, 2)
     )
     monkeypatch.setenv("PATH", str(fake_scontrol(tmp_path / "bin", partition, nodes)))
-    out = tmp_path / "results"
-    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
-    assert result.exit_code == 0, result.output
-    text = flat(result.output)
-    assert (
-        "note: partition 'gpu' has 4 GPU(s) per node (Slurm's Gres): cells judged against 4" in text
-    )
-    assert "1 cell(s) skipped:" in text
-    assert "needs 8 GPUs on each of 2 nodes; a node has 4 (partition 'gpu', Slurm's Gres)" in text
-    assert "see the plan" not in text
-    assert "nothing to submit: every cell is ok or skipped" in text
-    assert not list((out / "d8" / "slurm").glob("*/job.sbatch"))
+    _check_the_gres_skips_the_cell(tmp_path)
 
 
 def test_a_dry_run_names_why_each_cell_is_skipped_by_the_gres_scontrol_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = slurm_answering(tmp_path / "bin", monkeypatch, GPU_PARTITION, GRES_NODES)
-    out = tmp_path / "results"
-    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
-    assert result.exit_code == 0, result.output
-    text = flat(result.output)
-    assert (
-        "note: partition 'gpu' has 4 GPU(s) per node (Slurm's Gres): cells judged against 4" in text
-    )
-    assert "1 cell(s) skipped:" in text
-    assert "needs 8 GPUs on each of 2 nodes; a node has 4 (partition 'gpu', Slurm's Gres)" in text
-    assert "see the plan" not in text
-    assert "nothing to submit: every cell is ok or skipped" in text
-    assert not list((out / "d8" / "slurm").glob("*/job.sbatch"))
+    _check_the_gres_skips_the_cell(tmp_path)
     assert calls == ["scontrol show partition -o", "scontrol show node -o"]
 
 
@@ -404,6 +382,22 @@ GRES_NODES = "\n".join(
 )
 NULL_GRES_NODES = GRES_NODES.replace("gpu:a100:4(S:0-1)", "(null)")
 GPU_PARTITION = "PartitionName=gpu Default=YES TotalNodes=2 MaxNodes=UNLIMITED State=UP"
+
+
+def _check_the_gres_skips_the_cell(tmp_path: Path) -> None:
+    """A partition of 4-GPU nodes: the 8-GPU cell is skipped, named with why, nothing to submit."""
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    text = flat(result.output)
+    assert (
+        "note: partition 'gpu' has 4 GPU(s) per node (Slurm's Gres): cells judged against 4" in text
+    )
+    assert "1 cell(s) skipped:" in text
+    assert "needs 8 GPUs on each of 2 nodes; a node has 4 (partition 'gpu', Slurm's Gres)" in text
+    assert "see the plan" not in text
+    assert "nothing to submit: every cell is ok or skipped" in text
+    assert not list((out / "d8" / "slurm").glob("*/job.sbatch"))
 
 
 def _check_a_job_asks_no_gpu(tmp_path: Path) -> None:
