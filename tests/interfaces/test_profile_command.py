@@ -163,6 +163,12 @@ def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     script.write_text(COPYING_JOB)
     out = tmp_path / "results"
     result = profile("-o", out, "--", sys.executable, script, prepared)
+    _check_the_answer_and_the_report(result, out)
+
+
+def _check_the_answer_and_the_report(result: Result, out: Path) -> None:
+    """The job's answer names it and its straggler, its own output stays in its log, and the
+    report reads the job as a measured cell."""
     assert result.exit_code == 0, result.output
     assert "own:train.py" in result.output
     assert "Straggler: rank 1" in result.output
@@ -175,7 +181,7 @@ def test_a_job_prints_the_answer_and_keeps_its_output_apart(
     )
     assert report.exit_code == 0, report.output
     (md,) = out.glob("*.md")
-    assert "Straggler: rank 1" in md.read_text()  # the report reads the job as a measured cell
+    assert "Straggler: rank 1" in md.read_text()
 
 
 def _varying_rank(index: int, phases: dict[str, float]) -> RankMeasurement:
@@ -218,16 +224,4 @@ def test_a_job_run_in_process_prints_the_answer_and_keeps_its_output_apart(
         (prepared / f"rank{measurement.rank}.pkl").write_bytes(pickle.dumps(measurement))
     out = tmp_path / "results"
     result = profile("-o", out, "--", sys.executable, tmp_path / "train.py", prepared)
-    assert result.exit_code == 0, result.output
-    assert "own:train.py" in result.output
-    assert "Straggler: rank 1" in result.output
-    assert "your job's output and the ranks' files" in result.output
-    assert "the job's own line" not in result.output
-    (cell,) = (out / "own_job" / "cells").iterdir()
-    assert cell.name.startswith("own_train.py__")
-    report = CliRunner().invoke(
-        app, ["report", "-s", str(out / "own_job"), "-f", "md", "-o", str(out)]
-    )
-    assert report.exit_code == 0, report.output
-    (md,) = out.glob("*.md")
-    assert "Straggler: rank 1" in md.read_text()
+    _check_the_answer_and_the_report(result, out)
