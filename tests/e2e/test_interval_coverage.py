@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -125,31 +126,27 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval_in_process(
     _check_quiet(report_here(saved(within_sd=0.02, between_sd=0.04, runs=30, load=0.3), capsys))
 
 
-@pytest.mark.slow
-def test_a_busy_machine_gets_no_verdict(tmp_path: Path) -> None:
-    data = saved(within_sd=0.05, between_sd=0.05, runs=6, load=3.0)
-    text = report(tmp_path, data)
+def _check_busy(report_of: Callable[[dict[str, Any]], str]) -> None:
+    """Checks that a busy load, or one run its host-load record called busy, gets no verdict."""
+    text = report_of(saved(within_sd=0.05, between_sd=0.05, runs=6, load=3.0))
     assert "not a quiet machine" in text
     assert text.count("load too high to judge") == 5
     assert not re.search(r": (met|missed|not settled)$", text, re.M)
     # a quiet load but one run that saw other work (its own host-load record): no verdict either
     quiet = saved(within_sd=0.05, between_sd=0.05, runs=6, load=0.2)
     quiet["runs"][2] |= {"other_cores": 0.9, "busy": True}
-    text = report(tmp_path, quiet)
+    text = report_of(quiet)
     assert "host-load record called the machine busy: 1 of 6 (runs 3)" in text
     assert text.count("load too high to judge") == 5
+
+
+@pytest.mark.slow
+def test_a_busy_machine_gets_no_verdict(tmp_path: Path) -> None:
+    _check_busy(lambda data: report(tmp_path, data))
 
 
 def test_a_busy_machine_gets_no_verdict_in_process(capsys: pytest.CaptureFixture[str]) -> None:
-    text = report_here(saved(within_sd=0.05, between_sd=0.05, runs=6, load=3.0), capsys)
-    assert "not a quiet machine" in text
-    assert text.count("load too high to judge") == 5
-    assert not re.search(r": (met|missed|not settled)$", text, re.M)
-    quiet = saved(within_sd=0.05, between_sd=0.05, runs=6, load=0.2)
-    quiet["runs"][2] |= {"other_cores": 0.9, "busy": True}
-    text = report_here(quiet, capsys)
-    assert "host-load record called the machine busy: 1 of 6 (runs 3)" in text
-    assert text.count("load too high to judge") == 5
+    _check_busy(lambda data: report_here(data, capsys))
 
 
 def test_between_run_sd_finds_the_drift_beyond_the_repeats() -> None:

@@ -13,7 +13,7 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -126,6 +126,15 @@ def child_in_process(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
+def _check_with_the_child_in_process(
+    monkeypatch: pytest.MonkeyPatch, slow_test: Callable[[Path], None], tmp_path: Path
+) -> None:
+    """Checks `slow_test`'s checks hold with the probe's child answered in-process, run once."""
+    calls = child_in_process(monkeypatch)
+    slow_test(tmp_path)
+    assert len(calls) == 1
+
+
 # ------------------------------------------------------------ where the probe compiles
 
 
@@ -149,9 +158,11 @@ def test_the_probe_is_given_a_fresh_folder_inside_the_cells_cache_folder(
 ) -> None:
     """The checks above, the child answered in-process: where the probe compiles and what it
     leaves are decided here."""
-    calls = child_in_process(monkeypatch)
-    test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder(tmp_path)
-    assert len(calls) == 1
+    _check_with_the_child_in_process(
+        monkeypatch,
+        test_the_probe_compiles_in_a_fresh_folder_inside_the_cells_cache_folder,
+        tmp_path,
+    )
 
 
 @pytest.mark.slow  # starts a child command
@@ -170,9 +181,9 @@ def test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path: Pat
 def test_a_cache_folder_not_made_yet_is_given_the_folder_above_to_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = child_in_process(monkeypatch)
-    test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above(tmp_path)
-    assert len(calls) == 1
+    _check_with_the_child_in_process(
+        monkeypatch, test_a_cache_folder_not_made_yet_is_probed_in_the_folder_above, tmp_path
+    )
 
 
 @pytest.mark.slow  # starts a child command
@@ -186,9 +197,9 @@ def test_a_users_own_cache_folder_is_the_one_probed(tmp_path: Path) -> None:
 def test_a_users_own_cache_folder_is_the_one_given_to_the_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = child_in_process(monkeypatch)
-    test_a_users_own_cache_folder_is_the_one_probed(tmp_path)
-    assert len(calls) == 1
+    _check_with_the_child_in_process(
+        monkeypatch, test_a_users_own_cache_folder_is_the_one_probed, tmp_path
+    )
 
 
 # --------------------------------------------------- a folder that cannot hold a cache

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sized
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -660,6 +661,16 @@ def test_apply_runs_kubectl_apply_once_per_file_in_order(
     assert calls == [[str(tmp_path / "bin" / "kubectl"), "apply", "-f", str(p)] for p in paths]
 
 
+def _check_refused_apply(paths: list[Path], calls: Callable[[], Sized]) -> None:
+    """Checks a refused apply is one line with kubectl's message, and stops at the first file."""
+    with pytest.raises(LaunchError) as info:
+        apply_manifests(paths)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "unknown field" in message and "exit 1" in message and str(paths[0]) in message
+    assert len(calls()) == 1  # stopped at the first
+
+
 @pytest.mark.slow  # starts kubectl
 def test_failing_apply_is_one_line_with_kubectls_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -668,12 +679,7 @@ def test_failing_apply_is_one_line_with_kubectls_message(
     fake_kubectl(tmp_path / "bin", log, exit_code=1)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     paths = written(tmp_path)
-    with pytest.raises(LaunchError) as info:
-        apply_manifests(paths)
-    message = str(info.value)
-    assert "\n" not in message
-    assert "unknown field" in message and "exit 1" in message and str(paths[0]) in message
-    assert len(log.read_text(encoding="utf-8").splitlines()) == 1  # stopped at the first
+    _check_refused_apply(paths, lambda: log.read_text(encoding="utf-8").splitlines())
 
 
 def test_a_refused_apply_is_one_line_read_from_kubectls_exit_and_stderr(
@@ -681,12 +687,7 @@ def test_a_refused_apply_is_one_line_read_from_kubectls_exit_and_stderr(
 ) -> None:
     calls = kubectl_answering(tmp_path / "bin", monkeypatch, exit_code=1)
     paths = written(tmp_path)
-    with pytest.raises(LaunchError) as info:
-        apply_manifests(paths)
-    message = str(info.value)
-    assert "\n" not in message
-    assert "unknown field" in message and "exit 1" in message and str(paths[0]) in message
-    assert len(calls) == 1  # stopped at the first
+    _check_refused_apply(paths, lambda: calls)
 
 
 def test_benchmark_dry_run_writes_the_manifests_and_applies_nothing(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -543,6 +544,17 @@ def test_find_nsys_order_and_errors(tmp_path: Path) -> None:
     fake = tmp_path / "nsys"
     fake.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2099.1.2.3-abc'\n")
     fake.chmod(0o755)
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho oops >&2\nexit 3\n")
+    broken.chmod(0o755)
+    _check_find_nsys_order_and_errors(tmp_path)
+
+
+def _check_find_nsys_order_and_errors(
+    tmp_path: Path, before_nothing: Callable[[dict[str, str]], None] = lambda env: None
+) -> None:
+    """Checks find_nsys's PATH, CI cache, explicit order, its errors and its nothing-found note."""
+    fake, broken = tmp_path / "nsys", tmp_path / "broken"
     empty_root = tmp_path / "noroot"
     env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "TORCHSCALE_NSYS_ROOT": str(empty_root)}
     found = find_nsys(env)
@@ -555,13 +567,11 @@ def test_find_nsys_order_and_errors(tmp_path: Path) -> None:
     # explicit beats both; a broken explicit one is an error, not a fallback
     explicit = find_nsys({**env, "TORCHSCALE_NSYS": str(empty_root)})
     assert explicit is not None and explicit.source == "TORCHSCALE_NSYS"
-    broken = tmp_path / "broken"
-    broken.write_text("#!/bin/sh\necho oops >&2\nexit 3\n")
-    broken.chmod(0o755)
     with pytest.raises(LaunchError, match="--version failed: oops"):
         find_nsys({**env, "TORCHSCALE_NSYS": str(broken)})
     with pytest.raises(LaunchError, match="no such file"):
         find_nsys({**env, "TORCHSCALE_NSYS": str(tmp_path / "absent")})
+    before_nothing(env)
     # nothing anywhere: None, and the reason names what install_nsys.sh wrote
     (empty_root / "bin" / "nsys").unlink()
     (empty_root / "UNAVAILABLE").write_text("apt-get update failed: no network\n")
@@ -590,35 +600,20 @@ def test_find_nsys_order_and_errors_read_from_each_version_answer(
     for name in answers:  # executables for shutil.which; never run
         (tmp_path / name).write_text("")
         (tmp_path / name).chmod(0o755)
-    fake, broken = tmp_path / "nsys", tmp_path / "broken"
-    empty_root = tmp_path / "noroot"
-    env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "TORCHSCALE_NSYS_ROOT": str(empty_root)}
-    found = find_nsys(env)
-    assert found is not None and found.source == "PATH" and found.version == "2099.1.2.3"
-    (empty_root / "bin").mkdir(parents=True)
-    (empty_root / "bin" / "nsys").symlink_to(fake)
-    cached = find_nsys({**env, "PATH": "/nonexistent"})
-    assert cached is not None and cached.source == "CI cache"
-    explicit = find_nsys({**env, "TORCHSCALE_NSYS": str(empty_root)})
-    assert explicit is not None and explicit.source == "TORCHSCALE_NSYS"
-    with pytest.raises(LaunchError, match="--version failed: oops"):
-        find_nsys({**env, "TORCHSCALE_NSYS": str(broken)})
-    with pytest.raises(LaunchError, match="no such file"):
-        find_nsys({**env, "TORCHSCALE_NSYS": str(tmp_path / "absent")})
-    # a broken nsys on PATH is passed over for the CI cache's, never an error
-    answers["nsys"], answers["cached"] = answers["broken"], answers["nsys"]
-    (empty_root / "bin" / "nsys").unlink()
-    (empty_root / "bin" / "nsys").symlink_to(tmp_path / "cached")
-    (tmp_path / "cached").write_text("")
-    asked.clear()
-    passed_over = find_nsys(env)
-    assert passed_over is not None and passed_over.source == "CI cache"
-    assert asked == ["nsys", "cached"]
-    (empty_root / "bin" / "nsys").unlink()
-    (empty_root / "UNAVAILABLE").write_text("apt-get update failed: no network\n")
-    nothing = {**env, "PATH": "/nonexistent"}
-    assert find_nsys(nothing) is None
-    assert "no network" in nsys_unavailable_reason(nothing)
+
+    def broken_on_path(env: dict[str, str]) -> None:
+        # a broken nsys on PATH is passed over for the CI cache's, never an error
+        answers["nsys"], answers["cached"] = answers["broken"], answers["nsys"]
+        link = Path(env["TORCHSCALE_NSYS_ROOT"]) / "bin" / "nsys"
+        link.unlink()
+        link.symlink_to(tmp_path / "cached")
+        (tmp_path / "cached").write_text("")
+        asked.clear()
+        passed_over = find_nsys(env)
+        assert passed_over is not None and passed_over.source == "CI cache"
+        assert asked == ["nsys", "cached"]
+
+    _check_find_nsys_order_and_errors(tmp_path, broken_on_path)
 
 
 def test_parse_version_and_missing_report(tmp_path: Path) -> None:

@@ -120,6 +120,34 @@ def _check_the_environment(ran: OwnJobRun, script: Path) -> None:
     assert environment["env"]["PYTHONPATH"].startswith(str(CARRIER_DIR))
 
 
+def _check_samples_per_step_given(tmp_path: Path, given: OwnJobRequest) -> None:
+    """The 24 samples per step given replace the count read, are said, and set the throughput."""
+    from dataclasses import replace
+
+    ran = run(tmp_path, given)
+    assert ran.problem is None and ran.exit_code == 0
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.cell.batch_size == 24
+    said = [wording.say(w.finding) for w in stored.warnings if w.finding is not None]
+    assert any(s.startswith("samples per step: 24 per rank as given") for s in said), said
+    # the throughput counts the given samples: twice them, twice the samples per second
+    doubled = run(tmp_path / "again", replace(given, samples_per_step=48))
+    again = CellResult.model_validate_json(doubled.result_path.read_text())
+    assert stored.throughput is not None and again.throughput is not None
+    assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
+
+
+def _check_no_step_seen(ran: OwnJobRun) -> None:
+    """No rank saw an optimizer step: exit 1, said with how steps are found, stored as its code."""
+    assert ran.problem is not None and ran.problem.code == "own_job.no_step_seen"
+    assert ran.exit_code == 1
+    assert "no optimizer step seen" in wording.say(ran.problem)
+    assert "optimizer hooks" in wording.say(ran.problem)
+    # stored as its code, worded when shown (a stored sentence would keep today's words)
+    stored = CellResult.model_validate_json(ran.result_path.read_text())
+    assert stored.error is not None and stored.error.why == ran.problem
+
+
 def run(tmp_path: Path, job: OwnJobRequest) -> OwnJobRun:
     env = dict(os.environ)
     return run_own_job(job, tmp_path / "results", "standalone", env, pickled_reader)
@@ -289,13 +317,7 @@ def test_a_job_that_never_steps_says_how_steps_are_found(tmp_path: Path) -> None
     script = tmp_path / "job.py"
     script.write_text(COPYING_JOB)
     ran = run(tmp_path, request(sys.executable, str(script), str(prepared)))
-    assert ran.problem is not None and ran.problem.code == "own_job.no_step_seen"
-    assert ran.exit_code == 1
-    assert "no optimizer step seen" in wording.say(ran.problem)
-    assert "optimizer hooks" in wording.say(ran.problem)
-    # stored as its code, worded when shown (a stored sentence would keep today's words)
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.error is not None and stored.error.why == ran.problem
+    _check_no_step_seen(ran)
 
 
 def test_ranks_that_saw_no_step_say_how_steps_are_found(
@@ -304,12 +326,7 @@ def test_ranks_that_saw_no_step_say_how_steps_are_found(
     no_step = [Finding(code="own_job.no_optimizer_step", figures={"rank": k}) for k in range(2)]
     jobs_in_process(monkeypatch, Job(copies=prepared_ranks(tmp_path, *no_step)))
     ran = run(tmp_path, request(sys.executable, str(tmp_path / "job.py")))
-    assert ran.problem is not None and ran.problem.code == "own_job.no_step_seen"
-    assert ran.exit_code == 1
-    assert "no optimizer step seen" in wording.say(ran.problem)
-    assert "optimizer hooks" in wording.say(ran.problem)
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.error is not None and stored.error.why == ran.problem
+    _check_no_step_seen(ran)
 
 
 @pytest.mark.slow  # starts a launched command
@@ -383,17 +400,7 @@ def test_samples_per_step_given_replace_the_loaders_count_and_say_so(tmp_path: P
     script = tmp_path / "train.py"
     script.write_text(COPYING_JOB)
     given = replace(request(sys.executable, str(script), str(prepared)), samples_per_step=24)
-    ran = run(tmp_path, given)
-    assert ran.problem is None and ran.exit_code == 0
-    stored = CellResult.model_validate_json(ran.result_path.read_text())
-    assert stored.cell.batch_size == 24
-    said = [wording.say(w.finding) for w in stored.warnings if w.finding is not None]
-    assert any(s.startswith("samples per step: 24 per rank as given") for s in said), said
-    # the throughput counts the given samples: twice them, twice the samples per second
-    doubled = run(tmp_path / "again", replace(given, samples_per_step=48))
-    again = CellResult.model_validate_json(doubled.result_path.read_text())
-    assert stored.throughput is not None and again.throughput is not None
-    assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
+    _check_samples_per_step_given(tmp_path, given)
 
 
 def test_samples_per_step_given_replace_the_count_read_in_process_and_say_so(
@@ -406,14 +413,7 @@ def test_samples_per_step_given_replace_the_count_read_in_process_and_say_so(
     jobs_in_process(monkeypatch, Job(copies=ranks))
     job = request(sys.executable, str(tmp_path / "train.py"), str(ranks))
     given = replace(job, samples_per_step=24)
-    stored = CellResult.model_validate_json(run(tmp_path, given).result_path.read_text())
-    assert stored.cell.batch_size == 24
-    said = [wording.say(w.finding) for w in stored.warnings if w.finding is not None]
-    assert any(s.startswith("samples per step: 24 per rank as given") for s in said), said
-    doubled = run(tmp_path / "again", replace(given, samples_per_step=48))
-    again = CellResult.model_validate_json(doubled.result_path.read_text())
-    assert stored.throughput is not None and again.throughput is not None
-    assert again.throughput.samples_per_s == pytest.approx(2 * stored.throughput.samples_per_s)
+    _check_samples_per_step_given(tmp_path, given)
 
 
 @pytest.mark.slow  # starts a launched command

@@ -436,6 +436,21 @@ def test_a_partition_scontrol_counts_no_gpu_gres_on_gets_a_job_that_asks_no_gpu(
     _check_a_job_asks_no_gpu(tmp_path)
 
 
+def _check_asked_once(tmp_path: Path, reachable: bool, calls: Callable[[], list[str]]) -> None:
+    """Checks a CUDA dry run asks scontrol each question once, or says the controller is down."""
+    config = write_config(tmp_path, gpus_per_node=4)
+    result = invoke("-c", config, "-o", tmp_path / "results", "--dry-run")
+    assert result.exit_code == 0, result.output
+    calls_made = calls()
+    if reachable:
+        assert calls_made == ["scontrol show partition -o", "scontrol show node -o"]
+    else:
+        assert calls_made == ["scontrol show partition -o"]
+        assert "Slurm's controller could not be asked from here (scontrol failed: " in flat(
+            result.output
+        )
+
+
 @pytest.mark.parametrize("reachable", [True, False])
 @pytest.mark.slow  # starts a child command
 def test_slurm_is_asked_once_for_a_cuda_dry_run(
@@ -453,17 +468,9 @@ def test_slurm_is_asked_once_for_a_cuda_dry_run(
             encoding="utf-8",
         )
     monkeypatch.setenv("PATH", str(client))
-    config = write_config(tmp_path, gpus_per_node=4)
-    result = invoke("-c", config, "-o", tmp_path / "results", "--dry-run")
-    assert result.exit_code == 0, result.output
-    calls = (client / "calls.log").read_text(encoding="utf-8").splitlines()
-    if reachable:
-        assert calls == ["scontrol show partition -o", "scontrol show node -o"]
-    else:
-        assert calls == ["scontrol show partition -o"]
-        assert "Slurm's controller could not be asked from here (scontrol failed: " in flat(
-            result.output
-        )
+    _check_asked_once(
+        tmp_path, reachable, lambda: (client / "calls.log").read_text(encoding="utf-8").splitlines()
+    )
 
 
 @pytest.mark.parametrize("reachable", [True, False])
@@ -472,16 +479,7 @@ def test_a_cuda_dry_run_asks_slurm_each_question_once(
 ) -> None:
     partition = GPU_PARTITION if reachable else None
     calls = slurm_answering(tmp_path / "bin", monkeypatch, partition, GRES_NODES)
-    config = write_config(tmp_path, gpus_per_node=4)
-    result = invoke("-c", config, "-o", tmp_path / "results", "--dry-run")
-    assert result.exit_code == 0, result.output
-    if reachable:
-        assert calls == ["scontrol show partition -o", "scontrol show node -o"]
-    else:
-        assert calls == ["scontrol show partition -o"]
-        assert "Slurm's controller could not be asked from here (scontrol failed: " in flat(
-            result.output
-        )
+    _check_asked_once(tmp_path, reachable, lambda: calls)
 
 
 STAMP = re.compile(r"\d{8}T\d{6}Z")  # the comm run id's start time (comm/sweep_launch.py)

@@ -272,6 +272,27 @@ def test_the_carrier_chains_and_watches_only_for_torch_in_process(
 # ----------------------------------------------------------------------------- a rank's steps
 
 
+def _check_loop_measured_and_stopped(out: Path, loss_lines: int, parameters: int) -> None:
+    """Checks the losses printed and the record of the loop stopped after 2 + 4 steps."""
+    # 2 + 4 optimizer steps of the 12: the 6th ends inside `step`, before its loss is printed
+    assert loss_lines == 2 + 4 - 1
+    rank = only_rank(out)
+    assert (rank.steps, len(rank.warmup_s), rank.optimizer_steps, rank.stopped) == (4, 2, 6, True)
+    assert rank.samples_per_step == [16 * 3] * 4  # 3 micro-batches of 16
+    assert rank.tokens_per_step == [None] * 4  # float features: no tokens
+    assert rank.window_edge_steps == 0 and rank.timing == "perf_counter"
+    assert_phases_add_up(rank)
+    (window,) = rank.windows
+    assert window.wall_s == pytest.approx(sum(window.step_s))
+    assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
+    # FLOPs are counted on step 2 with one more warm-up step after it: not with 2
+    assert rank.flops_per_step is None
+    assert (
+        rank.flops_note is not None and rank.flops_note.code == "unavailable.own_job_flops_warmup"
+    )
+    assert rank.parameters == parameters
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> None:
     """Gradient accumulation (3 micro-batches of 16): one step per optimizer step, its
@@ -284,25 +305,9 @@ def test_a_loop_is_measured_and_stopped_at_the_agreed_step(tmp_path: Path) -> No
     args = ["--accum", "3", "--double", "--eval"]
     done = run_job(tmp_path, args, probe_env(out, warmup=2, steps=4, stop=True))
     assert done.returncode == 0, done.stderr
-    # 2 + 4 optimizer steps of the 12: the 6th ends inside `step`, before its loss is printed
-    assert len(losses(done.stdout)) == 5
     assert "finished" not in done.stdout
-    rank = only_rank(out)
-    assert (rank.steps, len(rank.warmup_s), rank.optimizer_steps, rank.stopped) == (4, 2, 6, True)
-    assert rank.samples_per_step == [48] * 4
-    assert rank.tokens_per_step == [None] * 4  # float features: no tokens
-    assert rank.window_edge_steps == 0 and rank.timing == "perf_counter"
-    assert_phases_add_up(rank)
-    (window,) = rank.windows
-    assert window.wall_s == pytest.approx(sum(window.step_s))
-    assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
-    # FLOPs are counted on step 2 with one more warm-up step after it: not with 2
-    assert rank.flops_per_step is None
-    assert (
-        rank.flops_note is not None and rank.flops_note.code == "unavailable.own_job_flops_warmup"
-    )
     # both optimizers' parameters: 8x16 + 16 + 16x1 + 1, and the head's 1 + 1
-    assert rank.parameters == 163
+    _check_loop_measured_and_stopped(out, len(losses(done.stdout)), parameters=163)
 
 
 # ------------------------------------------------------- the same steps, marked in this process
@@ -452,25 +457,10 @@ def test_a_loop_is_measured_and_stopped_at_the_agreed_step_in_process(
     accumulation, a subclass optimizer calling super(), a second optimizer and an evaluation
     after each step; W + N steps, then SystemExit(0) from inside the last step."""
     out = tmp_path / "out"
-    accum = 3
     with probe_here(probe_env(out, warmup=2, steps=4, stop=True)):
-        ran = train_here(accum=accum, double=True, evaluate=True)
+        ran = train_here(accum=3, double=True, evaluate=True)
     assert ran.exit == 0
-    assert len(ran.losses) == 2 + 4 - 1  # the last step ends inside `step`, before its loss
-    rank = only_rank(out)
-    assert (rank.steps, len(rank.warmup_s), rank.optimizer_steps, rank.stopped) == (4, 2, 6, True)
-    assert rank.samples_per_step == [16 * accum] * 4
-    assert rank.tokens_per_step == [None] * 4
-    assert rank.window_edge_steps == 0 and rank.timing == "perf_counter"
-    assert_phases_add_up(rank)
-    (window,) = rank.windows
-    assert window.wall_s == pytest.approx(sum(window.step_s))
-    assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
-    assert rank.flops_per_step is None
-    assert (
-        rank.flops_note is not None and rank.flops_note.code == "unavailable.own_job_flops_warmup"
-    )
-    assert rank.parameters == ran.parameters
+    _check_loop_measured_and_stopped(out, len(ran.losses), ran.parameters)
 
 
 # a site's own sitecustomize, chained after the carrier, that takes one draw from torch's global
@@ -577,6 +567,19 @@ def test_the_probe_never_changes_the_losses_in_process(
     assert rank.parameters == probed.parameters
 
 
+def _check_closures_forward(out: Path, sleep_s: float) -> None:
+    """Checks the closure's sleep counted as forward and the optimizer phase only what is left."""
+    rank = only_rank(out)
+    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (4, 5, True)
+    assert rank.samples_per_step == [16] * 4
+    assert_phases_add_up(rank)
+    (window,) = rank.windows
+    phases = window.phases or {}
+    assert min(phases["forward"]) >= sleep_s  # type: ignore[type-var]
+    pairs = zip(phases["optimizer"], phases["forward"], strict=True)
+    assert all(o is not None and f is not None and o < f for o, f in pairs)
+
+
 @pytest.mark.slow  # starts a child process
 def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     """`optimizer.step(closure)` with forward and backward inside the closure (Lightning's
@@ -585,15 +588,7 @@ def test_a_closures_forward_is_forward_not_optimizer(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = run_job(tmp_path, ["--closure-ms", "40"], probe_env(out, warmup=1, steps=4, stop=True))
     assert done.returncode == 0, done.stderr
-    rank = only_rank(out)
-    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (4, 5, True)
-    assert rank.samples_per_step == [16] * 4
-    assert_phases_add_up(rank)
-    (window,) = rank.windows
-    phases = window.phases or {}
-    assert min(phases["forward"]) >= 0.04  # type: ignore[type-var]
-    pairs = zip(phases["optimizer"], phases["forward"], strict=True)
-    assert all(o is not None and f is not None and o < f for o, f in pairs)
+    _check_closures_forward(out, 0.04)
 
 
 def test_a_closures_forward_is_forward_not_optimizer_in_process(
@@ -606,15 +601,7 @@ def test_a_closures_forward_is_forward_not_optimizer_in_process(
     with probe_here(probe_env(out, warmup=1, steps=4, stop=True)):
         ran = train_here(closure_s=sleep_s)
     assert ran.exit == 0
-    rank = only_rank(out)
-    assert (rank.steps, rank.optimizer_steps, rank.stopped) == (4, 5, True)
-    assert rank.samples_per_step == [16] * 4
-    assert_phases_add_up(rank)
-    (window,) = rank.windows
-    phases = window.phases or {}
-    assert min(phases["forward"]) >= sleep_s  # type: ignore[type-var]
-    pairs = zip(phases["optimizer"], phases["forward"], strict=True)
-    assert all(o is not None and f is not None and o < f for o, f in pairs)
+    _check_closures_forward(out, sleep_s)
 
 
 @pytest.mark.slow  # starts a child process

@@ -67,15 +67,10 @@ def trace_env(folder: Path, warmup: int, steps: int, traced: int, tool: str = "t
     return env
 
 
-@pytest.mark.slow  # starts a child process
-def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "m"
-    done = run_job(tmp_path, ["--steps", "20"], trace_env(out, warmup=2, steps=4, traced=3))
-    assert done.returncode == 0, done.stderr
+def _check_window_after_measured_steps(out: Path, loss_lines: int) -> None:
+    """Checks the losses printed, the measured steps' record and the traced steps' files."""
     # stopped in the last traced step's optimizer hook: its loss line is never printed
-    assert len(losses(done.stdout)) == 2 + 4 + PROFILER_WARMUP + 3 - 1
+    assert loss_lines == 2 + 4 + PROFILER_WARMUP + 3 - 1
     rank = only_rank(out)
     assert rank.steps == 4 and rank.optimizer_steps == 6  # written before the window opened
     with gzip.open(out / "rank0.trace.json.gz", "rt") as handle:
@@ -90,6 +85,17 @@ def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
     assert not (out / "rank0.trace_note.json").exists()
 
 
+@pytest.mark.slow  # starts a child process
+def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps(
+    tmp_path: Path,
+) -> None:
+    """A job measured 4 steps and traced 3: the built-in profiler's files, then rc 0."""
+    out = tmp_path / "m"
+    done = run_job(tmp_path, ["--steps", "20"], trace_env(out, warmup=2, steps=4, traced=3))
+    assert done.returncode == 0, done.stderr
+    _check_window_after_measured_steps(out, len(losses(done.stdout)))
+
+
 def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps_in_process(
     tmp_path: Path,
 ) -> None:
@@ -100,19 +106,15 @@ def test_the_window_writes_the_built_in_profiles_files_after_the_measured_steps_
     with probe_here(trace_env(out, warmup=2, steps=4, traced=3)):
         ran = train_here(steps=20)
     assert ran.exit == 0
-    assert len(ran.losses) == 2 + 4 + PROFILER_WARMUP + 3 - 1
-    rank = only_rank(out)
-    assert rank.steps == 4 and rank.optimizer_steps == 6
-    with gzip.open(out / "rank0.trace.json.gz", "rt") as handle:
-        events = json.load(handle)["traceEvents"]
-    steps = sorted({e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")})
-    assert steps == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
-    names = {e.get("name") for e in events}
-    assert {"torchscale:data", "torchscale:backward", "torchscale:optimizer"} <= names
-    record = json.loads((out / "rank0.phases.json").read_text())
-    assert record["steps"] == [1, 2, 3] and record["tool"] == "torch"
-    assert len(record["step_s"]) == 3 and all(s > 0 for s in record["step_s"])
-    assert not (out / "rank0.trace_note.json").exists()
+    _check_window_after_measured_steps(out, len(ran.losses))
+
+
+def _check_ran_to_its_end(out: Path, loss_lines: int) -> None:
+    """Checks all 12 steps ran, steps 1 and 2 traced and the steps after the window measured."""
+    assert loss_lines == 12  # never stopped
+    assert (out / "rank0.trace.json.gz").is_file()
+    assert json.loads((out / "rank0.phases.json").read_text())["steps"] == [1, 2]
+    assert only_rank(out).steps == 12 - 1 - PROFILER_WARMUP - 2  # measured after the window
 
 
 @pytest.mark.slow  # starts a child process
@@ -122,10 +124,8 @@ def test_with_no_measured_count_the_job_runs_to_its_end_traced_after_the_warmup(
     out = tmp_path / "m"
     done = run_job(tmp_path, ["--steps", "12"], trace_env(out, warmup=1, steps=0, traced=2))
     assert done.returncode == 0, done.stderr
-    assert len(losses(done.stdout)) == 12 and "finished" in done.stdout  # never stopped
-    assert (out / "rank0.trace.json.gz").is_file()
-    assert json.loads((out / "rank0.phases.json").read_text())["steps"] == [1, 2]
-    assert only_rank(out).steps == 12 - 1 - PROFILER_WARMUP - 2  # measured after the window
+    assert "finished" in done.stdout
+    _check_ran_to_its_end(out, len(losses(done.stdout)))
 
 
 def test_with_no_measured_count_the_loop_runs_to_its_end_traced_after_the_warmup_in_process(
@@ -134,10 +134,8 @@ def test_with_no_measured_count_the_loop_runs_to_its_end_traced_after_the_warmup
     out = tmp_path / "m"
     with probe_here(trace_env(out, warmup=1, steps=0, traced=2)) as probe:
         ran = train_here(steps=12, at_end=probe.at_exit)
-    assert ran.exit is None and len(ran.losses) == 12  # never stopped
-    assert (out / "rank0.trace.json.gz").is_file()
-    assert json.loads((out / "rank0.phases.json").read_text())["steps"] == [1, 2]
-    assert only_rank(out).steps == 12 - 1 - PROFILER_WARMUP - 2  # measured after the window
+    assert ran.exit is None
+    _check_ran_to_its_end(out, len(ran.losses))
 
 
 OWN_PROFILER = textwrap.dedent(
