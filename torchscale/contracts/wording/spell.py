@@ -11,6 +11,7 @@ kind both stay, their names say how they differ ('pct_whole' and 'change_whole',
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -498,18 +499,13 @@ def gib(size_bytes: float, digits: int = 0) -> str:
 
 
 def gb(size_bytes: float, places: int = 2) -> str:
-    """A size in decimal GB at `places` decimals: '1.24 GB'."""
-    return f"{size_bytes / 1e9:.{places}f} GB"
+    """A size in decimal GB (10^9) at `places` decimals: '1.24 GB', '1,503.2 GB'."""
+    return f"{size_bytes / 1e9:,.{places}f} GB"
 
 
 def megabytes(count: float) -> str:
     """Bytes as whole megabytes (10^6): '1,234 MB'."""
     return f"{count / MB:,.0f} MB"
-
-
-def gigabytes(count: float) -> str:
-    """Bytes as gigabytes (10^9), one decimal: '503.2 GB'."""
-    return f"{count / 1e9:,.1f} GB"
 
 
 # ---- ratios ----------------------------------------------------------------------------------
@@ -646,7 +642,7 @@ SPECS: dict[str, Callable[[Any], str]] = {
     "count": count,
     "gib": gib,
     "mb": megabytes,
-    "gb1": gigabytes,
+    "gb1": functools.partial(gb, places=1),
     "ratio": times,
     "times_set": plain_times,
     "cv": cv,
