@@ -10,7 +10,9 @@ delay makes unmistakable is asserted.
 One answer per question: the straggler is named once, by the step model's verdict,
 with the same figures in the terminal and in analysis.json; the run's phase timers, arrival
 order and the what-if are [CHECK] lines of that model, never rival headlines; a balanced run
-names no straggler.
+names no straggler. Each run's surfaces (terminal, result.json, analysis.json, the Markdown,
+HTML and term reports) say the same (tests/e2e/surfaces.py): the injected runs and a balanced
+4-rank run are launched once each and read by every test here.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from tests.e2e import surfaces
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.thresholds import TRACED_STEPS
@@ -29,7 +32,7 @@ from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording.diagnosis_checks import check_label
 from torchscale.contracts.wording.diagnosis_checks import detail as said
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
+from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text, whatif_text
 from torchscale.offline.analysis.diagnosis.inflation import disagreement
 from torchscale.offline.analysis.diagnosis.timers import step_parts
 from torchscale.offline.results import profile_figures
@@ -214,31 +217,39 @@ def _others_wait(analysis: ProfileAnalysis, directory: Path, source: str) -> lis
     return parts[parts["rank"] != 1].groupby("rank")["wait_for_peers"].mean().tolist()
 
 
-@pytest.mark.slow
-def test_a_balanced_run_says_its_verdict_once(tmp_path: Path) -> None:
-    """A balanced 2-rank run: the verdict the diagnosis stored is the one headline, and only
-    its findings follow from it. How often a balanced run names nobody is a rate, measured by
-    benchmarks/straggler_detection.py (docs/profiling.md: 43 of 47 at 2 ranks on this VM,
-    whose two vCPUs are not alike), not something one run can assert."""
+@pytest.fixture(scope="module")
+def balanced(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Result, Path]:
+    """A balanced 4-rank profile: nobody slowed on purpose."""
+    out = tmp_path_factory.mktemp("balanced")
     result = invoke(
         "profile",
         "--gpus",
-        "2",
+        "4",
         "--model",
         "tiny-mlp",
         "--batch-size",
-        "16",
+        "8",
         "--steps",
         "10",
         "--tool",
         "torch",
         "-o",
-        tmp_path,
+        out,
         "--name",
         "balanced",
     )
     assert result.exit_code == 0, result.output
-    (directory,) = sorted((tmp_path / "balanced" / "profile").iterdir())
+    (directory,) = sorted((out / "balanced" / "profile").iterdir())
+    return 4, result, directory
+
+
+@pytest.mark.slow  # a real torchrun profile
+def test_a_balanced_run_says_its_verdict_once(balanced: tuple[int, Result, Path]) -> None:
+    """A balanced run: the verdict the diagnosis stored is the one headline, and only its
+    findings follow from it. How often a balanced run names nobody is a rate, measured by
+    benchmarks/straggler_detection.py (docs/profiling.md: 43 of 47 at 2 ranks on this VM,
+    whose two vCPUs are not alike), not something one run can assert."""
+    ranks, result, directory = balanced
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     diagnosis = analysis.diagnosis
     assert diagnosis is not None
@@ -246,11 +257,60 @@ def test_a_balanced_run_says_its_verdict_once(tmp_path: Path) -> None:
     assert verdict is not None
     out = unwrapped(result.stdout)
     assert out.count("Straggler:") == 1
-    assert f"[ANALYSIS] {straggler_text(verdict, 2)}" in out
+    assert f"[ANALYSIS] {straggler_text(verdict, ranks)}" in out
     if not verdict.named:
         assert "straggler" not in {f.category for f in analysis.findings}
         # only a cross-check may say otherwise, and only under -v: never a headline
         assert "is the straggler" not in out and "[CHECK]" not in out, result.output
+
+
+@pytest.mark.slow  # a real torchrun profile
+def test_a_profile_says_the_same_on_every_surface(
+    profiled: tuple[int, Result, Path], tmp_path: Path
+) -> None:
+    _check_surfaces(profiled, tmp_path, injected=True)
+
+
+@pytest.mark.slow  # a real torchrun profile
+def test_a_balanced_profile_says_the_same_on_every_surface(
+    balanced: tuple[int, Result, Path], tmp_path: Path
+) -> None:
+    _check_surfaces(balanced, tmp_path, injected=False)
+
+
+def _check_surfaces(run: tuple[int, Result, Path], tmp_path: Path, injected: bool) -> None:
+    """One diagnosis per run, the same on every surface: the step split, the straggler verdict,
+    its what-if and the exposed-communication figure read from the terminal, result.json,
+    analysis.json and the Markdown, HTML and term reports."""
+    _, result, directory = run
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    diagnosis = analysis.diagnosis
+    assert diagnosis is not None
+    stored = read_cell(directory / "result.json").doc
+    assert stored is not None and stored.diagnosis == diagnosis  # stored once, the same
+    # the headline figures are read off the diagnosis, never stored beside it
+    stall = diagnosis.part("wait_for_peers")
+    exposed = diagnosis.part("exposed_transfer")
+    assert stall is not None and exposed is not None
+    if stall.share.value is not None:
+        shown = profile_figures.sync_stall_pct(analysis).value
+        assert shown == pytest.approx(100 * stall.share.value)
+    if exposed.share.value is not None:
+        shown = profile_figures.exposed_comm_pct(analysis).value
+        assert shown == pytest.approx(100 * exposed.share.value)
+    printed = json.loads(analysis.model_dump_json())["diagnosis"]
+    assert printed == json.loads(diagnosis.model_dump_json())
+    terminal = unwrapped(result.stdout)
+    for text in surfaces.headline_texts(diagnosis):
+        assert terminal.count(text) == 1, (text, terminal)
+    verdict = diagnosis.straggler
+    assert verdict is not None
+    if injected:
+        assert verdict.named and verdict.rank == 1
+        assert whatif_text(diagnosis) is not None  # so the what-if is checked below
+    for fmt, text in surfaces.reports(directory.parents[1], tmp_path).items():
+        for line in surfaces.verdict_texts(diagnosis):
+            assert line in text, (fmt, line)
 
 
 @pytest.mark.slow  # a real torchrun profile

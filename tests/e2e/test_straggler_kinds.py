@@ -8,7 +8,8 @@ One real sweep (five 2-rank cells, each profiled after the sweep) serves every t
 sizes are large so the verdicts hold on a loaded machine too (48 measured steps, 24 traced):
 the slow rank runs its forward 48 more times (several ms of work on a CPU, well above what a
 loaded host holds a rank off it: with 12 it once read as host), stalls 40 ms every 4th step,
-its batches take 30 ms, seven busy processes share its core, its hook sleeps 30 ms.
+its batches take 30 ms, seven busy processes share its core from its first forward on (its
+set-up at full speed: under them it took half a minute), its hook sleeps 30 ms.
 """
 
 from __future__ import annotations

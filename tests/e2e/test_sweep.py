@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,11 +28,16 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner, Result
 
+from tests.e2e import surfaces
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.contracts.wording import say, why
 from torchscale.contracts.wording.cell_errors import place_line
 from torchscale.contracts.wording.cell_warnings import warning_words
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.console.live_table import stall_text
+from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import load_config
@@ -440,6 +446,51 @@ def test_sweep_keeps_per_cell_and_per_rank_logs(main_sweep: Sweep) -> None:
         assert (log_dir / "torchrun.log").is_file()
         rank_logs = list((log_dir / "ranks").rglob("stderr.log"))
         assert len(rank_logs) == world
+
+
+@pytest.mark.slow  # real torchrun cells
+def test_the_two_rank_cell_says_the_same_on_every_surface(
+    main_sweep: Sweep, tmp_path: Path
+) -> None:
+    """One verdict per cell, the same on every surface: the step split, the straggler verdict
+    and its what-if read from the live table, result.json, summary.csv (as numbers) and the
+    Markdown, HTML and term reports."""
+    cell = by_world(main_sweep.cells)[2]
+    diagnosis = cell.diagnosis
+    assert diagnosis is not None and diagnosis.source == "phase timers"
+    # the terminal: the live table's row shows the same sync stall (its share of the step,
+    # the one figure, compact), and a named straggler's own line under it; -v prints the
+    # sentences (tests/interfaces/test_render.py)
+    terminal = surfaces.flat(main_sweep.output)
+    (row,) = [
+        line
+        for line in main_sweep.output.splitlines()
+        if line.split()[:3] == ["tiny-mlp", "8", "2"]
+    ]
+    table = cells_table([cell])
+    assert re.search(rf"(?<!\S){re.escape(stall_text(table.iloc[0]))}(?!\S)", row), row  # '5.1 %'
+    stall = diagnosis.part("wait_for_peers")
+    assert stall is not None
+    assert table.iloc[0]["wait_for_peers_share"] == stall.share.value or (
+        stall.share.value is None and pd.isna(table.iloc[0]["wait_for_peers_share"])
+    )
+    if diagnosis.straggler is not None and diagnosis.straggler.named:
+        assert surfaces.printed_once(terminal, straggler_text(diagnosis.straggler, 2))
+    # summary.csv: the same figures as numbers
+    summary = pd.read_csv(main_sweep.exp_dir / "summary.csv")
+    (row,) = summary[summary["world_size"] == 2].to_dict("records")
+    for part in diagnosis.parts:
+        stored = part.share.value
+        shown = row[f"{part.name}_share"]
+        assert (stored is None and pd.isna(shown)) or shown == pytest.approx(stored)
+    verdict = diagnosis.straggler
+    assert verdict is not None
+    assert bool(row["straggler_named"]) == verdict.named
+    assert row["straggler_summary"] == verdict_words.straggler_text(verdict, diagnosis.ranks)
+    # the reports
+    for fmt, text in surfaces.reports(main_sweep.exp_dir, tmp_path).items():
+        for line in surfaces.verdict_texts(diagnosis):
+            assert line in text, (fmt, line)
 
 
 @pytest.mark.slow  # starts a child process
