@@ -4,7 +4,11 @@ results; none from a CPU sweep, none from numbers that cannot be used."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.h100_replay import H100_DIR
 from torchscale.interfaces.console import report_summary
@@ -46,9 +50,9 @@ def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
     call = report.decision.calls[0] if report.decision else None
     assert call is not None and call.figures["reference_mfu"] == 0.402
     said = (
-        "gpt2: the step is on par: MFU 39.8 % ±3.1 % against 40.2 %, a plain PyTorch GPT-2 "
-        "loop's on an H100 (benchmarks/workload_reference.py); measure 2 GPUs or more before "
-        "buying"
+        "gpt2: the step is on par: MFU 39.8 % ±3.1 % against 40.2 %, a plain PyTorch gpt2 "
+        "loop's at batch 16 on an H100 (benchmarks/workload_reference.py); measure 2 GPUs or "
+        "more before buying"
     )
     assert report.decision is not None and report.decision.lines()[0].text == said
     # the same words in the Markdown and the terminal's short form, from the stored finding
@@ -83,3 +87,53 @@ def test_numbers_that_cannot_be_used_get_no_call() -> None:
     report = _report(FIXTURES / "h200_zoo_compiled")
     assert report.decision is not None and report.decision.usable == "no"
     assert _codes(report) == []
+
+
+def test_the_second_h100_workload_run_is_below_the_reference_by_its_gap() -> None:
+    """Compiled GPT-2 b8 at MFU 36.0 % ±2.8 %, its whole interval under the reference's 40.2 %
+    (one round: a band of one value): below it by the gap, with the gap's interval, on every
+    surface; never "on par"."""
+    report = _report(FIXTURES / "h100_second_run" / "workload" / "runs")
+    assert _codes(report) == ["decision.step_below"]
+    said = (
+        "gpt2: the step is below the reference by 4.2 pts ±2.8 pts: MFU 36.0 % ±2.8 % against "
+        "40.2 %, a plain PyTorch gpt2 loop's at batch 16 on an H100 "
+        "(benchmarks/workload_reference.py)"
+    )
+    assert report.decision is not None and report.decision.lines()[0].text == said
+    assert said in markdown.render(report).decode().replace("\n", " ")
+    short = " ".join(" ".join(report_summary.summary(report, 200)).split())
+    assert "below the reference by 4.2 pts ±2.8 pts" in short and "on par" not in short
+
+
+def _renamed(source: Path, tmp_path: Path, model: str) -> Path:
+    """A copy of a kept run whose model is called `model`: the same figures, no reference."""
+    copy = tmp_path / source.name
+    shutil.copytree(source, copy)
+    for path in copy.rglob("cells/*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["cell"]["model"] = data["cell"]["label"] = model
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [FIXTURES / "h100_second_run" / "default-sweep", FIXTURES / "h100_second_run" / "workload"],
+    ids=["on-par", "below"],
+)
+def test_the_same_figures_under_a_model_without_a_reference_get_no_mfu_call(
+    kept: Path, tmp_path: Path
+) -> None:
+    """The kept GPT-2 cells renamed: the same MFU has nothing of its own model to be set
+    against, so no surface calls it on par or below; the line says what would measure one."""
+    source = kept / "runs" if kept.name == "workload" else kept
+    report = _report(_renamed(source, tmp_path, "gpt2-xl"))
+    assert _codes(report) == ["decision.no_reference"]
+    said = (
+        "gpt2-xl: no MFU call: no reference for gpt2-xl (bf16, compiled) on an H100 80GB HBM3; "
+        "benchmarks/workload_reference.py has no loop of it yet"
+    )
+    assert report.decision is not None and report.decision.lines()[0].text == said
+    page = markdown.render(report).decode().replace("\n", " ")
+    assert said in page and "on par" not in page and "below the reference" not in page

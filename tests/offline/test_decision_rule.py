@@ -28,6 +28,7 @@ def _cell(world: int, rate: float, **more: Any) -> dict[str, Any]:
         "samples_per_s": rate,
         "tokens_per_s": rate * 1024,
         "gpu": "H100 80GB HBM3",
+        "compiled": True,
         **more,
     }
 
@@ -97,9 +98,12 @@ def test_low_mfu_is_called_low_against_the_reference_on_the_same_gpu() -> None:
     low = {"mfu": 0.086, "mfu_low": 0.044, "mfu_high": 0.165}
     call = decision.decide_model("gpt2", _cells(**low).assign(gpu="H200"), pd.DataFrame())
     assert call is not None and call.code == "decision.fix_mfu"
-    assert "under 50.0 % of 42.4 %, a plain PyTorch GPT-2 loop's on an H200" in wording.say(call)
-    # no reference on this GPU: nothing borrowed from another
-    assert decision.decide_model("gpt2", _cells(**low).assign(gpu="A100"), pd.DataFrame()) is None
+    said = "under 50.0 % of 42.4 %, a plain PyTorch gpt2 loop's at batch 16 on an H200"
+    assert said in wording.say(call)
+    # no reference on this GPU, at this precision or without compile: nothing borrowed
+    for other in ({"gpu": "A100"}, {"precision": "fp16"}, {"compiled": False}):
+        call = decision.decide_model("gpt2", _cells(**low).assign(**other), pd.DataFrame())
+        assert call is not None and call.code == "decision.no_reference", other
     # an interval reaching from under half the reference to above it: no call, and why
     wide = {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240}
     call = decision.decide_model("gpt2", _cells(**wide).assign(gpu="H200"), pd.DataFrame())
@@ -117,7 +121,59 @@ def test_a_model_without_its_own_reference_gets_no_mfu_call(model: str) -> None:
         {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240},
     ):
         cells = _cells(**mfu).assign(gpu="H200", model=model, model_label=model)
-        assert decision.decide_model(model, cells, pd.DataFrame()) is None
+        call = decision.decide_model(model, cells, pd.DataFrame())
+        assert call is not None and call.code == "decision.no_reference"
+        assert wording.say(call) == (
+            f"{model}: no MFU call: no reference for {model} (bf16, compiled) on an H200; "
+            "benchmarks/workload_reference.py has no loop of it yet"
+        )
+
+
+def test_gpt2_without_a_reference_says_how_to_measure_one() -> None:
+    cells = _cells(mfu=0.30, mfu_low=0.29, mfu_high=0.31).assign(gpu="A100-SXM4-80GB")
+    call = decision.decide_model("gpt2", cells, pd.DataFrame())
+    assert call is not None and wording.say(call) == (
+        "gpt2: no MFU call: no reference for gpt2 (bf16, compiled) on an A100-SXM4-80GB; measure "
+        "one with `python benchmarks/workload_reference.py --model gpt2 --batch 16 --device cuda "
+        "--compile`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("interval", "code", "said"),
+    [
+        # the H100's reference is one round: a band of one value, 40.2 %
+        ((0.36, 0.345, 0.375), "decision.step_below", "below the reference by 4.2 pts ±1.5 pts"),
+        ((0.39, 0.375, 0.405), "decision.step_on_par", "the step is on par: MFU 39.0 % ±1.5 %"),
+        ((0.45, 0.44, 0.46), "decision.step_above", "above the reference by 4.8 pts ±1.0 pts"),
+        ((0.15, 0.14, 0.16), "decision.fix_mfu", "fix the step before buying GPUs"),
+        # reaching the band from below by its interval only: on par, not below
+        ((0.385, 0.37, 0.402), "decision.step_on_par", "on par"),
+    ],
+)
+def test_the_mfu_is_placed_against_the_references_band(
+    interval: tuple[float, float, float], code: str, said: str
+) -> None:
+    mfu, low, high = interval
+    call = decision.decide_model(
+        "gpt2", _cells(mfu=mfu, mfu_low=low, mfu_high=high), pd.DataFrame()
+    )
+    assert call is not None and call.code == code
+    assert said in wording.say(call)
+    assert call.figures["source"] == "tests/fixtures/h100_second_run/ref.out.txt"
+
+
+def test_the_h200_reference_has_the_spread_of_its_two_rounds() -> None:
+    from torchscale.offline.analysis.references import reference_for
+
+    reference = reference_for("gpt2", "H200", "bf16", True)
+    assert reference is not None and reference.rounds == 2
+    assert reference.low == pytest.approx(0.4232, abs=1e-4)
+    assert reference.high == pytest.approx(0.4248, abs=1e-4)
+    # an interval that ends inside the band reaches it: on par
+    cells = _cells(mfu=0.41, mfu_low=0.40, mfu_high=0.4240).assign(gpu="H200")
+    call = decision.decide_model("gpt2", cells, pd.DataFrame())
+    assert call is not None and call.code == "decision.step_on_par"
 
 
 def _estimate(value: float, low: float, high: float) -> Estimate:

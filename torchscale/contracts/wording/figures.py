@@ -54,6 +54,7 @@ _SCALED: dict[str, tuple[float, str, str]] = {
     "int": (1.0, "", ""),
     "pct": (1.0, "", " %"),
     "ratio_pct": (100.0, "", " %"),
+    "pts": (100.0, "", " pts"),
     "money": (1.0, "$", ""),
 }
 

@@ -34,9 +34,10 @@ from torchscale.contracts.wording.spell import (
 # ('measured' or 'forecast'), `base` and `world` (GPU counts), `efficiency` with `low` and
 # `high`, `good` (the efficiency more GPUs pay from), `cost_per_m_tokens` (None: no price), and a
 # forecast's `measured_at`, `scored` and `held`; an MFU call's `mfu`, `low`, `high`, `gpu`,
-# `reference_mfu`, `fraction` and `source`; a share's `share`, `low`, `high`.
-
-REFERENCE_LOOP = "a plain PyTorch GPT-2 loop's"  # what benchmarks/workload_reference.py runs
+# the reference's `reference_model`, `reference_batch`, `reference_mfu` (its rounds' median),
+# `reference_rounds`, `fraction` and `source`, and against it `gap` with `gap_low` and
+# `gap_high` (points of MFU: the reference's band less the cell's interval); a cell without a
+# reference its `gpu`, `batch`, `precision` and `compiled`; a share's `share`, `low`, `high`.
 
 
 def _pct(figures: Mapping[str, Any], value: str = "efficiency") -> str:
@@ -82,11 +83,19 @@ def _borderline(figures: Mapping[str, Any]) -> str:
     )
 
 
-# "40.2 %, a plain PyTorch GPT-2 loop's on an H100 (benchmarks/workload_reference.py)":
+# "40.2 %, a plain PyTorch gpt2 loop's at batch 16 on an H100 (benchmarks/workload_reference.py)":
 # where the figure was measured is the finding's `source`, cited in docs/reporting.md.
 _REFERENCE = (
-    "{reference_mfu:share}, " + REFERENCE_LOOP + " on an {gpu} (benchmarks/workload_reference.py)"
+    "{reference_mfu:share}, a plain PyTorch {reference_model} loop's at batch {reference_batch} "
+    "on an {gpu} (benchmarks/workload_reference.py)"
 )
+
+
+def _gap(figures: Mapping[str, Any]) -> str:
+    """'4.2 pts ±2.8 pts': how far the cell's MFU is from the reference's band."""
+    return figure_with_interval(
+        figures["gap"], figures["gap_low"], figures["gap_high"], value_format("pts")
+    )
 
 
 def _fix_mfu(figures: Mapping[str, Any]) -> str:
@@ -100,6 +109,40 @@ def _step_on_par(figures: Mapping[str, Any]) -> str:
     return (
         f"{figures['model']}: the step is on par: MFU {_pct(figures, 'mfu')} against "
         f"{render(_REFERENCE, figures)}; measure 2 GPUs or more before buying"
+    )
+
+
+def _step_below(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: the step is below the reference by {_gap(figures)}: MFU "
+        f"{_pct(figures, 'mfu')} against {render(_REFERENCE, figures)}"
+    )
+
+
+def _step_above(figures: Mapping[str, Any]) -> str:
+    gap = {**figures, "gap": -figures["gap"], "gap_low": -figures["gap_high"]}
+    gap["gap_high"] = -figures["gap_low"]
+    return (
+        f"{figures['model']}: the step is above the reference by {_gap(gap)}: MFU "
+        f"{_pct(figures, 'mfu')} against {render(_REFERENCE, figures)}; measure 2 GPUs or "
+        "more before buying"
+    )
+
+
+def _no_reference(figures: Mapping[str, Any]) -> str:
+    """'vit-b16: no MFU call: no reference for vit-b16 (bf16, compiled) on an NVIDIA H200 ...'."""
+    compiled = {True: ", compiled", False: ", eager", None: ""}[figures.get("compiled")]
+    what = f"{figures['model_name']} ({figures['precision']}{compiled})"
+    measure = (
+        f"measure one with `python benchmarks/workload_reference.py --model "
+        f"{figures['model_name']} --batch {figures['batch']} --device cuda"
+        f"{' --compile' if figures.get('compiled') else ''}`"
+        if figures.get("measurable")
+        else "benchmarks/workload_reference.py has no loop of it yet"
+    )
+    return (
+        f"{figures['model']}: no MFU call: no reference for {what} on an {figures['gpu']}; "
+        f"{measure}"
     )
 
 
@@ -279,6 +322,9 @@ PHRASES: Phrases = {
     "decision.scaling_borderline": _borderline,
     "decision.fix_mfu": _fix_mfu,
     "decision.step_on_par": _step_on_par,
+    "decision.step_below": _step_below,
+    "decision.step_above": _step_above,
+    "decision.no_reference": _no_reference,
     "decision.fix_host": _fix_host,
     "decision.fix_input": _fix_input,
     "decision.fix_straggler": _fix_straggler,

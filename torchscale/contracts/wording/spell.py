@@ -30,6 +30,7 @@ ValueFormat = Literal[
     "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
     "change_pct",  # signed ratio: +0.052 -> +5.2 %
     "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
+    "pts",  # unsigned difference of two shares: 0.123 -> 12.3 pts
     "money",  # 1.234 -> $1.23
 ]
 
@@ -668,6 +669,7 @@ SPECS: dict[str, Callable[[Any], str]] = {
     "readable": readable,
     "change_pct": change_pct,
     "change_pts": change_pts,
+    "pts": points,
     "money": money,
     # a list figure
     "list": ", ".join,

@@ -7,19 +7,22 @@ decided on is the fastest at the largest world size measured (what would be boug
 1. fix first where the diagnosis says so: the GPU waits for the host (`host_bound`), the input
    pipeline holds the step (its data share, whole interval, at least FIX_SHARE), or a named
    straggler costs the others at least FIX_SHARE of the step (the wait for peers, whole
-   interval); then MFU below LOW_MFU_FRACTION of a cited reference of the same model on the
-   same GPU (the whole interval below); a model without one gets no MFU call;
+   interval); then MFU below LOW_MFU_FRACTION of the reference's band (the whole interval
+   below; offline/analysis/references.py: a plain loop of the same model on the same GPU
+   model, precision and compile);
 2. else buy, or fix the scaling, where a measured scaling efficiency (else a forecast's, from a
    scored track record) has an interval no wider than MAX_WIDTH: buy where its low end is at
    least GOOD_EFFICIENCY, fix where its high end is below it, no call in between;
-3. else, at one world size, the MFU against the reference where its interval is that narrow;
-4. else, where an interval was there but too wide, why no call; else nothing.
+3. else the MFU against the reference where its interval is that narrow: on par where it
+   reaches the reference's band, below or above it by the gap (points, with its interval);
+4. else, where an interval was there but too wide, why no call; else, a cell with an MFU but
+   no reference for it: no MFU call, and what would measure one; else nothing.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -30,6 +33,10 @@ from torchscale.offline.analysis.cost import cost_per_million
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.prediction.score import TrackRecord
 from torchscale.offline.analysis.ranking import comparable
+from torchscale.offline.analysis.references import Reference, reference_for
+
+# the models benchmarks/workload_reference.py has a plain loop of (its SHAPES)
+REFERENCE_LOOPS = ("gpt2", "tiny-gpt2")
 
 MAX_WIDTH = 0.10  # an efficiency (or MFU) interval wider than 10 points of linear: no call
 GOOD_EFFICIENCY = 0.80  # more GPUs pay from 80 % of linear kept; below it, fix the scaling
@@ -40,32 +47,6 @@ MIN_HELD = 0.9  # ... at least 90 % of which held their intervals
 
 
 UNSCORED = TrackRecord(0, None, 0)  # no forecast scored: no forecast decides
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A speed reference the project can cite for one model on one GPU model: what a plain
-    PyTorch loop of it (benchmarks/workload_reference.py, GPT-2 124M, batch 16, bf16,
-    compiled) reached there. Another model's MFU is never judged against it."""
-
-    model: str  # the zoo's model name ('gpt2')
-    gpu: str  # matched as a word of the GPU's name ('H100 80GB HBM3')
-    mfu: float
-    tokens_per_s: float
-    source: str
-
-
-REFERENCES: tuple[Reference, ...] = (
-    Reference("gpt2", "H100", 0.402, 464_760.0, "tests/fixtures/h100_second_run/ref.out.txt"),
-    Reference("gpt2", "H200", 0.424, 491_951.0, "docs/measured.md, the first H200 run"),
-)
-
-
-def reference_for(model: Any, gpu: Any) -> Reference | None:
-    """The reference measured for this model on this GPU model, or None: no figure is
-    borrowed across GPUs or from another model."""
-    words = str(gpu or "").upper().replace("-", " ").split()
-    return next((r for r in REFERENCES if r.model == model and r.gpu in words), None)
 
 
 def _width(low: Any, high: Any) -> float | None:
@@ -126,28 +107,66 @@ def _fix_first(model: str, row: Mapping[str, Any]) -> Finding | None:
     return None
 
 
+def _no_reference(model: str, row: Mapping[str, Any]) -> Finding:
+    """No MFU call: what reference would judge this cell, and whether the benchmark can
+    measure it."""
+    name = str(row.get("model"))
+    figures = {
+        "model": model,
+        "model_name": name,
+        "gpu": str(row.get("gpu")),
+        "batch": int(row["batch_size"]),
+        "precision": str(row.get("precision")),
+        "compiled": None if pd.isna(row.get("compiled")) else _is_true(row.get("compiled")),
+        "measurable": name in REFERENCE_LOOPS,
+    }
+    return Finding(code="decision.no_reference", figures=figures)
+
+
+def _against(reference: Reference, mfu: float, low: float, high: float) -> str:
+    """Where the cell's MFU interval falls against the reference's band (its rounds' spread):
+    under `LOW_MFU_FRACTION` of it, below it, reaching it, or above it."""
+    if high < LOW_MFU_FRACTION * reference.low:
+        return "decision.fix_mfu"
+    if high < reference.low:
+        return "decision.step_below"
+    if low > reference.high:
+        return "decision.step_above"
+    return "decision.step_on_par"
+
+
 def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, float | None]:
-    """(the MFU call against the reference, or None and the width of an MFU interval that was
-    there but too wide to call)."""
-    reference = reference_for(row.get("model"), row.get("gpu"))
+    """(the MFU call against the reference of the cell's model, GPU, precision and compile, or
+    why there is none; None and the width of an MFU interval that was there but too wide to
+    call)."""
     mfu, low, high = (finite(row.get(k)) for k in ("mfu", "mfu_low", "mfu_high"))
-    if reference is None or mfu is None or low is None or high is None:
+    if mfu is None or low is None or high is None:
         return None, None
+    reference = reference_for(
+        row.get("model"), row.get("gpu"), row.get("precision"), row.get("compiled")
+    )
+    if reference is None:
+        return _no_reference(model, row), None
+    code = _against(reference, mfu, low, high)
+    if code != "decision.fix_mfu" and high - low > MAX_WIDTH:
+        return None, high - low
     figures = {
         "model": model,
         "mfu": mfu,
         "low": low,
         "high": high,
         "gpu": reference.gpu,
-        "reference_mfu": reference.mfu,
+        "reference_model": reference.model,
+        "reference_batch": reference.batch,
+        "reference_mfu": statistics.median(reference.mfu),
+        "reference_rounds": reference.rounds,
+        "gap": statistics.median(reference.mfu) - mfu,
+        "gap_low": reference.low - high,
+        "gap_high": reference.high - low,
         "fraction": LOW_MFU_FRACTION,
         "source": reference.source,
     }
-    if high < LOW_MFU_FRACTION * reference.mfu:
-        return Finding(code="decision.fix_mfu", figures=figures), None
-    if low >= LOW_MFU_FRACTION * reference.mfu and high - low <= MAX_WIDTH:
-        return Finding(code="decision.step_on_par", figures=figures), None
-    return None, high - low if high - low > MAX_WIDTH else None
+    return Finding(code=code, figures=figures), None
 
 
 def _scaling_call(figures: dict[str, Any]) -> Finding | None:
@@ -274,14 +293,14 @@ def decide_model(
         width = width if forecast_width is None else forecast_width
     if call is not None:
         return call
-    if mfu is not None:
+    if mfu is not None and mfu.code != "decision.no_reference":
         return mfu
     if width is not None or mfu_width is not None:
         what = "scaling efficiency" if width is not None else "MFU"
         shown = width if width is not None else mfu_width
         figures = {"model": model, "what": what, "width": shown, "max_width": MAX_WIDTH}
         return Finding(code="decision.not_decidable", figures=figures)
-    return None
+    return mfu
 
 
 def decide(

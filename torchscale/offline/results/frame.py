@@ -129,6 +129,7 @@ COLUMNS = [
     "tp_exposed_transfer",
     "parameter_bytes",
     "static_bytes",
+    "compiled",
     "compile_s",
     "data_source",
     "data_wait_s",
@@ -198,6 +199,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "static_bytes": (
             mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_state_bytes if mem else None
         ),
+        "compiled": _compiled(result),
         "compile_s": warmup.compile_s if warmup else None,
         **_same(data, "source", "wait_s", prefix="data_"),
         "data_wait_share": data.share if data else None,
@@ -212,6 +214,15 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_same(bound, "host_bound", "gpu_busy_share"),
         "host_bound_method": bound.method if bound else None,
     }
+
+
+def _compiled(result: CellResult) -> bool | None:
+    """training.compile, as the result shows it (what a speed reference is matched on): a
+    measured cell records what compiled or nothing; unknown for a cell that measured nothing and
+    for a user's job (its own code may compile)."""
+    if result.compile is not None:
+        return True
+    return False if result.status.value == "ok" and result.job is None else None
 
 
 def _same(source: Any, *names: str, prefix: str = "") -> dict[str, Any]:
