@@ -476,8 +476,11 @@ def test_dir_without_results(tmp_path: Path) -> None:
 
 
 def test_profile_folder_instead_of_its_experiment() -> None:
-    with pytest.raises(ResultsError, match="pass its parent"):
-        read_sources(V3_PROFILE / "profile")
+    """An experiment's profile/ (copied apart, or passed by mistake): its profiled runs."""
+    sources = read_sources(V3_PROFILE / "profile")
+    (source,) = sources.experiments
+    assert source.name == "profile" and source.experiment is None and source.profiles
+    assert sources.skipped == []
 
 
 def _cell_file(root: Path, name: str) -> Path:

@@ -137,3 +137,23 @@ def test_the_same_figures_under_a_model_without_a_reference_get_no_mfu_call(
     assert report.decision is not None and report.decision.lines()[0].text == said
     page = markdown.render(report).decode().replace("\n", " ")
     assert said in page and "on par" not in page and "below the reference" not in page
+
+
+@pytest.mark.parametrize("where", ["folder", "run"])
+def test_a_kept_profile_is_a_report_with_the_same_rule(where: str) -> None:
+    """`report -s` on the kept H200 GPT-2 profile (its folder, or the run in it): read as a
+    report of its profiled run, whose measured window is set against the reference of the same
+    configuration. One window has no interval: no call, said with what would give one."""
+    folder = FIXTURES / "h200_gpt2_profile"
+    source = folder if where == "folder" else next(p for p in folder.iterdir() if p.is_dir())
+    report = _report(source)
+    assert report.skipped == []
+    assert _codes(report) == ["decision.no_interval"]
+    said = (
+        "gpt2: no MFU call: MFU 41.3 % from one measured window has no interval to set against "
+        "42.4 %, a plain PyTorch gpt2 loop's at batch 16 on an H200 "
+        "(benchmarks/workload_reference.py); `torchscale benchmark` with "
+        "`measurement.repeats: 4` gives one"
+    )
+    assert report.decision is not None and report.decision.lines()[0].text == said
+    assert said in markdown.render(report).decode().replace("\n", " ")

@@ -252,3 +252,10 @@ def test_an_input_wait_is_a_fix_only_by_its_whole_interval() -> None:
     assert wording.say(call).startswith("gpt2: fix the input pipeline first: the step waits for")
     call = decision.decide_model("gpt2", _cells(**waits, data_share_low=0.05), _scaling(0.88, 0.93))
     assert call is not None and call.code == "decision.buy"
+
+
+def test_an_mfu_without_an_interval_is_no_call_against_its_reference() -> None:
+    """One measured window (a profile's): the MFU has no interval, so no place in the band."""
+    call = decision.decide_model("gpt2", _cells(mfu=0.39), pd.DataFrame())
+    assert call is not None and call.code == "decision.no_interval"
+    assert wording.say(call).startswith("gpt2: no MFU call: MFU 39.0 % from one measured window")

@@ -129,6 +129,14 @@ def _step_above(figures: Mapping[str, Any]) -> str:
     )
 
 
+def _no_interval(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: no MFU call: MFU {pct(figures['mfu'])} from one measured window has "
+        f"no interval to set against {render(_REFERENCE, figures)}; `torchscale benchmark` with "
+        "`measurement.repeats: 4` gives one"
+    )
+
+
 def _no_reference(figures: Mapping[str, Any]) -> str:
     """'vit-b16: no MFU call: no reference for vit-b16 (bf16, compiled) on an NVIDIA H200 ...'."""
     compiled = {True: ", compiled", False: ", eager", None: ""}[figures.get("compiled")]
@@ -325,6 +333,7 @@ PHRASES: Phrases = {
     "decision.step_below": _step_below,
     "decision.step_above": _step_above,
     "decision.no_reference": _no_reference,
+    "decision.no_interval": _no_interval,
     "decision.fix_host": _fix_host,
     "decision.fix_input": _fix_input,
     "decision.fix_straggler": _fix_straggler,

@@ -150,10 +150,14 @@ def is_experiment_dir(path: Path) -> bool:
 def _read_profiles(
     directory: Path, skipped: list[Skipped]
 ) -> tuple[list[ProfileEntry], list[UnanalysedProfile]]:
-    if not _is_dir(directory):
-        return [], []
+    return _read_profile_runs(_children(directory) if _is_dir(directory) else [], skipped)
+
+
+def _read_profile_runs(
+    runs: list[Path], skipped: list[Skipped]
+) -> tuple[list[ProfileEntry], list[UnanalysedProfile]]:
     entries, unanalysed = [], []
-    for run in _children(directory):
+    for run in runs:
         if not _is_profile_run(run):
             _skip(skipped, run, "not a profiled run (no analysis.json or result.json)")
             continue
@@ -260,15 +264,34 @@ def read_sources(path: Path) -> Sources:
             elif _is_dir(entry):
                 _skip(skipped, entry, NOT_AN_EXPERIMENT)
             # a plain file beside experiments (a config, an earlier report) is no result
+    if not experiments and (kept := _profiles_kept_apart(root, entries, skipped)):
+        experiments = [kept]
     if not experiments:
         raise ResultsError(_nothing_usable(root, entries, skipped))
     _unique_names(experiments)
     return Sources(root, experiments, skipped)
 
 
+def _profiles_kept_apart(
+    root: Path, entries: list[Path], skipped: list[Skipped]
+) -> ExperimentSource | None:
+    """One profiled run, or a folder of them (an experiment's profile/, copied or kept on its
+    own): reported as an experiment of its profiles alone, named after the folder."""
+    runs = [root] if _is_profile_run(root) else [e for e in entries if _is_profile_run(e)]
+    if not runs:
+        return None
+    read: list[Skipped] = []
+    profiles, unanalysed = _read_profile_runs(runs, read)
+    if not profiles and not unanalysed:
+        return None
+    named = {str(run) for run in runs}  # no longer "not an experiment": read as profiled runs
+    skipped[:] = [s for s in skipped if s.path not in named] + read
+    return ExperimentSource(
+        root.name, root, None, profiles, unanalysed, [], [], [], StoredForecasts(), None
+    )
+
+
 def _nothing_usable(root: Path, entries: list[Path], skipped: list[Skipped]) -> str:
-    if any(ProfileRun(e).analysis_path.is_file() for e in entries if _is_dir(e)):
-        return f"{root} holds profiled runs, not an experiment: pass its parent directory"
     problems = [s for s in skipped if s.reason != NOT_AN_EXPERIMENT]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

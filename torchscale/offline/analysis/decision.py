@@ -123,6 +123,23 @@ def _no_reference(model: str, row: Mapping[str, Any]) -> Finding:
     return Finding(code="decision.no_reference", figures=figures)
 
 
+def _reference_figures(reference: Reference) -> dict[str, Any]:
+    return {
+        "gpu": reference.gpu,
+        "reference_model": reference.model,
+        "reference_batch": reference.batch,
+        "reference_mfu": statistics.median(reference.mfu),
+        "reference_rounds": reference.rounds,
+        "source": reference.source,
+    }
+
+
+def _no_interval(model: str, mfu: float, reference: Reference) -> Finding:
+    """An MFU from one measured window (a profile's): no interval, so no place in the band."""
+    figures = {"model": model, "mfu": mfu, **_reference_figures(reference)}
+    return Finding(code="decision.no_interval", figures=figures)
+
+
 def _against(reference: Reference, mfu: float, low: float, high: float) -> str:
     """Where the cell's MFU interval falls against the reference's band (its rounds' spread):
     under `LOW_MFU_FRACTION` of it, below it, reaching it, or above it."""
@@ -140,13 +157,15 @@ def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, float | No
     why there is none; None and the width of an MFU interval that was there but too wide to
     call)."""
     mfu, low, high = (finite(row.get(k)) for k in ("mfu", "mfu_low", "mfu_high"))
-    if mfu is None or low is None or high is None:
+    if mfu is None:
         return None, None
     reference = reference_for(
         row.get("model"), row.get("gpu"), row.get("precision"), row.get("compiled")
     )
     if reference is None:
         return _no_reference(model, row), None
+    if low is None or high is None:  # one window: nothing to set against the band
+        return _no_interval(model, mfu, reference), None
     code = _against(reference, mfu, low, high)
     if code != "decision.fix_mfu" and high - low > MAX_WIDTH:
         return None, high - low
@@ -155,16 +174,11 @@ def _mfu(model: str, row: Mapping[str, Any]) -> tuple[Finding | None, float | No
         "mfu": mfu,
         "low": low,
         "high": high,
-        "gpu": reference.gpu,
-        "reference_model": reference.model,
-        "reference_batch": reference.batch,
-        "reference_mfu": statistics.median(reference.mfu),
-        "reference_rounds": reference.rounds,
+        **_reference_figures(reference),
         "gap": statistics.median(reference.mfu) - mfu,
         "gap_low": reference.low - high,
         "gap_high": reference.high - low,
         "fraction": LOW_MFU_FRACTION,
-        "source": reference.source,
     }
     return Finding(code=code, figures=figures), None
 
@@ -293,7 +307,7 @@ def decide_model(
         width = width if forecast_width is None else forecast_width
     if call is not None:
         return call
-    if mfu is not None and mfu.code != "decision.no_reference":
+    if mfu is not None and mfu.code not in ("decision.no_reference", "decision.no_interval"):
         return mfu
     if width is not None or mfu_width is not None:
         what = "scaling efficiency" if width is not None else "MFU"

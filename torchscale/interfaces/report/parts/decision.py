@@ -15,6 +15,7 @@ from torchscale.interfaces.report.model import Usable
 from torchscale.interfaces.report.parts.context import Context, records
 from torchscale.offline.analysis.decision import decide
 from torchscale.offline.analysis.prediction.score import track_record
+from torchscale.offline.results.frame import cells_table
 
 COST_COLUMNS = ["cost_per_m_tokens", "price_per_gpu_hour"]
 
@@ -55,6 +56,18 @@ def _scaling(ctx: Context) -> pd.DataFrame:
     if priced is None or scaling.empty:
         return scaling
     return scaling.assign(cost_per_m_tokens=priced.loc[scaling.index, "cost_per_m_tokens"])
+
+
+def profile_calls(ctx: Context, usable: Usable) -> list[Finding]:
+    """A profile report's calls: the same rule over its profiled runs' measured windows (their
+    untraced steps), each run a cell on the GPU it ran on."""
+    results = [ref.entry.result for ref in ctx.profiles if ref.entry.result is not None]
+    if usable not in ("yes", "with care") or not results:
+        return []
+    cells = cells_table(results)
+    cells["gpu"] = [gpu_name(r.environment or {}) for r in results]
+    cells = cells[pd.to_numeric(cells["samples_per_s"]).notna()]
+    return decide(cells, pd.DataFrame()) if len(cells) else []
 
 
 def calls(ctx: Context, usable: Usable) -> list[Finding]:

@@ -30,6 +30,7 @@ from torchscale.interfaces.report.parts.context import (
     run_label,
     throughput_text,
 )
+from torchscale.interfaces.report.parts.decision import profile_calls
 from torchscale.interfaces.report.parts.findings import action_text
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results.frame import cells_table
@@ -128,7 +129,8 @@ def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
     else:  # the lead run's costliest finding, as the report holds it (its advice applies)
         top = next((f for f in ctx.findings if f.source == lead.label), None)
         actions = [Text(text=action_text(top) + ".")] if top is not None else []
-    return headline, Decision(usable=usable, models=lines, actions=actions)
+    decided = profile_calls(ctx, usable)
+    return headline, Decision(usable=usable, models=lines, actions=actions, calls=decided)
 
 
 def _comm_line(label: str, run: CommResult) -> list[Text]:
