@@ -85,8 +85,8 @@ def resume_text(argv: Sequence[str] | None, redefined: int = 0) -> str:
     if not argv:
         return ""
     again = (
-        f" (it runs the {redefined} kept results' cells again too: this torchscale defines "
-        "them anew)"
+        f" (it measures the {redefined} kept cells again: their settings differ from this "
+        "torchscale's for the same config)"
         if redefined
         else ""
     )
