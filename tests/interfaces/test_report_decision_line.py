@@ -65,20 +65,31 @@ def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
     assert said not in str(stored)
 
 
-def test_host_bound_gpu_cells_are_told_to_fix_the_host_first() -> None:
-    """The first H100 run's tiny models: the GPU waits for the host; the call is the fix, not
-    their MFU of 0.3 % and less. Two models with the same call on the same figures read as one
-    line (the stopped sweep's term page has no room for two)."""
+def test_tiny_models_on_a_gpu_are_said_too_small_never_told_to_fix_the_host(
+    tmp_path: Path,
+) -> None:
+    """The first H100 run's tiny models: the GPU waits for the host by design (they are sized
+    for tests), so no call and how to measure the GPU, never "fix the host". Two models with
+    the same line read as one (the stopped sweep's term page has no room for two). The same
+    cells under a model that is not sized for tests are told to fix the host."""
     report = _report(FIRST_H100_RUN / "default-sweep")
-    assert _codes(report) == ["decision.fix_host", "decision.fix_host"]
+    assert _codes(report) == ["decision.too_small", "decision.too_small"]
     assert report.decision is not None
     first, second = report.decision.lines()[:2]
-    assert first.severity == "warn"
+    assert first.severity == "info"
     assert first.text == (
-        "tiny-gpt2 and tiny-mlp: fix the host first: the GPU waits for Python and kernel "
-        "launches (host-bound); more GPUs would wait too"
+        "tiny-gpt2 and tiny-mlp: no call: sized for tests, too small to load the GPU (it waits "
+        "for Python and kernel launches by design); `torchscale validate --level perf` measures "
+        "the GPU, a zoo model (`torchscale benchmark -c examples/gpu_zoo.yaml`) a workload"
     )
-    assert "fix the host first" not in second.text
+    assert "no call: sized for tests" not in second.text
+    assert "fix the host" not in markdown.render(report).decode().split("## ")[0]
+    renamed = _report(_renamed(FIRST_H100_RUN / "default-sweep", tmp_path, "my-model"))
+    assert _codes(renamed) == ["decision.fix_host"]
+    assert renamed.decision is not None and renamed.decision.lines()[0].text == (
+        "my-model: fix the host first: the GPU waits for Python and kernel launches "
+        "(host-bound); more GPUs would wait too"
+    )
 
 
 def test_numbers_that_cannot_be_used_get_no_call() -> None:

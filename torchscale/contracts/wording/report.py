@@ -164,6 +164,14 @@ def _fix_host(figures: Mapping[str, Any]) -> str:
     return f"{figures['model']}: fix the host first: {said}; more GPUs would wait too"
 
 
+def _too_small(figures: Mapping[str, Any]) -> str:
+    return (
+        f"{figures['model']}: no call: sized for tests, too small to load the GPU (it waits for "
+        "Python and kernel launches by design); `torchscale validate --level perf` measures the "
+        "GPU, a zoo model (`torchscale benchmark -c examples/gpu_zoo.yaml`) a workload"
+    )
+
+
 def _fix_input(figures: Mapping[str, Any]) -> str:
     return (
         f"{figures['model']}: fix the input pipeline first: the step waits for data "
@@ -335,6 +343,7 @@ PHRASES: Phrases = {
     "decision.no_reference": _no_reference,
     "decision.no_interval": _no_interval,
     "decision.fix_host": _fix_host,
+    "decision.too_small": _too_small,
     "decision.fix_input": _fix_input,
     "decision.fix_straggler": _fix_straggler,
     "decision.not_decidable": _not_decidable,

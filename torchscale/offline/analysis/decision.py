@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.model_specs.registry import BUILTIN
 from torchscale.contracts.schema.forecast import Forecast
 from torchscale.offline.analysis.cost import cost_per_million
 from torchscale.offline.analysis.numbers import finite
@@ -83,10 +84,18 @@ def _share_at_least(row: Mapping[str, Any], part: str) -> tuple[float, float, fl
     return value, low, high
 
 
+def _sized_for_tests(name: object) -> bool:
+    """A zoo model of the tiny family: the real architectures at toy sizes, for tests and CPU
+    demos. On a GPU it waits for the host by design: there is nothing to fix."""
+    spec = BUILTIN.get(str(name))
+    return spec is not None and spec.family == "tiny"
+
+
 def _fix_first(model: str, row: Mapping[str, Any]) -> Finding | None:
     if _is_true(row.get("host_bound")):
         busy = finite(row.get("gpu_busy_share"))
-        return Finding(code="decision.fix_host", figures={"model": model, "busy_share": busy})
+        code = "decision.too_small" if _sized_for_tests(row.get("model")) else "decision.fix_host"
+        return Finding(code=code, figures={"model": model, "busy_share": busy})
     data = _share_at_least(row, "data")
     if data is not None:
         share, low, high = data
