@@ -91,11 +91,13 @@ _REFERENCE = (
 )
 
 
-def _gap(figures: Mapping[str, Any]) -> str:
-    """'4.2 pts ±2.8 pts': how far the cell's MFU is from the reference's band."""
-    return figure_with_interval(
-        figures["gap"], figures["gap_low"], figures["gap_high"], value_format("pts")
-    )
+def _gap(figures: Mapping[str, Any], above: bool = False) -> str:
+    """'4.2 pts ±2.8 pts': how far the cell's MFU is below the reference's band (`above`: the
+    same gap turned round, how far above it)."""
+    gap, low, high = figures["gap"], figures["gap_low"], figures["gap_high"]
+    if above:
+        gap, low, high = -gap, -high, -low
+    return figure_with_interval(gap, low, high, value_format("pts"))
 
 
 def _fix_mfu(figures: Mapping[str, Any]) -> str:
@@ -120,10 +122,8 @@ def _step_below(figures: Mapping[str, Any]) -> str:
 
 
 def _step_above(figures: Mapping[str, Any]) -> str:
-    gap = {**figures, "gap": -figures["gap"], "gap_low": -figures["gap_high"]}
-    gap["gap_high"] = -figures["gap_low"]
     return (
-        f"{figures['model']}: the step is above the reference by {_gap(gap)}: MFU "
+        f"{figures['model']}: the step is above the reference by {_gap(figures, True)}: MFU "
         f"{_pct(figures, 'mfu')} against {render(_REFERENCE, figures)}; measure 2 GPUs or "
         "more before buying"
     )
