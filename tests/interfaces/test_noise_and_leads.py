@@ -104,17 +104,15 @@ def test_a_lead_is_judged_by_its_interval(lead: Lead, code: str) -> None:
 def test_a_lead_whose_interval_excludes_0_is_never_within_noise() -> None:
     """The first H100 workload run: compiled ddp leads eager ddp by +51 % [+13, +102] (Welch's t
     on 2 vs 2): the order holds, the size does not (the interval is wider than the lead), so
-    neither 'within noise' nor a clear best, on the headline and the best table alike."""
+    neither 'within noise' nor a clear best in the best table. (A path check's first screen
+    names no best: tests/interfaces/test_run_purpose.py.)"""
     report = build_report(read_sources(WORKLOAD / "runs"), ReportOptions())
-    assert report.decision is not None and report.decision.best is not None
-    best = report.decision.best.text
-    assert NO_CLEAR_BEST not in best and "within noise" not in best
-    assert "ahead of gpt2 b8 x1 bf16 ddp [eager] beyond noise, by a margin not measurable" in best
+    assert report.decision is not None and report.decision.best is None
     blocks = [b for section in report.sections for b in section.blocks]
     (table,) = [b for b in blocks if isinstance(b, Table) and b.id == "summary-best"]
     (row,) = table.rows
     assert row["best_by"] == f"throughput: {AHEAD_UNSIZED}"
-    assert "within noise" not in str(row["lead"])
+    assert "within noise" not in str(row["lead"]) and NO_CLEAR_BEST not in str(row["best_by"])
 
 
 # one condition past the bound at a time, from a reliable cell (±2 % interval, repeats within

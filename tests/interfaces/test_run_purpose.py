@@ -55,9 +55,21 @@ def test_a_gpu_sweep_at_one_world_size_says_scaling_was_not_measured() -> None:
 
 
 def test_the_workload_level_is_a_path_check_not_a_measurement() -> None:
-    """Its configs say 'a proof that the path works, not a figure'; the report read 'These
-    numbers can be used with care' and named a best."""
-    assert _headline(H100_WORKLOAD).startswith("A path check, not a measurement")
+    """Its configs say 'a proof that the path works, not a figure'. The report read 'use no
+    figure of theirs for a decision' and then 'These numbers can be used with care', named a
+    best, made an MFU call and advised more repeats. Now: how many cells ran, no usability of
+    its figures, no call, no best, and a measurement as its next step."""
+    context = make_context(read_sources(H100_WORKLOAD), ReportOptions())
+    headline, decision = verdict(context)
+    assert headline is not None and decision is not None
+    assert headline.text == (
+        "A path check, not a measurement: these cells prove the code path runs (validate "
+        "--level workload); no figure of theirs is judged. 4 of 4 cells ran ok."
+    )
+    assert headline.severity == "good"
+    assert "with care" not in headline.text and decision.calls == [] and decision.best is None
+    (action,) = decision.actions
+    assert action.text.startswith("Measure the workload: `torchscale benchmark` (on a GPU node")
 
 
 def test_the_rule_is_one_pure_table() -> None:

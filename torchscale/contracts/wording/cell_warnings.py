@@ -425,7 +425,7 @@ def _ranks(count: int, device: str) -> str:
 def path_check(figures: Mapping[str, Any]) -> str:
     return (
         "A path check, not a measurement: these cells prove the code path runs "
-        "(validate --level workload); use no figure of theirs for a decision"
+        "(validate --level workload); no figure of theirs is judged"
     )
 
 

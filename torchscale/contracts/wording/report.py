@@ -438,6 +438,11 @@ PHRASES: Phrases = {
     "headline.span_from": "from {base} to {to}",
     "headline.span_to": "to {to}",
     "headline.batch": "batch {batch}",
+    "headline.path_ran": "{ok} of {cells} cells ran ok.",
+    "headline.measure_it": (
+        "Measure the workload: `torchscale benchmark` (on a GPU node its default config runs "
+        "GPT-2 small in bf16, compiled, at batch 8 and 16, 4 repeats)"
+    ),
     "headline.with": "{efficiency} with {config}",
     "headline.span_with": "{efficiency} {span} with {config}",
     "headline.scaling": "{model}, scaling {span}: {phrases:list}",

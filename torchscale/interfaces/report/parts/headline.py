@@ -58,7 +58,7 @@ from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.ranking import comparable, left_out_findings
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
-from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
+from torchscale.offline.analysis.run_purpose import PATH_CHECK, is_path_check, run_purpose
 
 MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
 MAX_GROUPS = 4  # configurations named in a model's line; beyond, the lowest and highest
@@ -490,6 +490,30 @@ def _sweep_state(ctx: Context) -> str | None:
     return " ".join(words("headline.sweep_state", name=name, state=text) for name, text in said)
 
 
+def _path_check(ctx: Context, found: list[Finding], usable: Usability) -> tuple[Text, Decision]:
+    """The workload level's cells: how many ran, never how usable their figures are (no
+    quality of noise makes a path check a figure); no call, no best; the next step is a
+    measurement."""
+    ok, cells = len(ctx.ok), len(ctx.cells)
+    state = _sweep_state(ctx)
+    text = purpose_text(found) + words("headline.path_ran", ok=ok, cells=cells)
+    severity: Severity = "good" if ok == cells and state is None else "warn"
+    headline = Text(text=f"{state} {text}" if state else text, severity=severity)
+    actions = [Text(text=words("headline.measure_it") + ".", severity="info")]
+    models = _model_lines(ctx, ctx.pooled_priced, usable.usable != "no") + _diagnosed(ctx)
+    return headline, Decision(usable=usable.usable, models=models, actions=actions)
+
+
+def _diagnosed(ctx: Context) -> list[Text]:
+    """The profiled runs' lines that carry a diagnosis, at most MAX_PROFILE_LINES."""
+    lines = [
+        t
+        for t, ref in zip(profile_lines(ctx), ordered_profiles(ctx), strict=True)
+        if ref.diagnosis is not None
+    ]
+    return lines[:MAX_PROFILE_LINES]
+
+
 def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     """The headline sentence and the decision under it (see the module docstring); a
     profile-only or comm-only source gets its own (`run_verdicts`); (None, None) when the
@@ -497,13 +521,15 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     if not len(ctx.cells) and not ctx.unreadable and not ctx.unreached():
         return run_verdict(ctx)
     usable = ctx.usability if ctx.usability is not None else judge(ctx)
+    found = purpose(ctx)
+    if any(f.code == PATH_CHECK for f in found):
+        return _path_check(ctx, found, usable)
     headline = Text(text=usable.sentence(), severity=usable.severity)
     state = _sweep_state(ctx)
     if state is not None:  # how far the sweep got comes first: a stopped one never reads whole
         severity = usable.severity if usable.severity in ("bad", "warn") else "warn"
         headline = Text(text=f"{state} {headline.text}", severity=severity)
-    # what the run is for comes before all: no quality of noise makes a path check a figure
-    headline.text = purpose_text(purpose(ctx)) + headline.text
+    headline.text = purpose_text(found) + headline.text
     priced = ctx.pooled_priced
     measured = usable.usable != "nothing to judge"
     decision = Decision(
@@ -514,10 +540,5 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
         actions=_actions(ctx, usable),
         calls=calls(ctx, usable.usable),
     )
-    diagnosed = [
-        t
-        for t, ref in zip(profile_lines(ctx), ordered_profiles(ctx), strict=True)
-        if ref.diagnosis is not None
-    ]
-    decision.models.extend(diagnosed[:MAX_PROFILE_LINES])
+    decision.models.extend(_diagnosed(ctx))
     return headline, decision
