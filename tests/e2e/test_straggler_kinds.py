@@ -5,7 +5,7 @@ and kind (so `profile` and `benchmark` agree) on every surface: the terminal, re
 profile's analysis.json, summary.csv and `report -f md`.
 
 One real sweep (five 2-rank cells, each profiled after the sweep) serves every test here. The
-sizes are large so the verdicts hold on a loaded machine too (48 measured steps, 24 traced):
+sizes are large so the verdicts hold on a loaded machine too (48 measured steps, 48 traced):
 the slow rank runs its forward 48 more times (several ms of work on a CPU, well above what a
 loaded host holds a rank off it: with 12 it once read as host), stalls 40 ms every 4th step,
 its batches take 30 ms, seven busy processes share its core from its first forward on (its
@@ -70,9 +70,11 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
                 # 48 measured steps: a stall every 4th step falls on 12 of them, so the cost's
                 # interval clears 0 on a loaded machine too (with 24, at load ~10 it once did not)
                 "measurement": {"warmup_steps": 3, "steps": 24, "repeats": 2},
-                # the default 24 traced steps: with 10-12, a stall every 4th step falls on 2-3
-                # of them, and the cost's bound at alpha / ranks is a coin toss on noise
-                "profiling": {"enabled": True, "trigger": "always"},
+                # 48 traced steps: a stall every 4th step falls on 12. The traces' one-sided
+                # test of its cost (alpha / ranks = 0.01) has t = sqrt(steps / 3) on a quiet
+                # machine: 2.8 at the default 24, p = 0.005, and one run here beside the other
+                # test worker read "too few steps agree"; at 48, t = 4.0
+                "profiling": {"enabled": True, "trigger": "always", "steps": 48},
                 "launcher": {"env": {"PYTHONPATH": str(REPO_ROOT)}, "cell_timeout_s": 300},
             }
         )
