@@ -68,7 +68,7 @@ REFERENCES: tuple[Reference, ...] = (
 )
 
 
-def gpu_words(gpu: object) -> list[str]:
+def _gpu_words(gpu: object) -> list[str]:
     return str(gpu or "").upper().replace("-", " ").split()
 
 
@@ -79,7 +79,7 @@ def reference_for(
     figure is borrowed across GPUs, models, precisions or compile (unknown: None, NaN)."""
     if compiled is None or compiled != compiled:
         return None
-    words = gpu_words(gpu)
+    words = _gpu_words(gpu)
     return next(
         (
             r
