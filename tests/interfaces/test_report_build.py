@@ -483,6 +483,14 @@ def test_profile_folder_instead_of_its_experiment() -> None:
     assert sources.skipped == []
 
 
+def test_a_profile_folder_that_cannot_be_read_names_the_file(tmp_path: Path) -> None:
+    run = tmp_path / "kept" / "run1"
+    run.mkdir(parents=True)
+    (run / "analysis.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"run1/analysis.json: not valid JSON"):
+        read_sources(tmp_path / "kept")
+
+
 def _cell_file(root: Path, name: str) -> Path:
     return next((root / "v3_fixture" / "cells").glob(f"{name}*.json"))
 

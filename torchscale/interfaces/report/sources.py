@@ -282,10 +282,10 @@ def _profiles_kept_apart(
         return None
     read: list[Skipped] = []
     profiles, unanalysed = _read_profile_runs(runs, read)
-    if not profiles and not unanalysed:
-        return None
     named = {str(run) for run in runs}  # no longer "not an experiment": read as profiled runs
     skipped[:] = [s for s in skipped if s.path not in named] + read
+    if not profiles and not unanalysed:
+        return None
     return ExperimentSource(
         root.name, root, None, profiles, unanalysed, [], [], [], StoredForecasts(), None
     )
