@@ -15,7 +15,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
-CACHE_HOME = pytest.StashKey[str]()
+CACHE_HOME = pytest.StashKey[str]()  # the folder this process made, and removes at the end
+CACHE_PREFIX = "torchscale-test-cache-"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -27,9 +28,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
     # what torchscale keeps between runs (the compile probe's PASS) stays inside the session:
-    # a test starts from nothing the developer's own runs left, and leaves nothing behind
-    config.stash[CACHE_HOME] = tempfile.mkdtemp(prefix="torchscale-test-cache-")
-    os.environ["XDG_CACHE_HOME"] = config.stash[CACHE_HOME]
+    # a test starts from nothing the developer's own runs left, and leaves nothing behind.
+    # pytest-xdist's workers inherit the controller's folder, as a user's runs share one: a
+    # PASS one worker kept spares the other a cold compile (a test that needs one makes its own)
+    inherited = os.environ.get("XDG_CACHE_HOME", "")
+    if os.environ.get("PYTEST_XDIST_WORKER") and Path(inherited).name.startswith(CACHE_PREFIX):
+        os.environ["XDG_CACHE_HOME"] = inherited
+    else:
+        config.stash[CACHE_HOME] = tempfile.mkdtemp(prefix=CACHE_PREFIX)
+        os.environ["XDG_CACHE_HOME"] = config.stash[CACHE_HOME]
 
     if not config.pluginmanager.has_plugin("stop_guard"):
         config.pluginmanager.register(StopGuard(), "stop_guard")
