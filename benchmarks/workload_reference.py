@@ -25,9 +25,9 @@ the bare loop), above (the bare loop slower than torchscale: a weak reference, n
 settled by the run. On a GPU it also gives the reference's own MFU, and says when that is below
 what such a loop reaches (a slow reference cannot catch the harness's overhead).
 
-    python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2] [--batch 8] \
-        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--residual bf16|fp32] \
-        [--no-telemetry] [--cpu-malloc reuse|default]
+    python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2|gpt2-medium|gpt2-large] \
+        [--batch 8] [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] \
+        [--residual bf16|fp32] [--no-telemetry] [--cpu-malloc reuse|default]
 """
 
 from __future__ import annotations

@@ -92,10 +92,7 @@ def _other_cores() -> str:
 # ------------------------------------------------------------------------ a busy machine
 
 # what a CPU sweep's first line says it is for, before whether its numbers can be used
-CPU_FIRST = (
-    "No accelerator figure here: these cells ran on CPU ranks, so they measure Python, the host "
-    "and gloo. "
-)
+CPU_FIRST = "No accelerator figure here: CPU ranks measure Python, the host and gloo. "
 
 
 def test_a_busy_machine_is_the_headline(busy: Report) -> None:

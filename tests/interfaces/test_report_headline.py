@@ -79,11 +79,9 @@ def test_the_verdict_says_first_whether_the_numbers_can_be_used(priced: Report) 
     assert priced.headline is not None and priced.decision is not None
     text = priced.headline.text
     assert text == (
-        "No accelerator figure here: these cells ran on CPU ranks, so they measure Python, the "
-        "host and gloo. "
-        "These numbers cannot be used: 2 of 4 cells noisy (throughput or step time varies by "
-        "more than ±10 %), 2 with too few repeats to judge: rerun with `measurement.repeats: 4` "
-        "or more."
+        "No accelerator figure here: CPU ranks measure Python, the host and gloo. "
+        "These numbers cannot be used: 2 of 4 cells noisy, 2 with too few repeats to judge: "
+        "rerun with `measurement.repeats: 4` or more."
     )
     assert priced.headline.severity == "bad" and priced.decision.usable == "no"
     # under "cannot be used" the card shows no figure, only why (the line keeps its words)

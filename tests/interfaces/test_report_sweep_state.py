@@ -59,14 +59,16 @@ def test_the_first_line_says_the_sweep_stopped(
 ) -> None:
     root, planned = stopped
     text = _flat(_report(root, fmt, tmp_path)).replace("`", "")
-    first = (
-        f"Sweep stopped by SIGTERM during cell 7 of 8 ({planned[6].label}): 6 measured, 1 "
-        f"stopped while it ran, 1 not reached. Stopped while it ran: {planned[6].label}. Not "
-        f"reached: {planned[7].label}. To finish it: torchscale benchmark --config "
-        f"{root}/config.yaml --output-dir {root.parent} --resume."
-    )
+    first = "Sweep stopped by SIGTERM during cell 7 of 8."
     assert first in text
     assert text.index(first) < text.index("These numbers")  # before the usability verdict
+    # under the headline: the cells it did not measure; the first thing to do: finish it
+    said = f"Stopped while it ran: {planned[6].label}. Not reached: {planned[7].label}."
+    finish = (
+        f"To finish it: torchscale benchmark --config {root}/config.yaml --output-dir "
+        f"{root.parent} --resume."
+    )
+    assert text.index("These numbers") < text.index(said) < text.index(finish)
     assert "6 of 8" in text  # the cells card counts every planned cell
 
 
@@ -96,7 +98,8 @@ def test_the_h100_sweep_stopped_at_cell_7_reads_stopped(fmt: str, tmp_path: Path
     signal read from torchrun's own error file) and the 2-GPU cells it skipped lead the
     report; the cell after it is named from its config.yaml, expanded again."""
     text = _flat(_report(H100_STOPPED, fmt, tmp_path))
-    assert "Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32 ddp)" in text
+    assert "Sweep stopped by SIGTERM during cell 7 of 8." in text
+    assert "Stopped while it ran: tiny-gpt2 b32 x1 fp32 ddp." in text
     # skipped by design, with why: the cells' own code (this node, as the sweep planned), and
     # the plan made again from env.json for the cell it never reached
     skipped = "needs 2 GPUs; this node has 1; needs 2 GPUs; a node has 1 (env.json)"
@@ -110,8 +113,8 @@ def test_the_h100_sweep_stopped_at_cell_7_reads_stopped(fmt: str, tmp_path: Path
 
 
 def _first_screen(text: str) -> str:
-    """The md report before its usability verdict: what a reader sees first."""
-    return text[: text.index("These numbers")]
+    """The md report before its summary: the headline, the lines under it and what to do."""
+    return text[: text.index("Executive summary")]
 
 
 @pytest.fixture
@@ -184,7 +187,8 @@ def test_a_folder_without_a_state_file_is_planned_from_its_config(tmp_path: Path
     (root / "specs" / f"{cut.cell_id}.json").write_text("{}", encoding="utf-8")
     first = _first_screen(_flat(_report(root, "md", tmp_path)))
     assert "not known" not in first
-    assert f"during cell 7 of 8 ({cut.cell.shape_label})" in first
+    assert "during cell 7 of 8." in first
+    assert f"Stopped while it ran: {cut.cell.shape_label}." in first
     assert f"Not reached: {never.cell.shape_label}." in first
     assert "--resume" in first
 
@@ -196,13 +200,11 @@ def test_a_500_cell_sweep_is_named_in_a_few_lines() -> None:
         for m in range(10)
         for b in range(50)
     ]
-    sentence = SweepProgress("stopped", cells, "SIGTERM").sentence()
-    assert sentence is not None and len(sentence) < 500
-    assert "500 not reached" in sentence
-    assert "model0 (50 cells): b0 x1 fp32 ddp, b1 x1 fp32 ddp, b2 x1 fp32 ddp and 47 more" in (
-        sentence
-    )
-    assert "and 7 more models (350 cells)" in sentence
+    said = SweepProgress("stopped", cells, "SIGTERM").details()
+    assert len(said) < 500
+    assert said.startswith("Not reached: ")
+    assert "model0 (50 cells): b0 x1 fp32 ddp, b1 x1 fp32 ddp, b2 x1 fp32 ddp and 47 more" in said
+    assert "and 7 more models (350 cells)" in said
 
 
 def test_failures_name_the_cells_with_no_result_a_row_per_model_and_why(
@@ -229,7 +231,8 @@ def test_a_sweep_stopped_in_its_first_cell_reads_stopped(tmp_path: Path) -> None
     (root / "specs").mkdir()
     (root / "specs" / f"{first.cell_id}.json").write_text("{}", encoding="utf-8")
     text = _flat(_report(root, "md", tmp_path)).replace("`", "")
-    assert "during cell 1 of 8 (tiny-mlp b16 x1 fp32 ddp): 1 stopped while it ran, 7 not " in text
+    assert "during cell 1 of 8." in text
+    assert "Stopped while it ran: tiny-mlp b16 x1 fp32 ddp." in text
     assert (
         "Not reached: tiny-mlp b16 x2 fp32 ddp, b32 x1 fp32 ddp, b32 x2 fp32 ddp; tiny-gpt2 "
         in text

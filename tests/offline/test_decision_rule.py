@@ -259,3 +259,20 @@ def test_an_mfu_without_an_interval_is_no_call_against_its_reference() -> None:
     call = decision.decide_model("gpt2", _cells(mfu=0.39), pd.DataFrame())
     assert call is not None and call.code == "decision.no_interval"
     assert wording.say(call).startswith("gpt2: no MFU call: MFU 39.0 % from one measured window")
+
+
+def test_the_models_offered_a_measurement_are_those_the_benchmark_has_a_loop_of() -> None:
+    """The call says 'measure one with benchmarks/workload_reference.py --model X' only where
+    the script can: the package keeps the script's model list (it cannot import a script)."""
+    import importlib.util
+    import sys
+
+    from tests.processes import REPO_ROOT
+
+    path = REPO_ROOT / "benchmarks" / "workload_reference.py"
+    spec = importlib.util.spec_from_file_location("workload_reference_shapes", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # dataclasses look their module up
+    spec.loader.exec_module(script)  # its torch imports are inside functions
+    assert sorted(decision.REFERENCE_LOOPS) == sorted(script.SHAPES)

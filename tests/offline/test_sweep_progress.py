@@ -21,22 +21,30 @@ NEVER = CellProgress("e", "m b16 x2 fp32 ddp", "not reached", "the sweep stopped
 
 
 def test_a_signal_names_itself_and_the_cell_it_cut_short() -> None:
-    progress = SweepProgress("stopped", [OK, SKIPPED, CUT, NEVER], "SIGHUP", CUT, 2)
-    assert progress.sentence() == (
-        "Sweep stopped by SIGHUP during cell 3 of 4 (m b16 x1 fp32 ddp): 1 measured, 1 skipped "
-        "by design, 1 stopped while it ran, 1 not reached. Stopped while it ran: m b16 x1 fp32 "
-        "ddp. Not reached: m b16 x2 fp32 ddp. Skipped by design (needs 4 CPU cores; this node "
-        "has 2): m b8 x4 fp32 ddp."
+    """The headline's sentence says how it ended and where; the line under it names the cells
+    (the summary counts them); the first action finishes it."""
+    progress = SweepProgress(
+        "stopped", [OK, SKIPPED, CUT, NEVER], "SIGHUP", CUT, 2, ["torchscale", "benchmark"]
     )
+    assert progress.sentence() == "Sweep stopped by SIGHUP during cell 3 of 4."
+    assert progress.details() == (
+        "Stopped while it ran: m b16 x1 fp32 ddp. Not reached: m b16 x2 fp32 ddp. Skipped by "
+        "design (needs 4 CPU cores; this node has 2): m b8 x4 fp32 ddp."
+    )
+    assert progress.finish() == "To finish it: `torchscale benchmark`."
 
 
 def test_fail_fast_says_it_stopped_after_the_failure() -> None:
     progress = SweepProgress("stopped", [OK, FAILED, NEVER], "--fail-fast", None, 2)
-    assert progress.sentence() == (
-        "Sweep stopped by --fail-fast after its first failed cell, of 3 planned: 1 measured, "
-        "1 failed, 1 not reached. Failed (rank 1 raised): m b8 x2 fp32 ddp. Not reached: m b16 "
-        "x2 fp32 ddp."
+    assert (
+        progress.sentence()
+        == "Sweep stopped by --fail-fast after its first failed cell, of 3 planned."
     )
+    assert (
+        progress.details()
+        == "Failed (rank 1 raised): m b8 x2 fp32 ddp. Not reached: m b16 x2 fp32 ddp."
+    )
+    assert progress.finish() == ""  # no config kept: no command to give
 
 
 def test_a_killed_sweep_is_still_running_by_its_file() -> None:
@@ -44,14 +52,15 @@ def test_a_killed_sweep_is_still_running_by_its_file() -> None:
     sentence = progress.sentence()
     assert sentence is not None
     assert sentence.startswith("Sweep did not finish after cell 1 of 2: its state file still")
-    assert sentence.endswith("1 measured, 1 not reached. Not reached: m b16 x2 fp32 ddp.")
+    assert progress.details() == "Not reached: m b16 x2 fp32 ddp."
 
 
-def test_complete_is_silent_but_a_skip_is_said() -> None:
+def test_complete_is_silent_in_the_headline_and_a_skip_is_said_under_it() -> None:
     assert SweepProgress("complete", [OK, FAILED]).sentence() is None
-    assert SweepProgress("complete", [OK, SKIPPED]).sentence() == (
-        "1 of 2 planned cells skipped by design. Skipped by design (needs 4 CPU cores; this "
-        "node has 2): m b8 x4 fp32 ddp."
+    skipped = SweepProgress("complete", [OK, SKIPPED])
+    assert skipped.sentence() is None
+    assert skipped.details() == (
+        "Skipped by design (needs 4 CPU cores; this node has 2): m b8 x4 fp32 ddp."
     )
 
 
@@ -109,7 +118,8 @@ def test_without_a_state_file_every_cell_started_without_a_result_is_named() -> 
     progress = sweep_progress(_experiment(None, ok=["c0"], started=["c0", "c1", "c2"]))  # type: ignore[arg-type]
     sentence = progress.sentence()
     assert sentence is not None and "during 2 cells (c1, c2)" in sentence
-    assert "no sweep.json" in sentence and "old" not in sentence
+    assert "old" not in sentence
+    assert progress.details().endswith("No sweep.json: the cells it never started are not known.")
 
 
 def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> None:
@@ -125,10 +135,10 @@ def test_an_unfollowed_run_lists_every_cell_with_its_result_or_none_yet() -> Non
     assert [c.state for c in progress.cells] == ["ok", "ok", "no result yet", "skipped"]
     assert progress.cells[2].why == by
     assert progress.during is None
-    assert progress.sentence() == (
-        f"Sweep not followed to its end ({by}): 2 measured, 1 no result yet, 1 skipped by "
-        "design. No result yet: m b8 x2 fp32 ddp. Skipped by design (needs 8 GPUs; this node has "
-        "1): m b8 x3 fp32 ddp."
+    assert progress.sentence() == f"Sweep not followed to its end ({by})."
+    assert progress.details() == (
+        "No result yet: m b8 x2 fp32 ddp. Skipped by design (needs 8 GPUs; this node has 1): "
+        "m b8 x3 fp32 ddp."
     )
 
 
@@ -136,10 +146,8 @@ def test_a_detached_follower_says_why_it_cannot_tell_more() -> None:
     by = "its follower was stopped; the Slurm jobs go on (benchmark --status DIR)"
     state = SweepState(phase="running", planned=PLAN, finished=1, stopped_by=by)
     progress = sweep_progress(_experiment(state, ok=["c0"], started=[]))
-    assert progress.sentence() == (
-        f"Sweep not followed to its end ({by}): 1 measured, 3 no result yet. No result yet: "
-        "m b8 x1 fp32 ddp, b8 x2 fp32 ddp, b8 x3 fp32 ddp."
-    )
+    assert progress.sentence() == f"Sweep not followed to its end ({by})."
+    assert progress.details() == "No result yet: m b8 x1 fp32 ddp, b8 x2 fp32 ddp, b8 x3 fp32 ddp."
 
 
 def test_without_a_state_file_torchruns_error_file_names_the_signal(tmp_path: Path) -> None:

@@ -432,14 +432,8 @@ def path_check(figures: Mapping[str, Any]) -> str:
 def no_gpu_figure(figures: Mapping[str, Any]) -> str:
     if figures.get("why") == "cpu":
         # a CPU report never names GPUs (its ranks are CPU ranks): 'accelerator'
-        return (
-            "No accelerator figure here: these cells ran on CPU ranks, so they measure Python, "
-            "the host and gloo"
-        )
-    return (
-        "No GPU figure here: these cells measure Python and launches (the GPU waits for the "
-        "host in every cell)"
-    )
+        return "No accelerator figure here: CPU ranks measure Python, the host and gloo"
+    return "No GPU figure: the GPU waited for the host throughout"
 
 
 def scaling_unmeasured(figures: Mapping[str, Any]) -> str:

@@ -295,7 +295,7 @@ def _counted(template: str, **nouns: str) -> Phrase:
 # and actions, and the headline sentence they make (`usable.*`). Figures: `n` and `total`
 # (cells), `cells` (their names, listed), `noisy` (the word of the reliability level `varies`),
 # `what` (the machine's other load, `usability.contended`), `remedy` (a rerun, said), `n` (the
-# repeats to ask for), `now` (the repeats run), `bound` (the noise bound, a share).
+# repeats to ask for), `now` (the repeats run).
 
 
 def _contended(figures: Figures) -> str:
@@ -314,7 +314,6 @@ UNUSABLE = "these numbers cannot be used"
 NOT_USED = "not usable"  # a model's figure under the headline's 'no': no number, only this
 RERUN_IDLE = "rerun on an idle node"
 MORE_REPEATS = "rerun with `measurement.repeats: {n}` or more"
-VARIES = " (throughput or step time varies by more than ±{bound:share_set})"
 
 # Words for the summary's cards and lines (interfaces/report/sections/summary.py) and the
 # headline's lines (interfaces/report/parts/headline.py). Figures: `model`, `config` (a
@@ -390,16 +389,14 @@ PHRASES: Phrases = {
     "usability.other_load": "other load on the machine",
     "usability.busy_every": "{what} in every cell",
     "usability.busy_one": "{what} in its one cell",
-    "usability.busy_some": "{what} in {n} of {total} cells ({cells})",
+    "usability.busy_some": "{what} in {n} of {total} cells",
     "usability.all_few": "all {total} cells ran {repeats} repeats each, too few to judge",
     "usability.one_few": _counted("its one cell ran {repeats}, too few to judge", repeats="repeat"),
-    "usability.all_noisy": "all {total} cells {noisy}" + VARIES,
-    "usability.one_noisy": "its one cell is {noisy}" + VARIES,
-    "usability.some_noisy": (
-        "{n} of {total} cells {noisy}" + VARIES + ", {few} with too few repeats to judge"
-    ),
+    "usability.all_noisy": "all {total} cells {noisy}",
+    "usability.one_noisy": "its one cell is {noisy}",
+    "usability.some_noisy": "{n} of {total} cells {noisy}, {few} with too few repeats to judge",
     "usability.noisy_cells": "{n} of {total} cells {noisy}",
-    "usability.few_cells": "{n} of {total} cells with too few repeats to judge",
+    "usability.few_cells": "{n} of {total} with too few repeats",
     "usability.few": "{few} with too few repeats to judge",
     "usability.all_one_repeat": "every cell of one repeat: no spread to judge by",
     "usability.one_repeat": "one repeat: no spread to judge by",

@@ -27,15 +27,13 @@ STATES = {
 }
 
 SHOWN = 3  # cells named per model, models named per state, reasons per state
+# where an older folder's plan came from (it wrote no sweep.json)
+SWEEP_JSON_REPLANNED = "No sweep.json: its plan is its config.yaml's, expanded again."
+SWEEP_JSON_UNKNOWN = "No sweep.json: the cells it never started are not known."
 
 
 def state_words(state: str) -> str:
     return STATES.get(state, state)
-
-
-def counts_text(counts: Sequence[tuple[str, int]]) -> str:
-    """'6 measured, 1 stopped while it ran, 1 not reached'."""
-    return ", ".join(f"{n} {state_words(state)}" for state, n in counts)
 
 
 def _model_group(model: str, labels: Sequence[str]) -> str:

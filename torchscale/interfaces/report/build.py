@@ -91,7 +91,9 @@ def _distinct_paths(current: Path, baseline: Path) -> tuple[str, str]:
 def source_summary(
     sources: Sources, role: Literal["current", "baseline"] = "current"
 ) -> list[Source]:
-    """One `Source` per experiment: cell counts by status, profiles, schema versions."""
+    """One `Source` per experiment: cell counts by status, profiles, schema versions. A cell
+    its plan skipped by design counts with or without a result file (an older sweep wrote none
+    for some), as the cells card counts it."""
     out = []
     for source in sources.experiments:
         statuses: list[str] = []
@@ -102,6 +104,8 @@ def source_summary(
             versions = {r.schema_version for r in source.experiment.results}
             progress = sweep_progress(source.experiment, source.plan).cells
             unfinished = sum(c.state in NO_RESULT for c in progress)
+            planned_skips = sum(c.state == "skipped" for c in progress)
+            statuses += ["skipped"] * max(0, planned_skips - statuses.count("skipped"))
         versions |= {p.analysis.schema_version for p in source.profiles}
         out.append(
             Source(

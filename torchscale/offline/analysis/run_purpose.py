@@ -2,7 +2,8 @@
 line of a report and of `benchmark`'s end answer (docs/reporting.md, "What a run is for"). A
 sweep whose cells ran on CPU ranks or whose GPU waited for the host in every cell holds no GPU
 figure, however steady its numbers; the workload level's cells prove a path; a sweep at one
-world size measured no scaling. Each is a finding (worded by contracts/wording/cell_warnings.py).
+world size measured no scaling (unsaid where the GPU waited for the host throughout: no GPU
+figure, so no GPU scaling either). Each is a finding (worded by contracts/wording/cell_warnings.py).
 Pure: a cells table and two facts in, findings out, in the table's order."""
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def run_purpose(
         found.append(Finding(code=NO_GPU_FIGURE, figures={"cells": count, "why": "host_bound"}))
     worlds = {int(r.get("world_size") or 1) for r in measured}
     devices = {str(r.get("device")) for r in measured}
-    if len(worlds) == 1 and len(devices) == 1:
+    host_bound = any(f.figure("why") == "host_bound" for f in found)  # no GPU scaling either
+    if len(worlds) == 1 and len(devices) == 1 and not host_bound:
         figures = {"world": worlds.pop(), "node_gpus": node_gpus, "device": devices.pop()}
         found.append(Finding(code=SCALING_UNMEASURED, figures=figures))
     return found

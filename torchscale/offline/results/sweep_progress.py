@@ -1,5 +1,6 @@
-"""How far one experiment's sweep got: every planned cell with its state, and the sentence a
-report opens with when the sweep did not run them all (stopped, killed or partly skipped).
+"""How far one experiment's sweep got: every planned cell with its state, the sentence a
+report's headline carries when the sweep did not run them all (stopped or killed), the cells it
+did not measure and the command that finishes it (said under the headline and in its actions).
 
 From `sweep.json` where the sweep wrote one; an older folder has only its cells and the specs of
 the cells it started, so its plan is the one its config.yaml expands to today (`plan`, made by
@@ -17,7 +18,12 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.sweep_state import PlannedCell
 from torchscale.contracts.signals import signal_name
 from torchscale.contracts.wording import say
-from torchscale.contracts.wording.sweep import counts_text, not_measured_text, resume_text
+from torchscale.contracts.wording.sweep import (
+    SWEEP_JSON_REPLANNED,
+    SWEEP_JSON_UNKNOWN,
+    not_measured_text,
+    resume_text,
+)
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import Experiment
 
@@ -61,11 +67,6 @@ class SweepProgress:
     def count(self, state: str) -> int:
         return sum(c.state == state for c in self.cells)
 
-    def counts(self) -> str:
-        """'6 measured, 1 stopped while it ran, 1 not reached'."""
-        states = dict.fromkeys(c.state for c in self.cells)
-        return counts_text([(state, self.count(state)) for state in states])
-
     def not_measured(self) -> str:
         """The cells not measured named by state, then model (collapsed), with the reasons."""
         named = []
@@ -77,15 +78,26 @@ class SweepProgress:
         return not_measured_text(named)
 
     def sentence(self) -> str | None:
-        """'Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32 ddp): 6
-        measured, 1 stopped while it ran, 1 not reached.', then every cell not measured by
-        state and the command that finishes it; None for a sweep that ran every planned cell."""
-        head = self._head()
-        if head is None:
-            return None
-        resume = self.resume if self._unfinished() else None
-        tail = [self.not_measured(), resume_text(resume, self.redefined)]
-        return " ".join([head, *(t for t in tail if t)])
+        """The headline's: 'Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32
+        ddp): 6 measured, 1 stopped while it ran, 1 not reached.'; None for a sweep that ran
+        every planned cell (its cells skipped by design are `details`)."""
+        return self._head()
+
+    def details(self) -> str:
+        """Every cell not measured, by state, with its reasons; and, without a sweep.json,
+        where the plan came from. '' for a sweep that ran every planned cell and skipped none
+        (its failures are the report's actions and its Failures section)."""
+        if self._head() is None and not self.count("skipped"):
+            return ""
+        said = [self.not_measured()]
+        if self.phase == "unknown":
+            said.append(SWEEP_JSON_REPLANNED if self.replanned else SWEEP_JSON_UNKNOWN)
+        return " ".join(s for s in said if s)
+
+    def finish(self) -> str:
+        """The command that finishes it, to copy ('' when nothing is left to run or no config
+        was kept)."""
+        return resume_text(self.resume if self._unfinished() else None, self.redefined)
 
     def _unfinished(self) -> bool:
         """Cells to run again, and no one still running them (a run handed on goes on)."""
@@ -93,42 +105,34 @@ class SweepProgress:
         return not handed_on and any(c.state not in ("ok", "skipped") for c in self.cells)
 
     def _head(self) -> str | None:
+        """How the sweep ended and where; its cells are counted by the summary and named by
+        `details`."""
         total = len(self.cells)
-        counts = self.counts()
         where = ""
         if self.during is not None:
             number = next(i for i, c in enumerate(self.cells, 1) if c.id == self.during.id)
-            where = f" during cell {number} of {total} ({self.during.label})"
+            where = f" during cell {number} of {total}"  # `details` names it
         if self.phase == "stopped":
             by = f" by {self.stopped_by}" if self.stopped_by else ""
             if self.stopped_by == "--fail-fast":
                 where = f" after its first failed cell, of {total} planned"
-            return f"Sweep stopped{by}{where}: {counts}."
+            return f"Sweep stopped{by}{where}."
         if self.phase == "running" and self.stopped_by:  # its writer said why it stopped following
-            return f"Sweep not followed to its end ({self.stopped_by}): {counts}."
+            return f"Sweep not followed to its end ({self.stopped_by})."
         if self.phase == "running":
             where = where or f" after cell {self.finished or 0} of {total}"
             return (
                 f"Sweep did not finish{where}: its state file still "
-                f"says running (the process ended without a word: killed, or still going): "
-                f"{counts}."
+                f"says running (the process ended without a word: killed, or still going)."
             )
         if self.phase == "unknown":
             how = f" by {self.stopped_by}" if self.stopped_by else ", killed or still running"
             if self.replanned:
                 where = where or f" after {plural_cells(self.count('ok'))} measured"
-                return (
-                    f"Sweep stopped{how}{where}: {counts} (no sweep.json: its plan is its "
-                    "config.yaml's, expanded again)."
-                )
+                return f"Sweep stopped{how}{where}."
             cut = [c.label for c in self.cells if c.state == "stopped"]
             which = cut[0] if len(cut) == 1 else f"{len(cut)} cells ({', '.join(cut)})"
-            return (
-                f"Sweep stopped{how} during {which}, with a spec and no result: {counts} (no "
-                "sweep.json: the cells it never started are not known)."
-            )
-        if self.count("skipped"):
-            return f"{self.count('skipped')} of {total} planned cells skipped by design."
+            return f"Sweep stopped{how} during {which}, with a spec and no result."
         return None
 
 

@@ -5,10 +5,11 @@ Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.diagnosis import Problem, StragglerVerdict
-from torchscale.contracts.wording import diagnosis_problems, say, spell, why
+from torchscale.contracts.wording import diagnosis_problems, reason_of, say, spell, why
 from torchscale.contracts.wording import diagnosis_straggler as verdict_words
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.parts.context import (
@@ -16,6 +17,7 @@ from torchscale.interfaces.report.parts.context import (
     ProfileRef,
     cost_severity,
     fmt,
+    names,
     records,
 )
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
@@ -37,17 +39,28 @@ def no_finding_text(ctx: Context) -> str:
     without = sum(1 for d in diagnoses if d is None)
     if without:
         text += f"; runs without a diagnosis, so not judged: {without}"
-    unjudged = [
-        r.host_bound
-        for r in (ctx.result(row) for row in records(ctx.ok))
-        if r.cell.device == "cuda" and r.host_bound is not None and r.host_bound.host_bound is None
-    ]
+    unjudged: dict[str, list[str]] = {}  # why it was not measured -> the cells
+    for row in records(ctx.ok):
+        bound = ctx.result(row).host_bound
+        if row["device"] == "cuda" and bound is not None and bound.host_bound is None:
+            unjudged.setdefault(_unmeasured_why(bound.reason) or str(bound.method), []).append(
+                ctx.label(row)
+            )
     if unjudged:  # 'no bottleneck' must not read as 'not host-bound'
+        cells = sum(len(c) for c in unjudged.values())
+        said = "; ".join(f"{names(c)}: {reason}" for reason, c in unjudged.items())
         text += (
-            f"; whether the GPU waits for the host was not measured in {len(unjudged)} GPU "
-            f"cell(s) ({why(unjudged[0].reason) or unjudged[0].method})"
+            f"; whether the GPU waits for the host was not measured in {cells} GPU cell(s) ({said})"
         )
     return text
+
+
+def _unmeasured_why(reason: Finding | None) -> str | None:
+    """Why the probe measured nothing, never a figure the fallback left unjudged (an MFU above
+    the host-bound floor judges nothing: a green line must not carry it)."""
+    if reason is not None and reason.code == "host_bound.not_judged":
+        reason = reason_of(reason.figures["why"])
+    return why(reason)
 
 
 def _injected_note(result: CellResult, rank: int | None) -> str | None:

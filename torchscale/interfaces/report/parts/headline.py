@@ -431,10 +431,10 @@ def _baseline_line(ctx: Context) -> Text | None:
 
 
 def _actions(ctx: Context, usable: Usability) -> list[Text]:
-    """What to fix or buy, most urgent first: the host or the repeats where they spoiled the
-    numbers, the failed cells, the regressions, then (only where the numbers can be used)
-    the costliest bottleneck's recommendation."""
-    said = [*usable.actions]
+    """What to fix or buy, most urgent first: the command that finishes a stopped sweep, the
+    host or the repeats where they spoiled the numbers, the failed cells, the regressions, then
+    (only where the numbers can be used) the costliest bottleneck's recommendation."""
+    said = [*_finish(ctx), *usable.actions]
     if ctx.comparison is not None and ctx.comparison.regressions:
         said.append(words("headline.look_into", n=ctx.comparison.regressions))
     if not usable.host_first and usable.usable in ("yes", "with care") and ctx.findings:
@@ -478,16 +478,32 @@ def _worst(severities: Iterable[Severity]) -> Severity:
     return max(said, key=lambda s: _ORDER[s], default="info")
 
 
+def _per_experiment(ctx: Context, said: list[tuple[str, str]]) -> list[str]:
+    """Each experiment's words, named where the report has several ([] where none said any)."""
+    said = [(name, text) for name, text in said if text]
+    if len(ctx.progress) == 1:
+        return [text for _, text in said]
+    return [words("headline.sweep_state", name=name, state=text) for name, text in said]
+
+
 def _sweep_state(ctx: Context) -> str | None:
     """Each experiment's sweep that did not run every planned cell, in one sentence each
-    ('Sweep stopped by SIGTERM during cell 7 of 8 (...)'), named where there are several."""
-    said = [(name, p.sentence()) for name, p in ctx.progress]
-    said = [(name, text) for name, text in said if text]
-    if not said:
-        return None
-    if len(ctx.progress) == 1:
-        return said[0][1]
-    return " ".join(words("headline.sweep_state", name=name, state=text) for name, text in said)
+    ('Sweep stopped by SIGTERM during cell 7 of 8.'), the headline's."""
+    return (
+        " ".join(_per_experiment(ctx, [(n, p.sentence() or "") for n, p in ctx.progress])) or None
+    )
+
+
+def _not_measured(ctx: Context) -> list[Text]:
+    """The cells each sweep did not measure, by state with their reasons: a line under the
+    headline (the headline counts them)."""
+    said = _per_experiment(ctx, [(n, p.details()) for n, p in ctx.progress])
+    return [Text(text=text, severity="warn") for text in said]
+
+
+def _finish(ctx: Context) -> list[str]:
+    """The command that finishes each sweep with cells left to run: the first thing to do."""
+    return _per_experiment(ctx, [(n, p.finish()) for n, p in ctx.progress])
 
 
 def _path_check(ctx: Context, found: list[Finding], usable: Usability) -> tuple[Text, Decision]:
@@ -499,8 +515,10 @@ def _path_check(ctx: Context, found: list[Finding], usable: Usability) -> tuple[
     text = purpose_text(found) + words("headline.path_ran", ok=ok, cells=cells)
     severity: Severity = "good" if ok == cells and state is None else "warn"
     headline = Text(text=f"{state} {text}" if state else text, severity=severity)
-    actions = [Text(text=words("headline.measure_it") + ".", severity="info")]
-    models = _model_lines(ctx, ctx.pooled_priced, usable.usable != "no") + _diagnosed(ctx)
+    finish = [Text(text=t, severity="warn") for t in _finish(ctx)]
+    actions = [*finish, Text(text=words("headline.measure_it") + ".", severity="info")]
+    models = _not_measured(ctx) + _model_lines(ctx, ctx.pooled_priced, usable.usable != "no")
+    models += _diagnosed(ctx)
     return headline, Decision(usable=usable.usable, models=models, actions=actions)
 
 
@@ -534,7 +552,8 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     measured = usable.usable != "nothing to judge"
     decision = Decision(
         usable=usable.usable,
-        models=_model_lines(ctx, priced, usable.usable != "no") if measured else [],
+        models=_not_measured(ctx)
+        + (_model_lines(ctx, priced, usable.usable != "no") if measured else []),
         best=_best_line(ctx, priced, usable) if measured else None,
         baseline=_baseline_line(ctx),
         actions=_actions(ctx, usable),

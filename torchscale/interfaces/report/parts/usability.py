@@ -11,7 +11,6 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.contracts.wording.cell_warnings import level_word
 from torchscale.contracts.wording.report import words
 from torchscale.interfaces.report.parts.context import Context, is_quiet, names, records
@@ -75,12 +74,12 @@ def contention(ctx: Context, measured: pd.DataFrame) -> _Contention | None:
     return _Contention(busy, len(looked), what, words(f"usability.{remedy}"))
 
 
-def _where(ctx: Context, what: str, busy: list[dict[str, Any]], total: int) -> str:
+def _where(what: str, busy: list[dict[str, Any]], total: int) -> str:
     # `what`: the machine's other load, said with the cells it was in
     if len(busy) == total:
         return words("usability.busy_every" if total > 1 else "usability.busy_one", what=what)
-    cells = names(ctx.label(r) for r in busy)
-    return words("usability.busy_some", what=what, n=len(busy), total=total, cells=cells)
+    # which cells: the summary's reliability line names them
+    return words("usability.busy_some", what=what, n=len(busy), total=total)
 
 
 def _repeats(rows: list[dict[str, Any]]) -> int:
@@ -130,7 +129,6 @@ def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tu
         few=len(few),
         repeats=_repeats(few),
         noisy=level_word("varies"),
-        bound=CV_WARN_THRESHOLD,
     )
     if noisy and _repeats(noisy) >= SMALL:
         quieter = words("usability.quieter")
@@ -183,7 +181,7 @@ def judge(ctx: Context) -> Usability:
     few = [r for r in rows if r.get("reliability") == "too_few_repeats"]
     unknown = [r for r in rows if r.get("reliability") == "spread_unknown"]
     if shared is not None and shared.cells and len(shared.cells) >= BUSY_SHARE * total:
-        reason = _where(ctx, shared.what, shared.cells, total)
+        reason = _where(shared.what, shared.cells, total)
         host = words("usability.host_first", remedy=shared.remedy)
         return Usability(
             "no", reason, shared.remedy, True, busy_keys, (host, *(f[1] for f in failures))
@@ -196,7 +194,7 @@ def judge(ctx: Context) -> Usability:
     clauses = [f[0] for f in failures]
     actions = [f[1] for f in failures]
     if shared is not None and shared.cells:
-        clauses.append(_where(ctx, shared.what, shared.cells, total))
+        clauses.append(_where(shared.what, shared.cells, total))
         actions.insert(0, words("usability.rerun_those", remedy=shared.remedy))
     if noisy:
         clauses.append(
@@ -234,7 +232,7 @@ def _none_quiet_and_reliable(
     remedy = shared.remedy if shared is not None else words("usability.rerun_idle")
     if busy:
         what = shared.what if shared is not None else words("usability.other_load")
-        parts.append(_where(ctx, what, busy, total))
+        parts.append(_where(what, busy, total))
         actions.append(words("usability.rerun_busy", remedy=remedy))
     if noisy:
         said = "usability.other_noisy" if busy else "usability.all_said_noisy"
