@@ -19,11 +19,12 @@ NEW = "ZZ-reworded-ZZ"
 
 
 def _reports(tmp_path: Path) -> dict[str, str]:
-    """The report of the real sweep in each format a person reads."""
+    """The report of the real sweep in each format a person reads, its lines joined (the
+    terminal wraps a clause wherever its width falls)."""
     out = {}
     for fmt in ("term", "md", "html"):
         run = build_report(SWEEP, fmt, output=tmp_path / f"report.{fmt}")
-        out[fmt] = run.outcome.content.decode("utf-8")
+        out[fmt] = " ".join(run.outcome.content.decode("utf-8").split())
     return out
 
 
