@@ -5,30 +5,22 @@ stopped sweep, which cells shared their machine) is said under it or in its acti
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from torchscale.interfaces.report.build import ReportOptions, build_report
+from tests.project.test_golden_renders import EXPERIMENTS, FIXTURES
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
 HEADLINE_WORDS = 40
+# the experiments the golden renders keep, and the other kept runs a report reads
 KEPT = {
-    "cpu-crashes": FIXTURES / "cpu_crashes" / "v1_fixture",
-    "cpu-ddp-fsdp": FIXTURES / "cpu_ddp_fsdp" / "v2_fixture",
-    "cpu-sweep-profile": FIXTURES / "cpu_sweep_profile" / "v3_fixture",
-    "cpu-busy-sweep": FIXTURES / "cpu_busy_sweep" / "busy",
-    "cpu-default-sweep": FIXTURES / "cpu_default_sweep",
-    "cpu-one-step": FIXTURES / "cpu_one_step",
+    **EXPERIMENTS,
     "cpu-profile-injected": FIXTURES / "cpu_profile_injected" / "standalone",
     "h100-first-run-sweep-stopped": FIXTURES / "h100_first_run" / "default-sweep",
     "h100-first-run-workload": FIXTURES / "h100_first_run" / "workload" / "runs",
-    "h100-second-run-default": FIXTURES / "h100_second_run" / "default-sweep",
-    "h100-second-run-workload": FIXTURES / "h100_second_run" / "workload" / "runs",
     "h100-gpt2-profile": FIXTURES / "h100_gpt2_profile",
     "h200-gpt2-profile": FIXTURES / "h200_gpt2_profile",
-    "h200-zoo-compiled": FIXTURES / "h200_zoo_compiled",
 }
 
 
