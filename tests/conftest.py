@@ -31,10 +31,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # a test starts from nothing the developer's own runs left, and leaves nothing behind.
     # pytest-xdist's workers inherit the controller's folder, as a user's runs share one: a
     # PASS one worker kept spares the other a cold compile (a test that needs one makes its own)
-    inherited = os.environ.get("XDG_CACHE_HOME", "")
-    if os.environ.get("PYTEST_XDIST_WORKER") and Path(inherited).name.startswith(CACHE_PREFIX):
-        os.environ["XDG_CACHE_HOME"] = inherited
-    else:
+    inherited = Path(os.environ.get("XDG_CACHE_HOME", "")).name.startswith(CACHE_PREFIX)
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and inherited):
         config.stash[CACHE_HOME] = tempfile.mkdtemp(prefix=CACHE_PREFIX)
         os.environ["XDG_CACHE_HOME"] = config.stash[CACHE_HOME]
 

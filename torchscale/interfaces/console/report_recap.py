@@ -34,7 +34,7 @@ def summary_lines(report: Report) -> list[str]:
     head = [report.title]
     if report.headline is not None:
         head.append(report.headline.text)
-    if report.decision is not None and report.decision.actions:  # finishing a stopped sweep
+    if report.decision is not None and report.decision.actions:  # a stopped sweep: what finishes it
         head.append(f"to do first: {report.decision.actions[0].text}")
     if not any(line.lower().startswith("cells") for line in figures):
         current = report.current_sources()

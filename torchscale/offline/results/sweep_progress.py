@@ -78,9 +78,8 @@ class SweepProgress:
         return not_measured_text(named)
 
     def sentence(self) -> str | None:
-        """The headline's: 'Sweep stopped by SIGTERM during cell 7 of 8 (tiny-gpt2 b32 x1 fp32
-        ddp): 6 measured, 1 stopped while it ran, 1 not reached.'; None for a sweep that ran
-        every planned cell (its cells skipped by design are `details`)."""
+        """The headline's: 'Sweep stopped by SIGTERM during cell 7 of 8.'; None for a sweep
+        that ran every planned cell (its cells skipped by design are `details`)."""
         return self._head()
 
     def details(self) -> str:

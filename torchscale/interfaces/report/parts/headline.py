@@ -496,7 +496,7 @@ def _sweep_state(ctx: Context) -> str | None:
 
 def _not_measured(ctx: Context) -> list[Text]:
     """The cells each sweep did not measure, by state with their reasons: a line under the
-    headline (the headline counts them)."""
+    headline (the summary's cells card counts them)."""
     said = _per_experiment(ctx, [(n, p.details()) for n, p in ctx.progress])
     return [Text(text=text, severity="warn") for text in said]
 
