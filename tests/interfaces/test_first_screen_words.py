@@ -31,7 +31,7 @@ METHODS = re.compile(r"Welch|bootstrap|\bCV\b|p-value")
 def first_screen(report: Report) -> list[str]:
     texts = [report.headline.text] if report.headline else []
     if report.decision is not None:
-        texts += [t.text for t in [*report.decision.lines(), *report.decision.actions]]
+        texts += [t.text for t in report.decision.in_reading_order()]
     summary = report.section("summary")
     for block in summary.blocks if summary is not None else []:
         if isinstance(block, KeyFigures) and block.role == "cards":

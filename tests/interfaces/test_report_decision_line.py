@@ -39,7 +39,7 @@ def test_a_cpu_sweep_gets_no_call() -> None:
     report = _report(FIXTURES / "cpu_default_sweep", price=2.5)
     assert _codes(report) == []
     assert report.decision is not None
-    assert not any("buy" in line.text for line in report.decision.lines())
+    assert not any("buy" in line.text for line in report.decision.in_reading_order())
 
 
 def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
@@ -54,7 +54,7 @@ def test_the_h100_gpt2_step_is_set_against_the_cited_reference() -> None:
         "loop's at batch 16 on an H100 (benchmarks/workload_reference.py); measure 2 GPUs or "
         "more before buying"
     )
-    assert report.decision is not None and report.decision.lines()[0].text == said
+    assert report.decision is not None and report.decision.conclusions()[0].text == said
     # the same words in the Markdown and the terminal's short form, from the stored finding
     assert said in markdown.render(report).decode().replace("\n", " ")
     short = " ".join(" ".join(report_summary.summary(report, 200)).split())
@@ -75,18 +75,17 @@ def test_tiny_models_on_a_gpu_are_said_too_small_never_told_to_fix_the_host(
     report = _report(FIRST_H100_RUN / "default-sweep")
     assert _codes(report) == ["decision.too_small", "decision.too_small"]
     assert report.decision is not None
-    first, second = report.decision.lines()[:2]
+    (first,) = report.decision.conclusions()
     assert first.severity == "info"
     assert first.text == (
-        "tiny-gpt2 and tiny-mlp: no call: sized for tests, too small to load the GPU (it waits "
-        "for Python and kernel launches by design); `torchscale validate --level perf` measures "
-        "the GPU, a zoo model (`torchscale benchmark -c examples/gpu_zoo.yaml`) a workload"
+        "tiny-gpt2 and tiny-mlp: no call: too small to load the GPU, by design; `torchscale "
+        "validate --level perf` measures it"
     )
-    assert "no call: sized for tests" not in second.text
+    assert not any("too small to load" in line.text for line in report.decision.by_model())
     assert "fix the host" not in markdown.render(report).decode().split("## ")[0]
     renamed = _report(_renamed(FIRST_H100_RUN / "default-sweep", tmp_path, "my-model"))
     assert _codes(renamed) == ["decision.fix_host"]
-    assert renamed.decision is not None and renamed.decision.lines()[0].text == (
+    assert renamed.decision is not None and renamed.decision.conclusions()[0].text == (
         "my-model: fix the host first: the GPU waits for Python and kernel launches "
         "(host-bound); more GPUs would wait too"
     )
@@ -111,7 +110,7 @@ def test_the_second_h100_workload_run_is_below_the_reference_by_its_gap() -> Non
         "40.2 %, a plain PyTorch gpt2 loop's at batch 16 on an H100 "
         "(benchmarks/workload_reference.py)"
     )
-    assert report.decision is not None and report.decision.lines()[0].text == said
+    assert report.decision is not None and report.decision.conclusions()[0].text == said
     assert said in markdown.render(report).decode().replace("\n", " ")
     short = " ".join(" ".join(report_summary.summary(report, 200)).split())
     assert "below the reference by 4.2 pts ±2.8 pts" in short and "on par" not in short
@@ -145,7 +144,7 @@ def test_the_same_figures_under_a_model_without_a_reference_get_no_mfu_call(
         "gpt2-xl: no MFU call: no reference for gpt2-xl (bf16, compiled) on an H100 80GB HBM3; "
         "benchmarks/workload_reference.py has no loop of it yet"
     )
-    assert report.decision is not None and report.decision.lines()[0].text == said
+    assert report.decision is not None and report.decision.conclusions()[0].text == said
     page = markdown.render(report).decode().replace("\n", " ")
     assert said in page and "on par" not in page and "below the reference" not in page
 
@@ -161,10 +160,9 @@ def test_a_kept_profile_is_a_report_with_the_same_rule(where: str) -> None:
     assert report.skipped == []
     assert _codes(report) == ["decision.no_interval"]
     said = (
-        "gpt2: no MFU call: MFU 41.3 % from one measured window has no interval to set against "
-        "42.4 %, a plain PyTorch gpt2 loop's at batch 16 on an H200 "
-        "(benchmarks/workload_reference.py); `torchscale benchmark` with "
+        "gpt2: no MFU call: MFU 41.3 % from one window has no interval to set against 42.4 %, "
+        "a plain PyTorch gpt2 loop's at batch 16 on an H200 (benchmarks/workload_reference.py); "
         "`measurement.repeats: 4` gives one"
     )
-    assert report.decision is not None and report.decision.lines()[0].text == said
+    assert report.decision is not None and report.decision.conclusions()[0].text == said
     assert said in markdown.render(report).decode().replace("\n", " ")

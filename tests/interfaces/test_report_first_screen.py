@@ -271,7 +271,8 @@ def test_the_first_screen_says_what_the_model_decided(
     said = [u for u, opening in OPENINGS.items() if f"{opening}:" in shown]
     assert said in ([], [report.decision.usable]), (said, report.decision.usable)
     lines = screen["lines"]
-    assert lines == [strip_code(t.text) for t in report.decision.lines()]
+    said_lines = report.decision.conclusions() + report.decision.by_model()
+    assert lines == [strip_code(t.text) for t in said_lines]
     others = [o for u, o in OPENINGS.items() if u != report.decision.usable]
     assert not [o for o in others for line in lines if line.startswith(o + ":")]
 

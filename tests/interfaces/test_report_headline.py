@@ -358,7 +358,7 @@ def test_markdown_fits_a_pull_request_comment(tmp_path: Path, cells: int) -> Non
     assert report.headline is not None
     assert markdown.inline(report.headline.text) in text
     assert report.decision is not None
-    for line in report.decision.lines():
+    for line in report.decision.conclusions() + report.decision.by_model():
         assert markdown.inline(line.text) in text
     if cells == 500:  # five models that read alike: one line naming them, over all configurations
         (models,) = [t.text for t in report.decision.models]

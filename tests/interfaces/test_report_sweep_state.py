@@ -62,13 +62,13 @@ def test_the_first_line_says_the_sweep_stopped(
     first = "Sweep stopped by SIGTERM during cell 7 of 8."
     assert first in text
     assert text.index(first) < text.index("These numbers")  # before the usability verdict
-    # under the headline: the cells it did not measure; the first thing to do: finish it
+    # under the headline the first thing to do, finish it; then, by model, what it did not measure
     said = f"Stopped while it ran: {planned[6].label}. Not reached: {planned[7].label}."
     finish = (
         f"To finish it: torchscale benchmark --config {root}/config.yaml --output-dir "
         f"{root.parent} --resume."
     )
-    assert text.index("These numbers") < text.index(said) < text.index(finish)
+    assert text.index("These numbers") < text.index(finish) < text.index(said)
     assert "6 of 8" in text  # the cells card counts every planned cell
 
 

@@ -179,7 +179,7 @@ def _texts(report: Report) -> list[str]:
     """Every text a reader sees: sentences, cards, notes and table cells as formatted."""
     out = [t.text for t in ([report.headline] if report.headline else [])]
     if report.decision is not None:
-        out += [t.text for t in [*report.decision.lines(), *report.decision.actions]]
+        out += [t.text for t in report.decision.in_reading_order()]
     for section in report.sections:
         for block in section.blocks:
             if isinstance(block, Text):

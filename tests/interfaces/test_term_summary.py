@@ -75,7 +75,7 @@ def test_the_summary_fits_the_terminal_at_any_sweep_size(
     assert report.headline is not None
     assert " ".join(strip_code(report.headline.text).split()) in flat  # code spans as text
     if report.decision is not None:  # then the decision's lines, before the sections
-        for line in report.decision.lines():
+        for line in report.decision.conclusions() + report.decision.by_model():
             assert " ".join(strip_code(line.text).split()) in flat, line.text
     # the best configuration of every model, its throughput and efficiency whole (intervals),
     # where the numbers can be used (the table shows none under "cannot be used")

@@ -258,7 +258,7 @@ def test_an_mfu_without_an_interval_is_no_call_against_its_reference() -> None:
     """One measured window (a profile's): the MFU has no interval, so no place in the band."""
     call = decision.decide_model("gpt2", _cells(mfu=0.39), pd.DataFrame())
     assert call is not None and call.code == "decision.no_interval"
-    assert wording.say(call).startswith("gpt2: no MFU call: MFU 39.0 % from one measured window")
+    assert wording.say(call).startswith("gpt2: no MFU call: MFU 39.0 % from one window has no")
 
 
 def test_the_models_offered_a_measurement_are_those_the_benchmark_has_a_loop_of() -> None:

@@ -131,9 +131,8 @@ def _step_above(figures: Mapping[str, Any]) -> str:
 
 def _no_interval(figures: Mapping[str, Any]) -> str:
     return (
-        f"{figures['model']}: no MFU call: MFU {pct(figures['mfu'])} from one measured window has "
-        f"no interval to set against {render(_REFERENCE, figures)}; `torchscale benchmark` with "
-        "`measurement.repeats: 4` gives one"
+        f"{figures['model']}: no MFU call: MFU {pct(figures['mfu'])} from one window has no "
+        f"interval to set against {render(_REFERENCE, figures)}; `measurement.repeats: 4` gives one"
     )
 
 
@@ -166,9 +165,8 @@ def _fix_host(figures: Mapping[str, Any]) -> str:
 
 def _too_small(figures: Mapping[str, Any]) -> str:
     return (
-        f"{figures['model']}: no call: sized for tests, too small to load the GPU (it waits for "
-        "Python and kernel launches by design); `torchscale validate --level perf` measures the "
-        "GPU, a zoo model (`torchscale benchmark -c examples/gpu_zoo.yaml`) a workload"
+        f"{figures['model']}: no call: too small to load the GPU, by design; `torchscale validate "
+        "--level perf` measures it"
     )
 
 

@@ -67,12 +67,17 @@ def _header(report: Report) -> Iterator[RenderableType]:
     if report.headline is not None:
         yield prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
     if report.decision is not None:
-        for line in report.decision.lines():
+        decision = report.decision
+        for line in decision.conclusions():
             yield prose(f"  - {severity_prefix(line.severity)}{line.text}")
-        if report.decision.actions:
+        if decision.actions:
             yield _text("What to do:", "bold")
-            for number, action in enumerate(report.decision.actions, 1):
+            for number, action in enumerate(decision.actions, 1):
                 yield prose(f"  {number}. {action.text}")
+        if decision.by_model():
+            yield _text(f"{decision.by_model_heading}:", "bold")
+            for line in decision.by_model():
+                yield prose(f"  - {severity_prefix(line.severity)}{line.text}")
     yield from map(_text, what_ran(report))
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:

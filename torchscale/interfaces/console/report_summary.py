@@ -243,12 +243,17 @@ def _header(report: Report, width: int) -> list[str]:
     items: list[RenderableType] = [RichText(report.title)]
     if report.headline is not None:
         items.append(_prose(severity_prefix(report.headline.severity) + report.headline.text))
-    if report.decision is not None:  # the decision first: what to conclude, then what to do
-        for line in report.decision.lines():
+    if report.decision is not None:  # what to conclude, what to do, then what carries it
+        decision = report.decision
+        for line in decision.conclusions():
             items.append(_prose(f"  - {severity_prefix(line.severity)}{line.text}"))
-        for number, action in enumerate(report.decision.actions, 1):
+        for number, action in enumerate(decision.actions, 1):
             lead = "What to do: " if number == 1 else ""
             items.append(_prose(f"  {lead}{number}. {action.text}"))
+        if decision.by_model():
+            items.append(_prose(f"  {decision.by_model_heading}:"))
+        for line in decision.by_model():
+            items.append(_prose(f"  - {severity_prefix(line.severity)}{line.text}"))
     items += map(RichText, what_ran(report))
     for source in report.sources:
         role = "baseline" if source.role == "baseline" else "source"

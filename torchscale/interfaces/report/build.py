@@ -209,7 +209,7 @@ def build_report(
     _unique_ids(sections)
     skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
     headline, decision = verdict(ctx)
-    lead = [headline, *(decision.models + decision.actions if decision else [])]
+    lead = [headline, *(decision.in_reading_order() if decision else [])]
     terms = glossary.build(sections, lead)
     if terms is not None:  # last: it explains the words of every section above
         sections.append(terms)

@@ -64,12 +64,18 @@ def sync_stall_text(diagnosis: Diagnosis) -> str:
     return f"Sync stall time: {share_text(part.share if part else None)}"
 
 
-def split_text(diagnosis: Diagnosis, compute: str = PART_WORDS["compute"]) -> str:
+def split_text(
+    diagnosis: Diagnosis, compute: str = PART_WORDS["compute"], largest: bool = False
+) -> str:
     """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
     1.1 %' (point values; each part's interval is in the JSON and -v); `compute` names the
-    compute part (`compute_word`: 'launch time' on a host-bound GPU)."""
+    compute part (`compute_word`: 'launch time' on a host-bound GPU). `largest`: the largest
+    part only ('Step 66.7 ms: compute 57.2 %'), a headline's share of the split."""
     words = PART_WORDS | {"compute": compute}
-    parts = ", ".join(f"{words[p.name]} {_point(p.share)}" for p in diagnosis.parts)
+    shown = diagnosis.parts
+    if largest and shown:
+        shown = [max(shown, key=lambda p: p.share.value or 0.0)]
+    parts = ", ".join(f"{words[p.name]} {_point(p.share)}" for p in shown)
     step = ms_or_s(diagnosis.step_s.value) if diagnosis.step_s.value is not None else "?"
     return f"Step {step}{_traced(diagnosis)}: {parts}"
 

@@ -5,7 +5,7 @@ or axis, and renderers choose the formatting. The JSON format is this model as i
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -236,15 +236,28 @@ class Decision(_Model):
         "(docs/reporting.md, 'The decision line'), worded when shown",
     )
 
-    def lines(self) -> list[Text]:
-        """The lines under the headline, in reading order (actions apart): the verdict against
-        the baseline first (what a pull request's reader asks), then the buy-or-fix calls, the
-        models, the best."""
+    # every format's heading over `by_model()`
+    by_model_heading: ClassVar[str] = "By model"
+
+    def conclusions(self) -> list[Text]:
+        """The lines right under the headline, what a stakeholder acts on: the verdict against
+        the baseline first (what a pull request's reader asks), then the buy-or-fix calls.
+        With the headline they fit the first screen's word bound (docs/reporting.md)."""
         first = [self.baseline] if self.baseline is not None else []
         said = [
             Text(text=wording.say(c), severity=call_severity(c)) for c in alike_once(self.calls)
         ]
-        return [*first, *said, *self.models, *([self.best] if self.best is not None else [])]
+        return [*first, *said]
+
+    def by_model(self) -> list[Text]:
+        """What carries the conclusions, under its own heading after what to do: a line per
+        model, then the best configuration."""
+        return [*self.models, *([self.best] if self.best is not None else [])]
+
+    def in_reading_order(self) -> list[Text]:
+        """Every line of the decision as each format shows them: conclusions, what to do, by
+        model (the glossary explains the words of all of them)."""
+        return [*self.conclusions(), *self.actions, *self.by_model()]
 
 
 def alike_once(calls: list[Finding]) -> list[Finding]:

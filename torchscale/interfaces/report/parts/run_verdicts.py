@@ -51,8 +51,9 @@ def ordered_profiles(ctx: Context) -> list[ProfileRef]:
 
 def verdict_text(ref: ProfileRef) -> str:
     """'tiny-mlp b8 x2 fp32 ddp (profiled run): Straggler: rank 1 backward +20.1 ms [19.8,
-    20.4]/step, p = 0.00098': the diagnosis' straggler line (its step split on one rank),
-    with its caveat; for a run without one, why there is none."""
+    20.4]/step, p = 0.00098': the diagnosis' straggler line (one rank: its step and the step's
+    largest part, the whole split a line under it), with its caveat; for a run without one,
+    why there is none."""
     diagnosis = ref.diagnosis
     if diagnosis is None:
         reason = why(ref.entry.analysis.unavailable.get("diagnosis"))
@@ -60,7 +61,7 @@ def verdict_text(ref: ProfileRef) -> str:
     main = (
         straggler_text(diagnosis.straggler, diagnosis.ranks)
         if diagnosis.ranks > 1 or diagnosis.straggler is not None
-        else split_text(diagnosis, compute_word(ref.entry.result))
+        else split_text(diagnosis, compute_word(ref.entry.result), largest=True)
     )
     said = verdict_words.caveat(diagnosis)
     caveat = f" (caveat: {said})" if said else ""
@@ -80,9 +81,7 @@ def _detail_lines(ref: ProfileRef) -> list[Text]:
     diagnosis = ref.diagnosis
     if diagnosis is None:
         return []
-    lines = [sync_stall_text(diagnosis)]
-    if diagnosis.ranks > 1 or diagnosis.straggler is not None:
-        lines.append(split_text(diagnosis, compute_word(ref.entry.result)))
+    lines = [sync_stall_text(diagnosis), split_text(diagnosis, compute_word(ref.entry.result))]
     return [Text(text=line) for line in [*lines, *present(whatif_text(diagnosis))]]
 
 

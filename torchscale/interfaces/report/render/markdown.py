@@ -125,16 +125,20 @@ def _header(report: Report) -> list[str]:
 
 
 def _decision(decision: Decision) -> list[str]:
-    """The lines under the verdict (a model each, the best configuration, the baseline) and
-    what to do, numbered."""
-    lines = [f"- {severity_prefix(t.severity)}{inline(t.text)}" for t in decision.lines()]
-    if lines:
-        lines.append("")
+    """The conclusions under the verdict, what to do, numbered, then what carries them (a
+    line per model, the best configuration) under its own heading."""
+    lines = _bullets(decision.conclusions())
     if decision.actions:
         lines += ["### What to do", ""]
         lines += [f"{n}. {inline(t.text)}" for n, t in enumerate(decision.actions, 1)]
         lines.append("")
-    return lines
+    detail = _bullets(decision.by_model())
+    return lines + ([f"### {decision.by_model_heading}", "", *detail] if detail else [])
+
+
+def _bullets(texts: list[Text]) -> list[str]:
+    lines = [f"- {severity_prefix(t.severity)}{inline(t.text)}" for t in texts]
+    return [*lines, ""] if lines else []
 
 
 def _sources(report: Report) -> list[str]:
