@@ -10,6 +10,7 @@ import pytest
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.model_specs.registry import BUILTIN
 from torchscale.contracts.schema.diagnosis import Estimate
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm
 from torchscale.offline.analysis import decision
@@ -276,3 +277,10 @@ def test_the_models_offered_a_measurement_are_those_the_benchmark_has_a_loop_of(
     sys.modules[spec.name] = script  # dataclasses look their module up
     spec.loader.exec_module(script)  # its torch imports are inside functions
     assert sorted(decision.REFERENCE_LOOPS) == sorted(script.SHAPES)
+    # each loop trains the cell's model: the parameters its shapes give (vocabulary padded to
+    # 64, as both sides train it) are the built-in's, as the script checks again at every run
+    for name, (hidden, layers, _, vocab, _, positions) in script.SHAPES.items():
+        padded = (vocab + 63) // 64 * 64
+        block = 12 * hidden * hidden + 13 * hidden  # qkv, proj, fc, fc2 and two LayerNorms
+        counted = (padded + positions) * hidden + layers * block + 2 * hidden
+        assert counted == BUILTIN[name].measured.parameters, name
