@@ -5,6 +5,7 @@ said the opposite; on a host-bound step the console and the report call compute 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -49,11 +50,21 @@ def test_a_kept_gpu_trace_reduces_to_the_gpus_busy_share(name: str) -> None:
     assert host_bound_verdict(busy).code == GPU_BUSY
 
 
-def _events(device: list[tuple[float, float, int]], steps: list[tuple[int, float, float]]):
-    """A trace's event table: device rows (ts, dur, stream) and ProfilerStep rows."""
+def _events(
+    device: list[tuple[float, float, int]],
+    steps: list[tuple[int, float, float]],
+    collectives: tuple[tuple[float, float, int], ...] = (),
+):
+    """A trace's event table: device rows (ts, dur, stream), ProfilerStep rows and NCCL
+    kernels (ts, dur, stream)."""
     rows = [
         {"name": "k", "kind": "kernel", "ts": ts, "dur": dur, "tid": tid, "device_side": True}
         for ts, dur, tid in device
+    ]
+    rows += [
+        {"name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kind": "collective", "ts": ts}
+        | {"dur": dur, "tid": tid, "device_side": True}
+        for ts, dur, tid in collectives
     ]
     rows += [
         {"name": f"ProfilerStep#{n}", "kind": "step", "ts": lo, "dur": hi - lo, "tid": 1}
@@ -93,6 +104,47 @@ def test_a_synthetic_trace_with_gaps_is_host_bound_under_the_threshold() -> None
     at = HOST_BOUND_SHARE
     assert host_bound_verdict(BusyShare(at * 0.999, 1.0, 3)).code == LAUNCH_TIME
     assert host_bound_verdict(BusyShare(at, 1.0, 3)).code == GPU_BUSY
+
+
+def test_a_collective_waiting_for_its_peers_is_no_busy_time() -> None:
+    """A step of 1000 us: 100 us of compute, then an all-reduce kernel 600 us long, most of it
+    waiting for a late peer. Counted as busy it read 'not host-bound' (busy 70 %); it is
+    neither this GPU's work nor a wait for this host, so it leaves the step: busy 100 of the
+    remaining 400 us, host-bound. Compute overlapping a collective still counts once."""
+    events = _events([(0, 100, 7), (650, 100, 8)], [(1, 0.0, 1000.0)], ((100, 600, 9),))
+    busy = busy_in_steps(events)
+    assert busy is not None
+    assert busy.busy_s == pytest.approx(200e-6) and busy.collective_s == pytest.approx(550e-6)
+    assert busy.share == pytest.approx(200 / 450)
+    verdict = host_bound_verdict(busy)
+    assert verdict.code == LAUNCH_TIME
+    assert wording.say(verdict) == (
+        "host-bound: the GPU is busy 44.4 % of the step (1 traced steps, threshold 50.0 %, less "
+        "0.55 ms a step of collectives alone): its compute is launch time, the GPU waits for "
+        "Python/launches"
+    )
+    capture = busy_over_wall(events[events["device_side"]], wall_s=0.001, steps=1)
+    assert capture is not None and capture.share == pytest.approx(200 / 450)
+
+
+def test_a_capture_with_no_gpu_row_is_not_measured_never_busy_0_percent() -> None:
+    """A busy trace that recorded no device row (CUPTI held by another profiler, e.g. Nsight
+    Systems) read 'busy 0 %', hence host-bound: it measured nothing, and says so."""
+    from torchscale.rank.worker import busy_trace
+
+    events = _events([], [(1, 0.0, 1000.0), (2, 1000.0, 2000.0)])
+    assert busy_over_wall(events, wall_s=0.002, steps=2) is None
+
+    class CpuOnlyProfiler:
+        def export_chrome_trace(self, path: str) -> None:
+            step = {"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1}
+            Path(path).write_text(json.dumps({"traceEvents": [step]}), encoding="utf-8")
+
+    reading = busy_trace.exported_reading(CpuOnlyProfiler(), rank=0, wall_s=0.002, steps=2)
+    assert reading.reason is not None and reading.reason.code == busy_trace.NO_DEVICE_ROWS
+    record = busy_trace.host_bound_record([reading])
+    assert record.host_bound is None and record.gpu_busy_share is None
+    assert record.reason is not None and "not measured" in wording.say(record.reason)
 
 
 def test_the_verdict_is_worded_at_render_time_from_its_figures() -> None:

@@ -79,7 +79,13 @@ def _not_separable(f: Mapping[str, Any]) -> str:
 # what the step split's compute part is on a host-bound GPU: the host issuing kernels
 LAUNCH_TIME = "launch time"
 
-_TRACED = "{steps} traced steps, threshold {threshold:share}"
+def _traced(figures: Mapping[str, Any]) -> str:
+    """'3 traced steps, threshold 50.0 %', and where collectives ran alone, that their time
+    is left out of the step the share is of."""
+    said = render("{steps} traced steps, threshold {threshold:share}", figures)
+    if figures.get("collective_s"):
+        said += render(", less {collective_s:ms} a step of collectives alone", figures)
+    return said
 
 
 def compute_part(figures: Mapping[str, Any], share: str) -> str:
@@ -326,15 +332,17 @@ PHRASES: Phrases = {
     ),
     "data.no_fadvise": "this platform has no posix_fadvise: the page cache was not dropped",
     "data.cache_not_dropped": lambda f: "page cache not dropped for " + "; ".join(f["failed"]),
-    "host_bound.launch_time": (
-        "host-bound: the GPU is busy {busy_share:share} of the step ("
-        + _TRACED
-        + "): its compute is "
-        + LAUNCH_TIME
-        + ", the GPU waits for Python/launches"
+    "host_bound.launch_time": lambda f: (
+        f"host-bound: the GPU is busy {render('{busy_share:share}', f)} of the step "
+        f"({_traced(f)}): its compute is {LAUNCH_TIME}, the GPU waits for Python/launches"
     ),
-    "host_bound.gpu_busy": (
-        "not host-bound: the GPU is busy {busy_share:share} of the step (" + _TRACED + ")"
+    "host_bound.gpu_busy": lambda f: (
+        f"not host-bound: the GPU is busy {render('{busy_share:share}', f)} of the step "
+        f"({_traced(f)})"
+    ),
+    "host_bound.no_device_rows": (
+        "the busy trace recorded no GPU work (another profiler may hold CUPTI, as Nsight "
+        "Systems does): not measured"
     ),
     "host_bound.probe_launch_time": (
         (

@@ -36,6 +36,7 @@ TRACE_STEPS = 3
 
 PIPELINE_REASON = Finding(code="host_bound.pipeline")
 PEER_FAILED = Finding(code="host_bound.peer_failed")
+NO_DEVICE_ROWS = "host_bound.no_device_rows"  # the capture holds no GPU row: nothing measured
 
 T = TypeVar("T")
 
@@ -51,6 +52,7 @@ class BusyReading:
     busy_s: float = 0.0
     wall_s: float = 0.0
     reason: Finding | None = None
+    collective_s: float = 0.0  # gpu_busy.BusyShare's: collectives alone, out of the share
 
 
 def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
@@ -81,7 +83,7 @@ def host_bound_record(readings: Sequence[BusyReading]) -> HostBound:
         host_bound_verdict,
     )
 
-    shares = [BusyShare(r.busy_s, r.wall_s, r.steps) for r in runs]
+    shares = [BusyShare(r.busy_s, r.wall_s, r.steps, r.collective_s) for r in runs]
     busiest = max(shares, key=lambda s: s.share)
     verdict = host_bound_verdict(busiest)
     return HostBound(
@@ -141,7 +143,15 @@ def exported_reading(prof: Any, rank: int, wall_s: float, steps: int) -> BusyRea
         path = Path(folder) / f"rank{rank}.busy.json"
         prof.export_chrome_trace(str(path))
         busy = busy_over_wall(read_kineto(path, rank_hint=rank).events, wall_s, steps)
-    return BusyReading(rank=rank, steps=steps, busy_s=busy.busy_s, wall_s=busy.wall_s)
+    if busy is None:
+        return BusyReading(rank=rank, steps=steps, reason=Finding(code=NO_DEVICE_ROWS))
+    return BusyReading(
+        rank=rank,
+        steps=steps,
+        busy_s=busy.busy_s,
+        wall_s=busy.wall_s,
+        collective_s=busy.collective_s,
+    )
 
 
 def trace_rank(trainer: Trainer, steps: int = TRACE_STEPS) -> BusyReading | None:

@@ -2,6 +2,11 @@
 (kernels, memcpy, memset, on every stream of the rank's GPU) over the wall time of the steps
 they ran in; and the host-bound verdict on it (docs/methodology.md, "Host-bound").
 
+A collective kernel is neither: it may sit waiting for a late peer (traces/idle.py), which is
+no work of this GPU's, and no wait for this host either. So its time alone (no other kernel
+running) leaves the step's time, and the share is of what remains. A trace with no device
+row measured nothing: no share, never "busy 0 %".
+
 A union, not a sum: kernels on concurrent streams overlap, and a GPU running two at once is
 busy once. Pure functions of the trace reader's event table (`traces/rank_trace.py`), so the
 worker's short CUDA-only capture (`rank/worker/busy_trace.py`) and a kept trace are reduced
@@ -18,7 +23,7 @@ import pandas as pd
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import HostBound
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
-from torchscale.offline.analysis.trace.intervals import Intervals, from_frame
+from torchscale.offline.analysis.trace.intervals import Intervals, from_frame, subtract
 from torchscale.offline.analysis.trace.steps import step_table
 
 LAUNCH_TIME = "host_bound.launch_time"  # busy under the threshold: the step is launch time
@@ -32,22 +37,46 @@ class BusyShare:
     busy_s: float
     wall_s: float
     steps: int
+    collective_s: float = 0.0  # a collective kernel alone on the GPU: neither busy nor idle
 
     @property
     def share(self) -> float:
-        """busy / wall, clamped to [0, 1] (a trace's clock and the host's differ by rounding)."""
-        return min(max(self.busy_s / self.wall_s, 0.0), 1.0) if self.wall_s > 0 else 0.0
+        """busy / (wall less the collectives' time alone), clamped to [0, 1] (a trace's clock
+        and the host's differ by rounding)."""
+        judged = self.wall_s - self.collective_s
+        return min(max(self.busy_s / judged, 0.0), 1.0) if judged > 0 else 0.0
+
+
+def _device_rows(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    device = events[events["device_side"].astype(bool)]
+    return device, device["kind"].astype(str) == "collective"
 
 
 def device_busy(events: pd.DataFrame) -> Intervals:
-    """The merged intervals the GPU ran anything: kernels, memcpy and memset, every stream."""
-    return from_frame(events[events["device_side"].astype(bool)])
+    """The merged intervals the GPU ran its own work: kernels, memcpy and memset, every
+    stream; a collective kernel is not its work (the module's docstring)."""
+    device, collective = _device_rows(events)
+    return from_frame(device[~collective])
 
 
-def busy_over_wall(events: pd.DataFrame, wall_s: float, steps: int) -> BusyShare:
+def collective_alone(events: pd.DataFrame) -> Intervals:
+    """The intervals a collective kernel ran while no other device work did."""
+    device, collective = _device_rows(events)
+    return subtract(from_frame(device[collective]), device_busy(events))
+
+
+def busy_over_wall(events: pd.DataFrame, wall_s: float, steps: int) -> BusyShare | None:
     """A capture of exactly `steps` steps (the worker's: synchronised before and after, so
-    every device row belongs to them) against their host-timed wall time."""
-    return BusyShare(busy_s=device_busy(events).total() / 1e6, wall_s=wall_s, steps=steps)
+    every device row belongs to them) against their host-timed wall time; None where it
+    holds no device row (nothing measured)."""
+    if not events["device_side"].astype(bool).any():
+        return None
+    return BusyShare(
+        busy_s=device_busy(events).total() / 1e6,
+        wall_s=wall_s,
+        steps=steps,
+        collective_s=collective_alone(events).total() / 1e6,
+    )
 
 
 def busy_in_steps(events: pd.DataFrame) -> BusyShare | None:
@@ -56,12 +85,17 @@ def busy_in_steps(events: pd.DataFrame) -> BusyShare | None:
     device row."""
     steps = step_table(events).full
     busy = device_busy(events)
-    if steps.empty or not busy.count:
+    alone = collective_alone(events)
+    if steps.empty or not (busy.count or alone.count):
         return None
     lo = steps["start"].to_numpy(dtype=np.float64)
     hi = steps["end"].to_numpy(dtype=np.float64)
-    inside = float(np.sum(busy.within(lo, hi)))
-    return BusyShare(busy_s=inside / 1e6, wall_s=float(np.sum(hi - lo)) / 1e6, steps=len(steps))
+    return BusyShare(
+        busy_s=float(np.sum(busy.within(lo, hi))) / 1e6,
+        wall_s=float(np.sum(hi - lo)) / 1e6,
+        steps=len(steps),
+        collective_s=float(np.sum(alone.within(lo, hi))) / 1e6,
+    )
 
 
 def host_bound_verdict(busy: BusyShare, threshold: float = HOST_BOUND_SHARE) -> Finding:
@@ -77,7 +111,8 @@ def host_bound_verdict(busy: BusyShare, threshold: float = HOST_BOUND_SHARE) -> 
             "threshold": threshold,
             "gpu_busy_s": busy.busy_s / per_step,
             "step_s": busy.wall_s / per_step,
-        },
+        }
+        | ({"collective_s": busy.collective_s / per_step} if busy.collective_s > 0 else {}),
     )
 
 
