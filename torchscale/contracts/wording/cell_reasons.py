@@ -79,6 +79,7 @@ def _not_separable(f: Mapping[str, Any]) -> str:
 # what the step split's compute part is on a host-bound GPU: the host issuing kernels
 LAUNCH_TIME = "launch time"
 
+
 def _traced(figures: Mapping[str, Any]) -> str:
     """'3 traced steps, threshold 50.0 %', and where collectives ran alone, that their time
     is left out of the step the share is of."""
