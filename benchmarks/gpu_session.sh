@@ -6,7 +6,8 @@
 #
 #   OUT=/some/dir bash benchmarks/gpu_session.sh      # from the repository root
 #   (SESSION_S: the whole session's seconds; PYTHON: the interpreter, python3 by default;
-#   REF_ROUNDS: the reference's rounds, 2 by default; STEPS: which steps, in this order, from
+#   REF_ROUNDS: the reference's rounds, 2 by default; REF_MODEL: its model, gpt2 by default
+#   (vit-b16, bert-large, resnet50: the zoo's references not measured yet); STEPS: which steps, in this order, from
 #   "perf workload bench ref" (the default: what a new user runs) and "gputests zoo zoo_compiled
 #   profile" (the gpu-marked tests, examples/gpu_zoo.yaml eager and compiled, a torch.profiler
 #   profile of GPT-2), each run once; ZOO_MODELS: a YAML list that replaces the zoo's models, to
@@ -105,7 +106,7 @@ for name in ${STEPS:-perf workload bench ref}; do
         pack wl.tar.gz /tmp/wl
         ;;
     bench) step bench 170 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res ;;
-    ref) step ref 200 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
+    ref) step ref 200 "$PY" benchmarks/workload_reference.py --model "${REF_MODEL:-gpt2}" --batch 16 \
         --device cuda --compile --rounds "${REF_ROUNDS:-2}" --steps 30 ;;
     gputests) # only the files that hold gpu-marked tests: the image lacks test-only packages
         # (jsonschema), and a collection error in any other file stops the whole run

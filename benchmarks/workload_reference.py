@@ -1,4 +1,4 @@
-"""Is torchscale's GPT-2 workload as fast as a bare loop written for speed?
+"""Is torchscale's workload as fast as a bare loop written for speed?
 
 The reference is a nanoGPT-style GPT written here, independent of torchscale's model code, the
 way speed recipes write it: vocabulary padded to a multiple of 64, no dropout, SDPA with
@@ -10,23 +10,24 @@ H100, which made the reference, not torchscale, the slow side). Its residual str
 LayerNorms run in the cell's precision: in bf16 under bf16 autocast (`--residual bf16`, what a
 bf16 GPT-2 cell does by default: `training.bf16_activations`), or in fp32 on both sides
 (`--residual fp32`: the reference as nanoGPT writes it, the cell with bf16_activations off).
-It trains the same shapes (hidden, layers, heads,
-vocabulary, sequence, batch) as a torchscale cell of the chosen model at world size 1, and the
-script checks that both count the same parameters. Both run as their own process, ROUNDS
+It trains the same shapes (hidden, layers, heads, vocabulary, sequence, batch) as a torchscale
+cell of the chosen model at world size 1, and the script checks that both count the same
+parameters. The zoo's other models (ViT-B/16, BERT, ResNet) have plain loops of their own in
+benchmarks/reference_loops.py, compared the same way. Both run as their own process, ROUNDS
 rounds taking turns, the order swapped every round (reference first in odd rounds, torchscale
 first in even ones: a shared machine's drift, and whatever one process leaves behind for the
-next, hits both sides alike), and the script prints each one's tokens/s, the ratio torchscale /
-reference per round and its median. On CPU both sides run with the glibc malloc settings a
-CPU cell has by default (launcher.cpu_malloc: reuse; `--cpu-malloc default` runs both with
-glibc's own).
+next, hits both sides alike), and the script prints each one's samples/s, the ratio torchscale /
+reference per round and its median. On CPU both sides run with the glibc malloc settings a CPU
+cell has by default (launcher.cpu_malloc: reuse; `--cpu-malloc default` runs both with glibc's
+own).
 The target is a ratio within 0.97-1.02: the last line judges it by the median ratio's 95 %
 interval (Student t on the log ratios over the rounds): within, below (torchscale slower than
 the bare loop), above (the bare loop slower than torchscale: a weak reference, no pass) or not
 settled by the run. On a GPU it also gives the reference's own MFU, and says when that is below
 what such a loop reaches (a slow reference cannot catch the harness's overhead).
 
-    python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2|gpt2-medium|gpt2-large] \
-        [--batch 8] [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] \
+    python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2|...|vit-b16|bert-large|
+        resnet50|...] [--batch 8] [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] \
         [--residual bf16|fp32] [--no-telemetry] [--cpu-malloc reuse|default]
 """
 
@@ -54,6 +55,9 @@ SHAPES = {
     "gpt2-medium": (1024, 24, 16, 50257, 1024, 1024),
     "gpt2-large": (1280, 36, 20, 50257, 1024, 1024),
 }
+# the zoo's other models: benchmarks/reference_loops.py's LOOPS (it imports torch: named here)
+OTHER_LOOPS = ("bert-base", "bert-large", "resnet18", "resnet50", "tiny-bert", "vit-b16")
+MODELS = (*SHAPES, *OTHER_LOOPS)
 
 
 @dataclass
@@ -67,7 +71,9 @@ class Reference:
     inputs: Any
     targets: Any
     autocast: Any
-    flops_per_token: float  # 6N + 12LHQT, N the matmul weights (the tied head included)
+    # GPT-2: 6N + 12LHQT a token, N the matmul weights (the tied head included), times the
+    # sequence; the other loops: the FLOPs torchscale counts for a sample of the model
+    flops_per_sample: float
 
     def step(self) -> None:
         with self.autocast:
@@ -82,6 +88,8 @@ def build_reference(
 ) -> Reference:
     """The bare loop of `args`' model on `args.device`; `compile_` (torch.compile unless given)
     compiles the model's forward and loss together when `args.compile` is set."""
+    if args.model not in SHAPES:
+        return _other_loop(args, compile_)
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -148,9 +156,38 @@ def build_reference(
     matmul_weights = model.wte.weight.numel() + sum(
         p.numel() for p in model.blocks.parameters() if p.dim() == 2
     )
-    flops_per_token = 6 * matmul_weights + 12 * layers * hidden * seq
+    flops_per_sample = (6 * matmul_weights + 12 * layers * hidden * seq) * seq
     return Reference(
-        model, optimizer, train_loss, tokens[:, :-1], tokens[:, 1:], autocast, flops_per_token
+        model, optimizer, train_loss, tokens[:, :-1], tokens[:, 1:], autocast, flops_per_sample
+    )
+
+
+def _other_loop(args: argparse.Namespace, compile_: Callable[[Any], Any] | None) -> Reference:
+    """A loop of benchmarks/reference_loops.py, at the cell's default sequence (BERT), its
+    FLOPs a sample torchscale's count of the model (the MFU of both sides on one count)."""
+    import torch
+
+    from torchscale.contracts.model_specs.registry import BUILTIN
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import reference_loops
+
+    measured = BUILTIN[args.model].measured
+    device = torch.device(args.device)
+    model, loss, (inputs, targets) = reference_loops.build(
+        args.model, args.batch, measured.input_shape[0], device
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)  # CUDA and CPU
+
+    def train_loss(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = loss(model(inputs), targets)
+        return out
+
+    if args.compile:
+        train_loss = (compile_ or torch.compile)(train_loss)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    return Reference(
+        model, optimizer, train_loss, inputs, targets, autocast, float(measured.train_flops)
     )
 
 
@@ -173,13 +210,13 @@ def reference_run(args: argparse.Namespace) -> dict[str, Any]:
         torch.cuda.synchronize()
     wall = time.perf_counter() - start
     after = process_counters()
-    tokens_per_s = ref.inputs.numel() * args.steps / wall
+    samples_per_s = args.batch * args.steps / wall
     figures: dict[str, Any] = {
-        "tokens_per_s": tokens_per_s,
+        "samples_per_s": samples_per_s,
         "parameters": sum(p.numel() for p in ref.model.parameters()),
     }
     figures["mfu"], figures["mfu_note"] = reference_mfu(
-        tokens_per_s * ref.flops_per_token, torch.cuda.get_device_name() if cuda else None
+        samples_per_s * ref.flops_per_sample, torch.cuda.get_device_name() if cuda else None
     )
     if before is not None and after is not None:  # Linux: what the steps cost the kernel
         faults, user, system = (b - a for a, b in zip(before, after, strict=True))
@@ -193,9 +230,10 @@ def reference_mfu(flops_per_s: float, device_name: str | None) -> tuple[float | 
     if device_name is None:
         return None, "no MFU on CPU"
     from torchscale.contracts.gpu_peaks import peak_tflops
+    from torchscale.contracts.wording import why
 
-    peak, note = peak_tflops(device_name, "bf16", tf32=False)
-    return (None, note) if peak is None else (flops_per_s / (peak * 1e12), None)
+    peak, note = peak_tflops(device_name, "bf16", tf32=False)  # note: a finding, printed as JSON
+    return (None, why(note)) if peak is None else (flops_per_s / (peak * 1e12), None)
 
 
 def process_counters() -> tuple[float, float, float] | None:
@@ -210,14 +248,19 @@ def process_counters() -> tuple[float, float, float] | None:
 
 def bf16_stream(args: argparse.Namespace) -> bool:
     """Whether both sides keep the residual stream and LayerNorms in bf16 (bf16 autocast on
-    CUDA only)."""
-    return bool(args.device == "cuda" and args.residual == "bf16")
+    CUDA only; the GPT-2 loop only: PyTorch's encoder layer keeps it in fp32)."""
+    return bool(args.device == "cuda" and args.residual == "bf16" and args.model in SHAPES)
 
 
 def residual_line(args: argparse.Namespace) -> str:
     """What the residual stream runs in on both sides, said once."""
     if args.device != "cuda":
         return "residual stream and LayerNorms: fp32 on both sides (no autocast on CPU)"
+    if args.model not in SHAPES:
+        return (
+            "residual stream and LayerNorms: fp32 on both sides under bf16 autocast (the "
+            "loop's PyTorch layers; the cell with training.bf16_activations: false)"
+        )
     if bf16_stream(args):
         return (
             "residual stream and LayerNorms: bf16 on both sides (the cell's "
@@ -278,7 +321,7 @@ def torchscale_run(
     if result.get("status") != "ok" or not result.get("throughput"):
         error = (result.get("error") or {}).get("reason")
         sys.exit(f"the torchscale cell ended {result.get('status')}: {error}")
-    return float(result["throughput"]["tokens_per_s"]), int(result["parameters"])
+    return float(result["throughput"]["samples_per_s"]), int(result["parameters"])
 
 
 def reference_subprocess(env: dict[str, str]) -> dict[str, Any]:
@@ -292,7 +335,7 @@ def reference_subprocess(env: dict[str, str]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="tiny-gpt2", choices=sorted(SHAPES))
+    parser.add_argument("--model", default="tiny-gpt2", choices=sorted(MODELS))
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
@@ -362,25 +405,25 @@ def take_turns(
         else:
             ours, our_params = torchscale_run(args, cell_dir, env)
             bare = reference_subprocess(env)
-        bare_tokens, bare_params = float(bare["tokens_per_s"]), int(bare["parameters"])
+        bare_samples, bare_params = float(bare["samples_per_s"]), int(bare["parameters"])
         if bare_params != our_params:
             sys.exit(
                 f"the two sides train different models: reference {bare_params:,} parameters, "
                 f"torchscale {our_params:,}"
             )
-        ratios.append(ours / bare_tokens)
+        ratios.append(ours / bare_samples)
         mfus.append(bare.get("mfu"))
         print(
             f"round {round_} ({'reference' if round_ % 2 else 'torchscale'} first): reference "
-            f"{bare_tokens:,.0f} tokens/s, torchscale {ours:,.0f} tokens/s, "
-            f"ratio {ours / bare_tokens:.3f}",
+            f"{bare_samples:,.1f} samples/s, torchscale {ours:,.1f} samples/s, "
+            f"ratio {ours / bare_samples:.3f}",
             flush=True,
         )
         parameters = bare_params
     return ratios, parameters, mfus
 
 
-TARGET = 0.97  # the cell reaches at least 97 % of the bare loop's tokens/s
+TARGET = 0.97  # the cell reaches at least 97 % of the bare loop's samples/s
 CEILING = 1.02  # and beats it by at most 2 %: more means the bare loop is the slow side
 # The MFU a bare GPT-2 small loop reaches at batch >= 8 on a GPU in the peak table: below it
 # the reference itself is slow and the ratio cannot catch the harness's overhead. From the
@@ -421,8 +464,9 @@ def mfu_line(args: argparse.Namespace, mfus: list[float | None], ratio: float) -
     if not known:
         return None
     mfu = statistics.median(known)
+    counted = "6N + 12LHQT" if args.model in SHAPES else "torchscale's FLOPs of the model"
     line = (
-        f"MFU (6N + 12LHQT over the dense bf16 peak): reference {mfu:.1%}, torchscale "
+        f"MFU ({counted} over the dense bf16 peak): reference {mfu:.1%}, torchscale "
         f"{mfu * ratio:.1%}"
     )
     floor = MFU_FLOOR[bool(args.compile)]

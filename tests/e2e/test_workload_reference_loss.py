@@ -97,7 +97,35 @@ def test_the_flop_count_is_the_convention_for_gpt2_small() -> None:
     ref = script.build_reference(_args(model="tiny-gpt2", compile=False))
     h, n_layers, _, v, t, _ = script.SHAPES["tiny-gpt2"]
     expected = 6 * ((v + 63) // 64 * 64 * h + n_layers * 12 * h * h) + 12 * n_layers * h * t
-    assert ref.flops_per_token == expected
+    assert ref.flops_per_sample == expected * t
+
+
+def test_every_other_loop_trains_the_cells_model() -> None:
+    """The zoo's other loops (benchmarks/reference_loops.py) count the parameters of the
+    built-in they stand beside, built on the meta device; the script names them all."""
+    script = _script()
+    sys.path.insert(0, str(SCRIPT.parent))
+    import reference_loops
+
+    from torchscale.contracts.model_specs.registry import BUILTIN
+
+    assert sorted(script.OTHER_LOOPS) == sorted(reference_loops.LOOPS)
+    for name in reference_loops.LOOPS:
+        measured = BUILTIN[name].measured
+        model, _, _ = reference_loops.build(name, 2, measured.input_shape[0], torch.device("meta"))
+        assert sum(p.numel() for p in model.parameters()) == measured.parameters, name
+
+
+def test_a_tiny_bert_loop_trains_on_cpu() -> None:
+    """The masked-LM loop at tiny size: a finite loss on its ~15 % of targets, and a step that
+    changes the tied word embedding (the decoder's gradient reaches it)."""
+    ref = _script().build_reference(_args(model="tiny-bert", compile=False))
+    assert ref.flops_per_sample > 0 and ref.inputs.shape == (2, 64)  # tiny-bert's sequence
+    loss = ref.train_loss(ref.inputs, ref.targets)
+    assert torch.isfinite(loss)
+    before = ref.model.word.weight.detach().clone()
+    ref.step()
+    assert not torch.equal(before, ref.model.word.weight)
 
 
 @pytest.mark.parametrize(

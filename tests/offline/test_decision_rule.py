@@ -112,10 +112,11 @@ def test_low_mfu_is_called_low_against_the_reference_on_the_same_gpu() -> None:
     assert "its MFU's interval (19.2 pts wide)" in wording.say(call)
 
 
-@pytest.mark.parametrize("model", ["vit-b16", "bert-large", "resnet50"])
+@pytest.mark.parametrize("model", ["vit-b16", "bert-large", "resnet50", "transformer"])
 def test_a_model_without_its_own_reference_gets_no_mfu_call(model: str) -> None:
     """GPT-2's plain loop is no yardstick for a ViT, a BERT or a conv net: measured low, on
-    par or too wide to tell, another model's MFU is never called against it."""
+    par or too wide to tell, another model's MFU is never called against it. The call gives
+    the command that measures the model's own reference, where the benchmark has its loop."""
     for mfu in (
         {"mfu": 0.086, "mfu_low": 0.044, "mfu_high": 0.165},
         {"mfu": 0.40, "mfu_low": 0.38, "mfu_high": 0.42},
@@ -124,9 +125,15 @@ def test_a_model_without_its_own_reference_gets_no_mfu_call(model: str) -> None:
         cells = _cells(**mfu).assign(gpu="H200", model=model, model_label=model)
         call = decision.decide_model(model, cells, pd.DataFrame())
         assert call is not None and call.code == "decision.no_reference"
+        measure = (
+            "benchmarks/workload_reference.py has no loop of it yet"
+            if model == "transformer"
+            else f"measure one with `python benchmarks/workload_reference.py --model {model} "
+            "--batch 16 --device cuda --compile`"
+        )
         assert wording.say(call) == (
             f"{model}: no MFU call: no reference for {model} (bf16, compiled) on an H200; "
-            "benchmarks/workload_reference.py has no loop of it yet"
+            + measure
         )
 
 
@@ -276,7 +283,7 @@ def test_the_models_offered_a_measurement_are_those_the_benchmark_has_a_loop_of(
     script = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = script  # dataclasses look their module up
     spec.loader.exec_module(script)  # its torch imports are inside functions
-    assert sorted(decision.REFERENCE_LOOPS) == sorted(script.SHAPES)
+    assert sorted(decision.REFERENCE_LOOPS) == sorted(script.MODELS)
     # each loop trains the cell's model: the parameters its shapes give (vocabulary padded to
     # 64, as both sides train it) are the built-in's, as the script checks again at every run
     for name, (hidden, layers, _, vocab, _, positions) in script.SHAPES.items():

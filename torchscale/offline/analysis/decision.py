@@ -36,8 +36,11 @@ from torchscale.offline.analysis.prediction.score import TrackRecord
 from torchscale.offline.analysis.ranking import comparable
 from torchscale.offline.analysis.references import Reference, reference_for
 
-# the models benchmarks/workload_reference.py has a plain loop of (its SHAPES)
-REFERENCE_LOOPS = ("gpt2", "gpt2-large", "gpt2-medium", "tiny-gpt2")
+# the models benchmarks/workload_reference.py has a plain loop of (its MODELS)
+REFERENCE_LOOPS = (
+    *("gpt2", "gpt2-large", "gpt2-medium", "tiny-gpt2"),
+    *("bert-base", "bert-large", "resnet18", "resnet50", "tiny-bert", "vit-b16"),
+)
 
 MAX_WIDTH = 0.10  # an efficiency (or MFU) interval wider than 10 points of linear: no call
 GOOD_EFFICIENCY = 0.80  # more GPUs pay from 80 % of linear kept; below it, fix the scaling
