@@ -31,6 +31,7 @@ def calibration(
     reps: int = 8,
     noise: float = 0.03,
     equal_work: bool | None = None,
+    ranks_per_gpu: int = 1,
 ) -> Calibrated | None:
     """Every rank's calibration as the worker stores it, rank 1's `slower` times the others'
     (relative normal noise `noise` on every repetition)."""
@@ -50,7 +51,7 @@ def calibration(
         )
         for rank in range(ranks)
     }
-    return calibration_table(per_rank, equal_work)
+    return calibration_table(per_rank, equal_work, ranks_per_gpu)
 
 
 def verdict_of(  # type: ignore[no-untyped-def]
@@ -87,6 +88,30 @@ def test_a_compute_straggler_is_told_a_slower_device_or_more_work(
         ratio = verdict.device_ratio
         assert ratio is not None and ratio.low is not None and ratio.high is not None
         assert ratio.low <= slower * 1.03 and ratio.high >= slower * 0.97
+
+
+def test_ranks_sharing_a_gpu_get_no_device_reading() -> None:
+    """Two ranks on one GPU (launcher.ranks_per_gpu: 2), rank 1's CUDA-timed calibration 1.8x
+    the other's: each times a GPU its neighbour drives too, so no "slower GPU: replace or
+    cool it" (what it read before), and the line says why there is no reading."""
+    cal = calibration(1.8, ranks_per_gpu=2)
+    assert cal is not None
+    cuda = Calibrated(table=cal.table, timer="cuda_events", ranks_per_gpu=2)
+    split = timers_step_split(step_table(delay=(1, "backward", 3.0)), None, calibration=cuda)
+    assert split is not None and split.straggler is not None
+    verdict = split.straggler
+    assert verdict.device is not None and verdict.device.code == "straggler.device_shared_gpu"
+    assert verdict.device_ratio is None
+    line = verdict_words.straggler_text(verdict, 2)
+    assert "replace or cool" not in line
+    assert line.endswith(
+        ": 2 ranks share each GPU: no device reading (a rank's calibration "
+        "times a GPU the others drive too)"
+    ), line
+    owned = Calibrated(table=cal.table, timer="cuda_events")  # a GPU each: read as before
+    split = timers_step_split(step_table(delay=(1, "backward", 3.0)), None, calibration=owned)
+    assert split is not None and split.straggler is not None
+    assert "replace or cool the GPU" in verdict_words.straggler_text(split.straggler, 2)
 
 
 def test_a_noisy_calibration_tells_neither() -> None:

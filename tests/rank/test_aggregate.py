@@ -345,6 +345,42 @@ def test_mfu_against_a_known_peak() -> None:
     assert "mfu" not in result.unavailable
 
 
+def test_ranks_sharing_a_gpu_are_judged_as_the_gpu_they_share() -> None:
+    """Two ranks on one GPU (launcher.ranks_per_gpu: 2): the GPU does both ranks' work, so its
+    samples/s and MFU are the two ranks' together (they read half before, as if each rank had
+    a GPU of its own), and their busy traces, each of its own kernels, judge no host-bound."""
+    from dataclasses import replace
+
+    from torchscale.rank.worker.busy_trace import BusyReading
+
+    traced = BusyReading(0, 3, busy_s=0.01, wall_s=0.03)  # alone: busy 33 %, "host-bound"
+    ranks = [
+        replace(make_rank(r, [1, 1, 1], flops=2e12), gpu_busy=replace(traced, rank=r))
+        for r in range(2)
+    ]
+    spec = make_spec(world=2)
+    shared = spec.model_copy(
+        update={"cell": spec.cell.model_copy(update={"device": "cuda", "ranks_per_gpu": 2})}
+    )
+    one_gpu = run(ranks, shared, peak=989.0, note=None)
+    own = run(
+        ranks,
+        spec.model_copy(update={"cell": spec.cell.model_copy(update={"device": "cuda"})}),
+        peak=989.0,
+        note=None,
+    )
+    assert one_gpu.throughput is not None and own.throughput is not None
+    assert one_gpu.throughput.samples_per_s == pytest.approx(own.throughput.samples_per_s)
+    per_gpu = one_gpu.throughput.samples_per_s_per_device
+    assert per_gpu == pytest.approx(2 * own.throughput.samples_per_s_per_device)
+    assert one_gpu.compute is not None and own.compute is not None
+    assert one_gpu.compute.mfu == pytest.approx(2 * (own.compute.mfu or 0.0))
+    assert own.host_bound is not None and own.host_bound.host_bound is True
+    record = one_gpu.host_bound
+    assert record is not None and record.host_bound is None and record.gpu_busy_share is None
+    assert record.reason is not None and record.reason.code == "host_bound.shared_gpu"
+
+
 def test_mfu_null_with_the_reason_when_no_peak() -> None:
     ranks = [make_rank(0, [1, 1, 1], flops=1e9)]
     note = Finding(code="peak.not_in_table", figures={"device": "Mystery GPU"})

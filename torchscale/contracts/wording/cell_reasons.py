@@ -341,6 +341,10 @@ PHRASES: Phrases = {
         f"not host-bound: the GPU is busy {render('{busy_share:share}', f)} of the step "
         f"({_traced(f)})"
     ),
+    "host_bound.shared_gpu": (
+        "{ranks_per_gpu} ranks share each GPU: a rank's trace holds its own kernels, not the "
+        "GPU's, so its busy share is not measured"
+    ),
     "host_bound.no_device_rows": (
         "the busy trace recorded no GPU work (another profiler may hold CUPTI, as Nsight "
         "Systems does): not measured"

@@ -286,7 +286,12 @@ def pattern_words(pattern: StepPattern | None) -> str | None:
 def _shown_device(verdict: StragglerVerdict) -> dict[str, Any] | None:
     """The device reading the line carries: told apart (slower, more work, slower while it
     worked); the undecided readings stay in the detail."""
-    told = ("straggler.device_slower", "straggler.more_work", "straggler.device_in_window")
+    told = (
+        "straggler.device_slower",
+        "straggler.more_work",
+        "straggler.device_in_window",
+        "straggler.device_shared_gpu",
+    )
     device = verdict.device
     return device.model_dump() if device is not None and device.code in told else None
 
@@ -382,6 +387,10 @@ PHRASES: Phrases = {
         f"a slower {_device_name(f)} while it worked (the same work as the others)"
     ),
     "straggler.device_unmeasured": "no calibration timed: slower device or more work?",
+    "straggler.device_shared_gpu": (
+        "{ranks_per_gpu} ranks share each GPU: no device reading (a rank's calibration times "
+        "a GPU the others drive too)"
+    ),
     # the busy-machine caveat (`Diagnosis.busy`)
     "caveat.busy_machine": _busy,
     "caveat.shared_cores": "{ranks} ranks share {cores} cores on {host}: check the host first",

@@ -104,7 +104,9 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
                 steps=table,
                 no_sync=no_sync,
                 calibration=calibration_table(
-                    {r.rank: r.calibration for r in cell.ranks}, work_equal(cell.cell)
+                    {r.rank: r.calibration for r in cell.ranks},
+                    work_equal(cell.cell),
+                    cell.cell.ranks_per_gpu,
                 ),
             ),
             device_type=cell.cell.device,

@@ -39,6 +39,7 @@ from torchscale.contracts.schema.cell_result import (
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.diagnosis import Diagnosis, NoSyncWindow, Reason
+from torchscale.contracts.shared_gpu import gpus_for
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,
@@ -67,7 +68,7 @@ from torchscale.offline.analysis.uncertainty import (
 from torchscale.offline.results.split_figures import split_reasons
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
-from torchscale.rank.worker.busy_trace import host_bound_record
+from torchscale.rank.worker.busy_trace import SHARED_GPU_TRACE, BusyReading, host_bound_record
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
 from torchscale.rank.worker.measure import RankMeasurement, Window, measured_steps
@@ -299,6 +300,7 @@ class SampleCounts:
     """How many samples the cell's steps process: the denominators of throughput and MFU."""
 
     world: int  # ranks
+    devices: int  # the GPUs they ran on (ranks sharing one count it once), or the ranks on CPU
     steps: int  # measured steps per window
     repeats: int  # measured windows
     per_rank_step: int  # samples per rank per optimizer step (batch x gradient accumulation)
@@ -315,6 +317,7 @@ def sample_counts(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> SampleC
     replicas = shape.dp if shape is not None else world
     return SampleCounts(
         world=world,
+        devices=gpus_for(world, spec.cell.ranks_per_gpu),
         steps=ranks[0].steps,
         repeats=len(ranks[0].windows),
         per_rank_step=per_rank_step,
@@ -342,7 +345,7 @@ def throughput_record(
         unavailable["tokens_per_s"] = coded("unavailable.not_language_model")
     return Throughput(
         samples_per_s=samples_per_s,
-        samples_per_s_per_device=samples_per_s / counts.world,
+        samples_per_s_per_device=samples_per_s / counts.devices,
         tokens_per_s=tokens,
         repeats=per_repeat,
         spread=spread,
@@ -432,6 +435,7 @@ def diagnosis_record(
                     calibration=calibration_table(
                         {r.rank: rank_calibration(r) for r in ranks},
                         work_equal(spec.cell),
+                        spec.cell.ranks_per_gpu,
                     ),
                 ),
                 device_type=spec.cell.device,
@@ -458,8 +462,9 @@ def compute_record(
     null with its reason."""
     flops = ranks[0].flops_per_step
     # per device: FLOPs per optimizer step times the steps per second the throughput implies
-    # (so MFU and throughput always agree), a device's share of a replica's samples being
-    # per_rank_step / group (a whole replica under ddp and fsdp)
+    # (so MFU and throughput always agree), a rank's share of a replica's samples being
+    # per_rank_step / group (a whole replica under ddp and fsdp); ranks sharing a GPU add up
+    # on it (samples_per_s_per_device is the GPU's)
     per_step = counts.per_rank_step / counts.group
     achieved = flops * throughput.samples_per_s_per_device / per_step / 1e12 if flops else None
     unavailable: dict[str, Reason] = {}
@@ -530,13 +535,17 @@ def read_steps(rank: RankMeasurement) -> int:
 
 
 def host_bound_block(
-    ranks: Sequence[RankMeasurement],
+    ranks: Sequence[RankMeasurement], ranks_per_gpu: int = 1
 ) -> tuple[HostBound | None, dict[str, Reason]]:
     """The busy trace's verdict for a GPU cell (every rank traced); null with the reason on
-    CPU, where every step is host time."""
+    CPU, where every step is host time, and where ranks share a GPU: a rank's trace sees its
+    own kernels only, never the GPU's whole busy time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
     if len(traced) < len(ranks):
         return None, {"host_bound": coded("unavailable.host_bound_cpu")}
+    if ranks_per_gpu > 1:
+        shared = Finding(code=SHARED_GPU_TRACE, figures={"ranks_per_gpu": ranks_per_gpu})
+        traced = [BusyReading(r.rank, r.steps, reason=shared) for r in traced]
     return host_bound_record(traced), {}
 
 
@@ -602,7 +611,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     warnings += compile_warnings
     warnings += facts.warnings
     unavailable.update(why_not)
-    host_bound = known(host_bound_block(ranks))
+    host_bound = known(host_bound_block(ranks, spec.cell.ranks_per_gpu))
     fixed_costs = known(fixed_costs_record([r.fixed for r in ranks]))
 
     return CellResult(

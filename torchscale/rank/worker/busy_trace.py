@@ -37,6 +37,7 @@ TRACE_STEPS = 3
 PIPELINE_REASON = Finding(code="host_bound.pipeline")
 PEER_FAILED = Finding(code="host_bound.peer_failed")
 NO_DEVICE_ROWS = "host_bound.no_device_rows"  # the capture holds no GPU row: nothing measured
+SHARED_GPU_TRACE = "host_bound.shared_gpu"  # ranks sharing a GPU: each traces its own kernels
 
 T = TypeVar("T")
 

@@ -36,6 +36,9 @@ from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_
 # "a slower device" alone (its interval's top below it for "more work")
 EXPLAINS = 0.5
 UNMEASURED = "straggler.device_unmeasured"
+# ranks sharing a GPU (launcher.ranks_per_gpu): each rank's calibration times the GPU its
+# neighbours also drive, so it reads no device apart from the others'
+SHARED_GPU = "straggler.device_shared_gpu"
 # strategies whose ranks all run the same shapes each step (the whole model, or an even shard
 # of every layer); a pipeline's stages, and the hybrids' mixes, differ by design
 SAME_WORK_STRATEGIES = ("ddp", "fsdp", "tp")
@@ -49,6 +52,7 @@ class Calibrated:
     table: pd.DataFrame
     timer: str
     equal_work: bool | None = None  # every rank given the same work per step (work_equal)
+    ranks_per_gpu: int = 1  # the cell's (CellIdentity.ranks_per_gpu)
 
 
 def work_equal(cell: CellIdentity) -> bool | None:
@@ -61,11 +65,13 @@ def work_equal(cell: CellIdentity) -> bool | None:
 
 
 def calibration_table(
-    per_rank: Mapping[int, RankCalibration | None], equal_work: bool | None = None
+    per_rank: Mapping[int, RankCalibration | None],
+    equal_work: bool | None = None,
+    ranks_per_gpu: int = 1,
 ) -> Calibrated | None:
     """The ranks' calibrations as one (window, rep) x rank table, with whether their work was
-    the same (`work_equal`); None when a rank has none (a path that timed none) or they were
-    timed differently."""
+    the same (`work_equal`) and how many ranks shared each GPU; None when a rank has none (a
+    path that timed none) or they were timed differently."""
     if len(per_rank) < 2 or any(c is None for c in per_rank.values()):
         return None
     timers = {c.timer for c in per_rank.values() if c is not None}
@@ -81,7 +87,9 @@ def calibration_table(
     }
     table = pd.DataFrame(columns).sort_index()
     table.index.names = ["window", "rep"]
-    return Calibrated(table=table, timer=timers.pop(), equal_work=equal_work)
+    return Calibrated(
+        table=table, timer=timers.pop(), equal_work=equal_work, ranks_per_gpu=ranks_per_gpu
+    )
 
 
 def device_check(
@@ -93,6 +101,9 @@ def device_check(
     rank = verdict.rank
     if not verdict.named or verdict.kind != "compute" or rank is None:
         return verdict
+    if calibrated is not None and calibrated.ranks_per_gpu > 1:
+        shared = Finding(code=SHARED_GPU, figures={"ranks_per_gpu": calibrated.ranks_per_gpu})
+        return _with(verdict, shared, None)
     table = calibrated.table.dropna() if calibrated is not None else None
     if (
         calibrated is None

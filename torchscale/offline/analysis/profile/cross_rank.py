@@ -110,7 +110,11 @@ def analyse(
         world_size=first.world_size,
         cpu_wait=cpu_wait,
         calibration=(
-            calibration_table({r.rank: r.calibration for r in cell.ranks}, work_equal(cell.cell))
+            calibration_table(
+                {r.rank: r.calibration for r in cell.ranks},
+                work_equal(cell.cell),
+                cell.cell.ranks_per_gpu,
+            )
             if cell is not None
             else None
         ),
