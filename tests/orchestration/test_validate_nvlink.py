@@ -329,3 +329,50 @@ def test_the_report_stores_the_verdicts_basis() -> None:
         code="validate.ready", figures={"quick": True, "warns": [], "path": "GPU (NCCL)"}
     )
     assert report.schema_version == SCHEMA_VERSION
+
+
+# ----------------------------------------------------------------- a slice of the board
+
+
+def _slice_checks(ctx: Any) -> dict[str, CheckResult]:
+    from torchscale.orchestration.validate.checks_gpu import (
+        check_ecc,
+        check_gpus,
+        check_persistence,
+    )
+
+    checks = (check_gpus, check_ecc, check_persistence, check_gpu_settings, check_nvlink)
+    return {check.__name__: check(ctx) for check in (*checks, check_fabric)}
+
+
+def test_a_one_gpu_slice_of_a_board_judges_its_gpu_not_the_others() -> None:
+    """A job given GPU 0 of an 8-GPU board (CUDA_VISIBLE_DEVICES, a Slurm share): NVML lists
+    all 8, and GPUs 4-7 belong to other jobs (links down, MIG mode, ECC errors, a fabric still
+    registering, persistence off). It used to fail on them; it judges GPU 0, says which it
+    left out, and a bad GPU it can use still fails, named by its NVML index."""
+    bad = {
+        "gpu4": {"persistence": False},
+        "gpu5": {"nvlinks": [True] * 16 + [False, False]},
+        "gpu6": {"mig_mode": True},
+        "gpu7": {"ecc_uncorrected_volatile": 3, "fabric_state": NVML_GPU_FABRIC_STATE_IN_PROGRESS},
+    }
+    fake = node(8, **bad)
+    ours = make_ctx("cuda", torch=fake_torch(gpus=1, uuids=[uuid(0)]), nvml=fake.state())
+    results = _slice_checks(ours)
+    statuses = {name: r.status for name, r in results.items()}
+    assert statuses["check_gpu_settings"] is CheckStatus.SKIP  # one GPU: nothing to compare
+    others = {n: s for n, s in statuses.items() if n != "check_gpu_settings"}
+    assert set(others.values()) == {CheckStatus.PASS}, statuses
+    listed = one(results["check_gpus"], "gpus.listed")
+    assert listed.figures["not_visible"] == [1, 2, 3, 4, 5, 6, 7]
+    assert "NVML GPU(s) 1, 2, 3, 4, 5, 6, 7 not visible to this process" in wording.say(listed)
+    # the whole board seen (every ordinal matched): judged as before
+    board = _slice_checks(gpu_ctx(fake))
+    assert board["check_ecc"].status is CheckStatus.FAIL
+    assert board["check_nvlink"].status is CheckStatus.FAIL
+    # a slice whose one GPU is a bad one, CUDA ordinal 0 being NVML GPU 7
+    theirs = make_ctx("cuda", torch=fake_torch(gpus=1, uuids=[uuid(7)]), nvml=fake.state())
+    results = _slice_checks(theirs)
+    assert results["check_ecc"].status is CheckStatus.FAIL
+    assert results["check_ecc"].findings[0].figures["bad"] == [[7, "uncorrected", 3]]
+    assert results["check_fabric"].status is CheckStatus.FAIL

@@ -188,7 +188,14 @@ PHRASES: Phrases = {
         "or reboot"
     ),
     "gpus.listed": lambda f: (
-        f"{len(f['gpus'])} GPU(s) via {f['source']}: " + "; ".join(map(_describe, f["gpus"]))
+        f"{len(f['gpus'])} GPU(s) via {f['source']}: "
+        + "; ".join(map(_describe, f["gpus"]))
+        + (
+            f"; NVML GPU(s) {', '.join(map(str, f['not_visible']))} not visible to this process "
+            "(CUDA_VISIBLE_DEVICES or the job's share): not judged"
+            if f.get("not_visible")
+            else ""
+        )
     ),
     "gpus.fix_mixed": "mixed GPU models: the slowest one sets the pace of every DDP step",
     "driver.no_nvml": "NVML unavailable: {error}",

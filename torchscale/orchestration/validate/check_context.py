@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Literal
 
 from torchscale.contracts import host
-from torchscale.contracts.nvml import NvmlState, probe_nvml
+from torchscale.contracts.nvml import NvmlGpu, NvmlState, nvml_indices, probe_nvml
 
 Device = Literal["cuda", "cpu"]
 
@@ -27,6 +27,17 @@ class TorchState:
     def cuda_gpu_count(self) -> int:
         """GPUs torch can use here (0 on a CPU-only build or without a working driver)."""
         return 0 if self.module is None else host.cuda_gpu_count(self.module)
+
+    def cuda_uuids(self) -> list[str | None]:
+        """The UUID torch reports for each CUDA ordinal (None where it has none)."""
+        uuids: list[str | None] = []
+        for ordinal in range(self.cuda_gpu_count):
+            try:
+                uuid = getattr(self.module.cuda.get_device_properties(ordinal), "uuid", None)  # type: ignore[union-attr]
+            except Exception:  # a GPU torch counts but cannot describe: its links stay unknown
+                uuid = None
+            uuids.append(str(uuid) if uuid is not None else None)
+        return uuids
 
 
 @dataclass
@@ -54,6 +65,24 @@ class ValidateContext:
     @cached_property
     def nvml(self) -> NvmlState:
         return probe_nvml()
+
+    @cached_property
+    def judged_gpus(self) -> list[NvmlGpu]:
+        """The NVML GPUs this process can use, its CUDA ordinals' by UUID: a slice of a board
+        (CUDA_VISIBLE_DEVICES, a Slurm job given some of a node's GPUs) judges its own GPUs,
+        never another job's, though NVML lists the whole board. Every NVML GPU where an
+        ordinal cannot be matched one to one (no torch, a MIG slice, no UUID), as before."""
+        listed = self.nvml.gpus
+        uuids = self.torch.cuda_uuids() if listed else []
+        found = {i for i in nvml_indices(uuids, [g.uuid for g in listed]) if i is not None}
+        if not uuids or len(found) < len(uuids):
+            return listed
+        return [listed[i] for i in sorted(found)]
+
+    def unjudged_gpus(self) -> list[int]:
+        """The NVML indices of the GPUs NVML lists that this process cannot use."""
+        judged = {g.index for g in self.judged_gpus}
+        return [g.index for g in self.nvml.gpus if g.index not in judged]
 
     def close(self) -> None:
         """Shut NVML down if a check initialised it."""

@@ -94,8 +94,9 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
     torch = ctx.torch.module
     gpus: list[dict[str, Any]] = []
     source = ""
-    if state.ok and state.gpus:
-        gpus = [_gpu_facts(state, g) for g in state.gpus]
+    judged = ctx.judged_gpus
+    if state.ok and judged:
+        gpus = [_gpu_facts(state, g) for g in judged]
         source = "NVML"
     elif torch is not None and ctx.torch.cuda_gpu_count:
         gpus = [_torch_gpu_facts(torch, i) for i in range(ctx.torch.cuda_gpu_count)]
@@ -104,13 +105,16 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
         why = f"NVML unavailable: {state.error}" if not state.ok else "NVML lists no GPU"
         none = Finding(code="gpus.none_found", figures={"why": why})
         return failed("gpus", "GPUs", none, Finding(code="gpus.fix_none_found"))
-    unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
+    unreadable = [g for g in judged if g.handle is None] if state.ok else []
     if unreadable:
         which = [[g.index, g.name.removeprefix("<unreadable: ").rstrip(">")] for g in unreadable]
         lost = Finding(code="gpus.unreadable", figures={"gpus": which})
         return failed("gpus", "GPUs", lost, Finding(code="gpus.fix_unreadable"), gpus=gpus)
     names = {g["name"] for g in gpus}
-    listed = Finding(code="gpus.listed", figures={"gpus": gpus, "source": source})
+    figures: dict[str, Any] = {"gpus": gpus, "source": source}
+    if unjudged := ctx.unjudged_gpus():  # a slice of the board: the others are not its GPUs
+        figures["not_visible"] = unjudged
+    listed = Finding(code="gpus.listed", figures=figures)
     if len(names) > 1:
         return warned("gpus", "GPUs", listed, Finding(code="gpus.fix_mixed"), gpus=gpus)
     return passed("gpus", "GPUs", listed, gpus=gpus)
@@ -168,10 +172,10 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     return passed("cuda_compat", title, compat, **data)
 
 
-def identities(state: NvmlState) -> dict[int, dict[str, Any]]:
+def identities(gpus: Sequence[NvmlGpu]) -> dict[int, dict[str, Any]]:
     """Each NVML GPU's UUID and serial, by index: the data that lets a per-GPU verdict be
     acted on (an RMA names the serial)."""
-    return {g.index: gpu_identity(g) for g in state.gpus}
+    return {g.index: gpu_identity(g) for g in gpus}
 
 
 def identified(rows: Sequence[Measurement], state: NvmlState) -> list[Measurement]:
@@ -196,7 +200,7 @@ def nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, CheckR
         return None, skipped(id, title, CPU_SKIP)
     if not ctx.nvml.ok or ctx.nvml.module is None:
         return None, skipped(id, title, _no_nvml(ctx.nvml))
-    if not ctx.nvml.gpus:
+    if not ctx.judged_gpus:
         return None, skipped(id, title, NO_GPU)
     return ctx.nvml.module, None
 
@@ -208,10 +212,10 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
     if skip:
         return skip
     per_gpu: dict[int, dict[str, Any]] = {}
-    ids = identities(ctx.nvml)
+    ids = identities(ctx.judged_gpus)
     bad: list[tuple[int, str, int]] = []
     unsupported = 0
-    for gpu in ctx.nvml.gpus:
+    for gpu in ctx.judged_gpus:
         facts: dict[str, Any] = {}
         volatile, err = call(
             pynvml.nvmlDeviceGetTotalEccErrors,
@@ -248,7 +252,7 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
     if bad:
         problems = Finding(code="ecc.problems", figures={"bad": [list(b) for b in bad]})
         return failed("ecc", title, problems, Finding(code="ecc.fix"), gpus=per_gpu, ids=ids)
-    if unsupported == len(ctx.nvml.gpus):
+    if unsupported == len(ctx.judged_gpus):
         why = Finding(code="ecc.not_supported")
         return skipped("ecc", title, why, gpus=per_gpu, ids=ids)
     return passed("ecc", title, Finding(code="ecc.clean"), gpus=per_gpu, ids=ids)
@@ -260,8 +264,8 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
     if skip:
         return skip
     modes: dict[int, bool | None] = {}
-    ids = identities(ctx.nvml)
-    for gpu in ctx.nvml.gpus:
+    ids = identities(ctx.judged_gpus)
+    for gpu in ctx.judged_gpus:
         value, err = call(pynvml.nvmlDeviceGetPersistenceMode, gpu.handle)
         modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
     off = [i for i, on in modes.items() if on is False]
@@ -285,7 +289,7 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
         return skip
     reasons: dict[int, list[str]] = {}
     unreadable: dict[int, str] = {}
-    for gpu in ctx.nvml.gpus:
+    for gpu in ctx.judged_gpus:
         mask, _, err = read_clock_reasons(pynvml, gpu.handle)
         if mask is None:
             unreadable[gpu.index] = err or "no answer"
@@ -294,7 +298,7 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
     slowing = {i: [r for r in rs if r in HARDWARE_SLOWDOWNS] for i, rs in reasons.items()}
     slowing = {i: rs for i, rs in slowing.items() if rs}
     data: dict[str, Any] = {"gpus": reasons, "errors": unreadable, "read": "once, idle"}
-    data["ids"] = identities(ctx.nvml)
+    data["ids"] = identities(ctx.judged_gpus)
     errors = {str(i): e for i, e in unreadable.items()}
     if slowing:
         figures = {"slowing": {str(i): rs for i, rs in slowing.items()}, "errors": errors}

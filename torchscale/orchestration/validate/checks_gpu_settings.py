@@ -108,7 +108,7 @@ def check_gpu_settings(ctx: ValidateContext) -> CheckResult:
     pynvml, skip = nvml_or_skip(ctx, "gpu_settings", title)
     if skip:
         return skip
-    gpus = [g for g in ctx.nvml.gpus if g.handle is not None]
+    gpus = [g for g in ctx.judged_gpus if g.handle is not None]
     readings = {g.index: read_settings(pynvml, g) for g in gpus}
     driver = Finding(code="gpus.one_driver", figures={"driver": ctx.nvml.driver_version})
     if len(gpus) < 2:

@@ -202,7 +202,7 @@ def check_nvlink(ctx: ValidateContext) -> CheckResult:
     pynvml, skip = nvml_or_skip(ctx, "nvlink", title)
     if skip:
         return skip
-    readings = [read_links(pynvml, g) for g in ctx.nvml.gpus if g.handle is not None]
+    readings = [read_links(pynvml, g) for g in ctx.judged_gpus if g.handle is not None]
     status, findings = link_findings(readings)
     data = {
         str(r.gpu.index): {"active": r.active, "down": r.down, "speed_mbps": r.speed_mbps}
@@ -228,7 +228,7 @@ def check_fabric(ctx: ValidateContext) -> CheckResult:
     statuses: list[CheckStatus] = []
     registered: list[int] = []
     off_fabric: list[int] = []
-    for gpu in (g for g in ctx.nvml.gpus if g.handle is not None):
+    for gpu in (g for g in ctx.judged_gpus if g.handle is not None):
         info, err = fabric_info(pynvml, gpu.handle)
         if info is None:
             findings.append(_not_readable(gpu, "fabric state", err or "no answer"))
@@ -274,7 +274,7 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
         return skipped("p2p", title, Finding(code="p2p.too_few_gpus", figures={"count": count}))
     peer = torch.cuda.can_device_access_peer
     pairs = {f"{a}->{b}": bool(peer(a, b)) for a in range(count) for b in range(count) if a != b}
-    nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, _torch_uuids(torch, count))
+    nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, ctx.torch.cuda_uuids())
     missing = [p for p, ok in pairs.items() if not ok]
     paths = _peer_paths(ctx.nvml, nvml_index, pairs)
     figures = {
@@ -355,18 +355,6 @@ def _pcie_on_sxm(state: NvmlState, paths: dict[tuple[int, int], str]) -> Finding
         "sku": sku.model if sku else None,
     }
     return Finding(code="p2p.pcie_only", figures=figures)
-
-
-def _torch_uuids(torch: Any, count: int) -> list[str | None]:
-    """The UUID torch reports for each CUDA ordinal (None where it has none)."""
-    uuids: list[str | None] = []
-    for ordinal in range(count):
-        try:
-            uuid = getattr(torch.cuda.get_device_properties(ordinal), "uuid", None)
-        except Exception:  # a GPU torch counts but cannot describe: its links stay unknown
-            uuid = None
-        uuids.append(str(uuid) if uuid is not None else None)
-    return uuids
 
 
 def _nvlinks_by_ordinal(
