@@ -205,10 +205,14 @@ def test_fabric_query_not_supported_is_not_readable() -> None:
 # --------------------------------------------------------- link errors, version, speed (12)
 
 
-def test_link_error_counters_warn_naming_gpu_link_and_counts() -> None:
+def test_link_error_counters_since_the_driver_loaded_are_context_naming_gpu_link_and_counts() -> (
+    None
+):
+    """Counts since the driver loaded may be a boot's or a reseat's long past: context, never a
+    WARN on their own; whether they grow under load is judged after it (below)."""
     errors = {5: {NVML_NVLINK_ERROR_DL_CRC_FLIT: 12, NVML_NVLINK_ERROR_DL_RECOVERY: 1}}
     result = check_nvlink(gpu_ctx(node(gpu2={"nvlink_errors": errors})))
-    assert result.status is CheckStatus.WARN
+    assert result.status is CheckStatus.PASS and result.fix == []
     found = one(result, "nvlink.errors")
     assert found.figures | {"uuid": "-"} == {
         "gpu": 2,
@@ -235,6 +239,53 @@ def test_a_link_below_the_skus_generation_and_a_slower_gpu_warn() -> None:
         13281,
         26562,
     )
+
+
+@pytest.mark.parametrize("level", ["basic", "perf"])
+def test_link_errors_are_judged_by_how_much_they_rose_while_validate_loaded_the_links(
+    monkeypatch: pytest.MonkeyPatch, level: str
+) -> None:
+    """GPU 1 has 40 replays since the driver loaded and none more; GPU 3's link 2 gains 500
+    during the smoke test's collectives. Before, the 40 stale ones warned and the 500 new ones
+    were never seen (one reading); now the rise is the verdict, named with its GPU and link."""
+    from tests.fake_nvml import NVML_NVLINK_ERROR_DL_REPLAY
+
+    fake = node(4, gpu1={"nvlink_errors": {0: {NVML_NVLINK_ERROR_DL_REPLAY: 40}}})
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+
+    def smoke_that_hurts_a_link(ctx: Any, env: dict[str, str]) -> list[CheckResult]:
+        fake.gpus[3].nvlink_errors = {2: {NVML_NVLINK_ERROR_DL_REPLAY: 500}}
+        return [passed("smoke_nccl_cuda", "Smoke", Finding(code="test.noted"))]
+
+    monkeypatch.setattr(runner, "CHECKS", (check_nvlink,))
+    monkeypatch.setattr(runner, "check_smoke", smoke_that_hurts_a_link)
+    monkeypatch.setattr(runner, "_measure", lambda *args: None)  # perf's own steps: not here
+    torch = fake_torch(gpus=4, uuids=[uuid(i) for i in range(4)])
+
+    def validate(quick: bool = False) -> dict[str, CheckResult]:
+        ctx = make_ctx("cuda", quick=quick, torch=torch, nvml=probe_nvml())
+        ctx.level = level  # type: ignore[assignment]
+        return {c.id: c for c in runner.run_validation(ctx, base_env={}).checks}
+
+    checks = validate()
+    assert one(checks["nvlink"], "nvlink.errors").figures["replay"] == 40  # context
+    assert checks["nvlink"].status is CheckStatus.PASS
+    rose = checks["nvlink_errors"]
+    assert rose.status is CheckStatus.WARN
+    (finding,) = rose.findings
+    assert finding.code == "nvlink.errors_rose"
+    figures = finding.figures
+    assert (figures["gpu"], figures["link"], figures["replay"]) == (3, 2, 500)
+    during = "smoke test" if level == "basic" else "smoke test, perf"
+    assert wording.say(finding) == (
+        f"GPU 3 NVLink 2: +500 replay error(s) while validate loaded the links ({during})"
+    )
+    # nothing grew this time (500 before and after): a pass, saying what loaded the links
+    monkeypatch.setattr(runner, "check_smoke", lambda ctx, env: [])
+    assert validate()["nvlink_errors"].status is CheckStatus.PASS
+    # --quick at the basic level runs nothing on the links: nothing judged
+    if level == "basic":
+        assert validate(quick=True)["nvlink_errors"].status is CheckStatus.SKIP
 
 
 # ----------------------------------------------------------------- settings agree (12)

@@ -191,8 +191,20 @@ PHRASES: Phrases = {
         "`nvidia-smi nvlink -s -i N`, reseat or RMA the GPU (or its baseboard) with its serial"
     ),
     "nvlink.fix_errors": (
-        "the counters count since the driver loaded: read them again after a load (`nvidia-smi "
-        "nvlink -e`); a link whose errors grow under load is a reseat or RMA"
+        "a link whose errors grow under load is failing: check `nvidia-smi nvlink -e -i N` "
+        "again after a load, then reseat or RMA the GPU (or its baseboard) with its serial"
+    ),
+    "nvlink.errors_rose": lambda f: (
+        f"GPU {f['gpu']} NVLink {f['link']}: "
+        + ", ".join(f"+{f[k]} {name}" for k, name in COUNTER_NAMES.items() if f.get(k))
+        + f" error(s) while validate loaded the links ({', '.join(f['during'])})"
+    ),
+    "nvlink.errors_steady": lambda f: (
+        f"no NVLink error counter rose while validate loaded the links ({', '.join(f['during'])})"
+    ),
+    "nvlink.errors_not_loaded": (
+        "not judged: nothing loaded the links between the two readings (--quick runs no smoke "
+        "test); counts since the driver loaded are context, in NVLink links"
     ),
     "gpus.not_readable": "GPU {gpu}: {what} not readable ({error}): not judged",
     "gpus.xid_not_read": (

@@ -54,6 +54,9 @@ class ValidateContext:
     matmul_budget_s: float | None = None  # per dtype; None: perf.py's default for the device
     experiment_dir: Path | None = None  # where perf's comm sweep and the report are stored
     fail_on: Literal["fail", "warn"] = "fail"
+    # check_nvlink's error counters (GPU UUID -> link -> counter -> count), read again after
+    # the load by check_nvlink_errors
+    nvlink_counts: dict[str, dict[int, dict[str, int]]] = field(default_factory=dict)
 
     @cached_property
     def torch(self) -> TorchState:

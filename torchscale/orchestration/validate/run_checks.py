@@ -192,6 +192,8 @@ def run_validation(
 
             folder = perf_folder(ctx.experiment_dir or ctx.output_dir / "standalone")
             sku = _measure(ctx, env, results, measurements, peaks, step, line, folder)
+        if ctx.nvlink_counts:  # the links' error counters again, after the load (NVML still up)
+            results.append(_guarded(checks_nvlink.check_nvlink_errors, ctx))
     except (KeyboardInterrupt, Terminated) as stop:
         if on_stop is not None:
             how = stop.name if isinstance(stop, Terminated) else "Ctrl-C"
