@@ -12,9 +12,10 @@ against the window's steps are its cost to the run (it runs outside every timed 
 Printed per run: the verdict in short, the calibration ratio of rank 1 over rank 0 (CPU time)
 and the cost; then the rates with 95 % Clopper-Pearson intervals:
   - nobody named;
-  - "a slower device": a compute straggler whose calibration was significantly slower
-    (device_slower or device_partly), or slower while it worked on the same work as the
-    others (device_in_window): the machine's floor told apart from the job;
+  - "the machine": a compute straggler whose calibration was significantly slower
+    (device_slower or device_partly: a slower device), or slower only while it worked on the
+    same work as the others (device_in_window: the machine while it worked, not shown to be
+    the device): the machine's floor told apart from the job;
   - a straggler of the job: any other name (more work, undecided, host, input, communication).
 The 1-minute load before and after every run is printed: beside other work the rates measure
 that work (said, not judged).
@@ -144,7 +145,7 @@ def main() -> int:
     job = len(read) - slower - nobody
     print(f"{args.model} batch {args.batch}, 2 CPU ranks, {args.steps} steps x {args.repeats}")
     print(f"  nobody named:           {rate(nobody, len(read))}")
-    print(f"  a slower device:        {rate(slower, len(read))}")
+    print(f"  the machine:            {rate(slower, len(read))}")
     print(f"  a straggler of the job: {rate(job, len(read))}")
     costs = [r["cost_ms_per_window"] for r in read if r.get("cost_ms_per_window")]
     shares = [r["cost_share_of_window"] for r in read if r.get("cost_share_of_window")]

@@ -384,7 +384,9 @@ PHRASES: Phrases = {
         f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
     ),
     "straggler.device_in_window": lambda f: (
-        f"a slower {_device_name(f)} while it worked (the same work as the others)"
+        f"slower only while it worked, with the same work as the others: its {_device_name(f)} "
+        "timed on par after, so not shown to be the device (a process on its core, its host "
+        "thread, a clock drop)"
     ),
     "straggler.device_unmeasured": "no calibration timed: slower device or more work?",
     "straggler.device_shared_gpu": (
