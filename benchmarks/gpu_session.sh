@@ -5,12 +5,18 @@
 # timed-out step does not stop the next one.
 #
 #   OUT=/some/dir bash benchmarks/gpu_session.sh      # from the repository root
+#   DRY_RUN=1 OUT=/tmp/plan bash benchmarks/gpu_session.sh   # the plan and its timeouts only
 #   (SESSION_S: the whole session's seconds; PYTHON: the interpreter, python3 by default;
 #   REF_ROUNDS: the reference's rounds, 2 by default; REF_MODEL: its model, gpt2 by default
-#   (vit-b16, bert-large, resnet50: the zoo's references not measured yet); STEPS: which steps, in this order, from
-#   "perf workload bench ref" (the default: what a new user runs) and "gputests zoo zoo_compiled
-#   profile" (the gpu-marked tests, examples/gpu_zoo.yaml eager and compiled, a torch.profiler
-#   profile of GPT-2), each run once; ZOO_MODELS: a YAML list that replaces the zoo's models, to
+#   (vit-b16, bert-large, resnet50: the zoo's references not measured yet); STEPS: which steps,
+#   in this order. The default tests what no GPU has run yet, first: "nvml perf_json busy
+#   shared ownjob nsys" (NVML's raw link, version, fabric and counter answers beside validate's
+#   verdict; validate --level perf --json; the busy trace over tiny-mlp, ResNet-50 and GPT-2;
+#   ranks sharing the GPU under DDP, FSDP2 and hybrid with an injected straggler; a user's
+#   script under profile -- at one rank against the same script bare; Nsight Systems where
+#   nsys is on PATH). Also "perf workload bench ref" (what a new user runs) and "gputests zoo
+#   zoo_compiled profile" (the gpu-marked tests, examples/gpu_zoo.yaml eager and compiled, a
+#   torch.profiler profile of GPT-2), each run once; ZOO_MODELS: a YAML list that replaces the zoo's models, to
 #   reach the ones an earlier session's time cut, e.g. "[vit-b16, bert-large]")
 #
 # What comes back (8 files at most, each under 16 MiB, nothing deeper than $OUT/):
@@ -20,9 +26,10 @@
 #   wl.tar.gz       /tmp/wl without compile caches and without files over 5 MB (traces)
 #   res-perf.tar.gz /tmp/res, /tmp/perf, /tmp/zoo and /tmp/prof, the same rule
 #
-# Each step's timeout is its own (perf 110, workload 320, bench 170, ref 200, gputests 90, zoo 150,
-# zoo_compiled 200, profile 110 s) or what is left of SESSION_S (default
-# 540 s) less a reserve for the tars, whichever is shorter.
+# Each step's timeout is its own (nvml 30, perf_json 100, busy 120, shared 3 x 50, ownjob 80,
+# nsys 60; perf 110, workload 320, bench 170, ref 200, gputests 90, zoo 150, zoo_compiled 200,
+# profile 110 s) or what is left of SESSION_S (default 540 s) less a reserve for the tars,
+# whichever is shorter.
 set -u
 export PYTHONUNBUFFERED=1
 
@@ -46,6 +53,10 @@ gpu_state() {
 step() {
     local name=$1 limit=$2
     shift 2
+    if [[ -n ${DRY_RUN:-} ]]; then
+        echo "$name (timeout ${limit}s): $*"
+        return 0
+    fi
     local left=$((SESSION_S - ($(date +%s) - session_start) - RESERVE_S))
     if ((left < limit)); then limit=$left; fi
     if ((limit < 10)); then
@@ -94,12 +105,49 @@ pack() {
 zoo_set=()
 if [[ -n ${ZOO_MODELS:-} ]]; then zoo_set=(--set "models=$ZOO_MODELS"); fi
 
-gpu_state start
-rm -rf /tmp/wl /tmp/res /tmp/perf /tmp/zoo /tmp/prof
+# the busy trace's sweep: one GPU, small windows, the three kinds of step it must tell apart
+BUSY_YAML=/tmp/gpu_session_busy.yaml
+[[ -n ${DRY_RUN:-} ]] || cat >"$BUSY_YAML" <<'YAML'
+experiment_name: busy_sweep
+models: [tiny-mlp, resnet50, gpt2]
+batch_sizes: [16]
+gpu_counts: [1]
+device: cuda
+training: {precision: [bf16], compile: false}
+measurement: {warmup_steps: 5, steps: 20, repeats: 2}
+YAML
+# ranks sharing one GPU, a straggler injected on rank 1: the device reading must not blame the GPU
+SHARED=(-m torchscale profile --model tiny-gpt2 --device cuda --steps 20 --precision bf16
+    --inject-delay 1:backward:20 -o /tmp/shared)
+
+if [[ -z ${DRY_RUN:-} ]]; then
+    gpu_state start
+    rm -rf /tmp/wl /tmp/res /tmp/perf /tmp/zoo /tmp/prof /tmp/busy /tmp/shared
+fi
 
 # stdout and stderr to the file: the progress a user sees off a terminal
-for name in ${STEPS:-perf workload bench ref}; do
+for name in ${STEPS:-nvml perf_json busy shared ownjob nsys}; do
     case $name in
+    nvml) step nvml 30 "$PY" benchmarks/nvml_raw.py ;;
+    perf_json) step perf_json 100 "$PY" -m torchscale validate --level perf --json -o /tmp/perf ;;
+    busy) step busy 120 "$PY" -m torchscale benchmark -c "$BUSY_YAML" -o /tmp/busy ;;
+    shared)
+        step shared_ddp 50 "$PY" "${SHARED[@]}" --gpus 2 --ranks-per-gpu 2 --strategy ddp --name ddp
+        step shared_fsdp 50 "$PY" "${SHARED[@]}" --gpus 2 --ranks-per-gpu 2 --strategy fsdp \
+            --name fsdp
+        step shared_hybrid 50 "$PY" "${SHARED[@]}" --gpus 4 --ranks-per-gpu 4 --strategy hybrid \
+            --name hybrid
+        ;;
+    ownjob) step ownjob 80 "$PY" benchmarks/own_job_overhead.py --world 1 --rounds 3 \
+        --warmup 10 --steps 60 --work-pairs 0 ;;
+    nsys)
+        if command -v nsys >/dev/null || [[ -n ${DRY_RUN:-} ]]; then
+            step nsys 60 "$PY" -m torchscale profile --tool nsys --gpus 1 --model gpt2 \
+                --batch-size 16 --precision bf16 --device cuda --steps 20 -o /tmp/prof
+        else
+            echo "nsys skipped: not on PATH" >>"$OUT/times.txt"
+        fi
+        ;;
     perf) step perf 110 "$PY" -m torchscale validate --level perf -o /tmp/perf ;;
     workload)
         step workload 320 "$PY" -m torchscale validate --level workload -o /tmp/wl
@@ -122,7 +170,8 @@ for name in ${STEPS:-perf workload bench ref}; do
     *) echo "unknown step $name" >>"$OUT/times.txt" ;;
     esac
 done
-pack res-perf.tar.gz /tmp/res /tmp/perf /tmp/zoo /tmp/prof
+if [[ -n ${DRY_RUN:-} ]]; then exit 0; fi
+pack res-perf.tar.gz /tmp/res /tmp/perf /tmp/zoo /tmp/prof /tmp/busy /tmp/shared
 
 gpu_state end
 echo "session $(($(date +%s) - session_start)) s" >>"$OUT/times.txt"
