@@ -51,6 +51,33 @@ def test_settings_already_as_advised_are_left_out_and_pinning_is_for_gpus() -> N
     assert "DataLoader(num_workers=N, pin_memory=True)" in on_gpu, on_gpu
 
 
+def test_advice_that_changes_what_is_trained_says_what_and_when() -> None:
+    """Gradient accumulation multiplies the samples an optimizer step sees: said wherever it is
+    advised; static_graph=True with the condition it needs; equal batches in what each
+    framework leaves to the user (Lightning and accelerate shard the loader themselves, so no
+    DistributedSampler of the user's is advised to them)."""
+    for framework in ("pytorch", "hf_trainer", "lightning", "accelerate"):
+        sync = diagnosis_problems.gradient_sync(JobFacts(framework=framework))  # type: ignore[arg-type]
+        assert "each optimizer step trains on N times the samples" in sync, framework
+        if "static_graph=True" in sync:
+            assert "static_graph=True only where every step runs the same graph" in sync
+    gloo = diagnosis_problems.recommendation(EXPOSED, diagnosis_problems.Run())
+    assert "N times the samples" in gloo and "static_graph" not in gloo
+    nccl = Finding(code="problem.exposed_comm", figures={"backend": "nccl"})
+    said = diagnosis_problems.recommendation(nccl, diagnosis_problems.Run())
+    assert "N times the samples" in said and "only where every step runs the same" in said
+    turns = Finding(code="problem.imbalance.turns", figures={})
+    for framework in ("lightning", "accelerate"):
+        said = diagnosis_problems.recommendation(turns, job(framework))
+        assert "DistributedSampler with drop_last" not in said, said
+    assert "Lightning adds the DistributedSampler itself" in diagnosis_problems.recommendation(
+        turns, job("lightning")
+    )
+    assert "accelerator.prepare(dataloader) shards it" in diagnosis_problems.recommendation(
+        turns, job("accelerate")
+    )
+
+
 def test_a_built_in_cells_fix_is_in_torchscales_terms() -> None:
     said = diagnosis_problems.recommendation(STRAGGLER, diagnosis_problems.Run(single_node=True))
     assert "raise num_workers, set pin_memory=True" in said
@@ -73,6 +100,7 @@ ADVISED = {
     "DDPStrategy": ("lightning.pytorch.strategies", True),
     "Accelerator": ("accelerate", False),
     "DistributedDataParallelKwargs": ("accelerate.utils", True),
+    "DataLoaderConfiguration": ("accelerate.utils", True),
     "DataLoader": ("torch.utils.data", True),
     "DistributedDataParallel": ("torch.nn.parallel", False),
 }
@@ -87,7 +115,7 @@ def _advice_texts() -> list[str]:
             texts += [diagnosis_problems.loader(job, gpu) for gpu in (True, False)]
             texts += [
                 diagnosis_problems.gradient_sync(job),
-                diagnosis_problems.equal_work(job) or "",
+                diagnosis_problems.equal_work(job),
             ]
     return texts
 

@@ -240,8 +240,8 @@ def _exposed_fix(f: Figures, run: Run) -> str:
         return (
             "Hide or shrink gradient communication: DDP bucket_cap_mb (smaller buckets start "
             "earlier and overlap more of backward; larger ones cut per-call overhead), "
-            "gradient_as_bucket_view=True, gradient accumulation under no_sync(), a bf16/fp16 "
-            f"compression comm hook{interface}."
+            f"gradient_as_bucket_view=True, gradient accumulation under no_sync() ({ONCE_PER_N}), "
+            f"a bf16/fp16 compression comm hook{interface}."
         )
     transport = (
         ""
@@ -251,8 +251,8 @@ def _exposed_fix(f: Figures, run: Run) -> str:
     )
     return (
         "Hide or shrink gradient communication: tune DDP bucket_cap_mb, set "
-        "gradient_as_bucket_view=True and static_graph=True, accumulate gradients under "
-        "no_sync(), register a bf16 compression comm hook; for FSDP enable "
+        f"gradient_as_bucket_view=True and {STATIC_GRAPH_WHEN}, accumulate gradients under "
+        f"no_sync() ({ONCE_PER_N}), register a bf16 compression comm hook; for FSDP enable "
         f"forward/backward prefetch.{transport}"
     )
 
@@ -278,8 +278,7 @@ def _job_sync_fix(job: JobFacts, f: Figures, across: str | None) -> str:
 
 def _turns_fix(f: Figures, run: Run) -> str:
     # synthetic batches are the same size on every rank already: no sampler to set
-    own = equal_work(run.job) if run.job is not None else None
-    sampler = "" if run.synthetic else f" ({own or 'DistributedSampler with drop_last=True'})"
+    sampler = "" if run.synthetic else f" ({equal_work(run.job)})"
     return (
         f"Give every rank the same work per step: equal batch sizes{sampler}, sequences "
         "bucketed or padded to equal lengths per step (length-grouped sampling), no "
@@ -430,7 +429,17 @@ LOADER_PLACE = {
     "accelerate": " before accelerator.prepare()",
 }
 
-ONCE_PER_N = "the all-reduce then runs once per N micro-batches"
+# what gradient accumulation changes besides the all-reduce: the samples an optimizer step sees
+ONCE_PER_N = (
+    "the all-reduce then runs once per N micro-batches, and each optimizer step trains on N "
+    "times the samples: keep the learning rate right for that larger global batch, or cut the "
+    "per-device batch by N"
+)
+# static_graph=True is right only for a model whose graph and used parameters never change
+STATIC_GRAPH_WHEN = (
+    "static_graph=True only where every step runs the same graph and uses the same parameters "
+    "(no control flow that skips layers)"
+)
 
 
 def _loader_settings(job: JobFacts, gpu: bool, prefix: str) -> str:
@@ -465,16 +474,18 @@ GRADIENT_SYNC = {
         f"TrainingArguments(ddp_bucket_cap_mb=..., gradient_accumulation_steps=N), {ONCE_PER_N}"
     ),
     "lightning": (
-        f"Trainer(strategy=DDPStrategy({DDP_SETTINGS}), accumulate_grad_batches=N), {ONCE_PER_N}"
+        f"Trainer(strategy=DDPStrategy({DDP_SETTINGS}), accumulate_grad_batches=N), {ONCE_PER_N}; "
+        f"{STATIC_GRAPH_WHEN}"
     ),
     "accelerate": (
         "Accelerator(gradient_accumulation_steps=N, kwargs_handlers=["
         f"DistributedDataParallelKwargs({DDP_SETTINGS})]) with accelerator.accumulate(model), "
-        f"{ONCE_PER_N}"
+        f"{ONCE_PER_N}; {STATIC_GRAPH_WHEN}"
     ),
     "pytorch": (
         f"DistributedDataParallel(model, {DDP_SETTINGS}), gradient accumulation under "
-        "model.no_sync(), a bf16 compression hook (model.register_comm_hook)"
+        f"model.no_sync() ({ONCE_PER_N}), a bf16 compression hook (model.register_comm_hook); "
+        f"{STATIC_GRAPH_WHEN}"
     ),
 }
 
@@ -484,14 +495,29 @@ def gradient_sync(job: JobFacts) -> str:
     return GRADIENT_SYNC[job.framework or "pytorch"]
 
 
-def equal_work(job: JobFacts) -> str | None:
-    """The job's own switch for length-grouped, equal batches; None: its own sampler's."""
-    if job.framework == "hf_trainer":
-        return (
-            'TrainingArguments(train_sampling_strategy="group_by_length", '
-            "dataloader_drop_last=True)"
-        )
-    return None
+# what each framework leaves to the user for equal batches on every rank: Lightning and
+# accelerate shard the loader themselves (Lightning's use_distributed_sampler, accelerate's
+# prepare with even_batches), so a DistributedSampler of the user's is not theirs to add
+EQUAL_WORK = {
+    "hf_trainer": (
+        'TrainingArguments(train_sampling_strategy="group_by_length", dataloader_drop_last=True)'
+    ),
+    "lightning": (
+        "DataLoader(drop_last=True); Lightning adds the DistributedSampler itself "
+        "(Trainer(use_distributed_sampler=True), its default)"
+    ),
+    "accelerate": (
+        "accelerator.prepare(dataloader) shards it and evens the last batch "
+        "(DataLoaderConfiguration(even_batches=True), its default); DataLoader(drop_last=True) "
+        "drops it instead"
+    ),
+    "pytorch": "DistributedSampler with drop_last=True",
+}
+
+
+def equal_work(job: JobFacts | None) -> str:
+    """What the job sets for equal batches on every rank, in its framework's terms."""
+    return EQUAL_WORK[(job.framework if job is not None else None) or "pytorch"]
 
 
 PHRASES: Phrases = {
