@@ -566,6 +566,34 @@ def test_the_batch_is_the_samples_per_step_the_probe_counted() -> None:
     assert "b32 is the samples" in said and "b1" not in said
 
 
+def test_the_jobs_label_shows_the_precision_its_flops_ran_in() -> None:
+    """A job under bf16 autocast read 'fp32' in its label beside an MFU against the bf16 peak:
+    the precision most of its counted FLOPs ran in is its label's, said as counted; where
+    nothing was counted the fp32 placeholder stays, said as one."""
+    from dataclasses import replace
+
+    from torchscale.orchestration.own_job.identity import job_facts, job_identity, job_precision
+    from torchscale.rank.own_job.reading import OwnJobMeasurement
+
+    base = rank(0, PHASES)
+    fields = {k: getattr(base, k) for k in ("rank", "host", "timing", "steps", "warmup_s")}
+    bf16 = OwnJobMeasurement(
+        **fields, windows=base.windows, flops_by_dtype={"bfloat16": 9e12, "float32": 1e12}
+    )
+    assert job_precision([bf16]) == "bf16"
+    identity = job_identity("own_x", ["python", "x.py"], "x.py", 1, "cuda", 8, None, "bf16")
+    assert identity.precision == "bf16" and identity.label == "own:x.py"
+    (warning,) = job_facts([bf16], "cuda", 8).warnings
+    said = wording.say(warning.finding)
+    assert "bf16 is the precision most of its step's FLOPs ran in" in said, said
+    assert "fp32" not in said and "precision" not in said.split("not known")[0], said
+    uncounted = replace(bf16, flops_by_dtype={})
+    assert job_precision([uncounted]) is None
+    (warning,) = job_facts([uncounted], "cuda", 8).warnings
+    said = wording.say(warning.finding)
+    assert "precision" in said and "fp32" in said  # the placeholder, said as one
+
+
 def test_tokens_per_sample_are_the_tokens_the_probe_counted_over_its_samples() -> None:
     """So the throughput has tokens per second: padded batches (fewer tokens than ids) give
     the mean; one step whose tokens are unknown leaves it unknown."""

@@ -37,7 +37,9 @@ def _identity(f: F) -> str:
         known.append(f"b{batch} is the samples each rank's loader gave per optimizer step")
     if strategy is not None:
         known.append(f"{strategy}: its parameters are sharded (FSDP2's DTensors)")
-    if precision is not None:
+    if precision is not None and f.get("precision_counted"):
+        known.append(f"{precision} is the precision most of its step's FLOPs ran in")
+    elif precision is not None:
         known.append(f"{precision} is the precision the sweep filled into your command")
     judged = "the step is judged as data-parallel (every rank runs the whole step)"
     if not unknown:

@@ -75,14 +75,20 @@ def measured_tokens_per_sample(ranks: Sequence[RankMeasurement]) -> float | None
 
 
 def identity_warning(
-    batch: int | None, precision: str | None = None, strategy: str | None = None
+    batch: int | None,
+    precision: str | None = None,
+    strategy: str | None = None,
+    counted_precision: bool = False,
 ) -> CellWarning:
     """What the label's placeholders are (`batch`: None when the batch is one too;
-    `precision`: the one a sweep filled into the command, None when it is one too;
-    `strategy`: the one the parameters showed, None when it is one too)."""
+    `precision`: the one a sweep filled into the command, or with `counted_precision` the one
+    most of the step's FLOPs ran in, None when it is one too; `strategy`: the one the
+    parameters showed, None when it is one too)."""
     figures: dict[str, object] = {"batch": batch}
     if precision is not None:
         figures["precision"] = precision
+    if counted_precision:
+        figures["precision_counted"] = True
     if strategy is not None:
         figures["strategy"] = strategy
     return CellWarning.of("other", "own_job.identity_unknown", figures)
@@ -121,9 +127,11 @@ def job_identity(
     device: str,
     batch: int | None,
     strategy: Strategy | None = None,
+    precision: str | None = None,
 ) -> CellIdentity:
-    """The job as a cell: the measured batch (else 1), fp32 and (where the parameters do
-    not show it) ddp are placeholders (identity_warning says so)."""
+    """The job as a cell: the measured batch (else 1), the counted precision (else fp32) and
+    the strategy the parameters show (else ddp); a placeholder is said so
+    (identity_warning)."""
     digest = hashlib.sha256(json.dumps(list(argv)).encode()).hexdigest()
     return CellIdentity(
         id=cell_id,
@@ -132,7 +140,7 @@ def job_identity(
         label=model_name(label),
         batch_size=batch or 1,
         world_size=world,
-        precision="fp32",
+        precision=precision or "fp32",  # type: ignore[arg-type]
         strategy=strategy or "ddp",
         device="cuda" if device == "cuda" else "cpu",
         backend="nccl" if device == "cuda" else "gloo",
@@ -156,10 +164,11 @@ def as_measured(
     device: str,
     batch: int | None,
     strategy: Strategy | None = None,
+    precision: str | None = None,
 ) -> CellIdentity:
     """A sweep's planned job cell as it ran: its id and definition kept (what --resume
-    matches), the world, device and batch per rank as the ranks' files tell them (the
-    throughput's samples are the measured batch's)."""
+    matches), the world, device, batch per rank and precision as the ranks' files tell them
+    (the throughput's samples are the measured batch's)."""
     if world == 0:
         return planned
     cuda = device == "cuda"
@@ -167,6 +176,7 @@ def as_measured(
         update={
             "world_size": world,
             "batch_size": batch or planned.batch_size,
+            "precision": precision or planned.precision,
             "device": "cuda" if cuda else "cpu",
             "backend": "nccl" if cuda else "gloo",
             "strategy": strategy or planned.strategy,
@@ -203,7 +213,8 @@ def job_facts(
     ranks: Sequence[RankMeasurement], device: str, batch: int | None, precision: str | None = None
 ) -> CellFacts:
     """What the host knows besides the measurements: the tokens per sample, the parameters
-    and the peak MFU divides by, from what the probe counted on rank 0."""
+    and the peak MFU divides by, from what the probe counted on rank 0; `precision` the one a
+    sweep filled into the command, else the counted one (job_precision)."""
     from torchscale.rank.worker.aggregate import CellFacts
 
     first = ranks[0] if ranks else None
@@ -219,8 +230,30 @@ def job_facts(
         environment={"host": first.host if first else None},
         fused_optimizer=None,
         channels_last=None,
-        warnings=(identity_warning(batch, precision, job_strategy(ranks)),),
+        warnings=(
+            identity_warning(
+                batch,
+                precision or job_precision(ranks),
+                job_strategy(ranks),
+                counted_precision=precision is None and job_precision(ranks) is not None,
+            ),
+        ),
     )
+
+
+def _dominant_dtype(rank: RankMeasurement | None) -> str | None:
+    """The dtype most of the rank's counted FLOPs ran in (its autocast or its parameters'),
+    None where none were counted."""
+    by_dtype: dict[str, float] = getattr(rank, "flops_by_dtype", None) or {}
+    return max(by_dtype, key=lambda k: by_dtype[k]) if by_dtype else None
+
+
+def job_precision(ranks: Sequence[RankMeasurement]) -> str | None:
+    """The job's precision as rank 0's FLOP count saw it (bf16 under bf16 autocast, fp32 for
+    fp32 parameters, amp for fp16); None where nothing was counted or the dtype has no name
+    here: the label then keeps its placeholder, said so."""
+    dtype = _dominant_dtype(ranks[0] if ranks else None)
+    return DTYPE_PRECISION.get(dtype) if dtype is not None else None
 
 
 def job_peak(rank: RankMeasurement | None) -> Peak:
@@ -230,9 +263,9 @@ def job_peak(rank: RankMeasurement | None) -> Peak:
     name, tf32 = getattr(rank, "device_name", None), getattr(rank, "tf32", None)
     if name is None:
         return Peak(None, Finding(code="peak.cpu"), None)
-    if not by_dtype or tf32 is None:
+    dtype = _dominant_dtype(rank)
+    if dtype is None or tf32 is None:
         return Peak(None, NO_FLOPS, None)
-    dtype = max(by_dtype, key=lambda k: by_dtype[k])
     precision = DTYPE_PRECISION.get(dtype)
     if precision is None:
         return Peak(None, Finding(code="peak.own_job_dtype", figures={"dtype": dtype}), None)

@@ -48,6 +48,7 @@ from torchscale.orchestration.own_job.identity import (
     job_device,
     job_facts,
     job_identity,
+    job_precision,
     job_spec,
     job_strategy,
     measured_batch,
@@ -219,12 +220,12 @@ def job_result(
     launches: Sequence[Launched],
     request: OwnJobRequest,
     store: ResultStore,
-    identity_of: Callable[[int, str, int | None, Strategy | None], CellIdentity],
+    identity_of: Callable[[int, str, int | None, Strategy | None, str | None], CellIdentity],
     precision: str | None = None,
 ) -> tuple[CellResult, Finding | None, list[Finding]]:
     """(the result of the launches, why nothing was measured or None, the notes said):
-    `identity_of(world, device, batch, strategy)` names the cell from what the ranks' files
-    tell."""
+    `identity_of(world, device, batch, strategy, precision)` names the cell from what the
+    ranks' files tell (`precision`: a sweep's, else the counted one)."""
     last = launches[-1]
     notes = [f for launch in launches for f in launch.findings]
     if last.stopped_by is not None:
@@ -236,7 +237,8 @@ def job_result(
     if request.samples_per_step is not None:  # the result says which count it used
         given = {"given": request.samples_per_step, "counted": counted}
         notes.append(Finding(code="own_job.samples_given", figures=given))
-    identity = identity_of(len(last.ranks), device, batch, job_strategy(kept))
+    shown_precision = precision or job_precision(kept)
+    identity = identity_of(len(last.ranks), device, batch, job_strategy(kept), shown_precision)
     problem = None
     if kept:
         from torchscale.rank.worker.aggregate import aggregate
@@ -321,9 +323,13 @@ def run_own_job(
     label = job_label(request.argv)
 
     def identity_of(
-        world: int, device: str, batch: int | None, strategy: Strategy | None
+        world: int,
+        device: str,
+        batch: int | None,
+        strategy: Strategy | None,
+        precision: str | None,
     ) -> CellIdentity:
-        return job_identity(cell_id, request.argv, label, world, device, batch, strategy)
+        return job_identity(cell_id, request.argv, label, world, device, batch, strategy, precision)
 
     result, problem, notes = job_result([launched], request, store, identity_of)
     result.started_at = started.isoformat(timespec="seconds")

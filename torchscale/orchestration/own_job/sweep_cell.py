@@ -95,9 +95,13 @@ def run_job_cell(
     precision = cell.precision if "precision" in job.named else None
 
     def identity_of(
-        world: int, device: str, batch: int | None, strategy: Strategy | None
+        world: int,
+        device: str,
+        batch: int | None,
+        strategy: Strategy | None,
+        counted: str | None,
     ) -> CellIdentity:
-        return as_measured(cell, world, device, batch, strategy)
+        return as_measured(cell, world, device, batch, strategy, counted)
 
     result, _, _ = job_result(launches, request, store, identity_of, precision)
     result.warnings = [*planned.cell_warnings, *result.warnings]
