@@ -10,8 +10,12 @@ The scenarios, each `torchscale profile --warmup-steps 3 --steps 40 --profile-st
   `sorted_shards.py`, a Transformer on variable-length sequences that the script splits by
   length, so the last rank gets the longest (rank 1, compute), and with `--shuffle` (balanced);
   `remote_shard.py`, an IterableDataset whose rank 1 reads from a slower store (rank 1,
-  input); and examples/own_job/accelerate_train.py under `accelerate launch` with a slow
+  input); `rank0_checkpoint.py`, whose rank 0 alone saves a checkpoint every 4th optimizer
+  step, and `rank0_eval.py`, whose rank 0 alone evaluates every 5th (rank 0, compute, and
+  the period); and examples/own_job/accelerate_train.py under `accelerate launch` with a slow
   loader (rank 1, input), when accelerate is installed.
+Each run keeps the profile's default traced window after its measured steps, as a user runs
+it: the verdict must be the measured steps', whatever the few traced ones hold.
 Printed per scenario: right rank and kind (a balanced one: nobody named), with 95 %
 Clopper-Pearson intervals, what was named instead, and the load before and after (other work
 on the machine makes the rates noise: said, not judged).
@@ -40,8 +44,9 @@ HELD_OUT = HERE / "own_job_heldout"
 BIN = Path(sys.executable).parent
 WARMUP, STEPS = 3, 40
 SLOW = ("--slow-rank", "1", "--slow-ms", "30")
-# what a run named: (rank, kind), None for nobody, or why it has no verdict
-Outcome = tuple[int, str] | str | None
+# what a run named: (rank, kind, period of its pattern or None), None for nobody, or why it
+# has no verdict
+Outcome = tuple[int, str, int | None] | str | None
 
 
 @dataclass(frozen=True)
@@ -49,28 +54,39 @@ class Scenario:
     label: str
     script: Path
     args: tuple[str, ...]
-    expected: tuple[int, str] | None  # (rank, kind); None: balanced, nobody to name
+    # (rank, kind, period: None where any pattern will do); None: balanced, nobody to name
+    expected: tuple[int, str, int | None] | None
     held_out: bool
     launcher: str = "torchrun"
 
 
 SCENARIOS = (
-    Scenario("ddp slow loader", EXAMPLES / "ddp_train.py", SLOW, (1, "input"), False),
+    Scenario("ddp slow loader", EXAMPLES / "ddp_train.py", SLOW, (1, "input", None), False),
     Scenario("ddp balanced", EXAMPLES / "ddp_train.py", (), None, False),
-    Scenario("sorted shards", HELD_OUT / "sorted_shards.py", (), (1, "compute"), True),
+    Scenario("sorted shards", HELD_OUT / "sorted_shards.py", (), (1, "compute", None), True),
     Scenario("shuffled shards", HELD_OUT / "sorted_shards.py", ("--shuffle",), None, True),
     Scenario(
         "remote shard",
         HELD_OUT / "remote_shard.py",
         ("--remote-rank", "1", "--fetch-ms", "25"),
-        (1, "input"),
+        (1, "input", None),
         True,
+    ),
+    Scenario(
+        "rank 0 checkpoint every 4",
+        HELD_OUT / "rank0_checkpoint.py",
+        ("--every", "4"),
+        (0, "compute", 4),
+        True,
+    ),
+    Scenario(
+        "rank 0 eval every 5", HELD_OUT / "rank0_eval.py", ("--every", "5"), (0, "compute", 5), True
     ),
     Scenario(
         "accelerate slow loader",
         EXAMPLES / "accelerate_train.py",
         SLOW,
-        (1, "input"),
+        (1, "input", None),
         True,
         launcher="accelerate",
     ),
@@ -80,6 +96,8 @@ LENGTH = {
     "ddp_train.py": ("--epochs", "1", "--dataset-size", "4096"),
     "sorted_shards.py": ("--steps", "60"),
     "remote_shard.py": ("--steps", "60"),
+    "rank0_checkpoint.py": ("--steps", "60"),
+    "rank0_eval.py": ("--steps", "60"),
     "accelerate_train.py": ("--max-steps", "60"),
 }
 
@@ -109,7 +127,7 @@ def runnable(scenario: Scenario) -> bool:
 def named(scenario: Scenario, out: Path) -> Outcome:
     """(rank, kind) the run named, None when it named nobody, or why there is no verdict."""
     argv = [str(BIN / "torchscale"), "profile", "--warmup-steps", str(WARMUP)]
-    argv += ["--steps", str(STEPS), "--profile-steps", "0", "-o", str(out), "--"]
+    argv += ["--steps", str(STEPS), "-o", str(out), "--"]
     argv += [*launch_line(scenario), str(scenario.script), *LENGTH[scenario.script.name]]
     argv += scenario.args
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
@@ -124,16 +142,27 @@ def named(scenario: Scenario, out: Path) -> Outcome:
         return "no straggler verdict"
     if not verdict.named:
         return None
-    return (verdict.rank or 0, str(verdict.kind))
+    pattern = verdict.pattern
+    period = pattern.period if pattern is not None and pattern.shape == "periodic" else None
+    return (verdict.rank or 0, str(verdict.kind), period)
+
+
+def right(expected: tuple[int, str, int | None] | None, got: Outcome) -> bool:
+    """The run named what the scenario holds: its rank and kind, and its period where it has
+    one (nobody, for a balanced one)."""
+    if expected is None or not isinstance(got, tuple):
+        return got == expected
+    return got[:2] == expected[:2] and (expected[2] is None or got[2] == expected[2])
 
 
 def summary(scenario: Scenario, outcomes: list[Outcome]) -> str:
-    right = sum(1 for o in outcomes if o == scenario.expected)
+    hits = sum(1 for o in outcomes if right(scenario.expected, o))
     wanted = "nobody named"
     if scenario.expected is not None:
-        wanted = f"rank {scenario.expected[0]}, {scenario.expected[1]}"
-    others = sorted({str(o) for o in outcomes if o != scenario.expected})
-    line = f"{scenario.label:24} {wanted:16} {rate(right, len(outcomes))}"
+        rank, kind, period = scenario.expected
+        wanted = f"rank {rank}, {kind}" + (f", every {period}th" if period else "")
+    others = sorted({str(o) for o in outcomes if not right(scenario.expected, o)})
+    line = f"{scenario.label:26} {wanted:26} {rate(hits, len(outcomes))}"
     return line + (f"; otherwise: {', '.join(others)}" if others else "")
 
 
@@ -160,8 +189,8 @@ def main() -> int:
         print("held out (never tuned on):" if held_out else "tuned on:")
         for scenario in chosen:
             if scenario.held_out == held_out:
-                got = outcomes[scenario.label]
-                print("  " + (summary(scenario, got) if got else f"{scenario.label}: not run"))
+                seen = outcomes[scenario.label]
+                print("  " + (summary(scenario, seen) if seen else f"{scenario.label}: not run"))
     return 0
 
 

@@ -74,6 +74,7 @@ class Reference:
     # GPT-2: 6N + 12LHQT a token, N the matmul weights (the tied head included), times the
     # sequence; the other loops: the FLOPs torchscale counts for a sample of the model
     flops_per_sample: float
+    tokens_per_sample: int | None = None  # a language model's sequence; None: images
 
     def step(self) -> None:
         with self.autocast:
@@ -158,7 +159,14 @@ def build_reference(
     )
     flops_per_sample = (6 * matmul_weights + 12 * layers * hidden * seq) * seq
     return Reference(
-        model, optimizer, train_loss, tokens[:, :-1], tokens[:, 1:], autocast, flops_per_sample
+        model,
+        optimizer,
+        train_loss,
+        tokens[:, :-1],
+        tokens[:, 1:],
+        autocast,
+        flops_per_sample,
+        tokens_per_sample=seq,
     )
 
 
@@ -187,7 +195,14 @@ def _other_loop(args: argparse.Namespace, compile_: Callable[[Any], Any] | None)
         train_loss = (compile_ or torch.compile)(train_loss)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
     return Reference(
-        model, optimizer, train_loss, inputs, targets, autocast, float(measured.train_flops)
+        model,
+        optimizer,
+        train_loss,
+        inputs,
+        targets,
+        autocast,
+        float(measured.train_flops),
+        tokens_per_sample=measured.tokens_per_sample,
     )
 
 
@@ -215,6 +230,8 @@ def reference_run(args: argparse.Namespace) -> dict[str, Any]:
         "samples_per_s": samples_per_s,
         "parameters": sum(p.numel() for p in ref.model.parameters()),
     }
+    if ref.tokens_per_sample:  # benchmarks/cpu_malloc.py reads a language loop in tokens
+        figures["tokens_per_s"] = samples_per_s * ref.tokens_per_sample
     figures["mfu"], figures["mfu_note"] = reference_mfu(
         samples_per_s * ref.flops_per_sample, torch.cuda.get_device_name() if cuda else None
     )

@@ -49,10 +49,14 @@ def test_every_scenario_runs_a_script_past_its_stop_and_held_out_ones_know_nothi
 def test_the_tally_counts_the_expected_outcome_and_says_what_else_was_named(
     bench: ModuleType,
 ) -> None:
-    slow = next(s for s in bench.SCENARIOS if s.expected == (1, "input"))
-    line = bench.summary(slow, [(1, "input"), (1, "input"), None, (0, "host")])
-    assert "rank 1, input" in line and "2/4 [" in line
-    assert line.endswith("otherwise: (0, 'host'), None")
+    slow = next(s for s in bench.SCENARIOS if s.expected == (1, "input", None))
+    line = bench.summary(slow, [(1, "input", None), (1, "input", 3), None, (0, "host", None)])
+    assert "rank 1, input" in line and "2/4 [" in line  # any pattern will do
+    assert line.endswith("otherwise: (0, 'host', None), None")
+    # work every Nth step: its rank, kind and period, or not right
+    periodic = next(s for s in bench.SCENARIOS if s.expected == (0, "compute", 4))
+    line = bench.summary(periodic, [(0, "compute", 4), (0, "compute", None), (0, "compute", 8)])
+    assert "rank 0, compute, every 4th" in line and "1/3 [" in line
     balanced = next(s for s in bench.SCENARIOS if s.expected is None)
     line = bench.summary(balanced, [None, None, "no straggler verdict"])
     assert "nobody named" in line and "2/3 [" in line and "no straggler verdict" in line

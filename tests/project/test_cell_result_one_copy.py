@@ -178,6 +178,11 @@ def _scaled_copies(node: object, path: str = "") -> list[str]:
             if not isinstance(value, float) or value == 0.0:
                 continue
             for name, number in numbers.items():
+                if (path.endswith(".whatif"), name, key) == (True, "extra_work_s", "saved_s"):
+                    # two figures, equal only where the rank's extra work caps the saving on
+                    # every step (a clean straggler: tests/fixtures/own_jobs/fsdp2); they differ
+                    # in the other kept results (cpu_profile_injected: 50.1 and 50.6 ms)
+                    continue
                 if any(abs(number - k * value) <= 1e-9 * abs(number) for k in (1.0, 100.0)):
                     found.append(f"{path}.{name} = {key}.value")
         for key, child in node.items():

@@ -29,6 +29,7 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 GOLDEN = REPO_ROOT / "tests" / "golden" / "renders"
 
 # experiments as a user keeps them (one per kind of run, CPU and GPU)
+OWN_JOBS = ("ddp", "fsdp2", "hf_trainer", "lightning", "accelerate")
 EXPERIMENTS = {
     "cpu-crashes": FIXTURES / "cpu_crashes" / "v1_fixture",
     "cpu-ddp-fsdp": FIXTURES / "cpu_ddp_fsdp" / "v2_fixture",
@@ -39,6 +40,8 @@ EXPERIMENTS = {
     "h100-second-run-default": FIXTURES / "h100_second_run" / "default-sweep",
     "h100-second-run-workload": FIXTURES / "h100_second_run" / "workload" / "runs",
     "h200-zoo-compiled": FIXTURES / "h200_zoo_compiled",
+    # a user's job of each example framework (tests/fixtures/own_jobs/README.md)
+    **{f"own-job-{name}": FIXTURES / "own_jobs" / name for name in OWN_JOBS},
 }
 REPORTS = {
     "md": ("-f", "md"),

@@ -70,7 +70,6 @@ def title(f: Figures) -> str:
 def evidence(f: Figures) -> list[str]:
     """The straggler problem's evidence: its slow phase's gap, arrival order, the wait for
     peers it costs, the what-if (its line is the diagnosis', shown beside)."""
-    from torchscale.contracts.wording.diagnosis_checks import quoted
     from torchscale.contracts.wording.figures import share_text
 
     name = who(f.get("device", "cpu"), f["rank"])
@@ -87,8 +86,6 @@ def evidence(f: Figures) -> list[str]:
             f"matched collectives ({spell.pct_whole(arrival['share'])}; chance alone: "
             f"{spell.pct_whole(arrival['expected'])})"
         )
-    elif f.get("arrival_reason"):
-        lines.append(f"cross-check, arrival order: {quoted(f['arrival_reason'])}")
     if f.get("stall") is not None:
         stall = share_text(Estimate.model_validate(f["stall"]))
         lines.append(f"ranks wait for peers {stall} of the step (mean over ranks, exposed)")

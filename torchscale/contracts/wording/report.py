@@ -374,6 +374,11 @@ PHRASES: Phrases = {
         MORE_REPEATS + " for the {noisy} cells and the cells of too few repeats"
     ),
     "usability.more_repeats.spread": MORE_REPEATS + " to see the run-to-run spread",
+    "usability.more_job_steps": "rerun with `torchscale profile --steps {n}` or more",
+    "usability.raise_job_steps": (
+        "measure more of your job's steps, {n} or more (`torchscale profile --steps {n} -- ...`; "
+        "it measured {now}): fewer give a 95 % interval too wide to tell runs apart"
+    ),
     "usability.raise_repeats": (
         "raise `measurement.repeats` from {now} to {n} or more: with {now} a 95 % interval is too "
         "wide to tell configurations apart"

@@ -59,7 +59,10 @@ def run_purpose(
     worlds = {int(r.get("world_size") or 1) for r in measured}
     devices = {str(r.get("device")) for r in measured}
     host_bound = any(f.figure("why") == "host_bound" for f in found)  # no GPU scaling either
-    if len(worlds) == 1 and len(devices) == 1 and not host_bound:
+    # on GPUs, whether more of them pay is always the question; one CPU run asks none (its
+    # first sentence already says CPU ranks give no accelerator figure)
+    asked = count > 1 or devices != {"cpu"}
+    if asked and len(worlds) == 1 and len(devices) == 1 and not host_bound:
         figures = {"world": worlds.pop(), "node_gpus": node_gpus, "device": devices.pop()}
         found.append(Finding(code=SCALING_UNMEASURED, figures=figures))
     return found

@@ -1,7 +1,11 @@
 """The traced window of a user's job, on the host: the launch line under `nsys profile` when
 asked, and the ranks' traces analysed by the built-in profile's own steps (session.py's
 `analyse_into`: the same reader, the same combine, the same capture overhead) once the job
-ended.
+ended. The job's verdict stays its measured steps' (every rank's timers over every measured
+step, as a built-in cell's): a traced window of a few steps holds one occurrence of work done
+every Nth step, or none; its analysis is the detail beside it (analysis.json). Only where the
+timers cannot split the step (FSDP's communication inside forward and backward) is the
+traces' diagnosis the job's, the one evidence that separates them.
 
 The ranks' folder is laid out as a built-in profile run's folder (`ProfileRun`): each rank's
 `rank<k>.trace.json.gz` (or nsys's `capture.nsys-rep` and its SQLite export) and
@@ -111,9 +115,9 @@ def analyse_window(
     request: OwnJobRequest,
     folder: Path,
 ) -> tuple[CellResult, ProfileAnalysis | None, str | None]:
-    """The job's result with the traces' analysis (its diagnosis, as the built-in profile's
-    result holds it), the analysis, and why there is none. Writes the ProfileRun files into
-    `folder` (module docstring)."""
+    """The job's result with its profile record (the verdict stays the measured steps', or the
+    traces' where the timers have none), the traces' analysis, and why there is none. Writes
+    the ProfileRun files into `folder` (module docstring)."""
     from torchscale.contracts.atomic import write_text_atomic
     from torchscale.contracts.wording.profile import note
     from torchscale.orchestration.profiling.overhead import capture_overhead
@@ -155,6 +159,7 @@ def analyse_window(
     analyse_into(profiled, ProfileRequest(tool="nsys" if request.tool == "nsys" else "torch"))
     if profiled.analysis is None or profiled.analysis.diagnosis is None:
         return result, profiled.analysis, profiled.analysis_error
-    result = with_diagnosis(result, profiled.analysis.diagnosis)
-    write_text_atomic(layout.result_path, result.model_dump_json(indent=2))
+    if result.diagnosis is None:  # FSDP: only the traces split compute from communication
+        result = with_diagnosis(result, profiled.analysis.diagnosis)
+        write_text_atomic(layout.result_path, result.model_dump_json(indent=2))
     return result, profiled.analysis, None

@@ -18,6 +18,7 @@ from torchscale.interfaces.report.parts.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import UNSETTLED, repeat_count
 from torchscale.offline.analysis.uncertainty import SMALL
+from torchscale.orchestration.own_job.identity import OWN_PREFIX
 
 # at least this share of the measured cells on a busy machine: the set cannot be used
 BUSY_SHARE = 0.5
@@ -95,9 +96,21 @@ def _enough(rows: list[dict[str, Any]]) -> int:
     return SMALL if repeats < SMALL else 2 * repeats
 
 
+def _job_steps(rows: list[dict[str, Any]]) -> int | None:
+    """The measured steps a repeat of these cells holds where every one is a user's job (it
+    has no measurement.repeats: its measured steps are cut in repeats of that many, so more
+    repeats are more --steps of its profile); None otherwise."""
+    per = [int(r.get("measured_steps") or 0) for r in rows]
+    jobs = bool(rows) and all(str(r.get("model", "")).startswith(OWN_PREFIX) for r in rows)
+    return max(per) if jobs and min(per) else None
+
+
 def _more_repeats(rows: list[dict[str, Any]], n: int | None = None) -> str:
     # raise the repeats these cells ran to `n` (by default what they need, `_enough`)
-    return words("usability.raise_repeats", now=_repeats(rows), n=n or _enough(rows))
+    want = n or _enough(rows)
+    if (steps := _job_steps(rows)) is not None:
+        return words("usability.raise_job_steps", now=steps * _repeats(rows), n=steps * want)
+    return words("usability.raise_repeats", now=_repeats(rows), n=want)
 
 
 def _repeat_actions(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> list[str]:
@@ -133,7 +146,12 @@ def _all_unsettled(noisy: list[dict[str, Any]], few: list[dict[str, Any]]) -> tu
     if noisy and _repeats(noisy) >= SMALL:
         quieter = words("usability.quieter")
         return reason, quieter, quieter
-    more = words("usability.more_repeats", n=_enough(noisy + few))
+    steps = _job_steps(noisy + few)
+    more = (
+        words("usability.more_job_steps", n=steps * _enough(noisy + few))
+        if steps is not None
+        else words("usability.more_repeats", n=_enough(noisy + few))
+    )
     return reason, more, _more_repeats(noisy + few)
 
 

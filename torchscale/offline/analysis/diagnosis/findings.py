@@ -96,7 +96,6 @@ class FindingInputs:
     straggler_op: str | None = None  # the collective op the named rank is last at most often
     straggler_peer: int | None = None  # the fastest other rank in its slow phase
     arrival: Straggler | None = None  # arrival-order evidence for the named rank
-    arrival_reason: dict[str, Any] | None = None  # why arrival order names nobody (a finding)
     whatif: Estimate | None = None  # the named rank's capped what-if share
     comm_frac: float | None = None  # all communication time (overlapped or not), evidence
     overlap_pct: float | None = None  # HTA overlap over all ranks and steps, evidence
@@ -165,8 +164,6 @@ def finding_inputs(
         worst = max(known, key=lambda r: known[r])
         inputs.data_wait_worst = (worst, float(known[worst]))
     verdict = attribution.straggler
-    if arrival is not None:
-        inputs.arrival_reason = arrival.reason.model_dump()
     if verdict is not None and verdict.named and verdict.rank is not None:
         top = arrival.straggler if arrival is not None else None
         if top is not None and top.rank == verdict.rank:
@@ -268,7 +265,6 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
         peer=i.straggler_peer,
         phase_gap_s=v.phase_gap_s.value if v.phase_gap_s is not None else None,
         arrival=arrival,
-        arrival_reason=i.arrival_reason,
         stall=_dump(i.stall),
         whatif=_dump(i.whatif),
     )
