@@ -73,6 +73,43 @@ def test_the_workload_level_is_a_path_check_not_a_measurement() -> None:
     assert action.text.startswith("Measure the workload: `torchscale benchmark` (on a GPU node")
 
 
+def test_a_path_check_kept_without_its_config_is_known_by_its_records(tmp_path: Path) -> None:
+    """The same kind of run kept without its config.yaml: today's workload level marks each
+    cell's own record (`warning.path_check`, from its plan), so it still reads as a path check;
+    the kept H100 run itself predates the mark and, without its config, reads as a sweep."""
+    from torchscale.contracts.run_kinds import PATH_CHECK_MARK
+
+    bare = tmp_path / "runs"
+    shutil.copytree(H100_WORKLOAD, bare)
+    for config in bare.rglob("config.yaml"):
+        config.unlink()
+    assert not _headline(bare).startswith("A path check")  # recorded before the mark
+    for path in bare.rglob("cells/*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["warnings"].append({"kind": "other", "finding": {"code": PATH_CHECK_MARK}})
+        path.write_text(json.dumps(data), encoding="utf-8")
+    assert _headline(bare).startswith("A path check, not a measurement")
+
+
+def test_the_workload_levels_plan_marks_every_cell() -> None:
+    """Every cell the workload level plans carries the mark in its warnings, which the worker
+    writes into the cell's result."""
+    from torchscale.contracts.run_kinds import PATH_CHECK_DESCRIPTION, PATH_CHECK_MARK
+    from torchscale.orchestration.config.loader import parse_config
+    from torchscale.orchestration.plan.build import build_plan
+    from torchscale.orchestration.schedulers.local.launcher import machine_here
+
+    text = f"experiment_name: wl\ndescription: '{PATH_CHECK_DESCRIPTION}'\nmodels: [tiny-mlp]\n"
+    text += "batch_sizes: [8]\ngpu_counts: [1]\ndevice: cpu\n"
+    plan = build_plan(parse_config(text), machine_here())
+    assert plan.cells and all(
+        any(w.finding.code == PATH_CHECK_MARK for w in cell.cell_warnings) for cell in plan.cells
+    )
+    other_text = "experiment_name: x\nmodels: [tiny-mlp]\nbatch_sizes: [8]\ngpu_counts: [1]\n"
+    other = build_plan(parse_config(other_text + "device: cpu\n"), machine_here())
+    assert not any(w.finding.code == PATH_CHECK_MARK for c in other.cells for w in c.cell_warnings)
+
+
 def test_the_rule_is_one_pure_table() -> None:
     from torchscale.offline.analysis.run_purpose import run_purpose
 

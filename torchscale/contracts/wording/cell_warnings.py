@@ -494,6 +494,10 @@ PHRASES: Phrases = {
     ),
     "warning.exit_after_result": _exit_after_result,
     "warning.shared_gpu": _shared_gpu,
+    "warning.path_check": (
+        "a path check (validate --level workload): it proves the code path runs; none of its "
+        "figures is judged"
+    ),
     "clocks.hardware_slowdown": hardware_slowdown,
     "clocks.full": full,
     "clocks.site_cap": site_cap,

@@ -13,6 +13,7 @@ from torchscale.contracts.catalog import Precision, Strategy, workload_options
 from torchscale.contracts.cell import CellIdentity, ParallelShape, definition_hash
 from torchscale.contracts.cell_settings import ModelSpec
 from torchscale.contracts.parallel_shapes import parallel_shapes
+from torchscale.contracts.run_kinds import PATH_CHECK_DESCRIPTION, PATH_CHECK_MARK
 from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
@@ -122,6 +123,8 @@ def plan_cell(
     note = compile_note(config.training.compile, device, pipeline, parameters)
     if note is not None and skip is None:
         warnings = (*warnings, CellWarning.of("other", "warning.compile_off_small_model", note))
+    if config.description == PATH_CHECK_DESCRIPTION:  # the workload level's: marked in its record
+        warnings = (*warnings, CellWarning.of("other", PATH_CHECK_MARK, {}))
     launch = LaunchSettings(
         nproc_per_node=shape.nproc_per_node,
         nnodes=shape.nodes,

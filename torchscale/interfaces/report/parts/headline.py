@@ -16,6 +16,7 @@ import pandas as pd
 
 from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.run_kinds import PATH_CHECK_MARK
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording.report import words
 from torchscale.contracts.wording.spell import of, with_unit
@@ -180,11 +181,21 @@ def description(ctx: Context) -> str | None:
 # ---------------------------------------------------------------- the verdict
 
 
+def _marked_path_check(ctx: Context) -> bool:
+    """Whether every measured cell's own record carries the workload level's mark: a run kept
+    without its config.yaml is still known for what it is."""
+    rows = [row for row in records(ctx.cells) if row["status"] == "ok"]
+    marked = [
+        any(w.finding.code == PATH_CHECK_MARK for w in ctx.result(row).warnings) for row in rows
+    ]
+    return bool(marked) and all(marked)
+
+
 def purpose(ctx: Context) -> list[Finding]:
     """What the sweep's figures can be used for (`run_purpose`), from its cells, its configs'
     mark and the GPUs its node has."""
     counts = [len(r.environment.get("gpus") or []) for r in _runs(ctx) if r.device != "cpu"]
-    path_check = is_path_check(_descriptions(ctx))
+    path_check = is_path_check(_descriptions(ctx)) or _marked_path_check(ctx)
     return run_purpose(ctx.cells, path_check=path_check, node_gpus=max(counts, default=0) or None)
 
 
