@@ -219,6 +219,7 @@ def job_facts(
 
     first = ranks[0] if ranks else None
     peak = job_peak(first)
+    counted = job_precision(ranks)
     return CellFacts(
         parameters=getattr(first, "parameters", None),
         model_kind="other",
@@ -233,9 +234,9 @@ def job_facts(
         warnings=(
             identity_warning(
                 batch,
-                precision or job_precision(ranks),
+                precision or counted,
                 job_strategy(ranks),
-                counted_precision=precision is None and job_precision(ranks) is not None,
+                counted_precision=precision is None and counted is not None,
             ),
         ),
     )

@@ -30,10 +30,13 @@ class TorchState:
 
     def cuda_uuids(self) -> list[str | None]:
         """The UUID torch reports for each CUDA ordinal (None where it has none)."""
+        torch = self.module
+        if torch is None:
+            return []
         uuids: list[str | None] = []
         for ordinal in range(self.cuda_gpu_count):
             try:
-                uuid = getattr(self.module.cuda.get_device_properties(ordinal), "uuid", None)  # type: ignore[union-attr]
+                uuid = getattr(torch.cuda.get_device_properties(ordinal), "uuid", None)
             except Exception:  # a GPU torch counts but cannot describe: its links stay unknown
                 uuid = None
             uuids.append(str(uuid) if uuid is not None else None)

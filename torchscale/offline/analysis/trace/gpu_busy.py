@@ -47,22 +47,14 @@ class BusyShare:
         return min(max(self.busy_s / judged, 0.0), 1.0) if judged > 0 else 0.0
 
 
-def _device_rows(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+def device_time(events: pd.DataFrame) -> tuple[Intervals, Intervals]:
+    """(the merged intervals the GPU ran its own work: kernels, memcpy and memset, every
+    stream; those a collective kernel ran while no other device work did): a collective is
+    not its work (the module's docstring)."""
     device = events[events["device_side"].astype(bool)]
-    return device, device["kind"].astype(str) == "collective"
-
-
-def device_busy(events: pd.DataFrame) -> Intervals:
-    """The merged intervals the GPU ran its own work: kernels, memcpy and memset, every
-    stream; a collective kernel is not its work (the module's docstring)."""
-    device, collective = _device_rows(events)
-    return from_frame(device[~collective])
-
-
-def collective_alone(events: pd.DataFrame) -> Intervals:
-    """The intervals a collective kernel ran while no other device work did."""
-    device, collective = _device_rows(events)
-    return subtract(from_frame(device[collective]), device_busy(events))
+    collective = device["kind"].astype(str) == "collective"
+    busy = from_frame(device[~collective])
+    return busy, subtract(from_frame(device[collective]), busy)
 
 
 def busy_over_wall(events: pd.DataFrame, wall_s: float, steps: int) -> BusyShare | None:
@@ -71,12 +63,8 @@ def busy_over_wall(events: pd.DataFrame, wall_s: float, steps: int) -> BusyShare
     holds no device row (nothing measured)."""
     if not events["device_side"].astype(bool).any():
         return None
-    return BusyShare(
-        busy_s=device_busy(events).total() / 1e6,
-        wall_s=wall_s,
-        steps=steps,
-        collective_s=collective_alone(events).total() / 1e6,
-    )
+    busy, alone = device_time(events)
+    return BusyShare(busy.total() / 1e6, wall_s, steps, alone.total() / 1e6)
 
 
 def busy_in_steps(events: pd.DataFrame) -> BusyShare | None:
@@ -84,8 +72,7 @@ def busy_in_steps(events: pd.DataFrame) -> BusyShare | None:
     `ProfilerStep#` window over those windows' length; None when it has no step or no
     device row."""
     steps = step_table(events).full
-    busy = device_busy(events)
-    alone = collective_alone(events)
+    busy, alone = device_time(events)
     if steps.empty or not (busy.count or alone.count):
         return None
     lo = steps["start"].to_numpy(dtype=np.float64)
