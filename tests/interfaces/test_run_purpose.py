@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD
 from torchscale.interfaces.report.parts.context import make_context
@@ -257,12 +258,12 @@ def test_benchmarks_end_answer_opens_with_what_the_run_is_for(
     from torchscale.interfaces.console import benchmark
 
     experiment = SWEEP8 / "default_scaling"
-    config = (experiment / "config.yaml").read_text(encoding="utf-8")
+    config = yaml.safe_load((experiment / "config.yaml").read_text(encoding="utf-8"))
     run = SimpleNamespace(
         sweep=SimpleNamespace(
             table=load(experiment).cells, results=[], failures=[], stopped_early=False
         ),
-        plan=SimpleNamespace(config_yaml=config),
+        plan=SimpleNamespace(description=config.get("description", "")),
         store=SimpleNamespace(root=experiment),
         nothing_measured=None,
     )

@@ -72,3 +72,12 @@ def test_slurm_accepts_minutes_and_hours_of_more_than_two_digits(text: str) -> N
 def test_slurm_time_typos_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         SlurmConfig(time_limit=text)
+
+
+@pytest.mark.parametrize("text", ["١٠:٠٠", "1-٢", "1:2", "1h"])
+def test_a_time_limit_slurm_cannot_read_is_refused_at_config_time(text: str) -> None:
+    """Slurm reads ASCII digits only: another script's digits (which int() would take) are
+    refused here, not by sbatch after the sweep has begun."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL + f"  slurm: {{time_limit: '{text}'}}\n", "bad.yaml")
+    assert [p.path for p in info.value.problems] == ["launcher.slurm.time_limit"]

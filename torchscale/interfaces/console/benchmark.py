@@ -322,14 +322,11 @@ def _sweep_summary(run: BenchmarkRun) -> None:
 
 def _purpose(run: BenchmarkRun) -> list[Finding]:
     """The report's first line for this run (offline/analysis/run_purpose.py)."""
-    import yaml
-
     from torchscale.offline.analysis.run_purpose import is_path_check, run_purpose
 
     if run.sweep.table is None:
         return []
-    config = yaml.safe_load(run.plan.config_yaml or "") or {}
-    described = " ".join(str(config.get("description") or "").split())
+    described = run.plan.description
     gpus = [len(r.environment.get("gpus") or []) for r in run.sweep.results if r.environment]
     path_check = is_path_check([described] if described else [])
     node_gpus = max(gpus, default=0) or None

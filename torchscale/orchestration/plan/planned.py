@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
@@ -173,8 +174,8 @@ class Plan:
 
     cells: list[PlannedCell]
     experiment: str
-    config_yaml: str  # the resolved config as stored beside the results (config.yaml), the
-    # plan's notes (the batches batch_sizes: auto chose, and why) as comments at its end
+    resolved: BenchConfig  # the config as its file and --set resolved it, for `config_yaml`
+    description: str  # the config's own words, which tell the workload level's path check
     measurement: MeasurementConfig  # how long cells run (the estimate)
     data: DataConfig  # what the cells read, prepared once before the first launch
     price_per_gpu_hour: float | None  # cost.per_gpu_hour: what each cell is priced at
@@ -198,7 +199,8 @@ class Plan:
         return cls(
             cells=cells,
             experiment=config.experiment_name,
-            config_yaml=config.as_yaml() + "".join(f"# {note}\n" for note in notes),
+            resolved=config,
+            description=" ".join(config.description.split()),
             measurement=config.measurement,
             data=config.data,
             price_per_gpu_hour=config.cost.per_gpu_hour,
@@ -209,6 +211,13 @@ class Plan:
             notes=tuple(notes),
             scheduler_answer=scheduler_answer,
         )
+
+    @cached_property
+    def config_yaml(self) -> str:
+        """The resolved config as stored beside the results (config.yaml), the plan's notes (the
+        batches batch_sizes: auto chose, and why) as comments at its end; made when a run
+        stores it, never by a dry run."""
+        return self.resolved.as_yaml() + "".join(f"# {note}\n" for note in self.notes)
 
     def __iter__(self) -> Iterator[PlannedCell]:
         return iter(self.cells)
