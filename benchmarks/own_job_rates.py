@@ -18,7 +18,9 @@ Each run keeps the profile's default traced window after its measured steps, as 
 it: the verdict must be the measured steps', whatever the few traced ones hold.
 Printed per scenario: right rank and kind (a balanced one: nobody named), with 95 %
 Clopper-Pearson intervals, what was named instead, and the load before and after (other work
-on the machine makes the rates noise: said, not judged).
+on the machine makes the rates noise: said, not judged); for a compute straggler of more work
+(sorted shards), how often the calibration the probe times after the measured steps read it
+as more work, not a slower core.
 
     python benchmarks/own_job_rates.py [--repeats 5] [--only LABEL,...]
 """
@@ -44,9 +46,9 @@ HELD_OUT = HERE / "own_job_heldout"
 BIN = Path(sys.executable).parent
 WARMUP, STEPS = 3, 40
 SLOW = ("--slow-rank", "1", "--slow-ms", "30")
-# what a run named: (rank, kind, period of its pattern or None), None for nobody, or why it
-# has no verdict
-Outcome = tuple[int, str, int | None] | str | None
+# what a run named: (rank, kind, period of its pattern or None, the calibration's reading of
+# a compute straggler or None), None for nobody, or why it has no verdict
+Outcome = tuple[int, str, int | None, str | None] | str | None
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,20 @@ class Scenario:
     expected: tuple[int, str, int | None] | None
     held_out: bool
     launcher: str = "torchrun"
+    device: str | None = None  # the calibration's reading a compute straggler should get
 
 
 SCENARIOS = (
     Scenario("ddp slow loader", EXAMPLES / "ddp_train.py", SLOW, (1, "input", None), False),
     Scenario("ddp balanced", EXAMPLES / "ddp_train.py", (), None, False),
-    Scenario("sorted shards", HELD_OUT / "sorted_shards.py", (), (1, "compute", None), True),
+    Scenario(
+        "sorted shards",
+        HELD_OUT / "sorted_shards.py",
+        (),
+        (1, "compute", None),
+        True,
+        device="straggler.more_work",
+    ),
     Scenario("shuffled shards", HELD_OUT / "sorted_shards.py", ("--shuffle",), None, True),
     Scenario(
         "remote shard",
@@ -144,7 +154,8 @@ def named(scenario: Scenario, out: Path) -> Outcome:
         return None
     pattern = verdict.pattern
     period = pattern.period if pattern is not None and pattern.shape == "periodic" else None
-    return (verdict.rank or 0, str(verdict.kind), period)
+    device = verdict.device.code if verdict.device is not None else None
+    return (verdict.rank or 0, str(verdict.kind), period, device)
 
 
 def right(expected: tuple[int, str, int | None] | None, got: Outcome) -> bool:
@@ -163,6 +174,10 @@ def summary(scenario: Scenario, outcomes: list[Outcome]) -> str:
         wanted = f"rank {rank}, {kind}" + (f", every {period}th" if period else "")
     others = sorted({str(o) for o in outcomes if not right(scenario.expected, o)})
     line = f"{scenario.label:26} {wanted:26} {rate(hits, len(outcomes))}"
+    if scenario.device is not None:  # of the runs that named it right
+        read = [o[3] for o in outcomes if right(scenario.expected, o) and isinstance(o, tuple)]
+        agreed = sum(1 for d in read if d == scenario.device)
+        line += f"; read as {scenario.device} {rate(agreed, len(read))}"
     return line + (f"; otherwise: {', '.join(others)}" if others else "")
 
 

@@ -54,6 +54,7 @@ from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.cli.profile_cmd import DEFAULT_OWN_TRACE_STEPS
 from torchscale.rank.own_job import PROFILER_WARMUP, read_rank_files
+from torchscale.rank.own_job.probe import CALIBRATION_REPS
 
 pytestmark = pytest.mark.slow
 
@@ -128,6 +129,11 @@ def test_every_rank_stops_at_the_agreed_step_and_none_is_left(slow_run: OwnRun) 
         # what only a user's job records (OwnJobMeasurement): the probe's stop at W + N
         assert getattr(rank, "stopped", None) is True, rank.rank
         assert getattr(rank, "optimizer_steps", None) == slow_run.warmup + slow_run.steps
+    # every rank timed the cell's calibration after that same step, kept once in the result
+    calibrations = [r.calibration for r in stored_result(slow_run).ranks]
+    assert all(c is not None and c.timer == "thread_time" for c in calibrations)
+    assert [len(c.device_s) for c in calibrations if c] == [1] * RANKS
+    assert [len(c.device_s[0]) for c in calibrations if c] == [CALIBRATION_REPS] * RANKS
     # the script's own end ("done: 64 steps on 2 processes") never came: the probe ended it
     job_text = "".join(text for _, text in text_files(slow_run.root))
     assert "steps on 2 processes" not in job_text

@@ -90,6 +90,23 @@ def test_a_compute_straggler_is_told_a_slower_device_or_more_work(
         assert ratio.low <= slower * 1.03 and ratio.high >= slower * 0.97
 
 
+@pytest.mark.parametrize(
+    ("slower", "code"), [(1.8, "straggler.device_slower"), (1.0, "straggler.more_work")]
+)
+def test_a_users_jobs_one_calibration_after_its_steps_tells_them_apart(
+    slower: float, code: str
+) -> None:
+    """A user's job's probe times the calibration once, after its measured steps (one window
+    of CALIBRATION_REPS), and nothing says its ranks' work is equal (work_equal: None): that
+    one round is enough to tell a slower core from more work."""
+    from torchscale.rank.own_job.probe import CALIBRATION_REPS
+
+    cal = calibration(slower, windows=1, reps=CALIBRATION_REPS)
+    split = timers_step_split(step_table(delay=(1, "backward", 3.0)), None, calibration=cal)
+    assert split is not None and split.straggler is not None
+    assert split.straggler.device is not None and split.straggler.device.code == code
+
+
 def test_ranks_sharing_a_gpu_get_no_device_reading() -> None:
     """Two ranks on one GPU (launcher.ranks_per_gpu: 2), rank 1's CUDA-timed calibration 1.8x
     the other's: each times a GPU its neighbour drives too, so no "slower GPU: replace or

@@ -27,6 +27,7 @@ import pytest
 from tests.processes import REPO_ROOT, processes_mentioning
 from torchscale.rank.own_job import CARRIER_DIR, read_rank_files
 from torchscale.rank.own_job import probe as probe_module
+from torchscale.rank.own_job.probe import CALIBRATION_REPS
 from torchscale.rank.own_job.reading import OwnJobMeasurement, adapter
 from torchscale.rank.own_job.steps import Backward, Clock, StepMarks, batch_counts, resolve
 
@@ -285,6 +286,12 @@ def _check_loop_measured_and_stopped(out: Path, loss_lines: int, parameters: int
     (window,) = rank.windows
     assert window.wall_s == pytest.approx(sum(window.step_s))
     assert window.cpu_time_s is not None and len(window.cpu_time_s) == 4
+    # the cell's calibration, timed once after the measured steps by the rank's own thread
+    assert window.calibration_timer == "thread_time"
+    assert window.calibration_s is not None and window.calibration_wall_s is not None
+    assert len(window.calibration_s) == len(window.calibration_wall_s) == CALIBRATION_REPS
+    assert all(s > 0 for s in window.calibration_s)
+    assert window.calibration_cost_s is not None and window.calibration_cost_s > 0
     # FLOPs are counted on step 2 with one more warm-up step after it: not with 2
     assert rank.flops_per_step is None
     assert (
@@ -526,6 +533,25 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
         "gradient_bytes": 644,
         "optimizer_state_bytes": 0,
     }
+
+
+def test_the_calibration_after_the_measured_steps_changes_no_loss_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job measured for 4 steps and let run on: the calibration timed after them draws its
+    matrix from a generator of its own and gives the job back its thread count, so every later
+    loss (dropout drawing from torch's global stream) is the bare run's."""
+    import torch
+
+    threads = torch.get_num_threads()
+    bare = train_here(dropout=0.2)
+    out = tmp_path / "out"
+    with probe_here(probe_env(out, warmup=2, steps=4, stop=False)):
+        probed = train_here(dropout=0.2)
+    assert probed.exit is None and probed.losses == bare.losses
+    assert torch.get_num_threads() == threads
+    (window,) = only_rank(out).windows
+    assert window.calibration_s is not None and len(window.calibration_s) == CALIBRATION_REPS
 
 
 def test_the_probe_never_changes_the_losses_in_process(
@@ -804,11 +830,14 @@ def test_a_rank_file_round_trips_and_a_bad_one_is_a_finding(tmp_path: Path) -> N
 
 def test_measured_steps_split_into_blocks_for_the_repeats() -> None:
     from torchscale.rank.own_job.reading import in_blocks
+    from torchscale.rank.worker.aggregate import rank_calibration
     from torchscale.rank.worker.measure import Window
 
     steps = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]
     phases: dict[str, list[float | None]] = {"data": [s / 10 for s in steps]}
     window = Window(sum(steps), steps, phases, cpu_wait_s=list(steps), cpu_time_s=None)
+    window.calibration_s, window.calibration_wall_s = [1e-3] * 16, [2e-3] * 16
+    window.calibration_cost_s, window.calibration_timer = 0.05, "thread_time"
     rank = OwnJobMeasurement(0, "h", "perf_counter", 7, [], [window], samples_per_step=[8] * 7)
     blocks = in_blocks(rank, 3)
     assert blocks.steps == 3 and [w.step_s for w in blocks.windows] == [steps[:3], steps[3:6]]
@@ -816,6 +845,11 @@ def test_measured_steps_split_into_blocks_for_the_repeats() -> None:
     assert (blocks.windows[1].phases or {})["data"] == pytest.approx([0.04, 0.05, 0.06])
     assert blocks.windows[1].cpu_wait_s == steps[3:6] and blocks.windows[1].cpu_time_s is None
     assert blocks.samples_per_step == [8] * 6
+    # the calibration, timed once after every step, is counted once: the last block's
+    assert [w.calibration_s is None for w in blocks.windows] == [True, False]
+    calibration = rank_calibration(blocks)
+    assert calibration is not None and calibration.device_s == [[1e-3] * 16]
+    assert calibration.cost_s == [0.05] and calibration.timer == "thread_time"
     assert in_blocks(rank, 8) is rank  # fewer steps than one block: as measured
 
 

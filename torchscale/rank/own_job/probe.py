@@ -75,6 +75,9 @@ FSDP2_HOOKS = {"code": "unavailable.fsdp2_hooks", "figures": {}}
 MARKED_STEPS = {"code": "unavailable.marked_steps", "figures": {}}
 MARKER_CLOCK = -1  # `clock_id` where torchscale.mark_step() ends the steps (no id() is -1)
 HOOKS_MISSED = {"code": "unavailable.hooks_missed", "figures": {}}
+# the built-in cell's calibration (rank/worker/calibration.py), timed once after the measured
+# steps instead of after each of a cell's windows: twice its repetitions, about 15 ms on a core
+CALIBRATION_REPS = 16
 
 
 @dataclass(frozen=True)
@@ -619,7 +622,9 @@ class Probe:
         self.off = not window_follows  # nothing after the measurement (and window) is marked
         if self.role is None:
             self.rank = self._rank()
-        data = self.measurement()
+        data = self.measurement()  # its peaks read before the calibration's tensors exist
+        if data["windows"]:
+            data["windows"][0].update(self._calibrated())
         _write_json(self.settings.folder / PROBE_FILE.format(rank=self.rank), data)
 
     def measurement(self) -> dict[str, Any]:
@@ -678,6 +683,36 @@ class Probe:
             "framework": self.framework,
             "loader": self.loader,
             **self._step_facts(),
+        }
+
+    def _calibrated(self) -> dict[str, Any]:
+        """The fixed work a built-in cell's rank times (calibration.py), timed here by every
+        rank after the same step, its last measured one, so a compute straggler reads as a
+        slower device or more work; nothing where it fails (the reading then says none was
+        timed). A CPU rank times it on one thread, as a cell's rank runs, the job's thread
+        count restored after."""
+        import torch
+
+        from torchscale.rank.worker.calibration import Calibration
+
+        device = self.clock.device or torch.device("cpu")
+        threads = torch.get_num_threads()
+        try:
+            if device.type == "cpu":
+                torch.set_num_threads(1)  # all of it on the thread whose CPU clock times it
+            began = time.perf_counter()
+            calibration = Calibration(device, CALIBRATION_REPS)
+            device_s, wall_s = calibration.run()
+            cost_s = time.perf_counter() - began
+        except Exception:  # fail open: the job's measurement stands without it
+            return {}
+        finally:
+            torch.set_num_threads(threads)
+        return {
+            "calibration_s": device_s,
+            "calibration_wall_s": wall_s,
+            "calibration_cost_s": cost_s,
+            "calibration_timer": calibration.timer,
         }
 
     def _step_facts(self) -> dict[str, Any]:

@@ -71,10 +71,22 @@ def _cut(window: Window, cut: slice) -> Window:
     )
 
 
+def _uncalibrated(window: Window) -> Window:
+    """A block before the last: the calibration timed after all the steps is the last's."""
+    return replace(
+        window,
+        calibration_s=None,
+        calibration_wall_s=None,
+        calibration_cost_s=None,
+        calibration_timer=None,
+    )
+
+
 def in_blocks(rank: OwnJobMeasurement, block: int) -> OwnJobMeasurement:
     """The rank's measured steps as consecutive windows of `block` steps each (the repeats
     the aggregation reads: a throughput per window, its spread across them); the steps after
-    the last whole block are left out, and so are their samples."""
+    the last whole block are left out, and so are their samples. The calibration timed after
+    the steps is the last block's alone."""
     if block < 1:
         raise ValueError(f"block must be >= 1, not {block}")
     steps = [i for w in rank.windows for i in range(len(w.step_s))]
@@ -83,6 +95,7 @@ def in_blocks(rank: OwnJobMeasurement, block: int) -> OwnJobMeasurement:
     (whole,) = rank.windows
     count = len(steps) // block
     windows = [_cut(whole, slice(k * block, (k + 1) * block)) for k in range(count)]
+    windows = [*map(_uncalibrated, windows[:-1]), windows[-1]]
     kept = count * block
     return replace(
         rank,

@@ -353,10 +353,10 @@ def throughput_record(
 
 
 def rank_calibration(rank: RankMeasurement) -> RankCalibration | None:
-    """The calibration the rank timed after each synchronised window; None where a window
-    has none (no calibration timed)."""
-    windows = rank.windows
-    if not windows or any(w.calibration_s is None for w in windows):
+    """The calibration the rank timed after each synchronised window (a cell's), or once
+    after its measured steps (a user's job's: its last block's); None where none was timed."""
+    windows = [w for w in rank.windows if w.calibration_s is not None]
+    if not windows:
         return None
     return RankCalibration(
         timer="cuda_events" if windows[0].calibration_timer == "cuda_events" else "thread_time",

@@ -27,14 +27,15 @@ CUDA_SIDE, CUDA_INNER = 2048, 4  # a few hundred microseconds on a data-centre G
 class Calibration:
     """The fixed work of one rank on its device, made once and timed per window."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, reps: int = REPS) -> None:
         self.device = device
+        self.reps = reps
         self.timer = "cuda_events" if device.type == "cuda" else "thread_time"
         self._a: torch.Tensor | None = None
         self._out: torch.Tensor | None = None
 
     def run(self) -> tuple[list[float], list[float]]:
-        """(device seconds, wall seconds) of each of REPS repetitions, one untimed first."""
+        """(device seconds, wall seconds) of each of `reps` repetitions, one untimed first."""
         if self._a is None:  # made at the first window, on the device the windows ran on
             side = CUDA_SIDE if self.device.type == "cuda" else CPU_SIDE
             generator = torch.Generator().manual_seed(0)  # the same matrix on every rank
@@ -55,7 +56,7 @@ class Calibration:
 
     def _cpu(self) -> tuple[list[float], list[float]]:
         device_s, wall_s = [], []
-        for _ in range(REPS):
+        for _ in range(self.reps):
             cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
             self._once()
             cpu1, wall1 = time.thread_time_ns(), time.perf_counter_ns()
@@ -66,7 +67,7 @@ class Calibration:
     def _cuda(self) -> tuple[list[float], list[float]]:
         events = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            for _ in range(REPS)
+            for _ in range(self.reps)
         ]
         torch.cuda.synchronize(self.device)
         wall_s = []
