@@ -107,6 +107,24 @@ def test_a_users_jobs_one_calibration_after_its_steps_tells_them_apart(
     assert split.straggler.device is not None and split.straggler.device.code == code
 
 
+@pytest.mark.parametrize(("in_model", "phase"), [(False, "loop"), (True, "forward")])
+def test_a_users_jobs_extra_forward_is_told_its_models_or_its_loops(
+    in_model: bool, phase: str
+) -> None:
+    """Rank 1's 3 ms more forward phase, where the probe marked the model's forward on every
+    step: inside that forward it is `forward`, outside it (a checkpoint, an evaluation) the
+    loop's own work, said as outside its forward and backward."""
+    steps = step_table(delay=(1, "forward", 3.0))
+    late = (steps["rank"] == 1).astype(float) * (0.0 if in_model else 3e-3)
+    steps = steps.assign(model_forward=steps["forward"] * 0.8 - late)
+    split = timers_step_split(steps, None)
+    assert split is not None and split.straggler is not None
+    verdict = split.straggler
+    assert (verdict.rank, verdict.kind, verdict.phase) == (1, "compute", phase)
+    said = "outside its forward and backward" if phase == "loop" else "compute in forward"
+    assert said in verdict_words.straggler_text(verdict, 2)
+
+
 def test_ranks_sharing_a_gpu_get_no_device_reading() -> None:
     """Two ranks on one GPU (launcher.ranks_per_gpu: 2), rank 1's CUDA-timed calibration 1.8x
     the other's: each times a GPU its neighbour drives too, so no "slower GPU: replace or

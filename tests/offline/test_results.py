@@ -71,6 +71,7 @@ def test_steps_and_ranks_tables() -> None:
     phases = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"]
     phases += ["cpu_wait_s", "cpu_time_s"]  # not phases: the thread's wait for and time on a CPU
     phases += ["comm_hold_s", "comm_hold_backward_s"]  # nor these: a DDP comm hook's hold
+    phases += ["model_forward_s"]  # nor this: a user's job's model's forward, in its forward
     assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s", *phases]
     assert steps[phases].isna().all().all()  # 0.1.0's step files hold no phase times or CPU clocks
     w2 = steps[steps["cell_id"] == TINY_W2]

@@ -340,10 +340,12 @@ def train_here(
     dropout: float = 0.0,
     no_optimizer: bool = False,
     at_end: Callable[[], object] | None = None,
+    chore_s: float = 0.0,
 ) -> Ran:
     """TRAIN's loop, with its options, run in this process (torch's random state as it was
     after); `at_end`: called where the loop ran to its end, its models and optimizers still
-    alive (as a job's are at its exit)."""
+    alive (as a job's are at its exit); `chore_s`: the loop's own work after each optimizer
+    step (a checkpoint's), outside the model."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -410,6 +412,7 @@ def train_here(
                         with torch.no_grad():
                             for vx, _ in held_out:
                                 model(vx)
+                    time.sleep(chore_s)
         except SystemExit as stopped:
             return Ran(losses, stopped.code, parameters)
         if at_end is not None:
@@ -533,6 +536,27 @@ def test_the_probe_never_changes_the_losses(tmp_path: Path) -> None:
         "gradient_bytes": 644,
         "optimizer_state_bytes": 0,
     }
+
+
+def test_the_models_forward_is_marked_apart_from_the_loops_own_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model (the module holding the optimizer's parameters) is hooked at the first
+    step's end: its training forward is `model_forward_s`, inside the forward phase; the loop's
+    own 20 ms after each optimizer step, and an evaluation's forward with grad off, are not."""
+    chore_s = 0.02
+    out = tmp_path / "out"
+    with probe_here(probe_env(out, warmup=2, steps=4, stop=True)) as probe:
+        train_here(evaluate=True, chore_s=chore_s)
+        assert len(probe.model_hooks) == 2  # a pre and a post hook on the one Sequential
+    (window,) = only_rank(out).windows
+    assert window.phases is not None and window.model_forward_s is not None
+    forward = window.phases["forward"]
+    assert len(window.model_forward_s) == len(forward) == 4
+    for model_s, forward_s in zip(window.model_forward_s, forward, strict=True):
+        assert model_s is not None and forward_s is not None
+        assert 0 < model_s < 0.005  # a 8x16x1 MLP on 16 samples, as marked
+        assert forward_s - model_s >= chore_s * 0.9  # the chore is the loop's, not the model's
 
 
 def test_the_calibration_after_the_measured_steps_changes_no_loss_after_it(

@@ -41,8 +41,18 @@ CPU_TIME = "cpu_time"
 # registers a hook (rank/worker/comm_hold.py); DDP's built-in all-reduce has no hook to time.
 COMM_HOLD = "comm_hold"
 COMM_HOLD_BACKWARD = "comm_hold_backward"
+# not a phase: inside a user's job's forward phase (the rest of its loop), the seconds inside
+# the forward of its model, the outermost module holding its optimizer's parameters
+# (rank/own_job/probe.py); `model_forward_s` in the step records. A cell's forward phase is its
+# model's forward and loss alone: not recorded there
+MODEL_FORWARD = "model_forward"
+# what the straggler test names where MODEL_FORWARD is measured: the forward phase less it,
+# the loop's own work outside its model's forward and backward (a checkpoint, an evaluation)
+LOOP = "loop"
+# what a step record times besides its phases, each where it was measured
+STEP_EXTRAS = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD, MODEL_FORWARD)
 # what a step record times (each as `seconds_column`): the phases, then the rest it measures
-STEP_RECORD_TIMES = (*STEP_PHASES, CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
+STEP_RECORD_TIMES = (*STEP_PHASES, *STEP_EXTRAS)
 RANGE_PREFIX = "torchscale:"  # of every range and mark torchscale writes into a trace
 # the range around an injected delay: work the rank does inside a phase, not a phase itself
 INJECTED_DELAY_RANGE = f"{RANGE_PREFIX}injected_delay"

@@ -10,6 +10,7 @@ from typing import Any
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.diagnosis import Diagnosis, Estimate, StepPattern, StragglerVerdict
+from torchscale.contracts.step_phases import LOOP
 from torchscale.contracts.wording import Phrases, spell
 from torchscale.contracts.wording.figures import seconds_text
 
@@ -108,6 +109,8 @@ def kind_words(kind: str | None, phase: str | None) -> str:
     verdict without a kind: its slow phase."""
     if kind is None:
         return f"slow in {phase}" if phase else "slow own work"
+    if kind == "compute" and phase == LOOP:
+        return "compute outside its forward and backward"
     if kind == "compute" and phase:
         return f"compute in {phase}"
     return KIND_WORDS[kind]

@@ -154,6 +154,9 @@ class Probe:
         self.data_depth = 0
         self.bwd_depth = 0
         self.coll_depth = 0
+        self.forward_depth = 0  # inside the hooked model's forward (a nested call counts once)
+        self.forward_start: Any = None
+        self.model_hooks: list[Any] = []  # the handles of the hooks on the model's forward
         self.count = 0  # optimizer steps done
         self.batches = 0
         self.backward_calls = 0
@@ -485,10 +488,65 @@ class Probe:
             for p in params:
                 p.register_post_accumulate_grad_hook(self._grad)
             self.grad_expected = len(params)
+        if params:
+            self._hook_model(params)
         from torchscale.rank.telemetry.cpu_wait import thread_clock
 
         self.sched = thread_clock()
         self._keep_on_sigterm()
+
+    def _hook_model(self, params: list[Any]) -> None:
+        """Hook the forward of the job's model, the outermost modules holding the clock's
+        parameters, found once among the process's objects (at the first step's end, a warm-up
+        step), so the loop's own work outside it (a checkpoint, an evaluation, logging) is
+        told apart from its forward. A module compiled in place (`Module.compile`) is left
+        unhooked: a hook there would be traced into its graph."""
+        import gc
+
+        from torch.nn import Module
+
+        owned = {id(p) for p in params}
+        holders = [
+            o
+            for o in gc.get_objects()
+            if issubclass(type(o), Module) and any(id(p) in owned for p in o.parameters())
+        ]
+        inner = {id(m) for h in holders for m in h.modules() if m is not h}
+        for module in holders:
+            if id(module) in inner or getattr(module, "_compiled_call_impl", None) is not None:
+                continue
+            self.model_hooks.append(module.register_forward_pre_hook(self._forward_pre))
+            post = module.register_forward_hook(self._forward_post, always_call=True)
+            self.model_hooks.append(post)
+
+    def _forward_pre(self, module: Any, args: Any) -> None:
+        import torch
+
+        if torch.compiler.is_compiling() or threading.get_ident() != self.thread:
+            return  # traced by Dynamo, or another thread's call: as if not hooked
+        self.forward_depth += 1
+        if self.forward_depth > 1 or self.off or self.bwd_depth or not torch.is_grad_enabled():
+            return  # nested, or not a training forward (an evaluation's is the loop's work)
+        try:
+            self.forward_start = self.clock.mark()
+        except Exception as exc:
+            self.fail(exc)
+
+    def _forward_post(self, module: Any, args: Any, output: Any) -> None:
+        import torch
+
+        if torch.compiler.is_compiling() or threading.get_ident() != self.thread:
+            return
+        self.forward_depth = max(0, self.forward_depth - 1)
+        if self.forward_depth or self.forward_start is None:
+            return
+        start, self.forward_start = self.forward_start, None
+        if self.off:
+            return
+        try:
+            self._begin().model_forward.append((start, self.clock.mark()))
+        except Exception as exc:
+            self.fail(exc)
 
     def _keep_on_sigterm(self) -> None:
         """SIGTERM's default ends Python without atexit: where the job left it at the
@@ -659,6 +717,9 @@ class Probe:
                     "phase_notes": notes,
                     "cpu_wait_s": [st.cpu_wait_s for st in measured],
                     "cpu_time_s": [st.cpu_time_s for st in measured],
+                    "model_forward_s": (
+                        [st.model_forward_s for st in measured] if self.model_hooks else None
+                    ),
                 }
             )
         return {

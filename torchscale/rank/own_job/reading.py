@@ -68,6 +68,7 @@ def _cut(window: Window, cut: slice) -> Window:
         phases=phases,
         cpu_wait_s=part(window.cpu_wait_s),
         cpu_time_s=part(window.cpu_time_s),
+        model_forward_s=part(window.model_forward_s),
     )
 
 

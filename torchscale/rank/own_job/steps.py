@@ -10,7 +10,9 @@ called outside backward, data and the optimizer (None when the split cannot be m
 collectives are then in forward);
 optimizer = inside `step` less the closure it called (Lightning's, whose forward, backward
 and data are those phases) or, without one, the data and backward inside it;
-forward = the rest (forward, loss, logging: everything the user's loop does besides).
+forward = the rest (forward, loss, logging: everything the user's loop does besides), of
+which the model's own forward calls are marked apart where the probe hooked its model
+(`model_forward_s`: the rest of forward is the loop's own work).
 A mark is a perf_counter reading on CPU, a CUDA event on GPUs (read once it has completed: no
 added synchronize), so every phase is in the device's time, as the worker's are.
 """
@@ -73,6 +75,8 @@ class StepMarks:
     nested: list[tuple[Mark, Mark]] = field(default_factory=list)
     # (start, end) of blocking collectives called outside backward, data and the optimizer
     collectives: list[tuple[Mark, Mark]] = field(default_factory=list)
+    # (start, end) of each outermost call of the hooked model's forward (probe.py)
+    model_forward: list[tuple[Mark, Mark]] = field(default_factory=list)
     end: Mark | None = None
     samples: int | None = None
     tokens: int | None = None
@@ -82,7 +86,7 @@ class StepMarks:
 
     def marks(self) -> list[Mark]:
         out = [self.start, self.end]
-        pairs = self.data + self.optimizer + self.nested + self.collectives
+        pairs = self.data + self.optimizer + self.nested + self.collectives + self.model_forward
         out += [m for pair in pairs for m in pair]
         out += [m for b in self.backward for m in (b.start, b.grad, b.end)]
         return [m for m in out if m is not None]
@@ -96,6 +100,7 @@ class StepSeconds:
     tokens: int | None
     cpu_wait_s: float | None
     cpu_time_s: float | None
+    model_forward_s: float | None = None  # None: no forward of the model marked in the step
 
 
 def resolve(step: StepMarks, clock: Clock) -> StepSeconds:
@@ -133,7 +138,9 @@ def resolve(step: StepMarks, clock: Clock) -> StepSeconds:
     if step.sched_start is not None and step.sched_end is not None:
         wait_s = max(0.0, step.sched_end[0] - step.sched_start[0])
         time_s = max(0.0, step.sched_end[1] - step.sched_start[1])
-    return StepSeconds(whole, phases, step.samples, step.tokens, wait_s, time_s)
+    model = sum(span(a, b) for a, b in step.model_forward) if step.model_forward else None
+    model_s = None if model is None else min(model, forward)  # inside forward, by the clocks
+    return StepSeconds(whole, phases, step.samples, step.tokens, wait_s, time_s, model_s)
 
 
 # ---------------------------------------------------------------------------- batch counts

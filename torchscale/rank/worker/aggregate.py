@@ -41,10 +41,7 @@ from torchscale.contracts.schema.cell_warning import CellWarning
 from torchscale.contracts.schema.diagnosis import Diagnosis, NoSyncWindow, Reason
 from torchscale.contracts.shared_gpu import gpus_for
 from torchscale.contracts.step_phases import (
-    COMM_HOLD,
-    COMM_HOLD_BACKWARD,
-    CPU_TIME,
-    CPU_WAIT,
+    STEP_EXTRAS,
     STEP_PHASES,
     seconds_column,
 )
@@ -122,11 +119,11 @@ def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
 
 def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     """Every synchronised step of every rank with its phase seconds: (window, step, rank,
-    step_s, data, forward, backward, grad_sync_wait, optimizer, cpu_wait, cpu_time, comm_hold,
-    comm_hold_backward); phases None without timing, the others None where they were not
-    measured."""
+    step_s, data, forward, backward, grad_sync_wait, optimizer, then STEP_EXTRAS: cpu_wait,
+    cpu_time, comm_hold, comm_hold_backward, model_forward); phases None without timing, the
+    others None where they were not measured."""
     rows = []
-    extras = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
+    extras = STEP_EXTRAS
     for r in ranks:
         for window, w in enumerate(r.windows):
             for step, seconds in enumerate(w.step_s):

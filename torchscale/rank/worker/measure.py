@@ -21,7 +21,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.schema.diagnosis import Reason
-from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, CPU_TIME, CPU_WAIT
+from torchscale.contracts.step_phases import STEP_EXTRAS
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
@@ -66,6 +66,9 @@ class Window:
     # before the last gradient (comm_hold.py); None: no hook was timed
     comm_hold_s: list[float | None] | None = None
     comm_hold_backward_s: list[float | None] | None = None
+    # per step, a user's job's seconds inside its model's forward (step_phases.MODEL_FORWARD);
+    # None: not marked (a cell; a job whose model the probe could not hook)
+    model_forward_s: list[float | None] | None = None
     # the fixed calibration timed after the closing edge (calibration.py): device and wall
     # seconds per rep, and the wall seconds the whole calibration took (its cost to the run)
     calibration_s: list[float] | None = None
@@ -74,11 +77,17 @@ class Window:
     calibration_timer: str | None = None  # Calibration.timer
 
     def step_extras(self, step: int) -> dict[str, float | None]:
-        """The step's CPU wait and time and comm holds, by their step_phases names: those the
-        window measured (the steps table and the step records both read them here)."""
-        names = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
-        lists = (self.cpu_wait_s, self.cpu_time_s, self.comm_hold_s, self.comm_hold_backward_s)
-        return {n: v[step] for n, v in zip(names, lists, strict=True) if v is not None}
+        """The step's CPU wait and time, comm holds and model forward, by their step_phases
+        names: those the window measured (the steps table and the step records both read them
+        here)."""
+        lists = (
+            self.cpu_wait_s,
+            self.cpu_time_s,
+            self.comm_hold_s,
+            self.comm_hold_backward_s,
+            self.model_forward_s,
+        )
+        return {n: v[step] for n, v in zip(STEP_EXTRAS, lists, strict=True) if v is not None}
 
 
 @dataclass

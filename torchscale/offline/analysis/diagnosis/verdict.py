@@ -19,7 +19,7 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.diagnosis import CrossCheck, Estimate, OwnWork, StragglerVerdict
-from torchscale.contracts.step_phases import OWN_WORK_PHASES
+from torchscale.contracts.step_phases import LOOP, MODEL_FORWARD, OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, step_pattern
 from torchscale.offline.analysis.diagnosis.device import Calibrated, device_check
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
@@ -284,9 +284,10 @@ def _phase_tests(
 ) -> dict[str, GapTest]:
     """The candidate's per-step gap over the median of the others' in each own-work phase
     the table has, judged as its cost is (`cost_test`): a stall every k-th step in one phase
-    is that phase's."""
+    is that phase's. A user's job's forward is its model's and its loop's apart (`with_loop`)."""
     tests: dict[str, GapTest] = {}
-    for phase in OWN_WORK_PHASES:
+    steps = with_loop(steps)
+    for phase in (*OWN_WORK_PHASES, LOOP):
         if phase not in steps.columns:
             continue
         table = steps.pivot_table(index=["window", "step"], columns="rank", values=phase).dropna()
@@ -298,6 +299,21 @@ def _phase_tests(
             cost, paired_gap_test(diff, min_effect_s=min_effect, alpha=ALPHA)
         )
     return tests
+
+
+def with_loop(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` with a user's job's forward phase cut in two where its model's forward was
+    marked on every step of every rank: `forward` its model's forward, `loop` the rest (the
+    loop's own work outside its model's forward and backward); as it is elsewhere."""
+    if MODEL_FORWARD not in steps.columns or "forward" not in steps.columns:
+        return steps
+    timed = steps["forward"].notna()
+    model = steps[MODEL_FORWARD]
+    if not timed.any() or model[timed].isna().any():
+        return steps
+    forward = steps["forward"].astype(float)
+    model = model.astype(float).clip(upper=forward)
+    return steps.assign(forward=model, **{LOOP: (forward - model).clip(lower=0.0)})
 
 
 def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]:
