@@ -18,9 +18,10 @@ Each run keeps the profile's default traced window after its measured steps, as 
 it: the verdict must be the measured steps', whatever the few traced ones hold.
 Printed per scenario: right rank and kind (a balanced one: nobody named), with 95 %
 Clopper-Pearson intervals, what was named instead, and the load before and after (other work
-on the machine makes the rates noise: said, not judged); for a compute straggler of more work
-(sorted shards), how often the calibration the probe times after the measured steps read it
-as more work, not a slower core.
+on the machine makes the rates noise: said, not judged); of the runs named right, how often
+rank 0's checkpoint and evaluation were placed in its loop, outside its model's forward and
+backward, and how often sorted shards' extra compute was read as more work (not a slower
+core) by the calibration the probe times after the measured steps.
 
     python benchmarks/own_job_rates.py [--repeats 5] [--only LABEL,...]
 """
@@ -46,9 +47,10 @@ HELD_OUT = HERE / "own_job_heldout"
 BIN = Path(sys.executable).parent
 WARMUP, STEPS = 3, 40
 SLOW = ("--slow-rank", "1", "--slow-ms", "30")
-# what a run named: (rank, kind, period of its pattern or None, the calibration's reading of
-# a compute straggler or None), None for nobody, or why it has no verdict
-Outcome = tuple[int, str, int | None, str | None] | str | None
+# what a run named: (rank, kind, period of its pattern or None, its slow phase or None, the
+# calibration's reading of a compute straggler or None), None for nobody, or why it has no
+# verdict
+Outcome = tuple[int, str, int | None, str | None, str | None] | str | None
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Scenario:
     held_out: bool
     launcher: str = "torchrun"
     device: str | None = None  # the calibration's reading a compute straggler should get
+    phase: str | None = None  # where in the step its work falls, where that is known
 
 
 SCENARIOS = (
@@ -88,9 +91,15 @@ SCENARIOS = (
         ("--every", "4"),
         (0, "compute", 4),
         True,
+        phase="loop",
     ),
     Scenario(
-        "rank 0 eval every 5", HELD_OUT / "rank0_eval.py", ("--every", "5"), (0, "compute", 5), True
+        "rank 0 eval every 5",
+        HELD_OUT / "rank0_eval.py",
+        ("--every", "5"),
+        (0, "compute", 5),
+        True,
+        phase="loop",
     ),
     Scenario(
         "accelerate slow loader",
@@ -155,7 +164,7 @@ def named(scenario: Scenario, out: Path) -> Outcome:
     pattern = verdict.pattern
     period = pattern.period if pattern is not None and pattern.shape == "periodic" else None
     device = verdict.device.code if verdict.device is not None else None
-    return (verdict.rank or 0, str(verdict.kind), period, device)
+    return (verdict.rank or 0, str(verdict.kind), period, verdict.phase, device)
 
 
 def right(expected: tuple[int, str, int | None] | None, got: Outcome) -> bool:
@@ -174,10 +183,13 @@ def summary(scenario: Scenario, outcomes: list[Outcome]) -> str:
         wanted = f"rank {rank}, {kind}" + (f", every {period}th" if period else "")
     others = sorted({str(o) for o in outcomes if not right(scenario.expected, o)})
     line = f"{scenario.label:26} {wanted:26} {rate(hits, len(outcomes))}"
-    if scenario.device is not None:  # of the runs that named it right
-        read = [o[3] for o in outcomes if right(scenario.expected, o) and isinstance(o, tuple)]
-        agreed = sum(1 for d in read if d == scenario.device)
-        line += f"; read as {scenario.device} {rate(agreed, len(read))}"
+    hit = [o for o in outcomes if isinstance(o, tuple) and right(scenario.expected, o)]
+    if scenario.phase is not None:  # of the runs that named it right
+        placed = sum(1 for o in hit if o[3] == scenario.phase)
+        line += f"; in {scenario.phase} {rate(placed, len(hit))}"
+    if scenario.device is not None:
+        agreed = sum(1 for o in hit if o[4] == scenario.device)
+        line += f"; read as {scenario.device} {rate(agreed, len(hit))}"
     return line + (f"; otherwise: {', '.join(others)}" if others else "")
 
 

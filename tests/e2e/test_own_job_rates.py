@@ -50,18 +50,31 @@ def test_the_tally_counts_the_expected_outcome_and_says_what_else_was_named(
     bench: ModuleType,
 ) -> None:
     slow = next(s for s in bench.SCENARIOS if s.expected == (1, "input", None))
-    outcomes = [(1, "input", None, None), (1, "input", 3, None), None, (0, "host", None, None)]
+    outcomes = [
+        (1, "input", None, "data", None),
+        (1, "input", 3, "data", None),
+        None,
+        (0, "host", None, None, None),
+    ]
     line = bench.summary(slow, outcomes)
     assert "rank 1, input" in line and "2/4 [" in line  # any pattern will do
-    assert line.endswith("otherwise: (0, 'host', None, None), None")
-    # work every Nth step: its rank, kind and period, or not right
+    assert line.endswith("otherwise: (0, 'host', None, None, None), None")
+    # work every Nth step: its rank, kind and period, or not right; where in the step, of those
     periodic = next(s for s in bench.SCENARIOS if s.expected == (0, "compute", 4))
-    outcomes = [(0, "compute", 4, None), (0, "compute", None, None), (0, "compute", 8, None)]
+    outcomes = [
+        (0, "compute", 4, "loop", None),
+        (0, "compute", None, "loop", None),
+        (0, "compute", 8, "forward", None),
+    ]
     line = bench.summary(periodic, outcomes)
-    assert "rank 0, compute, every 4th" in line and "1/3 [" in line
+    assert "rank 0, compute, every 4th" in line and "1/3 [" in line and "in loop 1/1 [" in line
     # more work: how often the calibration read it so, of the runs that named it
     more = next(s for s in bench.SCENARIOS if s.device == "straggler.more_work")
-    outcomes = [(1, "compute", None, "straggler.more_work"), (1, "compute", None, "x"), None]
+    outcomes = [
+        (1, "compute", None, "forward", "straggler.more_work"),
+        (1, "compute", None, "backward", "x"),
+        None,
+    ]
     line = bench.summary(more, outcomes)
     assert "2/3 [" in line and "read as straggler.more_work 1/2 [" in line
     balanced = next(s for s in bench.SCENARIOS if s.expected is None)

@@ -145,6 +145,18 @@ def test_result_counts_its_edge_steps_and_says_why_a_cpu_cell_has_no_probe() -> 
     assert result.unavailable["host_bound"] == coded("unavailable.host_bound_cpu")
 
 
+def test_a_users_job_on_a_gpu_is_told_its_busy_share_unmeasured_not_a_cpu() -> None:
+    """Every CUDA rank of a cell traces; a user's job on a GPU takes no busy trace, so its
+    null share says that, never "CPU device"."""
+    from torchscale.rank.worker.aggregate import host_bound_block
+
+    ranks = [make_rank(0, [0.04, 0.04]), make_rank(1, [0.04, 0.04])]
+    record, why = host_bound_block(ranks, device="cuda")
+    assert record is None and why == {"host_bound": coded("unavailable.host_bound_own_job")}
+    assert "CPU" not in say(why["host_bound"])
+    assert host_bound_block(ranks)[1] == {"host_bound": coded("unavailable.host_bound_cpu")}
+
+
 # ===================================================================== the busy trace's rule
 
 

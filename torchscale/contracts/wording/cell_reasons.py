@@ -215,6 +215,10 @@ PHRASES: Phrases = {
         "communication or names a straggler; profile the cell (`torchscale profile`) for both"
     ),
     "unavailable.host_bound_cpu": "CPU device: every step is host time; host-bound applies to GPUs",
+    "unavailable.host_bound_own_job": (
+        "a user's job takes no busy trace (the CUDA-only capture a cell takes after its "
+        "windows): its GPU's busy share is not measured"
+    ),
     "unavailable.pipeline_phases": (
         "pipelines interleave the micro-batches' forward and backward inside the schedule: no "
         "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "

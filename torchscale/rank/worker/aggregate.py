@@ -532,14 +532,17 @@ def read_steps(rank: RankMeasurement) -> int:
 
 
 def host_bound_block(
-    ranks: Sequence[RankMeasurement], ranks_per_gpu: int = 1
+    ranks: Sequence[RankMeasurement], ranks_per_gpu: int = 1, device: str = "cpu"
 ) -> tuple[HostBound | None, dict[str, Reason]]:
     """The busy trace's verdict for a GPU cell (every rank traced); null with the reason on
-    CPU, where every step is host time, and where ranks share a GPU: a rank's trace sees its
-    own kernels only, never the GPU's whole busy time."""
+    CPU, where every step is host time, in a user's job on a GPU, whose probe takes no busy
+    trace, and where ranks share a GPU: a rank's trace sees its own kernels only, never the
+    GPU's whole busy time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
     if len(traced) < len(ranks):
-        return None, {"host_bound": coded("unavailable.host_bound_cpu")}
+        # a cell's every CUDA rank traces (busy_trace.py): untraced on a GPU is a user's job
+        why = "unavailable.host_bound_cpu" if device != "cuda" else "unavailable.host_bound_own_job"
+        return None, {"host_bound": coded(why)}
     if ranks_per_gpu > 1:
         shared = Finding(code=SHARED_GPU_TRACE, figures={"ranks_per_gpu": ranks_per_gpu})
         traced = [BusyReading(r.rank, r.steps, reason=shared) for r in traced]
@@ -608,7 +611,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     warnings += compile_warnings
     warnings += facts.warnings
     unavailable.update(why_not)
-    host_bound = known(host_bound_block(ranks, spec.cell.ranks_per_gpu))
+    host_bound = known(host_bound_block(ranks, spec.cell.ranks_per_gpu, spec.cell.device))
     fixed_costs = known(fixed_costs_record([r.fixed for r in ranks]))
 
     return CellResult(
