@@ -71,10 +71,7 @@ class StragglerVerdict(Record):
 
     named: bool = Field(description="true only when the test is significant and evidence agrees")
     rank: int | None = Field(description="the straggler; null unless named")
-    phase: str | None = Field(
-        description="its slow phase (a user's job's also 'loop': its loop's own work outside "
-        "its model's forward and backward); null unless one is significant"
-    )
+    phase: str | None = Field(description="its slow phase; null unless one is significant")
     candidate_rank: int | None = Field(description="the rank that costs the others most")
     gap_s: Estimate | None = Field(
         description="what the candidate costs the others per step (how far its own work runs "

@@ -76,7 +76,7 @@ MARKED_STEPS = {"code": "unavailable.marked_steps", "figures": {}}
 MARKER_CLOCK = -1  # `clock_id` where torchscale.mark_step() ends the steps (no id() is -1)
 HOOKS_MISSED = {"code": "unavailable.hooks_missed", "figures": {}}
 # the built-in cell's calibration (rank/worker/calibration.py), timed once after the measured
-# steps instead of after each of a cell's windows: twice its repetitions, about 15 ms on a core
+# steps instead of after each of a cell's windows: twice its repetitions, 4-6 ms on an idle core
 CALIBRATION_REPS = 16
 
 
