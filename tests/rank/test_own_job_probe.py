@@ -942,3 +942,90 @@ def test_two_ddp_ranks_stop_at_the_same_step(tmp_path: Path) -> None:
     )
     assert wait >= LATE_MS / 2000 and forward < wait, (wait, forward)
     assert processes_mentioning(str(tmp_path)) == []
+
+
+# ----------------------------------------------------------------------------- busy capture
+
+
+def test_the_busy_capture_follows_the_measured_steps_and_moves_the_window_and_stop() -> None:
+    from torchscale.rank.own_job.trace_window import WindowPlan
+
+    plan = WindowPlan(warmup=2, steps=4, traced=3, busy=3)
+    assert (plan.busy_after, plan.opens_after) == (6, 9)  # measured 3-6, captured 7-9
+    assert list(plan.traced_steps) == [11, 12, 13] and plan.last() == 13
+    assert [n for n in range(1, 14) if plan.measured(n)] == [3, 4, 5, 6]
+    assert WindowPlan(warmup=2, steps=4, traced=0, busy=3).last() == 9  # stops after it
+    assert WindowPlan(2, 4, 3).opens_after == 6  # no capture (CPU): as before
+
+
+@pytest.mark.parametrize("starts", [True, False])
+def test_a_gpu_ranks_busy_capture_joins_its_file_and_the_rank_stops_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, starts: bool
+) -> None:
+    """The CUDA-only capture runs on a GPU only; here a stand-in profiler window shows where
+    the probe opens and closes it (after the last measured step, after the next 3), that its
+    reading joins the rank's file, that the agreed stop moves past it, and that one which
+    cannot start says why and changes no step of the job."""
+    from torchscale.contracts.finding import Finding
+    from torchscale.rank.own_job import busy_window
+    from torchscale.rank.worker.aggregate import host_bound_block
+    from torchscale.rank.worker.busy_trace import BusyReading
+
+    seen: list[tuple[str, int]] = []
+    failed = Finding(code="host_bound.trace_failed", figures={"error": "CUPTI busy"})
+
+    class Capture:
+        def __init__(self, rank: int, device: Any, steps: int) -> None:
+            self.rank, self.steps = rank, steps
+
+        def open(self) -> BusyReading | None:
+            seen.append(("open", probe.count))
+            return None if starts else BusyReading(rank=self.rank, reason=failed)
+
+        def close(self) -> BusyReading:
+            seen.append(("close", probe.count))
+            return BusyReading(rank=self.rank, steps=self.steps, busy_s=0.012, wall_s=0.03)
+
+        def abandon(self) -> None:
+            seen.append(("abandon", probe.count))
+
+    monkeypatch.setattr(busy_window, "BusyWindow", Capture)
+    out = tmp_path / "out"
+    with probe_here(probe_env(out, warmup=2, steps=4, stop=True)) as probe:
+        probe.busy_steps = 3  # as _decide sets it on a CUDA rank
+        ran = train_here()
+    assert ran.exit == 0 and len(ran.losses) == 2 + 4 + 3 - 1  # stopped inside step 9
+    rank = only_rank(out)
+    assert rank.steps == 4 and rank.optimizer_steps == 6  # the measurement as written
+    if starts:
+        assert seen == [("open", 6), ("close", 9)]
+        assert rank.gpu_busy == BusyReading(rank=0, steps=3, busy_s=0.012, wall_s=0.03)
+        record, _ = host_bound_block([rank], device="cuda")
+        assert record is not None and record.gpu_busy_share == pytest.approx(0.4)
+        assert record.host_bound is True  # 40 % busy: under the threshold, host-bound
+    else:
+        assert seen == [("open", 6)]
+        assert rank.gpu_busy == BusyReading(rank=0, reason=failed)
+
+
+def test_a_model_the_probe_cannot_scan_leaves_forward_unsplit_and_the_rest_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module in the process whose `parameters()` raises stops the search for the model:
+    no forward mark (model_forward_s absent), every other figure measured as before."""
+    import torch
+
+    class Odd(torch.nn.Module):
+        def parameters(self, recurse: bool = True) -> Any:
+            raise RuntimeError("no parameters here")
+
+    odd = Odd()
+    out = tmp_path / "out"
+    with probe_here(probe_env(out, warmup=2, steps=4, stop=True)) as probe:
+        ran = train_here()
+        assert probe.model_hooks == []
+    assert odd is not None and ran.exit == 0
+    rank = only_rank(out)
+    (window,) = rank.windows
+    assert rank.steps == 4 and window.model_forward_s is None
+    assert_phases_add_up(rank)

@@ -216,8 +216,9 @@ PHRASES: Phrases = {
     ),
     "unavailable.host_bound_cpu": "CPU device: every step is host time; host-bound applies to GPUs",
     "unavailable.host_bound_own_job": (
-        "a user's job takes no busy trace (the CUDA-only capture a cell takes after its "
-        "windows): its GPU's busy share is not measured"
+        "no busy capture in this job (taken over the steps after the measured ones with the "
+        "torch tool; not under nsys, nor when the job is measured to its end): its GPU's busy "
+        "share is not measured"
     ),
     "unavailable.pipeline_phases": (
         "pipelines interleave the micro-batches' forward and backward inside the schedule: no "

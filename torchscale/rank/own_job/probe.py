@@ -89,10 +89,6 @@ class Settings:
     traced: int = 0  # K steps traced after the measured ones (trace_window.py); 0: none
     tool: str = "torch"
 
-    @property
-    def plan(self) -> WindowPlan:
-        return WindowPlan(self.warmup, self.steps, self.traced)
-
     @classmethod
     def from_env(cls, env: Any = None) -> Settings:
         """The host's settings; a malformed number raises (recorded as a probe failure)."""
@@ -175,6 +171,9 @@ class Probe:
         self.flops: Any = None  # step_facts.FlopCount from the first step's end (torch's)
         self.telemetry = StepTelemetry()
         self.window: TraceWindow | None = None  # the traced window, while it is open
+        self.busy_steps = 0  # the GPU busy capture's steps after the measured ones (0: none)
+        self.busy: Any = None  # busy_window.BusyWindow, while it captures
+        self.data: dict[str, Any] | None = None  # the measurement as written
         self.opt_range: Any = None  # the optimizer's range in the window (entered at pre)
         # wall clock (the host's start-up figures): torch imported, and the first sight of
         # training (the job's own set-up done)
@@ -184,6 +183,11 @@ class Probe:
         # settings of the first DataLoader the training loop drew from
         self.framework: str | None = None
         self.loader: dict[str, Any] | None = None
+
+    @property
+    def plan(self) -> WindowPlan:
+        s = self.settings
+        return WindowPlan(s.warmup, s.steps, s.traced, self.busy_steps)
 
     # ------------------------------------------------------------------ install
 
@@ -480,6 +484,9 @@ class Probe:
             # host's clock, cannot be read against the device's: it is counted, not timed
             self.clock = Clock(cuda[0])
             self.untimed_first = True
+            from torchscale.rank.own_job.busy_window import busy_steps
+
+            self.busy_steps = busy_steps(cuda[0], self.settings.steps, self.settings.tool)
         if optimizer is None:  # a marker names no parameters: no gradient to split at
             self.phase_note = MARKED_STEPS
         elif any(hasattr(p, "to_local") for p in params):  # FSDP2's DTensors: hooks fire late
@@ -489,7 +496,10 @@ class Probe:
                 p.register_post_accumulate_grad_hook(self._grad)
             self.grad_expected = len(params)
         if params:
-            self._hook_model(params)
+            try:
+                self._hook_model(params)
+            except Exception:  # no split of forward, the rest of the probe as it was
+                self._unhook_model()
         from torchscale.rank.telemetry.cpu_wait import thread_clock
 
         self.sched = thread_clock()
@@ -518,6 +528,11 @@ class Probe:
             self.model_hooks.append(module.register_forward_pre_hook(self._forward_pre))
             post = module.register_forward_hook(self._forward_post, always_call=True)
             self.model_hooks.append(post)
+
+    def _unhook_model(self) -> None:
+        for handle in self.model_hooks:
+            handle.remove()
+        self.model_hooks = []
 
     def _forward_pre(self, module: Any, args: Any) -> None:
         import torch
@@ -585,18 +600,23 @@ class Probe:
             self.pending.append((self.count, step))
         self.step = StepMarks(step.end, sched_start=step.sched_end)
         self._count_flops()
-        self.telemetry.step_ended(self.count, self.settings.plan, self.clock.device)
+        self.telemetry.step_ended(self.count, self.plan, self.clock.device)
         if self.clock.device is not None:  # CUDA events are read (and let go) as they complete;
             self._read_completed()  # perf_counter marks wait for write(), outside the steps
         s, n = self.settings, self.count
-        plan = s.plan
+        plan = self.plan
         if self.window is not None and n > plan.opens_after:
             self._window_step(n)
             if self.window is None and not s.steps:  # the export is no measured step's time
                 sched = self.sched.read_both() if self.sched is not None else None
                 self.step = StepMarks(self.clock.mark(), sched_start=sched)
         if s.steps and n >= s.warmup + s.steps and not self.written:
-            self.write(window_follows=bool(plan.traced))
+            self.write(window_follows=bool(plan.traced or plan.busy))
+        if plan.busy and n == plan.busy_after:
+            self._busy_open()
+        elif self.busy is not None and n == plan.opens_after:
+            busy, self.busy = self.busy, None
+            self._keep_busy(busy.close())
         if plan.traced and n == plan.opens_after:
             self.window = opened(s.folder, self.rank, s.tool, plan, self.clock.device, n)
         last = plan.last()
@@ -624,7 +644,7 @@ class Probe:
         s = self.settings
         try:
             window.step_ended(step)
-            if step < s.plan.closes_after:
+            if step < self.plan.closes_after:
                 return
             self.window = None
             window.close()
@@ -651,13 +671,40 @@ class Probe:
                 left.append((number, step))
         self.pending = left
 
+    # ------------------------------------------------------------------ busy capture
+
+    def _busy_open(self) -> None:
+        """After the last measured step: the GPU busy capture over the next steps
+        (busy_window.py); one that cannot start joins the rank's file with its reason."""
+        from torchscale.rank.own_job.busy_window import BusyWindow
+
+        window = BusyWindow(self.rank, self.clock.device, self.plan.busy)
+        why = window.open()
+        if why is None:
+            self.busy = window
+        else:
+            self._keep_busy(why)
+
+    def _keep_busy(self, reading: Any) -> None:
+        """The rank's file written again with the busy reading (`gpu_busy`) beside the
+        measurement it already held."""
+        from torchscale.rank.own_job.busy_window import reading_json
+
+        if self.data is None:
+            return
+        self.data["gpu_busy"] = reading_json(reading)
+        _write_json(self.settings.folder / PROBE_FILE.format(rank=self.rank), self.data)
+
     # ------------------------------------------------------------------ writing
 
     def at_exit(self) -> None:
+        if self.busy is not None:  # the job ended inside the capture: no reading
+            busy, self.busy = self.busy, None
+            busy.abandon()
         if self.window is not None:  # the job ended inside the window: no trace
             window, self.window = self.window, None
             window.abandon()
-            figures = {"error": f"the job ended before step {self.settings.plan.closes_after}"}
+            figures = {"error": f"the job ended before step {self.plan.closes_after}"}
             write_note(self.settings.folder, self.rank, TRACE_FAILED, **figures)
         if self.written or self.role == "inert" or _FAILED:
             return
@@ -684,6 +731,7 @@ class Probe:
         if data["windows"]:
             data["windows"][0].update(self._calibrated())
         _write_json(self.settings.folder / PROBE_FILE.format(rank=self.rank), data)
+        self.data = data
 
     def measurement(self) -> dict[str, Any]:
         """This rank's measurement as the JSON of reading.OwnJobMeasurement (the worker's
@@ -692,7 +740,7 @@ class Probe:
 
         s = self.settings
         warm = [self.done[n].step_s for n in sorted(self.done) if n <= s.warmup]
-        measured = [self.done[n] for n in sorted(self.done) if s.plan.measured(n)]
+        measured = [self.done[n] for n in sorted(self.done) if self.plan.measured(n)]
         findings: list[dict[str, Any]] = []
         if self.count == 0:
             figures = {

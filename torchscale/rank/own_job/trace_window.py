@@ -4,7 +4,8 @@ its traces (rank/worker/capture.py: `rank<k>.trace.json.gz` and `rank<k>.phases.
 it), so the host analyses them with the built-in profile's own reader and combine step.
 
 Where the window lies, in optimizer steps counted from 1 (`WindowPlan`): after the W warm-up
-and N measured steps, one profiler warm-up step (torch.profiler's schedule warm-up: its
+and N measured steps (and, on a GPU, the B steps of the busy capture: busy_window.py), one
+profiler warm-up step (torch.profiler's schedule warm-up: its
 start-up costs land there, untraced), then the K traced steps; with N = 0 (the job measured to
 its own end) the window follows the warm-up and the measured steps follow the window. With a
 stop the rank stops at the window's last step, so every rank still stops at one agreed step.
@@ -50,6 +51,7 @@ class WindowPlan:
     warmup: int
     steps: int  # measured steps; 0: every step after the warm-up and the window
     traced: int  # K; 0: no window
+    busy: int = 0  # B steps of the busy capture after the measured ones (with N > 0 only)
 
     @property
     def span(self) -> int:
@@ -57,9 +59,14 @@ class WindowPlan:
         return PROFILER_WARMUP + self.traced if self.traced else 0
 
     @property
+    def busy_after(self) -> int:
+        """The step whose end starts the busy capture: the last measured one."""
+        return self.warmup + self.steps
+
+    @property
     def opens_after(self) -> int:
         """The step whose end opens the window (the profiler starts in its post hook)."""
-        return self.warmup + self.steps
+        return self.warmup + self.steps + self.busy
 
     @property
     def closes_after(self) -> int:

@@ -9,7 +9,9 @@ and the host pays CUPTI's per-launch cost alone. Fail-open for the profiler's ow
 capture that fails leaves the figure null with its reason, and the cell still succeeds; a
 training step's error is the cell's, as in any window. The cell's share is the busiest
 rank's (the GPU that idles least bounds how busy any GPU is). The pure part
-(`host_bound_record`) is what a CPU test exercises; `trace_rank` is the CUDA side.
+(`host_bound_record`) is what a CPU test exercises; `trace_rank` is the CUDA side. A user's
+job takes the same capture over its own steps (rank/own_job/busy_window.py), so this module
+loads no trainer at import.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch.distributed as dist
 
@@ -28,7 +30,9 @@ from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import HostBound
 from torchscale.rank.worker.steady_state import agree_any
 from torchscale.rank.worker.timing import synchronize
-from torchscale.rank.worker.trainer import Trainer
+
+if TYPE_CHECKING:
+    from torchscale.rank.worker.trainer import Trainer
 
 # enough steps that one launch gap or one slow step does not decide; few enough that a large
 # model's trace stays small and its seconds short

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
@@ -21,7 +22,9 @@ import torch.distributed as dist
 from torchscale.contracts.finding import Finding
 from torchscale.rank.worker.compile_watch import read_compile_counts
 from torchscale.rank.worker.timing import synchronize
-from torchscale.rank.worker.trainer import Trainer
+
+if TYPE_CHECKING:  # the busy capture of a user's job loads this module, never the trainer
+    from torchscale.rank.worker.trainer import Trainer
 
 # the measured windows' collective timeout: max(FLOOR, STEPS x the slowest steady warm-up
 # step), a generous bound (that step still carries the first-call costs compile does not
