@@ -54,7 +54,7 @@ def reports(directory: Path, out: Path) -> dict[str, str]:
             app,
             ["report", "--source", str(directory), "-f", fmt, "-o", str(target), *extra],
             # wide enough that no table cell wraps: a wrapped cell interleaves its columns
-            env={"COLUMNS": "400"} if fmt == "term" else None,
+            env={"COLUMNS": "1000"} if fmt == "term" else None,
         )
         assert result.exit_code == 0, result.output
         page = target.read_text(encoding="utf-8")
