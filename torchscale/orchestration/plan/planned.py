@@ -175,7 +175,6 @@ class Plan:
     cells: list[PlannedCell]
     experiment: str
     resolved: BenchConfig  # the config as its file and --set resolved it, for `config_yaml`
-    description: str  # the config's own words, which tell the workload level's path check
     measurement: MeasurementConfig  # how long cells run (the estimate)
     data: DataConfig  # what the cells read, prepared once before the first launch
     price_per_gpu_hour: float | None  # cost.per_gpu_hour: what each cell is priced at
@@ -200,7 +199,6 @@ class Plan:
             cells=cells,
             experiment=config.experiment_name,
             resolved=config,
-            description=" ".join(config.description.split()),
             measurement=config.measurement,
             data=config.data,
             price_per_gpu_hour=config.cost.per_gpu_hour,
@@ -211,6 +209,11 @@ class Plan:
             notes=tuple(notes),
             scheduler_answer=scheduler_answer,
         )
+
+    @property
+    def description(self) -> str:
+        """The config's own words, which tell the workload level's path check."""
+        return " ".join(self.resolved.description.split())
 
     @cached_property
     def config_yaml(self) -> str:

@@ -29,11 +29,10 @@ from torchscale.rank.worker.busy_trace import (
 OWN_PROFILER = "unavailable.own_profiler"
 
 
-def busy_steps(device: Any, measured_steps: int, tool: str) -> int:
-    """How many steps the busy capture takes in this job: TRACE_STEPS on a CUDA rank whose
+def busy_steps(measured_steps: int, tool: str) -> int:
+    """How many steps a CUDA rank's busy capture takes in this job: TRACE_STEPS where its
     measured steps are counted, under the torch tool; else none."""
-    cuda = device is not None and getattr(device, "type", None) == "cuda"
-    return TRACE_STEPS if cuda and measured_steps > 0 and tool == "torch" else 0
+    return TRACE_STEPS if measured_steps > 0 and tool == "torch" else 0
 
 
 def reading_json(reading: BusyReading) -> dict[str, Any]:

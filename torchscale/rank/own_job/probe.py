@@ -486,7 +486,7 @@ class Probe:
             self.untimed_first = True
             from torchscale.rank.own_job.busy_window import busy_steps
 
-            self.busy_steps = busy_steps(cuda[0], self.settings.steps, self.settings.tool)
+            self.busy_steps = busy_steps(self.settings.steps, self.settings.tool)
         if optimizer is None:  # a marker names no parameters: no gradient to split at
             self.phase_note = MARKED_STEPS
         elif any(hasattr(p, "to_local") for p in params):  # FSDP2's DTensors: hooks fire late

@@ -123,14 +123,15 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     cpu_time, comm_hold, comm_hold_backward, model_forward); phases None without timing, the
     others None where they were not measured."""
     rows = []
-    extras = STEP_EXTRAS
     for r in ranks:
         for window, w in enumerate(r.windows):
             for step, seconds in enumerate(w.step_s):
                 row: dict[str, Any] = {"window": window, "step": step, "rank": r.rank}
                 row |= {p: w.phases[p][step] if w.phases is not None else None for p in STEP_PHASES}
-                rows.append(row | {"step_s": seconds} | dict.fromkeys(extras) | w.step_extras(step))
-    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *extras]
+                rows.append(
+                    row | {"step_s": seconds} | dict.fromkeys(STEP_EXTRAS) | w.step_extras(step)
+                )
+    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *STEP_EXTRAS]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -535,9 +536,9 @@ def host_bound_block(
     ranks: Sequence[RankMeasurement], ranks_per_gpu: int = 1, device: str = "cpu"
 ) -> tuple[HostBound | None, dict[str, Reason]]:
     """The busy trace's verdict for a GPU cell (every rank traced); null with the reason on
-    CPU, where every step is host time, in a user's job on a GPU, whose probe takes no busy
-    trace, and where ranks share a GPU: a rank's trace sees its own kernels only, never the
-    GPU's whole busy time."""
+    CPU, where every step is host time, in a user's job on a GPU that took no busy capture
+    (busy_window.py says when), and where ranks share a GPU: a rank's trace sees its own
+    kernels only, never the GPU's whole busy time."""
     traced = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
     if len(traced) < len(ranks):
         # a cell's every CUDA rank traces (busy_trace.py): untraced on a GPU is a user's job

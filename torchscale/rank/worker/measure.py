@@ -21,7 +21,7 @@ from torchscale.contracts.finding import Finding
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.schema.diagnosis import Reason
-from torchscale.contracts.step_phases import STEP_EXTRAS
+from torchscale.contracts.step_phases import STEP_EXTRAS, seconds_column
 from torchscale.contracts.wording.cell_reasons import coded
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
@@ -79,15 +79,9 @@ class Window:
     def step_extras(self, step: int) -> dict[str, float | None]:
         """The step's CPU wait and time, comm holds and model forward, by their step_phases
         names: those the window measured (the steps table and the step records both read them
-        here)."""
-        lists = (
-            self.cpu_wait_s,
-            self.cpu_time_s,
-            self.comm_hold_s,
-            self.comm_hold_backward_s,
-            self.model_forward_s,
-        )
-        return {n: v[step] for n, v in zip(STEP_EXTRAS, lists, strict=True) if v is not None}
+        here), each kept in its `seconds_column` field."""
+        lists = {name: getattr(self, seconds_column(name)) for name in STEP_EXTRAS}
+        return {name: v[step] for name, v in lists.items() if v is not None}
 
 
 @dataclass
