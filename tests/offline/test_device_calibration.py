@@ -117,12 +117,20 @@ def test_a_users_jobs_extra_forward_is_told_its_models_or_its_loops(
     steps = step_table(delay=(1, "forward", 3.0))
     late = (steps["rank"] == 1).astype(float) * (0.0 if in_model else 3e-3)
     steps = steps.assign(model_forward=steps["forward"] * 0.8 - late)
-    split = timers_step_split(steps, None)
+    from torchscale.rank.own_job.probe import CALIBRATION_REPS
+
+    cal = calibration(1.0, windows=1, reps=CALIBRATION_REPS)  # its core on par: more work
+    split = timers_step_split(steps, None, calibration=cal)
     assert split is not None and split.straggler is not None
     verdict = split.straggler
     assert (verdict.rank, verdict.kind, verdict.phase) == (1, "compute", phase)
+    assert verdict.device is not None and verdict.device.code == "straggler.more_work"
+    line = verdict_words.straggler_text(verdict, 2)
     said = "outside its forward and backward" if phase == "loop" else "compute in forward"
-    assert said in verdict_words.straggler_text(verdict, 2)
+    assert said in line
+    # the loop's extra work is the rank's own: no data to rebalance there
+    advice = "its loop's own" if phase == "loop" else "rebalance its data"
+    assert advice in line and ("rebalance" in line) == (phase == "forward")
 
 
 def test_ranks_sharing_a_gpu_get_no_device_reading() -> None:

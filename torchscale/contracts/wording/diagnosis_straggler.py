@@ -139,8 +139,18 @@ def _named(f: Figures) -> str:
     if f.get("kind") == "host":
         check = "" if f.get("injected") else ": check the host"
         return f"{lead}, {kind} {_gap(f)}/step{_pattern(f)}{check}"
-    device = f": {_said(f, 'device')}" if f.get("device") else ""
+    device = f": {_device_said(f)}" if f.get("device") else ""
     return f"{lead}, {kind}, {_gap(f)}/step{_pattern(f)}{device}"
+
+
+def _device_said(f: Figures) -> str:
+    """The device reading; more work in the loop (outside the model's forward and backward)
+    is the rank's own extra work, no data to rebalance."""
+    if f.get("phase") == LOOP and f["device"].get("code") == "straggler.more_work":
+        from torchscale.contracts.wording import say
+
+        return say(Finding(code="straggler.more_loop_work"))
+    return _said(f, "device")
 
 
 def _not_named(f: Figures) -> str:
@@ -380,6 +390,10 @@ PHRASES: Phrases = {
     ),
     "straggler.device_partly": lambda f: f"a slower {_device_name(f)} and more work ({_ratio(f)})",
     "straggler.more_work": "more work (rebalance its data)",
+    "straggler.more_loop_work": (
+        "more work, its loop's own (work this rank does alone: spread it over the ranks or "
+        "take it off the training step)"
+    ),
     "straggler.device_undecided": lambda f: (
         f"a slower {_device_name(f)} or more work: not told apart ({_ratio(f)})"
     ),
