@@ -12,6 +12,7 @@ import pytest
 
 from tests.h100_replay import H100_DIR
 from torchscale.interfaces.console import report_summary
+from torchscale.interfaces.console.report_recap import summary_lines
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Report
 from torchscale.interfaces.report.render import markdown
@@ -92,11 +93,21 @@ def test_tiny_models_on_a_gpu_are_said_too_small_never_told_to_fix_the_host(
 
 
 def test_numbers_that_cannot_be_used_get_no_call() -> None:
-    """The H200 zoo (2 repeats, throughput not measurable): ViT-B/16's MFU 8.6 % [4.4, 16.5] is
-    wholly under half the reference's, but the headline says these numbers cannot be used."""
+    """The H200 zoo (2 repeats, throughput not measurable): no call, as its headline says these
+    numbers cannot be used; and since neither model has a reference of its own on an H200, By
+    model says that a rerun alone would still get no MFU call, and what would measure one."""
     report = _report(FIXTURES / "h200_zoo_compiled")
     assert report.decision is not None and report.decision.usable == "no"
     assert _codes(report) == []
+    lines = [line.text for line in report.decision.by_model()]
+    shown = markdown.render(report).decode().replace("\n", " ")
+    for model in ("bert-large", "vit-b16"):
+        said = (
+            f"{model}: no MFU call: no reference for {model} (bf16, compiled) on an H200; "
+            f"measure one with `python benchmarks/workload_reference.py --model {model} "
+            "--batch 16 --device cuda --compile`"
+        )
+        assert said in lines and said in shown
 
 
 def test_the_second_h100_workload_run_is_below_the_reference_by_its_gap() -> None:
@@ -114,6 +125,8 @@ def test_the_second_h100_workload_run_is_below_the_reference_by_its_gap() -> Non
     assert said in markdown.render(report).decode().replace("\n", " ")
     short = " ".join(" ".join(report_summary.summary(report, 200)).split())
     assert "below the reference by 4.2 pts ±2.8 pts" in short and "on par" not in short
+    # and in the lines printed after a report is written, right under the headline
+    assert summary_lines(report)[1:3] == [report.headline.text, said]
 
 
 def _renamed(source: Path, tmp_path: Path, model: str) -> Path:
@@ -162,7 +175,7 @@ def test_a_kept_profile_is_a_report_with_the_same_rule(where: str) -> None:
     said = (
         "gpt2: no MFU call: MFU 41.3 % from one window has no interval to set against 42.4 %, "
         "a plain PyTorch gpt2 loop's at batch 16 on an H200 (benchmarks/workload_reference.py); "
-        "`measurement.repeats: 4` gives one"
+        "`torchscale benchmark` with `measurement.repeats: 4` gives one"
     )
     assert report.decision is not None and report.decision.conclusions()[0].text == said
     assert said in markdown.render(report).decode().replace("\n", " ")

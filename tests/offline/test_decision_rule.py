@@ -266,7 +266,31 @@ def test_an_mfu_without_an_interval_is_no_call_against_its_reference() -> None:
     """One measured window (a profile's): the MFU has no interval, so no place in the band."""
     call = decision.decide_model("gpt2", _cells(mfu=0.39), pd.DataFrame())
     assert call is not None and call.code == "decision.no_interval"
-    assert wording.say(call).startswith("gpt2: no MFU call: MFU 39.0 % from one window has no")
+    said = wording.say(call)
+    assert said.startswith("gpt2: no MFU call: MFU 39.0 % from one window has no")
+    assert said.endswith("; `measurement.repeats: 4` gives one")
+    # a profile measures one window whatever its flags: a benchmark gives the interval
+    profiled = Finding(code=call.code, figures={**call.figures, "profiled": True})
+    assert wording.say(profiled).endswith(
+        "; `torchscale benchmark` with `measurement.repeats: 4` gives one"
+    )
+
+
+def test_only_models_without_their_own_reference_are_told_so_whatever_their_numbers() -> None:
+    """`unreferenced` (said where the numbers cannot be used): a model with no reference on its
+    GPU, at its precision and compile, and only that; a fix or a wide interval hides nothing."""
+    host_bound = {"host_bound": True, "gpu_busy_share": 0.4}
+    wide = {"mfu": 0.108, "mfu_low": 0.048, "mfu_high": 0.240}
+    gpt2 = _cells(**wide, **host_bound).assign(gpu="H200")
+    vit = _cells(**wide, **host_bound).assign(gpu="H200", model="vit-b16", model_label="vit-b16")
+    eager = _cells(**wide).assign(gpu="H200", compiled=False, model_label="gpt2-eager")
+    calls = decision.unreferenced(pd.concat([gpt2, vit, eager]))
+    assert [(c.code, c.figures["model"]) for c in calls] == [
+        ("decision.no_reference", "gpt2-eager"),
+        ("decision.no_reference", "vit-b16"),
+    ]
+    assert decision.unreferenced(_cells(**wide, device="cpu").assign(model="vit-b16")) == []
+    assert decision.unreferenced(vit.drop(columns=["mfu", "mfu_low", "mfu_high"])) == []
 
 
 def test_the_models_offered_a_measurement_are_those_the_benchmark_has_a_loop_of() -> None:

@@ -130,9 +130,12 @@ def _step_above(figures: Mapping[str, Any]) -> str:
 
 
 def _no_interval(figures: Mapping[str, Any]) -> str:
+    """A profile measures one window whatever its flags: its interval comes from a benchmark."""
+    where = "`torchscale benchmark` with " if figures.get("profiled") else ""
     return (
         f"{figures['model']}: no MFU call: MFU {pct(figures['mfu'])} from one window has no "
-        f"interval to set against {render(_REFERENCE, figures)}; `measurement.repeats: 4` gives one"
+        f"interval to set against {render(_REFERENCE, figures)}; {where}`measurement.repeats: 4` "
+        "gives one"
     )
 
 

@@ -14,8 +14,8 @@ SUMMARY_MAX_LINES = 10
 def summary_lines(report: Report) -> list[str]:
     """The short summary printed after every report (plain text: print it with markup off).
 
-    From the report header (title, the headline and the first thing to do, cells,
-    regressions, skipped inputs) and the summary section's key figures and text (the top
+    From the report header (title, the headline, the calls under it, the first thing to do,
+    cells, regressions, skipped inputs) and the summary section's key figures and text (the top
     findings), at most `SUMMARY_MAX_LINES` lines: the header facts always, then key figures
     and text sharing the rest."""
     figures: list[str] = []
@@ -34,6 +34,8 @@ def summary_lines(report: Report) -> list[str]:
     head = [report.title]
     if report.headline is not None:
         head.append(report.headline.text)
+    if report.decision is not None:  # what a stakeholder acts on, as on every other surface
+        head.extend(line.text for line in report.decision.conclusions())
     if report.decision is not None and report.decision.actions:  # a stopped sweep: what finishes it
         head.append(f"to do first: {report.decision.actions[0].text}")
     if not any(line.lower().startswith("cells") for line in figures):

@@ -22,7 +22,7 @@ decided on is the fastest at the largest world size measured (what would be boug
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -329,6 +329,13 @@ def decide_model(
     return mfu
 
 
+def _models(cells: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Each model's cells, in model order."""
+    labels = cells["model_label"].astype(str) if len(cells) else pd.Series(dtype=str)
+    for model in sorted(set(labels)):
+        yield model, cells[labels == model]
+
+
 def decide(
     cells: pd.DataFrame,
     scaling: pd.DataFrame,
@@ -336,13 +343,22 @@ def decide(
     record: TrackRecord = UNSCORED,
 ) -> list[Finding]:
     """Every model's call, in model order (`decide_model`); none for a model without one."""
-    if cells.empty:
-        return []
     calls = []
-    for model in sorted(set(cells["model_label"].astype(str))):
-        own = cells[cells["model_label"].astype(str) == model]
+    for model, own in _models(cells):
         scaled = scaling[scaling["model_label"].astype(str) == model] if len(scaling) else scaling
         call = decide_model(model, own, scaled, forecasts, record)
         if call is not None:
+            calls.append(call)
+    return calls
+
+
+def unreferenced(cells: pd.DataFrame) -> list[Finding]:
+    """Each model whose MFU has no reference of its own on its GPU, whatever its numbers: a
+    run whose numbers cannot be used is told that a rerun alone would still get no MFU call."""
+    calls = []
+    for model, own in _models(cells):
+        rows = _gpu_rows(own)
+        call = _mfu(model, _pick(rows))[0] if len(rows) else None
+        if call is not None and call.code == "decision.no_reference":
             calls.append(call)
     return calls

@@ -9,11 +9,12 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.contracts import wording
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.wording.names import gpu_name as short_gpu_name
-from torchscale.interfaces.report.model import Usable
+from torchscale.interfaces.report.model import Text, Usable
 from torchscale.interfaces.report.parts.context import Context, records
-from torchscale.offline.analysis.decision import decide
+from torchscale.offline.analysis.decision import decide, unreferenced
 from torchscale.offline.analysis.prediction.score import track_record
 from torchscale.offline.results.frame import cells_table
 
@@ -67,7 +68,13 @@ def profile_calls(ctx: Context, usable: Usable) -> list[Finding]:
     cells = cells_table(results)
     cells["gpu"] = [gpu_name(r.environment or {}) for r in results]
     cells = cells[pd.to_numeric(cells["samples_per_s"]).notna()]
-    return decide(cells, pd.DataFrame()) if len(cells) else []
+    said = decide(cells, pd.DataFrame()) if len(cells) else []
+    return [
+        Finding(code=c.code, figures={**c.figures, "profiled": True})
+        if c.code == "decision.no_interval"
+        else c
+        for c in said
+    ]
 
 
 def calls(ctx: Context, usable: Usable) -> list[Finding]:
@@ -77,3 +84,11 @@ def calls(ctx: Context, usable: Usable) -> list[Finding]:
     forecasts = [f for s in ctx.sources.experiments for f in s.forecasts.forecasts]
     record = track_record([score for s in ctx.sources.experiments for score in s.forecasts.scores])
     return decide(_cells(ctx), _scaling(ctx), forecasts, record)
+
+
+def uncalled(ctx: Context, usable: Usable) -> list[Text]:
+    """Where the numbers cannot be used, the models that usable ones would still leave without
+    an MFU call, for want of a reference of their own, and what would measure one."""
+    if usable != "no" or ctx.measured_pooled.empty:
+        return []
+    return [Text(text=wording.say(call), severity="info") for call in unreferenced(_cells(ctx))]

@@ -46,7 +46,7 @@ from torchscale.interfaces.report.parts.context import (
     records,
     repeats_of,
 )
-from torchscale.interfaces.report.parts.decision import calls, gpu_name
+from torchscale.interfaces.report.parts.decision import calls, gpu_name, uncalled
 from torchscale.interfaces.report.parts.findings import action_text
 from torchscale.interfaces.report.parts.gpu_summary import gpu_phrase
 from torchscale.interfaces.report.parts.run_verdicts import (
@@ -564,7 +564,8 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     decision = Decision(
         usable=usable.usable,
         models=_not_measured(ctx)
-        + (_model_lines(ctx, priced, usable.usable != "no") if measured else []),
+        + (_model_lines(ctx, priced, usable.usable != "no") if measured else [])
+        + uncalled(ctx, usable.usable),
         best=_best_line(ctx, priced, usable) if measured else None,
         baseline=_baseline_line(ctx),
         actions=_actions(ctx, usable),
