@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.sweep_state import PlannedCell
 from torchscale.contracts.signals import signal_name
@@ -45,6 +46,16 @@ class CellProgress:
     label: str
     state: str  # a result's status ('ok', 'failed', 'skipped', ...), 'stopped' or UNREACHED
     why: str | None = None
+    finding: Finding | None = None  # what `why` words, where it is one
+
+    @property
+    def reason(self) -> object:
+        """What its `why` says, the same for a kept result's and a replanned cell's reason
+        (the latter names where the node's GPU count came from: env.json)."""
+        if self.finding is None:
+            return self.why
+        figures = {k: v for k, v in self.finding.figures.items() if k != "source"}
+        return self.finding.code, repr(sorted(figures.items()))
 
     @property
     def model(self) -> str:
@@ -73,8 +84,11 @@ class SweepProgress:
         for state in NAMED:
             cells = [c for c in self.cells if c.state == state]
             if cells:
-                reasons = list(dict.fromkeys(c.why for c in cells if c.why and state not in TOLD))
-                named.append((state, reasons, [(c.model, c.label) for c in cells]))
+                reasons: dict[object, str] = {}  # each said once, as it was first worded
+                for cell in cells:
+                    if cell.why and state not in TOLD:
+                        reasons.setdefault(cell.reason, cell.why)
+                named.append((state, list(reasons.values()), [(c.model, c.label) for c in cells]))
         return not_measured_text(named)
 
     def sentence(self) -> str | None:
@@ -141,8 +155,9 @@ def plural_cells(n: int) -> str:
 
 def _from_result(result: CellResult, label: str) -> CellProgress:
     error = result.error
-    why = say(error.finding) if error is not None else None
-    return CellProgress(result.cell_id, label, result.status.value, why)
+    finding = error.finding if error is not None else None
+    why = say(finding) if finding is not None else None
+    return CellProgress(result.cell_id, label, result.status.value, why, finding)
 
 
 def label_of_cell_id(cell_id: str) -> str:
@@ -234,7 +249,8 @@ def _cells(
         elif entry.id in unreadable:
             cells.append(CellProgress(entry.id, entry.label, "unreadable", unreadable[entry.id]))
         elif entry.skip is not None:  # skipped, no result
-            cells.append(CellProgress(entry.id, entry.label, "skipped", say(entry.skip)))
+            skip = entry.skip
+            cells.append(CellProgress(entry.id, entry.label, "skipped", say(skip), skip))
         else:
             cells.append(CellProgress(entry.id, entry.label, *gone))
     return cells
