@@ -152,10 +152,13 @@ def gain_text(code: str, figures: Mapping[str, Any]) -> str:
 
 
 def _not_measurable(figures: Mapping[str, Any]) -> str:
-    """'compiled/eager not measurable (2 + 2 repeats), compiled faster beyond noise'."""
+    """'compiled faster beyond noise, by a ratio not measurable (2 + 2 repeats)': the order
+    first, as a lead is said ('ahead ... beyond noise, by a margin not measurable'); without
+    one, 'compiled/eager not measurable (2 + 2 repeats)'."""
     beyond = figures.get("beyond")
-    order = f", compiled {beyond} beyond noise" if beyond else ""
-    return f"compiled/eager {gain_text(NOT_MEASURABLE, figures)}{order}"
+    if beyond:
+        return f"compiled {beyond} beyond noise, by a ratio not measurable ({_units(figures)})"
+    return f"compiled/eager {gain_text(NOT_MEASURABLE, figures)}"
 
 
 def _gain(verdict: str) -> Callable[[Mapping[str, Any]], str]:
