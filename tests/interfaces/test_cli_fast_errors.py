@@ -101,13 +101,15 @@ def test_the_bad_config_is_every_problem_of_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # starts a fresh interpreter
 def test_a_dry_run_where_no_gpu_can_be_imports_no_heavy_library(tmp_path: Path) -> None:
-    """The plan is printed without the libraries a run needs: no live table, no sweep, no
-    results read (pandas, numpy, scipy), no torch to count GPUs that cannot be there."""
+    """The plan is printed without the libraries a run needs: no live table or progress bar,
+    no sweep, no results read (pandas, numpy, scipy), no torch to count GPUs that cannot be
+    there."""
     if no_gpu_here() is None:
         pytest.skip("a GPU may be here: torch is asked (and imported) to count them")
     dry24 = _script().write_inputs(tmp_path / "inputs")["dry24"]
     args = ("benchmark", "-c", str(dry24), "-o", str(tmp_path / "results"), "--dry-run")
-    found = import_probe.probe(args, HEAVY, env={**_clean_env(), "COLUMNS": "200"})
+    unused = (*HEAVY, "rich.progress")
+    found = import_probe.probe(args, unused, env={**_clean_env(), "COLUMNS": "200"})
     assert found["EXIT"] == "0", found["OUTPUT"]
     assert found["LOADED"] == "-", f"the dry run imported {found['LOADED']}"
     assert "24 cell(s) to run" in found["OUTPUT"]

@@ -96,7 +96,7 @@ def benchmark(
     except (Terminated, KeyboardInterrupt) as stop:
         raise stop_exit(stop, KEPT, printer.running) from None
     finally:
-        printer.progress.stop()
+        printer.stop()
     printer.after(run)
     raise typer.Exit(run.exit_code)
 

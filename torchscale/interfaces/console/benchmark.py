@@ -6,6 +6,7 @@ events to `api.run_benchmark` and prints nothing itself."""
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from torchscale.interfaces.console.streams import (
 )
 
 if TYPE_CHECKING:
-    from rich.progress import TaskID
+    from rich.progress import Progress, TaskID
 
     from torchscale.contracts.cell import CellIdentity
     from torchscale.contracts.finding import Finding
@@ -55,9 +56,7 @@ class BenchmarkPrinter:
     line says where the sweep stands (`progress.py`), so a log or CI shows it too."""
 
     def __init__(self, cells: int, plan: Plan | None = None, live: bool = True) -> None:
-        from rich.progress import MofNCompleteColumn
-
-        from torchscale.interfaces.console.progress import SweepProgress, eta_text
+        from torchscale.interfaces.console.progress import SweepProgress
 
         self.quiet = Verbosity.quiet()
         self.plan = plan
@@ -75,10 +74,7 @@ class BenchmarkPrinter:
 
             width = table_width(stdout) or stdout.width
             self.live = LiveTable(live_layout([p.cell for p in plan.cells], width))
-        # the live table's rows and the bar under them share one stream
-        stream = stdout if self.live is not None else stderr
-        self.progress = eta_bar(stream, self.quiet, MofNCompleteColumn())
-        self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
+        self.cells = cells
         self.index = 0
         self.running: str | None = None  # the cell a stop would cut short
         self.names: dict[str, str] = {}  # cell id -> 'tiny-gpt2 b4 x2 fp32 ddp'
@@ -86,6 +82,26 @@ class BenchmarkPrinter:
         self.profile_task: TaskID | None = None
         self.results: list[CellResult] = []
         self.position_shown_at = 0.0  # a log's last position line (time.monotonic)
+
+    @cached_property
+    def progress(self) -> Progress:
+        """The bar, made when first used: a dry run, which runs no cell, never imports it."""
+        from rich.progress import MofNCompleteColumn
+
+        # the live table's rows and the bar under them share one stream
+        stream = stdout if self.live is not None else stderr
+        return eta_bar(stream, self.quiet, MofNCompleteColumn())
+
+    @cached_property
+    def task(self) -> TaskID:
+        from torchscale.interfaces.console.progress import eta_text
+
+        return self.progress.add_task("cells", total=self.cells, eta=eta_text(None))
+
+    def stop(self) -> None:
+        """The bar gone, where there is one."""
+        if "progress" in self.__dict__:
+            self.progress.stop()
 
     def events(self) -> BenchmarkEvents:
         from torchscale.orchestration.schedulers.api import BenchmarkEvents
