@@ -1,5 +1,5 @@
 r"""The zoo's plans at 8, 16 and 64 ranks, checked on torch's fake process group in one process
-(torchscale/rank/worker/plan_check.py): for every model, world and layout the worker's own
+(benchmarks/plan_check.py): for every model, world and layout the worker's own
 set-up runs as each rank in turn, the model on the meta device. Printed as a Markdown table
 (docs/strategies.md, "The plans the fake process group checked").
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from torchscale.rank.worker.plan_check import PlanCheck, check_plan, zoo_plans
+from plan_check import PlanCheck, check_plan, zoo_plans
 
 MB = 1e6
 

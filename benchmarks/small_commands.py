@@ -218,8 +218,18 @@ def commands(
                 floor=TORCH,
             ),
         ]
+    # a floor timed among them is the one from the same tree
+    own = {c.label for c in found}
     return [
-        Command(c.label + tag, c.argv, c.target_s, c.exit_codes, source, c.floor) for c in found
+        Command(
+            c.label + tag,
+            c.argv,
+            c.target_s,
+            c.exit_codes,
+            source,
+            c.floor + tag if c.floor in own else c.floor,
+        )
+        for c in found
     ]
 
 

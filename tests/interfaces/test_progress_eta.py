@@ -152,3 +152,35 @@ def test_a_log_gets_the_position_under_the_live_table(monkeypatch: pytest.Monkey
     text = out.getvalue()
     assert "Running" not in text
     assert re.search(r"\(cell 2/2, \d+s elapsed, ETA \S+\)", text), text
+
+
+def test_the_bar_is_made_at_first_use_with_its_cells_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dry run's printer makes no bar (nor imports one); a followed submission's first event
+    starts the bar with its cells counted, before any cell has started or finished (a Slurm
+    sweep's cells start in its jobs, never through the printer)."""
+    from pathlib import Path
+
+    from torchscale.orchestration.schedulers.api import LauncherEvent, LauncherSubmission
+
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "e",
+            "models": ["tiny-mlp"],
+            "batch_sizes": [8],
+            "gpu_counts": [1],
+            "device": "cpu",
+        }
+    )
+    plan = build_plan(config, Machine(0, 2))
+    monkeypatch.setattr(benchmark, "stdout", Console(file=io.StringIO()))
+    dry = benchmark.BenchmarkPrinter(len(plan.cells), plan, live=False)
+    dry.stop()
+    assert "progress" not in vars(dry)
+    printer = benchmark.BenchmarkPrinter(len(plan.cells), plan, live=False)
+    submission = LauncherSubmission("slurm", Path("."), (), ("submitted 1 job",), followed=True)
+    printer.launcher_event(LauncherEvent("slurm", "submitted", "", submission=submission))
+    try:
+        task = printer.progress.tasks[0]
+        assert (printer.task, task.description, task.total) == (task.id, "cells", len(plan.cells))
+    finally:
+        printer.stop()

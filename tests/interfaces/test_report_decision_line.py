@@ -179,3 +179,26 @@ def test_a_kept_profile_is_a_report_with_the_same_rule(where: str) -> None:
     )
     assert report.decision is not None and report.decision.conclusions()[0].text == said
     assert said in markdown.render(report).decode().replace("\n", " ")
+
+
+def test_the_lines_after_a_written_report_carry_its_calls_within_their_bound() -> None:
+    """Five calls and a baseline verdict: two calls and a count of the rest under the headline,
+    the verdict left to the 'regressions:' line, and no more lines than the bound."""
+    from torchscale.contracts.finding import Finding
+    from torchscale.interfaces.console.report_recap import SUMMARY_MAX_LINES
+    from torchscale.interfaces.report.model import Text
+
+    report = _report(FIXTURES / "h100_second_run" / "workload" / "runs")
+    assert report.decision is not None
+    call = report.decision.calls[0]
+    report.decision.calls = [
+        Finding(code=call.code, figures={**call.figures, "model": f"m{i}", "mfu": 0.30 + i / 100})
+        for i in range(5)
+    ]
+    report.decision.baseline = Text(text="Slower than the base by 9 %.")
+    lines = summary_lines(report)
+    assert len(lines) <= SUMMARY_MAX_LINES
+    assert lines[2].startswith("m0: the step is below the reference")
+    assert lines[3].startswith("m1: the step is below the reference")
+    assert lines[4] == "and 3 more calls (the report's first lines)"
+    assert "Slower than the base by 9 %." not in lines

@@ -293,6 +293,12 @@ def test_only_models_without_their_own_reference_are_told_so_whatever_their_numb
     ]
     assert decision.unreferenced(_cells(**wide, device="cpu").assign(model="vit-b16")) == []
     assert decision.unreferenced(vit.drop(columns=["mfu", "mfu_low", "mfu_high"])) == []
+    # a busy machine's numbers cannot be used either: what a rerun would lack is still said
+    busy = decision.unreferenced(vit.assign(busy_machine=True))
+    assert [c.figures["model"] for c in busy] == ["vit-b16"]
+    # an unknown GPU or compile says nothing of what a rerun would get
+    assert decision.unreferenced(vit.assign(gpu=None)) == []
+    assert decision.unreferenced(vit.assign(compiled=None)) == []
 
 
 def test_the_models_offered_a_measurement_are_those_the_benchmark_has_a_loop_of() -> None:

@@ -1,11 +1,8 @@
-"""Fleet view: the outlier rule over a synthetic fleet, and the slow-link
-group search over a synthetic fabric with a planted slow link or slow node in every position."""
+"""Fleet view: the outlier rule over a synthetic fleet."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,9 +13,7 @@ from torchscale.offline.analysis.fleet import (
     VERDICT_FEW_NODES,
     VERDICT_OK,
     VERDICT_OUTLIER,
-    find_slow_link,
     fleet_outliers,
-    max_slow_link_measurements,
 )
 
 CHECKS = {  # check -> (typical value, higher_is_better, per GPU)
@@ -129,119 +124,3 @@ def test_bad_input_is_a_usage_error() -> None:
     mixed.loc[0, "higher_is_better"] = False
     with pytest.raises(UsageError, match="differs"):
         fleet_outliers(mixed)
-
-
-# --- slow-link search --------------------------------------------------------------------
-
-HEALTHY, SLOW = 100.0, 30.0
-
-
-class Fabric:
-    """busbw of a group = min over its node pairs of a per-pair bandwidth: a slow link between
-    a and b lowers only the groups that hold both; a slow node lowers every group holding it."""
-
-    def __init__(
-        self, n: int, link: tuple[str, str] | None = None, node: str | None = None
-    ) -> None:
-        self.nodes = [f"n{i:02d}" for i in range(n)]
-        self.link = set(link) if link else None
-        self.node = node
-        self.calls: list[tuple[str, ...]] = []
-
-    def __call__(self, group: Sequence[str]) -> float:
-        self.calls.append(tuple(group))
-        assert len(group) >= 2, "a group of one node measures no link"
-        bw = HEALTHY
-        for a, b in itertools.combinations(group, 2):
-            if (self.link and {a, b} == self.link) or self.node in (a, b):
-                bw = SLOW
-        return bw
-
-
-def all_pairs(n: int) -> list[tuple[str, str]]:
-    return list(itertools.combinations(Fabric(n).nodes, 2))
-
-
-def check_link_found(n: int, link: tuple[str, str], reference: float | None) -> None:
-    fabric = Fabric(n, link=link)
-    result = find_slow_link(fabric.nodes, fabric, reference_busbw=reference)
-    assert result.kind == "link" and set(result.suspect or ()) == set(link)
-    assert result.measurements == len(fabric.calls) <= max_slow_link_measurements(n)
-    assert [m.nodes for m in result.measured] == fabric.calls
-    # the evidence: every group judged slow holds both ends, every other does not
-    for m in result.measured:
-        assert m.slow == (set(link) <= set(m.nodes))
-
-
-@pytest.mark.parametrize("reference", [None, HEALTHY])
-@pytest.mark.parametrize("link", all_pairs(8))
-def test_slow_link_found_in_every_position_of_8_nodes(
-    link: tuple[str, str], reference: float | None
-) -> None:
-    check_link_found(8, link, reference)
-
-
-@pytest.mark.parametrize("n", [13, 16])
-@pytest.mark.parametrize("reference", [None, HEALTHY])
-def test_slow_link_found_in_every_position_of_13_and_16_nodes(
-    n: int, reference: float | None
-) -> None:
-    for link in all_pairs(n):
-        check_link_found(n, link, reference)
-
-
-@pytest.mark.parametrize("n", [4, 5, 7, 8, 13, 16, 33])
-def test_slow_node_found_as_that_node(n: int) -> None:
-    for node in Fabric(n).nodes:
-        for reference in (None, HEALTHY):
-            fabric = Fabric(n, node=node)
-            result = find_slow_link(fabric.nodes, fabric, reference_busbw=reference)
-            assert (result.kind, result.suspect) == ("node", (node,))
-            assert result.measurements <= max_slow_link_measurements(n)
-
-
-def test_measurement_bound_is_the_documented_formula_and_tight() -> None:
-    # 2 x ceil(log2 N) + 1, far below the N(N-1)/2 pairs
-    assert [max_slow_link_measurements(n) for n in (2, 3, 4, 8, 13, 16, 32, 64)] == [
-        3, 5, 5, 7, 9, 9, 11, 13,
-    ]  # fmt: skip
-    for n in (8, 16, 32):  # reached for some position: the bound is not loose
-        worst = 0
-        for link in all_pairs(n):
-            fabric = Fabric(n, link=link)
-            worst = max(worst, find_slow_link(fabric.nodes, fabric).measurements)
-        assert worst == max_slow_link_measurements(n) < n * (n - 1) // 2
-
-
-@pytest.mark.parametrize("n", [3, 4, 8, 13, 16])
-def test_no_slow_link_returns_none_with_its_measurements(n: int) -> None:
-    fabric = Fabric(n)
-    result = find_slow_link(fabric.nodes, fabric)
-    assert result.suspect is None and result.kind is None
-    assert result.measurements == 3 and not any(m.slow for m in result.measured)
-    with_reference = find_slow_link(fabric.nodes, Fabric(n), reference_busbw=HEALTHY)
-    assert with_reference.suspect is None and with_reference.measurements == 1
-
-
-def test_small_allocations() -> None:
-    with pytest.raises(UsageError):
-        find_slow_link(["a"], Fabric(1))
-    with pytest.raises(UsageError, match="reference"):
-        find_slow_link(["n00", "n01"], Fabric(2))
-    fabric = Fabric(2, link=("n00", "n01"))
-    result = find_slow_link(fabric.nodes, fabric, reference_busbw=HEALTHY)
-    assert result.suspect == ("n00", "n01") and result.measurements == 1
-    for link in all_pairs(3):
-        check_link_found(3, link, None)
-    fabric = Fabric(3, node="n01")
-    assert find_slow_link(fabric.nodes, fabric).suspect == ("n01",)
-
-
-def test_bad_arguments_are_usage_errors() -> None:
-    measure: Callable[[Sequence[str]], float] = Fabric(4)
-    with pytest.raises(UsageError, match="more than once"):
-        find_slow_link(["a", "a", "b"], measure)
-    with pytest.raises(UsageError, match="threshold"):
-        find_slow_link(["a", "b", "c"], measure, threshold=1.5)
-    with pytest.raises(UsageError, match="reference"):
-        find_slow_link(["a", "b", "c"], measure, reference_busbw=-1.0)

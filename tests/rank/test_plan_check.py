@@ -1,4 +1,4 @@
-"""The many-rank plans on torch's fake process group (torchscale/rank/worker/plan_check.py).
+"""The many-rank plans on torch's fake process group (benchmarks/plan_check.py).
 
 The fake backend lives in torch.testing._internal: the behaviour the checker relies on is
 pinned first, so a torch that changes it fails here rather than in a wrong table. Then the tiny
@@ -7,13 +7,20 @@ model's plans at 8 ranks and one compiled step (CI), and the zoo's at 8, 16 and 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from torchscale.rank.worker import plan_check
-from torchscale.rank.worker.plan_check import check_plan, fake_world, zoo_plans
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+try:  # the checker is the benchmark's: a tool over the package, not part of it
+    import plan_check
+    from plan_check import check_plan, fake_world, zoo_plans
+finally:
+    sys.path.pop(0)
 
 WORLD = 8
 

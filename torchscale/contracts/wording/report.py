@@ -130,7 +130,7 @@ def _step_above(figures: Mapping[str, Any]) -> str:
 
 
 def _no_interval(figures: Mapping[str, Any]) -> str:
-    """A profile measures one window whatever its flags: its interval comes from a benchmark."""
+    """One measured window, no interval (a profile's, whatever its flags: a benchmark's)."""
     where = "`torchscale benchmark` with " if figures.get("profiled") else ""
     return (
         f"{figures['model']}: no MFU call: MFU {pct(figures['mfu'])} from one window has no "

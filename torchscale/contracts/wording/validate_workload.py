@@ -152,9 +152,10 @@ def gain_text(code: str, figures: Mapping[str, Any]) -> str:
 
 
 def _not_measurable(figures: Mapping[str, Any]) -> str:
-    """'compiled faster beyond noise, by a ratio not measurable (2 + 2 repeats)': the order
-    first, as a lead is said ('ahead ... beyond noise, by a margin not measurable'); without
-    one, 'compiled/eager not measurable (2 + 2 repeats)'."""
+    """'compiled faster beyond noise, by a ratio not measurable (2 + 2 repeats)'.
+
+    The order first, as a lead is said ('ahead ... beyond noise, by a margin not measurable');
+    without one, 'compiled/eager not measurable (2 + 2 repeats)'."""
     beyond = figures.get("beyond")
     if beyond:
         return f"compiled {beyond} beyond noise, by a ratio not measurable ({_units(figures)})"

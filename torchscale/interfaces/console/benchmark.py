@@ -55,6 +55,8 @@ class BenchmarkPrinter:
     after it: progress and cell lines on stderr, tables and summaries on stdout. Each running
     line says where the sweep stands (`progress.py`), so a log or CI shows it too."""
 
+    task: TaskID  # the bar's cells, made with it (`progress`)
+
     def __init__(self, cells: int, plan: Plan | None = None, live: bool = True) -> None:
         from torchscale.interfaces.console.progress import SweepProgress
 
@@ -85,18 +87,17 @@ class BenchmarkPrinter:
 
     @cached_property
     def progress(self) -> Progress:
-        """The bar, made when first used: a dry run, which runs no cell, never imports it."""
+        """The bar and its cells' task, made when first used: a dry run, which runs no cell,
+        never imports them."""
         from rich.progress import MofNCompleteColumn
+
+        from torchscale.interfaces.console.progress import eta_text
 
         # the live table's rows and the bar under them share one stream
         stream = stdout if self.live is not None else stderr
-        return eta_bar(stream, self.quiet, MofNCompleteColumn())
-
-    @cached_property
-    def task(self) -> TaskID:
-        from torchscale.interfaces.console.progress import eta_text
-
-        return self.progress.add_task("cells", total=self.cells, eta=eta_text(None))
+        bar = eta_bar(stream, self.quiet, MofNCompleteColumn())
+        self.task = bar.add_task("cells", total=self.cells, eta=eta_text(None))
+        return bar
 
     def stop(self) -> None:
         """The bar gone, where there is one."""
@@ -207,7 +208,7 @@ class BenchmarkPrinter:
     def sweep_done(self, run: BenchmarkRun) -> None:
         from torchscale.interfaces.console.sweep_tables import model_tables
 
-        self.progress.stop()
+        self.stop()
         if self.live is not None and not self.quiet:
             self._live_done(run)
             return

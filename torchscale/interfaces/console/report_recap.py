@@ -9,6 +9,7 @@ from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
 
 SUMMARY_MAX_LINES = 10
+MAX_CALLS = 3  # the calls under the headline shown here at most; the report has them all
 
 
 def summary_lines(report: Report) -> list[str]:
@@ -35,7 +36,7 @@ def summary_lines(report: Report) -> list[str]:
     if report.headline is not None:
         head.append(report.headline.text)
     if report.decision is not None:  # what a stakeholder acts on, as on every other surface
-        head.extend(line.text for line in report.decision.conclusions())
+        head.extend(_calls(report))
     if report.decision is not None and report.decision.actions:  # a stopped sweep: what finishes it
         head.append(f"to do first: {report.decision.actions[0].text}")
     if not any(line.lower().startswith("cells") for line in figures):
@@ -69,3 +70,15 @@ def summary_lines(report: Report) -> list[str]:
     n_texts = min(len(texts), room - n_figures)
     body = [" ".join(line.split()) for line in figures[:n_figures] + texts[:n_texts]]
     return [strip_code(line) for line in (*head, *body, *tail)]
+
+
+def _calls(report: Report) -> list[str]:
+    """The buy-or-fix calls under the headline, at most MAX_CALLS lines (the last of them
+    counting the rest); the baseline's verdict is the tail's 'regressions:' line here."""
+    assert report.decision is not None
+    calls = [line.text for line in report.decision.conclusions()]
+    calls = calls[1:] if report.decision.baseline is not None else calls
+    if len(calls) <= MAX_CALLS:
+        return calls
+    rest = len(calls) - MAX_CALLS + 1
+    return [*calls[: MAX_CALLS - 1], f"and {rest} more calls (the report's first lines)"]

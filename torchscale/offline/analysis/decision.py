@@ -63,13 +63,13 @@ def _is_true(value: Any) -> bool:
     return value is not None and not pd.isna(value) and bool(value)
 
 
-def _gpu_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """The measured GPU cells not on a busy machine, that may be ranked (never FSDP on one
-    device, which shards nothing)."""
+def _gpu_rows(cells: pd.DataFrame, busy_too: bool = False) -> pd.DataFrame:
+    """The measured GPU cells not on a busy machine (`busy_too`: on one too), that may be
+    ranked (never FSDP on one device, which shards nothing)."""
     if cells.empty:
         return cells
     rows = cells[(cells["device"].astype(str) != "cpu") & cells["samples_per_s"].notna()]
-    if "busy_machine" in rows:
+    if "busy_machine" in rows and not busy_too:
         rows = rows[~rows["busy_machine"].map(_is_true)]
     return comparable(rows)
 
@@ -353,12 +353,17 @@ def decide(
 
 
 def unreferenced(cells: pd.DataFrame) -> list[Finding]:
-    """Each model whose MFU has no reference of its own on its GPU, whatever its numbers: a
-    run whose numbers cannot be used is told that a rerun alone would still get no MFU call."""
+    """Each model whose MFU has no reference of its own on its GPU, whatever its numbers (a
+    busy machine's too): a run whose numbers cannot be used is told that a rerun alone would
+    still get no MFU call. Not where the GPU or the compile is unknown: that says nothing of
+    what a rerun would get."""
     calls = []
     for model, own in _models(cells):
-        rows = _gpu_rows(own)
-        call = _mfu(model, _pick(rows))[0] if len(rows) else None
+        rows = _gpu_rows(own, busy_too=True)
+        pick = _pick(rows) if len(rows) else {}
+        if pd.isna(pick.get("gpu")) or pd.isna(pick.get("compiled")):
+            continue
+        call = _mfu(model, pick)[0]
         if call is not None and call.code == "decision.no_reference":
             calls.append(call)
     return calls

@@ -86,7 +86,7 @@ class SweepProgress:
             if cells:
                 reasons: dict[object, str] = {}  # each said once, as it was first worded
                 for cell in cells:
-                    if cell.why and state not in TOLD:
+                    if cell.why and state not in TOLD and cell.why not in reasons.values():
                         reasons.setdefault(cell.reason, cell.why)
                 named.append((state, list(reasons.values()), [(c.model, c.label) for c in cells]))
         return not_measured_text(named)

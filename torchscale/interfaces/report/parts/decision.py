@@ -86,9 +86,11 @@ def calls(ctx: Context, usable: Usable) -> list[Finding]:
     return decide(_cells(ctx), _scaling(ctx), forecasts, record)
 
 
-def uncalled(ctx: Context, usable: Usable) -> list[Text]:
-    """Where the numbers cannot be used, the models that usable ones would still leave without
-    an MFU call, for want of a reference of their own, and what would measure one."""
+def uncalled(ctx: Context, usable: Usable, models: list[str]) -> list[Text]:
+    """Where the numbers cannot be used, which of `models` usable ones would still leave
+    without an MFU call, for want of a reference of their own, and what would measure one."""
     if usable != "no" or ctx.measured_pooled.empty:
         return []
-    return [Text(text=wording.say(call), severity="info") for call in unreferenced(_cells(ctx))]
+    cells = _cells(ctx)
+    cells = cells[cells["model_label"].astype(str).isin(models)]
+    return [Text(text=wording.say(call), severity="info") for call in unreferenced(cells)]

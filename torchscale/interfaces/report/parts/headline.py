@@ -565,7 +565,8 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
         usable=usable.usable,
         models=_not_measured(ctx)
         + (_model_lines(ctx, priced, usable.usable != "no") if measured else [])
-        + uncalled(ctx, usable.usable),
+        # of the models given a line, those a rerun alone would leave without an MFU call
+        + uncalled(ctx, usable.usable, ctx.models[:MAX_MODEL_LINES]),
         best=_best_line(ctx, priced, usable) if measured else None,
         baseline=_baseline_line(ctx),
         actions=_actions(ctx, usable),
