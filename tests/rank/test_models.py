@@ -13,12 +13,12 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from torchscale.contracts.catalog import BUILTIN_MODELS, WORKLOAD_MODELS
 from torchscale.contracts.errors import ModelError, TorchScaleError
+from torchscale.contracts.model_specs.listing import rows as listing_rows
 from torchscale.contracts.model_specs.registry import BUILTIN
 from torchscale.rank.models import (
     ModelBundle,
     build_model,
     call_model,
-    list_models,
     load_plugin,
     parameter_count,
 )
@@ -213,8 +213,8 @@ def test_data_settings_apply_where_accepted_and_options_win() -> None:
     assert meta_build("tiny-cnn", seq_len=16).tokens_per_sample is None
 
 
-def test_list_models_rows() -> None:
-    rows = {row["name"]: row for row in list_models()}
+def test_list_rows() -> None:
+    rows = {row["name"]: row for row in listing_rows()}
     assert set(rows) == set(BUILTIN)
     assert rows["gpt2"]["parameters"] == REFERENCE_PARAMETERS["gpt2"] + 47 * 768  # padded
     assert rows["gpt2"]["tokens_per_sample"] == 1024

@@ -21,77 +21,26 @@ RECKONED = {
     "median": "beyond the median of the others' wait",
 }
 
-# each cross-check (`CrossCheck.check`): its name and how it is measured (shown with -v)
-CHECKS: dict[str, tuple[str, str]] = {
-    "paired": (
-        "paired per-step test",
-        "one-sided Wilcoxon signed-rank test of the per-step differences (the rank's own work "
-        "minus the median of the others' at the same step): is it slower at the median step?",
-    ),
-    "cpu_wait": (
-        "CPU wait (host)",
-        "per step, the candidate's wait for a CPU (its training thread runnable and not "
-        "running, Linux schedstat run_delay over the step) beyond what its own time on a CPU "
-        "would have waited at the other ranks' rate (their median wait over their median time "
-        "on a CPU, same step; without the time on a CPU: beyond the median of the others' "
-        "wait); the straggler test repeated on that held time, and on own work less it (capped "
-        "at own work)",
-    ),
-    "held_launches": (
-        "held launches (DDP comm hook)",
-        "per step, the time the rank's DDP communication hook held its launches (its own time "
-        "inside the hook, every bucket) minus the median of the other ranks', same step; the "
-        "straggler test on that difference",
-    ),
-    "others_wait": (
-        "others' wait for it",
-        "mean over the other ranks of their wait for peers minus the candidate's, same step, "
-        "moving-block bootstrap over steps",
-    ),
-    "arrival_order": (
-        "arrival order (last arriver)",
-        "share of the matched collectives the candidate arrived last at (clock-free: its "
-        "instance is the shortest), Clopper-Pearson 95 % interval; another rank names itself "
-        "only when it stands out (binomial test against chance, docs/profiling.md)",
-    ),
-    "no_sync_comm": (
-        "communication cost (no_sync windows)",
-        "interleaved synchronised and no_sync windows: mean synchronised step minus the "
-        "slowest rank's mean no_sync step, moving-block bootstrap of both",
-    ),
-    "no_sync_windows": (
-        "the no_sync windows",
-        "the candidate's mean no_sync step against the median of the others', moving-block "
-        "bootstrap: faster beyond its interval withdraws the name",
-    ),
-    "inflation": (
-        "traced steps against the measured windows",
-        "Welch's t 95 % interval on the difference of the mean step, traced (each rank's step "
-        "timer under the profiler, rank<k>.phases.json) minus measured (the same timer in the "
-        "measured windows, without the profiler), over the measured mean; inflated when its "
-        "low end is above 5 % of the measured step",
-    ),
-    "timers_split": (
-        "phase timers: step model",
-        "the run's own phase timers over its measured windows, before any traced step and "
-        "without the profiler (docs/methodology.md, 'One model of the step')",
-    ),
-    "timers_straggler": (
-        "phase timers: straggler",
-        "the run's own phase timers' straggler verdict over its measured windows",
-    ),
-    "traces_straggler": ("traces: straggler", "the traces' straggler verdict"),
+# each cross-check's name (`CrossCheck.check`); how each is measured: docs/profiling.md,
+# "Cross-checks", and docs/methodology.md
+CHECKS: dict[str, str] = {
+    "paired": "paired per-step test",
+    "cpu_wait": "CPU wait (host)",
+    "held_launches": "held launches (DDP comm hook)",
+    "others_wait": "others' wait for it",
+    "arrival_order": "arrival order (last arriver)",
+    "no_sync_comm": "communication cost (no_sync windows)",
+    "no_sync_windows": "the no_sync windows",
+    "inflation": "traced steps against the measured windows",
+    "timers_split": "phase timers: step model",
+    "timers_straggler": "phase timers: straggler",
+    "traces_straggler": "traces: straggler",
 }
 
 
 def check_label(check: str) -> str:
     """A cross-check's name: 'arrival order (last arriver)'."""
-    return CHECKS[check][0]
-
-
-def check_method(check: str) -> str:
-    """How a cross-check is measured, in words."""
-    return CHECKS[check][1]
+    return CHECKS[check]
 
 
 def detail(stored: Finding) -> str:

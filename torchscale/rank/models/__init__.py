@@ -18,7 +18,7 @@ from torchscale.contracts.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from torchscale.rank.models.bundle import ModelBundle, call_model
     from torchscale.rank.models.plugin import load_plugin
-    from torchscale.rank.models.registry import build_model, list_models, parameter_count
+    from torchscale.rank.models.registry import build_model, parameter_count
 
 # exported name -> the submodule defining it
 _SOURCES = {
@@ -26,7 +26,6 @@ _SOURCES = {
     "call_model": "bundle",
     "load_plugin": "plugin",
     "build_model": "registry",
-    "list_models": "registry",
     "parameter_count": "registry",
 }
 
@@ -34,7 +33,6 @@ __all__ = [
     "ModelBundle",
     "build_model",
     "call_model",
-    "list_models",
     "load_plugin",
     "parameter_count",
 ]

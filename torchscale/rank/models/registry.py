@@ -16,7 +16,6 @@ import torch
 
 from torchscale.contracts.catalog import faithful_conflict, is_plugin_model, workload_options
 from torchscale.contracts.errors import ModelError
-from torchscale.contracts.model_specs.listing import rows
 from torchscale.contracts.model_specs.registry import BUILTIN
 from torchscale.contracts.model_specs.spec import BuiltinModelSpec, Measured
 from torchscale.contracts.suggest import did_you_mean
@@ -91,11 +90,6 @@ def _checker(default: Any) -> Callable[[str, str, Any], Any]:
 def parameter_count(model: torch.nn.Module) -> int:
     """Parameters of `model`; a tensor shared by two modules (tied weights) counts once."""
     return sum(p.numel() for p in model.parameters())
-
-
-def list_models() -> list[dict[str, Any]]:
-    """One row per built-in model for `torchscale list`: their specs, nothing built."""
-    return rows()
 
 
 def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
