@@ -14,7 +14,7 @@ import pytest
 
 from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
 from tests.h100_replay import WORKLOAD, h100_cell
-from torchscale.contracts.gpu_clocks import judge_clocks, sku_max_sm_mhz
+from torchscale.contracts.gpu_clocks import judge_clocks
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.wording import say, why
@@ -222,12 +222,6 @@ def test_the_sampler_marks_the_windows_edges() -> None:
     assert w.opened is not None and w.closed is not None
     assert w.t[0] < w.opened and w.t[-1] > w.closed  # the edge samples stay outside
     assert 0 < len(w.inside()) < len(w.t)
-
-
-def test_the_sku_table() -> None:
-    assert sku_max_sm_mhz("NVIDIA H100 80GB HBM3") == 1980
-    assert sku_max_sm_mhz("NVIDIA H100 PCIe") == 1755
-    assert sku_max_sm_mhz("Tesla T4") is None
 
 
 # ================================================= the first H100 run, judged by today's rules

@@ -8,7 +8,6 @@ utilisation are trailing ~1 s averages, and the energy counter moves in steps.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,15 +36,6 @@ NVML_AVERAGING_S = 1.0
 COUNTER_STEP_S = 0.1
 # counter energy is kept when the steps' standard error is at most this share of it
 COUNTER_MAX_ERROR = 0.1
-# top SM clocks (MHz) of common data-centre SKUs, most specific name first: the maximum for a
-# result that did not record the GPU's own (nvmlDeviceGetMaxClockInfo)
-SKU_MAX_SM_MHZ: tuple[tuple[str, float], ...] = (
-    (r"\bH100\b.*\bPCIe\b", 1755.0),
-    (r"\bH100\b.*\bNVL\b", 1785.0),
-    (r"\bH100\b", 1980.0),
-    (r"\bH200\b", 1980.0),
-    (r"\bA100\b", 1410.0),
-)
 
 ClockVerdict = Literal["throttled", "at_power_limit", "full_clocks", "not_judged"]
 # SwPowerCap at the default limit is an action only when the clocks are low while the GPU draws
@@ -68,12 +58,6 @@ class ClockJudgement:
     finding: Finding
 
 
-def sku_max_sm_mhz(gpu_name: str | None) -> float | None:
-    """The SKU table's top SM clock for a GPU name, or None for a GPU it does not list."""
-    found = (mhz for pattern, mhz in SKU_MAX_SM_MHZ if re.search(pattern, gpu_name or ""))
-    return next(found, None) if gpu_name else None
-
-
 def _limit_figures(limit: PowerLimit | None) -> dict[str, object]:
     if limit is None or limit.capped is None:
         return {"enforced_w": None, "default_w": None, "limit_unknown": stored_reason(limit)}
@@ -88,19 +72,17 @@ def judge_clocks(
     max_why: Finding | None,
     limit: PowerLimit | None,
     power_w: float | None = None,
-    where: str = IN_WINDOW,
-    max_from_sku: bool = False,
     lowest_mhz: float | None = None,
 ) -> ClockJudgement:
     """The verdict from how many of `samples` each reason was set in (`flagged`), the SM clock
     of the samples with SwPowerCap (`low_clock_mhz`: their median where the samples are at
-    hand, `lowest_mhz` beside it), the GPU's top SM clock (None: `max_why` says why;
-    `max_from_sku`: the SKU table's, not the GPU's own), its power limits and its mean draw
+    hand, `lowest_mhz` beside it), the GPU's top SM clock (None: `max_why` says why), its
+    power limits and its mean draw
     over the windows (`power_w`, None: not read). Rule (docs/telemetry.md): a hardware or
     thermal bit, or SwPowerCap under a limit below the default or with the clocks low while the
     draw is well under the limit, is throttled; SwPowerCap at the default limit with the draw
     at it is the GPU keeping to its limit: context, never an action."""
-    base: dict[str, object] = {"samples": samples, "where": where}
+    base: dict[str, object] = {"samples": samples, "where": IN_WINDOW}
     hardware = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0) >= MIN_FLAGGED_SAMPLES]
     if hardware:
         counts = {r: flagged[r] for r in hardware}
@@ -116,7 +98,7 @@ def judge_clocks(
     if limit is not None and limit.capped:
         return _judged("throttled", (POWER_CAP,), "clocks.site_cap", base)
     base |= {"clock_mhz": low_clock_mhz, "lowest_mhz": lowest_mhz}
-    base |= {"max_mhz": max_sm_mhz, "max_from_sku": max_from_sku, "power_w": power_w}
+    base |= {"max_mhz": max_sm_mhz, "max_from_sku": False, "power_w": power_w}
     share = low_clock_mhz / max_sm_mhz if max_sm_mhz and low_clock_mhz is not None else None
     low = share is not None and share < FULL_CLOCK_SHARE
     enforced = limit.enforced_w if limit is not None and limit.capped is False else None

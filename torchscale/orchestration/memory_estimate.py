@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchscale.contracts.wording.spell import as_set, gb, gib, pct_whole
+from torchscale.contracts.wording.spell import GIB, as_set, gb, gib, pct_whole
 
-GIB = 1024**3
 MEMORY_BUDGET = 0.80  # of one GPU's memory: the allocator's slack, other processes
 CUDA_CONTEXT_BYTES = 1 * GIB
 ACTIVATION_MARGIN = 1.5

@@ -23,9 +23,7 @@ from pathlib import Path
 
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.host import usable_cores
-from torchscale.contracts.wording.spell import gib, of
-
-GIB = 1024**3
+from torchscale.contracts.wording.spell import GIB, gib, of
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ OLD_FR_BUFFER_SIZE = "TORCH_NCCL_TRACE_BUFFER_SIZE"
 FR_NAME_SINCE = (2, 11)
 # the rendezvous of a launch on this node alone
 ONE_NODE = ("--standalone", "--nnodes=1")
+# where torchrun's agent and each rank write the first failure (torch.distributed.elastic)
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def torchrun_command(
     diagnostics = log_dir / "diagnostics"
     overrides = {
         "OMP_NUM_THREADS": str(omp_num_threads),
-        "TORCHELASTIC_ERROR_FILE": str(error_file),
+        ERROR_FILE_ENV: str(error_file),
         "PYTHONUNBUFFERED": "1",
         DIAGNOSTICS_ENV: str(diagnostics),
     }

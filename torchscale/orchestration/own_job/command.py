@@ -17,7 +17,11 @@ from pathlib import Path
 
 from torchscale.contracts.cell import Device
 from torchscale.contracts.finding import Finding
-from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.launch.torchrun import (
+    ERROR_FILE_ENV,
+    LaunchCommand,
+    torchrun_command,
+)
 from torchscale.orchestration.launch.torchrun_env import child_environment
 from torchscale.orchestration.own_job.job_line import JobLine
 from torchscale.orchestration.own_job.job_line import job_label as job_label
@@ -33,7 +37,6 @@ from torchscale.rank.own_job import ENV_TRACE_TOOL as TRACE_TOOL_ENV
 from torchscale.rank.own_job import ENV_WARMUP as WARMUP_ENV
 
 # torchrun records a failed rank's exception here (read back by launch/failure.py)
-ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 ENVIRONMENT_FILE = "environment.json"
 REDACTED = "<redacted>"
 # a variable whose name holds one of these carries a secret: stored as REDACTED

@@ -145,6 +145,7 @@ def resolve(step: StepMarks, clock: Clock) -> StepSeconds:
 
 # ---------------------------------------------------------------------------- batch counts
 
+
 def batch_counts(batch: Any) -> tuple[int | None, int | None]:
     """(samples, tokens) of one batch the loader yielded, by the documented rule
     (docs/own-job.md): samples = the leading dimension of the first tensor found (a 0-dim

@@ -27,6 +27,7 @@ from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import K8sConfig
+from torchscale.orchestration.launch.torchrun import ERROR_FILE_ENV
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.schedulers.slurm.node import node_error_file
@@ -40,7 +41,6 @@ TRAINER_JOB = "node"
 PYTORCH_CONTAINER = "pytorch"
 PATCH_MANAGER = "torchscale"  # owner of our entry in a TrainJob's runtimePatches
 RESULTS_VOLUME = "torchscale-results"
-ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 POD_INDEX_ENV = "TORCHSCALE_POD_INDEX"  # this pod's index, for the error file's name
 # where a pod carries its index: the Indexed Job's completion index (a TrainJob's node rank;
 # Trainer's torch plugin reads PET_NODE_RANK from it) and the training operator's replica index

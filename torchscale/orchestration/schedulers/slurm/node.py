@@ -19,9 +19,9 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from torchscale.contracts import wording
+from torchscale.orchestration.launch.torchrun import ERROR_FILE_ENV
 from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cpus
 
-ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 C10D = "--rdzv-backend=c10d"
 RDZV_CONF = "--rdzv-conf="
 NPROC = "--nproc-per-node="
