@@ -18,6 +18,7 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.diagnosis import Diagnosis
 from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
+from torchscale.contracts.versioned import read_json_object
 from torchscale.contracts.worker_spec import phases_name
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -57,11 +58,7 @@ def read_phase_record(directory: Path, rank: int) -> dict[str, Any] | None:
     the one reader of it: its traced step times here, its waits for a CPU for the trace
     analysis (orchestration/profiling/analyze.py). None when it is absent, unreadable or not
     a record (traces of other jobs have none)."""
-    try:
-        record = json.loads((directory / phases_name(rank)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    return read_json_object(directory / phases_name(rank))
 
 
 def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[float]], str]:

@@ -13,10 +13,11 @@ does. A file that does not parse is no error at all here: a symptom, never a roo
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from torchscale.contracts.versioned import read_json_object
 
 # a frame of torchrun's own process: its entry point or the launcher it calls
 _TORCHRUN_FRAME = re.compile(
@@ -39,11 +40,8 @@ class RecordedError:
 def read_recorded_error(path: Path) -> RecordedError | None:
     """The error recorded in a torchelastic error file; None when it is missing, empty, torn or
     holds no message."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    message = data.get("message") if isinstance(data, dict) else None
+    data = read_json_object(path)
+    message = data.get("message") if data is not None else None
     callstack = ""
     if isinstance(message, dict):
         extra = message.get("extraInfo")

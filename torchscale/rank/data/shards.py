@@ -22,6 +22,7 @@ from typing import IO, Any
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import DataError, describe_os_error
 from torchscale.contracts.finding import Finding
+from torchscale.contracts.versioned import read_json_object
 from torchscale.contracts.wording.spell import megabytes
 
 FORMAT_VERSION = 1
@@ -86,11 +87,7 @@ def _parameters(shard_mb: int, num_shards: int, seed: int) -> dict[str, int]:
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
     """The manifest's content, or None when there is none or it cannot be parsed."""
-    try:
-        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(directory / MANIFEST)
 
 
 def stale_reason(directory: Path, manifest: dict[str, Any], wanted: dict[str, int]) -> str | None:
