@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.model_measure import measure
 from tests.project.test_torch_free import import_chain, import_graph
 from torchscale.contracts.cell_settings import ModelSpec
 from torchscale.contracts.model_specs.listing import rows
 from torchscale.contracts.model_specs.registry import BUILTIN, stored
 from torchscale.contracts.model_specs.spec import Measured
 from torchscale.rank.models import build_model, parameter_count
-from torchscale.rank.models.registry import measure
 from torchscale.rank.strategy_layouts import supported_strategies
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

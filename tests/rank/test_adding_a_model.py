@@ -54,7 +54,7 @@ table = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"}).output
 found["in_table"] = any(line.startswith("tiny-decoder ") for line in table.splitlines())
 
 from torchscale.rank.models import build_model, parameter_count
-from torchscale.rank.models.registry import measure
+from tests.model_measure import measure
 
 bundle = build_model("tiny-decoder", {"layers": 1})
 found["built"] = [type(bundle.model).__name__, len(bundle.model.blocks)]

@@ -41,8 +41,7 @@ BUILTIN: dict[str, BuiltinModelSpec] = _by_name(
 
 def stored(name: str, options: Mapping[str, Any] | None = None) -> Measured | None:
     """The stored figures of a built-in model at its defaults (`options` that restate defaults
-    included); None for a plug-in or other options (measure those: `models.registry.measure`,
-    `strategy_layouts.supported_strategies`)."""
+    included); None for a plug-in or other options: nothing stored holds their figures."""
     spec = BUILTIN.get(name)
     if spec is None or any(spec.defaults.get(k, _ABSENT) != v for k, v in (options or {}).items()):
         return None

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-MIB = 1024 * 1024
+from torchscale.contracts.wording.spell import MIB
+
 TUNABLES_VAR = "GLIBC_TUNABLES"
 # tunable -> (value, the older environment variable that sets the same threshold)
 REUSE_TUNABLES: dict[str, tuple[int, str]] = {

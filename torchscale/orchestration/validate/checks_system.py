@@ -8,7 +8,7 @@ from pathlib import Path
 
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.host import usable_cores
-from torchscale.contracts.wording.spell import GIB
+from torchscale.contracts.wording.spell import GIB, MIB
 from torchscale.orchestration.launch.compile_cache import nearest_existing
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
@@ -19,7 +19,6 @@ from torchscale.orchestration.validate.check_result import (
     warned,
 )
 
-MIB = 2**20
 SHM_WARN_BYTES = 1 * GIB  # Docker's default is 64 MiB: DataLoader workers die with "bus error"
 OPEN_FILES_WARN = 4096
 DISK_WARN_BYTES = 1 * GIB

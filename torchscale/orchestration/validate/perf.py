@@ -552,7 +552,6 @@ def run_perf(
     base_env: Mapping[str, str],
     *,
     matmul_budget_s: float | None = None,
-    busbw: bool = True,
     progress: Callable[[str], None] | None = None,
     log: Callable[[str], None] | None = None,
     workdir: Path | None = None,
@@ -576,18 +575,16 @@ def run_perf(
         outcome = PerfOutcome(checks=[failure])
     else:
         outcome = PerfOutcome(judge_perf(run, device), sku=_sku(run))
-    if busbw:
-        for hear in (progress, log):
-            if hear:
-                hear("perf: collective bus bandwidth (comm sweep)")
-        name = run.ranks[0].device_name if run is not None and run.ranks else ""
-        result, why = run_busbw(device, experiment_dir, base_env, gpu_count)
-        if result is None:
-            outcome.measurements += [
-                _row(f"busbw.{op}", f"busbw {op}", None, name, None, "GB/s", why)
-                for op in COLLECTIVES
-            ]
-        else:
-            stored = f"comm/{result.id}.json"
-            outcome.measurements += busbw_rows(result, name, stored)
+    for hear in (progress, log):
+        if hear:
+            hear("perf: collective bus bandwidth (comm sweep)")
+    name = run.ranks[0].device_name if run is not None and run.ranks else ""
+    result, why = run_busbw(device, experiment_dir, base_env, gpu_count)
+    if result is None:
+        outcome.measurements += [
+            _row(f"busbw.{op}", f"busbw {op}", None, name, None, "GB/s", why) for op in COLLECTIVES
+        ]
+    else:
+        stored = f"comm/{result.id}.json"
+        outcome.measurements += busbw_rows(result, name, stored)
     return _summed(outcome, device)

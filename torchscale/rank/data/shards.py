@@ -23,11 +23,10 @@ from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import DataError, describe_os_error
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.versioned import read_json_object
-from torchscale.contracts.wording.spell import megabytes
+from torchscale.contracts.wording.spell import MB, megabytes
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-MB = 10**6
 CHECK_BYTES = 2**20  # the checksum covers this much at each end of a shard
 CHUNK_BYTES = 4 * 2**20  # generated and written this much at a time
 DEFAULT_SEED = 0

@@ -1,5 +1,4 @@
-"""Building a built-in model from its spec, or a plug-in, and measuring what `torchscale list`
-states of a model.
+"""Building a built-in model from its spec, or a plug-in.
 
 Each built-in model's facts are its spec (torchscale/contracts/model_specs/): its options and their
 defaults, and its builder as a "module:function" reference, imported here, on the rank side,
@@ -17,10 +16,9 @@ import torch
 from torchscale.contracts.catalog import faithful_conflict, is_plugin_model, workload_options
 from torchscale.contracts.errors import ModelError
 from torchscale.contracts.model_specs.registry import BUILTIN
-from torchscale.contracts.model_specs.spec import BuiltinModelSpec, Measured
+from torchscale.contracts.model_specs.spec import BuiltinModelSpec
 from torchscale.contracts.suggest import did_you_mean
-from torchscale.rank.models.activation_count import saved_activation_bytes
-from torchscale.rank.models.bundle import ModelBundle, call_model
+from torchscale.rank.models.bundle import ModelBundle
 from torchscale.rank.models.option_values import positive_int, probability, switch
 from torchscale.rank.models.plugin import load_plugin
 
@@ -90,40 +88,3 @@ def _checker(default: Any) -> Callable[[str, str, Any], Any]:
 def parameter_count(model: torch.nn.Module) -> int:
     """Parameters of `model`; a tensor shared by two modules (tied weights) counts once."""
     return sum(p.numel() for p in model.parameters())
-
-
-def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
-    """What `torchscale list` states of a model, found by building it on the meta device (no
-    memory, no kernels): the path for a plug-in or other options, and what the stored figures
-    of the built-in models (their specs' `measured`) are tested against."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    meta = torch.device("meta")
-    with meta:
-        bundle = build_model(name, options)
-    with sdpa_kernel(SDPBackend.MATH):  # attention as matmuls: every op has a FLOP formula
-        forward, train = _flops_per_sample(bundle, meta)
-    counted = (torch.float32, torch.bfloat16)
-    activations = {dtype: saved_activation_bytes(bundle, dtype) for dtype in counted}
-    return Measured(
-        kind=bundle.kind,
-        parameters=parameter_count(bundle.model),
-        input_shape=bundle.input_shape,
-        tokens_per_sample=bundle.tokens_per_sample,
-        forward_flops=forward,
-        train_flops=train,
-        activation_bytes_fp32=activations[torch.float32],
-        activation_bytes_bf16=activations[torch.bfloat16],
-    )
-
-
-def _flops_per_sample(bundle: ModelBundle, device: torch.device) -> tuple[int, int]:
-    """FLOPs of one sample: the forward pass, and forward + backward of its loss (a step)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    inputs, targets = bundle.make_batch(1, device)
-    with torch.no_grad(), FlopCounterMode(display=False) as forward:
-        call_model(bundle.model, inputs)
-    with FlopCounterMode(display=False) as train:
-        torch.autograd.backward(bundle.step_loss(inputs, targets))
-    return int(forward.get_total_flops()), int(train.get_total_flops())

@@ -64,7 +64,7 @@ def part_flops(parts: PipelineParts, example: Any) -> list[float]:
     """The pipeline's cost model: forward FLOPs of `example` (a micro-batch) through the input
     part, each block and the output part, in that order, counted by torch's FlopCounterMode on
     the meta device with attention as matmuls, as the project counts a model's FLOPs
-    (registry.measure): every matmul and convolution, causal attention in full, lookups free.
+    (tests/model_measure.py): every matmul and convolution, causal attention in full, lookups free.
     The backward of these ops costs twice their forward, so forward FLOPs weigh the parts as
     a training step does."""
     from torch.nn.attention import SDPBackend, sdpa_kernel

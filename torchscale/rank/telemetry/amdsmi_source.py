@@ -18,6 +18,7 @@ from typing import Any
 from torchscale.contracts.finding import Finding
 from torchscale.contracts.schema.diagnosis import Reason
 from torchscale.contracts.wording.cell_telemetry import said
+from torchscale.contracts.wording.spell import MIB
 from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES
 
 NOT_READ = {
@@ -27,7 +28,6 @@ NOT_READ = {
 }
 # amdsmi_status_t codes after which a query will never answer on this GPU (amdsmi.h)
 PERMANENT_CODES = {2: "NOT_SUPPORTED", 3: "NOT_YET_IMPLEMENTED", 10: "NO_PERM"}
-MIB = 2**20
 
 
 def error_text(exc: BaseException) -> str:
