@@ -20,6 +20,8 @@ from pathlib import Path
 
 # where a rank writes its pid and, on request, its stacks
 DIAGNOSTICS_ENV = "TORCHSCALE_DIAGNOSTICS_DIR"
+# where torchrun's agent and each rank write the first failure (torch.distributed.elastic)
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 STACK_SIGNAL = signal.SIGUSR1  # faulthandler dumps every thread's stack on it
 
 

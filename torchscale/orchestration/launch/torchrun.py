@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from torchscale.contracts.cell import Device
 from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
-from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV, ERROR_FILE_ENV
 from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.shared_gpu import RANKS_PER_GPU_ENV, gpus_for
 from torchscale.orchestration.launch.compile_cache import compile_cache_env
@@ -36,8 +36,6 @@ OLD_FR_BUFFER_SIZE = "TORCH_NCCL_TRACE_BUFFER_SIZE"
 FR_NAME_SINCE = (2, 11)
 # the rendezvous of a launch on this node alone
 ONE_NODE = ("--standalone", "--nnodes=1")
-# where torchrun's agent and each rank write the first failure (torch.distributed.elastic)
-ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,8 @@ from pathlib import Path
 
 from torchscale.contracts.cell import Device
 from torchscale.contracts.finding import Finding
-from torchscale.orchestration.launch.torchrun import (
-    ERROR_FILE_ENV,
-    LaunchCommand,
-    torchrun_command,
-)
+from torchscale.contracts.rank_diagnostics import ERROR_FILE_ENV
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.launch.torchrun_env import child_environment
 from torchscale.orchestration.own_job.job_line import JobLine
 from torchscale.orchestration.own_job.job_line import job_label as job_label
@@ -36,7 +33,7 @@ from torchscale.rank.own_job import ENV_TRACE_STEPS as TRACE_STEPS_ENV
 from torchscale.rank.own_job import ENV_TRACE_TOOL as TRACE_TOOL_ENV
 from torchscale.rank.own_job import ENV_WARMUP as WARMUP_ENV
 
-# torchrun records a failed rank's exception here (read back by launch/failure.py)
+# the environment the job ran with, a secret's value redacted (REDACTED)
 ENVIRONMENT_FILE = "environment.json"
 REDACTED = "<redacted>"
 # a variable whose name holds one of these carries a secret: stored as REDACTED

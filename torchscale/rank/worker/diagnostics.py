@@ -109,7 +109,7 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
 def rank_identity(env: Mapping[str, str]) -> RankIdentity:
     """This rank as torchrun (RANK, LOCAL_RANK, GROUP_RANK, its error file) and Slurm
     (SLURM_NODEID, which names the node's log directory) numbered it."""
-    from torchscale.contracts.rank_diagnostics import RankIdentity
+    from torchscale.contracts.rank_diagnostics import ERROR_FILE_ENV, RankIdentity
 
     return RankIdentity(
         rank=int(env.get("RANK", "0")),
@@ -118,7 +118,7 @@ def rank_identity(env: Mapping[str, str]) -> RankIdentity:
         slurm_node_id=_int_or_none(env.get("SLURM_NODEID")),
         hostname=socket.gethostname(),
         pid=os.getpid(),
-        error_file=env.get("TORCHELASTIC_ERROR_FILE") or None,
+        error_file=env.get(ERROR_FILE_ENV) or None,
     )
 
 

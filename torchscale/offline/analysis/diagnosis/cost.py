@@ -131,8 +131,8 @@ def _period(
     """(k, the typical cost on its step) for the k in 2..LONGEST_PERIOD where one step of
     every k carries the cost: its mean at least twice the minimum effect, every other step of
     the period under a quarter of it, and BEAT_FILLED of its repeats at least half its mean;
-    None when no period does (the other steps by each beat's median). Of several, the one
-    whose repeats carry it most often, the
+    None when no period does (each other beat by its median and by how many of its repeats
+    carry the cost). Of several, the one whose repeats carry it most often, the
     shortest among equals: a stall every 4th step also passes as every 2nd when noise fills
     the 2nd's empty repeats (seen at load 12), and a multiple of the true period never passes
     (its other beat holds the same stall). Each window is folded on its own step numbers,
@@ -161,10 +161,16 @@ def _period(
         means = np.array([np.mean(beat) for beat in beats])
         top = int(np.argmax(means))
         carried = float(np.mean(np.asarray(beats[top]) >= means[top] / 2))
-        # the other beats by their medians: one step a loaded host held back (130 ms once, at
-        # load 4) must not lift a whole beat and hide the period
-        others = np.delete(np.array([np.median(beat) for beat in beats]), top)
-        alone = means[top] >= 2 * min_effect_s and others.max() < means[top] / 4
+        # each other beat quiet by its median, and carrying the cost on at most the share of
+        # its repeats the top one may miss: one step a loaded host held back (130 ms once, at
+        # load 4) must not hide the period, nor a beat filled on 4 repeats in 10 make one
+        quiet = all(
+            np.median(beat) < means[top] / 4
+            and np.mean(np.asarray(beat) >= means[top] / 2) <= 1 - BEAT_FILLED
+            for offset, beat in enumerate(beats)
+            if offset != top
+        )
+        alone = means[top] >= 2 * min_effect_s and quiet
         if alone and carried >= BEAT_FILLED and (found is None or carried > found[0]):
             found = (carried, k, float(np.median(beats[top])))
     return None if found is None else (found[1], found[2])

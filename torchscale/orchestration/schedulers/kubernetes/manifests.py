@@ -23,11 +23,11 @@ from typing import Any, Literal
 import yaml
 
 from torchscale.contracts.errors import LaunchError, UsageError
+from torchscale.contracts.rank_diagnostics import ERROR_FILE_ENV
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import K8sConfig
-from torchscale.orchestration.launch.torchrun import ERROR_FILE_ENV
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.plan.planned import Plan, PlannedCell
 from torchscale.orchestration.schedulers.slurm.node import node_error_file

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from torchscale.contracts import wording
-from torchscale.orchestration.launch.torchrun import ERROR_FILE_ENV
+from torchscale.contracts.rank_diagnostics import ERROR_FILE_ENV
 from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cpus
 
 C10D = "--rdzv-backend=c10d"
