@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torchscale.contracts.wording.spell import format_value
 from torchscale.interfaces.formatting import strip_code
-from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
+from torchscale.interfaces.report.model import Decision, Findings, KeyFigures, Report, Text
 
 SUMMARY_MAX_LINES = 10
 MAX_CALLS = 3  # the calls under the headline shown here at most; the report has them all
@@ -36,7 +36,7 @@ def summary_lines(report: Report) -> list[str]:
     if report.headline is not None:
         head.append(report.headline.text)
     if report.decision is not None:  # what a stakeholder acts on, as on every other surface
-        head.extend(_calls(report))
+        head.extend(_calls(report.decision))
     if report.decision is not None and report.decision.actions:  # a stopped sweep: what finishes it
         head.append(f"to do first: {report.decision.actions[0].text}")
     if not any(line.lower().startswith("cells") for line in figures):
@@ -72,12 +72,11 @@ def summary_lines(report: Report) -> list[str]:
     return [strip_code(line) for line in (*head, *body, *tail)]
 
 
-def _calls(report: Report) -> list[str]:
+def _calls(decision: Decision) -> list[str]:
     """The buy-or-fix calls under the headline, at most MAX_CALLS lines (the last of them
     counting the rest); the baseline's verdict is the tail's 'regressions:' line here."""
-    assert report.decision is not None
-    calls = [line.text for line in report.decision.conclusions()]
-    calls = calls[1:] if report.decision.baseline is not None else calls
+    calls = [line.text for line in decision.conclusions()]
+    calls = calls[1:] if decision.baseline is not None else calls
     if len(calls) <= MAX_CALLS:
         return calls
     rest = len(calls) - MAX_CALLS + 1
