@@ -23,3 +23,7 @@ class Finding(Record):
 
     def figure(self, name: str, default: Any = None) -> Any:
         return self.figures.get(name, default)
+
+    def key_without(self, *names: str) -> str:
+        """Equal for findings that say the same thing but for the figures `names`."""
+        return self.code + repr(sorted((k, v) for k, v in self.figures.items() if k not in names))

@@ -265,8 +265,7 @@ def alike_once(calls: list[Finding]) -> list[Finding]:
     and tiny-mlp: fix the host first ...'): the first screen has no room for a line each."""
     grouped: dict[str, list[Finding]] = {}
     for call in calls:
-        rest = {k: v for k, v in call.figures.items() if k != "model"}
-        grouped.setdefault(call.code + repr(sorted(rest.items())), []).append(call)
+        grouped.setdefault(call.key_without("model"), []).append(call)
     said = []
     for alike in grouped.values():
         models = [str(c.figure("model")) for c in alike]

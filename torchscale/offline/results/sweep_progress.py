@@ -52,10 +52,7 @@ class CellProgress:
     def reason(self) -> object:
         """What its `why` says, the same for a kept result's and a replanned cell's reason
         (the latter names where the node's GPU count came from: env.json)."""
-        if self.finding is None:
-            return self.why
-        figures = {k: v for k, v in self.finding.figures.items() if k != "source"}
-        return self.finding.code, repr(sorted(figures.items()))
+        return self.why if self.finding is None else self.finding.key_without("source")
 
     @property
     def model(self) -> str:
